@@ -1,0 +1,44 @@
+"""`grebench stats`: what the store holds."""
+
+from __future__ import annotations
+
+import click
+
+from grebench.cli._common import emit_json
+from grebench.settings import Settings
+from grebench.store import open_store
+
+
+@click.command("stats")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def command(settings: Settings, as_json: bool) -> None:
+    """Row counts per table, papers per venue, and the last runs."""
+    if not settings.db_path.exists():
+        raise click.ClickException(f"no store at {settings.db_path}: run `grebench ingest` first")
+    store = open_store(settings.db_path, read_only=True)
+    try:
+        result = {
+            "db_path": str(settings.db_path),
+            "tables": store.counts(),
+            "venues": store.rows(
+                """SELECT venue_id, count(*) AS papers, count(abstract) AS with_abstract,
+                   (SELECT count(*) FROM paper_texts t JOIN papers q USING (paper_id)
+                    WHERE q.venue_id = p.venue_id AND t.status = 'ok') AS with_text
+                   FROM papers p GROUP BY venue_id ORDER BY venue_id"""),
+            "runs": store.rows(
+                "SELECT run_id, command, status, started_at, finished_at FROM runs ORDER BY started_at DESC LIMIT 5"),
+        }
+    finally:
+        store.con.close()
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(f"store: {result['db_path']}")
+    for table, count in result["tables"].items():
+        click.echo(f"  {table:<20} {count:>8}")
+    for venue in result["venues"]:
+        click.echo(f"venue {venue['venue_id']}: {venue['papers']} papers, {venue['with_abstract']} with abstract, "
+                   f"{venue['with_text']} with PDF text")
+    for run in result["runs"]:
+        click.echo(f"run {run['run_id']} {run['command']}: {run['status']} ({run['started_at']})")

@@ -1,0 +1,168 @@
+"""JSON Lines archives (the format of the bundled ICLR 2020 sample) and the bundled source.
+
+The format is documented in ``docs/archive-format.md``.  Each line is one
+paper; a line ``{"_meta": {...}}`` sets file-wide defaults
+(``judgments_preprocessor``, ``reviews_public_at``, ``venue_id``, ``venue``).
+Bad lines (invalid UTF-8, invalid JSON, missing or mistyped fields) become
+:class:`SourceFailure` items naming the line; the other lines still load.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterator
+
+from grebench.ingest._content import first_str, review_text, venue_year, CONFIDENCE_FIELDS, RATING_FIELDS
+from grebench.ingest._source import SourceError, SourceFailure
+from grebench.store import PaperRecord, ReviewRecord
+
+# The bundled sample's reviews are the versions crawled on this date, when they were public.
+BUNDLED_REVIEWS_PUBLIC_AT = "2019-11-08"
+IMPORTED = "imported"
+
+
+def _parse_time(value: Any, what: str) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value / 1000 if value > 1e11 else value, UTC).replace(tzinfo=None)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"{what}: not an ISO date: {value!r}") from None
+        return parsed if parsed.tzinfo is None else parsed.astimezone(UTC).replace(tzinfo=None)
+    raise ValueError(f"{what}: expected a date, got {type(value).__name__}")
+
+
+def _expect(obj: dict[str, Any], key: str, types: type | tuple[type, ...], what: str, required: bool = True) -> Any:
+    if key not in obj or obj[key] is None:
+        if required:
+            raise ValueError(f"{what}: missing field {key!r}")
+        return None
+    value = obj[key]
+    allowed = types if isinstance(types, tuple) else (types,)
+    if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+        names = "/".join(t.__name__ for t in allowed)
+        raise ValueError(f"{what}: field {key!r} must be {names}, got {type(value).__name__}")
+    return value
+
+
+def parse_record(record: Any, meta: dict[str, Any], source: str) -> PaperRecord:
+    """Validate one archive record and turn it into a :class:`PaperRecord`."""
+    if not isinstance(record, dict):
+        raise ValueError(f"expected a JSON object, got {type(record).__name__}")
+    paper_id = _expect(record, "id", str, "paper")
+    where = f"paper {paper_id}"
+    venue_id = _expect(record, "venue_id", str, where, required=False) or meta.get("venue_id")
+    if not venue_id:
+        raise ValueError(f"{where}: missing field 'venue_id' (and no _meta venue_id)")
+    reviews_raw = _expect(record, "reviews", list, where)
+    default_pre = record.get("judgments_preprocessor") or meta.get("judgments_preprocessor") or IMPORTED
+    reviews = [_parse_review(r, i, paper_id, default_pre, where) for i, r in enumerate(reviews_raw)]
+    public = record.get("reviews_public_at", meta.get("reviews_public_at"))
+    return PaperRecord(
+        paper_id=paper_id,
+        venue_id=venue_id,
+        venue=_expect(record, "venue", str, where, required=False) or meta.get("venue"),
+        venue_year=venue_year(venue_id),
+        title=_expect(record, "title", str, where),
+        abstract=_expect(record, "abstract", str, where, required=False),
+        authors=(record.get("miniconf") or {}).get("authors") if isinstance(record.get("miniconf"), dict) else None,
+        keywords=(record.get("papercopilot") or {}).get("keywords") if isinstance(record.get("papercopilot"), dict) else None,
+        decision=_expect(record, "decision", str, where, required=False),
+        withdrawn=bool(record.get("withdrawn", False)),
+        submitted_at=_parse_time(record.get("submitted_at"), f"{where}: submitted_at"),
+        reviews_public_at=_parse_time(public, f"{where}: reviews_public_at"),
+        source=source,
+        reviews=reviews,
+    )
+
+
+def _parse_review(raw: Any, index: int, paper_id: str, default_pre: str, where: str) -> ReviewRecord:
+    what = f"{where}: review #{index}"
+    if not isinstance(raw, dict):
+        raise ValueError(f"{what}: expected an object, got {type(raw).__name__}")
+    review_id = _expect(raw, "id", str, what)
+    content = _expect(raw, "content", dict, f"{where}: review {review_id}")
+    try:
+        text, sections = review_text(content)
+    except ValueError as exc:
+        raise ValueError(f"{where}: review {review_id}: {exc}") from None
+    judgments = raw.get("judgments")
+    if judgments is not None and not (isinstance(judgments, list) and all(isinstance(j, str) for j in judgments)):
+        raise ValueError(f"{where}: review {review_id}: 'judgments' must be a list of strings")
+    return ReviewRecord(
+        review_id=review_id,
+        paper_id=paper_id,
+        kind=raw.get("kind") if isinstance(raw.get("kind"), str) else "official_review",
+        text=text,
+        sections=sections,
+        content=content,
+        title=content.get("title") if isinstance(content.get("title"), str) else None,
+        rating=first_str(content, RATING_FIELDS),
+        confidence=first_str(content, CONFIDENCE_FIELDS),
+        signature=raw.get("signature") if isinstance(raw.get("signature"), str) else None,
+        visible_at=_parse_time(raw.get("visible_at"), f"{what}: visible_at"),
+        modified_at=_parse_time(raw.get("modified_at"), f"{what}: modified_at"),
+        judgments=judgments,
+        judgments_preprocessor=(raw.get("judgments_preprocessor") or default_pre) if judgments is not None else None,
+    )
+
+
+class ArchiveSource:
+    """Papers from a JSON Lines archive file."""
+
+    def __init__(self, path: Path, name: str | None = None, meta: dict[str, Any] | None = None) -> None:
+        self.path = path
+        self.name = name or f"archive:{path}"
+        self._meta = dict(meta or {})
+
+    def fetch(self, since: datetime | None = None, limit: int | None = None) -> Iterator[PaperRecord | SourceFailure]:
+        """Yield each valid line as a paper and each bad line as a failure."""
+        try:
+            handle = self.path.open("rb")
+        except OSError as exc:
+            raise SourceError(f"cannot read archive {self.path}: {exc.strerror}") from None
+        meta = dict(self._meta)
+        yielded = 0
+        with handle:
+            for number, raw in enumerate(handle, start=1):
+                if limit is not None and yielded >= limit:
+                    return
+                item = f"{self.path.name}:{number}"
+                if not raw.strip():
+                    continue
+                try:
+                    record = json.loads(raw.decode("utf-8"))
+                except UnicodeDecodeError as exc:
+                    yield SourceFailure(item, f"invalid UTF-8 at byte {exc.start}")
+                    continue
+                except json.JSONDecodeError as exc:
+                    yield SourceFailure(item, f"invalid JSON: {exc.msg} at column {exc.colno}")
+                    continue
+                if isinstance(record, dict) and set(record) == {"_meta"} and isinstance(record["_meta"], dict):
+                    meta.update(record["_meta"])
+                    continue
+                try:
+                    paper = parse_record(record, meta, self.name)
+                except ValueError as exc:
+                    yield SourceFailure(item, str(exc))
+                    continue
+                if since is not None and paper.submitted_at is not None and paper.submitted_at < since:
+                    continue
+                yielded += 1
+                yield paper
+
+
+def bundled_path() -> Path:
+    """Path of the bundled ICLR 2020 sample inside the installed package."""
+    return Path(str(resources.files("grebench.ingest") / "data" / "iclr2020_reviews.jsonl"))
+
+
+def bundled_source() -> ArchiveSource:
+    """The real ICLR 2020 sample shipped with the package (see ``data/SOURCES.md``)."""
+    return ArchiveSource(bundled_path(), name="bundled", meta={"reviews_public_at": BUNDLED_REVIEWS_PUBLIC_AT})

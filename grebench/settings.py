@@ -1,0 +1,165 @@
+"""One settings object for the whole product.
+
+Every setting is declared exactly once in :data:`SETTINGS` with its type,
+default and help text.  Values come from, in increasing priority:
+
+1. the declared default,
+2. a TOML file (``--config PATH`` or ``GREBENCH_CONFIG``),
+3. ``GREBENCH_<NAME>`` environment variables.
+
+Candidate models are declared as ``[[candidates]]`` tables in the TOML file
+(see ``docs/configuration.md``); they are parsed by :mod:`grebench.bench`.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+ENV_PREFIX = "GREBENCH_"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Declaration of one setting: its name, type, default and help text."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("data_dir", str, "./grebench-data", "Directory holding the DuckDB file, caches, exports and the built site."),
+    Setting("log_level", str, "INFO", "Logging level (DEBUG, INFO, WARNING, ERROR)."),
+    Setting("seed", int, 20200426, "Seed for every random choice (human-baseline pick, controls, bootstrap, sampling)."),
+    # ingest
+    Setting("openreview_baseurl_v1", str, "https://api.openreview.net", "OpenReview API v1 base URL (venues up to ICLR 2023)."),
+    Setting("openreview_baseurl_v2", str, "https://api2.openreview.net", "OpenReview API v2 base URL (ICLR 2024 on)."),
+    Setting("openreview_api", str, "auto", "Which OpenReview API to use: auto (by venue year), v1 or v2."),
+    Setting("openreview_max_wait_s", float, 300.0, "Upper bound on the total time spent waiting on 429 Retry-After during one ingest."),
+    Setting("openreview_max_retries", int, 4, "Retries of one OpenReview request on 429/5xx/connection errors before it is recorded as failed."),
+    Setting("openreview_timeout_s", float, 60.0, "Timeout of one OpenReview HTTP request."),
+    Setting("fetch_pdfs", bool, True, "Download and extract PDFs when ingesting from OpenReview."),
+    Setting("pdf_timeout_s", float, 60.0, "Wall-clock limit for extracting one PDF (the extractor runs in a subprocess)."),
+    Setting("pdf_memory_mb", int, 2048, "Address-space limit of the PDF extraction subprocess, in MiB."),
+    Setting("pdf_max_bytes", int, 50_000_000, "PDFs larger than this are refused without parsing."),
+    # bench
+    Setting("bench_concurrency", int, 4, "Concurrent LLM calls per provider when generating candidate reviews."),
+    Setting("llm_timeout_s", float, 600.0, "Outer deadline of one LLM call, including a stream that goes silent."),
+    Setting("llm_max_retries", int, 3, "Retries of one LLM call on 429/5xx/timeouts."),
+    Setting("llm_max_response_chars", int, 200_000, "Cap on the size of one LLM response; longer output is cut and flagged."),
+    Setting("llm_max_retry_after_s", float, 60.0, "Largest Retry-After honoured for an LLM call; longer waits count as a failure."),
+    Setting("context_tokens", int, 32_000, "Default context window (tokens) of a candidate model when its params do not say."),
+    # scoring
+    Setting("estimator", str, "offline", "Evaluation-LM estimator: offline, hf:PATH, vllm:URL[,URL...], sglang:URL."),
+    Setting("preprocessor", str, "rules", "Judgment-line preprocessor: rules, imported or litellm:MODEL."),
+    Setting("estimator_concurrency", int, 8, "Concurrent requests to a vLLM/SGLang evaluation-LM server."),
+    Setting("hf_dtype", str, "bfloat16", "Torch dtype of the hf estimator (float32, bfloat16, float16)."),
+    Setting("hf_device", str, "auto", "Torch device of the hf estimator (auto, cpu, cuda)."),
+    Setting("hf_batch_tokens", int, 16_384, "Token budget of one hf estimator batch."),
+    Setting("bootstrap_samples", int, 2000, "Bootstrap resamples (over papers) for confidence intervals."),
+    # panel
+    Setting("panel_pairs_per_paper", int, 0, "Pairwise comparisons per paper for the judge panel (0 = all pairs)."),
+    Setting("debate_rounds", int, 2, "Maximum debate rounds for pairs on which qualified LLM judges disagree."),
+    Setting("judges_see_machine_metrics", bool, False, "Give LLM judges the machine metrics of both reviews as context."),
+    # site and app
+    Setting("site_dir", str, "", "Output directory of the static site (default: DATA_DIR/site)."),
+    Setting("app_host", str, "127.0.0.1", "Host the Gradio app binds to."),
+    Setting("app_port", int, 7860, "Port of the Gradio app."),
+    Setting("submissions_per_week", int, 3, "Submissions accepted per submitter in 7 days."),
+    Setting("submission_http_allowlist", str, "", "Comma-separated hosts that submissions may reach over plain http."),
+    # scheduler
+    Setting("venues", str, "", "Comma-separated OpenReview venue ids polled by the scheduler."),
+    Setting("poll_interval_min", int, 60, "Minutes between scheduler polls of the configured venues."),
+    Setting("snapshot_date", str, "01-15", "Month-day (MM-DD) of the yearly snapshot cut."),
+)
+
+_BY_NAME = {s.name: s for s in SETTINGS}
+
+
+def _coerce(setting: Setting, value: Any, origin: str) -> Any:
+    """Convert ``value`` to the setting's type, with an error that names its origin."""
+    if setting.type is bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in {"1", "true", "yes", "on"}:
+            return True
+        if text in {"0", "false", "no", "off"}:
+            return False
+        raise ValueError(f"{origin}: {setting.name} must be true or false, got {value!r}")
+    try:
+        return setting.type(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{origin}: {setting.name} must be {setting.type.__name__}, got {value!r}") from exc
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved settings: declared values plus the raw TOML tables (candidates, judges)."""
+
+    values: Mapping[str, Any]
+    tables: Mapping[str, Any] = field(default_factory=dict)
+    config_path: Path | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @property
+    def data_path(self) -> Path:
+        """The data directory as a path."""
+        return Path(self.values["data_dir"]).expanduser()
+
+    @property
+    def db_path(self) -> Path:
+        """Path of the writer's DuckDB file."""
+        return self.data_path / "grebench.duckdb"
+
+    @property
+    def site_path(self) -> Path:
+        """Output directory of the static site."""
+        return Path(self.values["site_dir"]).expanduser() if self.values["site_dir"] else self.data_path / "site"
+
+    def replace(self, **changes: Any) -> "Settings":
+        """A copy with some declared values changed (CLI options use this)."""
+        values = dict(self.values)
+        for key, value in changes.items():
+            if key not in _BY_NAME:
+                raise KeyError(f"unknown setting {key!r}")
+            values[key] = _coerce(_BY_NAME[key], value, "override")
+        return Settings(values=values, tables=self.tables, config_path=self.config_path)
+
+
+def load_settings(config: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """Resolve settings from defaults, the TOML file and ``GREBENCH_*`` variables."""
+    env = os.environ if env is None else env
+    path_text = str(config) if config else env.get(f"{ENV_PREFIX}CONFIG")
+    path = Path(path_text) if path_text else None
+    values = {s.name: s.default for s in SETTINGS}
+    tables: dict[str, Any] = {}
+    if path is not None:
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ValueError(f"config file not found: {path}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"{path}: invalid TOML: {exc}") from None
+        for key, value in raw.items():
+            if isinstance(value, (dict, list)) and key not in _BY_NAME:
+                tables[key] = value
+            elif key in _BY_NAME:
+                values[key] = _coerce(_BY_NAME[key], value, str(path))
+            else:
+                raise ValueError(f"{path}: unknown setting {key!r}")
+    for setting in SETTINGS:
+        env_name = f"{ENV_PREFIX}{setting.name.upper()}"
+        if env_name in env:
+            values[setting.name] = _coerce(setting, env[env_name], env_name)
+    return Settings(values=values, tables=tables, config_path=path)

@@ -1,0 +1,81 @@
+"""Records that ingest sources produce and the store keeps."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Callable
+
+
+def utcnow() -> datetime:
+    """Current UTC time as a naive datetime (DuckDB TIMESTAMP convention here)."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def sha256_json(obj: Any) -> str:
+    """Stable hash of a JSON-serialisable object."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+@dataclass
+class ReviewRecord:
+    """One human review (or meta-review) as a source reports it now."""
+
+    review_id: str
+    paper_id: str
+    kind: str
+    text: str
+    sections: list[tuple[str, str]]
+    content: dict[str, Any]
+    title: str | None = None
+    rating: str | None = None
+    confidence: str | None = None
+    signature: str | None = None
+    visible_at: datetime | None = None
+    modified_at: datetime | None = None
+    judgments: list[str] | None = None
+    judgments_preprocessor: str | None = None
+
+    @property
+    def content_sha256(self) -> str:
+        """Hash of what makes a new version: the content and any imported judgments."""
+        return sha256_json({"content": self.content, "judgments": self.judgments})
+
+
+@dataclass
+class PaperRecord:
+    """One paper with its reviews, and a way to load its PDF when the source has one.
+
+    ``pdf_ref`` identifies the PDF's content (OpenReview's hash-named path or a
+    SHA-256); the PDF is downloaded and extracted only when the store has no
+    text for that ref yet, so reruns do not fetch PDFs again.
+    """
+
+    paper_id: str
+    venue_id: str
+    title: str
+    source: str
+    abstract: str | None = None
+    venue: str | None = None
+    venue_year: int | None = None
+    authors: str | None = None
+    keywords: str | None = None
+    decision: str | None = None
+    withdrawn: bool = False
+    submitted_at: datetime | None = None
+    reviews_public_at: datetime | None = None
+    reviews: list[ReviewRecord] = field(default_factory=list)
+    pdf_ref: str | None = None
+    pdf_loader: Callable[[], bytes] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def content_sha256(self) -> str:
+        """Hash of the paper's metadata (not its reviews or PDF)."""
+        return sha256_json(
+            [self.venue_id, self.venue, self.venue_year, self.title, self.abstract, self.authors,
+             self.keywords, self.decision, self.withdrawn,
+             self.submitted_at and self.submitted_at.isoformat(),
+             self.reviews_public_at and self.reviews_public_at.isoformat()]
+        )

@@ -1,0 +1,231 @@
+"""The store object: a DuckDB connection plus the queries every stage shares."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import duckdb
+
+from grebench.store._migrate import migrate
+from grebench.store._records import PaperRecord, ReviewRecord, utcnow
+
+
+@dataclass(frozen=True)
+class PaperWrite:
+    """What one paper upsert changed."""
+
+    paper_added: bool
+    paper_updated: bool
+    reviews_added: int
+    versions_added: int
+
+
+class Store:
+    """Queries over a DuckDB connection handed in by the caller.
+
+    The store never opens files itself (see :func:`open_store`), so tests hand
+    it an in-memory connection and production code hands it the writer's file.
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path | None = None) -> None:
+        self.con = con
+        self.path = path
+
+    # -- transactions ------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """Run a block atomically: everything in it lands, or nothing does."""
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield self.con
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    def checkpoint(self) -> None:
+        """Fold the write-ahead log into the database file."""
+        if self.path is not None:
+            self.con.execute("CHECKPOINT")
+
+    def close(self) -> None:
+        """Checkpoint and close the connection."""
+        try:
+            self.checkpoint()
+        finally:
+            self.con.close()
+
+    # -- generic helpers ---------------------------------------------------
+    def rows(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+        """Run a query and return its rows as dicts."""
+        cur = self.con.execute(sql, params or [])
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+
+    def scalar(self, sql: str, params: list[Any] | None = None) -> Any:
+        """Run a query returning one value."""
+        row = self.con.execute(sql, params or []).fetchone()
+        return None if row is None else row[0]
+
+    # -- runs --------------------------------------------------------------
+    def start_run(self, command: str, args: dict[str, Any]) -> str:
+        """Record the start of a command and return its run id."""
+        run_id = uuid.uuid4().hex[:16]
+        self.con.execute(
+            "INSERT INTO runs VALUES (?, ?, ?, ?, NULL, 'running', NULL)",
+            [run_id, command, json.dumps(args, default=str), utcnow()],
+        )
+        return run_id
+
+    def record_failure(self, run_id: str, stage: str, item: str | None, reason: str) -> None:
+        """Record one failed item of a run, with its reason."""
+        self.con.execute(
+            "INSERT INTO run_failures VALUES (?, ?, ?, ?, ?)", [run_id, stage, item, reason[:4000], utcnow()]
+        )
+
+    def finish_run(self, run_id: str, summary: dict[str, Any]) -> str:
+        """Close a run record: status ok, or failed when anything failed."""
+        failures = self.scalar("SELECT count(*) FROM run_failures WHERE run_id = ?", [run_id])
+        status = "failed" if failures else "ok"
+        self.con.execute(
+            "UPDATE runs SET finished_at = ?, status = ?, summary_json = ? WHERE run_id = ?",
+            [utcnow(), status, json.dumps(summary, default=str), run_id],
+        )
+        return status
+
+    def run_failures(self, run_id: str) -> list[dict[str, Any]]:
+        """The failures recorded for one run."""
+        return self.rows("SELECT stage, item, reason FROM run_failures WHERE run_id = ? ORDER BY failed_at", [run_id])
+
+    # -- papers and reviews ------------------------------------------------
+    def upsert_paper(self, paper: PaperRecord) -> PaperWrite:
+        """Insert or update a paper and its reviews; a changed review becomes a new version.
+
+        Call inside :meth:`transaction` so that a paper lands whole or not at all.
+        """
+        now = utcnow()
+        existing = self.scalar("SELECT content_sha256 FROM papers WHERE paper_id = ?", [paper.paper_id])
+        values = [paper.venue_id, paper.venue, paper.venue_year, paper.title, paper.abstract, paper.authors,
+                  paper.keywords, paper.decision, paper.withdrawn, paper.source, paper.submitted_at,
+                  paper.reviews_public_at, paper.content_sha256]
+        if existing is None:
+            self.con.execute(
+                "INSERT INTO papers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [paper.paper_id, *values, now, now],
+            )
+        elif existing != paper.content_sha256:
+            self.con.execute(
+                """UPDATE papers SET venue_id=?, venue=?, venue_year=?, title=?, abstract=?, authors=?, keywords=?,
+                   decision=?, withdrawn=?, source=?, submitted_at=?, reviews_public_at=?, content_sha256=?,
+                   updated_at=? WHERE paper_id=?""",
+                [*values, now, paper.paper_id],
+            )
+        reviews_added = versions_added = 0
+        for review in paper.reviews:
+            added, new_version = self._upsert_review(review, now)
+            reviews_added += added
+            versions_added += new_version
+        return PaperWrite(existing is None, existing not in (None, paper.content_sha256), reviews_added, versions_added)
+
+    def _upsert_review(self, review: ReviewRecord, now: Any) -> tuple[bool, bool]:
+        latest = self.con.execute(
+            """SELECT r.latest_version, v.content_sha256 FROM reviews r
+               JOIN review_versions v ON v.review_id = r.review_id AND v.version = r.latest_version
+               WHERE r.review_id = ?""",
+            [review.review_id],
+        ).fetchone()
+        digest = review.content_sha256
+        if latest is not None and latest[1] == digest:
+            return False, False
+        version = 1 if latest is None else latest[0] + 1
+        self.con.execute(
+            "INSERT INTO review_versions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [review.review_id, version, review.modified_at, digest, review.title, review.rating, review.confidence,
+             review.text, json.dumps(review.sections, ensure_ascii=False),
+             json.dumps(review.content, ensure_ascii=False, sort_keys=True),
+             None if review.judgments is None else json.dumps(review.judgments, ensure_ascii=False),
+             review.judgments_preprocessor, now],
+        )
+        if latest is None:
+            self.con.execute(
+                "INSERT INTO reviews VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [review.review_id, review.paper_id, review.kind, review.signature, review.visible_at, now, version],
+            )
+        else:
+            self.con.execute("UPDATE reviews SET latest_version = ? WHERE review_id = ?", [version, review.review_id])
+        return latest is None, True
+
+    def has_paper_text(self, paper_id: str, pdf_ref: str) -> bool:
+        """Whether the PDF with this ref was already extracted (or failed for good) for the paper."""
+        return bool(self.scalar(
+            "SELECT count(*) FROM paper_texts WHERE paper_id = ? AND pdf_ref = ?", [paper_id, pdf_ref]))
+
+    def put_paper_text(self, paper_id: str, pdf_ref: str, result: dict[str, Any]) -> None:
+        """Store the outcome of one PDF extraction (ok or failed, with its reason)."""
+        self.con.execute("DELETE FROM paper_texts WHERE paper_id = ?", [paper_id])
+        self.con.execute(
+            "INSERT INTO paper_texts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [paper_id, pdf_ref, result.get("pdf_sha256"), result.get("pages"), result.get("text"),
+             json.dumps(result.get("hidden", []), ensure_ascii=False),
+             json.dumps(result.get("flags", []), ensure_ascii=False),
+             "ok" if result.get("error") is None else "failed", result.get("error"), utcnow()],
+        )
+
+    # -- overview ----------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        """Row counts of every table."""
+        tables = [r[0] for r in self.con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() ORDER BY table_name"
+        ).fetchall()]
+        return {t: int(self.scalar(f'SELECT count(*) FROM "{t}"')) for t in tables}
+
+    def export_parquet(self, out_dir: Path) -> dict[str, Path]:
+        """Write every table as Parquet (how readers get data without touching the live file)."""
+        out_dir.mkdir(parents=True, exist_ok=True)
+        written = {}
+        for table in self.counts():
+            target = out_dir / f"{table}.parquet"
+            tmp = target.with_suffix(".parquet.tmp")
+            self.con.execute(f"COPY \"{table}\" TO '{tmp.as_posix()}' (FORMAT parquet)")
+            tmp.replace(target)
+            written[table] = target
+        return written
+
+    def copy_to(self, target: Path) -> Path:
+        """A consistent read-only copy of the database file for readers."""
+        if self.path is None:
+            raise ValueError("an in-memory store has no file to copy")
+        self.con.execute("CHECKPOINT")
+        tmp = target.with_suffix(".tmp")
+        shutil.copy2(self.path, tmp)
+        tmp.replace(target)
+        return target
+
+
+def open_store(path: str | Path | None, read_only: bool = False) -> Store:
+    """Open (and migrate, unless read-only) the store at ``path``; ``None`` means in memory."""
+    if path is None or str(path) == ":memory:":
+        con = duckdb.connect(":memory:")
+        migrate(con)
+        return Store(con)
+    db_file = Path(path)
+    if read_only:
+        if not db_file.exists():
+            raise FileNotFoundError(f"no store at {db_file}: run `grebench ingest` first")
+        return Store(duckdb.connect(str(db_file), read_only=True), db_file)
+    db_file.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        con = duckdb.connect(str(db_file))
+    except duckdb.IOException as exc:
+        raise RuntimeError(
+            f"cannot open {db_file} for writing: {exc}. Only one grebench writer may run at a time; "
+            "readers use `grebench export` Parquet files."
+        ) from None
+    migrate(con, db_file)
+    return Store(con, db_file)

@@ -1,0 +1,62 @@
+"""Shared fixtures: settings in a temp data dir, in-memory and bundled stores, offline switches."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from grebench._offline import apply_offline_defaults
+from grebench.settings import Settings, load_settings
+from grebench.store import Store, open_store
+
+apply_offline_defaults()
+# Tests must never reach OpenReview with real credentials.
+for _var in ("OPENREVIEW_USERNAME", "OPENREVIEW_PASSWORD", "OPENREVIEW_TOKEN"):
+    os.environ.pop(_var, None)
+
+TESTS_DIR = Path(__file__).parent
+DATA_DIR = TESTS_DIR / "data"
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Default settings with the data dir in a fresh temp directory."""
+    return load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path / "data")})
+
+
+@pytest.fixture
+def store() -> Iterator[Store]:
+    """A migrated in-memory store."""
+    s = open_store(None)
+    yield s
+    s.con.close()
+
+
+@pytest.fixture(scope="session")
+def bundled_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A DuckDB file with the bundled ICLR 2020 sample ingested once per test session (copy before writing)."""
+    from grebench.ingest import resolve_source, run_ingest
+
+    path = tmp_path_factory.mktemp("bundled") / "grebench.duckdb"
+    settings = load_settings(env={"GREBENCH_DATA_DIR": str(path.parent)})
+    s = open_store(path)
+    run_id = s.start_run("ingest", {})
+    run_ingest(resolve_source("bundled", settings), s, settings, run_id)
+    s.finish_run(run_id, {})
+    s.close()
+    return path
+
+
+@pytest.fixture
+def bundled_store(bundled_db: Path, tmp_path: Path) -> Iterator[Store]:
+    """A writable copy of the bundled store for one test."""
+    import shutil
+
+    target = tmp_path / "grebench.duckdb"
+    shutil.copy2(bundled_db, target)
+    s = open_store(target)
+    yield s
+    s.con.close()
