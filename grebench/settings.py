@@ -127,7 +127,7 @@ class Settings:
         """Output directory of the static site."""
         return Path(self.values["site_dir"]).expanduser() if self.values["site_dir"] else self.data_path / "site"
 
-    def replace(self, **changes: Any) -> "Settings":
+    def replace(self, **changes: Any) -> Settings:
         """A copy with some declared values changed (CLI options use this)."""
         values = dict(self.values)
         for key, value in changes.items():

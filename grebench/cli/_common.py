@@ -48,7 +48,7 @@ class Progress:
             self._bar = RichProgress(transient=True, console=Console(stderr=True))
             self._task = self._bar.add_task(label, total=total)
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         if self._bar is not None:
             self._bar.start()
         return self

@@ -18,6 +18,7 @@ COMMANDS = {
     "extract": "extract",
     "stats": "stats",
     "export": "export",
+    "run": "run",
 }
 
 

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterator
 
-from grebench.ingest._content import first_str, review_text, venue_year, CONFIDENCE_FIELDS, RATING_FIELDS
+from grebench.ingest._content import CONFIDENCE_FIELDS, RATING_FIELDS, first_str, review_text, venue_year
 from grebench.ingest._source import SourceError, SourceFailure
 from grebench.store import PaperRecord, ReviewRecord
 
@@ -51,6 +51,12 @@ def _expect(obj: dict[str, Any], key: str, types: type | tuple[type, ...], what:
     return value
 
 
+def _nested_str(record: dict[str, Any], outer: str, inner: str) -> str | None:
+    value = record.get(outer)
+    found = value.get(inner) if isinstance(value, dict) else None
+    return found if isinstance(found, str) else None
+
+
 def parse_record(record: Any, meta: dict[str, Any], source: str) -> PaperRecord:
     """Validate one archive record and turn it into a :class:`PaperRecord`."""
     if not isinstance(record, dict):
@@ -71,8 +77,8 @@ def parse_record(record: Any, meta: dict[str, Any], source: str) -> PaperRecord:
         venue_year=venue_year(venue_id),
         title=_expect(record, "title", str, where),
         abstract=_expect(record, "abstract", str, where, required=False),
-        authors=(record.get("miniconf") or {}).get("authors") if isinstance(record.get("miniconf"), dict) else None,
-        keywords=(record.get("papercopilot") or {}).get("keywords") if isinstance(record.get("papercopilot"), dict) else None,
+        authors=_nested_str(record, "miniconf", "authors"),
+        keywords=_nested_str(record, "papercopilot", "keywords"),
         decision=_expect(record, "decision", str, where, required=False),
         withdrawn=bool(record.get("withdrawn", False)),
         submitted_at=_parse_time(record.get("submitted_at"), f"{where}: submitted_at"),

@@ -35,7 +35,7 @@ class PaperSource(Protocol):
         ...
 
 
-def resolve_source(spec: str, settings: "Settings") -> PaperSource:
+def resolve_source(spec: str, settings: Settings) -> PaperSource:
     """Build a source from ``bundled``, ``archive:PATH`` or ``openreview:VENUE_ID``."""
     kind, _, arg = spec.partition(":")
     if kind == "bundled" and not arg:

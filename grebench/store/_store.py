@@ -66,7 +66,7 @@ class Store:
         """Run a query and return its rows as dicts."""
         cur = self.con.execute(sql, params or [])
         names = [d[0] for d in cur.description]
-        return [dict(zip(names, row)) for row in cur.fetchall()]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
     def scalar(self, sql: str, params: list[Any] | None = None) -> Any:
         """Run a query returning one value."""

@@ -1,0 +1,5 @@
+"""`python -m grebench.cli` runs the command line."""
+
+from grebench.cli import main
+
+main()

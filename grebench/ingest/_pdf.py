@@ -1,0 +1,77 @@
+"""PDF → model-facing text, in a child process with a time limit and a memory limit.
+
+The child is ``python -m grebench.ingest._pdf_worker MEMORY_MB`` (see that module for the cleaning and
+``_pdf_hidden`` for hidden-text detection). The memory limit is ``RLIMIT_AS`` set by the child itself before it reads
+the PDF (Linux/Unix ``resource``; address space, so it must leave room for Python and PyMuPDF, about 150 MiB).
+The child sets it rather than a ``preexec_fn`` because ``preexec_fn`` is unsafe in a threaded parent (the scheduler).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from typing import Any
+
+EXIT_MEMORY = 3  # the worker's exit status when its memory cap was hit
+_MEMORY_WORDS = ("memoryerror", "out of memory", "cannot allocate", "bad_alloc", "malloc")
+_CRASH_SIGNALS = {signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS}
+
+
+def _failure(error: str, pages: int | None = None) -> dict[str, Any]:
+    """The result of an extraction that gave no text."""
+    return {"text": None, "pages": pages, "hidden": [], "flags": [], "error": error}
+
+
+def _worker_command(memory_mb: int) -> list[str]:
+    """The child's command line (a test may wrap it)."""
+    return [sys.executable, "-m", "grebench.ingest._pdf_worker", str(int(memory_mb))]
+
+
+def extract_pdf(data: bytes, *, timeout_s: float, memory_mb: int, max_bytes: int) -> dict[str, Any]:
+    """Returns {"text": str|None, "pages": int|None, "hidden": [{"text": str, "reason": str, "page": int}],
+    "flags": [{"phrase": str, "page": int, "hidden": bool}], "error": str|None}.
+
+    Never raises for bad input: empty, not a PDF, too large (refused unparsed), corrupt, encrypted, too slow or too
+    hungry all come back as ``text=None`` with a clear ``error``. A ``warnings`` list may be added (pages skipped,
+    for instance).
+    """
+    if not data:
+        return _failure("empty input (0 bytes), not a PDF")
+    if len(data) > max_bytes:
+        return _failure(f"PDF too large: {len(data):,} bytes is over the limit of {max_bytes:,} bytes")
+    if b"%PDF-" not in data[:1024]:
+        return _failure("not a PDF (no %PDF- header)")
+    try:
+        proc = subprocess.Popen(_worker_command(memory_mb), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+    except OSError as exc:
+        return _failure(f"could not start the extraction process: {exc}")
+    try:
+        out, err = proc.communicate(input=data, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return _failure(f"extraction timed out after {timeout_s:g} s")
+    memory_error = f"extraction exceeded the {memory_mb} MiB memory limit"
+    stderr = err.decode("utf-8", "replace")
+    if proc.returncode == EXIT_MEMORY:
+        return _failure(memory_error)
+    if proc.returncode < 0:
+        sig = signal.Signals(-proc.returncode)
+        if sig in _CRASH_SIGNALS:
+            return _failure(f"{memory_error} (or MuPDF crashed: worker killed by {sig.name})")
+        return _failure(f"extraction process killed by {sig.name}")
+    if proc.returncode != 0:
+        if any(word in stderr.lower() for word in _MEMORY_WORDS):
+            return _failure(memory_error)
+        last = stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
+        return _failure(f"extraction process failed (exit {proc.returncode}): {last[:300]}")
+    try:
+        result = json.loads(out.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return _failure(f"extraction process gave unreadable output: {exc}")
+    if not isinstance(result, dict) or "error" not in result:
+        return _failure("extraction process gave an unexpected result")
+    return result

@@ -1,0 +1,13 @@
+"""The shared LLM client: every chat call of the product goes through :class:`LLMClient`.
+
+Calls go through litellm (any provider, any OpenAI-compatible endpoint),
+streamed under an outer deadline and a size cap, retried with back-off, and
+cached by their canonical request in the ``llm_calls`` table, so a rerun with
+nothing new makes no calls.  Importing this package does not import litellm.
+"""
+
+from grebench.llm._client import LLMClient
+from grebench.llm._tokens import count_tokens, tokenizer_name
+from grebench.llm._types import ChatRequest, ChatResult
+
+__all__ = ["ChatRequest", "ChatResult", "LLMClient", "count_tokens", "tokenizer_name"]

@@ -1,0 +1,47 @@
+"""The ``llm_calls`` table: every call's outcome, keyed by its canonical request.
+
+Only ``ok`` rows are served from the cache; a failed row is kept for the
+record and replaced when a later attempt succeeds.
+"""
+
+from __future__ import annotations
+
+import json
+
+from grebench.llm._types import ChatRequest, ChatResult
+from grebench.store import Store
+
+_COLUMNS = ("request_key, purpose, model, api_base, prompt_version, params_json, messages_sha256, status, text, "
+            "error, tokens_in, tokens_out, cost_usd, latency_s, attempts, truncated, logprobs_json, generated_at")
+
+
+def lookup(store: Store, key: str) -> ChatResult | None:
+    """The stored ok result for ``key``, marked cached, or None."""
+    rows = store.rows(
+        "SELECT text, tokens_in, tokens_out, cost_usd, latency_s, attempts, truncated, logprobs_json, generated_at "
+        "FROM llm_calls WHERE request_key = ? AND status = 'ok'", [key])
+    if not rows:
+        return None
+    r = rows[0]
+    return ChatResult(
+        status="ok", text=r["text"], error=None, tokens_in=r["tokens_in"], tokens_out=r["tokens_out"],
+        cost_usd=r["cost_usd"], latency_s=r["latency_s"], attempts=r["attempts"], truncated=bool(r["truncated"]),
+        cached=True, logprobs=json.loads(r["logprobs_json"]) if r["logprobs_json"] else None,
+        generated_at=r["generated_at"], request_key=key,
+    )
+
+
+def save(store: Store, request: ChatRequest, result: ChatResult) -> None:
+    """Record a call's outcome (an ok row is never overwritten by a failure)."""
+    key = request.cache_key()
+    if result.status != "ok" and lookup(store, key) is not None:
+        return
+    with store.transaction() as con:
+        con.execute("DELETE FROM llm_calls WHERE request_key = ?", [key])
+        con.execute(
+            f"INSERT INTO llm_calls ({_COLUMNS}) VALUES ({', '.join('?' * 18)})",
+            [key, request.purpose, request.model, request.api_base, request.prompt_version, request.params_json(),
+             request.messages_sha256, result.status, result.text, result.error, result.tokens_in, result.tokens_out,
+             result.cost_usd, result.latency_s, result.attempts, result.truncated,
+             None if result.logprobs is None else json.dumps(result.logprobs), result.generated_at],
+        )

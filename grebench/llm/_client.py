@@ -1,0 +1,242 @@
+"""The one way the product calls an LLM: cached, retried, deadline-bound, concurrency-bounded."""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any, Callable, Sequence
+
+from grebench._offline import apply_offline_defaults
+from grebench.llm import _cache
+from grebench.llm._call import Attempt, stream_attempt
+from grebench.llm._tokens import count_tokens
+from grebench.llm._types import ChatRequest, ChatResult
+from grebench.settings import Settings
+from grebench.store import Store, utcnow
+
+log = logging.getLogger(__name__)
+BACKOFF_BASE_S = 1.0
+BACKOFF_MAX_S = 30.0
+
+
+def _sleep(seconds: float) -> None:
+    """Back-off sleep; tests replace this module attribute to make retries instant."""
+    time.sleep(seconds)
+
+
+class _GiveUp(Exception):
+    """A failure that retrying cannot fix."""
+
+
+class _Retry(Exception):
+    """A failure worth retrying, with the wait the server asked for (if any)."""
+
+    def __init__(self, message: str, wait_s: float | None = None) -> None:
+        super().__init__(message)
+        self.wait_s = wait_s
+
+
+def _import_litellm() -> Any:
+    apply_offline_defaults()
+    import litellm
+
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    litellm.set_verbose = False
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    return litellm
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response_headers = getattr(getattr(exc, "response", None), "headers", None)
+    for source in (getattr(exc, "litellm_response_headers", None), response_headers):
+        if source is None:
+            continue
+        try:
+            value = source.get("retry-after") or source.get("Retry-After")
+        except Exception:
+            value = None
+        if value is not None:
+            try:
+                return float(value)
+            except ValueError:
+                return None
+    return None
+
+
+def _classify(attempt: Attempt, timeout_s: float, max_retry_after_s: float, litellm: Any) -> None:
+    """Raise _Retry or _GiveUp for a failed attempt; return for a usable one."""
+    if attempt.timed_out:
+        raise _Retry(f"timed out after {timeout_s:g} s (no data for {attempt.idle_s:.1f} s)")
+    exc = attempt.exception
+    if exc is not None:
+        message = str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__
+        status = getattr(exc, "status_code", None)
+        if "Expecting" in str(exc) and ("line 1 column" in str(exc) or "JSONDecodeError" in str(exc)):
+            raise _GiveUp(f"invalid JSON from the endpoint: {message}")
+        if isinstance(exc, litellm.RateLimitError) or status == 429:
+            wait = _retry_after(exc)
+            if wait is not None and wait > max_retry_after_s:
+                raise _GiveUp(f"HTTP 429 with Retry-After {wait:g} s (more than llm_max_retry_after_s="
+                              f"{max_retry_after_s:g} s): gave up without waiting")
+            raise _Retry(f"HTTP 429: {message}", wait)
+        if isinstance(exc, (litellm.Timeout, litellm.APIConnectionError)) or (status is not None and status >= 500):
+            raise _Retry(f"HTTP {status}: {message}" if status else message)
+        raise _GiveUp(f"HTTP {status}: {message}" if status else f"{type(exc).__name__}: {message}")
+    content_type = (attempt.content_type or "").split(";")[0].strip().lower()
+    if content_type == "text/html" or attempt.text.lstrip().lower().startswith(("<!doctype html", "<html")):
+        raise _GiveUp("the endpoint returned HTML instead of JSON (wrong api_base, or a proxy error page)")
+    if not attempt.text.strip():
+        raise _GiveUp("empty response" if not attempt.text else "whitespace-only response")
+
+
+class LLMClient:
+    """Chat completions through litellm, cached in the store's ``llm_calls`` table.
+
+    ``complete`` serves an ``ok`` result from the cache without any call.
+    Otherwise it streams the reply (see :mod:`grebench.llm._call` for how the
+    deadline holds), retries 429/5xx/timeouts with exponential back-off and
+    jitter (honouring Retry-After up to ``llm_max_retry_after_s``; a longer one
+    gives up at once), caps the reply at ``llm_max_response_chars`` and records
+    the outcome.  The API key is read from ``os.environ[request.api_key_env]``
+    at call time and scrubbed from every error text.
+    """
+
+    def __init__(self, settings: Settings, store: Store | None = None,
+                 sleep: Callable[[float], None] | None = None) -> None:
+        self.settings = settings
+        self.store = store
+        self._sleep = sleep
+        self._rng = random.Random()
+
+    # -- single call -------------------------------------------------------
+    def complete(self, request: ChatRequest) -> ChatResult:
+        """Cached result, or a fresh call (recorded in the store when there is one)."""
+        if self.store is not None:
+            hit = _cache.lookup(self.store, request.cache_key())
+            if hit is not None:
+                return hit
+        result = self._call(request)
+        if self.store is not None:
+            _cache.save(self.store, request, result)
+        return result
+
+    def _call(self, request: ChatRequest) -> ChatResult:
+        """The uncached call with retries (no store access: safe in worker threads)."""
+        s = self.settings
+        started = time.monotonic()
+        api_key: str | None = None
+        if request.api_key_env:
+            api_key = os.environ.get(request.api_key_env)
+            if not api_key:
+                return self._result(request, None, f"environment variable {request.api_key_env} is not set "
+                                    "(it should hold the API key)", 0, started)
+        elif request.api_base:
+            api_key = "no-key"  # OpenAI-compatible servers without auth still need some key in the client
+        litellm = _import_litellm()
+        attempts = 0
+        error = "no attempt made"
+        while attempts <= s.llm_max_retries:
+            attempts += 1
+            attempt = stream_attempt(request, api_key, float(s.llm_timeout_s), int(s.llm_max_response_chars))
+            try:
+                _classify(attempt, float(s.llm_timeout_s), float(s.llm_max_retry_after_s), litellm)
+            except _GiveUp as exc:
+                error = str(exc)
+                break
+            except _Retry as exc:
+                error = str(exc)
+                if attempts > s.llm_max_retries:
+                    error = f"{error} (after {attempts} attempts)"
+                    break
+                backoff = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (attempts - 1)) * (0.5 + self._rng.random())
+                wait = max(backoff, exc.wait_s or 0.0)
+                log.info("LLM call to %s failed (%s); retry %d in %.1f s", request.model,
+                         self._scrub(error, api_key), attempts, wait)
+                (self._sleep or _sleep)(wait)
+                continue
+            return self._success(request, attempt, attempts, started, litellm)
+        return self._result(request, self._scrub(error, api_key), None, attempts, started)
+
+    @staticmethod
+    def _scrub(text: str, api_key: str | None) -> str:
+        if api_key and api_key != "no-key" and len(api_key) >= 4:
+            text = text.replace(api_key, "***")
+        return text
+
+    def _result(self, request: ChatRequest, error: str | None, text: str | None, attempts: int,
+                started: float) -> ChatResult:
+        return ChatResult(status="failed", text=None, error=error if error is not None else text, tokens_in=None,
+                          tokens_out=None, cost_usd=None, latency_s=round(time.monotonic() - started, 3),
+                          attempts=attempts, truncated=False, cached=False, logprobs=None, generated_at=utcnow(),
+                          request_key=request.cache_key())
+
+    def _success(self, request: ChatRequest, attempt: Attempt, attempts: int, started: float,
+                 litellm: Any) -> ChatResult:
+        messages = [{"role": r, "content": c} for r, c in request.messages]
+        tokens_in = tokens_out = None
+        cost = None
+        try:
+            built = litellm.stream_chunk_builder(attempt.chunks, messages=messages)
+            usage = getattr(built, "usage", None)
+            if usage is not None:
+                tokens_in, tokens_out = usage.prompt_tokens, usage.completion_tokens
+            try:
+                cost = float(litellm.completion_cost(completion_response=built, model=request.model))
+            except Exception:
+                cost = None
+        except Exception as exc:
+            log.debug("could not rebuild the streamed response: %s", exc)
+        if tokens_in is None:
+            tokens_in = sum(count_tokens(c) for _, c in request.messages)
+        if tokens_out is None or attempt.truncated:
+            tokens_out = count_tokens(attempt.text)
+        return ChatResult(status="ok", text=attempt.text, error=None, tokens_in=tokens_in, tokens_out=tokens_out,
+                          cost_usd=cost, latency_s=round(time.monotonic() - started, 3), attempts=attempts,
+                          truncated=attempt.truncated, cached=False, logprobs=attempt.logprobs or None,
+                          generated_at=utcnow(), request_key=request.cache_key())
+
+    # -- many calls --------------------------------------------------------
+    def complete_many(self, requests: Sequence[ChatRequest],
+                      on_done: Callable[[ChatResult], None] | None = None) -> list[ChatResult]:
+        """Run many requests, at most ``bench_concurrency`` at a time per provider; results in request order.
+
+        Store reads and writes and ``on_done`` happen in the calling thread (a
+        DuckDB connection is not shared across threads); only the HTTP calls
+        run in worker threads.  ``on_done`` sees each result as it completes.
+        """
+        results: list[ChatResult | None] = [None] * len(requests)
+        pending: list[int] = []
+        for i, request in enumerate(requests):
+            hit = _cache.lookup(self.store, request.cache_key()) if self.store is not None else None
+            if hit is None:
+                pending.append(i)
+            else:
+                results[i] = hit
+                if on_done is not None:
+                    on_done(hit)
+        if pending:
+            limit = max(1, int(self.settings.bench_concurrency))
+            providers = {requests[i].provider for i in pending}
+            gates = {p: threading.Semaphore(limit) for p in providers}
+
+            def run(i: int) -> ChatResult:
+                with gates[requests[i].provider]:
+                    return self._call(requests[i])
+
+            with ThreadPoolExecutor(max_workers=min(len(pending), limit * len(providers))) as pool:
+                futures = {pool.submit(run, i): i for i in pending}
+                for future in as_completed(futures):
+                    i = futures[future]
+                    result = future.result()
+                    if self.store is not None:
+                        _cache.save(self.store, requests[i], result)
+                    results[i] = result
+                    if on_done is not None:
+                        on_done(result)
+        return [r for r in results if r is not None]

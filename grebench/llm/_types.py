@@ -1,0 +1,97 @@
+"""The request and result records of one LLM chat call."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+# Parameters that describe the caller's budget, not the API call: never sent to the provider.
+NON_API_PARAMS = frozenset({"context_tokens"})
+
+
+def _canonical_params(params: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    values = dict(params)
+    values.setdefault("temperature", 0)
+    return dict(sorted(values.items()))
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat-completion request, hashable so that it can key the cache.
+
+    ``api_key_env`` is the *name* of the environment variable holding the key:
+    the key itself is read at call time and never enters the cache key, the
+    store, logs or errors.
+    """
+
+    model: str
+    messages: tuple[tuple[str, str], ...]
+    purpose: str
+    prompt_version: str
+    api_base: str | None = None
+    api_key_env: str | None = None
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        # Sorted so that the same parameters in another order are the same request.
+        object.__setattr__(self, "params", tuple(sorted(tuple(self.params), key=lambda kv: kv[0])))
+        object.__setattr__(self, "messages", tuple((str(r), str(c)) for r, c in self.messages))
+
+    @property
+    def api_params(self) -> dict[str, Any]:
+        """Parameters sent to the provider (temperature defaults to 0)."""
+        return {k: v for k, v in _canonical_params(self.params).items() if k not in NON_API_PARAMS}
+
+    @property
+    def messages_sha256(self) -> str:
+        """Hash of the messages alone (to find calls about the same prompt)."""
+        return hashlib.sha256(json.dumps(self.messages, ensure_ascii=False).encode()).hexdigest()
+
+    def params_json(self) -> str:
+        """The canonical parameters as JSON."""
+        return json.dumps(_canonical_params(self.params), sort_keys=True, default=str)
+
+    def cache_key(self) -> str:
+        """SHA-256 of the canonical request; the API key is never part of it."""
+        canonical = {
+            "model": self.model,
+            "api_base": (self.api_base or "").rstrip("/") or None,
+            "messages": [list(m) for m in self.messages],
+            "params": _canonical_params(self.params),
+            "purpose": self.purpose,
+            "prompt_version": self.prompt_version,
+        }
+        blob = json.dumps(canonical, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    @property
+    def provider(self) -> str:
+        """What concurrency is bounded per: the endpoint, or the litellm provider prefix."""
+        return (self.api_base or "").rstrip("/") or self.model.split("/", 1)[0]
+
+
+@dataclass
+class ChatResult:
+    """Outcome of one (possibly cached) call: text or a clear error, with usage and timing."""
+
+    status: str
+    text: str | None
+    error: str | None
+    tokens_in: int | None
+    tokens_out: int | None
+    cost_usd: float | None
+    latency_s: float | None
+    attempts: int
+    truncated: bool
+    cached: bool
+    logprobs: list[dict[str, Any]] | None
+    generated_at: datetime
+    request_key: str = field(default="")
+
+    @property
+    def ok(self) -> bool:
+        """Whether the call produced usable text."""
+        return self.status == "ok"

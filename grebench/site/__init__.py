@@ -1,0 +1,1 @@
+"""The site stage (see README)."""
