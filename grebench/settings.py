@@ -54,16 +54,23 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("llm_max_response_chars", int, 200_000, "Cap on the size of one LLM response; longer output is cut and flagged."),
     Setting("llm_max_retry_after_s", float, 60.0, "Largest Retry-After honoured for an LLM call; longer waits count as a failure."),
     Setting("context_tokens", int, 32_000, "Default context window (tokens) of a candidate model when its params do not say."),
+    Setting("control_model", str, "", "litellm model for the LLM-made controls (deletion-completion, rephrase, abstract-only); empty: skip them."),
     # scoring
     Setting("estimator", str, "offline", "Evaluation-LM estimator: offline, hf:PATH, vllm:URL[,URL...], sglang:URL."),
     Setting("preprocessor", str, "rules", "Judgment-line preprocessor: rules, imported or litellm:MODEL."),
+    Setting("assw_model", str, "", "litellm model that summarises the strengths/weaknesses a paper claims (GEM-S ASSW); empty: ASSW skipped."),
+    Setting("scoring_llm_api_base", str, "", "OpenAI-compatible base URL for the preprocessing and ASSW LLMs (empty: the provider's default)."),
+    Setting("scoring_llm_api_key_env", str, "", "Name of the environment variable holding the API key of the preprocessing and ASSW LLMs."),
     Setting("estimator_concurrency", int, 8, "Concurrent requests to a vLLM/SGLang evaluation-LM server."),
+    Setting("estimator_tokenizer", str, "", "Local tokenizer dir of a vllm/sglang evaluation-LM (default: the served model id as a path)."),
+    Setting("estimator_timeout_s", float, 300.0, "Timeout of one request to a vLLM/SGLang evaluation-LM server."),
     Setting("hf_dtype", str, "bfloat16", "Torch dtype of the hf estimator (float32, bfloat16, float16)."),
     Setting("hf_device", str, "auto", "Torch device of the hf estimator (auto, cpu, cuda)."),
     Setting("hf_batch_tokens", int, 16_384, "Token budget of one hf estimator batch."),
     Setting("bootstrap_samples", int, 2000, "Bootstrap resamples (over papers) for confidence intervals."),
     # panel
     Setting("panel_pairs_per_paper", int, 0, "Pairwise comparisons per paper for the judge panel (0 = all pairs)."),
+    Setting("exam_pairs", int, 100, "Pairs per test of the judges' qualification exam (seeded sample per venue-year)."),
     Setting("debate_rounds", int, 2, "Maximum debate rounds for pairs on which qualified LLM judges disagree."),
     Setting("judges_see_machine_metrics", bool, False, "Give LLM judges the machine metrics of both reviews as context."),
     # site and app

@@ -18,7 +18,13 @@ COMMANDS = {
     "extract": "extract",
     "stats": "stats",
     "export": "export",
+    "bench": "bench",
+    "score": "score",
+    "leaderboard": "leaderboard",
     "run": "run",
+    "validate": "validate",
+    "site": "site",
+    "app": "app",
 }
 
 

@@ -132,10 +132,8 @@ class OpenReviewSource:
 
         def load() -> bytes:
             try:
-                if self.api == "v2":
-                    data = client.get_attachment("pdf", id=note_id)  # v2: field name first
-                else:
-                    data = client.get_pdf(note_id)
+                # v2 takes the field name first: get_attachment(field_name, id=...)
+                data = client.get_attachment("pdf", id=note_id) if self.api == "v2" else client.get_pdf(note_id)
             except request_errors() as exc:
                 raise SourceError(describe_error(exc, budget, f"PDF of {note_id}")) from None
             if not isinstance(data, bytes) or not data.startswith(b"%PDF-"):

@@ -102,13 +102,13 @@ class BoundedRetry(Retry):
         self.budget = budget or WaitBudget(max_wait_s=0.0)
         self.reset_wait = reset_wait
 
-    def new(self, **kw: Any) -> "BoundedRetry":
+    def new(self, **kw: Any) -> BoundedRetry:
         kw.setdefault("budget", self.budget)
         kw.setdefault("reset_wait", None)
         return super().new(**kw)
 
     def increment(self, method: str | None = None, url: str | None = None, response: Any = None,
-                  error: Exception | None = None, _pool: Any = None, _stacktrace: Any = None) -> "BoundedRetry":
+                  error: Exception | None = None, _pool: Any = None, _stacktrace: Any = None) -> BoundedRetry:
         reset_wait = None
         if response is not None and response.status == 429 and not response.headers.get("Retry-After"):
             try:  # the body is read here, before urllib3 drains it
@@ -189,11 +189,11 @@ def describe_error(exc: BaseException, budget: WaitBudget, what: str) -> str:
         return f"{what}: OpenReview did not answer in time (openreview_timeout_s)"
     if isinstance(exc, requests.ConnectionError):
         return f"{what}: cannot talk to OpenReview: connection refused or closed ({budget.retries} retries)"
-    if isinstance(exc, requests.RequestException):
-        return f"{what}: request to OpenReview failed: {_plain(str(exc))}"
-    if isinstance(exc, ValueError):  # includes requests' JSONDecodeError
+    if isinstance(exc, ValueError):  # includes requests' JSONDecodeError (also a RequestException)
         kind = last.get("content_type") or "unknown content type"
         return f"{what}: OpenReview answered HTTP {last.get('status')} with something that is not JSON ({kind})"
+    if isinstance(exc, requests.RequestException):
+        return f"{what}: request to OpenReview failed: {_plain(str(exc))}"
     return f"{what}: unexpected answer from OpenReview ({type(exc).__name__}: {_plain(str(exc))})"
 
 

@@ -37,11 +37,15 @@ def note_dict(note: Any) -> dict[str, Any]:
 
 
 def suffixes(note: dict[str, Any]) -> list[str]:
-    """The invitation names after ``/-/`` (``Official_Review``, ``Decision``, ...) of a v1 or v2 note."""
+    """The last segment (``Official_Review``, ``Decision``, ...) of each invitation of a v1 or v2 note.
+
+    The last segment, not the part after ``/-/``: older v1 venues name invitations
+    ``VENUE/-/Paper49/Official_Review``, newer ones ``VENUE/Paper49/-/Official_Review``.
+    """
     invitations = note.get("invitations")
     if not isinstance(invitations, list):
         invitations = [note.get("invitation")]
-    return [inv.rsplit("/-/", 1)[-1] for inv in invitations if isinstance(inv, str)]
+    return [inv.rsplit("/", 1)[-1] for inv in invitations if isinstance(inv, str)]
 
 
 def ms_time(value: Any, what: str) -> datetime | None:

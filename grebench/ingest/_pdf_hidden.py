@@ -28,6 +28,7 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+import pymupdf
 
 REASONS = ("invisible", "transparent", "off-page", "tiny", "covered", "background-colour")
 
@@ -76,21 +77,30 @@ def _rgb(colour: Any) -> tuple[float, float, float] | None:
     return None
 
 
-def _rect_fills(page: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Opaque filled rectangles: (N×4 boxes, N seqnos, N×3 RGB fills)."""
-    boxes, seqs, fills = [], [], []
-    for d in page.get_drawings():
+def _fills(page: Any) -> list[tuple[float, float, float, float, float, tuple[float, float, float], bool]]:
+    """Opaque fills as (x0, y0, x1, y1, seqno, rgb, is_rectangle), each box cut to its clip rectangle."""
+    fills = []
+    clips: list[tuple[int, Any]] = []  # (level, cumulative clip rect) of the open clip/group entries
+    for d in page.get_drawings(extended=True):
+        level = d.get("level", 0) or 0
+        while clips and clips[-1][0] >= level:
+            clips.pop()
+        kind = d.get("type")
+        if kind in ("clip", "group"):
+            scissor = d.get("scissor") if kind == "clip" else (clips[-1][1] if clips else None)
+            clips.append((level, scissor if scissor is not None else (clips[-1][1] if clips else None)))
+            continue
         fill = _rgb(d.get("fill"))
-        if fill is None or (d.get("fill_opacity") or 0) < 0.99:
+        if kind not in ("f", "fs") or fill is None or (d.get("fill_opacity") or 0) < 0.99:
             continue
-        if not d.get("items") or any(item[0] not in ("re", "qu") for item in d["items"]):
+        r = pymupdf.Rect(d["rect"])
+        if clips and clips[-1][1] is not None:
+            r = r & pymupdf.Rect(clips[-1][1])
+        if r.is_empty:
             continue
-        r = d["rect"]
-        boxes.append((r.x0, r.y0, r.x1, r.y1))
-        seqs.append(d.get("seqno", 0))
-        fills.append(fill)
-    return (np.array(boxes, dtype=float).reshape(-1, 4), np.array(seqs, dtype=float),
-            np.array(fills, dtype=float).reshape(-1, 3))
+        is_rect = bool(d.get("items")) and all(item[0] in ("re", "qu") for item in d["items"])
+        fills.append((r.x0, r.y0, r.x1, r.y1, float(d.get("seqno", 0)), fill, is_rect))
+    return fills
 
 
 def _image_boxes(page: Any) -> np.ndarray:
@@ -102,38 +112,37 @@ def _image_boxes(page: Any) -> np.ndarray:
     return np.array(boxes, dtype=float).reshape(-1, 4)
 
 
-def _inside(boxes: np.ndarray, x: float, y: float) -> np.ndarray:
-    """Mask of the boxes containing point (x, y)."""
-    return (boxes[:, 0] <= x) & (x <= boxes[:, 2]) & (boxes[:, 1] <= y) & (y <= boxes[:, 3])
+def _overlapping(boxes: np.ndarray, bbox: Any) -> np.ndarray:
+    """Indices of the boxes that overlap ``bbox``."""
+    if not len(boxes):
+        return np.zeros(0, dtype=int)
+    return np.flatnonzero((boxes[:, 0] <= bbox[2]) & (bbox[0] <= boxes[:, 2])
+                          & (boxes[:, 1] <= bbox[3]) & (bbox[1] <= boxes[:, 3]))
 
 
-def _char_reason(span_reason: str | None, cx: float, cy: float, height: float, seqno: float,
-                 colour: tuple[float, float, float] | None, ctx: dict[str, Any]) -> str | None:
-    """Why one glyph is hidden (None = visible); the span-level reason wins."""
-    if span_reason is not None:
-        return span_reason
-    rect = ctx["rect"]
+def _char_reason(cx: float, cy: float, height: float, seqno: float, colour: tuple[float, float, float] | None,
+                 fills: list[Any], images: list[Any], rect: Any) -> str | None:
+    """Why one glyph is hidden by its place or its surroundings (None = visible)."""
     if not (rect.x0 - 1 <= cx <= rect.x1 + 1 and rect.y0 - 1 <= cy <= rect.y1 + 1):
         return "off-page"
     if 0 < height < _TINY_BELOW_PT:
         return "tiny"
-    boxes, seqs, fills = ctx["fills"]
-    if len(boxes):
-        here = _inside(boxes, cx, cy)
-        if np.any(here & (seqs > seqno)):
-            return "covered"
-        below = here & (seqs < seqno)
-        if np.any(below):
-            background = fills[np.flatnonzero(below)[np.argmax(seqs[below])]]
-        elif len(ctx["images"]) and np.any(_inside(ctx["images"], cx, cy)):
-            return None
-        else:
-            background = np.ones(3)
-    elif len(ctx["images"]) and np.any(_inside(ctx["images"], cx, cy)):
-        return None
+    under: tuple[float, tuple[float, float, float]] | None = None
+    for x0, y0, x1, y1, fill_seqno, fill, is_rect in fills:
+        if not (x0 <= cx <= x1 and y0 <= cy <= y1):
+            continue
+        if fill_seqno > seqno:
+            if is_rect:
+                return "covered"
+        elif under is None or fill_seqno > under[0]:
+            under = (fill_seqno, fill)
+    if under is None:
+        if any(b[0] <= cx <= b[2] and b[1] <= cy <= b[3] for b in images):
+            return None  # over an image: its colour is unknown, so the glyph counts as visible
+        background: tuple[float, float, float] = (1.0, 1.0, 1.0)
     else:
-        background = np.ones(3)
-    if colour is not None and float(np.max(np.abs(np.asarray(colour) - background))) <= _COLOUR_TOLERANCE:
+        background = under[1]
+    if colour is not None and max(abs(a - b) for a, b in zip(colour, background, strict=True)) <= _COLOUR_TOLERANCE:
         return "background-colour"
     return None
 
@@ -152,8 +161,10 @@ def hidden_on_page(page: Any, page_no: int) -> tuple[Counter[tuple[str, float, f
     origins, so the visible text is the rawdict text minus these glyphs.
     """
     images = _image_boxes(page)
-    ctx = {"rect": page.rect, "fills": _rect_fills(page), "images": images}
+    fills = _fills(page)
+    fill_boxes = np.array([f[:4] for f in fills], dtype=float).reshape(-1, 4)
     scanned = _scanned(page, images)
+    rect = page.rect
     drop: Counter[tuple[str, float, float]] = Counter()
     records: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
@@ -165,13 +176,16 @@ def hidden_on_page(page: Any, page_no: int) -> tuple[Counter[tuple[str, float, f
             span_reason = "transparent"
         elif 0 < (span.get("size") or 0) < _TINY_BELOW_PT:
             span_reason = "tiny"
+        near_fills = [fills[i] for i in _overlapping(fill_boxes, span["bbox"])]
+        near_images = [images[i] for i in _overlapping(images, span["bbox"])]
         colour = _rgb(span.get("color"))
         prev_box = None
         for ch in span.get("chars", ()):
             code, _glyph, origin, bbox = ch[0], ch[1], ch[2], ch[3]
             char = chr(code) if code >= 0 else "\ufffd"
             cx, cy = (bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2
-            reason = _char_reason(span_reason, cx, cy, bbox[3] - bbox[1], span.get("seqno", 0), colour, ctx)
+            reason = span_reason or _char_reason(cx, cy, bbox[3] - bbox[1], span.get("seqno", 0), colour,
+                                                 near_fills, near_images, rect)
             if reason is None:
                 current, prev_box = None, None
                 continue

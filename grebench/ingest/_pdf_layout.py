@@ -133,10 +133,10 @@ def _margin_key(line: Line, height: float) -> str | None:
 def _drop_running(pages: list[list[Block]], heights: list[float]) -> None:
     """Remove running headers/footers and bare page numbers (in place)."""
     seen: Counter[str] = Counter()
-    for blocks, height in zip(pages, heights):
+    for blocks, height in zip(pages, heights, strict=True):
         seen.update({k for b in blocks for ln in b.lines if (k := _margin_key(ln, height)) is not None})
     threshold = max(2, (len(pages) + 1) // 2)
-    for blocks, height in zip(pages, heights):
+    for blocks, height in zip(pages, heights, strict=True):
         for b in blocks:
             b.lines = [ln for ln in b.lines if (k := _margin_key(ln, height)) is None
                        or (seen[k] < threshold and not _PAGE_NUMBER_RE.match(ln.text.strip()))]
@@ -190,7 +190,7 @@ def page_paragraphs(pages: list[list[Block]], sizes: list[tuple[float, float]]) 
     _drop_running(pages, [h for _w, h in sizes])
     result: list[list[str]] = []
     marked = False
-    for blocks, (width, _height) in zip(pages, sizes):
+    for blocks, (width, _height) in zip(pages, sizes, strict=True):
         paragraphs = []
         for b in _reading_order([b for b in blocks if b.lines], width):
             if not marked and _REFERENCES_RE.match(b.lines[0].text):

@@ -42,3 +42,12 @@ def count_tokens(text: str) -> int:
     if enc is None:
         return len(text) // CHARS_PER_TOKEN
     return len(enc.encode(text, disallowed_special=()))
+
+
+def truncate_to_tokens(text: str, max_tokens: int) -> str:
+    """The longest prefix of ``text`` with at most ``max_tokens`` tokens (same rule as :func:`count_tokens`)."""
+    enc = _encoding()
+    if enc is None:
+        return text[: max_tokens * CHARS_PER_TOKEN]
+    tokens = enc.encode(text, disallowed_special=())
+    return text if len(tokens) <= max_tokens else enc.decode(tokens[:max_tokens])

@@ -48,22 +48,22 @@ _POSITIVE = re.compile(
     r"\b(novel|well[- ]written|interesting|clear(ly)?|strong|convincing|nice(ly)?|good|great|impressive|elegant|"
     r"solid|important|significant(ly)? (contribution|improvement)|well[- ]motivated|thorough|insightful|like|enjoyed|"
     r"valuable|useful|compelling|promising|excellent|appreciate)\b",
-    re.IGNORECASE,
+    0,
 )
 _NEGATIVE = re.compile(
     r"\b(unclear|not|no|lack(s|ing)?|missing|limited|weak(ness)?|fails?|however|but|unfortunately|hard to|"
     r"difficult|confusing|insufficient|incremental|concern(ed|s)?|problematic|doubt(ful)?|poor(ly)?|"
     r"unconvincing|overclaim|questionable|wrong|incorrect|errors?|misleading|trivial|cannot|can't|isn't|"
     r"doesn't|don't|aren't|won't)\b",
-    re.IGNORECASE,
+    0,
 )
 _SUGGEST = re.compile(
     r"\b(should|would be|i suggest|suggest(ion)?|recommend|could|it would|would like|consider(ing)?|"
     r"encourage|please|might want|needs? to|ought)\b",
-    re.IGNORECASE,
+    0,
 )
-_REJECT = re.compile(r"\b(reject(ed|ion)?|weak reject|below the bar|not ready)\b", re.IGNORECASE)
-_ACCEPT = re.compile(r"\b(accept\w*|above the bar)\b", re.IGNORECASE)
+_REJECT = re.compile(r"\b(reject(ed|ion)?|below the bar|not ready)\b")
+_ACCEPT = re.compile(r"\b(accept\w*|above the bar)\b")
 
 _CLEANERS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"https?://\S+|www\.\S+"), " "),
@@ -141,30 +141,29 @@ def clean_sentence(sentence: str) -> str:
 
 def choose_verb(sentence: str, section: str | None) -> str | None:
     """The judgment verb for one sentence, or None when the sentence only describes the paper."""
-    evaluative = bool(_POSITIVE.search(sentence) or _NEGATIVE.search(sentence) or _SUGGEST.search(sentence)
-                      or sentence.rstrip().endswith("?"))
-    if section == "opening-summary":
-        section = "describe"
-    if section == "describe" or (_DESCRIPTIVE_RE.match(sentence) and section in (None, "neutral")):
-        if not evaluative:
-            return None
-        if section == "describe" and not (_POSITIVE.search(sentence) or _NEGATIVE.search(sentence)):
-            return None
+    is_question = sentence.rstrip().endswith("?")
     if section in {"appreciates", "criticizes", "questions", "suggests"}:
-        if section == "appreciates" and sentence.rstrip().endswith("?"):
-            return "questions"
-        return section
-    if sentence.rstrip().endswith("?"):
+        return "questions" if section == "appreciates" and is_question else section
+    lowered = sentence.lower()
+    positive = _POSITIVE.search(lowered) is not None
+    negative = _NEGATIVE.search(lowered) is not None
+    suggest = _SUGGEST.search(lowered) is not None
+    if section in ("describe", "opening-summary"):
+        if not (positive or negative):
+            return None
+    elif _DESCRIPTIVE_RE.match(sentence) and not (positive or negative or suggest or is_question):
+        return None
+    if is_question:
         return "questions"
-    if _REJECT.search(sentence):
+    if _REJECT.search(lowered):
         return "criticizes"
-    if _ACCEPT.search(sentence) and not _NEGATIVE.search(sentence):
+    if not negative and _ACCEPT.search(lowered):
         return "appreciates"
-    if _SUGGEST.search(sentence):
+    if suggest:
         return "suggests"
-    if _NEGATIVE.search(sentence):
+    if negative:
         return "criticizes"
-    if _POSITIVE.search(sentence):
+    if positive:
         return "appreciates"
     return DEFAULT_VERB
 

@@ -11,6 +11,8 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+import pytest
+
 BUNDLED = Path(__file__).resolve().parents[2] / "grebench" / "ingest" / "data" / "iclr2020_reviews.jsonl"
 
 # Llama-3-style chat template with a date-injection variable, as Llama-3.1 templates have.
@@ -65,8 +67,12 @@ def judgment_corpus() -> dict[str, list[str]]:
 
 
 def build_tiny_llama(path: Path, hidden: int = 64, layers: int = 2, heads: int = 4, kv_heads: int = 2,
-                     vocab: int = 400, intermediate: int | None = None, seed: int = 0) -> Path:
-    """Train a byte-level BPE on bundled reviews, build a random Llama of the given shape, save both to ``path``."""
+                     vocab: int = 400, intermediate: int | None = None, seed: int = 0,
+                     model_vocab: int = 0) -> Path:
+    """Train a byte-level BPE on bundled reviews, build a random Llama of the given shape, save both to ``path``.
+
+    ``model_vocab`` (when larger than the BPE) widens the LM head as a real vocabulary would.
+    """
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -84,10 +90,34 @@ def build_tiny_llama(path: Path, hidden: int = 64, layers: int = 2, heads: int =
     path.mkdir(parents=True, exist_ok=True)
     fast.save_pretrained(path)
     torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=len(fast), hidden_size=hidden, intermediate_size=intermediate or hidden * 2,
+    cfg = LlamaConfig(vocab_size=max(len(fast), model_vocab), hidden_size=hidden, intermediate_size=intermediate or hidden * 2,
                       num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
                       max_position_embeddings=8192, bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
                       pad_token_id=fast.pad_token_id, tie_word_embeddings=False)
     model = LlamaForCausalLM(cfg)
     model.save_pretrained(path)
     return path
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny checkpoint, built once per test session (import this fixture into a test module to use it)."""
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama") / "ckpt")
+
+
+def sample_requests(n_papers: int = 3, n_candidates: int = 3, with_synopsis: bool = True) -> list:
+    """Marginal and conditional requests for a few bundled papers (2 references each), shortened for speed."""
+    from grebench.scoring._request import LogprobRequest
+
+    corpus = judgment_corpus()
+    papers = [p for p in bundled_papers() if len(corpus[p["id"]]) >= 3][:n_papers + n_candidates]
+    reqs = []
+    for k, p in enumerate(papers[:n_papers]):
+        revs = ["\n".join(t.split("\n")[:4]) for t in corpus[p["id"]]]
+        syn = " ".join(p["abstract"].split()[:60]) if with_synopsis else None
+        cands = [revs[2], "\n".join(corpus[papers[n_papers + (k % n_candidates)]["id"]][0].split("\n")[:3])]
+        cands = cands[:n_candidates]
+        for ref in revs[:2]:
+            reqs.append(LogprobRequest(p["id"], syn, None, ref))
+            reqs += [LogprobRequest(p["id"], syn, c, ref) for c in cands]
+    return reqs

@@ -41,7 +41,7 @@ def resolve_estimator(
             raise ValueError(f"{kind} estimator spec must be {kind}:URL[,URL...]")
         from grebench.scoring.estimators._server import ServerEstimator
 
-        return ServerEstimator(kind, urls, tokenizer=settings.values.get("estimator_tokenizer") or None,
+        return ServerEstimator(kind, urls, tokenizer=settings.estimator_tokenizer or None,
                                concurrency=settings.estimator_concurrency,
-                               timeout_s=float(settings.values.get("estimator_timeout_s", 300.0)))
+                               timeout_s=settings.estimator_timeout_s)
     raise ValueError(f"unknown estimator {spec!r}: use offline, hf:PATH, vllm:URL[,URL...] or sglang:URL")

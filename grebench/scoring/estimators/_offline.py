@@ -31,8 +31,8 @@ UNK = "<unk>"
 _TOKEN_RE = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?|[^\sa-z0-9]")
 
 # Fixed defaults chosen with ``fit_weights`` on the bundled ICLR 2020 sample; see docs/estimators.md.
-DEFAULT_LAM = 0.30
-DEFAULT_BETA = 0.50
+DEFAULT_LAM = 0.08
+DEFAULT_BETA = 0.70
 DEFAULT_EPS = 1e-3
 DEFAULT_MIN_PAPERS = 2
 

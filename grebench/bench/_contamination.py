@@ -1,0 +1,49 @@
+"""Contamination windows: which (candidate, paper) pairs may count on the board.
+
+A model whose training-data cutoff is on or after the day a paper's reviews
+became public may have read them: that pair is *contaminated*, excluded from
+the model's board score and counted separately.  A generation made before the
+reviews were public is *sealed* and clean whatever the cutoff.  The human
+baseline and the controls have no cutoff and are always clean.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any
+
+from grebench.store import Store
+
+
+def _day(value: date | datetime | str | None) -> date | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    return date.fromisoformat(str(value)[:10])
+
+
+def is_clean(cutoff: date | datetime | str | None, reviews_public_at: date | datetime | str | None) -> bool:
+    """True unless the cutoff is on or after the day the paper's reviews became public.
+
+    No cutoff (human, controls) is clean; reviews not public yet are clean.
+    """
+    cut, public = _day(cutoff), _day(reviews_public_at)
+    return cut is None or public is None or cut < public
+
+
+def is_sealed(generated_at: datetime | None, reviews_public_at: datetime | None) -> bool:
+    """Whether a generation was made before the paper's reviews were public."""
+    return generated_at is not None and reviews_public_at is not None and generated_at < reviews_public_at
+
+
+def clean_pairs(store: Store, candidate: str | None = None) -> list[dict[str, Any]]:
+    """Rows ``{candidate, paper_id, generation_id, clean, sealed}`` from the ``clean_pairs`` view."""
+    sql = "SELECT candidate, paper_id, generation_id, clean, sealed FROM clean_pairs"
+    params: list[Any] = []
+    if candidate is not None:
+        sql += " WHERE candidate = ?"
+        params.append(candidate)
+    return store.rows(sql + " ORDER BY candidate, paper_id", params)

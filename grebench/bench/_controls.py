@@ -1,0 +1,87 @@
+"""Controls (methods.md §4): transformed reviews the metric must rank correctly.
+
+Deterministic ones need no LLM: sentence deletion, meaningless elongation,
+abstract restatement, a constant generic review, and the human review of a
+different paper.  The LLM-made ones (deletion & completion, rephrase,
+abstract-only) are prompts sent to ``control_model``.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from importlib import resources
+
+from grebench.bench._sections import join_sections, join_sentences, split_sections, split_sentences
+
+CONTROL_VERSION = "control-v1"
+# Content-free sentences of the elongation control; nothing else is ever added.
+ELONGATION_INTRO = "In this part of the review I set out my assessment of the submission as I understood it."
+ELONGATION_RESTATE = {
+    "strengths": "To restate in one line: the points here are what I count in favour of the paper.",
+    "weaknesses": "To restate in one line: the points here are what I count against the paper.",
+}
+_STRENGTH = re.compile(r"strength|pros\b|positive|reasons? to accept", re.IGNORECASE)
+
+
+def _prompt_file(name: str) -> str:
+    return resources.files("grebench.bench").joinpath("prompts", name).read_text(encoding="utf-8").strip()
+
+
+# The generic control (identical for every paper) and the LLM-made controls' prompts live in prompts/.
+GENERIC_REVIEW = _prompt_file("generic_review_v1.txt")
+REPHRASE_PROMPT = _prompt_file("rephrase_v1.txt")
+COMPLETION_PROMPT = _prompt_file("deletion_completion_v1.txt")
+_WEAKNESS = re.compile(r"weakness|cons\b|negative|concern|reasons? to reject|limitation", re.IGNORECASE)
+
+
+def sentence_deletion(text: str) -> str:
+    """Keep sentences 1, 3, 5, ... of every section; drop the even-numbered ones."""
+    out = []
+    for heading, body in split_sections(text):
+        kept = [s for i, s in enumerate(split_sentences(body)) if i % 2 == 0]
+        out.append((heading, join_sentences(kept)))
+    return join_sections(out)
+
+
+def deletion_with_gaps(text: str, marker: str = "[MISSING]") -> str:
+    """Sentence deletion with each removed sentence replaced by ``marker`` (input of deletion & completion)."""
+    out = []
+    for heading, body in split_sections(text):
+        sentences = [(n, s if i % 2 == 0 else marker) for i, (n, s) in enumerate(split_sentences(body))]
+        out.append((heading, join_sentences(sentences)))
+    return join_sections(out)
+
+
+def elongation(text: str) -> str:
+    """Prepend the fixed intro to every section; strengths/weaknesses sections also get a one-line restatement."""
+    out = []
+    for heading, body in split_sections(text):
+        added = [ELONGATION_INTRO]
+        if _STRENGTH.search(heading) and not _WEAKNESS.search(heading):
+            added.append(ELONGATION_RESTATE["strengths"])
+        elif _WEAKNESS.search(heading) and not _STRENGTH.search(heading):
+            added.append(ELONGATION_RESTATE["weaknesses"])
+        out.append((heading, "\n".join([*added, body]) if body.strip() else "\n".join(added)))
+    return join_sections(out)
+
+
+def abstract_restatement(title: str, abstract: str) -> str:
+    """A review-shaped text that only restates the abstract (deterministic stand-in for abstract-only)."""
+    sentences = [s for _, s in split_sentences(" ".join(abstract.split()))]
+    half = max(1, len(sentences) // 2)
+    lines = ["Summary:", f"The paper \"{title.strip()}\" is summarised by its authors as follows. "
+             + " ".join(sentences[:half]), "", "Strengths:"]
+    lines += [f"{i}. According to the paper: {s}" for i, s in enumerate(sentences[half:] or sentences[:1], 1)]
+    lines += ["", "Weaknesses:", "1. The paper's claims, as stated in its abstract, are: " + " ".join(sentences[:2]),
+              "", "Questions:", "- Do the results support the summary above: " + sentences[-1]]
+    return "\n".join(lines)
+
+
+def derangement(paper_ids: list[str], seed: int) -> dict[str, str]:
+    """Map every paper to a different paper (seeded shuffle, then each takes the next one's place)."""
+    if len(paper_ids) < 2:
+        return {}
+    order = sorted(paper_ids)
+    random.Random(f"{seed}:other-paper").shuffle(order)
+    return {order[i]: order[(i + 1) % len(order)] for i in range(len(order))}

@@ -1,0 +1,22 @@
+"""`grebench app`: the Gradio app (reads `grebench export` Parquet, writes only the submission queue)."""
+
+from __future__ import annotations
+
+import click
+
+from grebench.settings import Settings
+
+
+@click.command("app")
+@click.option("--host", default=None, help="Bind address (default: the app_host setting, 127.0.0.1).")
+@click.option("--port", type=int, default=None, help="Port (default: the app_port setting, 7860).")
+@click.pass_obj
+def command(settings: Settings, host: str | None, port: int | None) -> None:
+    """Serve the leaderboard app: browse boards, submit an endpoint, follow the queue."""
+    from grebench.site._app import launch_app
+
+    changes = {k: v for k, v in {"app_host": host, "app_port": port}.items() if v is not None}
+    try:
+        launch_app(settings.replace(**changes) if changes else settings)
+    except ValueError as exc:  # e.g. a malformed GREBENCH_SECRET_KEY
+        raise click.ClickException(str(exc)) from None

@@ -1,0 +1,314 @@
+"""Scoring engine: stored generations and references → log-prob requests → ``scores`` rows.
+
+GEM(x, y) = log P(y | x) - log P(y) and GEM-S(x, y | s) = log P(y | x, s) - log P(y | s).  The marginal term does not
+depend on the candidate, so it is requested once per (paper, reference, synopsis) and shared by every candidate;
+every estimator answer is cached in ``logprob_cache`` under its canonical request key, and pairs already in
+``scores`` are skipped, so a rerun with nothing new makes no estimator call.  Requests are batched by papers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from grebench.scoring._preprocess import Judgment, preprocess_texts, resolve_preprocessor, text_sha256
+from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest, LogprobResult
+from grebench.scoring._synopsis import assw_synopses
+from grebench.store import Store, utcnow
+
+if TYPE_CHECKING:
+    from grebench.scoring.estimators import Estimator
+    from grebench.settings import Settings
+
+METRICS = ("gem", "gem-s", "gem-s-assw", "gem-raw")
+DEFAULT_METRICS = ("gem", "gem-s")
+RAW_PREPROCESSOR = "none"  # gem-raw scores unprocessed text: stored under this preprocessor id
+PAPERS_PER_BATCH = 40
+Progress = Callable[[str, int, int], None]
+
+
+class ScoringError(ValueError):
+    """Scoring refused to run (mixed preprocessors, a leaked reference, an unknown metric)."""
+
+
+def request_key(estimator_id: str, req: LogprobRequest) -> str:
+    """Canonical cache key of one estimator request.
+
+    The paper id is part of it because the offline estimator leaves the scored paper out of its fit, so the same
+    texts can get different numbers for different papers.
+    """
+    blob = json.dumps([estimator_id, req.prompt_version, req.paper_id, req.synopsis, req.first_review, req.target],
+                      ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class _Pair:
+    metric: str
+    candidate: str
+    paper_id: str
+    reference: str
+    generation_id: str
+    conditional: LogprobRequest
+    marginal: LogprobRequest
+
+
+class _Skips:
+    """Counts of what was not scored, by metric and reason (reported in the summary)."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[tuple[str, str, str]] = Counter()
+
+    def add(self, metric: str, what: str, reason: str, n: int = 1) -> None:
+        self.counts[(metric, what, reason)] += n
+
+    def report(self) -> list[dict[str, Any]]:
+        return [{"metric": m, "what": w, "reason": r, "count": n} for (m, w, r), n in sorted(self.counts.items())]
+
+
+def _load(store: Store) -> dict[str, Any]:
+    splits = {r["paper_id"]: (r["candidate_review_id"], json.loads(r["reference_review_ids_json"]))
+              for r in store.rows("SELECT * FROM baseline_splits")}
+    abstracts = {r["paper_id"]: r["abstract"] for r in store.rows("SELECT paper_id, abstract FROM papers")}
+    reviews = {r["review_id"]: (r["paper_id"], r["text"]) for r in store.rows(
+        """SELECT r.review_id, r.paper_id, v.text FROM reviews r JOIN review_versions v
+           ON v.review_id = r.review_id AND v.version = r.latest_version WHERE r.kind = 'official_review'""")}
+    generations = store.rows(
+        """SELECT g.generation_id, g.candidate, g.paper_id, g.text, g.source_review_id, c.kind FROM generations g
+           LEFT JOIN candidates c ON c.name = g.candidate
+           WHERE g.status = 'ok' AND g.text IS NOT NULL
+           QUALIFY row_number() OVER (PARTITION BY g.candidate, g.paper_id ORDER BY g.generated_at DESC,
+                                      g.generation_id) = 1
+           ORDER BY g.candidate, g.paper_id""")
+    return {"splits": splits, "abstracts": abstracts, "reviews": reviews, "generations": generations}
+
+
+def _check_no_leak(data: dict[str, Any]) -> None:
+    """The review being scored is never one of its own references (baseline_splits guarantees it; we verify)."""
+    for g in data["generations"]:
+        split = data["splits"].get(g["paper_id"])
+        if split and g["source_review_id"] and g["source_review_id"] in split[1]:
+            raise ScoringError(f"generation {g['generation_id']} ({g['candidate']}, paper {g['paper_id']}) is derived "
+                               f"from review {g['source_review_id']}, which is one of its references")
+        if split and split[0] in split[1]:
+            raise ScoringError(f"paper {g['paper_id']}: the human baseline's review is in its own reference set")
+
+
+def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: Sequence[str] = DEFAULT_METRICS,
+                estimator_spec: str | None = None, preprocessor_spec: str | None = None,
+                progress: Progress | None = None, estimator: Estimator | None = None) -> dict[str, Any]:
+    """Score every stored generation against its references; returns the run summary.
+
+    ``estimator`` overrides ``estimator_spec`` (tests hand in a fake that speaks the same protocol).
+    """
+    metrics = list(dict.fromkeys(metrics or DEFAULT_METRICS))
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown:
+        raise ScoringError(f"unknown metric(s) {unknown}: choose from {', '.join(METRICS)}")
+    estimator_spec = estimator_spec or settings.estimator
+    preprocessor_spec = preprocessor_spec or settings.preprocessor
+    skips = _Skips()
+    data = _load(store)
+    _check_no_leak(data)
+    splits, reviews, generations = data["splits"], data["reviews"], data["generations"]
+    generations = [g for g in generations if g["paper_id"] in splits]
+    needs_lines = any(m != "gem-raw" for m in metrics)
+    preprocessor = resolve_preprocessor(preprocessor_spec, settings, store) if needs_lines else None
+    # what each text becomes: judgment lines (or the raw text for gem-raw)
+    corpus_ids = [rid for rid, (pid, _) in reviews.items() if pid in splits]
+    lines: dict[str, Judgment] = {}
+    if preprocessor is not None:
+        texts = [reviews[rid][1] for rid in corpus_ids] + [g["text"] for g in generations]
+        total = len(set(texts))
+        done = [0]
+
+        def _advance(n: int) -> None:
+            done[0] += n
+            if progress is not None:
+                progress("preprocess", done[0], total)
+
+        lines = preprocess_texts(store, preprocessor, texts, _advance)
+        _refuse_mixing(preprocessor.id, splits, reviews, lines)
+    est_cache: dict[bool, Estimator] = {}
+
+    def estimator_for(raw: bool) -> Estimator:
+        if estimator is not None:
+            return estimator
+        if raw not in est_cache:
+            from grebench.scoring.estimators import resolve_estimator
+
+            if raw and not estimator_spec.startswith("offline") and False in est_cache:
+                est_cache[raw] = est_cache[False]
+            else:
+                corpus: dict[str, list[str]] = defaultdict(list)
+                for rid in corpus_ids:
+                    pid, text = reviews[rid]
+                    if raw:
+                        corpus[pid].append(text)
+                    elif (j := lines.get(text_sha256(text))) is not None and j.status == "ok" and j.lines:
+                        corpus[pid].append(j.text)
+                est_cache[raw] = resolve_estimator(estimator_spec, settings, corpus=dict(corpus))
+        return est_cache[raw]
+
+    pairs: list[tuple[Estimator, str, _Pair]] = []
+    for metric in metrics:
+        raw = metric == "gem-raw"
+        prep_id = RAW_PREPROCESSOR if raw else preprocessor.id  # type: ignore[union-attr]
+        synopses = _synopses(store, settings, metric, data, skips)
+        if synopses is None:
+            continue
+        est = estimator_for(raw)
+        existing = {(r["candidate"], r["paper_id"], r["reference_review_id"]): r["generation_id"] for r in store.rows(
+            "SELECT candidate, paper_id, reference_review_id, generation_id FROM scores "
+            "WHERE metric = ? AND estimator = ? AND preprocessor = ?", [metric, est.id, prep_id])}
+        for g in generations:
+            pid = g["paper_id"]
+            if pid not in synopses:
+                continue
+            cand_text = _text_for(g["text"], raw, lines, skips, metric, "candidate review")
+            if cand_text is False:
+                continue
+            for ref in splits[pid][1]:
+                if ref not in reviews:
+                    skips.add(metric, "pairs", "reference review not in the store")
+                    continue
+                ref_text = _text_for(reviews[ref][1], raw, lines, skips, metric, "reference")
+                if not ref_text:
+                    if ref_text is None:
+                        skips.add(metric, "pairs", "reference has no judgment lines")
+                    continue
+                if existing.get((g["candidate"], pid, ref)) == g["generation_id"]:
+                    continue
+                syn = synopses[pid]
+                pairs.append((est, prep_id, _Pair(
+                    metric, g["candidate"], pid, ref, g["generation_id"],
+                    LogprobRequest(pid, syn, cand_text or None, ref_text, GEM_PROMPT_VERSION),
+                    LogprobRequest(pid, syn, None, ref_text, GEM_PROMPT_VERSION))))
+    results, calls, hits, batches = _evaluate(store, [(e, p.conditional) for e, _, p in pairs]
+                                              + [(e, p.marginal) for e, _, p in pairs], progress)
+    _write_scores(store, pairs, results)
+    summary = {
+        "metrics": metrics,
+        "estimator": estimator.id if estimator else (next(iter(est_cache.values())).id if est_cache else estimator_spec),
+        "preprocessor": preprocessor.id if preprocessor else RAW_PREPROCESSOR,
+        "pairs_scored": len(pairs), "estimator_calls": calls, "estimator_batches": batches, "cache_hits": hits,
+        "skipped": skips.report(),
+    }
+    if run_id is not None:
+        for item in summary["skipped"]:
+            if item["what"] == "metric":
+                store.record_failure(run_id, "score", item["metric"], item["reason"])
+    return summary
+
+
+def _text_for(text: str, raw: bool, lines: dict[str, Judgment], skips: _Skips, metric: str,
+              role: str) -> str | None | bool:
+    """Raw text, the judgment-line text ('' when none), or False when preprocessing did not succeed."""
+    if raw:
+        return text
+    j = lines.get(text_sha256(text))
+    if j is None or j.status != "ok":
+        reason = j.error if j is not None and j.error else "not preprocessed"
+        skips.add(metric, "pairs", f"{role} {j.status if j else 'missing'}: {reason}"[:200])
+        return False
+    return j.text if j.lines else ("" if role == "candidate review" else None)
+
+
+def _refuse_mixing(prep_id: str, splits: dict[str, Any], reviews: dict[str, Any], lines: dict[str, Judgment]) -> None:
+    """Imported lines must exist for every reference: a ranking never mixes preprocessors."""
+    if not prep_id.startswith("imported:"):
+        return
+    refs = {ref for _, refs in splits.values() for ref in refs if ref in reviews}
+    missing = [ref for ref in refs if lines.get(text_sha256(reviews[ref][1]), Judgment("missing")).status != "ok"]
+    if missing:
+        raise ScoringError(f"--preprocessor imported: {len(missing)} of {len(refs)} reference reviews have no "
+                           f"judgment lines from {prep_id.split(':', 1)[1]!r}; a ranking cannot mix preprocessors "
+                           "(use rules or litellm:MODEL for all reviews)")
+
+
+def _synopses(store: Store, settings: Settings, metric: str, data: dict[str, Any],
+              skips: _Skips) -> dict[str, str | None] | None:
+    """Synopsis per paper for this metric (None for GEM); papers left out are counted as skipped."""
+    papers = list(data["splits"])
+    if metric in ("gem", "gem-raw"):
+        return dict.fromkeys(papers)
+    with_abstract = {p: a for p in papers if (a := (data["abstracts"].get(p) or "").strip())}
+    if len(with_abstract) < len(papers):
+        skips.add(metric, "papers", "paper has no abstract (GEM only)", len(papers) - len(with_abstract))
+    if metric == "gem-s":
+        return dict(with_abstract)
+    synopses, skipped = assw_synopses(store, settings, with_abstract)
+    for reason, n in Counter(skipped.values()).items():
+        skips.add(metric, "metric" if not settings.assw_model else "papers", reason,
+                  1 if not settings.assw_model else n)
+    return dict(synopses) if synopses else None
+
+
+def _evaluate(store: Store, requests: list[tuple[Estimator, LogprobRequest]],
+              progress: Progress | None) -> tuple[dict[str, LogprobResult], int, int, int]:
+    """Answers keyed by request key: cache first, then the estimator in batches of papers."""
+    keyed: dict[str, tuple[Estimator, LogprobRequest]] = {}
+    for est, req in requests:
+        keyed.setdefault(request_key(est.id, req), (est, req))
+    results: dict[str, LogprobResult] = {}
+    if keyed:
+        for row in store.rows("SELECT request_key, logprob, n_tokens FROM logprob_cache "
+                              "WHERE request_key IN (SELECT unnest(?::VARCHAR[]))", [list(keyed)]):
+            results[row["request_key"]] = LogprobResult(row["logprob"], row["n_tokens"])
+    hits = len(results)
+    todo: dict[tuple[int, str], list[str]] = defaultdict(list)
+    ests: dict[int, Estimator] = {}
+    for key, (est, req) in keyed.items():
+        if key not in results:
+            ests[id(est)] = est
+            todo[(id(est), req.paper_id)].append(key)
+    batches = calls = 0
+    total = sum(len(v) for v in todo.values())
+    groups = sorted(todo)
+    for start in range(0, len(groups), PAPERS_PER_BATCH):
+        chunk = groups[start:start + PAPERS_PER_BATCH]
+        by_est: dict[int, list[str]] = defaultdict(list)
+        for est_id, pid in chunk:
+            by_est[est_id].extend(todo[(est_id, pid)])
+        for est_id, keys in by_est.items():
+            est = ests[est_id]
+            answers = est.logprobs([keyed[k][1] for k in keys])
+            if len(answers) != len(keys):
+                raise RuntimeError(f"estimator {est.id} returned {len(answers)} results for {len(keys)} requests")
+            batches += 1
+            calls += len(keys)
+            results.update(zip(keys, answers, strict=True))
+            store.con.execute(
+                """INSERT OR REPLACE INTO logprob_cache SELECT unnest(?::VARCHAR[]), ?, ?, unnest(?::DOUBLE[]),
+                   unnest(?::INTEGER[]), ?""",
+                [keys, est.id, GEM_PROMPT_VERSION, [float(a.logprob) for a in answers],
+                 [int(a.n_tokens) for a in answers], utcnow()])
+            if progress is not None:
+                progress("score", calls, total)
+    return results, calls, hits, batches
+
+
+def _write_scores(store: Store, pairs: list[tuple[Estimator, str, _Pair]], results: dict[str, LogprobResult]) -> None:
+    if not pairs:
+        return
+    cols: dict[str, list[Any]] = defaultdict(list)
+    for est, prep_id, p in pairs:
+        cond = results[request_key(est.id, p.conditional)]
+        marg = results[request_key(est.id, p.marginal)]
+        for name, value in (("metric", p.metric), ("estimator", est.id), ("preprocessor", prep_id),
+                            ("candidate", p.candidate), ("paper_id", p.paper_id), ("reference", p.reference),
+                            ("generation_id", p.generation_id), ("conditional", cond.logprob),
+                            ("marginal", marg.logprob), ("pmi", cond.logprob - marg.logprob),
+                            ("n_tokens", marg.n_tokens)):
+            cols[name].append(value)
+    store.con.execute(
+        """INSERT OR REPLACE INTO scores SELECT unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), ?,
+           unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[]),
+           unnest(?::DOUBLE[]), unnest(?::DOUBLE[]), unnest(?::DOUBLE[]), unnest(?::INTEGER[]), ?""",
+        [cols["metric"], cols["estimator"], cols["preprocessor"], GEM_PROMPT_VERSION, cols["candidate"],
+         cols["paper_id"], cols["reference"], cols["generation_id"], cols["conditional"], cols["marginal"],
+         cols["pmi"], cols["n_tokens"], utcnow()])

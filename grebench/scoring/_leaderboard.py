@@ -1,0 +1,98 @@
+"""The leaderboard: a pure function of ``scores`` rows for one (metric, estimator, preprocessor).
+
+Per candidate and paper the PMI is averaged over the references; the benchmark score is the mean over papers, with
+bootstrap CIs over papers, a rank interval, and a paired comparison with the human baseline.  LLM candidates count
+only on papers they cannot have seen reviewed (clean by training cutoff, or sealed: generated before the reviews
+were public); the human baseline and the controls count on every paper.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from grebench.scoring._aggregate import bootstrap_ci, paired_difference, rank_intervals
+from grebench.scoring._engine import RAW_PREPROCESSOR
+from grebench.store import Store
+
+HUMAN = "human"
+CONTROL_NAMES = ("sentence-deletion", "elongation", "abstract-restatement", "generic", "other-paper",
+                 "deletion-completion", "rephrase", "abstract-only")
+
+
+def _is_clean(cutoff: Any, reviews_public_at: Any) -> bool:
+    try:
+        from grebench.bench._contamination import is_clean
+    except ImportError:  # the bench stage is optional for scoring archives
+        return cutoff is None or reviews_public_at is None or str(cutoff)[:10] < str(reviews_public_at)[:10]
+    return bool(is_clean(cutoff, reviews_public_at))
+
+
+def _kind(name: str, stored: str | None) -> str:
+    if stored:
+        return stored
+    return "human" if name == HUMAN else "control" if name in CONTROL_NAMES else "llm"
+
+
+def available_tables(store: Store) -> list[dict[str, Any]]:
+    """The (metric, estimator, preprocessor) combinations that have scores, with their row counts."""
+    return store.rows("""SELECT metric, estimator, preprocessor, count(*) AS pairs, count(DISTINCT candidate) AS
+                         candidates FROM scores GROUP BY ALL ORDER BY metric, estimator, preprocessor""")
+
+
+def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor: str) -> dict[str, Any]:
+    """candidate → {paper → mean PMI over references}, plus pair counts, kinds and clean/sealed papers."""
+    if metric == "gem-raw":
+        preprocessor = RAW_PREPROCESSOR
+    rows = store.rows(
+        """SELECT s.candidate, s.paper_id, avg(s.pmi) AS pmi, count(*) AS pairs, any_value(c.kind) AS kind,
+                  any_value(c.cutoff) AS cutoff, any_value(p.reviews_public_at) AS public_at,
+                  bool_or(coalesce(g.sealed, false)) AS sealed
+           FROM scores s LEFT JOIN candidates c ON c.name = s.candidate
+           LEFT JOIN papers p ON p.paper_id = s.paper_id
+           LEFT JOIN generations g ON g.generation_id = s.generation_id
+           WHERE s.metric = ? AND s.estimator = ? AND s.preprocessor = ?
+           GROUP BY s.candidate, s.paper_id ORDER BY s.candidate, s.paper_id""",
+        [metric, estimator_id, preprocessor])
+    scores: dict[str, dict[str, float]] = defaultdict(dict)
+    info: dict[str, dict[str, Any]] = defaultdict(lambda: {"pairs": 0, "sealed": 0, "papers_scored": 0, "kind": None})
+    for r in rows:
+        name = r["candidate"]
+        kind = _kind(name, r["kind"])
+        entry = info[name]
+        entry["kind"] = kind
+        entry["papers_scored"] += 1
+        if kind == "llm" and not (r["sealed"] or _is_clean(r["cutoff"], r["public_at"])):
+            continue  # contaminated pair: not on the board
+        scores[name][r["paper_id"]] = float(r["pmi"])
+        entry["pairs"] += int(r["pairs"])
+        entry["sealed"] += int(bool(r["sealed"]))
+    return {"scores": dict(scores), "info": dict(info)}
+
+
+def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str, samples: int = 2000,
+                seed: int = 20200426) -> list[dict[str, Any]]:
+    """Rows of the leaderboard, best first (field names are a stable contract: see docs/scoring.md)."""
+    data = per_paper_scores(store, metric, estimator_id, preprocessor)
+    scores, info = data["scores"], data["info"]
+    ranks = rank_intervals(scores, samples=samples, seed=seed)
+    human = scores.get(HUMAN)
+    rows = []
+    for name, per_paper in scores.items():
+        if not per_paper:
+            continue
+        ci = bootstrap_ci(list(per_paper.values()), samples=samples, seed=seed)
+        diff = paired_difference(per_paper, human, samples=samples, seed=seed) if human and name != HUMAN else None
+        rows.append({
+            "candidate": name, "kind": info[name]["kind"], "metric": metric, "estimator": estimator_id,
+            "preprocessor": RAW_PREPROCESSOR if metric == "gem-raw" else preprocessor,
+            "score": ci["score"], "ci90_low": ci["ci90_low"], "ci90_high": ci["ci90_high"],
+            "ci95_low": ci["ci95_low"], "ci95_high": ci["ci95_high"],
+            "papers": len(per_paper), "pairs": info[name]["pairs"],
+            "rank": ranks[name]["rank"], "rank_low": ranks[name]["rank_low"], "rank_high": ranks[name]["rank_high"],
+            "clean_papers": len(per_paper), "contaminated_papers": info[name]["papers_scored"] - len(per_paper),
+            "sealed_share": info[name]["sealed"] / len(per_paper),
+            "diff_vs_human": diff["diff"] if diff else None, "p_vs_human": diff["p"] if diff else None,
+        })
+    rows.sort(key=lambda r: (r["rank"], r["candidate"]))
+    return rows

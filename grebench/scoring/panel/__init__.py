@@ -1,0 +1,36 @@
+"""The Auto-PRE judge panel: judges compare reviews pairwise; only judges that pass a qualification exam vote.
+
+Public API (importing it never imports litellm):
+
+* :func:`run_panel` — exam, votes, verdicts (with debate), Bradley–Terry rankings, agreement with GEM-S.
+* :class:`Verdict`, :class:`PaperView`, :class:`ReviewView`, :class:`Judge` — the judge interface.
+* reference judges (no LLM): :class:`PositionJudge`, :class:`LengthJudge`, :class:`OverlapJudge`, :class:`GemJudge`;
+  :class:`LLMJudge` for ``[[judges]]`` tables.
+* :func:`bradley_terry`, :func:`weighted_vote`, :func:`run_debate`, :func:`measure` — pure pieces, reusable.
+"""
+
+from grebench.scoring.panel._aggregate import bradley_terry, judge_score, outcome, rank_with_bootstrap, weighted_vote
+from grebench.scoring.panel._debate import DebateOutcome, run_debate
+from grebench.scoring.panel._exam import ExamSets, build_exam, examine, grade, self_preference
+from grebench.scoring.panel._judges import (
+                                            REFERENCE_JUDGES,
+                                            GemJudge,
+                                            Judge,
+                                            LengthJudge,
+                                            OverlapJudge,
+                                            PaperView,
+                                            PositionJudge,
+                                            ReviewView,
+                                            TfIdf,
+                                            Verdict,
+)
+from grebench.scoring.panel._llm_judge import PROMPT_VERSION, JudgeError, LLMJudge, parse_judges, parse_reply
+from grebench.scoring.panel._machine_metrics import measure
+from grebench.scoring.panel._run import build_judges, run_panel
+
+__all__ = [
+    "PROMPT_VERSION", "REFERENCE_JUDGES", "DebateOutcome", "ExamSets", "GemJudge", "Judge", "JudgeError", "LLMJudge",
+    "LengthJudge", "OverlapJudge", "PaperView", "PositionJudge", "ReviewView", "TfIdf", "Verdict", "bradley_terry",
+    "build_exam", "build_judges", "examine", "grade", "judge_score", "measure", "outcome", "parse_judges",
+    "parse_reply", "rank_with_bootstrap", "run_debate", "run_panel", "self_preference", "weighted_vote",
+]

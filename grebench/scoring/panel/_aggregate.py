@@ -1,0 +1,155 @@
+"""Pure aggregation: votes → weighted pair verdicts → Bradley–Terry strengths with bootstrap CIs → agreement.
+
+Everything here is a function of plain values (no store), seeded where random, so it is tested on hand-made cases.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+
+def answer_value(preference: str, order_ab: str) -> float:
+    """+1 when the answer favours review a, -1 for b, 0 for a tie, whatever order the pair was shown in."""
+    sign = {"one": 1.0, "two": -1.0, "tie": 0.0}[preference]
+    return sign if order_ab == "ab" else -sign
+
+
+def judge_score(answers: Sequence[tuple[str, str]]) -> float:
+    """One judge's score for a pair: its (preference, order) answers averaged over both orders, in [-1, 1]."""
+    if not answers:
+        raise ValueError("no answers")
+    return float(np.mean([answer_value(p, o) for p, o in answers]))
+
+
+def weighted_vote(scores: Mapping[str, float], weights: Mapping[str, float]) -> float:
+    """The panel's score for a pair: sum(w_j s_j) / sum(w_j) over the judges that answered; 0 when none did."""
+    total = sum(weights[j] for j in scores if weights.get(j, 0.0) > 0)
+    if total <= 0:
+        return 0.0
+    return float(sum(weights[j] * s for j, s in scores.items() if weights.get(j, 0.0) > 0) / total)
+
+
+def outcome(score: float, eps: float = 1e-9) -> int:
+    """ScaleEval outcome: 1 (a better), 0 (tie), -1 (b better)."""
+    return 1 if score > eps else -1 if score < -eps else 0
+
+
+def bradley_terry(names: Sequence[str], wins: np.ndarray, prior: float = 0.01, max_iter: int = 10_000,
+                  tol: float = 1e-12) -> np.ndarray:
+    """Bradley–Terry log-strengths (mean 0) by Hunter's MM algorithm.
+
+    ``wins[i, j]`` = (possibly fractional) wins of i over j.  ``prior`` adds that many virtual wins each way to every
+    pair, so separated data (one candidate never loses) still has a finite maximum; with ``prior=0`` the result
+    solves the plain MLE equations  W_i = sum_j n_ij p_i / (p_i + p_j).
+    """
+    k = len(names)
+    w = np.asarray(wins, dtype=np.float64).copy()
+    if w.shape != (k, k):
+        raise ValueError(f"wins must be {k}x{k}")
+    if prior > 0:
+        w = w + prior * (1 - np.eye(k))
+    n = w + w.T
+    total_wins = w.sum(axis=1)
+    p = np.ones(k)
+    for _ in range(max_iter):
+        denom = (n / (p[:, None] + p[None, :])).sum(axis=1)
+        new = np.where(denom > 0, total_wins / np.where(denom > 0, denom, 1.0), p)
+        new = np.maximum(new, 1e-300)
+        new /= np.exp(np.mean(np.log(new)))
+        if np.max(np.abs(np.log(new) - np.log(p))) < tol:
+            p = new
+            break
+        p = new
+    logp = np.log(p)
+    return logp - logp.mean()
+
+
+def win_matrix(names: Sequence[str], verdicts: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """Fractional wins from pair scores: a gets (1 + score) / 2 of a win over b, b the rest."""
+    index = {n: i for i, n in enumerate(names)}
+    w = np.zeros((len(names), len(names)))
+    for v in verdicts:
+        i, j = index[v["candidate_a"]], index[v["candidate_b"]]
+        share = (1.0 + float(v["score"])) / 2.0
+        w[i, j] += share
+        w[j, i] += 1.0 - share
+    return w
+
+
+def ranks_of(strengths: np.ndarray) -> np.ndarray:
+    """Rank 1 = strongest; ties share the better rank."""
+    return np.array([1 + int(np.sum(strengths > s + 1e-12)) for s in strengths])
+
+
+def rank_with_bootstrap(verdicts: Sequence[Mapping[str, Any]], samples: int, seed: int,
+                        prior: float = 0.01) -> list[dict[str, Any]]:
+    """Strengths on all verdicts, with 95% percentile CIs and rank ranges from a bootstrap over papers."""
+    names = sorted({v["candidate_a"] for v in verdicts} | {v["candidate_b"] for v in verdicts})
+    if not names:
+        return []
+    strengths = bradley_terry(names, win_matrix(names, verdicts), prior)
+    ranks = ranks_of(strengths)
+    by_paper: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for v in verdicts:
+        by_paper[v["paper_id"]].append(v)
+    papers = sorted(by_paper)
+    per_paper = [win_matrix(names, by_paper[p]) for p in papers]
+    rng = np.random.default_rng(seed)
+    boot_s, boot_r = [], []
+    for _ in range(max(0, samples)):
+        draw = rng.integers(0, len(papers), size=len(papers))
+        w = np.sum([per_paper[i] for i in draw], axis=0)
+        s = bradley_terry(names, w, prior, max_iter=2000, tol=1e-8)
+        boot_s.append(s)
+        boot_r.append(ranks_of(s))
+    out = []
+    for i, name in enumerate(names):
+        row: dict[str, Any] = {"candidate": name, "strength": float(strengths[i]), "rank": int(ranks[i])}
+        if boot_s:
+            s_col = np.array([b[i] for b in boot_s])
+            r_col = np.array([b[i] for b in boot_r])
+            row.update(ci95_low=float(np.percentile(s_col, 2.5)), ci95_high=float(np.percentile(s_col, 97.5)),
+                       rank_low=int(np.floor(np.percentile(r_col, 2.5))),
+                       rank_high=int(np.ceil(np.percentile(r_col, 97.5))))
+        else:
+            row.update(ci95_low=None, ci95_high=None, rank_low=None, rank_high=None)
+        out.append(row)
+    return sorted(out, key=lambda r: (r["rank"], r["candidate"]))
+
+
+def agreement(verdicts: Sequence[Mapping[str, Any]], gem_per_paper: Mapping[tuple[str, str], float],
+              panel_strength: Mapping[str, float], gem_score: Mapping[str, float],
+              top: int = 10) -> dict[str, Any]:
+    """Kendall tau of the two rankings, per-pair sign agreement, and the largest disagreements.
+
+    ``gem_per_paper[(candidate, paper_id)]`` is the candidate's GEM-S on that paper (mean over references).  A pair
+    counts when the panel's outcome and the GEM-S difference are both non-zero.
+    """
+    from scipy.stats import kendalltau
+
+    common = sorted(set(panel_strength) & set(gem_score))
+    tau = None
+    if len(common) >= 2:
+        result = kendalltau([panel_strength[c] for c in common], [gem_score[c] for c in common])
+        tau = None if np.isnan(result.statistic) else float(result.statistic)
+    agree = counted = 0
+    disagreements = []
+    for v in verdicts:
+        ga = gem_per_paper.get((v["candidate_a"], v["paper_id"]))
+        gb = gem_per_paper.get((v["candidate_b"], v["paper_id"]))
+        if ga is None or gb is None or outcome(v["score"]) == 0 or ga == gb:
+            continue
+        counted += 1
+        if np.sign(ga - gb) == outcome(v["score"]):
+            agree += 1
+        else:
+            disagreements.append({"paper_id": v["paper_id"], "candidate_a": v["candidate_a"],
+                                  "candidate_b": v["candidate_b"], "panel_score": float(v["score"]),
+                                  "gem_diff": float(ga - gb)})
+    disagreements.sort(key=lambda d: -abs(d["panel_score"]) * abs(d["gem_diff"]))
+    return {"kendall_tau": tau, "pair_agreement": agree / counted if counted else None, "n_pairs": counted,
+            "candidates": len(common), "disagreements": disagreements[:top]}

@@ -1,0 +1,174 @@
+"""What the panel reads from the store: papers, candidates' latest reviews, human reviews, GEM scores.
+
+GEM for the ``gem`` reference judge comes from the ``scores`` table (metric ``gem-s``, else ``gem``; the
+(estimator, preprocessor) pair with the most rows).  Exam texts that are no candidate's review of that paper (a
+human review of another paper, a reference review) have no stored score: :meth:`GemScores.extend` computes their
+PMI per reference with the same estimator and preprocessor (cached in ``logprob_cache`` like all scoring), never
+scoring a review against itself.  When that is impossible (another estimator, no judgment lines) they stay
+unscored and the judge abstains on them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from grebench.scoring.panel._judges import PaperView, ReviewView
+from grebench.settings import Settings
+from grebench.store import Store
+
+log = logging.getLogger(__name__)
+
+
+def sha(text: str) -> str:
+    """Key of a review text (same as the scoring stage's)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def rating_value(rating: Any) -> float:
+    """'6: Weak Accept' → 6.0; unknown → 0."""
+    match = re.match(r"\s*(-?\d+(?:\.\d+)?)", str(rating or ""))
+    return float(match.group(1)) if match else 0.0
+
+
+@dataclass
+class VenueData:
+    """One venue-year's material for the panel."""
+
+    venue_id: str
+    papers: dict[str, PaperView]
+    families: dict[str, str | None]                                   # candidate -> family
+    generations: dict[str, dict[str, ReviewView]]                     # paper -> candidate -> latest ok review
+    reviews: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # paper -> human official reviews
+    splits: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+
+
+def venues(store: Store) -> list[str]:
+    """Venue ids that have candidate reviews."""
+    return [r["venue_id"] for r in store.rows(
+        """SELECT DISTINCT p.venue_id FROM generations g JOIN papers p ON p.paper_id = g.paper_id
+           WHERE g.status = 'ok' ORDER BY 1""")]
+
+
+def load_venue(store: Store, venue_id: str) -> VenueData:
+    """Everything the panel needs for one venue-year, read once."""
+    papers = {r["paper_id"]: PaperView(r["paper_id"], r["title"] or "", r["abstract"] or "", r["text"] or "")
+              for r in store.rows(
+                  """SELECT p.paper_id, p.title, p.abstract, CASE WHEN t.status = 'ok' THEN t.text END AS text
+                     FROM papers p LEFT JOIN paper_texts t ON t.paper_id = p.paper_id
+                     WHERE p.venue_id = ? ORDER BY p.paper_id""", [venue_id])}
+    families = {r["name"]: r["family"] for r in store.rows("SELECT name, family FROM candidates")}
+    generations: dict[str, dict[str, ReviewView]] = defaultdict(dict)
+    for g in store.rows(
+            """SELECT g.generation_id, g.candidate, g.paper_id, g.text, g.source_review_id FROM generations g
+               JOIN papers p ON p.paper_id = g.paper_id
+               WHERE p.venue_id = ? AND g.status = 'ok' AND g.text IS NOT NULL AND length(trim(g.text)) > 0
+               QUALIFY row_number() OVER (PARTITION BY g.candidate, g.paper_id
+                                          ORDER BY g.generated_at DESC, g.generation_id) = 1
+               ORDER BY g.paper_id, g.candidate""", [venue_id]):
+        generations[g["paper_id"]][g["candidate"]] = ReviewView(
+            g["text"], g["candidate"], g["generation_id"], g["source_review_id"], families.get(g["candidate"]))
+    reviews: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in store.rows(
+            """SELECT r.review_id, r.paper_id, v.text, v.rating FROM reviews r
+               JOIN review_versions v ON v.review_id = r.review_id AND v.version = r.latest_version
+               JOIN papers p ON p.paper_id = r.paper_id
+               WHERE p.venue_id = ? AND r.kind = 'official_review' ORDER BY r.paper_id, r.review_id""", [venue_id]):
+        reviews[r["paper_id"]].append({"review_id": r["review_id"], "text": r["text"],
+                                       "rating": rating_value(r["rating"]), "words": len(r["text"].split())})
+    splits = {r["paper_id"]: (r["candidate_review_id"], json.loads(r["reference_review_ids_json"]))
+              for r in store.rows("SELECT * FROM baseline_splits")}
+    return VenueData(venue_id, papers, families, dict(generations), dict(reviews),
+                     {p: s for p, s in splits.items() if p in papers})
+
+
+class GemScores:
+    """PMI per reference for (paper, review text): stored scores first, computed ones for exam texts."""
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store, self.settings = store, settings
+        self.metric, self.estimator, self.preprocessor = self._table()
+        self.values: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+        if self.metric is None:
+            return
+        for r in store.rows(
+                """SELECT s.paper_id, s.reference_review_id, s.pmi, g.text FROM scores s
+                   JOIN generations g ON g.generation_id = s.generation_id
+                   WHERE s.metric = ? AND s.estimator = ? AND s.preprocessor = ?""",
+                [self.metric, self.estimator, self.preprocessor]):
+            self.values[(r["paper_id"], sha(r["text"]))][r["reference_review_id"]] = float(r["pmi"])
+
+    def _table(self) -> tuple[str | None, str | None, str | None]:
+        for metric in ("gem-s", "gem"):
+            row = self.store.rows(
+                """SELECT estimator, preprocessor, count(*) AS n FROM scores WHERE metric = ?
+                   GROUP BY ALL ORDER BY n DESC, estimator, preprocessor LIMIT 1""", [metric])
+            if row:
+                return metric, row[0]["estimator"], row[0]["preprocessor"]
+        return None, None, None
+
+    def __call__(self, paper_id: str, review: ReviewView) -> dict[str, float] | None:
+        """The review's PMI per reference on this paper, or None when unknown."""
+        return self.values.get((paper_id, sha(review.text))) or None
+
+    def extend(self, items: Sequence[tuple[str, str]], splits: dict[str, tuple[str, list[str]]],
+               reviews: dict[str, str]) -> int:
+        """Compute PMIs for (paper_id, text) items not yet known; returns how many were added (0 when impossible)."""
+        todo = [(p, t) for p, t in dict.fromkeys(items) if (p, sha(t)) not in self.values and p in splits]
+        if not todo or self.metric is None:
+            return 0
+        try:
+            return self._compute(todo, splits, reviews)
+        except Exception as exc:  # the judge abstains on these texts rather than failing the panel
+            log.warning("gem judge: could not score %d exam texts (%s); the judge abstains on them", len(todo), exc)
+            return 0
+
+    def _compute(self, todo: list[tuple[str, str]], splits: dict[str, tuple[str, list[str]]],
+                 reviews: dict[str, str]) -> int:
+        from grebench.scoring._engine import _evaluate, request_key
+        from grebench.scoring._preprocess import preprocess_texts, resolve_preprocessor
+        from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest
+        from grebench.scoring.estimators import resolve_estimator
+
+        preprocessor = resolve_preprocessor(self.settings.preprocessor, self.settings, self.store)
+        if preprocessor.id != self.preprocessor:
+            raise RuntimeError(f"stored scores use preprocessor {self.preprocessor}, settings give {preprocessor.id}")
+        all_reviews = {rid: text for rid, text in reviews.items()}
+        lines = preprocess_texts(self.store, preprocessor, list(all_reviews.values()) + [t for _, t in todo])
+        review_paper = {rid: pid for pid, (cand, refs) in splits.items() for rid in [cand, *refs]}
+        corpus: dict[str, list[str]] = defaultdict(list)
+        for rid, text in all_reviews.items():
+            j = lines.get(sha(text))
+            if rid in review_paper and j is not None and j.status == "ok" and j.lines:
+                corpus[review_paper[rid]].append(j.text)
+        estimator = resolve_estimator(self.settings.estimator, self.settings, corpus=dict(corpus))
+        if estimator.id != self.estimator:
+            raise RuntimeError(f"stored scores use estimator {self.estimator}, settings give {estimator.id}")
+        abstracts = {r["paper_id"]: (r["abstract"] or "").strip() for r in self.store.rows(
+            "SELECT paper_id, abstract FROM papers")}
+        pending = []
+        for pid, text in todo:
+            x = lines.get(sha(text))
+            if x is None or x.status != "ok":
+                continue
+            synopsis = abstracts.get(pid) if self.metric == "gem-s" else None
+            for ref in splits[pid][1]:
+                ref_text = reviews.get(ref)
+                y = lines.get(sha(ref_text)) if ref_text else None
+                if ref_text is None or sha(ref_text) == sha(text) or y is None or y.status != "ok" or not y.lines:
+                    continue
+                pending.append((pid, text, ref,
+                                LogprobRequest(pid, synopsis, x.text or None, y.text, GEM_PROMPT_VERSION),
+                                LogprobRequest(pid, synopsis, None, y.text, GEM_PROMPT_VERSION)))
+        results, _, _, _ = _evaluate(self.store, [(estimator, c) for *_, c, _ in pending]
+                                     + [(estimator, m) for *_, m in pending], None)
+        for pid, text, ref, cond, marg in pending:
+            value = results[request_key(estimator.id, cond)].logprob - results[request_key(estimator.id, marg)].logprob
+            self.values[(pid, sha(text))][ref] = float(value)
+        return len(pending)

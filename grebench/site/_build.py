@@ -1,0 +1,144 @@
+"""The static site: Jinja2 pages (autoescaped: reviews may hold hostile HTML), SVG plots and leaderboard.json.
+
+Every link is relative, so the site works from ``file://`` and any static host; nothing is loaded from outside.
+The site is built into a temporary sibling directory and swapped in, so a reader never sees half a site.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from grebench.settings import Settings
+from grebench.site import _data
+from grebench.site._plots import board_svg
+from grebench.store import Store, utcnow
+
+SCHEMA_VERSION = 1
+#: Fields of one row in leaderboard.json, in order (a stable contract: docs/site.md).
+ROW_FIELDS = ("rank", "candidate", "kind", "score", "ci90_low", "ci90_high", "ci95_low", "ci95_high", "rank_low",
+              "rank_high", "papers", "pairs", "clean_papers", "sealed_share", "diff_vs_human", "p_vs_human",
+              "cost_usd", "latency_s")
+_HERE = Path(__file__).parent
+
+
+def _num(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "—"
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return "—" if not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+def _pct(value: Any) -> str:
+    text = _num(None if value is None else float(value) * 100, 0)
+    return text if text == "—" else f"{text}%"
+
+
+def _day(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()[:10]
+    return str(value)[:10]
+
+
+def environment() -> jinja2.Environment:
+    """The Jinja2 environment: autoescape always on, undefined names are errors."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(num=_num, pct=_pct, day=_day)
+    return env
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    return value
+
+
+def leaderboard_json(boards: list[dict[str, Any]], generated_at: datetime) -> dict[str, Any]:
+    """The machine-readable leaderboard (schema documented in docs/site.md)."""
+    out = []
+    for b in boards:
+        band = b.get("human_band")
+        out.append({
+            "venue_id": b["venue_id"], "venue": b["venue"], "metric": b["metric"], "estimator": b["estimator"],
+            "preprocessor": b["preprocessor"],
+            "human_band": None if band is None else {k: _clean(v) for k, v in band.items()},
+            "rows": [{f: _clean(r.get(f)) for f in ROW_FIELDS} for r in b["rows"]],
+        })
+    return {"schema_version": SCHEMA_VERSION, "generated_at": generated_at.isoformat(), "boards": out}
+
+
+class _Writer:
+    def __init__(self, out: Path, env: jinja2.Environment, built_at: str) -> None:
+        self.out, self.env, self.built_at, self.pages = out, env, built_at, 0
+
+    def page(self, rel: str, template: str, **context: Any) -> None:
+        depth = rel.count("/")
+        html = self.env.get_template(template).render(root="../" * depth, built_at=self.built_at, **context)
+        target = self.out / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(html, encoding="utf-8")
+        self.pages += 1
+
+
+def build_site(store: Store, settings: Settings, out_dir: Path | None = None) -> dict[str, Any]:
+    """Render the whole site from the store into ``out_dir`` (default ``settings.site_path``); return a summary."""
+    out = Path(out_dir) if out_dir is not None else settings.site_path
+    tmp = out.with_name(out.name + ".building")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    now = utcnow().replace(microsecond=0)
+    writer = _Writer(tmp, environment(), now.isoformat() + "Z")
+    shutil.copytree(_HERE / "static", tmp / "static")
+
+    boards = [_data.board_rows(store, b, samples=int(settings.bootstrap_samples), seed=int(settings.seed))
+              for b in _data.boards(store)]
+    venues = _data.venues(store)
+    cands = _data.candidates(store)
+    for b in boards:
+        writer.page(f"boards/{b['slug']}.html", "leaderboard.html", board=b)
+        (tmp / "boards" / f"{b['slug']}.svg").write_text(board_svg(b), encoding="utf-8")
+    writer.page("index.html", "index.html", venues=venues, boards_by_venue=_data.group_by(boards, "venue_id"),
+                candidates=cands)
+    names = {c["name"] for c in cands} | {r["candidate"] for b in boards for r in b["rows"]}
+    for name in sorted(names):
+        writer.page(f"models/{_data.slug(name)}.html", "model.html", m=_data.model_page(store, name, boards))
+    papers = _data.paper_ids(store)
+    writer.page("papers.html", "papers.html", papers=papers)
+    for p in papers:
+        writer.page(f"papers/{p['slug']}.html", "paper.html", p=_data.paper_page(store, p["paper_id"]))
+    writer.page("methodology.html", "methodology.html", m=_data.methodology(store))
+
+    blob = json.dumps(leaderboard_json(boards, now), indent=2, ensure_ascii=False, default=str).encode("utf-8")
+    (tmp / "leaderboard.json").write_bytes(blob)
+    writer.page("downloads.html", "downloads.html", snapshots=_data.snapshot_files(settings.data_path),
+                changes=_data.changelog(store), json_bytes=len(blob), json_sha256=hashlib.sha256(blob).hexdigest(),
+                schema_version=SCHEMA_VERSION)
+
+    if out.exists():
+        old = out.with_name(out.name + ".old")
+        if old.exists():
+            shutil.rmtree(old)
+        out.rename(old)
+        tmp.rename(out)
+        shutil.rmtree(old)
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.rename(out)
+    return {"out": str(out), "pages": writer.pages, "boards": len(boards), "models": len(names),
+            "papers": len(papers), "leaderboard_json_sha256": hashlib.sha256(blob).hexdigest()}

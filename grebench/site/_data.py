@@ -1,0 +1,268 @@
+"""Read-only queries for the site and the app: stored rows in, plain dicts out (the only module that queries).
+
+Tables written by later stages (panel, validation, submissions) may be absent in an old store or an export;
+every reader of such a table returns empty results instead of failing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from grebench.store import Store
+
+SAMPLE_REVIEWS = 3
+
+
+def has_table(store: Store, name: str) -> bool:
+    """Whether a table or view exists (exports and old stores may lack the later stages' tables)."""
+    return bool(store.scalar("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name])
+                or store.scalar("SELECT count(*) FROM duckdb_views() WHERE view_name = ?", [name]))
+
+
+def _rows(store: Store, table: str, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+    return store.rows(sql, params) if has_table(store, table) else []
+
+
+def _json(text: Any, default: Any) -> Any:
+    if text in (None, ""):
+        return default
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return default
+
+
+def slug(*parts: Any) -> str:
+    """A file-name-safe, readable and unique name for a page (hash suffix keeps distinct inputs distinct)."""
+    text = "-".join(str(p) for p in parts)
+    clean = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-").lower()[:80] or "x"
+    return f"{clean}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
+
+
+@contextmanager
+def venue_scope(store: Store, venue_id: str | None, sealed_only: bool = False) -> Iterator[Store]:
+    """A store whose scores, generations and papers are limited to one venue (temporary views on a cursor).
+
+    ``sealed_only`` keeps, for LLM candidates, only generations made before the reviews were public.
+    """
+    if venue_id is None and not sealed_only:
+        yield store
+        return
+    cur = store.con.cursor()
+    db = store.scalar("SELECT current_database()")
+    where = "true" if venue_id is None else "venue_id = '{}'".format(venue_id.replace("'", "''"))
+    papers = f"SELECT paper_id FROM \"{db}\".main.papers WHERE {where}"
+    sealed = "" if not sealed_only else (
+        f" AND (generation_id IN (SELECT generation_id FROM \"{db}\".main.generations WHERE sealed) OR "
+        f"candidate NOT IN (SELECT name FROM \"{db}\".main.candidates WHERE kind = 'llm'))")
+    try:
+        cur.execute(f"CREATE TEMP VIEW papers AS SELECT * FROM \"{db}\".main.papers WHERE {where}")
+        cur.execute(f"CREATE TEMP VIEW generations AS SELECT * FROM \"{db}\".main.generations "
+                    f"WHERE paper_id IN ({papers})")
+        cur.execute(f"CREATE TEMP VIEW scores AS SELECT * FROM \"{db}\".main.scores WHERE paper_id IN ({papers})"
+                    + sealed)
+        yield Store(cur)
+    finally:
+        cur.close()
+
+
+def venues(store: Store) -> list[dict[str, Any]]:
+    """Venue-years with paper counts and when their reviews became public."""
+    return store.rows("""SELECT venue_id, any_value(venue) AS venue, any_value(venue_year) AS venue_year,
+                                count(*) AS papers, min(reviews_public_at) AS reviews_public_from,
+                                max(reviews_public_at) AS reviews_public_to
+                         FROM papers GROUP BY venue_id ORDER BY venue_year DESC, venue_id""")
+
+
+def boards(store: Store) -> list[dict[str, Any]]:
+    """Every (venue, metric, estimator, preprocessor) that has scores, with a page slug."""
+    rows = store.rows("""SELECT p.venue_id, any_value(p.venue) AS venue, s.metric, s.estimator, s.preprocessor,
+                                count(*) AS pairs, count(DISTINCT s.candidate) AS candidates
+                         FROM scores s JOIN papers p USING (paper_id)
+                         GROUP BY p.venue_id, s.metric, s.estimator, s.preprocessor
+                         ORDER BY p.venue_id, s.metric, s.estimator, s.preprocessor""")
+    for r in rows:
+        r["slug"] = slug(r["venue_id"], r["metric"], r["estimator"], r["preprocessor"])
+    return rows
+
+
+def candidate_costs(store: Store) -> dict[str, dict[str, Any]]:
+    """Mean cost (USD) and latency (s) per review, per candidate, over successful generations."""
+    rows = store.rows("""SELECT candidate, avg(cost_usd) AS cost_usd, avg(latency_s) AS latency_s,
+                                count(*) AS generations
+                         FROM generations WHERE status = 'ok' GROUP BY candidate""")
+    return {r["candidate"]: r for r in rows}
+
+
+def board_rows(store: Store, board: dict[str, Any], samples: int = 2000, seed: int = 20200426,
+               sealed_only: bool = False) -> dict[str, Any]:
+    """One leaderboard: rows from :func:`grebench.scoring.leaderboard` plus cost/latency and the human band."""
+    from grebench.scoring import leaderboard
+
+    with venue_scope(store, board["venue_id"], sealed_only) as scoped:
+        rows = leaderboard(scoped, board["metric"], board["estimator"], board["preprocessor"],
+                           samples=samples, seed=seed)
+        costs = candidate_costs(scoped)
+    for r in rows:
+        cost = costs.get(r["candidate"], {})
+        r["cost_usd"], r["latency_s"] = cost.get("cost_usd"), cost.get("latency_s")
+        r["candidate_slug"] = slug(r["candidate"])
+    human = next((r for r in rows if r["kind"] == "human"), None)
+    band = None if human is None else {"score": human["score"], "low": human["ci95_low"], "high": human["ci95_high"]}
+    return {**board, "rows": rows, "human_band": band}
+
+
+def candidates(store: Store) -> list[dict[str, Any]]:
+    """Every candidate (the api_key_env column is left out: it names a secret's place)."""
+    rows = store.rows("""SELECT name, kind, model, family, released, cutoff, description, submitter
+                         FROM candidates ORDER BY kind, name""")
+    for r in rows:
+        r["slug"] = slug(r["name"])
+    return rows
+
+
+def judgment_lines(store: Store, texts: list[str], preprocessor: str) -> dict[str, list[str]]:
+    """Judgment lines per review text (by sha256) for one preprocessor."""
+    shas = sorted({hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts if t})
+    if not shas:
+        return {}
+    rows = store.rows("""SELECT text_sha256, lines_json FROM judgments WHERE preprocessor = ? AND status = 'ok'
+                         AND text_sha256 IN (SELECT unnest(?::VARCHAR[]))""", [preprocessor, shas])
+    return {r["text_sha256"]: _json(r["lines_json"], []) for r in rows}
+
+
+def lines_for(lines: dict[str, list[str]], text: str | None) -> list[str]:
+    """Look up one text's judgment lines in the result of :func:`judgment_lines`."""
+    return lines.get(hashlib.sha256((text or "").encode("utf-8")).hexdigest(), []) if text else []
+
+
+def main_preprocessor(store: Store) -> str:
+    """The preprocessor with the most scores (shown on model and paper pages)."""
+    value = store.scalar("""SELECT preprocessor FROM scores WHERE preprocessor <> 'none'
+                            GROUP BY preprocessor ORDER BY count(*) DESC LIMIT 1""")
+    return str(value) if value else "rules"
+
+
+def model_page(store: Store, name: str, board_tables: list[dict[str, Any]]) -> dict[str, Any]:
+    """A candidate: its scores per board, contamination window, sample reviews with lines, panel results."""
+    info = next((c for c in candidates(store) if c["name"] == name), {"name": name, "kind": None, "slug": slug(name)})
+    scores = [{**{k: b[k] for k in ("venue_id", "venue", "metric", "estimator", "preprocessor", "slug")}, **r}
+              for b in board_tables for r in b["rows"] if r["candidate"] == name]
+    window = store.rows("""SELECT p.venue_id, count(*) AS papers, count(*) FILTER (WHERE cp.clean) AS clean,
+                                  count(*) FILTER (WHERE cp.sealed) AS sealed,
+                                  min(p.reviews_public_at) AS public_from, max(p.reviews_public_at) AS public_to
+                           FROM clean_pairs cp JOIN papers p USING (paper_id)
+                           WHERE cp.candidate = ? GROUP BY p.venue_id ORDER BY p.venue_id""", [name]) \
+        if has_table(store, "clean_pairs") else []
+    samples = store.rows("""SELECT g.generation_id, g.paper_id, p.title, g.text, g.generated_at, g.sealed,
+                                   g.cost_usd, g.latency_s
+                            FROM generations g JOIN papers p USING (paper_id)
+                            WHERE g.candidate = ? AND g.status = 'ok' ORDER BY g.paper_id LIMIT ?""",
+                         [name, SAMPLE_REVIEWS])
+    lines = judgment_lines(store, [s["text"] for s in samples], main_preprocessor(store))
+    for s in samples:
+        s["lines"] = lines_for(lines, s["text"])
+        s["paper_slug"] = slug(s["paper_id"])
+    panel = _rows(store, "panel_rankings", """SELECT venue_id, strength, ci95_low, ci95_high, rank, rank_low,
+                                                     rank_high FROM panel_rankings WHERE candidate = ?
+                                              ORDER BY venue_id""", [name])
+    verdicts = _rows(store, "panel_verdicts", """SELECT venue_id,
+            count(*) FILTER (WHERE (candidate_a = ? AND outcome = 1) OR (candidate_b = ? AND outcome = -1)) AS wins,
+            count(*) FILTER (WHERE outcome = 0) AS ties,
+            count(*) FILTER (WHERE (candidate_a = ? AND outcome = -1) OR (candidate_b = ? AND outcome = 1)) AS losses,
+            count(*) FILTER (WHERE flagged) AS flagged
+        FROM panel_verdicts WHERE candidate_a = ? OR candidate_b = ? GROUP BY venue_id ORDER BY venue_id""",
+                     [name] * 6)
+    return {"candidate": info, "scores": scores, "window": window, "samples": samples, "panel": panel,
+            "verdicts": verdicts}
+
+
+def paper_ids(store: Store) -> list[dict[str, Any]]:
+    """Every paper with its title and page slug."""
+    rows = store.rows("SELECT paper_id, title, venue_id FROM papers ORDER BY venue_id, paper_id")
+    for r in rows:
+        r["slug"] = slug(r["paper_id"])
+    return rows
+
+
+def paper_page(store: Store, paper_id: str) -> dict[str, Any]:
+    """A paper: abstract, human reviews, candidate reviews with judgment lines, pair scores, votes, flags."""
+    paper = store.rows("SELECT * FROM papers WHERE paper_id = ?", [paper_id])
+    if not paper:
+        return {}
+    humans = store.rows("""SELECT r.review_id, r.signature, v.rating, v.confidence, v.text FROM reviews r
+                           JOIN review_versions v ON v.review_id = r.review_id AND v.version = r.latest_version
+                           WHERE r.paper_id = ? ORDER BY r.kind DESC, r.review_id""", [paper_id])
+    gens = store.rows("""SELECT generation_id, candidate, status, text, error, sealed, cost_usd, latency_s,
+                                generated_at FROM generations WHERE paper_id = ? ORDER BY candidate""", [paper_id])
+    lines = judgment_lines(store, [r["text"] for r in humans] + [g["text"] or "" for g in gens],
+                           main_preprocessor(store))
+    for item in (*humans, *gens):
+        item["lines"] = lines_for(lines, item.get("text"))
+    for g in gens:
+        g["candidate_slug"] = slug(g["candidate"])
+    pair_scores = store.rows("""SELECT metric, estimator, preprocessor, candidate, reference_review_id, pmi,
+                                       conditional, marginal, n_tokens FROM scores WHERE paper_id = ?
+                                ORDER BY metric, estimator, candidate, reference_review_id""", [paper_id])
+    votes = _rows(store, "panel_votes", """SELECT judge, candidate_a, candidate_b, order_ab, preference,
+                                                  confidence, reason FROM panel_votes WHERE paper_id = ?
+                                           ORDER BY candidate_a, candidate_b, judge, order_ab""", [paper_id])
+    texts = _rows(store, "paper_texts", "SELECT status, hidden_json, flags_json FROM paper_texts WHERE paper_id = ?",
+                  [paper_id])
+    hidden = _json(texts[0]["hidden_json"], []) if texts else []
+    flags = _json(texts[0]["flags_json"], []) if texts else []
+    return {"paper": paper[0], "humans": humans, "generations": gens, "pair_scores": pair_scores, "votes": votes,
+            "hidden": hidden, "flags": flags}
+
+
+def methodology(store: Store) -> dict[str, Any]:
+    """The latest validation report per (estimator, preprocessor) and the judge exam table."""
+    reports = _rows(store, "validation_reports", """SELECT run_id, estimator, preprocessor, rows_json, created_at
+                                                    FROM validation_reports ORDER BY created_at DESC""")
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in reports:
+        latest.setdefault((r["estimator"], r["preprocessor"]), {**r, "rows": _json(r["rows_json"], [])})
+    exams = _rows(store, "judge_exams", """SELECT venue_id, judge, p_c, p_p, p_s, passed, weight, failed_json
+                                           FROM judge_exams ORDER BY venue_id, passed DESC, weight DESC""")
+    for e in exams:
+        e["failed"] = _json(e["failed_json"], [])
+    agreement = _rows(store, "panel_agreement", """SELECT venue_id, gem_metric, kendall_tau, pair_agreement, n_pairs
+                                                   FROM panel_agreement ORDER BY venue_id, gem_metric""")
+    setups = store.rows("SELECT DISTINCT estimator, preprocessor FROM scores ORDER BY estimator, preprocessor")
+    return {"reports": list(latest.values()), "exams": exams, "agreement": agreement, "setups": setups}
+
+
+def changelog(store: Store, limit: int = 200) -> list[dict[str, Any]]:
+    """Board changes, newest first."""
+    return _rows(store, "board_changes", "SELECT changed_at, kind, subject, detail FROM board_changes "
+                 "ORDER BY changed_at DESC LIMIT ?", [limit])
+
+
+def snapshot_files(data_dir: Path) -> list[dict[str, Any]]:
+    """Files under ``DATA_DIR/snapshots`` with size and SHA-256 (empty when no snapshot was cut yet)."""
+    root = data_dir / "snapshots"
+    out = []
+    if root.is_dir():
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            digest = hashlib.sha256()
+            with path.open("rb") as fh:
+                for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                    digest.update(block)
+            out.append({"name": path.relative_to(root).as_posix(), "bytes": path.stat().st_size,
+                        "sha256": digest.hexdigest()})
+    return out
+
+
+def group_by(rows: list[dict[str, Any]], key: str) -> dict[Any, list[dict[str, Any]]]:
+    """Rows grouped by one field, in first-seen order."""
+    out: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        out[r[key]].append(r)
+    return dict(out)

@@ -1,0 +1,48 @@
+"""Static SVG plots of leaderboards (matplotlib, Agg backend, deterministic output, no external fonts)."""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+_COLOURS = {"llm": "#1f5fa8", "human": "#2e7d32", "control": "#8a8a8a"}
+
+
+def _finite(*values: Any) -> bool:
+    return all(v is not None and math.isfinite(float(v)) for v in values)
+
+
+def board_svg(board: dict[str, Any]) -> str:
+    """Scores with 90% (thick) and 95% (thin) bootstrap intervals; the human baseline's 95% CI as a band."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in board["rows"] if _finite(r["score"])]
+    with matplotlib.rc_context({"svg.hashsalt": "grebench", "svg.fonttype": "none", "font.family": "sans-serif",
+                                "font.size": 9}):
+        fig, ax = plt.subplots(figsize=(7.0, 0.9 + 0.32 * max(len(rows), 1)))
+        band = board.get("human_band")
+        if band and _finite(band["low"], band["high"]):
+            ax.axvspan(band["low"], band["high"], color="#2e7d32", alpha=0.12, label="human baseline (95% CI)")
+        for y, r in enumerate(reversed(rows)):
+            colour = _COLOURS.get(r["kind"], "#1f5fa8")
+            if _finite(r["ci95_low"], r["ci95_high"]):
+                ax.plot([r["ci95_low"], r["ci95_high"]], [y, y], color=colour, linewidth=1)
+            if _finite(r["ci90_low"], r["ci90_high"]):
+                ax.plot([r["ci90_low"], r["ci90_high"]], [y, y], color=colour, linewidth=3.5, alpha=0.6)
+            ax.plot([r["score"]], [y], marker="o" if r["kind"] != "control" else "s", color=colour)
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels([f"{r['candidate']}" + (" (control)" if r["kind"] == "control" else "")
+                            for r in reversed(rows)])
+        ax.set_xlabel(f"{board['metric']} (PMI, nats) — {board['estimator']} / {board['preprocessor']}")
+        ax.grid(axis="x", alpha=0.3)
+        if band:
+            ax.legend(loc="lower right", fontsize=8, frameon=False)
+        fig.tight_layout()
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+        plt.close(fig)
+    return buf.getvalue()

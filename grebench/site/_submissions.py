@@ -1,0 +1,289 @@
+"""Model-endpoint submissions: validation, the queue file, and hand-over to the bench stage.
+
+Every check runs here, server-side: a Gradio handler is also a public API endpoint, so nothing may rely on the
+form.  The app writes to a small separate DuckDB file (``DATA_DIR/queue.duckdb``) with short-lived connections,
+so it never holds the main store's writer lock; the scheduler calls :func:`accept_queued_submissions`, which
+turns queued submissions into ``llm`` candidates of the main store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from grebench.site._secrets import KeyVault
+from grebench.site._urlcheck import Resolver, URLRejected, check_url, own_service_urls
+from grebench.store import Store, utcnow
+from grebench.store.migrations.m0008_submissions import SUBMISSIONS_DDL
+
+log = logging.getLogger(__name__)
+
+#: litellm providers a bare model string may use: hosted APIs only (ollama/, vllm/, lm_studio/ ... default to
+#: servers on localhost, which would let a submission reach our own network).
+HOSTED_PROVIDERS = frozenset({
+    "openai", "anthropic", "gemini", "mistral", "groq", "together_ai", "fireworks_ai", "deepseek", "cohere",
+    "openrouter", "xai", "perplexity", "deepinfra", "cerebras", "sambanova", "nvidia_nim",
+})
+ALLOWED_PARAMS = {"temperature": float, "top_p": float, "max_tokens": int, "seed": int}
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+ -]{0,79}$")
+_MODEL_STRING = re.compile(r"^([a-z0-9_]+)/([A-Za-z0-9._:@+/-]{1,200})$")
+_CONTACT = re.compile(r"^[^\s<>\"'`]{3,200}$")
+_PUBLIC_COLUMNS = "id, model_name, status, reason, created_at, updated_at"
+
+
+class SubmissionError(ValueError):
+    """A submission was refused; the message is safe to show to the submitter."""
+
+
+@dataclass(frozen=True)
+class SubmissionForm:
+    """The fields of the Submit form, as strings (all optional until validated)."""
+
+    model_name: str = ""
+    model_string: str = ""
+    base_url: str = ""
+    released: str = ""
+    cutoff: str = ""
+    contact: str = ""
+    api_key: str = ""
+    params: str = ""
+
+    def __repr__(self) -> str:  # the key must not reach a log line through a repr
+        return f"SubmissionForm(model_name={self.model_name!r}, contact={self.contact!r}, api_key=***)"
+
+
+def _date(text: str, field: str, required: bool) -> date | None:
+    text = (text or "").strip()
+    if not text:
+        if required:
+            raise SubmissionError(f"{field} is required (YYYY-MM-DD)")
+        return None
+    try:
+        value = date.fromisoformat(text[:10])
+    except ValueError:
+        raise SubmissionError(f"{field} must be a date YYYY-MM-DD, got {text[:40]!r}") from None
+    if value > utcnow().date():
+        raise SubmissionError(f"{field} {value} is in the future")
+    return value
+
+
+def _params(text: str) -> dict[str, Any]:
+    text = (text or "").strip()
+    if not text:
+        return {}
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError:
+        raise SubmissionError("parameters must be a JSON object, e.g. {\"temperature\": 0.7}") from None
+    if not isinstance(raw, dict):
+        raise SubmissionError("parameters must be a JSON object")
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        kind = ALLOWED_PARAMS.get(key)
+        if kind is None:
+            raise SubmissionError(f"parameter {key!r} is not allowed (allowed: {', '.join(sorted(ALLOWED_PARAMS))})")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SubmissionError(f"parameter {key!r} must be a number")
+        out[key] = kind(value)
+    return out
+
+
+def validate_submission(form: SubmissionForm, settings: Any,
+                        resolver: Resolver | Mapping[str, Iterable[str]] | None = None) -> dict[str, Any]:
+    """Check every field; return the row to queue (without the key) or raise :class:`SubmissionError`."""
+    name = (form.model_name or "").strip()
+    if not _NAME.match(name):
+        raise SubmissionError("model name: 1-80 characters, letters, digits and . _ : + - or space")
+    contact = (form.contact or "").strip()
+    if not _CONTACT.match(contact):
+        raise SubmissionError("contact: an e-mail address or handle (3-200 characters, no spaces)")
+    model_string = (form.model_string or "").strip()
+    base_url = (form.base_url or "").strip()
+    if not model_string and not base_url:
+        raise SubmissionError("give a litellm model string or an OpenAI-compatible base URL")
+    normalised = None
+    if base_url:
+        try:
+            endpoint = check_url(base_url, http_allowlist=str(settings.submission_http_allowlist).split(","),
+                                 own_services=own_service_urls(settings), resolver=resolver)
+        except URLRejected as exc:
+            raise SubmissionError(f"base URL rejected: {exc}") from None
+        normalised = endpoint.url
+        model_string = model_string or f"openai/{name}"
+    match = _MODEL_STRING.match(model_string)
+    if not match:
+        raise SubmissionError("model string must look like provider/model, e.g. openai/gpt-4o-mini")
+    if not base_url and match.group(1) not in HOSTED_PROVIDERS:
+        raise SubmissionError(f"provider {match.group(1)!r} needs a base URL; hosted providers: "
+                              f"{', '.join(sorted(HOSTED_PROVIDERS))}")
+    cutoff = _date(form.cutoff, "training-data cutoff", required=True)
+    released = _date(form.released, "release date", required=False)
+    if released is not None and cutoff is not None and cutoff > released:
+        raise SubmissionError("the training-data cutoff cannot be after the release date")
+    key = form.api_key or ""
+    if len(key) > 1000 or any(ord(c) < 32 for c in key):
+        raise SubmissionError("the API key is too long or contains control characters")
+    params = _params(form.params)
+    params_json = json.dumps(params, sort_keys=True)
+    dedup = hashlib.sha256(json.dumps([normalised or model_string, model_string, name.lower(), params],
+                                      sort_keys=True).encode()).hexdigest()
+    return {"submitter": contact.lower(), "contact": contact, "model_name": name, "model_string": model_string,
+            "base_url": base_url or None, "normalised_url": normalised, "params_json": params_json,
+            "dedup_key": dedup, "released": released, "cutoff": cutoff}
+
+
+class SubmissionQueue:
+    """The queue file: opened briefly for each operation, so the app and the scheduler can take turns."""
+
+    def __init__(self, path: Path | str | None) -> None:
+        self.path = None if path is None else Path(path)
+        self._lock = threading.Lock()
+        self._memory = duckdb.connect(":memory:") if self.path is None else None
+        with self.connect() as con:
+            con.execute(SUBMISSIONS_DDL)
+
+    @contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection to the queue file, retried briefly while another process holds it."""
+        with self._lock:
+            if self._memory is not None:
+                yield self._memory
+                return
+            assert self.path is not None
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            con = None
+            for attempt in range(20):
+                try:
+                    con = duckdb.connect(str(self.path))
+                    break
+                except duckdb.IOException:
+                    if attempt == 19:
+                        raise
+                    time.sleep(0.1)
+            assert con is not None
+            try:
+                yield con
+            finally:
+                con.close()
+
+    def rows(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+        """Rows of a query on the queue as dicts."""
+        with self.connect() as con:
+            cur = con.execute(sql, params or [])
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    def public_rows(self, limit: int = 200) -> list[dict[str, Any]]:
+        """What the Queue tab shows: no contact, no URL, never the key."""
+        return self.rows(f"SELECT {_PUBLIC_COLUMNS} FROM submissions ORDER BY created_at DESC LIMIT ?", [limit])
+
+    def submit(self, form: SubmissionForm, settings: Any, vault: KeyVault,
+               resolver: Resolver | Mapping[str, Iterable[str]] | None = None) -> dict[str, Any]:
+        """Validate and queue one submission: ``{"ok": bool, "id": str | None, "message": str}``."""
+        try:
+            row = validate_submission(form, settings, resolver)
+        except SubmissionError as exc:
+            log.info("submission refused: %s", exc)
+            return {"ok": False, "id": None, "message": f"Rejected: {exc}"}
+        now = utcnow()
+        with self.connect() as con:
+            recent = con.execute("SELECT count(*) FROM submissions WHERE submitter = ? AND created_at > ?",
+                                 [row["submitter"], now - timedelta(days=7)]).fetchone()[0]
+            if recent >= int(settings.submissions_per_week):
+                return {"ok": False, "id": None, "message": "Rejected: rate limit reached "
+                        f"({settings.submissions_per_week} submissions per 7 days per submitter)"}
+            dup = con.execute("SELECT id, status FROM submissions WHERE dedup_key = ? AND status <> 'failed'",
+                              [row["dedup_key"]]).fetchone()
+            if dup is not None:
+                return {"ok": False, "id": dup[0], "message": f"Rejected: duplicate of submission {dup[0]} "
+                        f"({dup[1]})"}
+            taken = con.execute("SELECT count(*) FROM submissions WHERE lower(model_name) = lower(?) "
+                                "AND status <> 'failed'", [row["model_name"]]).fetchone()[0]
+            if taken:
+                return {"ok": False, "id": None, "message": f"Rejected: model name {row['model_name']!r} is taken"}
+            sub_id = uuid.uuid4().hex[:12]
+            ciphertext = vault.seal(sub_id, form.api_key or "")
+            con.execute(
+                "INSERT INTO submissions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', NULL, ?, ?, ?)",
+                [sub_id, row["submitter"], row["contact"], row["model_name"], row["model_string"], row["base_url"],
+                 row["normalised_url"], row["params_json"], row["dedup_key"], row["released"], row["cutoff"],
+                 ciphertext, now, now])
+        log.info("submission %s queued (%s)", sub_id, row["model_name"])
+        return {"ok": True, "id": sub_id, "message": f"Queued as {sub_id}: {row['model_name']} will be evaluated "
+                f"on papers whose reviews became public after {row['cutoff']}."}
+
+    def set_status(self, sub_id: str, status: str, reason: str | None = None) -> None:
+        """Move a submission to running / finished / failed; the stored key goes when it ends."""
+        if status not in ("queued", "running", "finished", "failed"):
+            raise ValueError(f"unknown status {status!r}")
+        ended = status in ("finished", "failed")
+        with self.connect() as con:
+            con.execute("UPDATE submissions SET status = ?, reason = ?, updated_at = ?"
+                        + (", key_ciphertext = NULL" if ended else "") + " WHERE id = ?",
+                        [status, reason, utcnow(), sub_id])
+
+
+def finish_submission(queue: SubmissionQueue, vault: KeyVault, sub_id: str, ok: bool, reason: str | None = None,
+                      store: Store | None = None) -> None:
+    """End an evaluation: status finished or failed (with reason), the key deleted everywhere."""
+    status = "finished" if ok else "failed"
+    queue.set_status(sub_id, status, reason)
+    vault.forget(sub_id)
+    if store is not None:
+        store.con.execute("UPDATE submissions SET status = ?, reason = ?, updated_at = ? WHERE id = ?",
+                          [status, reason, utcnow(), sub_id])
+
+
+def accept_queued_submissions(store: Store, queue: SubmissionQueue, settings: Any = None,
+                              resolver: Resolver | Mapping[str, Iterable[str]] | None = None) -> list[dict[str, Any]]:
+    """Turn queued submissions into ``llm`` candidates of the main store (called by the scheduler).
+
+    A base URL is checked again (its DNS may have changed since it was queued); the bench stage must still pin
+    the address at call time (:func:`grebench.site.pinned_transport`).  The main store's copy of a submission
+    never carries the key ciphertext.  Returns the candidate rows written.
+    """
+    accepted: list[dict[str, Any]] = []
+    for sub in queue.rows("SELECT * FROM submissions WHERE status = 'queued' ORDER BY created_at"):
+        reason = None
+        if store.scalar("SELECT count(*) FROM candidates WHERE lower(name) = lower(?)", [sub["model_name"]]):
+            reason = f"a candidate named {sub['model_name']!r} already exists"
+        elif sub["base_url"] and settings is not None:
+            try:
+                check_url(sub["base_url"], http_allowlist=str(settings.submission_http_allowlist).split(","),
+                          own_services=own_service_urls(settings), resolver=resolver)
+            except URLRejected as exc:
+                reason = f"base URL rejected on acceptance: {exc}"
+        now = utcnow()
+        status = "failed" if reason else "running"
+        with store.transaction() as con:
+            con.execute("DELETE FROM submissions WHERE id = ?", [sub["id"]])
+            con.execute("INSERT INTO submissions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+                        [sub["id"], sub["submitter"], sub["contact"], sub["model_name"], sub["model_string"],
+                         sub["base_url"], sub["normalised_url"], sub["params_json"], sub["dedup_key"],
+                         sub["released"], sub["cutoff"], status, reason, sub["created_at"], now])
+            if reason is None:
+                candidate = {"name": sub["model_name"], "kind": "llm", "model": sub["model_string"],
+                             "api_base": sub["normalised_url"], "family": None, "released": sub["released"],
+                             "cutoff": sub["cutoff"], "api_key_env": None, "params_json": sub["params_json"],
+                             "description": f"submission {sub['id']}", "submitter": sub["submitter"],
+                             "updated_at": now}
+                con.execute(f"INSERT INTO candidates ({', '.join(candidate)}) VALUES "
+                            f"({', '.join('?' * len(candidate))})", list(candidate.values()))
+                con.execute("INSERT INTO board_changes VALUES (?, 'submission', ?, ?)",
+                            [now, sub["model_name"], f"submission {sub['id']} accepted, cutoff {sub['cutoff']}"])
+                accepted.append(candidate)
+        queue.set_status(sub["id"], status, reason)
+    return accepted

@@ -1,0 +1,204 @@
+"""Server-side checks of submitted endpoint URLs (SSRF guard) and the pinned address used for the calls.
+
+A submitted base URL is fetched later by the bench stage from inside our network, so it must never point at
+loopback, private, link-local (cloud metadata 169.254.169.254), multicast, reserved or unspecified addresses,
+nor at the product's own services.  The host is resolved once here; the checked address is *pinned* and the
+bench stage connects to that address only (see :func:`pinned_transport`), so a DNS answer that changes between
+the check and the call (DNS rebinding) cannot redirect it.  Redirects are not followed; a redirect target must
+pass :func:`check_url` again.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import socket
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+Resolver = Callable[[str, int], list[str]]
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+#: Ports a submission may use besides the scheme's default: unprivileged ports only (no 22, 25, 6379 ...).
+MIN_CUSTOM_PORT = 1024
+_BLOCKED_HIGH_PORTS = frozenset({2375, 2376, 2379, 3306, 5432, 5984, 6379, 9200, 11211, 27017})
+_NUMERIC_LABEL = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$", re.IGNORECASE)
+_DOTTED_QUAD = re.compile(r"^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$")
+_LOCAL_NAMES = ("localhost", ".localhost", ".local", ".internal", ".home.arpa")
+
+
+class URLRejected(ValueError):
+    """A submitted URL failed a check; the message says which and is safe to show to the submitter."""
+
+
+@dataclass(frozen=True)
+class PinnedEndpoint:
+    """A checked endpoint: the URL as submitted (normalised), its host, and the one address calls must use."""
+
+    url: str
+    host: str
+    ip: str
+    port: int
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    """Resolve with the system resolver (``socket.getaddrinfo``); tests inject a dict instead."""
+    infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
+    return [str(info[4][0]) for info in infos]
+
+
+def as_resolver(resolver: Resolver | Mapping[str, Iterable[str]] | None) -> Resolver:
+    """Accept a callable, a ``{host: [ip, ...]}`` mapping (unknown hosts do not resolve) or None (system)."""
+    if resolver is None:
+        return system_resolver
+    if callable(resolver):
+        return resolver
+    table = {k.lower(): list(v) for k, v in resolver.items()}
+
+    def lookup(host: str, port: int) -> list[str]:
+        if host not in table:
+            raise socket.gaierror(f"{host}: name does not resolve")
+        return table[host]
+
+    return lookup
+
+
+def blocked_reason(ip: IPAddress) -> str | None:
+    """Why an address may not be reached from a submission, or None when it is a public unicast address."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return "an IPv4-mapped IPv6 address"
+        if ip.sixtofour is not None or ip.teredo is not None:
+            return "a tunnelled (6to4/Teredo) IPv6 address"
+    checks = (("loopback", ip.is_loopback), ("link-local", ip.is_link_local), ("unspecified", ip.is_unspecified),
+              ("multicast", ip.is_multicast), ("reserved", ip.is_reserved), ("private", ip.is_private))
+    for name, hit in checks:
+        if hit:
+            return f"a {name} address"
+    if not ip.is_global:
+        return "not a public address"
+    return None
+
+
+def _parse_ip_literal(host: str) -> IPAddress | None:
+    """The address when ``host`` is an IP literal; refuses the odd numeric spellings browsers and libc accept."""
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    if ":" in host:
+        raise URLRejected(f"host {host!r} is not a valid IPv6 address")
+    if all(_NUMERIC_LABEL.match(label) for label in host.split(".")) and not _DOTTED_QUAD.match(host):
+        # 2130706433, 0177.0.0.1, 0x7f.1, 127.1: inet_aton reads all of these as 127.0.0.1
+        raise URLRejected(f"host {host!r} is a numerically encoded address; use a host name")
+    return None
+
+
+def _own_services(own: Iterable[str]) -> set[tuple[str, int | None]]:
+    """(host, port) pairs of the product's own services; port None blocks every port of that host."""
+    out: set[tuple[str, int | None]] = set()
+    for item in own:
+        if not item:
+            continue
+        parts = urlsplit(item if "://" in item else f"//{item}")
+        if parts.hostname:
+            out.add((parts.hostname.lower().rstrip("."), None))
+    return out
+
+
+def own_service_urls(settings: Any) -> list[str]:
+    """The evaluation-LM server(s) named by ``settings.estimator`` (vllm:/sglang:) and the app's own address."""
+    urls: list[str] = []
+    estimator = str(getattr(settings, "estimator", "") or "")
+    for prefix in ("vllm:", "sglang:"):
+        if estimator.startswith(prefix):
+            urls.extend(u.strip() for u in estimator[len(prefix):].split(",") if u.strip())
+    urls.append(f"http://{settings.app_host}:{settings.app_port}")
+    return urls
+
+
+def check_url(url: str, *, http_allowlist: Iterable[str] = (), own_services: Iterable[str] = (),
+              resolver: Resolver | Mapping[str, Iterable[str]] | None = None) -> PinnedEndpoint:
+    """Validate a submitted base URL and pin the address the later calls must use.
+
+    Raises :class:`URLRejected` with a message fit for the submitter.  No connection is made; the only network
+    action is name resolution through ``resolver``.
+    """
+    text = (url or "").strip()
+    if not text:
+        raise URLRejected("the base URL is empty")
+    if len(text) > 2000 or any(ord(c) < 33 for c in text):
+        raise URLRejected("the base URL contains spaces or control characters")
+    parts = urlsplit(text)
+    scheme = parts.scheme.lower()
+    if scheme not in ("https", "http"):
+        raise URLRejected(f"scheme {scheme or '(none)'!r} is not allowed; use https://")
+    if "@" in parts.netloc or parts.username is not None or parts.password is not None:
+        raise URLRejected("credentials in the URL (user@host) are not allowed; use the API key field")
+    host = (parts.hostname or "").rstrip(".")
+    if not host:
+        raise URLRejected("the URL has no host")
+    try:
+        host = host.encode("idna").decode("ascii").lower()
+    except UnicodeError:
+        raise URLRejected(f"host {host!r} is not a valid host name") from None
+    allow = {h.strip().lower() for h in http_allowlist if h.strip()}
+    if scheme == "http" and host not in allow:
+        raise URLRejected(f"plain http is not allowed for {host}; use https:// (http only for allowlisted hosts)")
+    try:
+        port = parts.port or (443 if scheme == "https" else 80)
+    except ValueError:
+        raise URLRejected("the port is not a number between 0 and 65535") from None
+    if port not in (80, 443) and (port < MIN_CUSTOM_PORT or port in _BLOCKED_HIGH_PORTS):
+        raise URLRejected(f"port {port} is not allowed (use 443, 80 or an unprivileged port ≥ {MIN_CUSTOM_PORT})")
+    if host in _LOCAL_NAMES or host.endswith(_LOCAL_NAMES[1:]):
+        raise URLRejected(f"host {host!r} is a local name")
+    own = _own_services(own_services)
+    literal = _parse_ip_literal(host)
+    if literal is not None:
+        addresses = [literal]
+    else:
+        try:
+            answers = as_resolver(resolver)(host, port)
+        except (OSError, UnicodeError) as exc:
+            raise URLRejected(f"host {host!r} does not resolve ({type(exc).__name__})") from None
+        addresses = []
+        for answer in answers:
+            try:
+                addresses.append(ipaddress.ip_address(str(answer).split("%")[0]))
+            except ValueError:
+                raise URLRejected(f"host {host!r} resolved to an unusable address") from None
+        if not addresses:
+            raise URLRejected(f"host {host!r} does not resolve")
+    own_ips = {ipaddress.ip_address(h) for h, _ in own if _is_ip(h)}
+    for ip in addresses:
+        reason = blocked_reason(ip)
+        if reason is not None:
+            how = "is" if literal is not None else f"resolves to {ip}, which is"
+            raise URLRejected(f"host {host!r} {how} {reason}; only public addresses are allowed")
+        if ip in own_ips:
+            raise URLRejected("this URL points at one of GRE-bench's own services")
+    if (host, None) in own:
+        raise URLRejected("this URL points at one of GRE-bench's own services")
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{port}"
+    normalised = urlunsplit((scheme, netloc, parts.path.rstrip("/") or "", parts.query, ""))
+    return PinnedEndpoint(url=normalised, host=host, ip=str(addresses[0]), port=port)
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def check_redirect(endpoint: PinnedEndpoint, location: str, **kwargs: Any) -> PinnedEndpoint:
+    """A redirect target gets the full check again (the HTTP client itself never follows redirects)."""
+    from urllib.parse import urljoin
+
+    return check_url(urljoin(endpoint.url + "/", location), **kwargs)

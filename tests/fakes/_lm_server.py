@@ -1,0 +1,71 @@
+"""A threaded loopback HTTP server running a tiny transformers checkpoint (shared by the vLLM and SGLang fakes)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+Handler = Callable[[str, str, dict[str, Any] | None], tuple[int, Any]]
+
+
+class TinyLM:
+    """Full teacher-forcing forward pass of a local checkpoint: per-position log-prob of every prompt token."""
+
+    def __init__(self, path: Path) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        self.torch = torch
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True).eval()
+        self.lock = threading.Lock()
+
+    def prompt_logprobs(self, ids: list[int]) -> list[tuple[float, int]]:
+        """(log-prob of token j given tokens < j, rank of token j) for j >= 1."""
+        torch = self.torch
+        with self.lock, torch.inference_mode():
+            logp = torch.log_softmax(self.model(torch.tensor([ids])).logits[0].float(), -1)
+        out = []
+        for j in range(1, len(ids)):
+            row = logp[j - 1]
+            out.append((float(row[ids[j]]), int((row > row[ids[j]]).sum()) + 1))
+        return out
+
+
+@contextmanager
+def serve(handler: Handler) -> Iterator[str]:
+    """Serve ``handler(method, path, json_body)`` on 127.0.0.1:<ephemeral>; yields the base URL."""
+
+    class _H(BaseHTTPRequestHandler):
+        def _reply(self, method: str) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length)) if length else None
+            status, payload = handler(method, self.path, body)
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            self._reply("GET")
+
+        def do_POST(self) -> None:
+            self._reply("POST")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _H)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

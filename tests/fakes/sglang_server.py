@@ -1,0 +1,36 @@
+"""A fake SGLang server: ``/get_model_info`` and ``/generate`` with ``return_logprob`` and ``logprob_start_len``.
+
+``meta_info.input_token_logprobs`` is a list of ``[logprob, token_id, text]`` for the input tokens from
+``logprob_start_len`` on; the first of them has ``None`` as log-prob when it is the first prompt token, as in SGLang.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from tests.fakes._lm_server import TinyLM, serve
+
+
+@contextmanager
+def fake_sglang(checkpoint: Path) -> Iterator[str]:
+    """Run the fake on a loopback port; yields its base URL."""
+    lm = TinyLM(checkpoint)
+
+    def handle(method: str, path: str, body: dict[str, Any] | None) -> tuple[int, Any]:
+        if method == "GET" and path == "/get_model_info":
+            return 200, {"model_path": str(checkpoint), "is_generation": True}
+        if method == "POST" and path == "/generate" and body is not None:
+            ids = body["input_ids"]
+            start = int(body.get("logprob_start_len", -1))
+            if not body.get("return_logprob") or start < 0:
+                return 200, {"text": "", "meta_info": {"prompt_tokens": len(ids)}}
+            lps = [None, *(lp for lp, _ in lm.prompt_logprobs(ids))]
+            items = [[lps[j], ids[j], None] for j in range(start, len(ids))]
+            return 200, {"text": "", "meta_info": {"prompt_tokens": len(ids), "input_token_logprobs": items}}
+        return 404, {"error": f"no route {method} {path}"}
+
+    with serve(handle) as url:
+        yield url

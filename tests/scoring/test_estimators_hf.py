@@ -1,0 +1,104 @@
+"""hf / vLLM / SGLang estimators on a tiny local Llama: batching, prefix reuse and servers give the same numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from grebench.scoring._request import LogprobRequest
+from grebench.scoring.estimators import resolve_estimator
+from tests.scoring.tiny_llama import sample_requests, tiny_llama_dir  # noqa: F401
+
+
+@pytest.fixture(scope="module")
+def hf(tiny_llama_dir: Path):  # noqa: F811
+    from grebench.scoring.estimators._hf import HFEstimator
+
+    return HFEstimator(str(tiny_llama_dir), dtype="float32", device="cpu", batch_tokens=3000)
+
+
+def _direct(est, req: LogprobRequest) -> float:
+    """Plain teacher forcing: full forward pass, log-softmax over all positions, gather the scored tokens."""
+    import torch
+
+    t = est.encode(req)
+    with torch.no_grad():
+        logp = torch.log_softmax(est.model(torch.tensor([t.ids])).logits[0].float(), -1)
+    n = len(t.ids)
+    return float(sum(float(logp[j - 1, t.ids[j]]) for j in range(n - t.n_target, n)))
+
+
+def test_batched_equals_one_by_one_equals_direct(hf) -> None:
+    reqs = sample_requests(n_papers=2, n_candidates=2)
+    batched = hf.logprobs(reqs)
+    single = [hf.logprobs([r])[0] for r in reqs]
+    assert len({round(r.logprob, 3) for r in batched}) > len(reqs) // 2  # the requests really differ
+    for r, b, s in zip(reqs, batched, single, strict=True):
+        assert b.n_tokens == s.n_tokens > 10
+        assert abs(b.logprob - s.logprob) < 1e-5 * max(1, b.n_tokens / 100)
+        assert abs(b.logprob - _direct(hf, r)) < 1e-4
+
+
+def test_prefix_reuse_equals_no_reuse(hf) -> None:
+    reqs = sample_requests(n_papers=2, n_candidates=2)
+    with_reuse = hf.logprobs(reqs)
+    hf.reuse_prefix = False
+    try:
+        without = hf.logprobs(reqs)
+    finally:
+        hf.reuse_prefix = True
+    assert max(abs(a.logprob - b.logprob) for a, b in zip(with_reuse, without, strict=True)) < 1e-4
+
+
+def test_scored_span_is_target_plus_end_of_turn(hf) -> None:
+    req = LogprobRequest("p", "An abstract.", None, "The reviewer appreciates the clear writing.")
+    t = hf.encode(req)
+    assert hf.tokenizer.decode(t.ids[-t.n_target:]) == req.target + "<|eot_id|>"
+    assert "Today Date: 26 Jul 2024" in hf.tokenizer.decode(t.prefix)  # date injection pinned
+    assert "[Review judgments from the first reviewer]" in hf.tokenizer.decode(t.prefix)
+    assert hf.id.startswith("hf:") and "dtype=float32" in hf.id and ":chat=" in hf.id
+
+
+def test_resolve_hf_rejects_missing_dir(settings) -> None:
+    with pytest.raises(ValueError, match="not a local checkpoint"):
+        resolve_estimator("hf:/nonexistent/ckpt", settings)
+
+
+def test_vllm_matches_hf_with_retries_and_two_replicas(hf, tiny_llama_dir: Path, settings) -> None:  # noqa: F811
+    from tests.fakes.vllm_server import fake_vllm
+
+    reqs = sample_requests(n_papers=2, n_candidates=1)
+    expected = hf.logprobs(reqs)
+    with fake_vllm(tiny_llama_dir, fail_first=1) as url1, fake_vllm(tiny_llama_dir) as url2:
+        s = settings.replace(estimator_concurrency=3)
+        est = resolve_estimator(f"vllm:{url1},{url2}", s)
+        est.backoff_s = 0.0
+        got = est.logprobs(reqs)
+    assert est.id.startswith(f"vllm:{tiny_llama_dir}@")
+    for a, b in zip(expected, got, strict=True):
+        assert a.n_tokens == b.n_tokens
+        assert abs(a.logprob - b.logprob) <= 1e-4 * max(1, a.n_tokens / 100)
+
+
+def test_sglang_matches_hf(hf, tiny_llama_dir: Path, settings) -> None:  # noqa: F811
+    from tests.fakes.sglang_server import fake_sglang
+
+    reqs = sample_requests(n_papers=1, n_candidates=2)
+    expected = hf.logprobs(reqs)
+    with fake_sglang(tiny_llama_dir) as url:
+        got = resolve_estimator(f"sglang:{url}", settings).logprobs(reqs)
+    for a, b in zip(expected, got, strict=True):
+        assert abs(a.logprob - b.logprob) <= 1e-4 * max(1, a.n_tokens / 100)
+
+
+def test_vllm_needs_local_tokenizer(tiny_llama_dir: Path, settings) -> None:  # noqa: F811
+    from tests.fakes.vllm_server import fake_vllm
+
+    with fake_vllm(tiny_llama_dir, model_name="meta-llama/Llama-3.1-8B-Instruct") as url:
+        with pytest.raises(ValueError, match="estimator_tokenizer"):
+            resolve_estimator(f"vllm:{url}", settings)
+        est = resolve_estimator(f"vllm:{url}", settings.replace(estimator_tokenizer=str(tiny_llama_dir)))
+        assert est.id.startswith("vllm:meta-llama/Llama-3.1-8B-Instruct@")

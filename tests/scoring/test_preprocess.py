@@ -1,0 +1,136 @@
+"""Preprocessing: the rules fallback on real bundled reviews, the line validator, caching, the LLM preprocessor."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from grebench.scoring import PHRASES, parse_judgment_output, preprocess_texts, resolve_preprocessor, rules_judgment_lines
+from grebench.scoring._rules import classify_heading
+from grebench.settings import Settings
+from grebench.store import Store
+
+
+def _review_texts(store: Store) -> list[str]:
+    return [r["text"] for r in store.rows("SELECT text FROM review_versions ORDER BY review_id, version")]
+
+
+def _starts_ok(line: str) -> bool:
+    return any(line.startswith(p + " ") for p in PHRASES)
+
+
+def test_rules_on_bundled_reviews(bundled_store: Store) -> None:
+    texts = _review_texts(bundled_store)
+    outputs = [rules_judgment_lines(t) for t in texts[:300]]
+    assert all(_starts_ok(line) for lines in outputs for line in lines)
+    assert sum(1 for lines in outputs if lines) >= 295
+    assert max(len(line.split()) for lines in outputs for line in lines) <= 36  # capped length
+    joined = "\n".join(line for lines in outputs for line in lines)
+    assert not re.search(r"\$|\\cite|https?://|\[\d+\]", joined)  # math, citations, URLs stripped
+    assert outputs == [rules_judgment_lines(t) for t in texts[:300]]  # deterministic
+
+
+def test_rules_follow_section_headings_in_real_reviews(bundled_store: Store) -> None:
+    texts = [t for t in _review_texts(bundled_store)
+             if re.search(r"^\s*(Strengths|Pros)\s*:?\s*$", t, re.M | re.I)
+             and re.search(r"^\s*(Weaknesses|Cons)\s*:?\s*$", t, re.M | re.I)]
+    assert len(texts) >= 10
+    for text in texts[:10]:
+        lines = rules_judgment_lines(text)
+        verbs = {line.split()[2] for line in lines}
+        assert {"appreciates", "criticizes"} <= verbs, text[:200]
+
+
+def test_rules_on_constructed_review() -> None:
+    review = ("Summary:\nThe paper proposes a new optimizer for transformers. The authors present experiments on "
+              "three datasets.\n\nStrengths:\n1. The idea is simple (see Eq. 3) and effective.\n\nWeaknesses:\n"
+              "- Results in Table 2 show only 0.3% gains [12].\n\nQuestions:\nHow sensitive is the method to the "
+              "learning rate?\n\nMinor comments:\nThe related work section could be expanded.\n\n"
+              "Additionally, I wonder whether the analysis extends to other architectures?")
+    lines = rules_judgment_lines(review)
+    assert lines == [
+        "The reviewer appreciates that the idea is simple and effective.",
+        "The reviewer criticizes that results in Table show only gains.",
+        "The reviewer questions how sensitive is the method to the learning rate.",
+        "The reviewer suggests that the related work section could be expanded.",
+        "The reviewer suggests that additionally, I wonder whether the analysis extends to other architectures.",
+    ] or all(_starts_ok(x) for x in lines)
+    assert not any("proposes a new optimizer" in x or "present experiments" in x for x in lines)  # summary dropped
+    assert any(x.startswith("The reviewer questions how sensitive") for x in lines)
+    assert any(x.startswith("The reviewer appreciates that the idea is simple") for x in lines)
+    assert not any(re.search(r"\d|\[|\(", x) for x in lines)
+
+
+def test_rules_cues_without_sections() -> None:
+    lines = rules_judgment_lines("This work introduces a graph model. Why is the bound tight? The authors should "
+                                 "add a baseline. The presentation is unclear in places. The method is novel.")
+    assert [line.split()[2] for line in lines] == ["questions", "suggests", "criticizes", "appreciates"]
+
+
+def test_classify_heading() -> None:
+    assert classify_heading("Pros") == "appreciates"
+    assert classify_heading("Weaknesses") == "criticizes"
+    assert classify_heading("Questions for the authors") == "questions"
+    assert classify_heading("Minor comments") == "suggests"
+    assert classify_heading("Paper summary") == "describe"
+    assert classify_heading("Experiments") is None
+
+
+def test_validator_repairs_and_rejects() -> None:
+    parsed = parse_judgment_output(
+        "Here are the judgments:\n1. **The reviewer appreciates the clear writing.**\n"
+        "- the reviewer criticises the weak baselines, and The reviewer suggests more ablations.\n"
+        "\"The reviewer questions the choice of the loss.\"\n")
+    assert parsed.ok and parsed.lines == [
+        "The reviewer appreciates the clear writing.", "The reviewer criticizes the weak baselines",
+        "The reviewer suggests more ablations.", "The reviewer questions the choice of the loss."]
+    bad = parse_judgment_output("The reviewer appreciates the idea.\nThe paper is fine but the results are weak.")
+    assert not bad.ok and "does not start with a judgment phrase" in (bad.error or "")
+    assert parse_judgment_output("").error == "no judgment lines in the output"
+
+
+def test_preprocess_cache_by_text_hash(store: Store, settings: Settings) -> None:
+    rules = resolve_preprocessor("rules", settings, store)
+    texts = ["The method is novel. Why this loss?", "The results are weak."]
+    first = preprocess_texts(store, rules, texts)
+    assert store.scalar("SELECT count(*) FROM judgments WHERE preprocessor = 'rules-v1'") == 2
+    store.con.execute("UPDATE judgments SET lines_json = '[\"The reviewer suggests cached.\"]'")
+    second = preprocess_texts(store, rules, texts)
+    assert all(j.lines == ("The reviewer suggests cached.",) for j in second.values())
+    assert all(j.status == "ok" for j in first.values())
+
+
+def test_unknown_preprocessor_is_refused(store: Store, settings: Settings) -> None:
+    with pytest.raises(ValueError, match="unknown preprocessor"):
+        resolve_preprocessor("gpt", settings, store)
+    with pytest.raises(ValueError, match="no review in the store has imported judgment lines"):
+        resolve_preprocessor("imported", settings, store)
+
+
+def test_llm_preprocessor_against_a_fake_openai_server(store: Store, settings: Settings,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.fakes.openai_server import FakeOpenAIServer
+
+    monkeypatch.setattr("grebench.llm._client._sleep", lambda _s: None)
+
+    def reply(messages: list[dict]) -> str:
+        review = messages[-1]["content"]
+        if "garbage" in review:
+            return "I cannot do this task."
+        return "Sure, here they are:\n- The reviewer appreciates the novelty.\n2) the reviewer questions the loss"
+
+    with FakeOpenAIServer(reply=reply) as server:
+        s = settings.replace(scoring_llm_api_base=server.url, llm_max_retries=0, llm_timeout_s=10)
+        prep = resolve_preprocessor("litellm:openai/fake-model", s, store)
+        assert prep.id == "litellm:openai/fake-model@preprocess-v1"
+        out = preprocess_texts(store, prep, ["A good review.", "garbage review"])
+        n_requests = len(server.requests)
+        again = preprocess_texts(store, prep, ["A good review."])
+    good, bad = out.values()
+    assert good.status == "ok" and good.lines == ("The reviewer appreciates the novelty.",
+                                                  "The reviewer questions the loss")
+    assert bad.status == "rejected" and "does not start with a judgment phrase" in (bad.error or "")
+    assert n_requests == 2 and list(again.values())[0].lines == good.lines
+    rows = store.rows("SELECT status, error FROM judgments ORDER BY status")
+    assert [r["status"] for r in rows] == ["ok", "rejected"]

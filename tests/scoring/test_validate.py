@@ -1,0 +1,56 @@
+"""The validation report: Cohen's d against a hand computation, CIs, p-values and verdicts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grebench.scoring._validate import cohens_d, latest_setup, store_report, validation_rows, verdict
+from grebench.store import Store, utcnow
+
+
+def _insert(store: Store, candidate: str, per_paper: dict[str, dict[str, float]], metric: str = "gem-s") -> None:
+    now = utcnow()
+    for paper, refs in per_paper.items():
+        for ref, pmi in refs.items():
+            store.con.execute(
+                "INSERT INTO scores VALUES (?, 'est', 'rules-v1', 'gem-v1', ?, ?, ?, 'g', ?, 0, ?, 5, ?)",
+                [metric, candidate, paper, ref, pmi, pmi, now])
+
+
+def test_cohens_d_matches_hand_computation() -> None:
+    s = np.array([1.0, 2.0, 3.0, 4.0])
+    s2 = np.array([0.0, 1.0, 1.0, 2.0])
+    # means 2.5 and 1.0; sample variances 1.6667 and 0.6667; pooled sd sqrt(1.1667) = 1.0801
+    assert abs(cohens_d(s, s2) - (-1.5 / np.sqrt((5 / 3 + 2 / 3) / 2))) < 1e-12
+    assert cohens_d(s, s) == 0.0
+
+
+def test_verdicts() -> None:
+    assert verdict(-0.4, 0.001) == "penalised"
+    assert verdict(0.4, 0.001) == "rewarded"
+    assert verdict(0.4, 0.2) == "not rewarded"
+    assert verdict(-0.4, 0.2) == "not rewarded"
+
+
+def test_rows_use_common_papers_and_references(store: Store) -> None:
+    rng = np.random.default_rng(0)
+    human, deleted, longer = {}, {}, {}
+    for i in range(60):
+        base = rng.normal(10, 3)
+        human[f"p{i}"] = {"r1": base, "r2": base + 1}
+        deleted[f"p{i}"] = {"r1": base - 2 + rng.normal(0, 0.5), "r2": base - 1 + rng.normal(0, 0.5)}
+        longer[f"p{i}"] = {"r1": base + rng.normal(0, 0.5), "r2": base + 1 + rng.normal(0, 0.5), "r9": 99.0}
+    _insert(store, "human", human)
+    _insert(store, "sentence-deletion", deleted)
+    _insert(store, "elongation", longer)  # r9 is not a reference of the human review: must be ignored
+    rows = {r["transformation"]: r for r in validation_rows(store, "est", "rules-v1", ["gem-s"], 500, 1)}
+    assert set(rows) == {"sentence-deletion", "elongation"}
+    deletion = rows["sentence-deletion"]
+    assert deletion["kind"] == "degradation" and deletion["verdict"] == "penalised"
+    assert deletion["ci_low"] <= deletion["d"] <= deletion["ci_high"] < 0
+    assert deletion["n_papers"] == 60 and deletion["paper_d"] == -0.409
+    elong = rows["elongation"]
+    assert elong["verdict"] == "not rewarded" and abs(elong["d"]) < 0.2
+    store_report(store, "run1", "est", "rules-v1", list(rows.values()))
+    assert store.scalar("SELECT count(*) FROM validation_reports") == 1
+    assert latest_setup(store) == ("est", "rules-v1")
