@@ -18,4 +18,4 @@ VOLUME /data
 EXPOSE 7860
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \
     CMD python3 -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:7860/', timeout=4); sys.exit(0)"
-CMD ["grebench", "run"]
+CMD ["grebench", "serve"]

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from grebench.scoring._request import LogprobRequest  # noqa: E402
-from tests.scoring.tiny_llama import bundled_papers, build_tiny_llama, judgment_corpus  # noqa: E402
+from grebench.scoring._request import LogprobRequest
+from tests.scoring.tiny_llama import build_tiny_llama, bundled_papers, judgment_corpus
 
 
 def bench_requests(n_papers: int, max_lines: int = 12) -> list[LogprobRequest]:
@@ -134,7 +134,8 @@ def main_cpu(n_papers: int) -> dict:
     t = time.perf_counter()
     off.logprobs(off_reqs)
     off_rate = len(off_reqs) / (time.perf_counter() - t)
-    result = {"speedup": round(t_naive / t_engine, 2), "max_abs_diff": max(abs(a - b) for a, b in zip(fast, slow)),
+    diff = max(abs(a - b) for a, b in zip(fast, slow, strict=True))
+    result = {"speedup": round(t_naive / t_engine, 2), "max_abs_diff": diff,
               "flop_utilisation": round(util, 3), "engine_s": round(t_engine, 2), "naive_s": round(t_naive, 2),
               "matmul_peak_gflops": round(peak / 1e9, 1), "threads": torch.get_num_threads(),
               "offline_requests_per_s": round(off_rate, 1), "n_requests": len(reqs)}
@@ -162,7 +163,7 @@ def main_8b(n_papers: int) -> dict:
         tok = AutoTokenizer.from_pretrained(build_tokenizer_only(Path(tmp)), local_files_only=True)
     est = HFEstimator.from_model(model, tok, "hf:random-llama-3.1-8b:dtype=bfloat16", batch_tokens=32_768)
     reqs = bench_requests(n_papers)
-    vals, t_engine = run_engine(est, reqs, "cuda")
+    _, t_engine = run_engine(est, reqs, "cuda")
     scored = sum(est.encode(r).n_target for r in reqs)
     peak = matmul_peak("cuda", torch.bfloat16, n=8192, reps=20)
     util = necessary_flops(est, reqs) / t_engine / peak
@@ -182,10 +183,7 @@ def main() -> None:
     parser.add_argument("--shape", choices=["tiny", "llama-3.1-8b"], default="tiny")
     parser.add_argument("--papers", type=int, default=0, help="papers in the request set (default 8 tiny, 50 8b)")
     args = parser.parse_args()
-    if args.shape == "tiny":
-        result = main_cpu(args.papers or 8)
-    else:
-        result = main_8b(args.papers or 50)
+    result = main_cpu(args.papers or 8) if args.shape == "tiny" else main_8b(args.papers or 50)
     print(json.dumps(result))
 
 

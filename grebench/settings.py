@@ -80,8 +80,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("submissions_per_week", int, 3, "Submissions accepted per submitter in 7 days."),
     Setting("submission_http_allowlist", str, "", "Comma-separated hosts that submissions may reach over plain http."),
     # scheduler
-    Setting("venues", str, "", "Comma-separated OpenReview venue ids polled by the scheduler."),
-    Setting("poll_interval_min", int, 60, "Minutes between scheduler polls of the configured venues."),
+    Setting("venues", str, "", "Comma-separated OpenReview venue ids (or source specs: `openreview:ID`, `archive:PATH`, `bundled`) polled by the scheduler."),
+    Setting("poll_interval_min", float, 60.0, "Minutes between scheduler polls of the configured venues."),
+    Setting("generate_interval_min", float, 60.0, "Minutes between scheduler runs that generate LLM reviews of papers whose reviews are not public yet (sealed)."),
+    Setting("score_interval_min", float, 60.0, "Minutes between scheduler runs of bench (baseline, controls), scoring, validation and the panel."),
+    Setting("queue_interval_min", float, 5.0, "Minutes between scheduler passes over the submission queue."),
+    Setting("site_interval_min", float, 30.0, "Minutes between rebuilds of the static site and the app's Parquet exports."),
+    Setting("snapshot_check_min", float, 720.0, "Minutes between checks whether a yearly snapshot is due (or was requested)."),
+    Setting("misfire_grace_s", float, 21600.0, "How late (seconds) a scheduled job may still start; jobs wait for each other in one worker thread, so keep it above the longest job."),
     Setting("snapshot_date", str, "01-15", "Month-day (MM-DD) of the yearly snapshot cut."),
 )
 

@@ -49,12 +49,11 @@ def write_rows(store: Store, rows: list[dict[str, Any]], replace_pair: bool = Fa
         return
     with store.transaction() as con:
         if replace_pair:
-            con.executemany("DELETE FROM generations WHERE candidate = ? AND paper_id = ?",
-                            [[r["candidate"], r["paper_id"]] for r in rows])
-        else:
-            con.executemany("DELETE FROM generations WHERE generation_id = ?", [[r["generation_id"]] for r in rows])
-        con.executemany(f"INSERT INTO generations ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
-                        [[r[c] for c in COLUMNS] for r in rows])
+            con.execute("DELETE FROM generations WHERE [candidate, paper_id] IN (SELECT unnest(?::VARCHAR[][]))",
+                        [[[r["candidate"], r["paper_id"]] for r in rows]])
+        con.execute("DELETE FROM generations WHERE generation_id IN (SELECT unnest(?::VARCHAR[]))",
+                    [[r["generation_id"] for r in rows]])
+        store.insert_rows("generations", COLUMNS, [[r[c] for c in COLUMNS] for r in rows])
 
 
 def existing(store: Store, candidates: list[str]) -> dict[str, dict[str, Any]]:

@@ -14,7 +14,15 @@ from typing import Any, Callable
 
 from grebench.bench import _controls as ctl
 from grebench.bench._baseline import Split, make_splits
-from grebench.bench._generations import MAX_TRIES, existing, load_papers, make_row, review_texts, write_rows
+from grebench.bench._generations import (
+    MAX_TRIES,
+    existing,
+    generation_id,
+    load_papers,
+    make_row,
+    review_texts,
+    write_rows,
+)
 from grebench.bench._parse import parse_review
 from grebench.bench._prompt import REVIEW_PROMPT_VERSION, PaperInput, review_messages
 from grebench.bench._registry import HUMAN, LLM_CONTROLS, Candidate, load_candidates, sync_candidates
@@ -76,13 +84,15 @@ def _run_deterministic(store: Store, cands: list[Candidate], splits: list[Split]
                                                   "reason": reason or "no text"})
                 continue
             version = HUMAN_VERSION if c.name == HUMAN else ctl.CONTROL_VERSION
+            old = have.get(generation_id(c.name, split.paper_id, version, {}, source))
+            if old is not None and old["status"] == "ok" and old["text"] == text:
+                progress(c.name)
+                continue  # stored and unchanged: nothing to build or write
             row = make_row(candidate=c.name, paper_id=split.paper_id, prompt_version=version, params={},
                            source_review_id=source, status="ok", text=text, sections=split_sections(text),
                            parse_ok=None, flags={"producer": "deterministic"}, error=None, attempts=1,
                            generated_at=utcnow(), reviews_public_at=public_at)
-            old = have.get(row["generation_id"])
-            if old is None or old["status"] != "ok" or old["text"] != text:
-                batch.append(row)
+            batch.append(row)
             progress(c.name)
         if len(batch) >= BATCH:
             write_rows(store, batch, replace_pair=True)

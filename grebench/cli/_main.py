@@ -23,8 +23,12 @@ COMMANDS = {
     "leaderboard": "leaderboard",
     "run": "run",
     "validate": "validate",
+    "judge": "judge",
+    "exam": "exam",
     "site": "site",
     "app": "app",
+    "serve": "serve",
+    "snapshot": "snapshot",
 }
 
 

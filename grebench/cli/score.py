@@ -41,7 +41,7 @@ class _Bars:
 @click.command("score")
 @click.option("--metric", "metrics", multiple=True, type=click.Choice(METRIC_CHOICES),
               help="Metric to compute (repeatable; default gem and gem-s).")
-@click.option("--estimator", help="offline | hf:PATH | vllm:URL[,URL...] | sglang:URL (default: the estimator setting).")
+@click.option("--estimator", help="offline | hf:PATH | vllm:URL[,URL...] | sglang:URL (default: setting `estimator`).")
 @click.option("--preprocessor", help="rules | imported | litellm:MODEL (default: the preprocessor setting).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @click.pass_obj

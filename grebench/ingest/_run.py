@@ -1,4 +1,9 @@
-"""The ingest stage: pull papers from a source into the store, one paper per transaction."""
+"""The ingest stage: pull papers from a source into the store, a small batch of papers per transaction.
+
+A paper whose stored hashes (paper, every review, extracted PDF) match what the source reports is skipped without
+touching the store, so a rerun on an unchanged source writes nothing.  Changed and new papers are written
+:data:`BATCH` at a time, each batch in one transaction: a kill loses at most one batch, which the next run writes.
+"""
 
 from __future__ import annotations
 
@@ -44,11 +49,14 @@ class IngestSummary:
         }
 
 
-def _extract(paper: PaperRecord, store: Store, settings: Settings) -> dict[str, Any] | None:
+BATCH = 25
+
+
+def _extract(paper: PaperRecord, done: set[tuple[str, str]], settings: Settings) -> dict[str, Any] | None:
     """Extract the paper's PDF in a limited subprocess, unless this exact PDF was done before."""
     if paper.pdf_loader is None or paper.pdf_ref is None:
         return None
-    if store.has_paper_text(paper.paper_id, paper.pdf_ref):
+    if (paper.paper_id, paper.pdf_ref) in done:
         return None
     from grebench.ingest._pdf import extract_pdf
 
@@ -79,27 +87,50 @@ def run_ingest(
         store.record_failure(run_id, "ingest", item, reason)
         log.warning("ingest: %s: %s", item, reason)
 
+    papers_known, reviews_known, texts_done = store.content_hashes()
+    batch: list[tuple[PaperRecord, dict[str, Any] | None]] = []
+
+    def flush() -> None:
+        if not batch:
+            return
+        with store.transaction():
+            writes = store.upsert_papers([paper for paper, _ in batch])
+            for paper, extraction in batch:
+                # A failed download is retried next run; a PDF that fails to parse is recorded for good.
+                if extraction is not None and not extraction.get("transient") and paper.pdf_ref is not None:
+                    store.put_paper_text(paper.paper_id, paper.pdf_ref, extraction)
+        for (paper, extraction), write in zip(batch, writes, strict=True):
+            if extraction is not None:
+                if extraction.get("error"):
+                    fail(f"{paper.paper_id} (pdf)", extraction["error"])
+                else:
+                    summary.pdfs_extracted += 1
+            summary.papers_added += write.paper_added
+            summary.papers_updated += write.paper_updated
+            summary.reviews_added += write.reviews_added
+            summary.versions_added += write.versions_added
+            if on_item is not None:
+                on_item(paper.paper_id)
+        batch.clear()
+
     for item in source.fetch(limit=limit):
         if isinstance(item, SourceFailure):
             fail(item.item, item.reason)
             continue
         summary.papers_seen += 1
-        extraction = _extract(item, store, settings)
-        with store.transaction():
-            write = store.upsert_paper(item)
-            # A failed download is retried next run; a PDF that fails to parse is recorded for good.
-            if extraction is not None and not extraction.get("transient") and item.pdf_ref is not None:
-                store.put_paper_text(item.paper_id, item.pdf_ref, extraction)
-        if extraction is not None:
-            if extraction.get("error"):
-                fail(f"{item.paper_id} (pdf)", extraction["error"])
-            else:
-                summary.pdfs_extracted += 1
-        summary.papers_added += write.paper_added
-        summary.papers_updated += write.paper_updated
-        summary.reviews_added += write.reviews_added
-        summary.versions_added += write.versions_added
-        if on_item is not None:
-            on_item(item.paper_id)
+        extraction = _extract(item, texts_done, settings)
+        if extraction is None and papers_known.get(item.paper_id) == item.content_sha256 and all(
+                reviews_known.get(r.review_id) == r.content_sha256 for r in item.reviews):
+            if on_item is not None:
+                on_item(item.paper_id)
+            continue  # unchanged: nothing to write
+        if any(p.paper_id == item.paper_id for p, _ in batch):
+            flush()  # the same paper twice in one source: write the first before comparing the second
+        batch.append((item, extraction))
+        if extraction is not None and item.pdf_ref is not None and not extraction.get("transient"):
+            texts_done.add((item.paper_id, item.pdf_ref))
+        if len(batch) >= BATCH:
+            flush()
+    flush()
     store.checkpoint()
     return summary

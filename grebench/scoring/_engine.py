@@ -13,6 +13,7 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from grebench.scoring._preprocess import Judgment, preprocess_texts, resolve_preprocessor, text_sha256
@@ -41,6 +42,11 @@ def request_key(estimator_id: str, req: LogprobRequest) -> str:
     The paper id is part of it because the offline estimator leaves the scored paper out of its fit, so the same
     texts can get different numbers for different papers.
     """
+    return _request_key(estimator_id, req)
+
+
+@lru_cache(maxsize=65536)  # a marginal is shared by every candidate, and each key is needed twice in a run
+def _request_key(estimator_id: str, req: LogprobRequest) -> str:
     blob = json.dumps([estimator_id, req.prompt_version, req.paper_id, req.synopsis, req.first_review, req.target],
                       ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
@@ -193,7 +199,8 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
     _write_scores(store, pairs, results)
     summary = {
         "metrics": metrics,
-        "estimator": estimator.id if estimator else (next(iter(est_cache.values())).id if est_cache else estimator_spec),
+        "estimator": estimator.id if estimator
+        else (next(iter(est_cache.values())).id if est_cache else estimator_spec),
         "preprocessor": preprocessor.id if preprocessor else RAW_PREPROCESSOR,
         "pairs_scored": len(pairs), "estimator_calls": calls, "estimator_batches": batches, "cache_hits": hits,
         "skipped": skips.report(),
@@ -206,7 +213,7 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
 
 
 def _text_for(text: str, raw: bool, lines: dict[str, Judgment], skips: _Skips, metric: str,
-              role: str) -> str | None | bool:
+              role: str) -> str | bool | None:
     """Raw text, the judgment-line text ('' when none), or False when preprocessing did not succeed."""
     if raw:
         return text

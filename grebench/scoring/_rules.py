@@ -3,19 +3,25 @@
 It is a labelled fallback, not a substitute for the LLM rewrite: scores made with it are only comparable with other
 scores made with it.  Each sentence of a review becomes at most one line.  The verb comes from the section the
 sentence sits in (Strengths → appreciates, Weaknesses → criticizes, Questions → questions, Minor comments →
-suggests) and, outside such sections, from cue words.  Sentences that only describe the paper are dropped, and
-paper-specific details a rule can see (math, numbers, citations, parentheses, URLs) are removed.
+suggests) and, outside such sections, from cue words.  Only the reviewer's own judgments become lines (methods.md
+§2: judgments, no content of the paper): sentences that describe or restate the paper (summary sections, reported
+speech such as "according to the paper" or "the authors claim that", quotations of the authors' own words) and
+meta-commentary about the review itself ("In this part of the review I …") are dropped.  Paper-specific details a
+rule can see (math, numbers, citations, parentheses, URLs) are removed.  Rules and their measured effect on the
+metric's validation: docs/scoring.md.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-RULES_ID = "rules-v1"
+RULES_ID = "rules-v2"
 MAX_WORDS = 30
 MIN_WORDS = 3
-# Uncued sentences outside any section: in peer reviews these are mostly detailed critique (documented choice).
-DEFAULT_VERB = "criticizes"
+# Uncued sentences outside any section: in peer reviews these are mostly detailed critique (documented choice,
+# re-checked against dropping them for rules-v2 in docs/scoring.md).  None would drop them.
+DEFAULT_VERB: str | None = "criticizes"
 
 _SECTION_KINDS: tuple[tuple[str, str], ...] = (
     (r"references?|bibliography", "skip"),
@@ -34,10 +40,13 @@ _INLINE_HEADING_RE = re.compile(r"^[\s#*>_\-\d.()]*([A-Za-z][A-Za-z /&'-]{1,30}?
 
 _ABBREVIATIONS = ("e.g.", "i.e.", "et al.", "etc.", "Fig.", "fig.", "Eq.", "eq.", "Sec.", "sec.", "vs.", "cf.",
                   "Tab.", "resp.", "approx.", "w.r.t.", "Thm.", "Appx.")
+# A hard-wrapped line (no sentence end, next line starts lower-case) continues the same sentence.
+_SOFT_WRAP_RE = re.compile(r"(?<=[^\s.!?:])[ \t]*\n(?=[ \t]*[a-z])")
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[A-Z0-9])")
 
 _DESCRIPTIVE_RE = re.compile(
-    r"^(?:(?:in|to do this|to this end|specifically|in particular|then|next|here)[^,]{0,30},\s*)?(in this (paper|work|submission)|this (paper|work|submission|manuscript|article|study)|the (paper|work|"
+    r"^(?:(?:in|to do this|to this end|specifically|in particular|then|next|here)[^,]{0,30},\s*)?"
+    r"(in this (paper|work|submission)|this (paper|work|submission|manuscript|article|study)|the (paper|work|"
     r"submission|manuscript|authors?|proposed (method|approach|model))|(the )?authors?|they|we|it)\b[^.]{0,40}?\b("
     r"propose|present|introduce|study|studie|investigate|consider|describe|develop|show|use|focus|tackle|address|"
     r"provide|extend|apply|formulate|suggest|claim|evaluate|demonstrate|build|design|explore|perform|conduct|"
@@ -64,26 +73,61 @@ _SUGGEST = re.compile(
 )
 _REJECT = re.compile(r"\b(reject(ed|ion)?|below the bar|not ready)\b")
 _ACCEPT = re.compile(r"\b(accept\w*|above the bar)\b")
+# The reviewer's own voice: in a summary section only such sentences (or a recommendation) can carry a judgment.
+_FIRST_PERSON = re.compile(r"\b(i|my|me|i'm|i've|i'd)\b|\brecommend")
+# Reported speech: the sentence restates what the paper or its authors say, not what the reviewer judges.
+_REPORTED_RE = re.compile(
+    r"\baccording to (the|this|their) (paper|authors?|abstract|submission|manuscript|work)\b|\baccording to them\b"
+    r"|\b(as )?(stated|claimed|described|summari[sz]ed|reported|written|put) (in|by) (the|its|their) "
+    r"(paper|authors?|abstract|submission|manuscript|work)\b"
+    r"|\b(paper|authors?|work|submission)('s|s'|') (own )?(claims?|contributions?)\b"
+    r"|\b(the )?authors? (claim|state|argue|write|say|assert|mention|report)(s|ed)?\b|\bis summari[sz]ed by\b",
+    re.IGNORECASE,
+)
+_REPORTED_KEYS = ("according", "stated", "claimed", "described", "summari", "reported", "written", "put ", "claim",
+                  "contribution", "author")
+# After reported speech, the reviewer's judgment (if any) follows a contrast: "The authors claim X, but Y".
+_CONTRAST_RE = re.compile(r"(?:[,;:]|\s[-–])\s*(?:but|however|yet|though|although|whereas)\b[\s,]*", re.IGNORECASE)
+# A quotation of the authors' own words after a colon ("…: We show that …") is the paper's text, not a judgment.
+_QUOTED_AUTHORS_RE = re.compile(r"\s*:\s*[\"“‘']?\s*(we|our|in this (paper|work))\b.*$", re.IGNORECASE | re.DOTALL)
+# Meta-commentary: sentences about the review itself ("In this part of the review I set out …", "Below I list …").
+_META_RE = re.compile(
+    r"\b(this|my|the|our) (review|report)\b(?! (process|paper|article|of))"
+    r"|\bmy (assessment|evaluation|comments|remarks|points|summary|understanding|reading)\b"
+    r"|\b(points?|comments?|remarks?|concerns?|questions?|issues?|summary) (here|below|above|listed|that follow)\b"
+    r"|\b(as follows|the following (points|comments|remarks|concerns|questions|issues))\b|\bthe following\W*$"
+    r"|^(below|here|in (the following|what follows)|next|in this (part|section)),? (i|we)\b"
+    r"|^(to (re)?state|to summari[sz]e|to sum up|in (one|a single) (line|sentence|word))\b"
+    r"|\bi (will |would like to |shall |want to |now )?(list|set out|outline|summari[sz]e|restate|enumerate"
+    r"|go through|elaborate on)\b",
+    re.IGNORECASE,
+)
 
-_CLEANERS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"https?://\S+|www\.\S+"), " "),
-    (re.compile(r"\$\$.*?\$\$|\$[^$]*\$|\\\(.*?\\\)|\\\[.*?\\\]", re.DOTALL), " "),
-    (re.compile(r"\\[a-zA-Z]+(\{[^}]*\})*"), " "),
-    (re.compile(r"\[[^\]]*\]"), " "),
-    (re.compile(r"\([^()]*\)"), " "),
-    (re.compile(r"\([^()]*\)"), " "),
-    (re.compile(r"\b[A-Za-z]*\d[\w.,%/-]*"), " "),
-    (re.compile(r"[\"“”‘`*_#|~^{}<>=+]|(?<!\w)[’']|[’'](?!\w)"), " "),
+# (pattern, replacement, substrings of which one must occur for the pattern to apply; () = always)
+_CLEANERS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = (
+    (re.compile(r"https?://\S+|www\.\S+"), " ", ("http", "www.")),
+    (re.compile(r"\$\$.*?\$\$|\$[^$]*\$|\\\(.*?\\\)|\\\[.*?\\\]", re.DOTALL), " ", ("$", "\\")),
+    (re.compile(r"\\[a-zA-Z]+(\{[^}]*\})*"), " ", ("\\",)),
+    (re.compile(r"\[[^\]]*\]"), " ", ("[",)),
+    (re.compile(r"\([^()]*\)"), " ", ("(",)),
+    (re.compile(r"\([^()]*\)"), " ", ("(",)),
+    (re.compile(r"\b[A-Za-z]*\d[\w.,%/-]*"), " ", ()),
+    (re.compile(r"[\"“”‘`*_#|~^{}<>=+]|(?<!\w)[’']|[’'](?!\w)"), " ", ()),
     (re.compile(r"^(also|moreover|furthermore|additionally|further|besides|overall|first(ly)?|second(ly)?|"
                 r"third(ly)?|finally|lastly|in addition|in general|in summary|to summarize|that said)\b[,:]?\s*",
-                re.IGNORECASE), ""),
+                re.IGNORECASE), "", ()),
     (re.compile(r"^(i|we) (think|believe|feel|find|found|am (not )?(sure|convinced) (that|whether))\s+(that\s+)?",
-                re.IGNORECASE), ""),
-    (re.compile(r"^in my (opinion|view),?\s*", re.IGNORECASE), ""),
-    (re.compile(r"\s+([,.;:!?])"), r"\1"),
-    (re.compile(r"([,;:])(?:\s*[,;:])+"), r"\1"),
-    (re.compile(r"\s{2,}"), " "),
+                re.IGNORECASE), "", ()),
+    (re.compile(r"^in my (opinion|view),?\s*", re.IGNORECASE), "", ()),
+    (re.compile(r"\s+([,.;:!?])"), r"\1", ()),
+    (re.compile(r"([,;:])(?:\s*[,;:])+"), r"\1", ()),
+    (re.compile(r"\s{2,}"), " ", ()),
 )
+_REVIEW_PARTS_RE = re.compile(r"\b(concerns?|comments?|questions?|points?|issues?|suggestions?|remarks?|"
+                              r"weakness(es)?|strengths?|criticisms?)\b")
+_META_KEYS = ("review", "report", "my ", " here", "below", "above", "listed", "follow", " next", "this part",
+              "this section", "restate", "to state", "summar", "sum up", "in one", "single", " list", "set out",
+              "outline", "enumerate", "go through", "elaborate")
 
 
 def classify_heading(name: str) -> str | None:
@@ -127,8 +171,9 @@ def split_sentences(text: str) -> list[str]:
 def clean_sentence(sentence: str) -> str:
     """The sentence with math, numbers, citations, parentheses and connectors removed, capped in length."""
     text = sentence.strip()
-    for pattern, repl in _CLEANERS:
-        text = pattern.sub(repl, text).strip()
+    for pattern, repl, needs in _CLEANERS:
+        if not needs or any(k in text for k in needs):
+            text = pattern.sub(repl, text).strip()
     text = re.sub(r"^[\s\-–•:;,.)]+", "", text).rstrip(" ,;:-–")
     words = text.split()
     if len(words) > MAX_WORDS:
@@ -139,19 +184,79 @@ def clean_sentence(sentence: str) -> str:
     return text
 
 
-def choose_verb(sentence: str, section: str | None) -> str | None:
-    """The judgment verb for one sentence, or None when the sentence only describes the paper."""
+def _cues(lowered: str) -> tuple[bool, bool, bool]:
+    return (_POSITIVE.search(lowered) is not None, _NEGATIVE.search(lowered) is not None,
+            _SUGGEST.search(lowered) is not None)
+
+
+def _maybe(keys: tuple[str, ...], pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """``pattern.search(text)``, skipped when no keyword it needs occurs (plain substring tests are much cheaper)."""
+    lowered = " " + text.lower()
+    for key in keys:
+        if key in lowered:
+            return pattern.search(text)
+    return None
+
+
+def is_meta(sentence: str) -> bool:
+    """True for meta-commentary about the review itself that carries no judgment cue ("Below I list my concerns.").
+
+    Words naming parts of a review (concerns, questions, suggestions, …) are not cues inside such a sentence.
+    """
+    if not _maybe(_META_KEYS, _META_RE, sentence):
+        return False
+    rest = _REVIEW_PARTS_RE.sub(" ", sentence.lower())
+    return not (any(_cues(rest)) or sentence.rstrip().endswith("?"))
+
+
+def introduces_quote(sentence: str) -> bool:
+    """Reported speech that opens a quotation ("The claims, as stated in the abstract, are: …", "… as follows.")."""
+    reported = _maybe(_REPORTED_KEYS, _REPORTED_RE, sentence)
+    if reported is None:
+        return False
+    after = sentence[reported.end():]
+    return ":" in after or re.search(r"\bas follows\b", after, re.IGNORECASE) is not None
+
+
+def judgment_part(sentence: str, meta_checked: bool = False) -> tuple[str, bool] | None:
+    """The part of a sentence that can carry the reviewer's judgment, and whether it follows a contrast.
+
+    Quotations of the authors after a colon are cut; a meta prefix before a colon ("Below are my concerns: …") is
+    cut; reported speech keeps only what follows a contrast ("The authors claim X, but Y" → Y) and is otherwise
+    dropped (None); meta-commentary without a judgment cue is dropped (``meta_checked``: the caller already
+    dropped the whole sentence if it was).
+    """
+    text = _QUOTED_AUTHORS_RE.sub("", sentence).strip()
+    head, colon, tail = text.partition(":")
+    if colon and tail.strip() and _maybe(_META_KEYS, _META_RE, head):
+        text = tail.strip()
+    contrasted = False
+    reported = _maybe(_REPORTED_KEYS, _REPORTED_RE, text)
+    if reported:
+        contrast = _CONTRAST_RE.search(text, reported.end())
+        if contrast is None:
+            return None
+        text, contrasted = text[contrast.end():].strip(), True
+    if not text or ((text != sentence or not meta_checked) and is_meta(text)):
+        return None
+    return text, contrasted
+
+
+def choose_verb(sentence: str, section: str | None, contrasted: bool = False) -> str | None:
+    """The judgment verb for one sentence, or None when the sentence carries no judgment a rule can see.
+
+    ``contrasted``: the sentence is what follows a contrast after reported speech (a criticism unless cued).
+    """
     is_question = sentence.rstrip().endswith("?")
     if section in {"appreciates", "criticizes", "questions", "suggests"}:
         return "questions" if section == "appreciates" and is_question else section
     lowered = sentence.lower()
-    positive = _POSITIVE.search(lowered) is not None
-    negative = _NEGATIVE.search(lowered) is not None
-    suggest = _SUGGEST.search(lowered) is not None
-    if section in ("describe", "opening-summary"):
-        if not (positive or negative):
-            return None
-    elif _DESCRIPTIVE_RE.match(sentence) and not (positive or negative or suggest or is_question):
+    positive, negative, suggest = _cues(lowered)
+    negative = negative or contrasted
+    evaluative = positive or negative or suggest or is_question
+    if section == "describe" and not (evaluative and _FIRST_PERSON.search(lowered)):
+        return None  # a summary section describes the paper; only the reviewer's own voice is a judgment there
+    if (section == "opening-summary" or _DESCRIPTIVE_RE.match(sentence)) and not evaluative:
         return None
     if is_question:
         return "questions"
@@ -173,31 +278,45 @@ def rules_judgment_lines(text: str) -> list[str]:
     lines: list[str] = []
     section: str | None = None
     seen_content = False
-    for raw_line in text.replace("\r", "").replace("’", "'").split("\n"):
+    section_content = False  # the current section has had a paragraph of content
+    text = _SOFT_WRAP_RE.sub(" ", text.replace("\r", "").replace("’", "'"))
+    for raw_line in text.split("\n"):
         if not raw_line.strip():
-            if section == "opening-summary":
-                section = None
+            if section in ("opening-summary", "describe") and section_content:
+                section = None  # a summary is one paragraph; what follows without a heading is the review proper
             continue
         if set(raw_line.strip()) <= set("#*=-_~ "):
             continue
         kind, rest = _heading(raw_line)
+        sentences = [x for x in split_sentences(rest) if not is_meta(x)] if rest else []
         if kind is not None:
-            section = None if kind == "neutral" else kind
-        elif not seen_content and _DESCRIPTIVE_RE.match(rest):
+            section, section_content = (None if kind == "neutral" else kind), False
+        elif section is None and not seen_content and sentences and _DESCRIPTIVE_RE.match(sentences[0]):
             # a review without headings usually opens with a summary paragraph: treat it as one
             section = "opening-summary"
-        seen_content = seen_content or bool(rest)
-        if section == "skip" or not rest:
+        seen_content = seen_content or bool(sentences)  # meta-commentary is not the review's content
+        section_content = section_content or bool(sentences)
+        if section == "skip":
             continue
-        for sentence in split_sentences(rest):
-            verb = choose_verb(sentence, section)
-            if verb is None:
-                continue
-            clause = clean_sentence(sentence)
-            if len(clause.split()) < MIN_WORDS:
-                continue
-            joiner = " " if verb == "questions" else " that "
-            line = f"The reviewer {verb}{joiner}{clause}."
-            if line not in lines:
+        for sentence in sentences:
+            if introduces_quote(sentence):
+                break  # "The authors' claims are: …" — the rest of the paragraph is the paper's text
+            line = _sentence_line(sentence, section)
+            if line is not None and line not in lines:
                 lines.append(line)
     return lines
+
+
+@lru_cache(maxsize=200_000)  # transformed reviews (controls) share most sentences with the human reviews
+def _sentence_line(sentence: str, section: str | None) -> str | None:
+    part = judgment_part(sentence, meta_checked=True)
+    if part is None:
+        return None
+    verb = choose_verb(part[0], section, part[1])
+    if verb is None:
+        return None
+    clause = clean_sentence(part[0])
+    if len(clause.split()) < MIN_WORDS:
+        return None
+    joiner = " " if verb == "questions" else " that "
+    return f"The reviewer {verb}{joiner}{clause}."

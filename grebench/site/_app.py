@@ -26,6 +26,9 @@ BOARD_COLUMNS = ["rank", "candidate", "kind", "score", "ci95_low", "ci95_high", 
                  "clean_papers", "sealed_share", "cost_usd", "latency_s"]
 
 
+TAB_IDS = ("leaderboard", "model", "paper", "submit", "queue", "downloads")
+
+
 def queue_path(settings: Settings) -> Path:
     """Where the app writes submissions (a separate file: the app never opens the main store for writing)."""
     return settings.data_path / "queue.duckdb"
@@ -104,9 +107,10 @@ def board_table(settings: Settings, venue: str | None, metric: str | None, setup
 def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[str]] | None = None,
                vault: KeyVault | None = None, queue: SubmissionQueue | None = None) -> Any:
     """Build the app (a ``gr.Blocks``); tests pass a resolver table so that no DNS query leaves the machine."""
-    apply_offline_defaults()
+    apply_offline_defaults()  # before gradio is imported: it reads these switches at import time
     import gradio as gr
 
+    _tab_from_query.__annotations__["request"] = gr.Request  # how Gradio knows to pass the request
     vault = vault or KeyVault()
     queue = queue or SubmissionQueue(queue_path(settings))
 
@@ -174,59 +178,70 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
 
     with gr.Blocks(title="GRE-bench", analytics_enabled=False) as demo:
         gr.Markdown("# GRE-bench\nLLMs ranked by how much information their peer reviews share with human reviews.")
-        with gr.Tab("Leaderboard"):
-            with gr.Row():
-                venue = gr.Dropdown(label="Venue-year", choices=[])
-                metric = gr.Dropdown(label="Metric", choices=[])
-                setup = gr.Dropdown(label="Estimator / preprocessor", choices=[])
-                controls = gr.Checkbox(label="Include controls", value=True)
-                sealed = gr.Checkbox(label="Only sealed generations", value=False)
-            board = gr.Dataframe(headers=BOARD_COLUMNS, interactive=False, label="Leaderboard")
-            filtered = _bind(board_table, settings)
-            for widget in (venue, metric, setup, controls, sealed):
-                widget.change(filtered, [venue, metric, setup, controls, sealed], board, api_name=False)
-        with gr.Tab("Model"):
-            model = gr.Dropdown(label="Candidate", choices=[])
-            model_scores = gr.Dataframe(headers=["venue", "metric", "setup", "rank", "score", "ci95_low", "ci95_high",
-                                                 "papers"], interactive=False, label="Scores")
-            model_window = gr.Dataframe(headers=["venue", "reviews public from", "papers", "clean", "sealed"],
-                                        interactive=False, label="Contamination window")
-            model_sample = gr.Textbox(label="Sample review", lines=12, interactive=False)
-            model.change(model_view, model, [model_scores, model_window, model_sample], api_name="model")
-        with gr.Tab("Paper"):
-            paper = gr.Dropdown(label="Paper", choices=[])
-            paper_head = gr.Textbox(label="Paper", lines=6, interactive=False)
-            paper_reviews = gr.Dataframe(headers=["author", "by / status", "review", "judgment lines"],
-                                         interactive=False, wrap=True, label="Reviews")
-            paper_pairs = gr.Dataframe(headers=["metric", "candidate", "reference", "pmi"], interactive=False,
-                                       label="Per-pair scores")
-            paper.change(paper_view, paper, [paper_head, paper_reviews, paper_pairs], api_name="paper")
-        with gr.Tab("Submit"):
-            gr.Markdown("Submit a model: a litellm model string (hosted providers) or an OpenAI-compatible base "
-                        "URL (https, public address). It is evaluated on papers whose reviews became public after "
-                        "its training-data cutoff. The API key is optional, encrypted or kept in memory only, never "
-                        "shown back, and deleted when the evaluation ends.")
-            s_name = gr.Textbox(label="Model name")
-            s_model = gr.Textbox(label="litellm model string", placeholder="openai/gpt-4o-mini")
-            s_url = gr.Textbox(label="OpenAI-compatible base URL", placeholder="https://api.example.com/v1")
-            s_released = gr.Textbox(label="Release date (YYYY-MM-DD)")
-            s_cutoff = gr.Textbox(label="Training-data cutoff (YYYY-MM-DD)")
-            s_contact = gr.Textbox(label="Contact (e-mail or handle)")
-            s_key = gr.Textbox(label="API key (optional)", type="password")
-            s_params = gr.Textbox(label="Parameters (JSON, optional)", placeholder='{"temperature": 0.7}')
-            s_button = gr.Button("Submit", variant="primary")
-            s_result = gr.Markdown(elem_id="submit-result")
-            s_button.click(submit, [s_name, s_model, s_url, s_released, s_cutoff, s_contact, s_key, s_params],
-                           s_result, api_name="submit")
-        with gr.Tab("Queue"):
-            q_table = gr.Dataframe(headers=["id", "model", "status", "reason", "submitted (UTC)"], interactive=False)
-            gr.Button("Refresh").click(queue_rows, None, q_table, api_name="queue")
-        with gr.Tab("Downloads"):
-            gr.Markdown("Snapshots (one per venue-year, frozen) with their SHA-256. The static site's "
-                        "`leaderboard.json` holds every board in a documented schema.")
-            d_table = gr.Dataframe(headers=["file", "bytes", "sha256"], interactive=False)
+        with gr.Tabs() as tabs:
+            with gr.Tab("Leaderboard", id="leaderboard"):
+                with gr.Row():
+                    venue = gr.Dropdown(label="Venue-year", choices=[])
+                    metric = gr.Dropdown(label="Metric", choices=[])
+                    setup = gr.Dropdown(label="Estimator / preprocessor", choices=[])
+                    controls = gr.Checkbox(label="Include controls", value=True)
+                    sealed = gr.Checkbox(label="Only sealed generations", value=False)
+                board = gr.Dataframe(headers=BOARD_COLUMNS, interactive=False, label="Leaderboard")
+                filtered = _bind(board_table, settings)
+                for widget in (venue, metric, setup, controls, sealed):
+                    widget.change(filtered, [venue, metric, setup, controls, sealed], board, api_name=False)
+            with gr.Tab("Model", id="model"):
+                model = gr.Dropdown(label="Candidate", choices=[], allow_custom_value=True)
+                model_scores = gr.Dataframe(headers=["venue", "metric", "setup", "rank", "score", "ci95_low",
+                                                     "ci95_high", "papers"], interactive=False, label="Scores")
+                model_window = gr.Dataframe(headers=["venue", "reviews public from", "papers", "clean", "sealed"],
+                                            interactive=False, label="Contamination window")
+                model_sample = gr.Textbox(label="Sample review", lines=12, interactive=False)
+                model.change(model_view, model, [model_scores, model_window, model_sample], api_name="model")
+            with gr.Tab("Paper", id="paper"):
+                paper = gr.Dropdown(label="Paper", choices=[], allow_custom_value=True)
+                paper_head = gr.Textbox(label="Paper", lines=6, interactive=False)
+                paper_reviews = gr.Dataframe(headers=["author", "by / status", "review", "judgment lines"],
+                                             interactive=False, wrap=True, label="Reviews")
+                paper_pairs = gr.Dataframe(headers=["metric", "candidate", "reference", "pmi"], interactive=False,
+                                           label="Per-pair scores")
+                paper.change(paper_view, paper, [paper_head, paper_reviews, paper_pairs], api_name="paper")
+            with gr.Tab("Submit", id="submit"):
+                gr.Markdown("Submit a model: a litellm model string (hosted providers) or an OpenAI-compatible "
+                            "base URL (https, public address). It is evaluated on papers whose reviews became public "
+                            "after its training-data cutoff. The API key is optional, encrypted or kept in memory "
+                            "only, never shown back, and deleted when the evaluation ends.")
+                s_name = gr.Textbox(label="Model name")
+                s_model = gr.Textbox(label="litellm model string", placeholder="openai/gpt-4o-mini")
+                s_url = gr.Textbox(label="OpenAI-compatible base URL", placeholder="https://api.example.com/v1")
+                s_released = gr.Textbox(label="Release date (YYYY-MM-DD)")
+                s_cutoff = gr.Textbox(label="Training-data cutoff (YYYY-MM-DD)")
+                s_contact = gr.Textbox(label="Contact (e-mail or handle)")
+                s_key = gr.Textbox(label="API key (optional)", type="password")
+                s_params = gr.Textbox(label="Parameters (JSON, optional)", placeholder='{"temperature": 0.7}')
+                s_button = gr.Button("Submit", variant="primary")
+                s_result = gr.Markdown(elem_id="submit-result")
+                s_button.click(submit, [s_name, s_model, s_url, s_released, s_cutoff, s_contact, s_key, s_params],
+                               s_result, api_name="submit")
+            with gr.Tab("Queue", id="queue"):
+                q_table = gr.Dataframe(headers=["id", "model", "status", "reason", "submitted (UTC)"],
+                                       interactive=False)
+                gr.Button("Refresh").click(queue_rows, None, q_table, api_name="queue")
+            with gr.Tab("Downloads", id="downloads"):
+                gr.Markdown("Snapshots (one per venue-year, frozen) with their SHA-256. The static site's "
+                            "`leaderboard.json` holds every board in a documented schema.")
+                d_table = gr.Dataframe(headers=["file", "bytes", "sha256"], interactive=False)
         demo.load(load_choices, None, [venue, metric, setup, board, model, paper, q_table, d_table], api_name=False)
+        demo.load(_tab_from_query, None, tabs, api_name=False)
     return demo
+
+
+def _tab_from_query(request: Any) -> Any:
+    """Deep links: ``?tab=submit`` opens that tab (Gradio injects the request: see ``create_app``)."""
+    import gradio as gr
+
+    wanted = str(request.query_params.get("tab", "")).lower() if request is not None else ""
+    return gr.Tabs(selected=wanted) if wanted in TAB_IDS else gr.Tabs()
 
 
 def _bind(fn: Any, settings: Settings) -> Any:

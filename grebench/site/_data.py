@@ -194,32 +194,59 @@ def paper_ids(store: Store) -> list[dict[str, Any]]:
 
 def paper_page(store: Store, paper_id: str) -> dict[str, Any]:
     """A paper: abstract, human reviews, candidate reviews with judgment lines, pair scores, votes, flags."""
-    paper = store.rows("SELECT * FROM papers WHERE paper_id = ?", [paper_id])
-    if not paper:
-        return {}
-    humans = store.rows("""SELECT r.review_id, r.signature, v.rating, v.confidence, v.text FROM reviews r
+    return paper_pages(store, [paper_id]).get(paper_id, {})
+
+
+def _grouped(store: Store, table: str, sql: str, ids: list[str] | None) -> dict[str, list[dict[str, Any]]]:
+    """Rows of ``sql`` (which has a ``{where}`` slot on a ``paper_id`` column) grouped by paper, order kept."""
+    where = "true" if ids is None else "{col} IN (SELECT unnest(?::VARCHAR[]))"
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in _rows(store, table, sql.replace("{where}", where).replace("{col}", _COLUMN[table]),
+                     None if ids is None else [ids]):
+        out[row.pop("_paper")].append(row)
+    return out
+
+
+_COLUMN = {"papers": "paper_id", "reviews": "r.paper_id", "generations": "paper_id", "scores": "paper_id",
+           "panel_votes": "paper_id", "paper_texts": "paper_id"}
+
+
+def paper_pages(store: Store, paper_ids: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """:func:`paper_page` for many papers (all when ``paper_ids`` is None) with one query per table."""
+    papers = _grouped(store, "papers", "SELECT paper_id AS _paper, * FROM papers WHERE {where}", paper_ids)
+    humans = _grouped(store, "reviews", """SELECT r.paper_id AS _paper, r.review_id, r.signature, v.rating,
+                                                  v.confidence, v.text FROM reviews r
                            JOIN review_versions v ON v.review_id = r.review_id AND v.version = r.latest_version
-                           WHERE r.paper_id = ? ORDER BY r.kind DESC, r.review_id""", [paper_id])
-    gens = store.rows("""SELECT generation_id, candidate, status, text, error, sealed, cost_usd, latency_s,
-                                generated_at FROM generations WHERE paper_id = ? ORDER BY candidate""", [paper_id])
-    lines = judgment_lines(store, [r["text"] for r in humans] + [g["text"] or "" for g in gens],
-                           main_preprocessor(store))
-    for item in (*humans, *gens):
-        item["lines"] = lines_for(lines, item.get("text"))
-    for g in gens:
-        g["candidate_slug"] = slug(g["candidate"])
-    pair_scores = store.rows("""SELECT metric, estimator, preprocessor, candidate, reference_review_id, pmi,
-                                       conditional, marginal, n_tokens FROM scores WHERE paper_id = ?
-                                ORDER BY metric, estimator, candidate, reference_review_id""", [paper_id])
-    votes = _rows(store, "panel_votes", """SELECT judge, candidate_a, candidate_b, order_ab, preference,
-                                                  confidence, reason FROM panel_votes WHERE paper_id = ?
-                                           ORDER BY candidate_a, candidate_b, judge, order_ab""", [paper_id])
-    texts = _rows(store, "paper_texts", "SELECT status, hidden_json, flags_json FROM paper_texts WHERE paper_id = ?",
-                  [paper_id])
-    hidden = _json(texts[0]["hidden_json"], []) if texts else []
-    flags = _json(texts[0]["flags_json"], []) if texts else []
-    return {"paper": paper[0], "humans": humans, "generations": gens, "pair_scores": pair_scores, "votes": votes,
-            "hidden": hidden, "flags": flags}
+                           WHERE {where} ORDER BY r.paper_id, r.kind DESC, r.review_id""", paper_ids)
+    gens = _grouped(store, "generations", """SELECT paper_id AS _paper, generation_id, candidate, status, text, error,
+                                                    sealed, cost_usd, latency_s, generated_at FROM generations
+                                             WHERE {where} ORDER BY paper_id, candidate""", paper_ids)
+    pair_scores = _grouped(store, "scores", """SELECT paper_id AS _paper, metric, estimator, preprocessor, candidate,
+                                                      reference_review_id, pmi, conditional, marginal, n_tokens
+                                               FROM scores WHERE {where}
+                                               ORDER BY paper_id, metric, estimator, candidate, reference_review_id""",
+                           paper_ids)
+    votes = _grouped(store, "panel_votes", """SELECT paper_id AS _paper, judge, candidate_a, candidate_b, order_ab,
+                                                     preference, confidence, reason FROM panel_votes WHERE {where}
+                                              ORDER BY paper_id, candidate_a, candidate_b, judge, order_ab""",
+                     paper_ids)
+    texts = _grouped(store, "paper_texts", """SELECT paper_id AS _paper, status, hidden_json, flags_json
+                                              FROM paper_texts WHERE {where}""", paper_ids)
+    all_texts = [r["text"] for rs in humans.values() for r in rs] + [g["text"] or "" for gs in gens.values()
+                                                                      for g in gs]
+    lines = judgment_lines(store, all_texts, main_preprocessor(store))
+    out = {}
+    for pid, (paper, *_) in papers.items():
+        for item in (*humans.get(pid, []), *gens.get(pid, [])):
+            item["lines"] = lines_for(lines, item.get("text"))
+        for g in gens.get(pid, []):
+            g["candidate_slug"] = slug(g["candidate"])
+        text = texts.get(pid)
+        out[pid] = {"paper": paper, "humans": humans.get(pid, []), "generations": gens.get(pid, []),
+                    "pair_scores": pair_scores.get(pid, []), "votes": votes.get(pid, []),
+                    "hidden": _json(text[0]["hidden_json"], []) if text else [],
+                    "flags": _json(text[0]["flags_json"], []) if text else []}
+    return out
 
 
 def methodology(store: Store) -> dict[str, Any]:

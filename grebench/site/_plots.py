@@ -37,7 +37,7 @@ def board_svg(board: dict[str, Any]) -> str:
         ax.set_yticks(range(len(rows)))
         ax.set_yticklabels([f"{r['candidate']}" + (" (control)" if r["kind"] == "control" else "")
                             for r in reversed(rows)])
-        ax.set_xlabel(f"{board['metric']} (PMI, nats) — {board['estimator']} / {board['preprocessor']}")
+        ax.set_xlabel(f"{board['metric']} (PMI, nats; dot = score, thick = 90% CI, thin = 95% CI)")
         ax.grid(axis="x", alpha=0.3)
         if band:
             ax.legend(loc="lower right", fontsize=8, frameon=False)

@@ -122,7 +122,7 @@ def validate_submission(form: SubmissionForm, settings: Any,
         except URLRejected as exc:
             raise SubmissionError(f"base URL rejected: {exc}") from None
         normalised = endpoint.url
-        model_string = model_string or f"openai/{name}"
+        model_string = model_string or "openai/" + name.replace(" ", "-")  # the model id sent to the endpoint
     match = _MODEL_STRING.match(model_string)
     if not match:
         raise SubmissionError("model string must look like provider/model, e.g. openai/gpt-4o-mini")

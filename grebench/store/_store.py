@@ -8,12 +8,31 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import duckdb
 
 from grebench.store._migrate import migrate
-from grebench.store._records import PaperRecord, ReviewRecord, utcnow
+from grebench.store._records import PaperRecord, utcnow
+
+_ARROW_TYPES = {"VARCHAR": "string", "DOUBLE": "float64", "FLOAT": "float32", "INTEGER": "int32", "BIGINT": "int64",
+                "BOOLEAN": "bool_", "TIMESTAMP": "timestamp", "DATE": "date32"}
+
+
+def _arrow_type(name: str | None) -> Any:
+    import pyarrow as pa
+
+    if name is None:
+        return None
+    return pa.timestamp("us") if name == "timestamp" else getattr(pa, name)()
+
+
+_PAPER_COLUMNS = ("paper_id", "venue_id", "venue", "venue_year", "title", "abstract", "authors", "keywords", "decision",
+                  "withdrawn", "source", "submitted_at", "reviews_public_at", "content_sha256", "ingested_at",
+                  "updated_at")
+_REVIEW_COLUMNS = ("review_id", "paper_id", "kind", "signature", "visible_at", "first_seen_at", "latest_version")
+_VERSION_COLUMNS = ("review_id", "version", "modified_at", "content_sha256", "title", "rating", "confidence", "text",
+                    "sections_json", "content_json", "judgments_json", "judgments_preprocessor", "fetched_at")
 
 
 @dataclass(frozen=True)
@@ -73,6 +92,53 @@ class Store:
         row = self.con.execute(sql, params or []).fetchone()
         return None if row is None else row[0]
 
+    def insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
+        """Insert many rows at once (an Arrow table scanned by DuckDB); returns the number inserted.
+
+        ``executemany`` costs DuckDB a statement per row (seconds for a few thousand rows); this is one statement.
+        Column types come from the target table, so ``None`` and mixed ints/floats land as they would one by one.
+        """
+        if not rows:
+            return 0
+        import pyarrow as pa
+
+        types = {name: _ARROW_TYPES.get(kind) for name, kind in self.con.execute(
+            "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? AND schema_name = 'main' "
+            "AND database_name = current_database()", [table]).fetchall()}
+        arrays = [pa.array([row[i] for row in rows], type=_arrow_type(types.get(name)))
+                  for i, name in enumerate(columns)]
+        view = f"_insert_{uuid.uuid4().hex[:12]}"
+        self.con.register(view, pa.Table.from_arrays(arrays, names=list(columns)))
+        try:
+            names = ", ".join(f'"{c}"' for c in columns)
+            self.con.execute(f'INSERT INTO "{table}" ({names}) SELECT {names} FROM {view}')
+        finally:
+            self.con.unregister(view)
+        return len(rows)
+
+    # -- stage state (skip unchanged work) -----------------------------------
+    def stage_state(self, stage: str, scope: str) -> tuple[str, dict[str, Any] | None] | None:
+        """(fingerprint, summary) a stage stored for a scope, or None when it never finished there."""
+        row = self.con.execute("SELECT fingerprint, summary_json FROM stage_state WHERE stage = ? AND scope = ?",
+                               [stage, scope]).fetchone()
+        if row is None:
+            return None
+        return row[0], None if row[1] is None else json.loads(row[1])
+
+    def set_stage_state(self, stage: str, scope: str, fingerprint: str, summary: dict[str, Any] | None) -> None:
+        """Record that a stage finished a scope from inputs with this fingerprint (and what it reported)."""
+        self.con.execute("DELETE FROM stage_state WHERE stage = ? AND scope = ?", [stage, scope])
+        self.con.execute("INSERT INTO stage_state VALUES (?, ?, ?, ?, ?)",
+                         [stage, scope, fingerprint, None if summary is None else json.dumps(summary, default=str),
+                          utcnow()])
+
+    def clear_stage_state(self, stage: str, scope: str | None = None) -> None:
+        """Forget a stage's fingerprints (all scopes when ``scope`` is None): its next run does the work again."""
+        if scope is None:
+            self.con.execute("DELETE FROM stage_state WHERE stage = ?", [stage])
+        else:
+            self.con.execute("DELETE FROM stage_state WHERE stage = ? AND scope = ?", [stage, scope])
+
     # -- runs --------------------------------------------------------------
     def start_run(self, command: str, args: dict[str, Any]) -> str:
         """Record the start of a command and return its run id."""
@@ -109,57 +175,87 @@ class Store:
 
         Call inside :meth:`transaction` so that a paper lands whole or not at all.
         """
+        return self.upsert_papers([paper])[0]
+
+    def upsert_papers(self, papers: Sequence[PaperRecord]) -> list[PaperWrite]:
+        """:meth:`upsert_paper` for several papers with a few statements in all (same result as one by one).
+
+        Stored hashes are read in one query per table; new rows go in with one bulk insert per table.  Call inside
+        :meth:`transaction` so that the batch lands whole or not at all.
+        """
+        if not papers:
+            return []
         now = utcnow()
-        existing = self.scalar("SELECT content_sha256 FROM papers WHERE paper_id = ?", [paper.paper_id])
-        values = [paper.venue_id, paper.venue, paper.venue_year, paper.title, paper.abstract, paper.authors,
-                  paper.keywords, paper.decision, paper.withdrawn, paper.source, paper.submitted_at,
-                  paper.reviews_public_at, paper.content_sha256]
-        if existing is None:
-            self.con.execute(
-                "INSERT INTO papers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [paper.paper_id, *values, now, now],
-            )
-        elif existing != paper.content_sha256:
-            self.con.execute(
+        known: dict[str, str] = dict(self.con.execute(
+            "SELECT paper_id, content_sha256 FROM papers WHERE paper_id IN (SELECT unnest(?::VARCHAR[]))",
+            [[p.paper_id for p in papers]]).fetchall())
+        latest: dict[str, tuple[int, str]] = {row[0]: (row[1], row[2]) for row in self.con.execute(
+            """SELECT r.review_id, r.latest_version, v.content_sha256 FROM reviews r
+               JOIN review_versions v ON v.review_id = r.review_id AND v.version = r.latest_version
+               WHERE r.review_id IN (SELECT unnest(?::VARCHAR[]))""",
+            [[r.review_id for p in papers for r in p.reviews]]).fetchall()}
+        new_papers: list[list[Any]] = []
+        changed_papers: list[list[Any]] = []
+        versions: list[list[Any]] = []
+        new_reviews: list[list[Any]] = []
+        bumped: list[list[Any]] = []
+        out = []
+        for paper in papers:
+            values = [paper.venue_id, paper.venue, paper.venue_year, paper.title, paper.abstract, paper.authors,
+                      paper.keywords, paper.decision, paper.withdrawn, paper.source, paper.submitted_at,
+                      paper.reviews_public_at, paper.content_sha256]
+            existing = known.get(paper.paper_id)
+            if existing is None:
+                new_papers.append([paper.paper_id, *values, now, now])
+            elif existing != paper.content_sha256:
+                changed_papers.append([*values, now, paper.paper_id])
+            known[paper.paper_id] = paper.content_sha256
+            reviews_added = versions_added = 0
+            for review in paper.reviews:
+                digest = review.content_sha256
+                old = latest.get(review.review_id)
+                if old is not None and old[1] == digest:
+                    continue
+                version = 1 if old is None else old[0] + 1
+                latest[review.review_id] = (version, digest)
+                versions.append([review.review_id, version, review.modified_at, digest, review.title, review.rating,
+                                 review.confidence, review.text, json.dumps(review.sections, ensure_ascii=False),
+                                 json.dumps(review.content, ensure_ascii=False, sort_keys=True),
+                                 None if review.judgments is None else json.dumps(review.judgments,
+                                                                                  ensure_ascii=False),
+                                 review.judgments_preprocessor, now])
+                if old is None:
+                    new_reviews.append([review.review_id, review.paper_id, review.kind, review.signature,
+                                        review.visible_at, now, version])
+                    reviews_added += 1
+                else:
+                    bumped.append([version, review.review_id])
+                versions_added += 1
+            out.append(PaperWrite(existing is None, existing not in (None, paper.content_sha256), reviews_added,
+                                  versions_added))
+        self.insert_rows("papers", _PAPER_COLUMNS, new_papers)
+        if changed_papers:
+            self.con.executemany(
                 """UPDATE papers SET venue_id=?, venue=?, venue_year=?, title=?, abstract=?, authors=?, keywords=?,
                    decision=?, withdrawn=?, source=?, submitted_at=?, reviews_public_at=?, content_sha256=?,
-                   updated_at=? WHERE paper_id=?""",
-                [*values, now, paper.paper_id],
-            )
-        reviews_added = versions_added = 0
-        for review in paper.reviews:
-            added, new_version = self._upsert_review(review, now)
-            reviews_added += added
-            versions_added += new_version
-        return PaperWrite(existing is None, existing not in (None, paper.content_sha256), reviews_added, versions_added)
+                   updated_at=? WHERE paper_id=?""", changed_papers)
+        self.insert_rows("reviews", _REVIEW_COLUMNS, new_reviews)
+        self.insert_rows("review_versions", _VERSION_COLUMNS, versions)
+        if bumped:
+            self.con.executemany("UPDATE reviews SET latest_version = ? WHERE review_id = ?", bumped)
+        return out
 
-    def _upsert_review(self, review: ReviewRecord, now: Any) -> tuple[bool, bool]:
-        latest = self.con.execute(
-            """SELECT r.latest_version, v.content_sha256 FROM reviews r
-               JOIN review_versions v ON v.review_id = r.review_id AND v.version = r.latest_version
-               WHERE r.review_id = ?""",
-            [review.review_id],
-        ).fetchone()
-        digest = review.content_sha256
-        if latest is not None and latest[1] == digest:
-            return False, False
-        version = 1 if latest is None else latest[0] + 1
-        self.con.execute(
-            "INSERT INTO review_versions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [review.review_id, version, review.modified_at, digest, review.title, review.rating, review.confidence,
-             review.text, json.dumps(review.sections, ensure_ascii=False),
-             json.dumps(review.content, ensure_ascii=False, sort_keys=True),
-             None if review.judgments is None else json.dumps(review.judgments, ensure_ascii=False),
-             review.judgments_preprocessor, now],
-        )
-        if latest is None:
-            self.con.execute(
-                "INSERT INTO reviews VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [review.review_id, review.paper_id, review.kind, review.signature, review.visible_at, now, version],
-            )
-        else:
-            self.con.execute("UPDATE reviews SET latest_version = ? WHERE review_id = ?", [version, review.review_id])
-        return latest is None, True
+    def content_hashes(self) -> tuple[dict[str, str], dict[str, str], set[tuple[str, str]]]:
+        """(paper -> content hash, review -> latest version's hash, {(paper, pdf_ref) extracted}), read at once.
+
+        Lets ingest skip an unchanged paper without touching the store for it.
+        """
+        papers = dict(self.con.execute("SELECT paper_id, content_sha256 FROM papers").fetchall())
+        reviews = dict(self.con.execute(
+            """SELECT r.review_id, v.content_sha256 FROM reviews r
+               JOIN review_versions v ON v.review_id = r.review_id AND v.version = r.latest_version""").fetchall())
+        texts = {(r[0], r[1]) for r in self.con.execute("SELECT paper_id, pdf_ref FROM paper_texts").fetchall()}
+        return papers, reviews, texts
 
     def has_paper_text(self, paper_id: str, pdf_ref: str) -> bool:
         """Whether the PDF with this ref was already extracted (or failed for good) for the paper."""

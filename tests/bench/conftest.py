@@ -12,9 +12,9 @@ import pytest
 from grebench.bench import run_bench
 from grebench.settings import Settings, load_settings
 from grebench.store import PaperRecord, ReviewRecord, Store, open_store
-from tests.llm.conftest import CANARY, KEY_ENV, canary_key, fake_llm, no_backoff  # noqa: F401 - fixtures
+from tests.llm.conftest import CANARY, KEY_ENV, canary_key, fake_llm, no_backoff, warm_litellm
 
-__all__ = ["CANARY", "KEY_ENV", "canary_key", "fake_llm", "no_backoff"]
+__all__ = ["CANARY", "KEY_ENV", "canary_key", "fake_llm", "no_backoff", "warm_litellm"]
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +41,8 @@ def tiny_papers(public_at: datetime = datetime(2019, 11, 8)) -> list[PaperRecord
     for n in range(5):
         pid = f"paper{n}"
         count = 3 if n < 4 else 2
-        reviews = [_review(pid, i, f"Summary:\nPaper {n} studies topic {n}. It is fine.\n\nWeaknesses:\n"
-                                   f"The method of paper {n} lacks baselines. Review {i} says more.") for i in range(count)]
+        body = f"Summary:\nPaper {n} studies topic {n}. It is fine.\n\nWeaknesses:\nPaper {n} lacks baselines."
+        reviews = [_review(pid, i, f"{body} Review {i} says more.") for i in range(count)]
         papers.append(PaperRecord(paper_id=pid, venue_id="Test.cc/2019/Conference", title=f"Title {n}",
                                   source="test", abstract=f"We study problem {n}. We find result {n}.",
                                   reviews_public_at=public_at, reviews=reviews))

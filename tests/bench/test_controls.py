@@ -23,7 +23,7 @@ def _human_texts(store: Store) -> dict[str, str]:
 
 
 def test_every_candidate_has_one_generation_per_paper(benched: tuple[Store, dict]) -> None:
-    store, summary = benched
+    _store, summary = benched
     assert {c["name"]: c["generations"] for c in summary["candidates"]} == {
         "human": 400, "sentence-deletion": 400, "elongation": 400, "abstract-restatement": 400, "generic": 400,
         "other-paper": 400}

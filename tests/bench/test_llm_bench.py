@@ -16,7 +16,7 @@ from tests.fakes.openai_server import FakeOpenAIServer
 def _settings(settings: Settings, server: FakeOpenAIServer, **values: object) -> Settings:
     entry = {"name": "fake", "model": "openai/fake-model", "api_base": server.url, "api_key_env": KEY_ENV,
              "cutoff": "2019-01-01", "params": {"max_tokens": 500, "context_tokens": 4000}}
-    base = {"llm_timeout_s": 2, "llm_max_retries": 0, "bench_concurrency": 2, **values}
+    base = {"llm_timeout_s": 10, "llm_max_retries": 0, "bench_concurrency": 2, **values}
     return with_candidates(settings, entry, **base)
 
 
@@ -97,7 +97,7 @@ def test_hostile_endpoint_is_recorded_and_the_run_goes_on(
     summary = _run(tiny_store, s, ["fake", "generic"])
     rows = tiny_store.rows("SELECT * FROM generations WHERE candidate = 'fake' ORDER BY status")
     assert len(rows) == 4 and summary["candidates"][1]["generations"] == 4  # the others went on
-    odd = [r for r in rows if r["request_key"] == fake_llm_first_key(tiny_store, fake_llm)][0]
+    odd = next(r for r in rows if r["request_key"] == fake_llm_first_key(tiny_store, fake_llm))
     if check == "parse":
         assert odd["status"] == "ok" and odd["parse_ok"] is False and "missing_sections" in odd["flags_json"]
         assert odd["text"].startswith("This is an interesting paper")
@@ -124,7 +124,7 @@ def test_llm_controls_run_with_control_model(tiny_store: Store, settings: Settin
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_BASE", fake_llm.url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-used")
-    s = settings.replace(control_model="openai/fake-model", llm_timeout_s=2, llm_max_retries=0)
+    s = settings.replace(control_model="openai/fake-model", llm_timeout_s=10, llm_max_retries=0)
     summary = _run(tiny_store, s)
     counts = {c["name"]: c["generations"] for c in summary["candidates"]}
     assert counts["rephrase"] == counts["deletion-completion"] == counts["abstract-only"] == 4

@@ -13,6 +13,19 @@ CANARY = "sk-canary-7f3a9c1e5b"
 KEY_ENV = "GREBENCH_TEST_LLM_KEY"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def warm_litellm() -> None:
+    """One call through litellm first: its first call in a process spends seconds importing provider code,
+    which would eat into the 1-2 s deadlines the hostile-endpoint tests use."""
+    from grebench.llm import ChatRequest, LLMClient
+    from grebench.settings import load_settings
+
+    with FakeOpenAIServer() as server:
+        settings = load_settings(env={}).replace(llm_timeout_s=60, llm_max_retries=0)
+        LLMClient(settings).complete(ChatRequest("openai/fake-model", (("user", "warm up"),), "test", "warm",
+                                                 api_base=server.url))
+
+
 @pytest.fixture(autouse=True)
 def no_backoff(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """Retries sleep for zero seconds; the requested waits are recorded."""

@@ -46,8 +46,9 @@ def add_generation(store: Store, candidate: str, paper_id: str, text: str, sourc
                    kind: str = "control", cutoff: str | None = None, sealed: bool = False) -> str:
     """Insert one ok generation (and its candidate row when missing)."""
     if not store.scalar("SELECT count(*) FROM candidates WHERE name = ?", [candidate]):
-        store.con.execute("INSERT INTO candidates (name, kind, cutoff, params_json, updated_at) VALUES (?, ?, ?, '{}', ?)",
-                          [candidate, kind, cutoff, utcnow()])
+        store.con.execute(
+            "INSERT INTO candidates (name, kind, cutoff, params_json, updated_at) VALUES (?, ?, ?, '{}', ?)",
+            [candidate, kind, cutoff, utcnow()])
     gid = hashlib.sha256(f"{candidate}|{paper_id}|{text}".encode()).hexdigest()[:24]
     store.con.execute(
         """INSERT INTO generations (generation_id, candidate, paper_id, prompt_version, params_json, source_review_id,

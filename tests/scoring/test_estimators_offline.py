@@ -1,4 +1,4 @@
-"""The offline estimator is a normalised LM, leave-paper-out, deterministic, and rewards shared judgments."""
+"""The offline estimator is a normalised LM, leave-paper-out, deterministic, and rewards shared content only."""
 
 from __future__ import annotations
 
@@ -7,7 +7,13 @@ import pytest
 
 from grebench.scoring._request import LogprobRequest
 from grebench.scoring.estimators import resolve_estimator
-from grebench.scoring.estimators._offline import OfflineEstimator, fit_weights, held_out_pairs
+from grebench.scoring.estimators._offline import (
+    OfflineEstimator,
+    corpus_digest,
+    fit_weights,
+    held_out_pairs,
+    is_function_token,
+)
 from tests.scoring.tiny_llama import bundled_papers, judgment_corpus
 
 
@@ -32,6 +38,36 @@ def test_next_token_distribution_sums_to_one(est, corpus, context, with_review) 
     assert abs(sum(dist.values()) - 1.0) < 1e-9
     assert min(dist.values()) > 0
     assert {"zzqxword", "<unk>", "<eos>", "<eol>"} <= dist.keys()
+
+
+@pytest.mark.parametrize("dedup", [False, True])
+def test_function_tokens_are_never_copied(corpus, dedup) -> None:
+    """Stopwords, phrase words, punctuation, EOL/EOS keep their background probability whatever the first review."""
+    est = OfflineEstimator(corpus, dedup=dedup)
+    p = bundled_papers()[2]
+    first = corpus[p["id"]][1] + "\nThe reviewer criticizes that the the the, and of the."
+    for context in ([], ["novel"], ["reviewer"]):
+        base = est.next_token_distribution(context, LogprobRequest(p["id"], None, None, ""))
+        cond = est.next_token_distribution(context, LogprobRequest(p["id"], None, first, ""))
+        fn = [t for t in base if is_function_token(t)]
+        assert len(fn) > 50 and all(cond[t] == pytest.approx(base[t], rel=1e-12) for t in fn)
+        # the copy only moves probability within the content class, whose total the background sets
+        content_mass = sum(x for t, x in cond.items() if not is_function_token(t))
+        assert content_mass == pytest.approx(sum(x for t, x in base.items() if not is_function_token(t)), rel=1e-9)
+        assert any(cond[t] > base[t] for t in cond.keys() & base.keys() if not is_function_token(t))
+
+
+def test_generic_phrase_lines_add_nothing(est, corpus) -> None:
+    """Lines made only of the judgment phrase and function words leave the conditional exactly unchanged."""
+    p = bundled_papers()[4]
+    revs = corpus[p["id"]]
+    padding = "\nThe reviewer criticizes that it is not.\nThe reviewer suggests that this should be so."
+    plain, padded, marg = est.logprobs([LogprobRequest(p["id"], p["abstract"], revs[1], revs[0]),
+                                        LogprobRequest(p["id"], p["abstract"], revs[1] + padding * 5, revs[0]),
+                                        LogprobRequest(p["id"], p["abstract"], None, revs[0])])
+    assert padded.logprob == pytest.approx(plain.logprob, abs=1e-9)
+    only_padding = est.logprobs([LogprobRequest(p["id"], p["abstract"], padding.strip(), revs[0])])[0]
+    assert only_padding.logprob == marg.logprob  # no content token: the review told the LM nothing
 
 
 def test_copied_rare_word_beats_unseen_rare_word(est, corpus) -> None:
@@ -59,8 +95,14 @@ def test_deterministic_and_id(corpus) -> None:
     req = LogprobRequest(pid, "abs", corpus[pid][1], corpus[pid][0])
     a, b = OfflineEstimator(corpus), OfflineEstimator(dict(reversed(list(corpus.items()))))
     assert a.logprobs([req]) == b.logprobs([req]) == a.logprobs([req])
-    assert a.id == b.id and "lam=0.08" in a.id and "beta=0.7" in a.id
+    assert a.id == b.id
+    for part in ("lam=0.08", "beta=0.4", "eps=0.001", "minpapers=2", "copy=tokens", f"corpus={corpus_digest(corpus)}"):
+        assert part in a.id
     assert OfflineEstimator(corpus, lam=0.2).id != a.id
+    assert OfflineEstimator(corpus, dedup=True).id != a.id
+    # a new review in the corpus changes the fit, so the id (and every cache key) changes too
+    grown = {**corpus, pid: [*corpus[pid], "The reviewer appreciates that a new review arrived."]}
+    assert OfflineEstimator(grown).id != a.id
 
 
 def test_resolve_offline_needs_corpus(settings, corpus) -> None:

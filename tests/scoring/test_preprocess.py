@@ -6,8 +6,14 @@ import re
 
 import pytest
 
-from grebench.scoring import PHRASES, parse_judgment_output, preprocess_texts, resolve_preprocessor, rules_judgment_lines
-from grebench.scoring._rules import classify_heading
+from grebench.scoring import (
+    PHRASES,
+    parse_judgment_output,
+    preprocess_texts,
+    resolve_preprocessor,
+    rules_judgment_lines,
+)
+from grebench.scoring._rules import RULES_ID, classify_heading, is_meta
 from grebench.settings import Settings
 from grebench.store import Store
 
@@ -54,8 +60,8 @@ def test_rules_on_constructed_review() -> None:
         "The reviewer criticizes that results in Table show only gains.",
         "The reviewer questions how sensitive is the method to the learning rate.",
         "The reviewer suggests that the related work section could be expanded.",
-        "The reviewer suggests that additionally, I wonder whether the analysis extends to other architectures.",
-    ] or all(_starts_ok(x) for x in lines)
+        "The reviewer suggests that I wonder whether the analysis extends to other architectures.",
+    ]
     assert not any("proposes a new optimizer" in x or "present experiments" in x for x in lines)  # summary dropped
     assert any(x.startswith("The reviewer questions how sensitive") for x in lines)
     assert any(x.startswith("The reviewer appreciates that the idea is simple") for x in lines)
@@ -66,6 +72,45 @@ def test_rules_cues_without_sections() -> None:
     lines = rules_judgment_lines("This work introduces a graph model. Why is the bound tight? The authors should "
                                  "add a baseline. The presentation is unclear in places. The method is novel.")
     assert [line.split()[2] for line in lines] == ["questions", "suggests", "criticizes", "appreciates"]
+
+
+def test_rules_keep_only_the_reviewers_judgments() -> None:
+    """Reported speech, quotations of the authors, summary sections and meta-commentary carry no judgment."""
+    review = ("Summary:\nThis paper proposes X. The results are strong. I recommend acceptance because the idea is "
+              "neat.\n\nAccording to the paper, the method is faster than all baselines. The authors claim that the "
+              "bound is tight, but the proof has a gap.\nThe authors' claims, as stated in the abstract, are: the "
+              "model is fast. It is also small.\nBelow I list my main concerns.\nThe evaluation is weak: we show "
+              "that our model beats everything.\nThe experiments are\nlimited to small datasets.\n\nStrengths:\n"
+              "1. According to the paper: Our model is robust to noise.\n2. The writing is clear.")
+    assert rules_judgment_lines(review) == [
+        "The reviewer appreciates that I recommend acceptance because the idea is neat.",  # reviewer's own voice
+        "The reviewer criticizes that the proof has a gap.",  # what follows the contrast after reported speech
+        "The reviewer criticizes that the evaluation is weak.",  # the quotation after the colon is cut
+        "The reviewer criticizes that the experiments are limited to small datasets.",  # hard-wrapped line joined
+        "The reviewer appreciates that the writing is clear.",
+    ]
+
+
+def test_meta_commentary() -> None:
+    assert is_meta("In this part of the review I set out my assessment of the submission as I understood it.")
+    assert is_meta("Below I list my main concerns.") and is_meta("My comments are as follows.")
+    assert is_meta("To restate in one line: the points here are what I count in favour of the paper.")
+    assert not is_meta("Below I list my concerns: the experiments are weak.")  # a cue outside the meta part
+    assert not is_meta("The review of related work is incomplete.")
+    assert not is_meta("The method is novel.")
+
+
+def test_content_free_sentences_change_nothing_on_real_reviews(bundled_store: Store) -> None:
+    """Prepending meta-commentary to every paragraph of a real review leaves its judgment lines unchanged."""
+    texts = [t for t in _review_texts(bundled_store) if len(t) > 400][:80]
+    intros = ["Below I set out my comments on this part of the submission.",
+              "In this section of my review I summarise my assessment."]
+    changed = 0
+    for i, text in enumerate(texts):
+        paragraphs = text.split("\n\n")
+        padded = "\n\n".join(f"{intros[i % 2]}\n{p}" if p.strip() else p for p in paragraphs)
+        changed += rules_judgment_lines(padded) != rules_judgment_lines(text)
+    assert changed == 0
 
 
 def test_classify_heading() -> None:
@@ -94,7 +139,7 @@ def test_preprocess_cache_by_text_hash(store: Store, settings: Settings) -> None
     rules = resolve_preprocessor("rules", settings, store)
     texts = ["The method is novel. Why this loss?", "The results are weak."]
     first = preprocess_texts(store, rules, texts)
-    assert store.scalar("SELECT count(*) FROM judgments WHERE preprocessor = 'rules-v1'") == 2
+    assert store.scalar("SELECT count(*) FROM judgments WHERE preprocessor = ?", [RULES_ID]) == 2
     store.con.execute("UPDATE judgments SET lines_json = '[\"The reviewer suggests cached.\"]'")
     second = preprocess_texts(store, rules, texts)
     assert all(j.lines == ("The reviewer suggests cached.",) for j in second.values())
@@ -131,6 +176,6 @@ def test_llm_preprocessor_against_a_fake_openai_server(store: Store, settings: S
     assert good.status == "ok" and good.lines == ("The reviewer appreciates the novelty.",
                                                   "The reviewer questions the loss")
     assert bad.status == "rejected" and "does not start with a judgment phrase" in (bad.error or "")
-    assert n_requests == 2 and list(again.values())[0].lines == good.lines
+    assert n_requests == 2 and next(iter(again.values())).lines == good.lines
     rows = store.rows("SELECT status, error FROM judgments ORDER BY status")
     assert [r["status"] for r in rows] == ["ok", "rejected"]

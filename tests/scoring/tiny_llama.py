@@ -90,7 +90,8 @@ def build_tiny_llama(path: Path, hidden: int = 64, layers: int = 2, heads: int =
     path.mkdir(parents=True, exist_ok=True)
     fast.save_pretrained(path)
     torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=max(len(fast), model_vocab), hidden_size=hidden, intermediate_size=intermediate or hidden * 2,
+    cfg = LlamaConfig(vocab_size=max(len(fast), model_vocab), hidden_size=hidden,
+                      intermediate_size=intermediate or hidden * 2,
                       num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
                       max_position_embeddings=8192, bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
                       pad_token_id=fast.pad_token_id, tie_word_embeddings=False)

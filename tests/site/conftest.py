@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import subprocess
 from datetime import date, datetime
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -89,3 +92,27 @@ def small_store() -> Iterator[Store]:
     fill_store(s)
     yield s
     s.con.close()
+
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+                  "--enable-logging=stderr", "--v=0", "--virtual-time-budget=8000"]
+
+
+def chromium(url: str, *args: str, profile: Path) -> subprocess.CompletedProcess[str]:
+    """Run headless Chromium once on ``url`` (DOM on stdout, console messages on stderr)."""
+    exe = shutil.which("chromium")
+    if exe is None:
+        pytest.skip("Debian chromium is not installed (apt-get install chromium)")
+    return subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, url],
+                          capture_output=True, text=True, timeout=90, check=False)
+
+
+def console_errors(stderr: str) -> list[str]:
+    """Page-script errors Chromium logged (uncaught exceptions and console.error)."""
+    return [line for line in stderr.splitlines()
+            if "Uncaught" in line or ("CONSOLE" in line and "ERROR" in line.upper() and "source:" in line)]
+
+
+requires_chromium = pytest.mark.skipif(shutil.which("chromium") is None,
+                                       reason="Debian chromium is not installed (apt-get install chromium)")

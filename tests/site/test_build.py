@@ -132,3 +132,24 @@ def test_empty_store_builds_and_rebuild_replaces(settings: Settings, tmp_path: P
     assert summary["boards"] == 0 and (out / "index.html").is_file() and not (out / "stale").exists()
     assert "No snapshots yet" in (out / "downloads.html").read_text()
     assert json.loads((out / "leaderboard.json").read_text())["boards"] == []
+
+
+def test_unchanged_rebuild_writes_nothing_and_a_change_rebuilds(small_store: Store, settings: Settings,
+                                                                  tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    first = build_site(small_store, settings, out)
+    assert first["unchanged"] is False
+    stamps = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
+    again = build_site(small_store, settings, out)
+    assert again["unchanged"] is True and again["pages"] == first["pages"]
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == stamps  # nothing rewritten
+    # a change the site shows (a candidate's description) rebuilds it
+    small_store.con.execute("UPDATE candidates SET description = 'changed description' WHERE kind = 'human'")
+    changed = build_site(small_store, settings, out)
+    assert changed["unchanged"] is False
+    assert "changed description" in "".join(p.read_text() for p in (out / "models").glob("*.html")) + \
+        (out / "index.html").read_text()
+    # a deleted output is noticed, and force always builds
+    (out / "leaderboard.json").unlink()
+    assert build_site(small_store, settings, out)["unchanged"] is False
+    assert build_site(small_store, settings, out, force=True)["unchanged"] is False

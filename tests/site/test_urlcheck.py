@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import Any, Iterator
+from typing import Any, ClassVar, Iterator
 
 import httpx
 import pytest
@@ -70,7 +70,7 @@ def test_good_url_is_pinned_to_the_checked_address(no_network: None) -> None:
 
 
 class _Recorder(BaseHTTPRequestHandler):
-    seen: list[str] = []
+    seen: ClassVar[list[str]] = []
 
     def do_GET(self) -> None:
         _Recorder.seen.append(self.headers["Host"])
@@ -108,7 +108,7 @@ def test_pinned_transport_connects_to_the_pinned_ip_with_the_original_host(local
         assert response.status_code == 200 and response.json() == {"data": []}
         redirect = client.get(f"{endpoint.url}/redirect")
         assert redirect.status_code == 302  # not followed
-        with pytest.raises(httpx.ConnectError, match="only model.example"):
+        with pytest.raises(httpx.ConnectError, match=r"only model\.example"):
             client.get(f"http://other.example:{local_server}/v1/models")
     assert _Recorder.seen == [f"model.example:{local_server}"] * 2
     with pytest.raises(URLRejected, match="link-local"):

@@ -117,3 +117,25 @@ def test_readers_get_parquet_exports_and_read_only_copies(tmp_path: Path) -> Non
         reader.con.execute("DELETE FROM papers")
     reader.con.close()
     store.close()
+
+
+def test_upsert_papers_in_one_batch_equals_one_by_one() -> None:
+    def paper(pid: str, text: str, title: str = "T") -> PaperRecord:
+        review = ReviewRecord(f"{pid}-r", pid, "official_review", text, [("Review", text)], {"review": text})
+        return PaperRecord(pid, "V/2024", title, "test", reviews=[review])
+
+    items = [paper("a", "one"), paper("b", "x"), paper("a", "two", "T2"), paper("b", "x")]
+    batch, single = open_store(None), open_store(None)
+    with batch.transaction():
+        writes = batch.upsert_papers(items)
+    one_by_one = []
+    for item in items:
+        with single.transaction():
+            one_by_one.append(single.upsert_paper(item))
+    assert writes == one_by_one
+    assert [(w.paper_added, w.paper_updated, w.versions_added) for w in writes] == [
+        (True, False, 1), (True, False, 1), (False, True, 1), (False, False, 0)]
+    for sql in ("SELECT paper_id, title, content_sha256 FROM papers ORDER BY 1",
+                "SELECT review_id, latest_version FROM reviews ORDER BY 1",
+                "SELECT review_id, version, text FROM review_versions ORDER BY 1, 2"):
+        assert batch.con.execute(sql).fetchall() == single.con.execute(sql).fetchall()

@@ -47,25 +47,84 @@ def bradley_terry(names: Sequence[str], wins: np.ndarray, prior: float = 0.01, m
     solves the plain MLE equations  W_i = sum_j n_ij p_i / (p_i + p_j).
     """
     k = len(names)
-    w = np.asarray(wins, dtype=np.float64).copy()
+    w = np.asarray(wins, dtype=np.float64)
     if w.shape != (k, k):
         raise ValueError(f"wins must be {k}x{k}")
+    return bradley_terry_many(w[None], prior, max_iter, tol)[0]
+
+
+def bradley_terry_many(wins: np.ndarray, prior: float = 0.01, max_iter: int = 10_000, tol: float = 1e-12,
+                       start: np.ndarray | None = None) -> np.ndarray:
+    """:func:`bradley_terry` for a stack of win matrices ``(s, k, k)`` at once (bootstrap samples), vectorised.
+
+    Newton's method on the (concave) log-likelihood with step halving reaches the MLE in a few dozen steps even on
+    nearly separated data, where Hunter's MM algorithm needs thousands; MM (:func:`_mm_many`) takes over for any
+    matrix whose comparison graph is not connected (no unique MLE for Newton to find).  ``start`` (log strengths,
+    shape ``(k,)`` or ``(s, k)``) warm-starts every fit, e.g. from the fit on all data.
+    """
+    w = np.asarray(wins, dtype=np.float64)
+    s, k = w.shape[0], w.shape[1]
     if prior > 0:
         w = w + prior * (1 - np.eye(k))
-    n = w + w.T
-    total_wins = w.sum(axis=1)
-    p = np.ones(k)
-    for _ in range(max_iter):
-        denom = (n / (p[:, None] + p[None, :])).sum(axis=1)
-        new = np.where(denom > 0, total_wins / np.where(denom > 0, denom, 1.0), p)
-        new = np.maximum(new, 1e-300)
-        new /= np.exp(np.mean(np.log(new)))
-        if np.max(np.abs(np.log(new) - np.log(p))) < tol:
-            p = new
+    theta = np.zeros((s, k)) if start is None else np.array(np.broadcast_to(start, (s, k)), dtype=np.float64)
+    theta -= theta.mean(axis=1, keepdims=True)
+    done = np.zeros(s, dtype=bool)
+    n = w + np.transpose(w, (0, 2, 1))
+    ones = np.ones((k, k))
+    for _ in range(100):
+        active = np.flatnonzero(~done)
+        if active.size == 0:
             break
-        p = new
+        t, nn, ww = theta[active], n[active], w[active]
+        sig = 1.0 / (1.0 + np.exp(t[:, None, :] - t[:, :, None]))      # P(i beats j)
+        grad = ww.sum(axis=2) - (nn * sig).sum(axis=2)
+        curv = nn * sig * (1.0 - sig)
+        neg_hess = np.eye(k) * curv.sum(axis=2)[:, :, None] - curv
+        try:
+            step = np.linalg.solve(neg_hess + ones, grad[:, :, None])[:, :, 0]
+        except np.linalg.LinAlgError:
+            break
+        base = _loglik(ww, t)
+        scale = np.ones(active.size)
+        for _ in range(30):  # halve the step until the likelihood does not drop
+            worse = _loglik(ww, t + scale[:, None] * step) < base - 1e-12 * np.abs(base)
+            if not worse.any():
+                break
+            scale[worse] /= 2
+        theta[active] = t + scale[:, None] * step
+        theta[active] -= theta[active].mean(axis=1, keepdims=True)
+        done[active] = np.max(np.abs(scale[:, None] * step), axis=1) < max(tol, 1e-12)
+    if not done.all():
+        rest = np.flatnonzero(~done)
+        theta[rest] = _mm_many(w[rest], max_iter, tol, theta[rest])
+    return theta - theta.mean(axis=1, keepdims=True)
+
+
+def _loglik(w: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    diff = theta[:, :, None] - theta[:, None, :]
+    return np.sum(w * -np.logaddexp(0.0, -diff), axis=(1, 2))
+
+
+def _mm_many(w: np.ndarray, max_iter: int, tol: float, start: np.ndarray) -> np.ndarray:
+    """Hunter's MM iterations (prior already added to ``w``); each matrix stops once its own step is below tol."""
+    n = w + np.transpose(w, (0, 2, 1))
+    total_wins = w.sum(axis=2)
+    p = np.exp(start - start.mean(axis=1, keepdims=True))
+    active = np.arange(w.shape[0])
+    for _ in range(max_iter):
+        if active.size == 0:
+            break
+        cur = p[active]
+        denom = (n[active] / (cur[:, :, None] + cur[:, None, :])).sum(axis=2)
+        positive = denom > 0
+        new = np.where(positive, total_wins[active] / np.where(positive, denom, 1.0), cur)
+        new = np.maximum(new, 1e-300)
+        new /= np.exp(np.mean(np.log(new), axis=1, keepdims=True))
+        step = np.max(np.abs(np.log(new) - np.log(cur)), axis=1)
+        p[active] = new
+        active = active[step >= tol]
     logp = np.log(p)
-    return logp - logp.mean()
+    return logp - logp.mean(axis=1, keepdims=True)
 
 
 def win_matrix(names: Sequence[str], verdicts: Sequence[Mapping[str, Any]]) -> np.ndarray:
@@ -81,13 +140,17 @@ def win_matrix(names: Sequence[str], verdicts: Sequence[Mapping[str, Any]]) -> n
 
 
 def ranks_of(strengths: np.ndarray) -> np.ndarray:
-    """Rank 1 = strongest; ties share the better rank."""
-    return np.array([1 + int(np.sum(strengths > s + 1e-12)) for s in strengths])
+    """Rank 1 = strongest; ties share the better rank (rows ranked separately for a 2-d array)."""
+    x = np.asarray(strengths, dtype=np.float64)
+    return 1 + np.sum(x[..., None, :] > x[..., :, None] + 1e-12, axis=-1)
 
 
 def rank_with_bootstrap(verdicts: Sequence[Mapping[str, Any]], samples: int, seed: int,
                         prior: float = 0.01) -> list[dict[str, Any]]:
-    """Strengths on all verdicts, with 95% percentile CIs and rank ranges from a bootstrap over papers."""
+    """Strengths on all verdicts, with 95% percentile CIs and rank ranges from a bootstrap over papers.
+
+    All resamples are fitted together (:func:`bradley_terry_many`), warm-started from the fit on all verdicts.
+    """
     names = sorted({v["candidate_a"] for v in verdicts} | {v["candidate_b"] for v in verdicts})
     if not names:
         return []
@@ -97,24 +160,23 @@ def rank_with_bootstrap(verdicts: Sequence[Mapping[str, Any]], samples: int, see
     for v in verdicts:
         by_paper[v["paper_id"]].append(v)
     papers = sorted(by_paper)
-    per_paper = [win_matrix(names, by_paper[p]) for p in papers]
-    rng = np.random.default_rng(seed)
-    boot_s, boot_r = [], []
-    for _ in range(max(0, samples)):
-        draw = rng.integers(0, len(papers), size=len(papers))
-        w = np.sum([per_paper[i] for i in draw], axis=0)
-        s = bradley_terry(names, w, prior, max_iter=2000, tol=1e-8)
-        boot_s.append(s)
-        boot_r.append(ranks_of(s))
+    per_paper = np.stack([win_matrix(names, by_paper[p]) for p in papers])
+    boot_s = boot_r = None
+    if samples > 0:
+        rng = np.random.default_rng(seed)
+        draws = rng.integers(0, len(papers), size=(samples, len(papers)))
+        counts = np.stack([np.bincount(d, minlength=len(papers)) for d in draws]).astype(np.float64)
+        boot_s = bradley_terry_many(np.einsum("sp,pij->sij", counts, per_paper), prior, max_iter=2000, tol=1e-8,
+                                    start=strengths)
+        boot_r = ranks_of(boot_s)
     out = []
     for i, name in enumerate(names):
         row: dict[str, Any] = {"candidate": name, "strength": float(strengths[i]), "rank": int(ranks[i])}
-        if boot_s:
-            s_col = np.array([b[i] for b in boot_s])
-            r_col = np.array([b[i] for b in boot_r])
-            row.update(ci95_low=float(np.percentile(s_col, 2.5)), ci95_high=float(np.percentile(s_col, 97.5)),
-                       rank_low=int(np.floor(np.percentile(r_col, 2.5))),
-                       rank_high=int(np.ceil(np.percentile(r_col, 97.5))))
+        if boot_s is not None and boot_r is not None:
+            row.update(ci95_low=float(np.percentile(boot_s[:, i], 2.5)),
+                       ci95_high=float(np.percentile(boot_s[:, i], 97.5)),
+                       rank_low=int(np.floor(np.percentile(boot_r[:, i], 2.5))),
+                       rank_high=int(np.ceil(np.percentile(boot_r[:, i], 97.5))))
         else:
             row.update(ci95_low=None, ci95_high=None, rank_low=None, rank_high=None)
         out.append(row)

@@ -94,15 +94,21 @@ class GemScores:
     def __init__(self, store: Store, settings: Settings) -> None:
         self.store, self.settings = store, settings
         self.metric, self.estimator, self.preprocessor = self._table()
-        self.values: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
-        if self.metric is None:
-            return
-        for r in store.rows(
-                """SELECT s.paper_id, s.reference_review_id, s.pmi, g.text FROM scores s
-                   JOIN generations g ON g.generation_id = s.generation_id
-                   WHERE s.metric = ? AND s.estimator = ? AND s.preprocessor = ?""",
-                [self.metric, self.estimator, self.preprocessor]):
-            self.values[(r["paper_id"], sha(r["text"]))][r["reference_review_id"]] = float(r["pmi"])
+        self._values: dict[tuple[str, str], dict[str, float]] | None = None
+
+    @property
+    def values(self) -> dict[tuple[str, str], dict[str, float]]:
+        """PMI per reference by (paper id, text hash); stored scores are read on first use (a skipped panel never)."""
+        if self._values is None:
+            self._values = defaultdict(dict)
+            if self.metric is not None:
+                for paper_id, ref, pmi, digest in self.store.con.execute(
+                        """SELECT s.paper_id, s.reference_review_id, s.pmi, sha256(g.text) FROM scores s
+                           JOIN generations g ON g.generation_id = s.generation_id
+                           WHERE s.metric = ? AND s.estimator = ? AND s.preprocessor = ?""",
+                        [self.metric, self.estimator, self.preprocessor]).fetchall():
+                    self._values[(paper_id, digest)][ref] = float(pmi)
+        return self._values
 
     def _table(self) -> tuple[str | None, str | None, str | None]:
         for metric in ("gem-s", "gem"):

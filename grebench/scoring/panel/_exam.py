@@ -82,9 +82,7 @@ def most_similar(papers: dict[str, PaperView], candidates: Sequence[str]) -> dic
     docs = [f"{papers[p].title}\n{papers[p].abstract}" for p in ids]
     sim = _embed_similarity(docs)
     if sim is None:
-        tfidf = TfIdf(docs)
-        vecs = [tfidf.vector(d) for d in docs]
-        sim = np.array([[TfIdf.cosine(u, v) for v in vecs] for u in vecs])
+        sim = TfIdf(docs).similarities(docs)
     allowed = np.array([p in set(candidates) for p in ids])
     out = {}
     for i, pid in enumerate(ids):

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+
 PREFERENCES = ("one", "two", "tie")
 _WORD = re.compile(r"[a-z][a-z0-9\-]+")
 # A small list of function words and review boilerplate: "content words" are everything else of 3+ letters.
@@ -104,6 +106,21 @@ class TfIdf:
         norm = math.sqrt(sum(v * v for v in vec.values()))
         return {w: v / norm for w, v in vec.items()} if norm else {}
 
+    def similarities(self, documents: list[str]) -> np.ndarray:
+        """Cosine matrix of the documents' :meth:`vector` s (one sparse product instead of n² dict loops)."""
+        from scipy.sparse import csr_matrix
+
+        vocab: dict[str, int] = {}
+        indptr, indices, values = [0], [], []
+        for doc in documents:
+            for word, value in self.vector(doc).items():
+                indices.append(vocab.setdefault(word, len(vocab)))
+                values.append(value)
+            indptr.append(len(indices))
+        m = csr_matrix((np.asarray(values, dtype=np.float64), np.asarray(indices, dtype=np.int64), indptr),
+                       shape=(len(documents), max(1, len(vocab))))
+        return np.asarray((m @ m.T).toarray())
+
     @staticmethod
     def cosine(u: Mapping[str, float], v: Mapping[str, float]) -> float:
         """Cosine of two normalised vectors."""
@@ -157,9 +174,17 @@ class OverlapJudge:
         self.tfidf = tfidf
         self._paper_vectors: dict[str, dict[str, float]] = {}
         self._review_vectors: dict[str, dict[str, float]] = {}
+        self._similarities: dict[tuple[str, str], float] = {}
 
     def similarity(self, paper: PaperView, review: ReviewView) -> float:
-        """Cosine between the review and the paper (vectors memoised)."""
+        """Cosine between the review and the paper (vectors and results memoised)."""
+        key = (paper.paper_id, review.text)
+        known = self._similarities.get(key)
+        if known is None:
+            known = self._similarities[key] = self._similarity(paper, review)
+        return known
+
+    def _similarity(self, paper: PaperView, review: ReviewView) -> float:
         pv = self._paper_vectors.get(paper.paper_id)
         if pv is None:
             pv = self._paper_vectors[paper.paper_id] = self.tfidf.vector(

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
-from grebench.scoring.panel._judges import content_words
+from grebench.scoring.panel._judges import _WORD, content_words
 
 PARTS = {
     "summary": r"summary|overview|paper summary|contributions?",
@@ -46,29 +47,37 @@ def section_coverage(text: str) -> float:
     return found / len(PARTS)
 
 
+@lru_cache(maxsize=4096)
+def _content_set(text: str) -> frozenset[str]:
+    return frozenset(content_words(text))
+
+
 def specific_terms(title: str, abstract: str, common: Iterable[str] = ()) -> set[str]:
     """Content words of the title and abstract, minus words common across the venue's papers."""
-    return set(content_words(f"{title}\n{abstract}")) - set(common)
+    return set(_content_set(f"{title}\n{abstract}")) - set(common)
 
 
-def specificity(text: str, terms: set[str]) -> float:
+def specificity(text: str, terms: set[str] | frozenset[str]) -> float:
     """Share of sentences containing at least one paper-specific term."""
     sentences = [s for s in _SENTENCE.split(text) if s.strip()]
     if not sentences or not terms:
         return 0.0
-    return sum(1 for s in sentences if terms & set(content_words(s))) / len(sentences)
+    # terms are content words already, so the raw word matches of a sentence can be intersected directly
+    return sum(1 for s in sentences if not terms.isdisjoint(_WORD.findall(s.lower()))) / len(sentences)
 
 
 def abstract_overlap(text: str, abstract: str) -> float:
     """Recall of the abstract's content-word types in the review."""
-    wanted = set(content_words(abstract))
-    return len(wanted & set(content_words(text))) / len(wanted) if wanted else 0.0
+    wanted = _content_set(abstract)
+    return len(wanted.intersection(_WORD.findall(text.lower()))) / len(wanted) if wanted else 0.0
 
 
 def measure(text: str, title: str, abstract: str, common: Iterable[str] = ()) -> dict[str, float]:
     """All four measurements of one review of one paper."""
+    common = common if isinstance(common, (set, frozenset)) else set(common)
+    terms = _content_set(f"{title}\n{abstract}") - common
     return {"words": len(text.split()), "section_coverage": round(section_coverage(text), 4),
-            "specificity": round(specificity(text, specific_terms(title, abstract, common)), 4),
+            "specificity": round(specificity(text, terms), 4),
             "abstract_overlap": round(abstract_overlap(text, abstract), 4)}
 
 

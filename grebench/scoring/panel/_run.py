@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from grebench.llm import LLMClient
+from grebench.scoring.panel import _state
 from grebench.scoring.panel._aggregate import agreement, judge_score, outcome, rank_with_bootstrap, weighted_vote
 from grebench.scoring.panel._data import GemScores, VenueData, load_venue, sha, venues
 from grebench.scoring.panel._debate import run_debate
@@ -35,6 +36,11 @@ from grebench.settings import Settings
 from grebench.store import Store, utcnow
 
 Progress = Callable[[str, int, int], None]
+VOTE_COLUMNS = ("venue_id", "paper_id", "candidate_a", "candidate_b", "generation_a", "generation_b", "judge",
+                "order_ab", "preference", "confidence", "reason", "created_at")
+METRIC_COLUMNS = ("text_sha256", "paper_id", "words", "section_coverage", "specificity", "abstract_overlap",
+                  "created_at")
+VERDICT_COLUMNS = ("venue_id", "paper_id", "candidate_a", "candidate_b", "score", "outcome", "debated", "flagged")
 
 
 def build_judges(settings: Settings, client: LLMClient, gem: GemScores, tfidf: TfIdf,
@@ -70,6 +76,8 @@ def _machine_metrics(store: Store, data: VenueData, with_metrics: bool) -> int:
         paper = data.papers[pid]
         for cand, review in gens.items():
             key = sha(review.text)
+            if key in known and not with_metrics:
+                continue
             values = measure(review.text, paper.title, paper.abstract, common)
             if key not in known:
                 known.add(key)
@@ -77,8 +85,7 @@ def _machine_metrics(store: Store, data: VenueData, with_metrics: bool) -> int:
                              values["abstract_overlap"], utcnow()])
             if with_metrics:
                 gens[cand] = replace(review, metrics=values)
-    if rows:
-        store.con.executemany("INSERT INTO machine_metrics VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    store.insert_rows("machine_metrics", METRIC_COLUMNS, rows)
     return len(rows)
 
 
@@ -93,8 +100,12 @@ def _pairs(data: VenueData, per_paper: int, seed: int) -> list[tuple[str, str, s
     return out
 
 
-def _vote(store: Store, data: VenueData, judge: Judge, pairs: list[tuple[str, str, str]], run_id: str | None) -> int:
-    """Ask one qualified judge every pair it has not answered yet, in both orders; store the answers."""
+def _vote(store: Store, data: VenueData, judge: Judge, pairs: list[tuple[str, str, str]],
+          run_id: str | None) -> tuple[int, int]:
+    """Ask one qualified judge every pair it has not answered yet, in both orders; store the answers.
+
+    Returns (votes written, votes the judge failed to give).
+    """
     done = {(r[0], r[1], r[2], r[3]) for r in store.con.execute(
         "SELECT paper_id, generation_a, generation_b, order_ab FROM panel_votes WHERE judge = ? AND venue_id = ?",
         [judge.name, data.venue_id]).fetchall()}
@@ -108,17 +119,20 @@ def _vote(store: Store, data: VenueData, judge: Judge, pairs: list[tuple[str, st
                 items.append((paper, ga, gb) if order == "ab" else (paper, gb, ga))
     answers = ask(judge, items)
     rows = []
+    missing = 0
     for (pid, a, b, order), verdict, (_, x, y) in zip(todo, answers, items, strict=True):
         if verdict is None:
-            if run_id is not None and not (judge.family and judge.family in (x.family, y.family)):
-                store.record_failure(run_id, "panel", f"{judge.name}:{pid}:{a}:{b}:{order}", "judge gave no answer")
+            if not (judge.family and judge.family in (x.family, y.family)):
+                missing += 1
+                if run_id is not None:
+                    store.record_failure(run_id, "panel", f"{judge.name}:{pid}:{a}:{b}:{order}",
+                                         "judge gave no answer")
             continue
         gens = data.generations[pid]
         rows.append([data.venue_id, pid, a, b, gens[a].generation_id, gens[b].generation_id, judge.name, order,
                      verdict.preference, verdict.confidence, verdict.reason, utcnow()])
-    if rows:
-        store.con.executemany("INSERT INTO panel_votes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-    return len(rows)
+    store.insert_rows("panel_votes", VOTE_COLUMNS, rows)
+    return len(rows), missing
 
 
 def _verdicts(store: Store, settings: Settings, data: VenueData, judges: dict[str, Judge],
@@ -191,10 +205,7 @@ def _write_results(store: Store, venue_id: str, verdicts: list[dict[str, Any]], 
     now = utcnow()
     with store.transaction() as con:
         con.execute("DELETE FROM panel_verdicts WHERE venue_id = ?", [venue_id])
-        if verdicts:
-            con.executemany("INSERT INTO panel_verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                            [[v["venue_id"], v["paper_id"], v["candidate_a"], v["candidate_b"], v["score"],
-                              v["outcome"], v["debated"], v["flagged"]] for v in verdicts])
+        store.insert_rows("panel_verdicts", VERDICT_COLUMNS, [[v[c] for c in VERDICT_COLUMNS] for v in verdicts])
         con.execute("DELETE FROM panel_rankings WHERE venue_id = ?", [venue_id])
         for r in rankings:
             con.execute("INSERT INTO panel_rankings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -208,56 +219,93 @@ def _write_results(store: Store, venue_id: str, verdicts: list[dict[str, Any]], 
 
 
 def run_panel(store: Store, settings: Settings, run_id: str | None, judge_names: Sequence[str] | None = None,
-              progress: Progress | None = None) -> dict[str, Any]:
-    """Exam, votes, verdicts, Bradley–Terry rankings and agreement with GEM-S for every venue-year with reviews."""
+              progress: Progress | None = None, exam_only: bool = False) -> dict[str, Any]:
+    """Exam, votes, verdicts, Bradley–Terry rankings and agreement with GEM-S for every venue-year with reviews.
+
+    ``exam_only`` stops after the qualification exam (``grebench exam``).  A venue-year whose inputs did not change
+    since its last complete run (see :mod:`grebench.scoring.panel._state`) is not recomputed: its stored summary is
+    returned, no judge is asked and nothing is written (``skipped_venues`` lists them).
+    """
     client = LLMClient(settings, store)
     gem = GemScores(store, settings)
     summary: dict[str, Any] = {"venues": [], "exam": [], "rankings": [], "agreement": [], "votes": 0,
-                               "votes_total": 0, "machine_metrics": 0, "gem_metric": gem.metric}
+                               "votes_total": 0, "machine_metrics": 0, "gem_metric": gem.metric,
+                               "verdicts": 0, "flagged": 0, "debated": 0, "skipped_venues": []}
     all_judges: list[Judge] = []
-    for n, venue_id in enumerate(venues(store)):
-        data = load_venue(store, venue_id)
-        tfidf = TfIdf("\n".join([p.title, p.abstract, p.text]) for p in data.papers.values())
-        judges = build_judges(settings, client, gem, tfidf, judge_names)
-        all_judges += judges
-        _sync_judges(store, judges)
-        summary["machine_metrics"] += _machine_metrics(store, data, bool(settings.judges_see_machine_metrics))
-        sets = build_exam(data, int(settings.exam_pairs), int(settings.seed))
-        if any(j.name == "gem" for j in judges):
-            texts = {r["review_id"]: r["text"] for rs in data.reviews.values() for r in rs}
-            gem.extend(sets.texts(), data.splits, texts)
-        graded, eta_c, eta_p = grade([examine(j, sets) for j in judges])
-        bias = self_preference(judges, data, int(settings.seed))
-        _write_exam(store, venue_id, graded, bias)
+    names = venues(store)
+    n_venues = len(names)
+    for n, venue_id in enumerate(names):
+        print_ = _state.fingerprint(store, settings, venue_id, judge_names, exam_only)
+        part = _state.stored(store, venue_id, exam_only, print_)
+        if part is None:
+            store.clear_stage_state(_state.STAGE, _state.scope(venue_id, not exam_only))  # its tables change too
+            judges, part, complete = _run_venue(store, settings, client, gem, venue_id, run_id, judge_names,
+                                                exam_only, progress)
+            all_judges += judges
+            summary["votes"] += part.pop("votes")
+            summary["machine_metrics"] += part.pop("machine_metrics")
+            if complete:
+                _state.remember(store, venue_id, exam_only, print_, part)
+        else:
+            summary["skipped_venues"].append(venue_id)
         if progress is not None:
-            progress("exam", n + 1, len(venues(store)))
-        weights = {r["judge"]: r["weight"] for r in graded if r["passed"] and r["weight"] > 0}
-        pairs = _pairs(data, int(settings.panel_pairs_per_paper), int(settings.seed))
-        by_name = {j.name: j for j in judges}
-        for i, name in enumerate(sorted(weights)):
-            summary["votes"] += _vote(store, data, by_name[name], pairs, run_id)
-            if progress is not None:
-                progress("votes", i + 1, len(weights))
-        verdicts = _verdicts(store, settings, data, by_name, weights, pairs)
-        rankings = rank_with_bootstrap(verdicts, int(settings.bootstrap_samples), int(settings.seed))
-        per_paper, gem_score = _gem_tables(store, gem, data)
-        agree = agreement(verdicts, per_paper, {r["candidate"]: r["strength"] for r in rankings}, gem_score) \
-            if verdicts and gem_score else None
-        _write_results(store, venue_id, verdicts, rankings, agree, gem.metric)
+            progress("venues", n + 1, n_venues)
         summary["venues"].append(venue_id)
-        summary["exam"] += [{"venue_id": venue_id, "judge": r["judge"], "kind": by_name[r["judge"]].kind,
-                             "p_c": r["p_c"], "p_p": r["p_p"], "p_s": r["p_s"], "passed": r["passed"],
-                             "weight": r["weight"], "failed": r["failed"], "eta_c": eta_c, "eta_p": eta_p,
-                             "self_preference": bias.get(r["judge"])} for r in graded]
-        summary["rankings"] += [{"venue_id": venue_id, **r, "gem_score": gem_score.get(r["candidate"])}
-                                for r in rankings]
-        if agree is not None:
-            summary["agreement"].append({"venue_id": venue_id, "gem_metric": gem.metric, **agree})
-        summary["verdicts"] = summary.get("verdicts", 0) + len(verdicts)
-        summary["flagged"] = summary.get("flagged", 0) + sum(v["flagged"] for v in verdicts)
-        summary["debated"] = summary.get("debated", 0) + sum(v["debated"] for v in verdicts)
+        for key in ("exam", "rankings", "agreement"):
+            summary[key] += part.get(key, [])
+        for key in ("verdicts", "flagged", "debated"):
+            summary[key] += part.get(key, 0)
     summary["votes_total"] = int(store.scalar("SELECT count(*) FROM panel_votes") or 0)
     summary["calls_made"] = sum(getattr(j, "calls_made", 0) for j in all_judges)
     summary["cached"] = sum(getattr(j, "cached", 0) for j in all_judges)
     store.checkpoint()
     return summary
+
+
+def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScores, venue_id: str,
+               run_id: str | None, judge_names: Sequence[str] | None, exam_only: bool,
+               progress: Progress | None) -> tuple[list[Judge], dict[str, Any], bool]:
+    """One venue-year in full: (judges, its summary part, whether every vote was answered)."""
+    data = load_venue(store, venue_id)
+    tfidf = TfIdf("\n".join([p.title, p.abstract, p.text]) for p in data.papers.values())
+    judges = build_judges(settings, client, gem, tfidf, judge_names)
+    _sync_judges(store, judges)
+    part: dict[str, Any] = {"votes": 0, "machine_metrics": _machine_metrics(
+        store, data, bool(settings.judges_see_machine_metrics))}
+    sets = build_exam(data, int(settings.exam_pairs), int(settings.seed))
+    if any(j.name == "gem" for j in judges):
+        texts = {r["review_id"]: r["text"] for rs in data.reviews.values() for r in rs}
+        gem.extend(sets.texts(), data.splits, texts)
+    graded, eta_c, eta_p = grade([examine(j, sets) for j in judges])
+    bias = self_preference(judges, data, int(settings.seed))
+    _write_exam(store, venue_id, graded, bias)
+    if progress is not None:
+        progress("exam", 1, 1)
+    by_name = {j.name: j for j in judges}
+    part["exam"] = [{"venue_id": venue_id, "judge": r["judge"], "kind": by_name[r["judge"]].kind,
+                     "p_c": r["p_c"], "p_p": r["p_p"], "p_s": r["p_s"], "passed": r["passed"],
+                     "weight": r["weight"], "failed": r["failed"], "eta_c": eta_c, "eta_p": eta_p,
+                     "self_preference": bias.get(r["judge"])} for r in graded]
+    if exam_only:
+        return judges, part, True
+    weights = {r["judge"]: r["weight"] for r in graded if r["passed"] and r["weight"] > 0}
+    pairs = _pairs(data, int(settings.panel_pairs_per_paper), int(settings.seed))
+    missing = 0
+    for i, name in enumerate(sorted(weights)):
+        written, failed = _vote(store, data, by_name[name], pairs, run_id)
+        part["votes"] += written
+        missing += failed
+        if progress is not None:
+            progress("votes", i + 1, len(weights))
+    verdicts = _verdicts(store, settings, data, by_name, weights, pairs)
+    rankings = rank_with_bootstrap(verdicts, int(settings.bootstrap_samples), int(settings.seed))
+    per_paper, gem_score = _gem_tables(store, gem, data)
+    agree = agreement(verdicts, per_paper, {r["candidate"]: r["strength"] for r in rankings}, gem_score) \
+        if verdicts and gem_score else None
+    _write_results(store, venue_id, verdicts, rankings, agree, gem.metric)
+    part["rankings"] = [{"venue_id": venue_id, **r, "gem_score": gem_score.get(r["candidate"])} for r in rankings]
+    part["agreement"] = [] if agree is None else [{"venue_id": venue_id, "gem_metric": gem.metric, **agree}]
+    part["verdicts"] = len(verdicts)
+    part["flagged"] = sum(v["flagged"] for v in verdicts)
+    part["debated"] = sum(v["debated"] for v in verdicts)
+    return judges, part, missing == 0

@@ -1,0 +1,69 @@
+"""`grebench exam`: the judges' qualification exam per venue-year (consistency, pertinence, self-confidence)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from grebench.cli._common import emit_json, writer_store
+from grebench.settings import Settings
+
+
+def _pct(value: float | None) -> str:
+    return "   -  " if value is None else f"{value:6.3f}"
+
+
+def exam_tables(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Exam rows grouped per venue-year: {venue_id, eta_c, eta_p, rows}."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        table = out.setdefault(r["venue_id"], {"venue_id": r["venue_id"], "eta_c": r["eta_c"], "eta_p": r["eta_p"],
+                                               "rows": []})
+        table["rows"].append({k: r[k] for k in ("judge", "kind", "p_c", "p_p", "p_s", "passed", "weight", "failed",
+                                                "self_preference")})
+    return list(out.values())
+
+
+def print_exam(tables: list[dict[str, Any]]) -> None:
+    """The exam table as text (reference judges are labelled as such)."""
+    for t in tables:
+        click.echo(f"qualification exam, {t['venue_id']}  (eta_c {_pct(t['eta_c']).strip()}, "
+                   f"eta_p {_pct(t['eta_p']).strip()})")
+        click.echo(f"{'judge':<22}{'kind':<11}{'P_c':>7}{'P_p':>7}{'P_s':>7}  {'passed':<7}{'weight':>7}  failed")
+        for r in t["rows"]:
+            click.echo(f"{r['judge']:<22}{r['kind']:<11}{_pct(r['p_c']):>7}{_pct(r['p_p']):>7}{_pct(r['p_s']):>7}  "
+                       f"{'yes' if r['passed'] else 'no':<7}{r['weight']:>7.3f}  {', '.join(r['failed']) or '-'}")
+
+
+@click.command("exam")
+@click.option("--judge", "judges", multiple=True, help="Examine only these judges (repeatable; default: all).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print {venue_id, eta_c, eta_p, rows: [{judge, p_c, p_p, p_s, passed, weight, failed}], venues}.")
+@click.pass_obj
+def command(settings: Settings, judges: tuple[str, ...], as_json: bool) -> None:
+    """Run the judges' qualification exam (no human labels) and show who may vote.
+
+    Consistency: the preference must survive swapping the two reviews.  Pertinence: a review of this paper must beat
+    a strong review of the most similar other paper.  Self-confidence: a judge must be surer on easy pairs than on
+    hard ones.  A judge passes with consistency and pertinence at or above the mean over all judges.
+    """
+    from grebench.scoring.panel import run_panel
+
+    with writer_store(settings) as store:
+        run_id = store.start_run("exam", {"judges": list(judges)})
+        try:
+            summary = run_panel(store, settings, run_id, judge_names=list(judges) or None, exam_only=True)
+        except ValueError as exc:
+            store.record_failure(run_id, "exam", None, str(exc))
+            store.finish_run(run_id, {"error": str(exc)})
+            raise click.ClickException(str(exc)) from None
+        store.finish_run(run_id, {"judges": len(summary["exam"])})
+    tables = exam_tables(summary["exam"])
+    if as_json:
+        latest = tables[-1] if tables else {"venue_id": None, "eta_c": None, "eta_p": None, "rows": []}
+        emit_json({**latest, "venues": tables, "calls_made": summary["calls_made"], "cached": summary["cached"]})
+    elif not tables:
+        click.echo("no candidate reviews yet: run `grebench run` (or bench and score) first", err=True)
+    else:
+        print_exam(tables)

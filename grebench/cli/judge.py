@@ -1,0 +1,62 @@
+"""`grebench judge`: the Auto-PRE judge panel — exam, pairwise votes, Bradley–Terry ranking, agreement with GEM-S."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from grebench.cli._common import emit_json, writer_store
+from grebench.cli.exam import exam_tables, print_exam
+from grebench.settings import Settings
+
+
+@click.command("judge")
+@click.option("--judge", "judges", multiple=True, help="Use only these judges (repeatable; default: all).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print {exam, rankings, agreement, votes, calls_made, cached, ...} as JSON.")
+@click.pass_obj
+def command(settings: Settings, judges: tuple[str, ...], as_json: bool) -> None:
+    """Rank the candidates by the judge panel's pairwise votes, beside GEM-S.
+
+    Only judges that pass the qualification exam vote, weighted by their exam score; every pair is asked in both
+    orders; LLM judges that disagree debate (debate_rounds); pairs still split are flagged for a human.  Reference
+    judges (position, length, overlap, gem) need no LLM; LLM judges come from [[judges]] in the settings file.
+    """
+    from grebench.scoring.panel import run_panel
+
+    with writer_store(settings) as store:
+        run_id = store.start_run("judge", {"judges": list(judges)})
+        try:
+            summary = run_panel(store, settings, run_id, judge_names=list(judges) or None)
+        except ValueError as exc:
+            store.record_failure(run_id, "panel", None, str(exc))
+            store.finish_run(run_id, {"error": str(exc)})
+            raise click.ClickException(str(exc)) from None
+        summary["failures"] = store.run_failures(run_id)
+        status = store.finish_run(run_id, {k: v for k, v in summary.items() if k not in ("rankings", "exam")})
+    if as_json:
+        emit_json({**summary, "run_id": run_id})
+    elif not summary["venues"]:
+        click.echo("no candidate reviews yet: run `grebench run` (or bench and score) first", err=True)
+    else:
+        print_exam(exam_tables(summary["exam"]))
+        for venue in summary["venues"]:
+            click.echo(f"\npanel ranking, {venue} (Bradley–Terry log-strength, 95% CI over papers) beside "
+                       f"{summary['gem_metric'] or 'GEM-S (not scored)'}")
+            click.echo(f"{'rank':>4}  {'candidate':<24}{'strength':>9}  {'95% CI':<17}{'ranks':>7}{'GEM-S':>9}")
+            for r in (r for r in summary["rankings"] if r["venue_id"] == venue):
+                ci = "-" if r["ci95_low"] is None else f"[{r['ci95_low']:+.2f}, {r['ci95_high']:+.2f}]"
+                ranks = "-" if r["rank_low"] is None else f"{r['rank_low']}-{r['rank_high']}"
+                gem = "-" if r["gem_score"] is None else f"{r['gem_score']:9.2f}"
+                click.echo(f"{r['rank']:>4}  {r['candidate']:<24}{r['strength']:>+9.3f}  {ci:<17}{ranks:>7}{gem:>9}")
+            for a in (a for a in summary["agreement"] if a["venue_id"] == venue):
+                tau = "-" if a["kendall_tau"] is None else f"{a['kendall_tau']:+.3f}"
+                share = "-" if a["pair_agreement"] is None else f"{a['pair_agreement']:.1%}"
+                click.echo(f"agreement with {a['gem_metric']}: Kendall tau {tau}, same sign on {share} of "
+                           f"{a['n_pairs']} paper-pairs")
+        click.echo(f"\nvotes: {summary['votes']} new ({summary['votes_total']} stored), LLM calls: "
+                   f"{summary['calls_made']} made, {summary['cached']} cached; debated {summary['debated']}, "
+                   f"flagged for a human {summary['flagged']}")
+    if status != "ok":
+        sys.exit(1)

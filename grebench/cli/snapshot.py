@@ -1,0 +1,112 @@
+"""`grebench snapshot export|verify|import`: frozen per-venue-year snapshots (Parquet + manifest with hashes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from grebench.cli._common import emit_json, writer_store
+from grebench.settings import Settings
+
+
+@click.group("snapshot")
+def command() -> None:
+    """Frozen per-venue-year snapshots: what researchers download and re-score with their own evaluation-LM."""
+
+
+@command.command("export")
+@click.option("--venue-year", "venues", multiple=True,
+              help="Venue id, name or slug (e.g. ICLR-2020); repeatable. Default: every venue-year in the store.")
+@click.option("--out", "out", type=click.Path(file_okay=False),
+              help="Directory to write into (default DATA_DIR/snapshots/<venue-year>); one sub-directory per "
+              "venue-year when several are exported.")
+@click.option("--replace", is_flag=True, help="Cut again over an existing snapshot directory.")
+@click.option("--json", "as_json", is_flag=True, help="Print the manifests as JSON.")
+@click.pass_obj
+def export(settings: Settings, venues: tuple[str, ...], out: str | None, replace: bool, as_json: bool) -> None:
+    """Write snapshots; while `grebench serve` holds the store, queue the request for its snapshot job."""
+    from grebench.scheduler._jobs import requests_path
+    from grebench.store import open_store
+    from grebench.store._snapshot import SnapshotError, export_snapshot, record_snapshot, venue_years
+
+    try:
+        store = open_store(settings.db_path)
+    except RuntimeError:
+        if not venues:
+            raise click.ClickException("the store is in use (grebench serve?): name --venue-year to queue a "
+                                       "snapshot request for the running service") from None
+        path = requests_path(settings)
+        queued = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+        path.write_text(json.dumps(sorted(set(queued) | set(venues))), encoding="utf-8")
+        click.echo(f"the store is in use: requested {', '.join(venues)} from the running service "
+                   f"(its snapshot job cuts it within snapshot_check_min)", err=True)
+        return
+    manifests = []
+    try:
+        chosen = list(venues) or [v["venue_id"] for v in venue_years(store)]
+        for venue in chosen:
+            try:
+                slug = next(v["slug"] for v in venue_years(store) if venue.lower() in
+                            {v["venue_id"].lower(), str(v["venue"]).lower(), v["slug"].lower()})
+            except StopIteration:
+                slug = venue
+            root = Path(out) if out else settings.data_path / "snapshots"
+            target = root if out and len(chosen) == 1 else root / slug
+            try:
+                manifest = export_snapshot(store, venue, target, replace=replace)
+            except SnapshotError as exc:
+                raise click.ClickException(str(exc)) from None
+            record_snapshot(store, manifest, "on-demand")
+            manifests.append(manifest)
+            if not as_json:
+                rows = sum(f["rows"] for f in manifest["files"].values())
+                click.echo(f"{manifest['venue']}: {len(manifest['files'])} files, {rows} rows -> {target} "
+                           f"(manifest sha256 {manifest['manifest_sha256']})")
+    finally:
+        store.close()
+    if as_json:
+        emit_json(manifests)
+
+
+@command.command("verify")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--manifest-sha256", help="The published SHA-256 of manifest.json (Downloads page) to check too.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def verify(directory: str, manifest_sha256: str | None, as_json: bool) -> None:
+    """Check every file of a snapshot against its manifest (exit 1 on any missing, changed or extra file)."""
+    from grebench.store._snapshot import verify_snapshot
+
+    report = verify_snapshot(Path(directory), manifest_sha256)
+    if as_json:
+        emit_json(report)
+    else:
+        click.echo(f"{directory}: {'ok' if report['ok'] else 'FAILED'} ({report['files']} files)")
+        for problem in report["problems"]:
+            click.echo(f"  {problem}", err=True)
+    if not report["ok"]:
+        raise SystemExit(1)
+
+
+@command.command("import")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the rows added per table as JSON.")
+@click.pass_obj
+def import_(settings: Settings, directory: str, as_json: bool) -> None:
+    """Load a verified snapshot into this data dir (rows already present are kept: importing twice adds nothing).
+
+    Then `grebench score --estimator ...` re-scores it with another evaluation-LM.
+    """
+    from grebench.store._snapshot import SnapshotError, import_snapshot
+
+    with writer_store(settings) as store:
+        try:
+            report = import_snapshot(store, Path(directory))
+        except SnapshotError as exc:
+            raise click.ClickException(str(exc)) from None
+    if as_json:
+        emit_json(report)
+    else:
+        added = ", ".join(f"{t} {n}" for t, n in report["rows_added"].items() if n)
+        click.echo(f"imported {report['venue_id']}: {added or 'nothing new'}")

@@ -1,0 +1,154 @@
+"""The scheduler service: APScheduler 3.x running the jobs on a clock, one at a time, on one store.
+
+DuckDB allows one writer, so every job runs in ONE worker thread (``ThreadPoolExecutor(1)``) on the one
+:class:`~grebench.store.Store`.  APScheduler keeps its schedule in memory (``MemoryJobStore``: SQLAlchemy is not a
+dependency); what must survive a restart lives in the store's ``jobs`` table instead: when each job last started and
+finished, and whether the process died in it.  On start the service marks such jobs ``interrupted`` (and their
+``runs`` rows ``crashed``) and schedules them at once; the others resume ``interval`` after their last finish.
+Jobs use stable ids with ``replace_existing``, ``max_instances=1`` (never two of one kind), ``coalesce`` (a backlog
+runs once) and ``misfire_grace_time`` = ``misfire_grace_s``: jobs queue behind each other in the single worker, so
+the grace must exceed the longest job or a queued job would be dropped as missed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from datetime import UTC, datetime, timedelta
+from typing import Any, Sequence
+
+from grebench.scheduler._jobs import INTERVAL_SETTINGS, JOBS, JobContext
+from grebench.settings import Settings
+from grebench.site._secrets import KeyVault
+from grebench.site._submissions import SubmissionQueue
+from grebench.store import Store, open_store, utcnow
+
+log = logging.getLogger(__name__)
+JOB_KINDS = tuple(JOBS)  # also the start order when several are due: queue, poll, generate, score, site, snapshot
+
+
+class SchedulerService:
+    """The jobs, their state in the store, and the APScheduler that runs them."""
+
+    def __init__(self, settings: Settings, store: Store | None = None, *, vault: KeyVault | None = None,
+                 queue: SubmissionQueue | None = None, kinds: Sequence[str] = JOB_KINDS) -> None:
+        unknown = [k for k in kinds if k not in JOBS]
+        if unknown:
+            raise ValueError(f"unknown job(s) {unknown}: choose from {', '.join(JOB_KINDS)}")
+        self.settings = settings
+        self._owns_store = store is None
+        self.store = store or open_store(settings.db_path)
+        self.vault = vault or KeyVault()
+        self.queue = queue or SubmissionQueue(settings.data_path / "queue.duckdb")
+        self.kinds = list(kinds)
+        self.context = JobContext(self.store, settings, self.vault, self.queue)
+        self.scheduler: Any = None
+        self._lock = threading.Lock()  # one job at a time, even when called directly (run_job)
+        self.recovered = self._recover()
+
+    # -- state -------------------------------------------------------------
+    def _recover(self) -> list[str]:
+        """Jobs the previous process died in: marked interrupted; their runs rows marked crashed."""
+        with self.store.transaction() as con:
+            for kind in JOBS:
+                con.execute("INSERT INTO jobs (job_id, kind, status, runs) VALUES (?, ?, 'never', 0) "
+                            "ON CONFLICT DO NOTHING", [kind, kind])
+            died = [r[0] for r in con.execute("SELECT job_id FROM jobs WHERE status = 'running'").fetchall()]
+            con.execute("UPDATE jobs SET status = 'interrupted', last_error = 'the process stopped during this job' "
+                        "WHERE status = 'running'")
+            # we hold the writer lock: any run still 'running' belongs to a process that is gone
+            con.execute("UPDATE runs SET status = 'crashed', finished_at = ? WHERE status = 'running'", [utcnow()])
+        if died:
+            log.warning("resuming after a crash in job(s): %s", ", ".join(died))
+        return died
+
+    def states(self) -> list[dict[str, Any]]:
+        """The ``jobs`` table (read through a separate cursor: safe while a job runs in the worker)."""
+        cur = self.store.con.cursor()
+        try:
+            res = cur.execute("SELECT job_id, status, last_started_at, last_finished_at, runs, last_error "
+                              "FROM jobs ORDER BY job_id")
+            names = [d[0] for d in res.description]
+            return [dict(zip(names, row, strict=True)) for row in res.fetchall()]
+        finally:
+            cur.close()
+
+    def interval(self, kind: str) -> timedelta:
+        """How often a job runs (from its ``*_interval_min`` setting)."""
+        minutes = float(getattr(self.settings, INTERVAL_SETTINGS[kind]))
+        if minutes <= 0:
+            raise ValueError(f"{INTERVAL_SETTINGS[kind]} must be positive, got {minutes}")
+        return timedelta(minutes=minutes)
+
+    def next_runs(self, now: datetime | None = None) -> dict[str, datetime]:
+        """When each job is next due (naive UTC): at once if it never finished or was interrupted."""
+        now = now or utcnow()
+        rows = {r["job_id"]: r for r in self.states()}
+        out = {}
+        for i, kind in enumerate(self.kinds):
+            row = rows.get(kind, {})
+            due = now + timedelta(milliseconds=10 * i)  # same-moment jobs start in JOB_KINDS order
+            if row.get("status") in ("ok", "failed") and row.get("last_finished_at") is not None:
+                due = max(due, row["last_finished_at"] + self.interval(kind))
+            out[kind] = due
+        return out
+
+    # -- running -----------------------------------------------------------
+    def run_job(self, kind: str) -> dict[str, Any]:
+        """Run one job now, recording its state; failures are recorded, never raised (the schedule goes on)."""
+        with self._lock:
+            store = self.store
+            run_id = store.start_run(f"scheduler:{kind}", {"job": kind})
+            store.con.execute("UPDATE jobs SET status = 'running', last_started_at = ?, last_run_id = ? "
+                              "WHERE job_id = ?", [utcnow(), run_id, kind])
+            store.checkpoint()
+            error = None
+            try:
+                summary = JOBS[kind](self.context, run_id)
+            except Exception as exc:  # a job failure must not stop the scheduler
+                log.exception("job %s failed", kind)
+                error = f"{type(exc).__name__}: {exc}"
+                store.record_failure(run_id, kind, None, error)
+                summary = {"error": error}
+            run_status = store.finish_run(run_id, summary)
+            store.con.execute(
+                "UPDATE jobs SET status = ?, last_finished_at = ?, last_error = ?, runs = runs + 1, "
+                "last_summary_json = ? WHERE job_id = ?",
+                ["failed" if error else "ok", utcnow(), error, json.dumps(summary, default=str)[:100_000], kind])
+            store.checkpoint()
+            log.info("job %s finished (%s)", kind, "failed: " + error if error else run_status)
+            return {"job": kind, "run_id": run_id, "status": "failed" if error else "ok", "run_status": run_status,
+                    "summary": summary}
+
+    def run_all_once(self) -> list[dict[str, Any]]:
+        """Every job once, in order (``grebench serve --once``: a cron-style cycle)."""
+        return [self.run_job(kind) for kind in self.kinds]
+
+    def start(self) -> None:
+        """Start APScheduler in a background thread with every job on its interval."""
+        from apscheduler.executors.pool import ThreadPoolExecutor
+        from apscheduler.jobstores.memory import MemoryJobStore
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        grace = int(self.settings.misfire_grace_s)
+        self.scheduler = BackgroundScheduler(
+            jobstores={"default": MemoryJobStore()}, executors={"default": ThreadPoolExecutor(1)},
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": grace}, timezone=UTC)
+        for kind, due in self.next_runs().items():
+            self.scheduler.add_job(self.run_job, "interval", args=[kind], id=kind, name=f"grebench {kind}",
+                                   seconds=self.interval(kind).total_seconds(), replace_existing=True,
+                                   next_run_time=due.replace(tzinfo=UTC))
+        self.scheduler.start()
+        log.info("scheduler started: %s", ", ".join(f"{k} every {self.interval(k)}" for k in self.kinds))
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Stop scheduling; with ``wait`` the running job finishes first."""
+        if self.scheduler is not None and self.scheduler.running:
+            self.scheduler.shutdown(wait=wait)
+
+    def close(self) -> None:
+        """Stop and close the store (if the service opened it)."""
+        self.shutdown(wait=True)
+        if self._owns_store:
+            self.store.close()

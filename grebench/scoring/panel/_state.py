@@ -1,0 +1,91 @@
+"""When the panel may skip a venue-year: a fingerprint of everything its results depend on.
+
+The fingerprint covers the venue's papers (metadata and extracted text), human reviews (latest versions), current
+generations (ids and texts), baseline splits, candidates (families), every stored score, the judges' configuration,
+the panel's settings, :data:`PANEL_VERSION` and the panel package's own source files.  It is stored in
+``stage_state`` once a venue-year's results are written, with the summary the run reported; a later run with the
+same fingerprint returns that summary, makes no call and writes nothing.  A run whose votes were not all answered
+(an LLM judge failed) is not recorded, so the next run asks again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from grebench.settings import Settings
+from grebench.store import Store
+
+STAGE = "panel"
+#: Bump when the panel's computation changes, so stored results are recomputed.
+PANEL_VERSION = "panel-v2"
+
+_QUERIES = (
+    ("papers", """SELECT count(*), bit_xor(hash(p.paper_id, p.title, p.abstract, p.content_sha256, t.pdf_sha256,
+                                              t.status, t.text))
+                  FROM papers p LEFT JOIN paper_texts t ON t.paper_id = p.paper_id WHERE p.venue_id = ?"""),
+    ("reviews", """SELECT count(*), bit_xor(hash(r.review_id, r.paper_id, r.kind, v.version, v.content_sha256, v.text,
+                                               v.rating))
+                   FROM reviews r JOIN review_versions v ON v.review_id = r.review_id AND v.version = r.latest_version
+                   JOIN papers p ON p.paper_id = r.paper_id WHERE p.venue_id = ?"""),
+    ("generations", """SELECT count(*), bit_xor(hash(g.generation_id, g.candidate, g.paper_id, g.status, g.text,
+                                                   g.source_review_id, g.generated_at))
+                       FROM generations g JOIN papers p ON p.paper_id = g.paper_id WHERE p.venue_id = ?"""),
+    ("splits", """SELECT count(*), bit_xor(hash(s.paper_id, s.candidate_review_id, s.reference_review_ids_json))
+                  FROM baseline_splits s JOIN papers p ON p.paper_id = s.paper_id WHERE p.venue_id = ?"""),
+)
+_GLOBAL = (
+    ("candidates", "SELECT count(*), bit_xor(hash(name, kind, family)) FROM candidates"),
+    # all scores: the gem judge picks its (estimator, preprocessor) by row counts over every venue
+    ("scores", """SELECT count(*), bit_xor(hash(metric, estimator, preprocessor, generation_id, candidate, paper_id,
+                                              reference_review_id, pmi)) FROM scores"""),
+)
+
+
+def fingerprint(store: Store, settings: Settings, venue_id: str, judge_names: Sequence[str] | None,
+                exam_only: bool) -> str:
+    """Hash of the venue-year's inputs, the judges, the panel settings and the code version."""
+    parts: dict[str, Any] = {
+        "version": PANEL_VERSION, "venue": venue_id, "exam_only": exam_only,
+        "judge_names": sorted(judge_names or []), "judges": settings.tables.get("judges"),
+        "settings": {name: getattr(settings, name) for name in (
+            "seed", "exam_pairs", "panel_pairs_per_paper", "bootstrap_samples", "debate_rounds",
+            "judges_see_machine_metrics", "estimator", "preprocessor")},
+    }
+    for name, sql in _QUERIES:
+        parts[name] = list(store.con.execute(sql, [venue_id]).fetchone() or ())
+    for name, sql in _GLOBAL:
+        parts[name] = list(store.con.execute(sql).fetchone() or ())
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode("utf-8"))
+    for path in sorted(Path(__file__).parent.rglob("*")):  # the panel's own code and prompts
+        if path.is_file() and path.suffix in (".py", ".txt"):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def scope(venue_id: str, exam_only: bool) -> str:
+    """The ``stage_state`` scope of a venue-year (the exam alone is kept apart from a full panel run)."""
+    return f"{venue_id}#exam" if exam_only else venue_id
+
+
+def stored(store: Store, venue_id: str, exam_only: bool, print_: str) -> dict[str, Any] | None:
+    """The summary stored for this venue-year when its fingerprint is ``print_`` and its results are still there."""
+    state = store.stage_state(STAGE, scope(venue_id, exam_only))
+    if state is None or state[0] != print_ or not state[1]:
+        return None
+    summary = state[1]
+    exams = store.scalar("SELECT count(*) FROM judge_exams WHERE venue_id = ?", [venue_id])
+    if exams != len(summary.get("exam", [])):
+        return None
+    if not exam_only and store.scalar("SELECT count(*) FROM panel_rankings WHERE venue_id = ?",
+                                      [venue_id]) != len(summary.get("rankings", [])):
+        return None
+    return summary
+
+
+def remember(store: Store, venue_id: str, exam_only: bool, print_: str, summary: dict[str, Any]) -> None:
+    """Record a finished venue-year (call only when every vote was answered)."""
+    store.set_stage_state(STAGE, scope(venue_id, exam_only), print_, summary)

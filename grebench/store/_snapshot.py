@@ -1,0 +1,253 @@
+"""Frozen per-venue-year snapshots: Parquet files + ``manifest.json`` (row counts, SHA-256) + a README.
+
+A snapshot holds everything needed to show the venue-year's board and to re-score it with another evaluation-LM
+(papers, reviews with every version, the human-baseline splits, candidates, generations, judgment lines,
+synopses, scores, the panel's exam, votes and verdicts, the validation reports).  It is written into a temporary
+directory and renamed into place, so a crash never leaves a half snapshot under ``DATA_DIR/snapshots``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+from grebench.store._records import utcnow
+from grebench.store._store import Store
+
+FORMAT = "grebench-snapshot/1"
+MANIFEST = "manifest.json"
+README = "README.md"
+_P = "(SELECT paper_id FROM papers WHERE venue_id = $venue)"
+_TEXTS = (f"(SELECT sha256(v.text) FROM review_versions v JOIN reviews r USING (review_id) WHERE r.paper_id IN {_P} "
+          f"UNION ALL SELECT sha256(text) FROM generations WHERE paper_id IN {_P} AND text IS NOT NULL)")
+# table -> rows of the venue-year ($venue is its venue id); tables missing from the store are left out
+TABLES: dict[str, str] = {
+    "papers": "SELECT * FROM papers WHERE venue_id = $venue",
+    "paper_texts": f"SELECT * FROM paper_texts WHERE paper_id IN {_P}",
+    "reviews": f"SELECT * FROM reviews WHERE paper_id IN {_P}",
+    "review_versions": f"SELECT * FROM review_versions WHERE review_id IN (SELECT review_id FROM reviews "
+                       f"WHERE paper_id IN {_P})",
+    "baseline_splits": f"SELECT * FROM baseline_splits WHERE paper_id IN {_P}",
+    "candidates": f"SELECT * FROM candidates WHERE name IN (SELECT candidate FROM generations WHERE paper_id IN {_P})",
+    "generations": f"SELECT * FROM generations WHERE paper_id IN {_P}",
+    "llm_calls": f"SELECT * FROM llm_calls WHERE request_key IN (SELECT request_key FROM generations "
+                 f"WHERE paper_id IN {_P})",
+    "judgments": f"SELECT * FROM judgments WHERE text_sha256 IN {_TEXTS}",
+    "synopses": f"SELECT * FROM synopses WHERE paper_id IN {_P}",
+    "scores": f"SELECT * FROM scores WHERE paper_id IN {_P}",
+    "validation_reports": "SELECT * FROM validation_reports",
+    "judges": "SELECT * FROM judges",
+    "judge_exams": "SELECT * FROM judge_exams WHERE venue_id = $venue",
+    "panel_votes": "SELECT * FROM panel_votes WHERE venue_id = $venue",
+    "panel_verdicts": "SELECT * FROM panel_verdicts WHERE venue_id = $venue",
+    "debates": f"SELECT * FROM debates WHERE paper_id IN {_P}",
+    "panel_rankings": "SELECT * FROM panel_rankings WHERE venue_id = $venue",
+    "panel_agreement": "SELECT * FROM panel_agreement WHERE venue_id = $venue",
+    "machine_metrics": f"SELECT * FROM machine_metrics WHERE paper_id IN {_P}",
+}
+
+
+class SnapshotError(ValueError):
+    """A snapshot cannot be written, verified or imported; the message says why."""
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file, read in blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _tables(store: Store) -> set[str]:
+    return {r[0] for r in store.con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()}
+
+
+def slug(venue: str) -> str:
+    """Directory name of a venue-year (``ICLR 2020`` → ``ICLR-2020``)."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", venue).strip("-") or "venue"
+
+
+def venue_years(store: Store) -> list[dict[str, Any]]:
+    """Every venue-year in the store: venue id, display name, year, slug, papers."""
+    rows = store.rows("SELECT venue_id, any_value(venue) AS venue, any_value(venue_year) AS venue_year, "
+                      "count(*) AS papers FROM papers GROUP BY venue_id ORDER BY venue_id")
+    for r in rows:
+        r["slug"] = slug(r["venue"] or r["venue_id"])
+    return rows
+
+
+def find_venue(store: Store, wanted: str) -> dict[str, Any]:
+    """The venue-year named by its venue id, display name or slug (case-insensitive)."""
+    key = wanted.strip().lower()
+    for v in venue_years(store):
+        if key in {str(v["venue_id"]).lower(), str(v["venue"] or "").lower(), v["slug"].lower()}:
+            return v
+    known = ", ".join(f"{v['slug']} ({v['venue_id']})" for v in venue_years(store)) or "none: ingest first"
+    raise SnapshotError(f"no venue-year {wanted!r} in the store (known: {known})")
+
+
+def _distinct(store: Store, sql: str, venue_id: str) -> list[Any]:
+    return sorted({r[0] for r in store.con.execute(sql, {"venue": venue_id}).fetchall() if r[0] is not None},
+                  key=str)
+
+
+def _provenance(store: Store, venue_id: str) -> dict[str, Any]:
+    dates = store.rows("SELECT min(submitted_at) AS submitted_from, max(submitted_at) AS submitted_to, "
+                       "min(reviews_public_at) AS reviews_public_from, max(reviews_public_at) AS reviews_public_to "
+                       "FROM papers WHERE venue_id = $venue", {"venue": venue_id})  # type: ignore[arg-type]
+    return {
+        "prompt_versions": {
+            "generations": _distinct(store, f"SELECT prompt_version FROM generations WHERE paper_id IN {_P}", venue_id),
+            "scores": _distinct(store, f"SELECT prompt_version FROM scores WHERE paper_id IN {_P}", venue_id)},
+        "estimators": _distinct(store, f"SELECT estimator FROM scores WHERE paper_id IN {_P}", venue_id),
+        "preprocessors": _distinct(store, f"SELECT preprocessor FROM scores WHERE paper_id IN {_P}", venue_id),
+        "dates": {k: None if v is None else str(v) for k, v in dates[0].items()},
+    }
+
+
+def _readme(manifest: dict[str, Any]) -> str:
+    lines = [f"# GRE-bench snapshot: {manifest['venue']} ({manifest['venue_id']})", "",
+             f"Cut {manifest['created_at']} by grebench {manifest['product_version']} (format {FORMAT}).",
+             "Frozen: check it with `grebench snapshot verify DIR`; load it with `grebench snapshot import DIR`, then",
+             "re-score it with another evaluation-LM: `grebench score --estimator vllm:http://HOST:8000`.", "",
+             "| file | rows |", "|---|---|"]
+    lines += [f"| `{name}` | {info['rows']} |" for name, info in manifest["files"].items()]
+    lines += ["", "`validation_reports` and `judges` are store-wide (not filtered to this venue-year).",
+              "Estimators used: " + (", ".join(manifest["estimators"]) or "none") + ".", ""]
+    return "\n".join(lines)
+
+
+def export_snapshot(store: Store, venue: str, out_dir: Path, *, replace: bool = False) -> dict[str, Any]:
+    """Write the snapshot of one venue-year into ``out_dir``; return its manifest (with ``manifest_sha256``)."""
+    import grebench
+
+    info = find_venue(store, venue)
+    venue_id = info["venue_id"]
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not replace:
+        raise SnapshotError(f"{out_dir} exists: snapshots are frozen (pass replace to cut it again)")
+    tmp = out_dir.parent / f".{out_dir.name}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir(parents=True)
+    try:
+        files: dict[str, dict[str, Any]] = {}
+        present = _tables(store)
+        for table, sql in TABLES.items():
+            if table not in present:
+                continue
+            target = tmp / f"{table}.parquet"
+            params = {"venue": venue_id} if "$venue" in sql else {}
+            store.con.execute(f"COPY ({sql}) TO '{target.as_posix()}' (FORMAT parquet)", params)
+            rows = store.con.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()[0]
+            files[target.name] = {"table": table, "rows": int(rows), "bytes": target.stat().st_size,
+                                  "sha256": file_sha256(target)}
+        manifest: dict[str, Any] = {
+            "format": FORMAT, "venue_id": venue_id, "venue": info["venue"], "venue_year": info["venue_year"],
+            "slug": info["slug"], "product_version": grebench.__version__, "created_at": utcnow().isoformat(),
+            **_provenance(store, venue_id), "files": files,
+        }
+        (tmp / README).write_text(_readme(manifest), encoding="utf-8")
+        manifest["readme_sha256"] = file_sha256(tmp / README)
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        tmp.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    manifest["manifest_sha256"] = file_sha256(out_dir / MANIFEST)
+    manifest["path"] = str(out_dir)
+    return manifest
+
+
+def verify_snapshot(snapshot_dir: Path, manifest_sha256: str | None = None) -> dict[str, Any]:
+    """Check every file against the manifest: ``{"ok": bool, "problems": [...], "files": n}``."""
+    import duckdb
+
+    root = Path(snapshot_dir)
+    problems: list[str] = []
+    try:
+        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return {"ok": False, "problems": [f"{MANIFEST}: cannot read: {exc}"], "files": 0, "path": str(root)}
+    if manifest_sha256 and file_sha256(root / MANIFEST) != manifest_sha256:
+        problems.append(f"{MANIFEST}: SHA-256 differs from the published one")
+    if manifest.get("format") != FORMAT:
+        problems.append(f"{MANIFEST}: unknown format {manifest.get('format')!r}")
+    files = manifest.get("files") or {}
+    con = duckdb.connect(":memory:")
+    try:
+        for name, info in files.items():
+            path = root / name
+            if Path(name).name != name or not path.is_file():
+                problems.append(f"{name}: missing")
+                continue
+            if file_sha256(path) != info.get("sha256"):
+                problems.append(f"{name}: SHA-256 mismatch (file changed)")
+                continue
+            rows = con.execute("SELECT count(*) FROM read_parquet(?)", [str(path)]).fetchone()[0]
+            if rows != info.get("rows"):
+                problems.append(f"{name}: {rows} rows, manifest says {info.get('rows')}")
+    finally:
+        con.close()
+    readme = root / README
+    if not readme.is_file() or file_sha256(readme) != manifest.get("readme_sha256"):
+        problems.append(f"{README}: missing or changed")
+    extra = sorted(p.name for p in root.iterdir() if p.name not in files and p.name not in (MANIFEST, README))
+    problems += [f"{name}: not in the manifest" for name in extra]
+    return {"ok": not problems, "problems": problems, "files": len(files), "path": str(root),
+            "venue_id": manifest.get("venue_id"), "product_version": manifest.get("product_version")}
+
+
+def _primary_key(store: Store, table: str) -> list[str]:
+    for kind, cols in store.con.execute(
+            "SELECT constraint_type, constraint_column_names FROM duckdb_constraints() WHERE table_name = ?",
+            [table]).fetchall():
+        if kind == "PRIMARY KEY":
+            return list(cols)
+    return []
+
+
+def import_snapshot(store: Store, snapshot_dir: Path) -> dict[str, Any]:
+    """Load a verified snapshot into the store; rows already there are kept, so importing twice adds nothing."""
+    report = verify_snapshot(snapshot_dir)
+    if not report["ok"]:
+        raise SnapshotError(f"{snapshot_dir}: verification failed: {'; '.join(report['problems'])}")
+    root = Path(snapshot_dir)
+    manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    present = _tables(store)
+    added: dict[str, int] = {}
+    with store.transaction() as con:
+        for name, info in manifest["files"].items():
+            table = info["table"]
+            if table not in present:
+                raise SnapshotError(f"{name}: this store has no table {table!r} (upgrade grebench)")
+            src = f"read_parquet('{(root / name).as_posix()}')"
+            cols = ", ".join(f'"{c[0]}"' for c in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall())
+            before = con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+            if _primary_key(store, table):
+                con.execute(f'INSERT OR IGNORE INTO "{table}" BY NAME SELECT * FROM {src}')
+            else:  # no key: add only rows not already present (set difference on every column)
+                con.execute(f'INSERT INTO "{table}" ({cols}) SELECT {cols} FROM {src} '
+                            f'EXCEPT SELECT {cols} FROM "{table}"')
+            added[table] = int(con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0] - before)
+    store.checkpoint()
+    return {"venue_id": manifest["venue_id"], "path": str(root), "rows_added": added,
+            "product_version": manifest["product_version"]}
+
+
+def record_snapshot(store: Store, manifest: dict[str, Any], reason: str) -> None:
+    """Register a cut snapshot (the scheduler cuts each venue-year once, on ``snapshot_date``)."""
+    total = sum(f["rows"] for f in manifest["files"].values())
+    with store.transaction() as con:
+        con.execute("DELETE FROM snapshots WHERE path = ?", [manifest["path"]])
+        con.execute("INSERT INTO snapshots VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [manifest["venue_id"], manifest["venue_year"], manifest["slug"], manifest["path"],
+                     manifest["manifest_sha256"], len(manifest["files"]), total, reason, utcnow()])

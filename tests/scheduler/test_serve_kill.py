@@ -1,0 +1,70 @@
+"""`grebench serve` killed with SIGKILL in the middle of the generate job, then restarted: nothing is repeated."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from grebench.store import open_store
+from tests.fakes.openai_server import DEFAULT_REVIEW, FakeOpenAIServer
+from tests.fakes.openreview_server import FakeOpenReview
+from tests.scheduler.conftest import CANDIDATE, add_papers, config_text
+
+PAPERS = 4
+
+
+def _slow_reply(_messages: list) -> str:
+    time.sleep(0.4)  # long enough to kill the service between two calls
+    return DEFAULT_REVIEW
+
+
+@pytest.mark.slow
+def test_sigkill_mid_generate_then_restart_repeats_no_llm_call(tmp_path: Path) -> None:
+    with FakeOpenReview("v1") as openreview, FakeOpenAIServer(reply=_slow_reply) as llm:
+        add_papers(openreview, PAPERS)
+        cfg = tmp_path / "grebench.toml"
+        cfg.write_text(config_text(tmp_path / "data", openreview.url, llm.url, bench_concurrency=1,
+                                   poll_interval_min=0.01, generate_interval_min=0.01), encoding="utf-8")
+        env = {**os.environ, "GREBENCH_CONFIG": str(cfg)}
+        cmd = [sys.executable, "-m", "grebench.cli", "serve", "--no-app", "--job", "poll", "--job", "generate"]
+        first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 60
+            while len(llm.chat_requests) < 2 and time.monotonic() < deadline and first.poll() is None:
+                time.sleep(0.05)
+            assert len(llm.chat_requests) >= 2, first.communicate(timeout=5)
+        finally:
+            first.send_signal(signal.SIGKILL)
+            first.wait(timeout=10)
+        calls_at_kill = len(llm.chat_requests)
+        assert calls_at_kill < PAPERS + 1  # killed mid-job
+
+        again = subprocess.run([*cmd, "--once", "--json"], env=env, capture_output=True, text=True, timeout=120)
+        assert again.returncode == 0, again.stderr
+        assert "resuming after a crash in: generate" in again.stderr
+        assert all(r["status"] == "ok" for r in json.loads(again.stdout))
+        # every paper has its generation; only the call in flight at the kill may have been made twice
+        assert len(llm.chat_requests) <= PAPERS + 1
+
+        calls_after_restart = len(llm.chat_requests)
+        store = open_store(tmp_path / "data" / "grebench.duckdb")  # the file opens after SIGKILL
+        try:
+            rows = store.rows("SELECT paper_id, count(*) AS n FROM generations WHERE candidate = ? AND status = 'ok' "
+                              "GROUP BY paper_id", [CANDIDATE])
+            assert len(rows) == PAPERS and {r["n"] for r in rows} == {1}
+            assert store.scalar("SELECT count(*) FROM papers") == PAPERS
+            assert store.scalar("SELECT count(*) FROM runs WHERE status = 'crashed'") >= 1
+            assert store.scalar("SELECT status FROM jobs WHERE job_id = 'generate'") == "ok"
+        finally:
+            store.close()
+
+        rerun = subprocess.run([*cmd, "--once", "--json"], env=env, capture_output=True, text=True, timeout=120)
+        assert rerun.returncode == 0 and "resuming" not in rerun.stderr
+        assert len(llm.chat_requests) == calls_after_restart  # a clean rerun makes no call at all

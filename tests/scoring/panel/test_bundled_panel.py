@@ -1,0 +1,109 @@
+"""The exam and the panel on the bundled ICLR 2020 data with the reference judges (no LLM).
+
+To stay fast the bundled store is cut to its first 60 papers (by id) before bench and scoring; the issue's
+expectations are checked on that subset: ``position`` fails consistency, ``length`` fails pertinence, ``overlap`` and
+``gem`` pass.  The commands are then run through the CLI on the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from grebench.bench import run_bench
+from grebench.cli._main import main
+from grebench.scoring import run_scoring
+from grebench.scoring.panel import run_panel
+from grebench.settings import load_settings
+from grebench.store import Store, open_store
+
+PAPERS = 60
+
+
+def _keep_first_papers(store: Store, n: int) -> None:
+    keep = [r[0] for r in store.con.execute("SELECT paper_id FROM papers ORDER BY paper_id LIMIT ?", [n]).fetchall()]
+    gone = "NOT IN (SELECT unnest(?::VARCHAR[]))"
+    store.con.execute(f"DELETE FROM review_versions WHERE review_id IN (SELECT review_id FROM reviews "
+                      f"WHERE paper_id {gone})", [keep])
+    for table in ("reviews", "paper_texts", "papers"):
+        store.con.execute(f"DELETE FROM {table} WHERE paper_id {gone}", [keep])
+
+
+@pytest.fixture(scope="module")
+def panel_run(bundled_db: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    data_dir = tmp_path_factory.mktemp("panel")
+    shutil.copy2(bundled_db, data_dir / "grebench.duckdb")
+    settings = load_settings(env={"GREBENCH_DATA_DIR": str(data_dir), "GREBENCH_BOOTSTRAP_SAMPLES": "100"})
+    store = open_store(settings.db_path)
+    _keep_first_papers(store, PAPERS)
+    run_id = store.start_run("test", {})
+    run_bench(store, settings, run_id)
+    run_scoring(store, settings, run_id, estimator_spec="offline", preprocessor_spec="rules")
+    summary = run_panel(store, settings, run_id)
+    tables = {t: store.rows(f"SELECT * FROM {t}") for t in ("judges", "judge_exams", "panel_verdicts",
+                                                             "panel_rankings", "panel_agreement", "machine_metrics")}
+    votes = store.scalar("SELECT count(*) FROM panel_votes")
+    store.close()
+    return {"summary": summary, "tables": tables, "votes": votes, "data_dir": data_dir}
+
+
+def test_exam_catches_the_biased_reference_judges(panel_run: dict[str, Any]) -> None:
+    exam = {r["judge"]: r for r in panel_run["summary"]["exam"]}
+    assert set(exam) == {"position", "length", "overlap", "gem"}
+    assert "consistency" in exam["position"]["failed"] and not exam["position"]["passed"]
+    assert exam["position"]["p_c"] == 0.0 and exam["position"]["p_p"] == 0.5
+    assert exam["length"]["p_c"] == 1.0 and exam["length"]["failed"][:1] == ["pertinence"]
+    assert not exam["length"]["passed"] and exam["length"]["p_p"] < 0.5  # IA reviews are the longer ones
+    for name in ("overlap", "gem"):
+        assert exam[name]["passed"], exam[name]
+        assert exam[name]["p_p"] >= exam[name]["eta_p"] and exam[name]["p_c"] >= exam[name]["eta_c"]
+    eta_c = sum(r["p_c"] for r in exam.values()) / 4
+    assert exam["gem"]["eta_c"] == pytest.approx(eta_c)
+    assert exam["overlap"]["weight"] == pytest.approx((exam["overlap"]["p_c"] + exam["overlap"]["p_p"]
+                                                       + exam["overlap"]["p_s"]) / 3)
+    stored = {r["judge"]: r for r in panel_run["tables"]["judge_exams"]}
+    assert json.loads(stored["position"]["failed_json"]) == exam["position"]["failed"]
+    assert {r["kind"] for r in panel_run["tables"]["judges"]} == {"reference"}
+
+
+def test_panel_ranks_controls_below_the_human(panel_run: dict[str, Any]) -> None:
+    rankings = {r["candidate"]: r for r in panel_run["tables"]["panel_rankings"]}
+    assert rankings["human"]["strength"] > rankings["generic"]["strength"]
+    assert rankings["human"]["strength"] > rankings["other-paper"]["strength"]
+    assert sorted(r["rank"] for r in rankings.values())[0] == 1
+    verdicts = panel_run["tables"]["panel_verdicts"]
+    assert len(verdicts) == PAPERS * 15  # 6 candidates: all 15 pairs per paper
+    assert not any(v["debated"] for v in verdicts)  # reference judges never debate
+    # only qualified judges voted, each pair in both orders
+    assert panel_run["votes"] == len(verdicts) * 2 * 2
+    agreement = panel_run["tables"]["panel_agreement"][0]
+    assert agreement["gem_metric"] == "gem-s" and agreement["n_pairs"] > 0
+    assert -1.0 <= agreement["kendall_tau"] <= 1.0 and 0.0 <= agreement["pair_agreement"] <= 1.0
+    metrics = panel_run["tables"]["machine_metrics"]
+    assert len(metrics) > PAPERS * 4 and all(0 <= m["section_coverage"] <= 1 for m in metrics)
+
+
+def test_cli_exam_and_judge_rerun_is_idempotent(panel_run: dict[str, Any]) -> None:
+    runner = CliRunner()
+    env = {"GREBENCH_DATA_DIR": str(panel_run["data_dir"]), "GREBENCH_BOOTSTRAP_SAMPLES": "50"}
+    result = runner.invoke(main, ["exam", "--json"], env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    exam = json.loads(result.stdout)
+    assert exam["venue_id"] == "ICLR.cc/2020/Conference" and exam["eta_c"] == pytest.approx(0.75)
+    rows = {r["judge"]: r for r in exam["rows"]}
+    assert rows["position"]["failed"][0] == "consistency" and rows["gem"]["passed"] is True
+    assert set(rows["length"]) >= {"judge", "p_c", "p_p", "p_s", "passed", "weight", "failed"}
+    result = runner.invoke(main, ["judge", "--json"], env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["votes"] == 0 and out["votes_total"] == panel_run["votes"] and out["calls_made"] == 0
+    assert {"exam", "rankings", "agreement", "votes", "calls_made", "cached"} <= set(out)
+    text = runner.invoke(main, ["judge", "--judge", "overlap"], env=env, catch_exceptions=False)
+    assert text.exit_code == 0 and "panel ranking" in text.output and "reference" in text.output
+    bad = runner.invoke(main, ["exam", "--judge", "nobody"], env=env)
+    assert bad.exit_code != 0 and "unknown judge" in bad.output

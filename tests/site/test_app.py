@@ -1,0 +1,152 @@
+"""The Gradio app driven through gradio_client: submissions, server-side checks, file routes, key secrecy."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from bs4 import BeautifulSoup
+
+from grebench.settings import Settings, load_settings
+from grebench.site._app import create_app, launch_kwargs, queue_path
+from grebench.store import open_store
+from tests.site.conftest import chromium, console_errors, fill_store, requires_chromium
+from tests.site.test_browser import keep_artifact
+
+CANARY = "sk-CANARY-app-5e1d77c0"
+RESOLVER = {"api.model.example": ["93.184.216.34"], "sneaky.example": ["10.9.8.7"], "eval.example": ["93.184.216.99"]}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The app on a free loopback port, reading an export of the small store."""
+    root = tmp_path_factory.mktemp("app")
+    config = root / "grebench.toml"
+    config.write_text('estimator = "vllm:http://eval.example:8000"\n')
+    settings = load_settings(config, env={"GREBENCH_DATA_DIR": str(root / "data"),
+                                          "GREBENCH_APP_PORT": str(_free_port())})
+    store = open_store(settings.db_path)
+    fill_store(store)
+    store.export_parquet(settings.data_path / "export")
+    store.close()
+    demo = create_app(settings, resolver=RESOLVER)
+    kwargs = launch_kwargs(settings)
+    kwargs.update(prevent_thread_lock=True, quiet=True)
+    _, url, _ = demo.launch(**kwargs)
+    from gradio_client import Client
+
+    client = Client(url, verbose=False)
+    yield {"url": url.rstrip("/"), "client": client, "settings": settings, "config": config}
+    demo.close()
+
+
+def _submit(client: Any, **fields: str) -> str:
+    base = {"model_name": "", "model_string": "", "base_url": "", "released": "2025-03-01", "cutoff": "2024-12-01",
+            "contact": "alice@example.org", "api_key": "", "params": ""}
+    base.update(fields)
+    return str(client.predict(*base.values(), api_name="/submit"))
+
+
+def test_good_submission_is_queued_and_listed(app: dict[str, Any], caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    message = _submit(app["client"], model_name="Acme-1", base_url="https://api.model.example/v1",
+                      api_key=CANARY, contact="acme@example.org")
+    assert message.startswith("Queued as"), message
+    assert CANARY not in message
+    queue = app["client"].predict(api_name="/queue")
+    rows = queue["data"] if isinstance(queue, dict) else queue
+    assert any(r[1] == "Acme-1" and r[2] == "queued" for r in rows)
+    assert CANARY not in str(queue) and CANARY not in caplog.text
+    assert CANARY.encode() not in queue_path(app["settings"]).read_bytes()
+
+
+@pytest.mark.parametrize(("url", "reason"), [
+    ("https://169.254.169.254/", "link-local"),
+    ("https://[::ffff:127.0.0.1]/", "IPv4-mapped"),
+    ("https://2130706433/", "numerically encoded"),
+    ("https://0177.0.0.1/", "numerically encoded"),
+    ("https://127.0.0.1:22/", "port 22"),
+    ("http://example.com/v1", "plain http"),
+    ("file:///etc/passwd", "scheme"),
+    ("https://10.0.0.5/v1", "private"),
+    ("https://sneaky.example/v1", "private"),
+    ("https://eval.example:8000/v1", "own services"),
+])
+def test_bad_urls_are_refused_through_the_api(app: dict[str, Any], url: str, reason: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    attempts: list[Any] = []
+    real_connect = socket.socket.connect
+
+    def connect(sock: socket.socket, address: Any) -> Any:
+        if not (isinstance(address, tuple) and address[0] in ("127.0.0.1", "::1", "localhost")):
+            attempts.append(address)
+            raise AssertionError(f"outbound connection to {address}")
+        return real_connect(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    message = _submit(app["client"], model_name="Evil", base_url=url)
+    assert message.startswith("Rejected: base URL rejected") and reason in message, message
+    assert attempts == []
+
+
+def test_file_routes_cannot_read_the_store_or_secrets(app: dict[str, Any]) -> None:
+    settings: Settings = app["settings"]
+    targets = [settings.db_path, queue_path(settings), settings.data_path / "export" / "scores.parquet",
+               app["config"], Path("/etc/passwd")]
+    paths = []
+    for target in targets:
+        text = str(target.resolve())
+        paths += [text, text.replace(str(settings.data_path.resolve()), str(settings.data_path / "export" / "..")),
+                  f"{Path.cwd()}/../../..{text}", f"..%2F..%2F..{text}"]
+    with httpx.Client(timeout=10) as http:
+        for path in paths:
+            for prefix in ("/gradio_api/file=", "/file=", "/gradio_api/file/"):
+                response = http.get(app["url"] + prefix + path)
+                assert response.status_code in (403, 404, 405), (prefix, path, response.status_code)
+                assert b"DUCK" not in response.content and b"estimator" not in response.content
+                assert b"root:" not in response.content
+
+
+def test_model_and_paper_endpoints_read_the_export(app: dict[str, Any]) -> None:
+    scores, _window, sample = app["client"].predict("good-llm", api_name="/model")
+    data = scores["data"] if isinstance(scores, dict) else scores
+    assert {row[0] for row in data} == {"ICLR.cc/2020/Conference", "ICLR.cc/2024/Conference"}
+    assert "Judgment of good-llm" in sample
+    head, reviews, _pairs = app["client"].predict("p2020_0", api_name="/paper")
+    assert head.startswith("Paper 0 of 2020")
+    texts = [r[2] for r in (reviews["data"] if isinstance(reviews, dict) else reviews)]
+    assert any("<script>alert('xss')</script>" in t for t in texts)
+
+
+@pytest.mark.browser
+@requires_chromium
+def test_submit_tab_renders_in_chromium(app: dict[str, Any], tmp_path: Path) -> None:
+    url = app["url"] + "/?tab=submit"
+    result = chromium(url, "--dump-dom", profile=tmp_path / "profile")
+    assert result.returncode == 0, result.stderr[-2000:]
+    dom = BeautifulSoup(result.stdout, "html.parser")
+    tabs = {b.get_text(strip=True): b.get("aria-selected") for b in dom.select("button[role=tab]")}
+    assert tabs == {"Leaderboard": "false", "Model": "false", "Paper": "false", "Submit": "true", "Queue": "false",
+                    "Downloads": "false"}
+    for tag in dom(["script", "style"]):
+        tag.decompose()
+    text = dom.get_text(" ", strip=True)
+    for label in ("Model name", "OpenAI-compatible base URL", "Training-data cutoff (YYYY-MM-DD)", "API key"):
+        assert label in text
+    assert dom.select('input[type="password"]'), "the API key field must be a password input"
+    assert console_errors(result.stderr) == []
+    png = tmp_path / "app-submit.png"
+    shot = chromium(url, f"--screenshot={png}", "--window-size=1280,1600", profile=tmp_path / "profile")
+    assert shot.returncode == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+    keep_artifact(png)

@@ -1,0 +1,136 @@
+"""Submissions: validation, rate limit, duplicates, the key kept secret, hand-over to the bench stage."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.fernet import Fernet
+
+from grebench.settings import Settings
+from grebench.site import (
+    KeyVault,
+    SubmissionForm,
+    SubmissionQueue,
+    accept_queued_submissions,
+    finish_submission,
+)
+from grebench.store import Store
+
+CANARY = "sk-CANARY-7f3a9e0b1c2d"
+RESOLVER = {"api.model.example": ["93.184.216.34"], "private.example": ["192.168.1.20"]}
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("outbound connection attempted")
+
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+
+
+def _form(**changes: str) -> SubmissionForm:
+    base = {"model_name": "My Model 1", "base_url": "https://api.model.example/v1", "released": "2025-03-01",
+            "cutoff": "2024-12-01", "contact": "Alice@example.org", "api_key": CANARY}
+    base.update(changes)
+    return SubmissionForm(**base)
+
+
+def test_good_submission_is_queued_and_bad_fields_are_refused(settings: Settings) -> None:
+    queue, vault = SubmissionQueue(None), KeyVault(env={})
+    ok = queue.submit(_form(), settings, vault, RESOLVER)
+    assert ok["ok"] and ok["message"].startswith("Queued as")
+    rows = queue.public_rows()
+    assert [(r["id"], r["model_name"], r["status"]) for r in rows] == [(ok["id"], "My Model 1", "queued")]
+    bad = {
+        "base_url": ("https://private.example/v1", "private"),
+        "cutoff": ("2024-13-01", "YYYY-MM-DD"),
+        "released": ("2020-01-01", "cutoff cannot be after"),
+        "model_name": ("<script>", "model name"),
+        "contact": ("a b", "contact"),
+        "params": ('{"api_base": "http://127.0.0.1"}', "not allowed"),
+    }
+    for field, (value, reason) in bad.items():
+        result = queue.submit(_form(**{"model_name": "Other", field: value}), settings, vault, RESOLVER)
+        assert not result["ok"] and reason in result["message"], (field, result)
+    local = queue.submit(_form(model_name="Local", base_url="", model_string="ollama/llama3"), settings, vault)
+    assert "needs a base URL" in local["message"]
+    future = queue.submit(_form(model_name="Future", cutoff="2999-01-01", released=""), settings, vault, RESOLVER)
+    assert "in the future" in future["message"]
+    assert len(queue.public_rows()) == 1
+
+
+def test_rate_limit_and_duplicates(settings: Settings) -> None:
+    queue, vault = SubmissionQueue(None), KeyVault(env={})
+    limited = settings.replace(submissions_per_week=2)
+    first = queue.submit(_form(), limited, vault, RESOLVER)
+    dup = queue.submit(_form(api_key="", contact="bob@example.org"), limited, vault, RESOLVER)
+    assert "duplicate of submission " + first["id"] in dup["message"]
+    second = queue.submit(_form(model_name="Second", params='{"temperature": 0.2}'), limited, vault, RESOLVER)
+    assert second["ok"]
+    third = queue.submit(_form(model_name="Third"), limited, vault, RESOLVER)
+    assert not third["ok"] and "rate limit" in third["message"]
+    # the submitter is the contact, case-insensitive
+    again = queue.submit(_form(model_name="Fourth", contact="ALICE@example.org"), limited, vault, RESOLVER)
+    assert "rate limit" in again["message"]
+
+
+def test_key_is_encrypted_at_rest_and_never_leaks(settings: Settings, tmp_path: Path, store: Store,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    server_key = Fernet.generate_key().decode()
+    vault = KeyVault(env={"GREBENCH_SECRET_KEY": server_key})
+    assert vault.encrypted_at_rest
+    queue = SubmissionQueue(tmp_path / "queue.duckdb")
+    sub = queue.submit(_form(), settings, vault, RESOLVER)
+    stored = queue.rows("SELECT key_ciphertext FROM submissions")[0]["key_ciphertext"]
+    assert stored and CANARY not in stored
+    secret = vault.open(sub["id"], stored)
+    assert secret is not None and secret.reveal() == CANARY and CANARY not in repr(secret) + str(secret)
+    assert CANARY not in repr(_form())
+    assert CANARY.encode() not in (tmp_path / "queue.duckdb").read_bytes()
+
+    accepted = accept_queued_submissions(store, queue, settings, RESOLVER)
+    assert [(c["name"], c["kind"], str(c["cutoff"]), c["api_base"]) for c in accepted] == [
+        ("My Model 1", "llm", "2024-12-01", "https://api.model.example/v1")]
+    cand = store.rows("SELECT kind, model, cutoff, api_key_env FROM candidates WHERE name = 'My Model 1'")[0]
+    assert cand["kind"] == "llm" and cand["model"] == "openai/My-Model-1" and cand["api_key_env"] is None
+    assert store.scalar("SELECT key_ciphertext FROM submissions") is None
+    assert queue.public_rows()[0]["status"] == "running"
+    assert accept_queued_submissions(store, queue, settings, RESOLVER) == []  # nothing queued any more
+
+    finish_submission(queue, vault, sub["id"], ok=False, reason="endpoint returned 401", store=store)
+    assert queue.rows("SELECT status, reason, key_ciphertext FROM submissions")[0] == {
+        "status": "failed", "reason": "endpoint returned 401", "key_ciphertext": None}
+    assert store.scalar("SELECT status FROM submissions") == "failed"
+
+    exported = store.export_parquet(tmp_path / "export")
+    for path in exported.values():
+        assert CANARY.encode() not in path.read_bytes()
+    assert CANARY not in caplog.text and "My Model 1" in caplog.text
+
+
+def test_key_without_server_key_stays_in_memory(settings: Settings, store: Store) -> None:
+    vault, queue = KeyVault(env={}), SubmissionQueue(None)
+    sub = queue.submit(_form(), settings, vault, RESOLVER)
+    assert queue.rows("SELECT key_ciphertext FROM submissions")[0]["key_ciphertext"] is None
+    assert vault.open(sub["id"], None).reveal() == CANARY
+    finish_submission(queue, vault, sub["id"], ok=True)
+    assert vault.open(sub["id"], None) is None
+    with pytest.raises(ValueError, match="not a valid Fernet key"):
+        KeyVault(env={"GREBENCH_SECRET_KEY": "short"})
+
+
+def test_name_clash_fails_with_reason(settings: Settings, store: Store) -> None:
+    store.con.execute("INSERT INTO candidates (name, kind, params_json, updated_at) "
+                      "VALUES ('my model 1', 'llm', '{}', now())")
+    queue = SubmissionQueue(None)
+    queue.submit(_form(), settings, KeyVault(env={}), RESOLVER)
+    assert accept_queued_submissions(store, queue) == []
+    row = queue.public_rows()[0]
+    assert row["status"] == "failed" and "already exists" in row["reason"]

@@ -1,0 +1,98 @@
+"""Snapshots: export → verify (tampering detected) → import into a fresh data dir → the same leaderboard."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grebench.bench import run_bench
+from grebench.cli._main import main
+from grebench.scoring import leaderboard, run_scoring
+from grebench.settings import load_settings
+from grebench.store import Store, open_store
+from grebench.store._snapshot import SnapshotError, export_snapshot, import_snapshot, verify_snapshot
+from tests.bench.conftest import tiny_papers
+
+VENUE = "Test.cc/2019/Conference"
+
+
+@pytest.fixture
+def scored(tmp_path: Path) -> Store:
+    """A file store with the tiny papers benched and scored (offline estimator, rules preprocessor)."""
+    settings = load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path / "src"), "GREBENCH_BOOTSTRAP_SAMPLES": "50"})
+    store = open_store(settings.db_path)
+    with store.transaction():
+        for paper in tiny_papers():
+            store.upsert_paper(paper)
+    run_bench(store, settings, None)  # type: ignore[arg-type]
+    run_scoring(store, settings, None, ["gem-s"])
+    yield store
+    store.con.close()
+
+
+def _board(store: Store) -> list[dict]:
+    est, prep = store.con.execute("SELECT estimator, preprocessor FROM scores LIMIT 1").fetchone()
+    return leaderboard(store, "gem-s", est, prep, samples=50, seed=3)
+
+
+def test_export_verify_import_gives_the_same_leaderboard(scored: Store, tmp_path: Path) -> None:
+    manifest = export_snapshot(scored, "test-cc-2019-conference", tmp_path / "snap")
+    assert manifest["venue_id"] == VENUE and manifest["files"]["scores.parquet"]["rows"] > 0
+    assert manifest["estimators"] and manifest["product_version"]
+    assert verify_snapshot(tmp_path / "snap", manifest["manifest_sha256"])["ok"]
+    with pytest.raises(SnapshotError, match="frozen"):
+        export_snapshot(scored, VENUE, tmp_path / "snap")
+
+    fresh = open_store(tmp_path / "fresh" / "grebench.duckdb")
+    report = import_snapshot(fresh, tmp_path / "snap")
+    assert report["rows_added"]["scores"] == manifest["files"]["scores.parquet"]["rows"]
+    assert _board(fresh) == _board(scored)
+    again = import_snapshot(fresh, tmp_path / "snap")
+    assert set(again["rows_added"].values()) == {0}  # idempotent
+
+    # the imported tables are enough to re-score: drop the scores and compute them again, same numbers
+    settings = load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path / "fresh")})
+    fresh.con.execute("DELETE FROM scores")
+    summary = run_scoring(fresh, settings, None, ["gem-s"])
+    assert summary["pairs_scored"] == manifest["files"]["scores.parquet"]["rows"]
+    assert _board(fresh) == _board(scored)
+    fresh.close()
+
+
+def test_verify_detects_changed_missing_and_extra_files(scored: Store, tmp_path: Path) -> None:
+    export_snapshot(scored, VENUE, tmp_path / "snap")
+    target = tmp_path / "snap" / "generations.parquet"
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    target.write_bytes(bytes(data))
+    (tmp_path / "snap" / "papers.parquet").unlink()
+    (tmp_path / "snap" / "extra.parquet").write_bytes(b"x")
+    report = verify_snapshot(tmp_path / "snap")
+    assert not report["ok"]
+    assert any(p.startswith("generations.parquet: SHA-256 mismatch") for p in report["problems"])
+    assert "papers.parquet: missing" in report["problems"]
+    assert "extra.parquet: not in the manifest" in report["problems"]
+    with pytest.raises(SnapshotError, match="verification failed"):
+        import_snapshot(open_store(None), tmp_path / "snap")
+
+
+def test_cli_export_verify_import(scored: Store, tmp_path: Path) -> None:
+    src = scored.path.parent  # type: ignore[union-attr]
+    scored.close()
+    runner = CliRunner()
+    out = runner.invoke(main, ["--data-dir", str(src), "snapshot", "export", "--json"])
+    assert out.exit_code == 0, out.output
+    [manifest] = json.loads(out.stdout)
+    snap = src / "snapshots" / "Test-cc-2019-Conference"
+    assert manifest["path"] == str(snap)
+    ok = runner.invoke(main, ["snapshot", "verify", str(snap), "--json"])
+    assert ok.exit_code == 0 and json.loads(ok.stdout)["ok"]
+    (snap / "README.md").write_text("changed")
+    bad = runner.invoke(main, ["snapshot", "verify", str(snap)])
+    assert bad.exit_code == 1 and "README.md: missing or changed" in bad.output
+    imported = runner.invoke(main, ["--data-dir", str(tmp_path / "other"), "snapshot", "import", str(snap)])
+    assert imported.exit_code != 0 and "verification failed" in imported.output
+    scored.con = open_store(src / "grebench.duckdb").con  # the fixture closes it
