@@ -79,6 +79,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("app_port", int, 7860, "Port of the Gradio app."),
     Setting("submissions_per_week", int, 3, "Submissions accepted per submitter in 7 days."),
     Setting("submission_http_allowlist", str, "", "Comma-separated hosts that submissions may reach over plain http."),
+    Setting("submission_private_allowlist", str, "", "DANGEROUS: comma-separated networks (CIDR) of loopback/private addresses that submitted endpoints may reach anyway (own services, link-local and metadata addresses stay refused); empty = none."),
     # scheduler
     Setting("venues", str, "", "Comma-separated OpenReview venue ids (or source specs: `openreview:ID`, `archive:PATH`, `bundled`) polled by the scheduler."),
     Setting("poll_interval_min", float, 60.0, "Minutes between scheduler polls of the configured venues."),

@@ -29,6 +29,7 @@ COMMANDS = {
     "app": "app",
     "serve": "serve",
     "snapshot": "snapshot",
+    "submit": "submit",
 }
 
 

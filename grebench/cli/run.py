@@ -110,7 +110,9 @@ def _site(opts: RunOptions) -> StageFn:
     def stage(store: Store, settings: Settings, run_id: str, progress: bool) -> dict[str, Any]:
         from grebench.site import build_site
 
-        return build_site(store, settings, settings.site_path)
+        result = build_site(store, settings, settings.site_path)
+        result["out"] = str(settings.site_path.resolve())  # a skipped rebuild reports the stored summary
+        return result
 
     return stage
 
@@ -161,15 +163,36 @@ def _print(summary: dict[str, Any]) -> None:
     if validation.get("rows"):
         click.echo("")
         print_report(validation["rows"], validation["estimator"], validation["preprocessor"])
-    panel = summary["stages"].get("panel", {})
-    if panel.get("agreement"):
-        click.echo(f"\npanel agreement with GEM-S: {panel['agreement']}")
+    _print_panel(summary["stages"].get("panel", {}))
     site = summary["stages"].get("site", {})
-    if site.get("index"):
-        click.echo(f"\nsite: {site['index']}")
+    if site.get("out"):
+        click.echo(f"\nsite: {site['out']}/index.html ({site.get('pages', 0)} pages"
+                   f"{', unchanged' if site.get('unchanged') else ''})")
     click.echo("\nseconds per stage: " + ", ".join(f"{k} {v:.1f}" for k, v in summary["seconds"].items()))
     for failure in summary["failures"][:10]:
         click.echo(f"failed: [{failure['stage']}] {failure['item']}: {failure['reason']}", err=True)
+
+
+def _print_panel(panel: dict[str, Any]) -> None:
+    """The judge exam, the panel's Bradley–Terry ranking and its agreement with GEM-S."""
+    if not panel.get("exam"):
+        return
+    click.echo("\njudge exam (reference judges need no LLM; eta = mean over judges)")
+    click.echo(f"{'judge':<12}{'P_c':>6}{'P_p':>6}{'P_s':>5}  {'passed':<7}{'weight':>7}  failed")
+    for r in panel["exam"]:
+        passed = "yes" if r["passed"] else "no"
+        click.echo(f"{r['judge']:<12}{r['p_c']:>6.2f}{r['p_p']:>6.2f}{r['p_s']:>5.0f}  {passed:<7}{r['weight']:>7.2f}"
+                   f"  {', '.join(r['failed']) or '-'}")
+    if panel.get("rankings"):
+        click.echo("\npanel ranking (Bradley–Terry over qualified judges' weighted votes, 95% CI over papers)")
+        for r in panel["rankings"]:
+            gem = "" if r.get("gem_score") is None else f"   GEM-S {r['gem_score']:+.2f}"
+            click.echo(f"{r['rank']:>4}  {r['candidate']:<24}{r['strength']:>7.2f}  "
+                       f"[{r['ci95_low']:.2f}, {r['ci95_high']:.2f}]{gem}")
+    for a in panel.get("agreement") or []:
+        click.echo(f"agreement with {a['gem_metric']}: Kendall tau {a['kendall_tau']:+.2f}, same direction on "
+                   f"{a['pair_agreement']:.1%} of {a['n_pairs']} paper-pairs "
+                   f"({len(a.get('disagreements', []))} largest disagreements listed on the site)")
 
 
 @click.command("run")

@@ -31,6 +31,7 @@ class JobContext:
     settings: Settings
     vault: KeyVault
     queue: SubmissionQueue
+    resolver: Any = None  # name resolution of submitted hosts (None = the system resolver; tests pass a table)
 
 
 def venue_sources(settings: Settings) -> list[str]:
@@ -110,26 +111,55 @@ def score(ctx: JobContext, run_id: str) -> dict[str, Any]:
     return out
 
 
+def _pin_submitted(ctx: JobContext, api_base: str | None) -> tuple[list[Any], str | None]:
+    """The pinned endpoint of a submitted base URL, checked again now, or the reason it may not be called.
+
+    The address is pinned from this fresh check (not the one made at submission time): whatever DNS says now
+    must still be a public address, and every call of this evaluation then goes to that one address.
+    """
+    from grebench.site._urlcheck import URLRejected, check_submitted_url
+
+    if not api_base:
+        return [], None
+    try:
+        endpoint = check_submitted_url(api_base, ctx.settings, ctx.resolver)
+    except URLRejected as exc:
+        return [], f"base URL rejected before evaluation: {exc}"
+    if endpoint.url != api_base.rstrip("/"):
+        return [], "base URL rejected before evaluation: it no longer normalises to the accepted URL"
+    return [endpoint], None
+
+
 def queue(ctx: JobContext, run_id: str) -> dict[str, Any]:
-    """Accept queued submissions, generate their reviews on clean papers, and close them (the key goes with it)."""
+    """Accept queued submissions, generate their reviews on clean papers, and close them (the key goes with it).
+
+    A submitted base URL is checked again just before its evaluation and every call goes to the address that
+    check pinned (:func:`grebench.llm.pinned_endpoints`): no second DNS lookup, no redirect followed.
+    """
+    from grebench.llm import pinned_endpoints
     from grebench.scheduler._generate import generate as gen
     from grebench.scheduler._generate import key_in_env, stored_candidate, unreviewed_paper_ids
     from grebench.site._submissions import accept_queued_submissions, finish_submission
 
     store = ctx.store
-    accepted = accept_queued_submissions(store, ctx.queue, ctx.settings)
+    accepted = accept_queued_submissions(store, ctx.queue, ctx.settings, ctx.resolver)
     done = []
     for sub in store.rows("SELECT id, model_name FROM submissions WHERE status = 'running' ORDER BY created_at"):
         row = store.rows("SELECT * FROM candidates WHERE name = ?", [sub["model_name"]])
         if not row:
             finish_submission(ctx.queue, ctx.vault, sub["id"], False, "candidate missing from the store", store)
             continue
+        pins, refused = _pin_submitted(ctx, row[0]["api_base"])
+        if refused is not None:
+            finish_submission(ctx.queue, ctx.vault, sub["id"], False, refused, store)
+            done.append({"id": sub["id"], "ok": False, "error": refused})
+            continue
         stored = ctx.queue.rows("SELECT key_ciphertext FROM submissions WHERE id = ?", [sub["id"]])
         secret = ctx.vault.open(sub["id"], stored[0]["key_ciphertext"] if stored else None)
         papers = [r["paper_id"] for r in store.rows("SELECT paper_id FROM baseline_splits ORDER BY paper_id")]
         papers += unreviewed_paper_ids(store)
         try:
-            with key_in_env(sub["id"], None if secret is None else secret.reveal()) as env:
+            with pinned_endpoints(pins), key_in_env(sub["id"], None if secret is None else secret.reveal()) as env:
                 summary = gen(store, ctx.settings, run_id, [stored_candidate(row[0], env)], papers, clean_only=True)
         except Exception as exc:
             summary = {"error": f"{type(exc).__name__}: {exc}", "failed": 1}

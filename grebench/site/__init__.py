@@ -20,7 +20,14 @@ from grebench.site._submissions import (
     finish_submission,
     validate_submission,
 )
-from grebench.site._urlcheck import PinnedEndpoint, URLRejected, check_redirect, check_url, own_service_urls
+from grebench.site._urlcheck import (
+    PinnedEndpoint,
+    URLRejected,
+    check_redirect,
+    check_submitted_url,
+    check_url,
+    own_service_urls,
+)
 
 
 def create_app(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -42,6 +49,7 @@ __all__ = [
     "accept_queued_submissions",
     "build_site",
     "check_redirect",
+    "check_submitted_url",
     "check_url",
     "create_app",
     "finish_submission",

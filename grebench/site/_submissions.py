@@ -25,7 +25,7 @@ from typing import Any
 import duckdb
 
 from grebench.site._secrets import KeyVault
-from grebench.site._urlcheck import Resolver, URLRejected, check_url, own_service_urls
+from grebench.site._urlcheck import Resolver, URLRejected, check_submitted_url
 from grebench.store import Store, utcnow
 from grebench.store.migrations.m0008_submissions import SUBMISSIONS_DDL
 
@@ -117,8 +117,7 @@ def validate_submission(form: SubmissionForm, settings: Any,
     normalised = None
     if base_url:
         try:
-            endpoint = check_url(base_url, http_allowlist=str(settings.submission_http_allowlist).split(","),
-                                 own_services=own_service_urls(settings), resolver=resolver)
+            endpoint = check_submitted_url(base_url, settings, resolver)
         except URLRejected as exc:
             raise SubmissionError(f"base URL rejected: {exc}") from None
         normalised = endpoint.url
@@ -126,6 +125,9 @@ def validate_submission(form: SubmissionForm, settings: Any,
     match = _MODEL_STRING.match(model_string)
     if not match:
         raise SubmissionError("model string must look like provider/model, e.g. openai/gpt-4o-mini")
+    if base_url and match.group(1) != "openai":
+        raise SubmissionError("a base URL is called as an OpenAI-compatible endpoint: the model string must be "
+                              "openai/<model id> (or left empty)")
     if not base_url and match.group(1) not in HOSTED_PROVIDERS:
         raise SubmissionError(f"provider {match.group(1)!r} needs a base URL; hosted providers: "
                               f"{', '.join(sorted(HOSTED_PROVIDERS))}")
@@ -262,8 +264,7 @@ def accept_queued_submissions(store: Store, queue: SubmissionQueue, settings: An
             reason = f"a candidate named {sub['model_name']!r} already exists"
         elif sub["base_url"] and settings is not None:
             try:
-                check_url(sub["base_url"], http_allowlist=str(settings.submission_http_allowlist).split(","),
-                          own_services=own_service_urls(settings), resolver=resolver)
+                check_submitted_url(sub["base_url"], settings, resolver)
             except URLRejected as exc:
                 reason = f"base URL rejected on acceptance: {exc}"
         now = utcnow()

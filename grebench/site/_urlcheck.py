@@ -27,6 +27,9 @@ _BLOCKED_HIGH_PORTS = frozenset({2375, 2376, 2379, 3306, 5432, 5984, 6379, 9200,
 _NUMERIC_LABEL = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$", re.IGNORECASE)
 _DOTTED_QUAD = re.compile(r"^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$")
 _LOCAL_NAMES = ("localhost", ".localhost", ".local", ".internal", ".home.arpa")
+#: Reasons an operator's ``submission_private_allowlist`` may override; link-local (cloud metadata), unspecified,
+#: multicast, reserved, IPv4-mapped and tunnelled addresses are refused whatever the allowlist says.
+_OVERRIDABLE = frozenset({"a loopback address", "a private address", "not a public address"})
 
 
 class URLRejected(ValueError):
@@ -97,14 +100,54 @@ def _parse_ip_literal(host: str) -> IPAddress | None:
 
 
 def _own_services(own: Iterable[str]) -> set[tuple[str, int | None]]:
-    """(host, port) pairs of the product's own services; port None blocks every port of that host."""
+    """(host, port) pairs of the product's own services: every port of that host is blocked, and for a
+    service bound to every interface (0.0.0.0 / ::) its port is blocked on every address."""
     out: set[tuple[str, int | None]] = set()
     for item in own:
         if not item:
             continue
         parts = urlsplit(item if "://" in item else f"//{item}")
         if parts.hostname:
-            out.add((parts.hostname.lower().rstrip("."), None))
+            try:
+                port = parts.port
+            except ValueError:
+                port = None
+            out.add((parts.hostname.lower().rstrip("."), port))
+    return out
+
+
+def _own_addresses(own: set[tuple[str, int | None]], resolve: Resolver) -> set[IPAddress]:
+    """Every address of the product's own services: literals, ``localhost`` and names the resolver knows."""
+    out: set[IPAddress] = set()
+    for host, port in own:
+        if _is_ip(host):
+            out.add(ipaddress.ip_address(host))
+        elif host == "localhost" or host.endswith(".localhost"):
+            out.update({ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1")})
+        else:
+            try:
+                answers = resolve(host, port or 443)
+            except (OSError, UnicodeError):
+                continue  # an own service that does not resolve cannot be reached through its name either
+            for answer in answers:
+                try:
+                    out.add(ipaddress.ip_address(str(answer).split("%")[0]))
+                except ValueError:
+                    continue
+    return out
+
+
+def _networks(items: Iterable[str]) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """Parse ``submission_private_allowlist`` entries (CIDR or single addresses); a bad entry is an error."""
+    out = []
+    for item in items:
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            out.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ValueError(f"submission_private_allowlist: {item!r} is not a network (e.g. 10.20.0.0/16)") from None
     return out
 
 
@@ -120,12 +163,16 @@ def own_service_urls(settings: Any) -> list[str]:
 
 
 def check_url(url: str, *, http_allowlist: Iterable[str] = (), own_services: Iterable[str] = (),
-              resolver: Resolver | Mapping[str, Iterable[str]] | None = None) -> PinnedEndpoint:
+              resolver: Resolver | Mapping[str, Iterable[str]] | None = None,
+              private_allowlist: Iterable[str] = ()) -> PinnedEndpoint:
     """Validate a submitted base URL and pin the address the later calls must use.
 
     Raises :class:`URLRejected` with a message fit for the submitter.  No connection is made; the only network
-    action is name resolution through ``resolver``.
+    action is name resolution through ``resolver``.  ``private_allowlist`` (the operator's dangerous
+    ``submission_private_allowlist``) lets loopback/private addresses inside those networks through; the
+    product's own services and link-local, multicast, unspecified or mapped addresses never pass.
     """
+    allowed_private = _networks(private_allowlist)
     text = (url or "").strip()
     if not text:
         raise URLRejected("the base URL is empty")
@@ -172,15 +219,17 @@ def check_url(url: str, *, http_allowlist: Iterable[str] = (), own_services: Ite
                 raise URLRejected(f"host {host!r} resolved to an unusable address") from None
         if not addresses:
             raise URLRejected(f"host {host!r} does not resolve")
-    own_ips = {ipaddress.ip_address(h) for h, _ in own if _is_ip(h)}
+    own_ips = _own_addresses(own, as_resolver(resolver))
+    any_interface_ports = {p for h, p in own if p is not None and _is_ip(h) and ipaddress.ip_address(h).is_unspecified}
     for ip in addresses:
         reason = blocked_reason(ip)
-        if reason is not None:
+        if reason is not None and not (reason in _OVERRIDABLE and any(ip in net for net in allowed_private
+                                                                      if net.version == ip.version)):
             how = "is" if literal is not None else f"resolves to {ip}, which is"
             raise URLRejected(f"host {host!r} {how} {reason}; only public addresses are allowed")
-        if ip in own_ips:
+        if ip in own_ips or port in any_interface_ports:
             raise URLRejected("this URL points at one of GRE-bench's own services")
-    if (host, None) in own:
+    if any(h == host for h, _ in own):
         raise URLRejected("this URL points at one of GRE-bench's own services")
     netloc = f"[{host}]" if ":" in host else host
     if parts.port is not None:
@@ -195,6 +244,14 @@ def _is_ip(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def check_submitted_url(url: str, settings: Any,
+                        resolver: Resolver | Mapping[str, Iterable[str]] | None = None) -> PinnedEndpoint:
+    """:func:`check_url` with the operator's settings: http and private allowlists, the product's own services."""
+    return check_url(url, http_allowlist=str(settings.submission_http_allowlist).split(","),
+                     own_services=own_service_urls(settings), resolver=resolver,
+                     private_allowlist=str(getattr(settings, "submission_private_allowlist", "") or "").split(","))
 
 
 def check_redirect(endpoint: PinnedEndpoint, location: str, **kwargs: Any) -> PinnedEndpoint:
