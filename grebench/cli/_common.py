@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 import click
+import duckdb
 
 from grebench.settings import Settings
 from grebench.store import Store, open_store
@@ -20,10 +21,38 @@ def writer_store(settings: Settings) -> Iterator[Store]:
         store = open_store(settings.db_path)
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from None
+    except duckdb.Error as exc:
+        raise click.ClickException(_store_failure(settings, exc)) from None
     try:
         yield store
-    finally:
+    except duckdb.Error as exc:  # e.g. disk full: the database is invalidated; say so plainly, no traceback
+        _close_quietly(store)
+        raise click.ClickException(_store_failure(settings, exc)) from None
+    except BaseException:
         store.close()
+        raise
+    else:
+        try:
+            store.close()
+        except duckdb.Error as exc:
+            _close_quietly(store)
+            raise click.ClickException(_store_failure(settings, exc)) from None
+
+
+def _close_quietly(store: Store) -> None:
+    """Close a connection that may be invalidated (its checkpoint would fail again)."""
+    try:
+        store.con.close()
+    except duckdb.Error:
+        pass
+
+
+def _store_failure(settings: Settings, exc: BaseException) -> str:
+    """One clear line for a store that could not be written (the WAL keeps every committed transaction)."""
+    message = str(exc)
+    cause = "no space left on device" if "No space left on device" in message else message.splitlines()[0][:300]
+    return (f"the store {settings.db_path} could not be written: {cause}. Work committed before this point is "
+            "kept; free space (or fix the cause) and run the command again to resume.")
 
 
 def emit_json(obj: Any) -> None:

@@ -1,6 +1,27 @@
-"""Ingest: paper sources (bundled, archive, OpenReview), PDF text, idempotent upserts."""
+"""Ingest: paper sources (bundled, archive, OpenReview), PDF text, idempotent upserts.
 
-from grebench.ingest._run import IngestSummary, run_ingest
-from grebench.ingest._source import PaperSource, SourceError, SourceFailure, resolve_source
+The public names are loaded on first use (PEP 562), so that the PDF worker process, which imports
+``grebench.ingest._pdf_worker`` under a tight address-space limit, does not pull in the store and DuckDB.
+"""
 
-__all__ = ["IngestSummary", "PaperSource", "SourceError", "SourceFailure", "resolve_source", "run_ingest"]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "IngestSummary": "grebench.ingest._run",
+    "run_ingest": "grebench.ingest._run",
+    "PaperSource": "grebench.ingest._source",
+    "SourceError": "grebench.ingest._source",
+    "SourceFailure": "grebench.ingest._source",
+    "resolve_source": "grebench.ingest._source",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'grebench.ingest' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -28,13 +28,16 @@ def _parse_time(value: Any, what: str) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value / 1000 if value > 1e11 else value, UTC).replace(tzinfo=None)
+        try:  # NaN, inf and far-out epochs raise ValueError, OverflowError or OSError (EOVERFLOW)
+            return datetime.fromtimestamp(value / 1000 if value > 1e11 else value, UTC).replace(tzinfo=None)
+        except (ValueError, OverflowError, OSError):
+            raise ValueError(f"{what}: not a usable epoch timestamp: {value!r}") from None
     if isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
+            return parsed if parsed.tzinfo is None else parsed.astimezone(UTC).replace(tzinfo=None)
+        except (ValueError, OverflowError):
             raise ValueError(f"{what}: not an ISO date: {value!r}") from None
-        return parsed if parsed.tzinfo is None else parsed.astimezone(UTC).replace(tzinfo=None)
     raise ValueError(f"{what}: expected a date, got {type(value).__name__}")
 
 
@@ -66,6 +69,9 @@ def parse_record(record: Any, meta: dict[str, Any], source: str) -> PaperRecord:
     venue_id = _expect(record, "venue_id", str, where, required=False) or meta.get("venue_id")
     if not venue_id:
         raise ValueError(f"{where}: missing field 'venue_id' (and no _meta venue_id)")
+    for key in ("venue_id", "venue", "judgments_preprocessor"):  # file-wide defaults from a _meta line
+        if meta.get(key) is not None and not isinstance(meta[key], str):
+            raise ValueError(f"{where}: _meta {key} must be a string, got {type(meta[key]).__name__}")
     reviews_raw = _expect(record, "reviews", list, where)
     default_pre = record.get("judgments_preprocessor") or meta.get("judgments_preprocessor") or IMPORTED
     reviews = [_parse_review(r, i, paper_id, default_pre, where) for i, r in enumerate(reviews_raw)]

@@ -17,8 +17,10 @@ the filled paths with their ``seqno``. A glyph is hidden, by the first reason th
   *before* it under its centre, or of the white page when there is none. Glyphs over an image are not judged
   (the image colour is unknown), so light-on-dark text on figures and on dark filled boxes stays visible.
 
-Only rectangle fills (``re``/``qu`` path items) count as covers and backgrounds: the bbox of any other path says
-little about where its paint lies.
+Only rectangle fills (``re``/``qu`` path items), cut to their clip rectangle, count as covers and backgrounds: the
+bbox of any other path says little about where its paint lies, so a glyph whose topmost fill underneath is another
+shape is not judged by colour either. Measured on the 8 real papers in ``shared/data``: the only hits left are
+genuinely covered glyphs (plot labels under a later white figure background, a MathJax banner in a screenshot).
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import re
 from collections import Counter
 from typing import Any
 
-import numpy as np
 import pymupdf
 
 REASONS = ("invisible", "transparent", "off-page", "tiny", "covered", "background-colour")
@@ -41,7 +42,7 @@ INJECTION_PATTERNS: tuple[str, ...] = (
     r"do\s+not\s+(?:highlight|mention)\s+any\s+(?:negatives|weaknesses)",
     r"as\s+an?\s+(?:ai\s+)?language\s+model",
     r"\bllm\s+reviewers?\b",
-    r"\b(?:ai|llm)\s+(?:reviewer|assistant)s?\s*[:,]",
+    r"\bai\s+reviewers?\b",
     r"rate\s+this\s+paper",
     r"recommend(?:s|ing)?\s+(?:an?\s+)?(?:strong\s+)?accept(?:ance)?\b",
     r"\bscore\s+(?:of\s+)?(?:10|9|8)\s*(?:/|out\s+of)\s*10\b",
@@ -103,21 +104,34 @@ def _fills(page: Any) -> list[tuple[float, float, float, float, float, tuple[flo
     return fills
 
 
-def _image_boxes(page: Any) -> np.ndarray:
-    """Bboxes of the images drawn on the page (N×4)."""
+def _image_boxes(page: Any) -> list[tuple[float, float, float, float]]:
+    """Bboxes of the images drawn on the page."""
     try:
-        boxes = [tuple(info["bbox"]) for info in page.get_image_info()]
+        return [tuple(info["bbox"]) for info in page.get_image_info()]  # type: ignore[misc]
     except Exception:  # a broken image must not stop the text
-        boxes = []
-    return np.array(boxes, dtype=float).reshape(-1, 4)
+        return []
 
 
-def _overlapping(boxes: np.ndarray, bbox: Any) -> np.ndarray:
-    """Indices of the boxes that overlap ``bbox``."""
-    if not len(boxes):
-        return np.zeros(0, dtype=int)
-    return np.flatnonzero((boxes[:, 0] <= bbox[2]) & (bbox[0] <= boxes[:, 2])
-                          & (boxes[:, 1] <= bbox[3]) & (bbox[1] <= boxes[:, 3]))
+class _BandIndex:
+    """Boxes bucketed by horizontal bands of the page, to find those near a span without scanning them all
+    (plot-heavy pages have thousands of filled paths)."""
+
+    BAND = 40.0
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+        self.bands: dict[int, list[int]] = {}
+        for i, item in enumerate(items):
+            for band in range(int(item[1] // self.BAND), int(item[3] // self.BAND) + 1):
+                self.bands.setdefault(band, []).append(i)
+
+    def overlapping(self, bbox: Any) -> list[Any]:
+        """The items whose box overlaps ``bbox`` (in drawing order)."""
+        found: set[int] = set()
+        for band in range(int(bbox[1] // self.BAND), int(bbox[3] // self.BAND) + 1):
+            found.update(self.bands.get(band, ()))
+        return [self.items[i] for i in sorted(found) if self.items[i][0] <= bbox[2] and bbox[0] <= self.items[i][2]
+                and self.items[i][1] <= bbox[3] and bbox[1] <= self.items[i][3]]
 
 
 def _char_reason(cx: float, cy: float, height: float, seqno: float, colour: tuple[float, float, float] | None,
@@ -127,7 +141,7 @@ def _char_reason(cx: float, cy: float, height: float, seqno: float, colour: tupl
         return "off-page"
     if 0 < height < _TINY_BELOW_PT:
         return "tiny"
-    under: tuple[float, tuple[float, float, float]] | None = None
+    under: tuple[float, tuple[float, float, float], bool] | None = None
     for x0, y0, x1, y1, fill_seqno, fill, is_rect in fills:
         if not (x0 <= cx <= x1 and y0 <= cy <= y1):
             continue
@@ -135,11 +149,13 @@ def _char_reason(cx: float, cy: float, height: float, seqno: float, colour: tupl
             if is_rect:
                 return "covered"
         elif under is None or fill_seqno > under[0]:
-            under = (fill_seqno, fill)
+            under = (fill_seqno, fill, is_rect)
+    if any(b[0] <= cx <= b[2] and b[1] <= cy <= b[3] for b in images):
+        return None  # over an image (whose drawing order is unknown): the colour under it is unknown, so visible
     if under is None:
-        if any(b[0] <= cx <= b[2] and b[1] <= cy <= b[3] for b in images):
-            return None  # over an image: its colour is unknown, so the glyph counts as visible
         background: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    elif not under[2]:
+        return None  # over some shape's bounding box: where its paint lies is unknown, so visible
     else:
         background = under[1]
     if colour is not None and max(abs(a - b) for a, b in zip(colour, background, strict=True)) <= _COLOUR_TOLERANCE:
@@ -147,11 +163,10 @@ def _char_reason(cx: float, cy: float, height: float, seqno: float, colour: tupl
     return None
 
 
-def _scanned(page: Any, images: np.ndarray) -> bool:
+def _scanned(page: Any, images: list[tuple[float, float, float, float]]) -> bool:
     """Whether one image covers most of the page (then invisible text is an OCR layer)."""
     area = max(page.rect.width * page.rect.height, 1.0)
-    return bool(len(images)) and bool(np.any(
-        (images[:, 2] - images[:, 0]) * (images[:, 3] - images[:, 1]) >= _SCANNED_IMAGE_SHARE * area))
+    return any((b[2] - b[0]) * (b[3] - b[1]) >= _SCANNED_IMAGE_SHARE * area for b in images)
 
 
 def hidden_on_page(page: Any, page_no: int) -> tuple[Counter[tuple[str, float, float]], list[dict[str, Any]]]:
@@ -161,8 +176,8 @@ def hidden_on_page(page: Any, page_no: int) -> tuple[Counter[tuple[str, float, f
     origins, so the visible text is the rawdict text minus these glyphs.
     """
     images = _image_boxes(page)
-    fills = _fills(page)
-    fill_boxes = np.array([f[:4] for f in fills], dtype=float).reshape(-1, 4)
+    fill_index = _BandIndex(_fills(page))
+    image_index = _BandIndex(images)
     scanned = _scanned(page, images)
     rect = page.rect
     drop: Counter[tuple[str, float, float]] = Counter()
@@ -176,8 +191,8 @@ def hidden_on_page(page: Any, page_no: int) -> tuple[Counter[tuple[str, float, f
             span_reason = "transparent"
         elif 0 < (span.get("size") or 0) < _TINY_BELOW_PT:
             span_reason = "tiny"
-        near_fills = [fills[i] for i in _overlapping(fill_boxes, span["bbox"])]
-        near_images = [images[i] for i in _overlapping(images, span["bbox"])]
+        near_fills = fill_index.overlapping(span["bbox"])
+        near_images = image_index.overlapping(span["bbox"])
         colour = _rgb(span.get("color"))
         prev_box = None
         for ch in span.get("chars", ()):

@@ -15,6 +15,8 @@ Rules (simple on purpose, each one measured against reference extractions in ``t
 - **Dehyphenation**: a line (or block) ending in letter + "-" followed by one starting with a lowercase letter is
   joined without the hyphen ("exam-\\nple" → "example"). This also undoes real compounds broken at their hyphen
   ("state-of-the-\\nart" → "state-of-theart"): accepted, it is rare and harmless for the model.
+- **Split paragraphs**: a block starting less than 2.5 pt under the previous block's last line, overlapping it
+  horizontally, continues it (MuPDF splits hanging-indent reference entries this way).
 - **References**: a line ``[REFERENCES]`` is put before the first block whose first line is a references heading
   ("References", "REFERENCES", "7 References", "Bibliography", "Literature cited").
 - Ligature glyphs (ﬁ, ﬂ, …) are spelt out and soft hyphens dropped. Blocks are separated by a blank line.
@@ -32,6 +34,7 @@ REFERENCES_MARKER = "[REFERENCES]"
 _MARGIN_SHARE = 0.09
 _GUTTER_MIN_LINES = 5
 _COLUMN_MIN_CHARS = 300
+_MERGE_GAP = 2.5
 _LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl",
                             "\ufb05": "st", "\ufb06": "st", "\u00ad": "", "\x00": ""})
 _NUMBER_RE = re.compile(r"^\d{1,4}$")
@@ -170,17 +173,29 @@ def _reading_order(blocks: list[Block], width: float) -> list[Block]:
     return ordered + left + right
 
 
+def _merge_split_blocks(blocks: list[Block]) -> list[Block]:
+    """Rejoin blocks that MuPDF split inside one paragraph (a hanging indent in the references, typically): the next
+    block starts less than ``_MERGE_GAP`` points under the previous one's last line and overlaps it horizontally."""
+    merged: list[Block] = []
+    for b in blocks:
+        if merged:
+            prev, last = merged[-1], merged[-1].lines[-1]
+            if 0 <= b.y0 - last.y1 < _MERGE_GAP and b.x0 < prev.x1 and prev.x0 < b.x1:
+                prev.lines.extend(b.lines)
+                continue
+        merged.append(b)
+    return merged
+
+
 def _join(parts: list[str], sep: str) -> str:
     """Join text pieces, dehyphenating across a break when the next piece starts lowercase."""
-    out = ""
+    out: list[str] = []
     for part in parts:
-        if not out:
-            out = part
-        elif _HYPHEN_END_RE.search(out) and part[:1].islower():
-            out = out[:-1] + part
+        if out and _HYPHEN_END_RE.search(out[-1][-2:]) and part[:1].islower():
+            out[-1] = out[-1][:-1] + part
         else:
-            out += sep + part
-    return out
+            out.append(part)
+    return sep.join(out)
 
 
 def page_paragraphs(pages: list[list[Block]], sizes: list[tuple[float, float]]) -> list[list[str]]:
@@ -192,7 +207,7 @@ def page_paragraphs(pages: list[list[Block]], sizes: list[tuple[float, float]]) 
     marked = False
     for blocks, (width, _height) in zip(pages, sizes, strict=True):
         paragraphs = []
-        for b in _reading_order([b for b in blocks if b.lines], width):
+        for b in _merge_split_blocks(_reading_order([b for b in blocks if b.lines], width)):
             if not marked and _REFERENCES_RE.match(b.lines[0].text):
                 paragraphs.append(REFERENCES_MARKER)
                 marked = True

@@ -1,9 +1,9 @@
-"""The PDF extraction worker: in-process functions, and ``python -m grebench.ingest._pdf_worker MEMORY_MB``.
+"""The PDF extraction worker: in-process functions, and the child process ``grebench.ingest._pdf`` starts.
 
 Why a separate process: MuPDF is C code reading untrusted bytes; a crafted PDF can make it loop or allocate without
-bound. ``grebench.ingest._pdf.extract_pdf`` runs this module as a child with a wall-clock limit and this module caps
-its own address space (``RLIMIT_AS``, Linux) before it reads the PDF. Protocol: PDF bytes on stdin, one JSON object
-on stdout, exit status ``EXIT_MEMORY`` when the memory cap was hit.
+bound. ``grebench.ingest._pdf.extract_pdf`` runs this module as a child with a wall-clock limit and an
+address-space cap (``RLIMIT_AS``, Linux). Protocol: PDF bytes on stdin, one JSON object on stdout, exit status
+``EXIT_MEMORY`` when the memory cap was hit.
 
 ``extract_bytes`` / ``extract_document`` are the same logic without the process (tests, benchmarks).
 """
@@ -104,13 +104,18 @@ def extract_bytes(data: bytes) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """Child-process entry: cap memory, read stdin, print the JSON result on the real stdout."""
+    """Child-process entry: read stdin, print the JSON result on the real stdout.
+
+    ``argv[0]`` is the memory cap in MiB; ``grebench.ingest._pdf`` has already applied it before this module was
+    imported, and it is applied again here (idempotent) for ``python -m grebench.ingest._pdf_worker MEMORY_MB``.
+    """
     memory_mb = int(argv[0]) if argv else 0
     if memory_mb > 0:
         import resource  # Linux/Unix only; the limit is the address space (virtual memory), not the RSS
 
         limit = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        if resource.getrlimit(resource.RLIMIT_AS)[0] != limit:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything MuPDF or a library prints goes to stderr, so stdout holds only the JSON
     pymupdf.TOOLS.mupdf_display_errors(False)

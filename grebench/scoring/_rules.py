@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-RULES_ID = "rules-v2"
+RULES_ID = "rules-v3"
 MAX_WORDS = 30
 MIN_WORDS = 3
 # Uncued sentences outside any section: in peer reviews these are mostly detailed critique (documented choice,
@@ -279,6 +279,7 @@ def rules_judgment_lines(text: str) -> list[str]:
     section: str | None = None
     seen_content = False
     section_content = False  # the current section has had a paragraph of content
+    seen_paragraphs: set[str] = set()  # a passage repeated verbatim adds no judgment (and is not a new summary)
     text = _SOFT_WRAP_RE.sub(" ", text.replace("\r", "").replace("’", "'"))
     for raw_line in text.split("\n"):
         if not raw_line.strip():
@@ -288,6 +289,11 @@ def rules_judgment_lines(text: str) -> list[str]:
         if set(raw_line.strip()) <= set("#*=-_~ "):
             continue
         kind, rest = _heading(raw_line)
+        if kind is None:
+            key = " ".join(raw_line.split()).lower()
+            if key in seen_paragraphs:
+                continue
+            seen_paragraphs.add(key)
         sentences = [x for x in split_sentences(rest) if not is_meta(x)] if rest else []
         if kind is not None:
             section, section_content = (None if kind == "neutral" else kind), False

@@ -249,6 +249,18 @@ def finish_submission(queue: SubmissionQueue, vault: KeyVault, sub_id: str, ok: 
                           [status, reason, utcnow(), sub_id])
 
 
+def _candidate_params(params_json: str | None, settings: Any) -> str:
+    """The submitted parameters completed like a configured candidate's (temperature 0, max and context tokens)."""
+    from grebench.bench._registry import DEFAULT_MAX_TOKENS
+
+    params = {"temperature": 0, "max_tokens": DEFAULT_MAX_TOKENS, **json.loads(params_json or "{}")}
+    context = int(getattr(settings, "context_tokens", 0) or 0)
+    if context:
+        params["context_tokens"] = context
+        params["max_tokens"] = max(1, min(int(params["max_tokens"]), context // 2))
+    return json.dumps(params, sort_keys=True)
+
+
 def accept_queued_submissions(store: Store, queue: SubmissionQueue, settings: Any = None,
                               resolver: Resolver | Mapping[str, Iterable[str]] | None = None) -> list[dict[str, Any]]:
     """Turn queued submissions into ``llm`` candidates of the main store (called by the scheduler).
@@ -278,7 +290,8 @@ def accept_queued_submissions(store: Store, queue: SubmissionQueue, settings: An
             if reason is None:
                 candidate = {"name": sub["model_name"], "kind": "llm", "model": sub["model_string"],
                              "api_base": sub["normalised_url"], "family": None, "released": sub["released"],
-                             "cutoff": sub["cutoff"], "api_key_env": None, "params_json": sub["params_json"],
+                             "cutoff": sub["cutoff"], "api_key_env": None,
+                             "params_json": _candidate_params(sub["params_json"], settings),
                              "description": f"submission {sub['id']}", "submitter": sub["submitter"],
                              "updated_at": now}
                 con.execute(f"INSERT INTO candidates ({', '.join(candidate)}) VALUES "

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from grebench.cli._main import main
+from grebench.scoring import RULES_ID
 from grebench.store import open_store
 from tests.scoring.conftest import seed_baseline
 
@@ -37,7 +38,7 @@ def _invoke(data_dir: Path, *args: str) -> dict:
 
 def test_score_then_leaderboard(data_dir: Path) -> None:
     first = _invoke(data_dir, "score", "--json")
-    assert first["metrics"] == ["gem", "gem-s"] and first["preprocessor"] == "rules-v2"
+    assert first["metrics"] == ["gem", "gem-s"] and first["preprocessor"] == RULES_ID
     assert first["estimator"].startswith("offline") and first["pairs_scored"] == 60 * 3 * 2 * 2
     assert first["estimator_calls"] > 0 and first["cache_hits"] == 0 and first["status"] == "ok"
     again = _invoke(data_dir, "score", "--json", "--metric", "gem", "--metric", "gem-s")
@@ -45,7 +46,7 @@ def test_score_then_leaderboard(data_dir: Path) -> None:
 
     board = _invoke(data_dir, "leaderboard", "--json", "--metric", "gem", "--estimator", "offline",
                     "--preprocessor", "rules")
-    assert board["preprocessor"] == "rules-v2"
+    assert board["preprocessor"] == RULES_ID
     rows = board["rows"]
     assert {r["candidate"] for r in rows} == {"human", "generic", "other-paper"}
     assert all(set(r) >= ROW_FIELDS for r in rows)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from grebench.scoring import ScoringError, leaderboard, run_scoring
+from grebench.scoring import RULES_ID, ScoringError, leaderboard, run_scoring
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 from tests.scoring.conftest import FakeEstimator, add_generation, seed_baseline
@@ -143,7 +143,7 @@ def test_contaminated_llm_papers_are_left_out(small_store: Store, settings: Sett
     for pid in ("A", "B"):
         add_generation(small_store, "llm-x", pid, REVIEWS[pid][2], kind="llm", cutoff="2021-06-01")
     run_scoring(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
-    rows = {r["candidate"]: r for r in leaderboard(small_store, "gem", "fake-lm", "rules-v2", samples=200)}
+    rows = {r["candidate"]: r for r in leaderboard(small_store, "gem", "fake-lm", RULES_ID, samples=200)}
     assert rows["llm-x"]["papers"] == 1 and rows["llm-x"]["clean_papers"] == 1
     assert rows["llm-x"]["contaminated_papers"] == 1 and rows["human"]["papers"] == 2
     assert rows["human"]["kind"] == "human" and rows["generic"]["kind"] == "control"
@@ -157,7 +157,7 @@ def test_offline_estimator_ranks_human_above_generic_and_other_paper(bundled_sto
     summary = run_scoring(bundled_store, settings, None, ["gem", "gem-s"], "offline", "rules")
     assert summary["estimator"].startswith("offline") and summary["pairs_scored"] == 100 * 3 * 2 * 2
     for metric in ("gem", "gem-s"):
-        rows = {r["candidate"]: r for r in leaderboard(bundled_store, metric, summary["estimator"], "rules-v2",
+        rows = {r["candidate"]: r for r in leaderboard(bundled_store, metric, summary["estimator"], RULES_ID,
                                                        samples=300)}
         assert rows["human"]["score"] > rows["generic"]["score"]
         assert rows["human"]["score"] > rows["other-paper"]["score"]

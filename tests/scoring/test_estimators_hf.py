@@ -53,6 +53,64 @@ def test_prefix_reuse_equals_no_reuse(hf) -> None:
     assert max(abs(a.logprob - b.logprob) for a, b in zip(with_reuse, without, strict=True)) < 1e-4
 
 
+def test_two_level_reuse_with_mixed_context_batches_equals_no_reuse(tiny_llama_dir: Path) -> None:  # noqa: F811
+    """Small budgets: groups are chunked and target rows of different context lengths share padded KV batches."""
+    from grebench.scoring.estimators._hf import HFEstimator
+
+    reqs = sample_requests(n_papers=2, n_candidates=2)
+    reqs.append(LogprobRequest(reqs[0].paper_id, reqs[0].synopsis, "Short.", reqs[0].target))  # 1-request group
+    small = HFEstimator(str(tiny_llama_dir), dtype="float32", device="cpu", batch_tokens=1500)
+    contexts: list[set[int]] = []
+    score_batch = small._score_batch
+
+    def spy(batch, kv):
+        contexts.append({r.ctx for r in batch})
+        return score_batch(batch, kv)
+
+    small._score_batch = spy
+    got = small.logprobs(reqs)
+    assert any(len(c) > 1 for c in contexts)  # some batch mixes context lengths (padded KV + attention mask)
+    small.reuse_prefix = False
+    without = small.logprobs(reqs)
+    toks = [small.encode(r) for r in reqs]
+    assert len({t.rest[:len(t.rest) - t.n_target] for t in toks}) < len(reqs)  # groups really share a first review
+    for a, b in zip(got, without, strict=True):
+        assert a.n_tokens == b.n_tokens
+        assert abs(a.logprob - b.logprob) < 1e-5 * max(1, a.n_tokens / 100)
+
+
+def test_two_level_reuse_runs_shared_tokens_once(hf) -> None:
+    """Tokens fed to the model: each paper prefix once, each (paper, first review) once, then only the targets."""
+    reqs = sample_requests(n_papers=2, n_candidates=2)
+    fed: list[list[int]] = []
+    hook = hf.model.get_input_embeddings().register_forward_hook(lambda m, i, o: fed.extend(i[0].tolist()))
+    try:
+        hf.logprobs(reqs)
+    finally:
+        hook.remove()
+    toks = [hf.encode(r) for r in reqs]
+    prefixes = {t.prefix for t in toks}
+    shared = {(t.prefix, t.rest[:len(t.rest) - t.n_target]) for t in toks}
+    starts = [sum(1 for row in fed if tuple(row[:len(p)]) == p) for p in prefixes]
+    assert starts == [1] * len(prefixes)  # each paper prefix is run once, in a row of its own
+    pad = hf.tokenizer.pad_token_id
+    real = sum(sum(1 for x in row if x != pad) for row in fed)
+    bound = sum(len(p) for p in prefixes) + sum(len(s) for _, s in shared) + sum(t.n_target for t in toks)
+    assert real <= bound < 0.7 * sum(len(t.ids) for t in toks)
+
+
+def test_cut_respects_budget_and_padding_waste() -> None:
+    from grebench.scoring.estimators._hf import _cut
+
+    lengths = [10, 10, 11, 30, 31, 31, 100]
+    batches = _cut(lengths, lambda n: n, budget=100)
+    assert [x for b in batches for x in b] == lengths
+    for b in batches:
+        assert len(b) * max(b) <= 100 or len(b) == 1
+        assert sum(b) >= 0.9 * len(b) * max(b)
+    assert batches[0] == [10, 10, 11] and [100] in batches
+
+
 def test_scored_span_is_target_plus_end_of_turn(hf) -> None:
     req = LogprobRequest("p", "An abstract.", None, "The reviewer appreciates the clear writing.")
     t = hf.encode(req)
