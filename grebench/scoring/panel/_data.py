@@ -1,7 +1,7 @@
 """What the panel reads from the store: papers, candidates' latest reviews, human reviews, GEM scores.
 
 GEM for the ``gem`` reference judge comes from the ``scores`` table (metric ``gem-s``, else ``gem``; the
-(estimator, preprocessor) pair with the most rows).  Exam texts that are no candidate's review of that paper (a
+(estimator, preprocessor) pair scored most recently).  Exam texts that are no candidate's review of that paper (a
 human review of another paper, a reference review) have no stored score: :meth:`GemScores.extend` computes their
 PMI per reference with the same estimator and preprocessor (cached in ``logprob_cache`` like all scoring), never
 scoring a review against itself.  When that is impossible (another estimator, no judgment lines) they stay
@@ -113,8 +113,8 @@ class GemScores:
     def _table(self) -> tuple[str | None, str | None, str | None]:
         for metric in ("gem-s", "gem"):
             row = self.store.rows(
-                """SELECT estimator, preprocessor, count(*) AS n FROM scores WHERE metric = ?
-                   GROUP BY ALL ORDER BY n DESC, estimator, preprocessor LIMIT 1""", [metric])
+                """SELECT estimator, preprocessor FROM scores WHERE metric = ?
+                   GROUP BY ALL ORDER BY max(created_at) DESC, count(*) DESC LIMIT 1""", [metric])
             if row:
                 return metric, row[0]["estimator"], row[0]["preprocessor"]
         return None, None, None
