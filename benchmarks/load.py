@@ -1,6 +1,6 @@
 """Load on the readers while the writer works: the static site vs the Gradio app, and the submission endpoint.
 
-Usage: .venv/bin/python benchmarks/load.py [--readers 50] [--requests 10] [--papers 60 | --source bundled] [--max-s 60]
+Usage: .venv/bin/python benchmarks/load.py [--readers 50] [--requests 10] [--papers 60 | --source bundled] [--max-s 120]
 
 Loopback only, bounded in count and time (stops by itself). Steps: `grebench run` + `grebench export` in a temp
 data dir; the static site served by `http.server` from the built site dir and the app (`create_app`) on free
@@ -8,7 +8,9 @@ ports; then N reader threads per target, each a fixed number of requests, while 
 (`grebench run` then `grebench export`, in a loop, on the same data dir: the single writer, which the readers never
 wait for since they read the exports). Then the submission endpoint: a burst from one submitter (exactly
 `submissions_per_week` accepted) and one submission each from many submitters (all accepted). Prints p50/p95 and
-error rates side by side and ends with one JSON line.
+error rates side by side and ends with one JSON line.  Each target gets its own ``--max-s``; requests a reader did
+not start before that deadline are counted as ``not_run`` (not as errors, not in the latencies).  The app runs with the
+queue settings of ``create_app``; ``reader_builds`` is how many times it loaded the export during the load.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import functools
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -49,9 +52,21 @@ class _Quiet(SimpleHTTPRequestHandler):
         pass
 
 
-def _readers(name: str, n: int, per: int, make: Callable[[], Callable[[int], None]], deadline: float) -> dict:
-    """n threads, each ``per`` requests (stopping at the deadline); latency of each and the errors."""
+def _ms(values: list[float], q: int) -> float | None:
+    """The q-th percentile in milliseconds (None without data)."""
+    if len(values) < 2:
+        return round(values[0] * 1000, 1) if values else None
+    return round(statistics.quantiles(values, n=100)[q - 1] * 1000, 1)
+
+
+def _readers(name: str, n: int, per: int, make: Callable[[], Callable[[int], str]], max_s: float) -> dict:
+    """n threads, each ``per`` requests (stopping ``max_s`` after the start); latency of each and the errors.
+
+    ``call(k)`` returns the kind of request it made; p50/p95 are also reported per kind.
+    """
+    deadline = time.monotonic() + max_s
     lat: list[float] = []
+    kinds: dict[str, list[float]] = {}
     errors: list[str] = []
     lock = threading.Lock()
 
@@ -67,9 +82,10 @@ def _readers(name: str, n: int, per: int, make: Callable[[], Callable[[int], Non
                 return
             started = time.perf_counter()
             try:
-                call(k)
+                kind = call(k)
                 with lock:
                     lat.append(time.perf_counter() - started)
+                    kinds.setdefault(kind, []).append(lat[-1])
             except Exception as exc:
                 with lock:
                     errors.append(f"{type(exc).__name__}: {str(exc)[:120]}")
@@ -80,10 +96,11 @@ def _readers(name: str, n: int, per: int, make: Callable[[], Callable[[int], Non
     wall = time.perf_counter() - started
     total = len(lat) + len(errors)
     q = statistics.quantiles(lat, n=20) if len(lat) >= 2 else [float("nan")] * 19
-    return {"target": name, "requests": total, "ok": len(lat), "errors": len(errors),
+    return {"target": name, "requests": total, "not_run": n * per - total, "ok": len(lat), "errors": len(errors),
             "error_rate": round(len(errors) / total, 4) if total else None,
             "p50_ms": round(statistics.median(lat) * 1000, 1) if lat else None, "p95_ms": round(q[18] * 1000, 1),
-            "rps": round(len(lat) / wall, 1) if wall else None, "first_errors": sorted(set(errors))[:3]}
+            "rps": round(len(lat) / wall, 1) if wall else None, "first_errors": sorted(set(errors))[:3],
+            "by_kind": {k: {"n": len(v), "p50_ms": _ms(v, 50), "p95_ms": _ms(v, 95)} for k, v in sorted(kinds.items())}}
 
 
 def main() -> None:
@@ -94,7 +111,7 @@ def main() -> None:
     parser.add_argument("--papers", type=int, default=60, help="bundled papers in the default archive")
     parser.add_argument("--burst", type=int, default=10, help="submissions from the one submitter")
     parser.add_argument("--submitters", type=int, default=20)
-    parser.add_argument("--max-s", type=float, default=60.0, help="stop the readers after this long")
+    parser.add_argument("--max-s", type=float, default=120.0, help="stop each target's readers after this long")
     args = parser.parse_args()
     t0 = time.monotonic()
 
@@ -130,8 +147,7 @@ def main() -> None:
 
     from grebench.site._app import create_app, launch_kwargs
 
-    demo = create_app(settings)
-    demo.queue(default_concurrency_limit=4, max_size=256)
+    demo = create_app(settings)  # its own queue settings (QUEUE_KWARGS, per-event concurrency limits)
     kwargs = launch_kwargs(settings)
     kwargs.update(prevent_thread_lock=True, quiet=True)
     _, app_url, _ = demo.launch(**kwargs)
@@ -162,28 +178,32 @@ def main() -> None:
 
     write_thread = threading.Thread(target=writer, daemon=True)
     write_thread.start()
-    deadline = time.monotonic() + args.max_s
 
-    def site_reader() -> Callable[[int], None]:
+    def site_reader() -> Callable[[int], str]:
         client = httpx.Client(timeout=30)
 
-        def call(k: int) -> None:
+        def call(k: int) -> str:
             client.get(site_url + pages[k % len(pages)]).raise_for_status()
+            return "page"
         return call
 
-    def app_reader() -> Callable[[int], None]:
+    def app_reader() -> Callable[[int], str]:
         client = Client(app_url, verbose=False)
         page = httpx.Client(timeout=30)
 
-        def call(k: int) -> None:
+        def call(k: int) -> str:
             if k % 2:
                 client.predict(models[k % len(models)], api_name="/model")  # reads the exported Parquet
-            else:
-                page.get(app_url + "/").raise_for_status()
+                return "/model"
+            page.get(app_url + "/").raise_for_status()
+            return "GET /"
         return call
 
-    site_stats = _readers("static site", args.readers, args.requests, site_reader, deadline)
-    app_stats = _readers("gradio app", args.readers, args.requests, app_reader, deadline)
+    site_stats = _readers("static site", args.readers, args.requests, site_reader, args.max_s)
+    app_stats = _readers("gradio app", args.readers, args.requests, app_reader, args.max_s)
+    from grebench.site._app import reader
+
+    app_stats["reader_builds"] = reader(settings).builds
     stop.set()
     write_thread.join(timeout=60)
 
@@ -207,8 +227,12 @@ def main() -> None:
     print(f"setup (run + export on {args.source}): {setup_s:.1f} s; writer cycles during the load: "
           f"{writes['runs']} ok, {writes['failed']} failed")
     print(f"{'':22}{'static site':>14}{'gradio app':>14}")
-    for key in ("requests", "ok", "errors", "error_rate", "p50_ms", "p95_ms", "rps"):
+    for key in ("requests", "not_run", "ok", "errors", "error_rate", "p50_ms", "p95_ms", "rps"):
         print(f"{key:22}{site_stats[key]!s:>14}{app_stats[key]!s:>14}")
+    for stats in (site_stats, app_stats):
+        for kind, k_stats in stats["by_kind"].items():
+            print(f"  {stats['target']} {kind}: {k_stats}")
+    print(f"app: the reader database was built {app_stats['reader_builds']} times during the load")
     for stats in (site_stats, app_stats):
         for err in stats["first_errors"]:
             print(f"  {stats['target']} error: {err}")
@@ -221,6 +245,7 @@ def main() -> None:
     for stats in (site_stats, app_stats):
         stats.pop("first_errors")
     print(json.dumps(result))
+    shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

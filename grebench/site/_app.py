@@ -1,8 +1,9 @@
 """The Gradio app: browse the boards, submit an endpoint, watch the queue.
 
-It reads the Parquet files of ``grebench export`` (``DATA_DIR/export``) into an in-memory DuckDB on every page
-load, never the writer's live file, and writes only to the small queue file (see :mod:`._submissions`).  Every
-handler is also a public API endpoint: all checks happen server-side in :mod:`._submissions`.
+It reads the Parquet files of ``grebench export`` (``DATA_DIR/export``), never the writer's live file, through the
+shared, fingerprint-keyed cache of :mod:`._reader` (rebuilt only when a new export appears), and writes only to the
+small queue file (see :mod:`._submissions`).  Every handler is also a public API endpoint: all checks happen
+server-side in :mod:`._submissions`.
 """
 
 from __future__ import annotations
@@ -12,11 +13,18 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from grebench._offline import apply_offline_defaults
 from grebench.settings import Settings
 from grebench.site import _data
+from grebench.site._reader import (
+    ReaderCache,
+    Snapshot,
+    StampCache,
+    build_reader,
+    file_stamp,
+    reader_cache,
+    tree_stamp,
+)
 from grebench.site._secrets import KeyVault
 from grebench.site._submissions import SubmissionForm, SubmissionQueue
 from grebench.site._urlcheck import Resolver
@@ -28,6 +36,13 @@ BOARD_COLUMNS = ["rank", "candidate", "kind", "score", "ci95_low", "ci95_high", 
 
 TAB_IDS = ("leaderboard", "model", "paper", "submit", "queue", "downloads")
 
+# Gradio queue: reads are cache hits after the first request per export (milliseconds), so they may run 8 at a time
+# (a cache miss is computed once; the other requests for it wait for that result); submissions stay at 2 at a time
+# (each resolves DNS and writes the queue file; the rate limit is checked under the queue's lock either way).
+READ_CONCURRENCY = 8
+SUBMIT_CONCURRENCY = 2
+QUEUE_KWARGS: dict[str, Any] = {"default_concurrency_limit": READ_CONCURRENCY, "max_size": 256}
+
 
 def queue_path(settings: Settings) -> Path:
     """Where the app writes submissions (a separate file: the app never opens the main store for writing)."""
@@ -35,23 +50,13 @@ def queue_path(settings: Settings) -> Path:
 
 
 def reader_store(settings: Settings) -> Store:
-    """An in-memory store loaded from ``DATA_DIR/export/*.parquet`` (empty tables when nothing was exported)."""
-    from grebench.store.migrations import m0004_llm
+    """A fresh in-memory store of every exported table (uncached; the app itself uses :func:`reader`)."""
+    return build_reader(settings.data_path / "export", tables=None)
 
-    con = duckdb.connect(":memory:")
-    export = settings.data_path / "export"
-    for path in sorted(export.glob("*.parquet")) if export.is_dir() else []:
-        con.execute(f"CREATE TABLE \"{path.stem}\" AS SELECT * FROM read_parquet(?)", [str(path)])
-    store = Store(con)
-    if not _data.has_table(store, "papers"):  # nothing exported yet: the schema alone, so every page works
-        from grebench.store._migrate import migrate
 
-        migrate(con)
-    elif not _data.has_table(store, "clean_pairs") and all(
-            _data.has_table(store, t) for t in ("generations", "candidates")):
-        view = m0004_llm.SQL[m0004_llm.SQL.index("CREATE VIEW clean_pairs"):]
-        con.execute(view)
-    return store
+def reader(settings: Settings) -> ReaderCache:
+    """The shared reader cache of this data dir's export (one per process and export folder)."""
+    return reader_cache(settings.data_path / "export")
 
 
 def blocked_paths(settings: Settings) -> list[str]:
@@ -79,29 +84,80 @@ def _fmt(value: Any) -> Any:
     return value
 
 
-def _board_choices(store: Store) -> tuple[list[str], list[str], list[str]]:
+def _board_choices(store: Store) -> tuple[list[str], list[str], list[str], list[str], list[str]]:
     boards = _data.boards(store)
     venues = sorted({b["venue_id"] for b in boards})
     metrics = sorted({b["metric"] for b in boards})
     setups = sorted({f"{b['estimator']} / {b['preprocessor']}" for b in boards})
-    return venues, metrics, setups
+    models = [c["name"] for c in _data.candidates(store)]
+    papers = [p["paper_id"] for p in _data.paper_ids(store)]
+    return venues, metrics, setups, models, papers
+
+
+def _board(settings: Settings, cache: ReaderCache, snap: Snapshot, board: dict[str, Any],
+           sealed_only: bool = False) -> dict[str, Any]:
+    """One board with ``bootstrap_samples`` resamples and ``seed`` (the static site's numbers), cached."""
+    key = (board["venue_id"], board["metric"], board["estimator"], board["preprocessor"], bool(sealed_only),
+           int(settings.bootstrap_samples), int(settings.seed))
+    return cache.view("board", key, lambda store: _data.board_rows(
+        store, board, samples=int(settings.bootstrap_samples), seed=int(settings.seed), sealed_only=bool(sealed_only)),
+        snap=snap)
 
 
 def board_table(settings: Settings, venue: str | None, metric: str | None, setup: str | None,
                 include_controls: bool, only_sealed: bool) -> list[list[Any]]:
     """The Leaderboard tab's rows for one filter choice (empty when the choice has no scores)."""
-    store = reader_store(settings)
-    try:
-        match = [b for b in _data.boards(store) if b["venue_id"] == venue and b["metric"] == metric
-                 and f"{b['estimator']} / {b['preprocessor']}" == setup]
-        if not match:
-            return []
-        board = _data.board_rows(store, match[0], samples=int(settings.bootstrap_samples), seed=int(settings.seed),
-                                 sealed_only=bool(only_sealed))
-    finally:
-        store.con.close()
+    cache = reader(settings)
+    snap = cache.snapshot()
+    match = [b for b in cache.view("boards", None, _data.boards, snap=snap) if b["venue_id"] == venue
+             and b["metric"] == metric and f"{b['estimator']} / {b['preprocessor']}" == setup]
+    if not match:
+        return []
+    board = _board(settings, cache, snap, match[0], bool(only_sealed))
     rows = [r for r in board["rows"] if include_controls or r["kind"] != "control"]
     return [[_fmt(r.get(c)) for c in BOARD_COLUMNS] for r in rows]
+
+
+def model_tables(settings: Settings, name: str) -> tuple[list[list[Any]], list[list[Any]], str]:
+    """The Model tab: scores on every board (same numbers as the Leaderboard tab), contamination window, a sample."""
+    cache = reader(settings)
+    snap = cache.snapshot()
+
+    def compute(store: Store) -> tuple[list[list[Any]], list[list[Any]], str]:
+        boards = [_board(settings, cache, snap, b) for b in cache.view("boards", None, _data.boards, snap=snap)]
+        m = _data.model_page(store, name, boards)
+        scores = [[s["venue_id"], s["metric"], f"{s['estimator']} / {s['preprocessor']}", s["rank"],
+                   _fmt(s["score"]), _fmt(s["ci95_low"]), _fmt(s["ci95_high"]), s["papers"]] for s in m["scores"]]
+        window = [[w["venue_id"], str(w["public_from"])[:10], w["papers"], w["clean"], w["sealed"]]
+                  for w in m["window"]]
+        sample = m["samples"][0] if m["samples"] else None
+        text = "" if sample is None else sample["text"] + "\n\n— judgment lines —\n" + "\n".join(sample["lines"])
+        return scores, window, text
+
+    key = (name, int(settings.bootstrap_samples), int(settings.seed))
+    scores, window, text = cache.view("model", key, compute, snap=snap)
+    return _copy(scores), _copy(window), text
+
+
+def paper_tables(settings: Settings, paper_id: str) -> tuple[str, list[list[Any]], list[list[Any]]]:
+    """The Paper tab: title and abstract, human and candidate reviews with judgment lines, per-pair scores."""
+    def compute(store: Store) -> tuple[str, list[list[Any]], list[list[Any]]]:
+        p = _data.paper_page(store, paper_id)
+        if not p:
+            return "unknown paper", [], []
+        reviews = [["human", r["signature"] or r["review_id"], r["text"], "\n".join(r["lines"])] for r in p["humans"]]
+        reviews += [[g["candidate"], g["status"], g["text"] or g["error"] or "", "\n".join(g["lines"])]
+                    for g in p["generations"]]
+        pairs = [[s["metric"], s["candidate"], s["reference_review_id"], _fmt(s["pmi"])] for s in p["pair_scores"]]
+        return f"{p['paper']['title']}\n\n{p['paper']['abstract'] or ''}", reviews, pairs
+
+    head, reviews, pairs = reader(settings).view("paper", paper_id, compute)
+    return head, _copy(reviews), _copy(pairs)
+
+
+def _copy(rows: list[list[Any]]) -> list[list[Any]]:
+    """Fresh row lists for Gradio (the cached ones are shared between requests)."""
+    return [list(r) for r in rows]
 
 
 def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[str]] | None = None,
@@ -115,67 +171,48 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
     queue = queue or SubmissionQueue(queue_path(settings))
 
     def load_choices() -> tuple[Any, ...]:
-        store = reader_store(settings)
-        try:
-            venues, metrics, setups = _board_choices(store)
-            models = [c["name"] for c in _data.candidates(store)]
-            papers = [p["paper_id"] for p in _data.paper_ids(store)]
-        finally:
-            store.con.close()
+        cache = reader(settings)
+        venues, metrics, setups, models, papers = cache.view("choices", None, _board_choices)
         first = (venues[:1] or [None])[0], (metrics[:1] or [None])[0], (setups[:1] or [None])[0]
         rows = board_table(settings, *first, True, False)
         return (gr.update(choices=venues, value=first[0]), gr.update(choices=metrics, value=first[1]),
-                gr.update(choices=setups, value=first[2]), rows, gr.update(choices=models),
-                gr.update(choices=papers), queue_rows(), downloads())
+                gr.update(choices=setups, value=first[2]), rows, gr.update(choices=list(models)),
+                gr.update(choices=list(papers)), queue_rows(), downloads())
 
     def model_view(name: str | None) -> tuple[list[list[Any]], list[list[Any]], str]:
-        if not name:
-            return [], [], ""
-        store = reader_store(settings)
-        try:
-            boards = [_data.board_rows(store, b, samples=200, seed=int(settings.seed)) for b in _data.boards(store)]
-            m = _data.model_page(store, name, boards)
-        finally:
-            store.con.close()
-        scores = [[s["venue_id"], s["metric"], f"{s['estimator']} / {s['preprocessor']}", s["rank"],
-                   _fmt(s["score"]), _fmt(s["ci95_low"]), _fmt(s["ci95_high"]), s["papers"]] for s in m["scores"]]
-        window = [[w["venue_id"], str(w["public_from"])[:10], w["papers"], w["clean"], w["sealed"]]
-                  for w in m["window"]]
-        sample = m["samples"][0] if m["samples"] else None
-        text = "" if sample is None else sample["text"] + "\n\n— judgment lines —\n" + "\n".join(sample["lines"])
-        return scores, window, text
+        return model_tables(settings, name) if name else ([], [], "")
 
     def paper_view(paper_id: str | None) -> tuple[str, list[list[Any]], list[list[Any]]]:
-        if not paper_id:
-            return "", [], []
-        store = reader_store(settings)
-        try:
-            p = _data.paper_page(store, paper_id)
-        finally:
-            store.con.close()
-        if not p:
-            return "unknown paper", [], []
-        reviews = [["human", r["signature"] or r["review_id"], r["text"], "\n".join(r["lines"])] for r in p["humans"]]
-        reviews += [[g["candidate"], g["status"], g["text"] or g["error"] or "", "\n".join(g["lines"])]
-                    for g in p["generations"]]
-        pairs = [[s["metric"], s["candidate"], s["reference_review_id"], _fmt(s["pmi"])] for s in p["pair_scores"]]
-        head = f"{p['paper']['title']}\n\n{p['paper']['abstract'] or ''}"
-        return head, reviews, pairs
+        return paper_tables(settings, paper_id) if paper_id else ("", [], [])
 
     def submit(model_name: str, model_string: str, base_url: str, released: str, cutoff: str, contact: str,
                api_key: str, params: str) -> str:
         form = SubmissionForm(model_name=model_name or "", model_string=model_string or "", base_url=base_url or "",
                               released=released or "", cutoff=cutoff or "", contact=contact or "",
                               api_key=api_key or "", params=params or "")
-        return str(queue.submit(form, settings, vault, resolver)["message"])
+        message = str(queue.submit(form, settings, vault, resolver)["message"])
+        queue_cache.clear()  # the Queue tab shows one's own submission at once
+        return message
 
-    def queue_rows() -> list[list[Any]]:
+    def public_queue() -> list[list[Any]]:
         return [[r["id"], r["model_name"], r["status"], r["reason"] or "", str(r["created_at"])[:19]]
                 for r in queue.public_rows()]
 
-    def downloads() -> list[list[Any]]:
-        return [[s["name"], s["bytes"], s["sha256"]] for s in _data.snapshot_files(settings.data_path)]
+    # the queue file changes under the scheduler too: keyed by its (and its WAL's) size and mtime, at most 5 s old
+    qfile = queue.path
+    queue_cache = StampCache(lambda: file_stamp(qfile, qfile.with_name(qfile.name + ".wal")) if qfile else None,
+                             public_queue, max_age_s=5.0 if qfile else 0.0)
+    snapshots_dir = settings.data_path / "snapshots"
+    downloads_cache = StampCache(lambda: tree_stamp(snapshots_dir), lambda: [
+        [s["name"], s["bytes"], s["sha256"]] for s in _data.snapshot_files(settings.data_path)])
 
+    def queue_rows() -> list[list[Any]]:
+        return _copy(queue_cache.get())
+
+    def downloads() -> list[list[Any]]:
+        return _copy(downloads_cache.get())
+
+    read: dict[str, Any] = {"concurrency_limit": READ_CONCURRENCY, "concurrency_id": "read"}
     with gr.Blocks(title="GRE-bench", analytics_enabled=False) as demo:
         gr.Markdown("# GRE-bench\nLLMs ranked by how much information their peer reviews share with human reviews.")
         with gr.Tabs() as tabs:
@@ -189,7 +226,8 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                 board = gr.Dataframe(headers=BOARD_COLUMNS, interactive=False, label="Leaderboard")
                 filtered = _bind(board_table, settings)
                 for widget in (venue, metric, setup, controls, sealed):
-                    widget.change(filtered, [venue, metric, setup, controls, sealed], board, api_name=False)
+                    widget.change(filtered, [venue, metric, setup, controls, sealed], board, api_name=False,
+                                  **read)
             with gr.Tab("Model", id="model"):
                 model = gr.Dropdown(label="Candidate", choices=[], allow_custom_value=True)
                 model_scores = gr.Dataframe(headers=["venue", "metric", "setup", "rank", "score", "ci95_low",
@@ -197,7 +235,8 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                 model_window = gr.Dataframe(headers=["venue", "reviews public from", "papers", "clean", "sealed"],
                                             interactive=False, label="Contamination window")
                 model_sample = gr.Textbox(label="Sample review", lines=12, interactive=False)
-                model.change(model_view, model, [model_scores, model_window, model_sample], api_name="model")
+                model.change(model_view, model, [model_scores, model_window, model_sample], api_name="model",
+                             **read)
             with gr.Tab("Paper", id="paper"):
                 paper = gr.Dropdown(label="Paper", choices=[], allow_custom_value=True)
                 paper_head = gr.Textbox(label="Paper", lines=6, interactive=False)
@@ -205,7 +244,8 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                                              interactive=False, wrap=True, label="Reviews")
                 paper_pairs = gr.Dataframe(headers=["metric", "candidate", "reference", "pmi"], interactive=False,
                                            label="Per-pair scores")
-                paper.change(paper_view, paper, [paper_head, paper_reviews, paper_pairs], api_name="paper")
+                paper.change(paper_view, paper, [paper_head, paper_reviews, paper_pairs], api_name="paper",
+                             **read)
             with gr.Tab("Submit", id="submit"):
                 gr.Markdown("Submit a model: a litellm model string (hosted providers) or an OpenAI-compatible "
                             "base URL (https, public address). It is evaluated on papers whose reviews became public "
@@ -222,17 +262,20 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                 s_button = gr.Button("Submit", variant="primary")
                 s_result = gr.Markdown(elem_id="submit-result")
                 s_button.click(submit, [s_name, s_model, s_url, s_released, s_cutoff, s_contact, s_key, s_params],
-                               s_result, api_name="submit")
+                               s_result, api_name="submit", concurrency_limit=SUBMIT_CONCURRENCY,
+                               concurrency_id="submit")
             with gr.Tab("Queue", id="queue"):
                 q_table = gr.Dataframe(headers=["id", "model", "status", "reason", "submitted (UTC)"],
                                        interactive=False)
-                gr.Button("Refresh").click(queue_rows, None, q_table, api_name="queue")
+                gr.Button("Refresh").click(queue_rows, None, q_table, api_name="queue", **read)
             with gr.Tab("Downloads", id="downloads"):
                 gr.Markdown("Snapshots (one per venue-year, frozen) with their SHA-256. The static site's "
                             "`leaderboard.json` holds every board in a documented schema.")
                 d_table = gr.Dataframe(headers=["file", "bytes", "sha256"], interactive=False)
-        demo.load(load_choices, None, [venue, metric, setup, board, model, paper, q_table, d_table], api_name=False)
-        demo.load(_tab_from_query, None, tabs, api_name=False)
+        demo.load(load_choices, None, [venue, metric, setup, board, model, paper, q_table, d_table], api_name=False,
+                  **read)
+        demo.load(_tab_from_query, None, tabs, api_name=False, **read)
+    demo.queue(**QUEUE_KWARGS)
     return demo
 
 
@@ -253,6 +296,5 @@ def _bind(fn: Any, settings: Settings) -> Any:
 
 def launch_app(settings: Settings) -> None:
     """Serve the app until interrupted (``grebench app``)."""
-    demo = create_app(settings)
-    demo.queue(default_concurrency_limit=4, max_size=64)
+    demo = create_app(settings)  # queue settings: QUEUE_KWARGS and per-event limits (see create_app)
     demo.launch(**launch_kwargs(settings))

@@ -150,3 +150,57 @@ def test_submit_tab_renders_in_chromium(app: dict[str, Any], tmp_path: Path) -> 
     shot = chromium(url, f"--screenshot={png}", "--window-size=1280,1600", profile=tmp_path / "profile")
     assert shot.returncode == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
     keep_artifact(png)
+
+
+def _page_load(demo: Any) -> Any:
+    """The page-load handler (what a browser runs on opening the app), called as Gradio calls it."""
+    return next(f.fn for f in demo.fns.values() if f.name == "load_choices")()
+
+
+def test_loads_reuse_the_cached_export_and_pick_up_a_new_one(tmp_path: Path) -> None:
+    from gradio_client import Client
+
+    from grebench.site._app import reader
+
+    settings = load_settings(None, env={"GREBENCH_DATA_DIR": str(tmp_path / "data"),
+                                        "GREBENCH_APP_PORT": str(_free_port()), "GREBENCH_BOOTSTRAP_SAMPLES": "300"})
+    store = open_store(settings.db_path)
+    fill_store(store)
+    export = settings.data_path / "export"
+    store.export_parquet(export)
+    demo = create_app(settings, resolver=RESOLVER)
+    kwargs = launch_kwargs(settings)
+    kwargs.update(prevent_thread_lock=True, quiet=True)
+    _, url, _ = demo.launch(**kwargs)
+    try:
+        cache = reader(settings)
+        client = Client(url, verbose=False)
+        first = _page_load(demo)
+        board = {row[1]: row for row in first[3]}
+        model = client.predict("good-llm", api_name="/model")[0]["data"]
+        assert cache.builds == 1
+        computed = cache.view_computes
+        # a second page load and a second model query: same data, nothing rebuilt or recomputed
+        assert _page_load(demo)[3] == first[3]
+        assert client.predict("good-llm", api_name="/model")[0]["data"] == model
+        # a re-export of unchanged rows rewrites the files (new inode and mtime) with the same bytes
+        store.export_parquet(export)
+        assert _page_load(demo)[3] == first[3]
+        assert (cache.builds, cache.view_computes) == (1, computed)
+
+        # the Model tab quotes the Leaderboard tab's numbers (same bootstrap_samples and seed)
+        row_2020 = next(r for r in model if r[0] == "ICLR.cc/2020/Conference")
+        assert row_2020[4:7] == board["good-llm"][3:6]
+
+        # new scores exported: the next load shows them
+        store.con.execute("UPDATE scores SET pmi = pmi + 5 WHERE candidate = 'good-llm'")
+        store.export_parquet(export)
+        fresh = {row[1]: row for row in _page_load(demo)[3]}
+        assert cache.builds == 2
+        assert fresh["good-llm"][3] == pytest.approx(board["good-llm"][3] + 5, abs=1e-3)
+        assert fresh["good-llm"][0] == 1 and board["good-llm"][0] != 1  # now ranked first
+        model_now = client.predict("good-llm", api_name="/model")[0]["data"]
+        assert next(r for r in model_now if r[0] == row_2020[0])[4] == pytest.approx(row_2020[4] + 5, abs=1e-3)
+    finally:
+        demo.close()
+        store.close()
