@@ -64,8 +64,8 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
             return
         from grebench.site._app import create_app, launch_kwargs
 
-        demo = create_app(settings, vault=service.vault, queue=service.queue)  # one vault: in-memory keys work
-        demo.queue(default_concurrency_limit=4, max_size=64)
+        # one vault: in-memory keys work; create_app already configured the Gradio queue (docs/site.md)
+        demo = create_app(settings, vault=service.vault, queue=service.queue)
         try:
             demo.launch(**launch_kwargs(settings))
         except KeyboardInterrupt:
