@@ -55,8 +55,9 @@ def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None,
     from grebench.scoring import DEFAULT_METRICS, ScoringError, run_scoring
 
     with writer_store(settings) as store:
-        args = {"metrics": list(metrics) or list(DEFAULT_METRICS), "estimator": estimator or settings.estimator,
-                "preprocessor": preprocessor or settings.preprocessor}
+        args: dict[str, Any] = {"metrics": list(metrics) or list(DEFAULT_METRICS),
+                                "estimator": estimator or settings.estimator,
+                                "preprocessor": preprocessor or settings.preprocessor}
         run_id = store.start_run("score", args)
         bars = _Bars(show_progress(as_json))
         try:

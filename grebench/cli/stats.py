@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from grebench.cli._common import emit_json
@@ -18,7 +20,7 @@ def command(settings: Settings, as_json: bool) -> None:
         raise click.ClickException(f"no store at {settings.db_path}: run `grebench ingest` first")
     store = open_store(settings.db_path, read_only=True)
     try:
-        result = {
+        result: dict[str, Any] = {
             "db_path": str(settings.db_path),
             "tables": store.counts(),
             "venues": store.rows(

@@ -107,10 +107,11 @@ def _parse_review(raw: Any, index: int, paper_id: str, default_pre: str, where: 
     judgments = raw.get("judgments")
     if judgments is not None and not (isinstance(judgments, list) and all(isinstance(j, str) for j in judgments)):
         raise ValueError(f"{where}: review {review_id}: 'judgments' must be a list of strings")
+    kind = raw.get("kind")
     return ReviewRecord(
         review_id=review_id,
         paper_id=paper_id,
-        kind=raw.get("kind") if isinstance(raw.get("kind"), str) else "official_review",
+        kind=kind if isinstance(kind, str) else "official_review",
         text=text,
         sections=sections,
         content=content,

@@ -158,7 +158,8 @@ class OpenReviewSource:
             return
         for note in self._listing(client):
             raw = note_dict(note)
-            note_id = raw.get("id") if isinstance(raw.get("id"), str) else "?"
+            raw_id = raw.get("id")
+            note_id = raw_id if isinstance(raw_id, str) else "?"
             if note_id in seen:
                 continue
             seen.add(note_id)

@@ -78,7 +78,8 @@ def reset_seconds(body: bytes, now: float | None = None) -> float | None:
         return None
     if not isinstance(payload, dict):
         return None
-    details = payload.get("details") if isinstance(payload.get("details"), dict) else {}
+    raw_details = payload.get("details")
+    details = raw_details if isinstance(raw_details, dict) else {}
     reset = payload.get("resetTime", details.get("resetTime"))
     now = time.time() if now is None else now
     if isinstance(reset, (int, float)) and not isinstance(reset, bool):

@@ -47,7 +47,8 @@ def _clean_str(text: str) -> str:
 
 def extract_document(doc: pymupdf.Document) -> dict[str, Any]:
     """Visible text in reading order, the hidden text removed from it, and phrases aimed at LLM reviewers."""
-    pages, sizes, hidden = [], [], []
+    pages, sizes = [], []
+    hidden: list[dict[str, Any]] = []
     warnings: list[str] = []
     for number in range(doc.page_count):
         try:

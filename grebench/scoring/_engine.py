@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from grebench.scoring._preprocess import Judgment, preprocess_texts, resolve_preprocessor, text_sha256
 from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest, LogprobResult
@@ -197,7 +197,7 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
     results, calls, hits, batches = _evaluate(store, [(e, p.conditional) for e, _, p in pairs]
                                               + [(e, p.marginal) for e, _, p in pairs], progress)
     _write_scores(store, pairs, results)
-    summary = {
+    summary: dict[str, Any] = {
         "metrics": metrics,
         "estimator": estimator.id if estimator
         else (next(iter(est_cache.values())).id if est_cache else estimator_spec),
@@ -213,7 +213,7 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
 
 
 def _text_for(text: str, raw: bool, lines: dict[str, Judgment], skips: _Skips, metric: str,
-              role: str) -> str | bool | None:
+              role: str) -> str | Literal[False] | None:
     """Raw text, the judgment-line text ('' when none), or False when preprocessing did not succeed."""
     if raw:
         return text

@@ -173,7 +173,7 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
     def load_choices() -> tuple[Any, ...]:
         cache = reader(settings)
         venues, metrics, setups, models, papers = cache.view("choices", None, _board_choices)
-        first = (venues[:1] or [None])[0], (metrics[:1] or [None])[0], (setups[:1] or [None])[0]
+        first = (venues[0] if venues else None, metrics[0] if metrics else None, setups[0] if setups else None)
         rows = board_table(settings, *first, True, False)
         return (gr.update(choices=venues, value=first[0]), gr.update(choices=metrics, value=first[1]),
                 gr.update(choices=setups, value=first[2]), rows, gr.update(choices=list(models)),
@@ -226,7 +226,8 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                 board = gr.Dataframe(headers=BOARD_COLUMNS, interactive=False, label="Leaderboard")
                 filtered = _bind(board_table, settings)
                 for widget in (venue, metric, setup, controls, sealed):
-                    widget.change(filtered, [venue, metric, setup, controls, sealed], board, api_name=False,
+                    # Gradio accepts api_name=False (no API endpoint) at runtime; its stubs say str | None
+                    widget.change(filtered, [venue, metric, setup, controls, sealed], board, api_name=False,  # type: ignore[arg-type]
                                   **read)
             with gr.Tab("Model", id="model"):
                 model = gr.Dropdown(label="Candidate", choices=[], allow_custom_value=True)

@@ -13,7 +13,7 @@ import shutil
 from collections import defaultdict
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jinja2
 
@@ -116,13 +116,14 @@ def site_fingerprint(store: Store, settings: Settings) -> str:
                              "settings": [settings.bootstrap_samples, settings.seed]}
     for table in sorted(columns):
         cols = ", ".join(f'"{c}"' for c in columns[table])
-        parts[table] = list(store.con.execute(f'SELECT count(*), bit_xor(hash({cols})) FROM "{table}"').fetchone())
+        parts[table] = list(cast("tuple[Any, ...]", store.con.execute(
+            f'SELECT count(*), bit_xor(hash({cols})) FROM "{table}"').fetchone()))
     if _data.has_table(store, "validation_reports"):  # a new report per run: only the latest per setup is shown
-        parts["validation"] = list(store.con.execute(
+        parts["validation"] = list(cast("tuple[Any, ...]", store.con.execute(
             """SELECT count(*), bit_xor(hash(estimator, preprocessor, rows_json, created_at::DATE)) FROM (
                    SELECT * FROM validation_reports
                    QUALIFY row_number() OVER (PARTITION BY estimator, preprocessor ORDER BY created_at DESC) = 1)"""
-        ).fetchone())
+        ).fetchone()))
     parts["snapshots"] = [(f["name"], f["bytes"], f["sha256"]) for f in _data.snapshot_files(settings.data_path)]
     digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode("utf-8"))
     code = [_HERE / "_build.py", _HERE / "_data.py", _HERE / "_plots.py", _HERE.parent / "scoring" / "_leaderboard.py"]

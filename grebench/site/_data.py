@@ -10,10 +10,10 @@ import hashlib
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from grebench.store import Store
 
@@ -280,7 +280,7 @@ def snapshot_files(data_dir: Path) -> list[dict[str, Any]]:
         for path in sorted(p for p in root.rglob("*") if p.is_file()):
             digest = hashlib.sha256()
             with path.open("rb") as fh:
-                for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                for block in iter(cast("Callable[[], bytes]", lambda fh=fh: fh.read(1 << 20)), b""):
                     digest.update(block)
             out.append({"name": path.relative_to(root).as_posix(), "bytes": path.stat().st_size,
                         "sha256": digest.hexdigest()})

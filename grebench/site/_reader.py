@@ -110,7 +110,7 @@ class ReaderCache:
         self._snap: Snapshot | None = None
         self._build_lock = threading.Lock()
         self._lock = threading.Lock()
-        self._views: OrderedDict[Hashable, Any] = OrderedDict()
+        self._views: OrderedDict[tuple[str, str, Hashable], Any] = OrderedDict()
         self._inflight: dict[Hashable, threading.Event] = {}
 
     def snapshot(self) -> Snapshot:

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import duckdb
 
@@ -202,8 +202,9 @@ class SubmissionQueue:
             return {"ok": False, "id": None, "message": f"Rejected: {exc}"}
         now = utcnow()
         with self.connect() as con:
-            recent = con.execute("SELECT count(*) FROM submissions WHERE submitter = ? AND created_at > ?",
-                                 [row["submitter"], now - timedelta(days=7)]).fetchone()[0]
+            recent = cast("tuple[Any, ...]", con.execute(
+                "SELECT count(*) FROM submissions WHERE submitter = ? AND created_at > ?",
+                [row["submitter"], now - timedelta(days=7)]).fetchone())[0]
             if recent >= int(settings.submissions_per_week):
                 return {"ok": False, "id": None, "message": "Rejected: rate limit reached "
                         f"({settings.submissions_per_week} submissions per 7 days per submitter)"}
@@ -212,8 +213,9 @@ class SubmissionQueue:
             if dup is not None:
                 return {"ok": False, "id": dup[0], "message": f"Rejected: duplicate of submission {dup[0]} "
                         f"({dup[1]})"}
-            taken = con.execute("SELECT count(*) FROM submissions WHERE lower(model_name) = lower(?) "
-                                "AND status <> 'failed'", [row["model_name"]]).fetchone()[0]
+            taken = cast("tuple[Any, ...]", con.execute(
+                "SELECT count(*) FROM submissions WHERE lower(model_name) = lower(?) AND status <> 'failed'",
+                [row["model_name"]]).fetchone())[0]
             if taken:
                 return {"ok": False, "id": None, "message": f"Rejected: model name {row['model_name']!r} is taken"}
             sub_id = uuid.uuid4().hex[:12]

@@ -14,7 +14,7 @@ import re
 import shutil
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from grebench.store._records import utcnow
 from grebench.store._store import Store
@@ -145,7 +145,7 @@ def export_snapshot(store: Store, venue: str, out_dir: Path, *, replace: bool = 
             target = tmp / f"{table}.parquet"
             params = {"venue": venue_id} if "$venue" in sql else {}
             store.con.execute(f"COPY ({sql}) TO '{target.as_posix()}' (FORMAT parquet)", params)
-            rows = store.con.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()[0]
+            rows = cast("tuple[Any, ...]", store.con.execute(f"SELECT count(*) FROM ({sql})", params).fetchone())[0]
             files[target.name] = {"table": table, "rows": int(rows), "bytes": target.stat().st_size,
                                   "sha256": file_sha256(target)}
         manifest: dict[str, Any] = {
@@ -192,7 +192,8 @@ def verify_snapshot(snapshot_dir: Path, manifest_sha256: str | None = None) -> d
             if file_sha256(path) != info.get("sha256"):
                 problems.append(f"{name}: SHA-256 mismatch (file changed)")
                 continue
-            rows = con.execute("SELECT count(*) FROM read_parquet(?)", [str(path)]).fetchone()[0]
+            rows = cast("tuple[Any, ...]",
+                        con.execute("SELECT count(*) FROM read_parquet(?)", [str(path)]).fetchone())[0]
             if rows != info.get("rows"):
                 problems.append(f"{name}: {rows} rows, manifest says {info.get('rows')}")
     finally:
@@ -231,13 +232,14 @@ def import_snapshot(store: Store, snapshot_dir: Path) -> dict[str, Any]:
                 raise SnapshotError(f"{name}: this store has no table {table!r} (upgrade grebench)")
             src = f"read_parquet('{(root / name).as_posix()}')"
             cols = ", ".join(f'"{c[0]}"' for c in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall())
-            before = con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+            before = cast("tuple[Any, ...]", con.execute(f'SELECT count(*) FROM "{table}"').fetchone())[0]
             if _primary_key(store, table):
                 con.execute(f'INSERT OR IGNORE INTO "{table}" BY NAME SELECT * FROM {src}')
             else:  # no key: add only rows not already present (set difference on every column)
                 con.execute(f'INSERT INTO "{table}" ({cols}) SELECT {cols} FROM {src} '
                             f'EXCEPT SELECT {cols} FROM "{table}"')
-            added[table] = int(con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0] - before)
+            after = cast("tuple[Any, ...]", con.execute(f'SELECT count(*) FROM "{table}"').fetchone())[0]
+            added[table] = int(after - before)
     store.checkpoint()
     return {"venue_id": manifest["venue_id"], "path": str(root), "rows_added": added,
             "product_version": manifest["product_version"]}

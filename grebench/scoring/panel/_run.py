@@ -12,13 +12,13 @@ import random
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from grebench.llm import LLMClient
 from grebench.scoring.panel import _state
 from grebench.scoring.panel._aggregate import agreement, judge_score, outcome, rank_with_bootstrap, weighted_vote
 from grebench.scoring.panel._data import GemScores, VenueData, load_venue, sha, venues
-from grebench.scoring.panel._debate import run_debate
+from grebench.scoring.panel._debate import Debater, run_debate
 from grebench.scoring.panel._exam import ask, build_exam, examine, grade, self_preference
 from grebench.scoring.panel._judges import (
     REFERENCE_JUDGES,
@@ -142,9 +142,9 @@ def _verdicts(store: Store, settings: Settings, data: VenueData, judges: dict[st
     reasons: dict[tuple[str, str, str, str], str] = {}
     for r in store.rows("SELECT * FROM panel_votes WHERE venue_id = ?", [data.venue_id]):
         gens = data.generations.get(r["paper_id"], {})
-        current = gens.get(r["candidate_a"]), gens.get(r["candidate_b"])
-        if r["judge"] not in weights or None in current or (current[0].generation_id, current[1].generation_id) != (
-                r["generation_a"], r["generation_b"]):
+        gen_a, gen_b = gens.get(r["candidate_a"]), gens.get(r["candidate_b"])
+        if r["judge"] not in weights or gen_a is None or gen_b is None or (
+                gen_a.generation_id, gen_b.generation_id) != (r["generation_a"], r["generation_b"]):
             continue  # a judge not qualified now, or a vote on an older generation
         key = (r["paper_id"], r["candidate_a"], r["candidate_b"])
         answers[key][r["judge"]].append((r["preference"], r["order_ab"]))
@@ -163,7 +163,8 @@ def _verdicts(store: Store, settings: Settings, data: VenueData, judges: dict[st
                                    reasons.get((*key, j.name), "")) for j in llm}
         if len(llm) >= 2 and len({v.preference for v in initial.values()}) > 1:
             pid, a, b = key
-            result = run_debate(llm, data.papers[pid], data.generations[pid][a], data.generations[pid][b], initial,
+            debaters = cast("list[Debater]", llm)  # every one has .debate (checked above)
+            result = run_debate(debaters, data.papers[pid], data.generations[pid][a], data.generations[pid][b], initial,
                                 int(settings.debate_rounds))
             debated, flagged = True, not result.resolved
             for name, verdict in result.final.items():
@@ -182,7 +183,8 @@ def _gem_tables(store: Store, gem: GemScores, data: VenueData) -> tuple[dict[tup
         return {}, {}
     from grebench.scoring import per_paper_scores
 
-    scores = per_paper_scores(store, gem.metric, gem.estimator, gem.preprocessor)["scores"]
+    # GemScores._table sets metric, estimator and preprocessor together (all None or all str)
+    scores = per_paper_scores(store, gem.metric, cast(str, gem.estimator), cast(str, gem.preprocessor))["scores"]
     per_paper = {(c, p): v for c, papers in scores.items() for p, v in papers.items() if p in data.papers}
     totals: dict[str, list[float]] = defaultdict(list)
     for (c, _), v in per_paper.items():
