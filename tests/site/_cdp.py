@@ -1,0 +1,89 @@
+"""A tiny Chrome DevTools Protocol client over ``--remote-debugging-pipe`` (test-only; no websocket package needed).
+
+Chromium reads NUL-terminated JSON commands from fd 3 and writes responses and events to fd 4.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import select
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+         "--window-size=1280,1600", "--remote-debugging-pipe"]
+
+
+class Browser:
+    """One headless Chromium driven over the pipe; every read is bounded by a deadline."""
+
+    def __init__(self, exe: str, profile: Path) -> None:
+        to_child, self._out = os.pipe()   # we write commands, Chromium reads fd 3
+        self._in, from_child = os.pipe()  # Chromium writes fd 4, we read
+        # park the child's ends above 10 (close-on-exec) so that dup2 onto 3 and 4 cannot clobber them
+        child_r = fcntl.fcntl(to_child, fcntl.F_DUPFD_CLOEXEC, 10)
+        child_w = fcntl.fcntl(from_child, fcntl.F_DUPFD_CLOEXEC, 10)
+        os.close(to_child)
+        os.close(from_child)
+
+        def wire() -> None:  # runs in the child before exec; dup2 makes 3 and 4 inheritable
+            os.dup2(child_r, 3)
+            os.dup2(child_w, 4)
+
+        try:  # close_fds=False: Python's own descriptors are close-on-exec anyway (PEP 446), and 3 and 4 must stay
+            self.proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL, preexec_fn=wire, close_fds=False)
+        finally:
+            os.close(child_r)
+            os.close(child_w)
+        self._buf = b""
+        self._next = 0
+        self.events: list[dict[str, Any]] = []
+
+    def send(self, method: str, params: dict[str, Any] | None = None, session: str | None = None,
+             timeout: float = 15.0) -> dict[str, Any]:
+        """Send one command and wait (at most ``timeout`` s) for its response; events seen meanwhile are kept."""
+        self._next += 1
+        msg: dict[str, Any] = {"id": self._next, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        os.write(self._out, json.dumps(msg).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\0" in self._buf:
+                raw, self._buf = self._buf.split(b"\0", 1)
+                reply = json.loads(raw)
+                if reply.get("id") == self._next:
+                    if "error" in reply:
+                        raise RuntimeError(f"{method}: {reply['error']}")
+                    return dict(reply.get("result", {}))
+                if "method" in reply:
+                    self.events.append(reply)
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self._in], [], [], left)[0]:
+                raise TimeoutError(f"no reply to {method} within {timeout} s")
+            chunk = os.read(self._in, 1 << 20)
+            if not chunk:
+                raise RuntimeError(f"Chromium closed the pipe (exit code {self.proc.poll()})")
+            self._buf += chunk
+
+    def evaluate(self, session: str, expression: str) -> Any:
+        """Run JavaScript in the page and return its (JSON) value; a page exception is raised here."""
+        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
+                                                "awaitPromise": True}, session)
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"page exception: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def close(self) -> None:
+        """Kill Chromium and close the pipe ends."""
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+        os.close(self._out)
+        os.close(self._in)
