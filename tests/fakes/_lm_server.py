@@ -6,9 +6,11 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from tests.fakes._loopback import LoopbackServer
 
 Handler = Callable[[str, str, dict[str, Any] | None], tuple[int, Any]]
 
@@ -61,11 +63,8 @@ def serve(handler: Handler) -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _H)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = LoopbackServer(_H)
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield server.base_url
     finally:
-        server.shutdown()
-        server.server_close()
+        server.close()

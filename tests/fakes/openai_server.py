@@ -35,8 +35,10 @@ import json
 import threading
 import time
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
+
+from tests.fakes._loopback import LoopbackServer
 
 MODES = ("ok", "hang", "drip", "endless", "huge", "html", "bad_json", "http500", "ratelimit", "ratelimit_short",
          "empty", "whitespace", "ignore_format")
@@ -77,31 +79,28 @@ class FakeOpenAIServer:
         self._script: deque[str] = deque()
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: LoopbackServer | None = None
 
     # -- lifecycle ---------------------------------------------------------
+    def handler_class(self) -> type[_Handler]:
+        """The request handler (subclasses of the fake override this to change the protocol)."""
+        return _Handler
+
     def start(self) -> FakeOpenAIServer:
         """Bind an ephemeral port and serve in a daemon thread."""
         server = self
 
-        class Handler(_Handler):
+        class Handler(self.handler_class()):  # type: ignore[misc]
             fake = server
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
+        self._server = LoopbackServer(Handler, poll_interval=0.05)
         return self
 
     def stop(self) -> None:
         """Stop serving; hanging handlers notice within ~0.1 s and return."""
         self._stop.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        if self._server is not None:
+            self._server.close()
 
     def __enter__(self) -> FakeOpenAIServer:
         return self.start()
@@ -112,8 +111,8 @@ class FakeOpenAIServer:
     @property
     def port(self) -> int:
         """The bound port."""
-        assert self._httpd is not None, "server not started"
-        return int(self._httpd.server_address[1])
+        assert self._server is not None, "server not started"
+        return self._server.port
 
     @property
     def url(self) -> str:

@@ -30,10 +30,12 @@ import json
 import threading
 import time
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from tests.fakes._loopback import LoopbackServer
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "openreview"
 REAL_V1_VENUE = "NIPS.cc/2018/Workshop/CDNNRIA"
@@ -62,8 +64,7 @@ class FakeOpenReview:
         self._number: dict[str, int] = {}
         self._counter = 0
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: LoopbackServer | None = None
 
     # -- lifecycle ---------------------------------------------------------
     def start(self) -> FakeOpenReview:
@@ -73,17 +74,13 @@ class FakeOpenReview:
         class Handler(_Handler):
             state = fake
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self._server = LoopbackServer(Handler)
         return self
 
     def stop(self) -> None:
         """Stop serving."""
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            self._server.close()
             self._server = None
 
     def __enter__(self) -> FakeOpenReview:
@@ -96,7 +93,7 @@ class FakeOpenReview:
     def url(self) -> str:
         """Base URL to give openreview-py."""
         assert self._server is not None, "call start() first"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self._server.base_url
 
     # -- content -------------------------------------------------------------
     def _new_id(self) -> str:

@@ -37,23 +37,12 @@ def longer_reply(messages: list[dict[str, Any]]) -> str:
 class NoLogprobsServer(FakeOpenAIServer):
     """A provider that ignores the log-prob request (the client must fall back to the verbal label)."""
 
-    def start(self) -> FakeOpenAIServer:
-        server = self
-
+    def handler_class(self) -> type[_Handler]:
         class Handler(_Handler):
-            fake = server
-
             def _chat(self, body: dict[str, Any], mode: str) -> None:
                 super()._chat({k: v for k, v in body.items() if k not in ("logprobs", "top_logprobs")}, mode)
 
-        import threading
-        from http.server import ThreadingHTTPServer
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
+        return Handler
 
 
 @pytest.fixture(autouse=True)
