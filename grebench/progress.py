@@ -1,0 +1,166 @@
+"""Progress display as a small protocol: a rich bar on a terminal, plain lines in a log, nothing in ``--json`` mode.
+
+Every stage that can take more than a few seconds reports through a :class:`Progress` it is handed::
+
+    with progress.task("score", total=len(requests), unit="requests") as task:
+        for batch in batches:
+            ...
+            task.advance(len(batch))
+
+On a terminal (stderr is a TTY) the bar shows counts, rate and ETA and disappears when done.  Elsewhere (CI, a log
+file, ``grebench serve``) one line is written each time another 10% is done — ``score: 120/400 requests (30%),
+41 s elapsed, ETA 96 s`` — plus a final line.  ``--json`` output gets none of it (:class:`NoProgress`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO, Any, Protocol
+
+
+class Task(Protocol):
+    """One unit of work with a count of done items."""
+
+    def advance(self, n: int = 1) -> None:
+        """Count ``n`` more items as done."""
+        ...
+
+    def set_total(self, total: int | None) -> None:
+        """Set (or correct) how many items there are."""
+        ...
+
+
+class Progress(Protocol):
+    """Where tasks report; ``task`` is a context manager that ends the display of the task."""
+
+    def task(self, label: str, total: int | None = None, unit: str = "items") -> Any:
+        """A context manager yielding a :class:`Task`."""
+        ...
+
+
+class _NullTask:
+    def advance(self, n: int = 1) -> None:
+        pass
+
+    def set_total(self, total: int | None) -> None:
+        pass
+
+
+class NoProgress:
+    """Shows nothing (``--json`` mode, library use, tests)."""
+
+    @contextmanager
+    def task(self, label: str, total: int | None = None, unit: str = "items") -> Iterator[Task]:
+        yield _NullTask()
+
+
+def _seconds(value: float) -> str:
+    value = max(0.0, value)
+    if value < 90:
+        return f"{value:.0f} s"
+    if value < 5400:
+        return f"{value / 60:.1f} min"
+    return f"{value / 3600:.1f} h"
+
+
+class _PlainTask:
+    def __init__(self, label: str, total: int | None, unit: str, stream: IO[str], step: float) -> None:
+        self.label, self.total, self.unit, self.stream, self.step = label, total, unit, stream, step
+        self.done = 0
+        self.started = time.monotonic()
+        self._next_share = step
+        self._next_count = 100  # without a total: a line every 100, 200, 400, ... items
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        if self.total:
+            share = self.done / self.total
+            if share >= self._next_share and self.done < self.total:
+                while self._next_share <= share:
+                    self._next_share += self.step
+                self._line()
+        elif self.done >= self._next_count:
+            self._next_count *= 2
+            self._line()
+
+    def set_total(self, total: int | None) -> None:
+        self.total = total
+
+    def _line(self, final: bool = False) -> None:
+        elapsed = time.monotonic() - self.started
+        if self.total:
+            text = f"{self.label}: {self.done}/{self.total} {self.unit} ({100 * self.done / self.total:.0f}%), " \
+                   f"{_seconds(elapsed)} elapsed"
+            if not final and self.done:
+                text += f", ETA {_seconds(elapsed * (self.total - self.done) / self.done)}"
+        else:
+            text = f"{self.label}: {self.done} {self.unit}, {_seconds(elapsed)} elapsed"
+        print(text + (" (done)" if final else ""), file=self.stream, flush=True)
+
+    def finish(self) -> None:
+        if self.done or self.total:
+            self._line(final=True)
+
+
+class PlainProgress:
+    """One line per ``step`` of the total (default 10%) and a final line, for logs and pipes."""
+
+    def __init__(self, stream: IO[str] | None = None, step: float = 0.1) -> None:
+        self.stream = stream
+        self.step = step
+
+    @contextmanager
+    def task(self, label: str, total: int | None = None, unit: str = "items") -> Iterator[Task]:
+        task = _PlainTask(label, total, unit, self.stream or sys.stderr, self.step)
+        try:
+            yield task
+        finally:
+            task.finish()
+
+
+class _RichTask:
+    def __init__(self, bar: Any, task_id: Any) -> None:
+        self.bar, self.task_id = bar, task_id
+
+    def advance(self, n: int = 1) -> None:
+        self.bar.advance(self.task_id, n)
+
+    def set_total(self, total: int | None) -> None:
+        self.bar.update(self.task_id, total=total)
+
+
+class RichProgress:
+    """A rich progress bar on stderr with counts, rate and ETA (transient: gone once the task ends)."""
+
+    @contextmanager
+    def task(self, label: str, total: int | None = None, unit: str = "items") -> Iterator[Task]:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import Progress as Bar
+
+        bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit),
+                  TaskProgressColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                  transient=True, console=Console(stderr=True))
+        task_id = bar.add_task(label, total=total)
+        with bar:
+            yield _RichTask(bar, task_id)
+
+
+def progress_for(as_json: bool = False, stream: IO[str] | None = None) -> Progress:
+    """The display for a command: none with ``--json``, a bar on a terminal, plain lines otherwise."""
+    if as_json:
+        return NoProgress()
+    out = stream or sys.stderr
+    if out.isatty():
+        return RichProgress()
+    return PlainProgress(out)
