@@ -47,6 +47,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("pdf_timeout_s", float, 60.0, "Wall-clock limit for extracting one PDF (the extractor runs in a subprocess)."),
     Setting("pdf_memory_mb", int, 2048, "Address-space limit of the PDF extraction subprocess, in MiB."),
     Setting("pdf_max_bytes", int, 50_000_000, "PDFs larger than this are refused without parsing."),
+    Setting("papers", str, "all", "Papers the main job works on: all, or N for a seeded sample stratified by venue and human rating (a real evaluation-LM on a CPU scores a few dozen papers in minutes)."),
     # bench
     Setting("bench_concurrency", int, 4, "Concurrent LLM calls per provider when generating candidate reviews."),
     Setting("llm_timeout_s", float, 600.0, "Outer deadline of one LLM call, including a stream that goes silent."),

@@ -1,17 +1,38 @@
 """The bench stage: candidates (LLMs, the human baseline, controls) write reviews of each paper.
 
-Importing this package does not import litellm; LLM calls go through
-:mod:`grebench.llm` only when an LLM candidate runs.
+Public API (importing it does not import litellm; LLM calls go through :mod:`grebench.llm` only when an LLM
+candidate runs):
+
+* :func:`run_bench` — every missing review of the eligible papers; :func:`generate_for` — LLM reviews of chosen
+  papers (sealed generations before the reviews are public, submitted models).
+* :data:`CANDIDATE_KINDS`, :func:`load_candidates` — configured candidates; :data:`CONTROLS` — the controls.
+* contamination rules (:func:`is_clean`, :func:`is_sealed`), the human-baseline splits, review parsing.
 """
 
 from grebench.bench._baseline import Split, choose_split, make_splits
 from grebench.bench._contamination import clean_pairs, is_clean, is_sealed
 from grebench.bench._parse import ParsedReview, parse_review
-from grebench.bench._prompt import REVIEW_PROMPT_VERSION, review_messages
-from grebench.bench._registry import Candidate, CandidateError, load_candidates, sync_candidates
-from grebench.bench._run import run_bench
-from grebench.bench._sections import split_sections, split_sentences
+from grebench.bench._prompt import REVIEW_PROMPT_VERSION, PaperInput, review_messages
+from grebench.bench._registry import (
+    CANDIDATE_KINDS,
+    DEFAULT_MAX_TOKENS,
+    HUMAN,
+    Candidate,
+    CandidateError,
+    CandidateKind,
+    candidate_endpoints,
+    load_candidates,
+    parse_candidate,
+    sync_candidates,
+)
+from grebench.bench._run import generate_for, run_bench
+from grebench.bench._sections import join_sections, split_sections, split_sentences
+from grebench.bench._unreviewed import generate_unreviewed, reseal, stored_candidate, unreviewed_paper_ids
+from grebench.bench.controls import CONTROLS, Control, ControlInput, ControlSkip
 
-__all__ = ["REVIEW_PROMPT_VERSION", "Candidate", "CandidateError", "ParsedReview", "Split", "choose_split",
-           "clean_pairs", "is_clean", "is_sealed", "load_candidates", "make_splits", "parse_review",
-           "review_messages", "run_bench", "split_sections", "split_sentences", "sync_candidates"]
+__all__ = ["CANDIDATE_KINDS", "CONTROLS", "DEFAULT_MAX_TOKENS", "HUMAN", "REVIEW_PROMPT_VERSION", "Candidate",
+           "CandidateError", "CandidateKind", "Control", "ControlInput", "ControlSkip", "PaperInput", "ParsedReview",
+           "Split", "candidate_endpoints", "choose_split", "clean_pairs", "generate_for", "generate_unreviewed",
+           "is_clean", "is_sealed", "join_sections", "load_candidates", "make_splits", "parse_candidate",
+           "parse_review", "reseal", "review_messages", "run_bench", "split_sections", "split_sentences",
+           "stored_candidate", "sync_candidates", "unreviewed_paper_ids"]

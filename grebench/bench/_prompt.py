@@ -44,8 +44,7 @@ def paper_content(paper: PaperInput, abstract_only: bool = False) -> tuple[str, 
 
 def fit_to_context(text: str, budget_tokens: int) -> tuple[str, dict[str, Any]]:
     """Cut ``text`` to ``budget_tokens``: at the references first, then from the end."""
-    from grebench.llm import count_tokens, tokenizer_name
-    from grebench.llm._tokens import truncate_to_tokens
+    from grebench.llm import count_tokens, tokenizer_name, truncate_to_tokens
 
     tokens = count_tokens(text)
     flags: dict[str, Any] = {"paper_tokens": tokens, "tokenizer": tokenizer_name(), "paper_truncated": False,

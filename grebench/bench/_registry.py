@@ -1,40 +1,30 @@
-"""The candidate registry: bundled candidates plus ``[[candidates]]`` tables from the settings file.
+"""The candidates: the human baseline, the controls, and ``[[candidates]]`` tables from the settings file.
 
-See ``docs/candidates.md`` for the format.  Validation errors name the
-candidate and the key, so a bad config fails before any call is made.
+A configured candidate's ``kind`` names an entry of :data:`CANDIDATE_KINDS` (default ``llm``: any litellm model or
+OpenAI-compatible endpoint), which validates its table and may serve it (a local model is started for the bench
+stage and stopped after it).  See ``docs/candidates.md`` for the format.  Validation errors name the candidate and
+the key, so a bad config fails before any call is made.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import Any, Protocol
 
+from grebench.registry import Registry
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 
-KINDS = ("llm", "human", "control")
 ALLOWED_KEYS = {"name", "kind", "model", "api_base", "released", "cutoff", "api_key_env", "params", "family",
                 "description", "submitter"}
 DEFAULT_MAX_TOKENS = 4096
 HUMAN = "human"
-# Controls that need no LLM (methods.md §4), in display order.
-DETERMINISTIC_CONTROLS = ("sentence-deletion", "elongation", "abstract-restatement", "generic", "other-paper")
-# Controls made by `control_model` when one is configured.
-LLM_CONTROLS = ("deletion-completion", "rephrase", "abstract-only")
-_DESCRIPTIONS = {
-    HUMAN: "A held-out human official review of the paper (seeded pick); the other reviews are references.",
-    "sentence-deletion": "The human candidate review with every second sentence of each section removed.",
-    "elongation": "The human candidate review with fixed, content-free sentences added to each section.",
-    "abstract-restatement": "A review that only restates the paper's abstract.",
-    "generic": "One constant, plausible, content-free review, the same for every paper.",
-    "other-paper": "The human candidate review of a different paper (seeded derangement).",
-    "deletion-completion": "Sentence deletion with the removed sentences refilled by an LLM in the same style.",
-    "rephrase": "The human candidate review rephrased by an LLM, keeping every judgment.",
-    "abstract-only": "A review written by an LLM from the title and abstract alone.",
-}
+HUMAN_DESCRIPTION = "A held-out human official review of the paper (seeded pick); the other reviews are references."
 
 
 class CandidateError(ValueError):
@@ -75,7 +65,7 @@ def _date(value: Any, where: str, key: str) -> date | None:
 
 
 def parse_candidate(raw: Any, index: int, settings: Settings) -> Candidate:
-    """Validate one ``[[candidates]]`` table."""
+    """Validate one ``[[candidates]]`` table with the parser of its ``kind``."""
     where = f"[[candidates]] #{index + 1}"
     if not isinstance(raw, dict):
         raise CandidateError(f"{where}: expected a table, got {type(raw).__name__}")
@@ -83,14 +73,34 @@ def parse_candidate(raw: Any, index: int, settings: Settings) -> Candidate:
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}", name):
         raise CandidateError(f"{where}: name must be 1-100 characters of letters, digits and ._:/@+-, got {name!r}")
     where = f"candidate {name!r}"
-    unknown = sorted(set(raw) - ALLOWED_KEYS)
-    if unknown:
-        allowed = ", ".join(sorted(ALLOWED_KEYS))
-        raise CandidateError(f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {allowed})")
     kind = raw.get("kind", "llm")
-    if kind != "llm":
-        raise CandidateError(f"{where}: kind must be 'llm' for configured candidates (human and controls are "
-                             f"bundled), got {kind!r}")
+    if not isinstance(kind, str) or kind not in CANDIDATE_KINDS:
+        raise CandidateError(f"{where}: kind must be one of {', '.join(CANDIDATE_KINDS.names())} (the human "
+                             f"baseline and the controls are bundled), got {kind!r}")
+    return CANDIDATE_KINDS.get(kind).obj.parse(raw, where, settings)
+
+
+class LLMKind:
+    """``kind = "llm"``: a litellm model string, optionally at an OpenAI-compatible ``api_base``."""
+
+    name = "llm"
+
+    def parse(self, raw: dict[str, Any], where: str, settings: Settings) -> Candidate:
+        """Validate the table of an ``llm`` candidate."""
+        unknown = sorted(set(raw) - ALLOWED_KEYS)
+        if unknown:
+            allowed = ", ".join(sorted(ALLOWED_KEYS))
+            raise CandidateError(f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {allowed})")
+        return _parse_llm(raw, where, settings)
+
+    @contextmanager
+    def serve(self, candidates: list[Candidate], settings: Settings) -> Iterator[list[Candidate]]:
+        """An endpoint candidate needs nothing started: the candidates as they are."""
+        yield candidates
+
+
+def _parse_llm(raw: dict[str, Any], where: str, settings: Settings) -> Candidate:
+    name = raw["name"]
     model = raw.get("model")
     if not isinstance(model, str) or not model.strip():
         raise CandidateError(f"{where}: missing model (a litellm model string such as 'openai/gpt-4o-mini')")
@@ -118,14 +128,55 @@ def parse_candidate(raw: Any, index: int, settings: Settings) -> Candidate:
                      description=raw.get("description"), submitter=raw.get("submitter"), params=params)
 
 
+class CandidateKind(Protocol):
+    """A kind of configured candidate: how its ``[[candidates]]`` table is read, and how it is served."""
+
+    name: str
+
+    def parse(self, raw: dict[str, Any], where: str, settings: Settings) -> Candidate:
+        """Validate one table (``where`` names it in errors) into a candidate."""
+        ...
+
+    def serve(self, candidates: list[Candidate], settings: Settings) -> AbstractContextManager[list[Candidate]]:
+        """Make the candidates callable for the bench stage (start a local server, ...); yields them ready."""
+        ...
+
+
+#: Kinds of configured candidates (``llm`` built in; plugins may add more).
+CANDIDATE_KINDS: Registry[CandidateKind] = Registry("candidate kind")
+CANDIDATE_KINDS.add("llm", LLMKind(), spec="llm", summary="a litellm model or an OpenAI-compatible endpoint")
+
+
+@contextmanager
+def candidate_endpoints(candidates: list[Candidate], settings: Settings) -> Iterator[list[Candidate]]:
+    """Every candidate ready to be called: each configured kind serves its own (controls go as they are)."""
+    with ExitStack() as stack:
+        ready: list[Candidate] = []
+        by_kind: dict[str, list[Candidate]] = {}
+        for c in candidates:
+            by_kind.setdefault(c.kind, []).append(c)
+        for kind, members in by_kind.items():
+            if kind in CANDIDATE_KINDS:
+                ready += stack.enter_context(CANDIDATE_KINDS.get(kind).obj.serve(members, settings))
+            else:
+                ready += members
+        order = {c.name: i for i, c in enumerate(candidates)}
+        yield sorted(ready, key=lambda c: order.get(c.name, len(order)))
+
+
 def bundled_candidates(settings: Settings) -> list[Candidate]:
     """The human baseline and the controls; the LLM-made controls only with ``control_model`` set."""
-    out = [Candidate(HUMAN, "human", description=_DESCRIPTIONS[HUMAN])]
-    out += [Candidate(n, "control", description=_DESCRIPTIONS[n]) for n in DETERMINISTIC_CONTROLS]
-    if settings.control_model:
-        params = {"temperature": 0, "max_tokens": DEFAULT_MAX_TOKENS, "context_tokens": settings.context_tokens}
-        out += [Candidate(n, "control", model=settings.control_model, description=_DESCRIPTIONS[n], params=params)
-                for n in LLM_CONTROLS]
+    from grebench.bench.controls import CONTROLS
+
+    out = [Candidate(HUMAN, "human", description=HUMAN_DESCRIPTION)]
+    params = {"temperature": 0, "max_tokens": DEFAULT_MAX_TOKENS, "context_tokens": settings.context_tokens}
+    for entry in CONTROLS:
+        control = entry.obj
+        if not control.needs_llm:
+            out.append(Candidate(control.name, "control", description=control.description))
+        elif settings.control_model:
+            out.append(Candidate(control.name, "control", model=settings.control_model,
+                                 description=control.description, params=params))
     return out
 
 
@@ -138,7 +189,9 @@ def load_candidates(settings: Settings) -> list[Candidate]:
         raise CandidateError("candidates must be an array of tables ([[candidates]])")
     out = bundled_candidates(settings)
     seen = {c.name for c in out}
-    reserved = {HUMAN, *DETERMINISTIC_CONTROLS, *LLM_CONTROLS}
+    from grebench.bench.controls import CONTROLS
+
+    reserved = {HUMAN, *CONTROLS.names()}
     for i, entry in enumerate(raw):
         candidate = parse_candidate(entry, i, settings)
         if candidate.name in seen or candidate.name in reserved:

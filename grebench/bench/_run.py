@@ -9,11 +9,12 @@ again on later runs until it has been tried :data:`MAX_TRIES` times.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from grebench.bench import _controls as ctl
 from grebench.bench._baseline import Split, make_splits
+from grebench.bench._contamination import is_clean
 from grebench.bench._generations import (
     MAX_TRIES,
     existing,
@@ -25,8 +26,10 @@ from grebench.bench._generations import (
 )
 from grebench.bench._parse import parse_review
 from grebench.bench._prompt import REVIEW_PROMPT_VERSION, PaperInput, review_messages
-from grebench.bench._registry import HUMAN, LLM_CONTROLS, Candidate, load_candidates, sync_candidates
+from grebench.bench._registry import HUMAN, Candidate, candidate_endpoints, load_candidates, sync_candidates
 from grebench.bench._sections import split_sections
+from grebench.bench.controls import CONTROLS, ControlInput, ControlSkip, derangement
+from grebench.progress import NoProgress, Progress, Task
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 
@@ -48,52 +51,54 @@ class _Tally:
     skipped_generations: list[dict[str, str]] = field(default_factory=list)
 
 
-def _deterministic(c: Candidate, split: Split, paper: PaperInput, texts: dict[str, str], other: dict[str, Split],
-                   ) -> tuple[str | None, str | None, str | None]:
-    """(text, source review id, reason if none) of a candidate that needs no LLM."""
-    human = texts.get(split.candidate_review_id)
-    if c.name == "generic":
-        return ctl.GENERIC_REVIEW, None, None
-    if c.name == "abstract-restatement":
-        if not (paper.abstract or "").strip():
-            return None, None, "paper has no abstract"
-        return ctl.abstract_restatement(paper.title, paper.abstract or ""), None, None
-    if c.name == "other-paper":
-        target = other.get(split.paper_id)
-        if target is None:
-            return None, None, "needs at least two eligible papers"
-        return texts.get(target.candidate_review_id), target.candidate_review_id, None
-    if human is None:
-        return None, None, "human candidate review has no text"
-    transform = {HUMAN: lambda t: t, "sentence-deletion": ctl.sentence_deletion, "elongation": ctl.elongation}
-    return transform[c.name](human), split.candidate_review_id, None
+def _control_input(split: Split, paper: PaperInput, texts: dict[str, str], other: dict[str, Split],
+                   seed: int) -> ControlInput:
+    target = other.get(split.paper_id)
+    return ControlInput(paper=paper, human=texts.get(split.candidate_review_id) if split.candidate_review_id else None,
+                        human_review_id=split.candidate_review_id or None,
+                        other=None if target is None else texts.get(target.candidate_review_id),
+                        other_review_id=None if target is None else target.candidate_review_id, seed=seed)
+
+
+def _deterministic(c: Candidate, inp: ControlInput) -> tuple[str | None, str | None, str | None, str]:
+    """(text, source review id, reason if none, version) of a candidate that needs no LLM."""
+    if c.name == HUMAN:
+        if inp.human is None:
+            return None, None, "human candidate review has no text", HUMAN_VERSION
+        return inp.human, inp.human_review_id, None, HUMAN_VERSION
+    control = CONTROLS.get(c.name).obj
+    assert control.build is not None  # deterministic candidates are the controls that build without an LLM
+    try:
+        return control.build(inp), control.source_review_id(inp), None, control.version
+    except ControlSkip as exc:
+        return None, None, str(exc), control.version
 
 
 def _run_deterministic(store: Store, cands: list[Candidate], splits: list[Split], papers: dict[str, Any],
-                       texts: dict[str, str], seed: int, tally: _Tally, progress: Callable[[Any], None]) -> None:
+                       texts: dict[str, str], seed: int, tally: _Tally, progress: Task) -> None:
     by_paper = {s.paper_id: s for s in splits}
-    other = {p: by_paper[q] for p, q in ctl.derangement(list(by_paper), seed).items()}
+    other = {p: by_paper[q] for p, q in derangement(list(by_paper), seed).items()}
     have = existing(store, [c.name for c in cands])
     batch: list[dict[str, Any]] = []
     for split in splits:
         paper, public_at = papers[split.paper_id]
+        inp = _control_input(split, paper, texts, other, seed)
         for c in cands:
-            text, source, reason = _deterministic(c, split, paper, texts, other)
+            text, source, reason, version = _deterministic(c, inp)
             if text is None:
                 tally.skipped_generations.append({"candidate": c.name, "paper_id": split.paper_id,
                                                   "reason": reason or "no text"})
                 continue
-            version = HUMAN_VERSION if c.name == HUMAN else ctl.CONTROL_VERSION
             old = have.get(generation_id(c.name, split.paper_id, version, {}, source))
             if old is not None and old["status"] == "ok" and old["text"] == text:
-                progress(c.name)
+                progress.advance()
                 continue  # stored and unchanged: nothing to build or write
             row = make_row(candidate=c.name, paper_id=split.paper_id, prompt_version=version, params={},
                            source_review_id=source, status="ok", text=text, sections=split_sections(text),
                            parse_ok=None, flags={"producer": "deterministic"}, error=None, attempts=1,
                            generated_at=utcnow(), reviews_public_at=public_at)
             batch.append(row)
-            progress(c.name)
+            progress.advance()
         if len(batch) >= BATCH:
             write_rows(store, batch, replace_pair=True)
             tally.written += len(batch)
@@ -102,19 +107,18 @@ def _run_deterministic(store: Store, cands: list[Candidate], splits: list[Split]
     tally.written += len(batch)
 
 
-def _llm_messages(c: Candidate, paper: PaperInput, human: str | None) -> tuple[Any, dict[str, Any], str, str]:
-    """(messages, flags, prompt version, purpose) of one LLM generation."""
-    if c.name == "rephrase" or c.name == "deletion-completion":
-        prompt = ctl.REPHRASE_PROMPT if c.name == "rephrase" else ctl.COMPLETION_PROMPT
-        review = human if c.name == "rephrase" else ctl.deletion_with_gaps(human or "")
-        return (("user", prompt.replace("{review}", review or "")),), {}, f"{c.name}-v1", "control"
-    messages, flags = review_messages(paper, c.params, abstract_only=c.name == "abstract-only")
-    version = REVIEW_PROMPT_VERSION if c.name != "abstract-only" else f"abstract-only-{REVIEW_PROMPT_VERSION}"
-    return messages, flags, version, "review" if c.kind == "llm" else "control"
+def _llm_messages(c: Candidate, inp: ControlInput) -> tuple[Any, dict[str, Any], str, str, str | None]:
+    """(messages, flags, prompt version, purpose, source review id) of one LLM generation."""
+    if c.kind == "control":
+        control = CONTROLS.get(c.name).obj
+        assert control.prompt is not None
+        return control.prompt(inp), {}, control.version, "control", control.source_review_id(inp)
+    messages, flags = review_messages(inp.paper, c.params)
+    return messages, flags, REVIEW_PROMPT_VERSION, "review", None
 
 
-def _run_llm(store: Store, settings: Settings, run_id: str, cands: list[Candidate], splits: list[Split],
-             papers: dict[str, Any], texts: dict[str, str], tally: _Tally, progress: Callable[[Any], None]) -> None:
+def _run_llm(store: Store, settings: Settings, run_id: str | None, cands: list[Candidate], splits: list[Split],
+             papers: dict[str, Any], texts: dict[str, str], tally: _Tally, progress: Task) -> None:
     from grebench.llm import ChatRequest, ChatResult, LLMClient
 
     have = existing(store, [c.name for c in cands])
@@ -123,8 +127,8 @@ def _run_llm(store: Store, settings: Settings, run_id: str, cands: list[Candidat
     for c in cands:
         for split in splits:
             paper, public_at = papers[split.paper_id]
-            source = split.candidate_review_id if c.name in ("rephrase", "deletion-completion") else None
-            messages, flags, version, purpose = _llm_messages(c, paper, texts.get(split.candidate_review_id))
+            inp = _control_input(split, paper, texts, {}, settings.seed)
+            messages, flags, version, purpose, source = _llm_messages(c, inp)
             job = {"candidate": c.name, "paper_id": split.paper_id, "prompt_version": version, "params": c.params,
                    "source_review_id": source, "flags": flags, "public_at": public_at}
             gid = make_row(**_row_args(job), status="ok", text=None, sections=None, parse_ok=None, error=None,
@@ -132,11 +136,11 @@ def _run_llm(store: Store, settings: Settings, run_id: str, cands: list[Candidat
             old = have.get(gid)
             if old is not None and old["status"] == "ok":
                 tally.cached += 1
-                progress(c.name)
+                progress.advance()
                 continue
             if old is not None and old["attempts"] >= MAX_TRIES:
                 tally.gave_up += 1
-                progress(c.name)
+                progress.advance()
                 continue
             job["tries"] = 0 if old is None else old["attempts"]
             request = ChatRequest(model=c.model or "", messages=messages, purpose=purpose, prompt_version=version,
@@ -169,8 +173,10 @@ def _run_llm(store: Store, settings: Settings, run_id: str, cands: list[Candidat
                 request_key=result.request_key))
             if not result.ok:
                 tally.failed += 1
-                store.record_failure(run_id, "bench", f"{job['candidate']}:{job['paper_id']}", result.error or "failed")
-            progress(job["candidate"])
+                if run_id is not None:
+                    store.record_failure(run_id, "bench", f"{job['candidate']}:{job['paper_id']}",
+                                         result.error or "failed")
+            progress.advance()
         write_rows(store, rows)
 
     if requests:
@@ -183,12 +189,15 @@ def _row_args(job: dict[str, Any]) -> dict[str, Any]:
             "reviews_public_at": job["public_at"]}
 
 
-def run_bench(store: Store, settings: Settings, run_id: str, candidate_names: list[str] | None = None,
-              progress: Callable[[Any], None] | None = None) -> dict[str, Any]:
-    """Generate every missing review; return the summary (see ``grebench bench --json``)."""
+def run_bench(store: Store, settings: Settings, run_id: str | None, candidate_names: list[str] | None = None,
+              progress: Progress | None = None, paper_ids: Collection[str] | None = None) -> dict[str, Any]:
+    """Generate every missing review; return the summary (see ``grebench bench --json``).
+
+    ``paper_ids`` limits the run to those papers (the main job's sample); None: every eligible paper.
+    """
     everyone = load_candidates(settings)
     sync_candidates(store, everyone)
-    chosen = everyone
+    chosen = [c for c in everyone if c.kind != "control" or CONTROLS.get(c.name).obj.default]
     if candidate_names:
         known = {c.name: c for c in everyone}
         unknown = [n for n in candidate_names if n not in known]
@@ -196,16 +205,22 @@ def run_bench(store: Store, settings: Settings, run_id: str, candidate_names: li
             raise ValueError(f"unknown candidate(s): {', '.join(unknown)} (known: {', '.join(known)})")
         chosen = [known[n] for n in dict.fromkeys(candidate_names)]
     splits, skipped = make_splits(store, settings.seed)
+    if paper_ids is not None:
+        wanted = set(paper_ids)
+        splits = [s for s in splits if s.paper_id in wanted]
     papers = load_papers(store)
-    ids = [s.candidate_review_id for s in splits]
-    texts = review_texts(store, ids)
+    texts = review_texts(store, [s.candidate_review_id for s in splits])
     tally = _Tally()
-    tick = progress or (lambda _item: None)
-    _run_deterministic(store, [c for c in chosen if not c.needs_llm], splits, papers, texts, settings.seed, tally,
-                       tick)
-    llm = [c for c in chosen if c.needs_llm]
+    display = progress or NoProgress()
+    generated = [c for c in chosen if c.kind != "imported"]  # imported reviews come from `grebench bench import`
+    deterministic = [c for c in generated if not c.needs_llm]
+    llm = [c for c in generated if c.needs_llm]
+    with display.task("bench: human baseline and controls", len(deterministic) * len(splits), "reviews") as task:
+        _run_deterministic(store, deterministic, splits, papers, texts, settings.seed, tally, task)
     if llm:
-        _run_llm(store, settings, run_id, llm, splits, papers, texts, tally, tick)
+        with candidate_endpoints(llm, settings) as served, \
+                display.task("bench: LLM reviews", len(llm) * len(splits), "reviews") as task:
+            _run_llm(store, settings, run_id, served, splits, papers, texts, tally, task)
     for skip in tally.skipped_generations:
         log.info("no %s generation for %s: %s", skip["candidate"], skip["paper_id"], skip["reason"])
     store.checkpoint()
@@ -220,5 +235,33 @@ def run_bench(store: Store, settings: Settings, run_id: str, candidate_names: li
         "candidates": [{"name": c.name, "kind": c.kind, "generations": counts.get(c.name, 0)} for c in chosen],
         "gave_up": tally.gave_up, "generations_written": tally.written,
         "skipped_generations": tally.skipped_generations, "papers_eligible": len(splits),
-        "llm_controls": list(LLM_CONTROLS) if settings.control_model else [],
+        "llm_controls": [c.name for c in chosen if c.kind == "control" and c.needs_llm],
     }
+
+
+def generate_for(store: Store, settings: Settings, run_id: str | None, candidates: list[Candidate],
+                 paper_ids: list[str], clean_only: bool = False, progress: Progress | None = None) -> dict[str, Any]:
+    """Generate the missing LLM reviews of ``candidates`` for ``paper_ids`` (cached ones make no call).
+
+    For papers the plain bench does not reach: papers whose human reviews are not public yet (no split: the
+    contamination-proof, sealed generations), and submitted models.  The generation ids are those
+    :func:`run_bench` computes, so it later finds them done.  ``clean_only`` leaves out pairs the candidate may
+    have seen reviewed (cutoff on or after the release).
+    """
+    papers = load_papers(store)
+    splits = {s.paper_id: s for s in make_splits(store, settings.seed)[0]}
+    tally = _Tally()
+    texts = review_texts(store, [s.candidate_review_id for s in splits.values()])
+    display = progress or NoProgress()
+    for c in candidates:
+        wanted = [p for p in paper_ids if p in papers and (not clean_only or is_clean(c.cutoff, papers[p][1]))]
+        # a paper without a split only needs its id: LLM candidates read the paper, not a human review
+        rows = [splits.get(p) or Split(p, "", ()) for p in wanted]
+        if rows:
+            with candidate_endpoints([c], settings) as served, \
+                    display.task(f"generate: {c.name}", len(rows), "reviews") as task:
+                _run_llm(store, settings, run_id, served, rows, papers, texts, tally, task)
+    store.checkpoint()
+    return {"calls_made": tally.calls_made, "cached": tally.cached, "failed": tally.failed,
+            "gave_up": tally.gave_up, "tokens_in": tally.tokens_in, "tokens_out": tally.tokens_out,
+            "cost_usd": round(tally.cost_usd, 6)}

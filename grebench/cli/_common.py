@@ -1,15 +1,17 @@
-"""Helpers shared by commands: opening the writer store, JSON output, progress."""
+"""Helpers shared by commands: opening the writer store, JSON output, progress, running a stage."""
 
 from __future__ import annotations
 
 import json
-import sys
+from collections.abc import Sequence
 from contextlib import contextmanager
 from typing import Any, Iterator
 
 import click
 import duckdb
 
+from grebench.pipeline import RunOptions
+from grebench.progress import Progress, progress_for
 from grebench.settings import Settings
 from grebench.store import Store, open_store
 
@@ -60,33 +62,67 @@ def emit_json(obj: Any) -> None:
     click.echo(json.dumps(obj, indent=2, default=str, ensure_ascii=False))
 
 
-def show_progress(as_json: bool) -> bool:
-    """Progress bars go to stderr, only on a terminal and never in --json mode."""
-    return not as_json and sys.stderr.isatty()
+def progress_display(as_json: bool) -> Progress:
+    """Progress on stderr: a bar on a terminal, plain lines otherwise, nothing in ``--json`` mode."""
+    return progress_for(as_json)
 
 
-class Progress:
-    """A small progress display: a rich bar on a terminal, nothing otherwise."""
+def run_stage(settings: Settings, command: str, names: Sequence[str], options: RunOptions, as_json: bool,
+              args: dict[str, Any] | None = None,
+              refusals: tuple[type[BaseException], ...] = (ValueError,)) -> tuple[dict[str, dict[str, Any]], str, str]:
+    """Run pipeline stages for a single-stage command: (summary per stage, run id, run status).
 
-    def __init__(self, label: str, total: int | None, enabled: bool) -> None:
-        self._bar: Any = None
-        if enabled:
-            from rich.console import Console
-            from rich.progress import Progress as RichProgress
+    An exception of a ``refusals`` type (bad input: an unknown candidate, a preprocessor that cannot be used) ends
+    the command with its message and no traceback; other failures are recorded on the run like in ``grebench run``.
+    """
+    from grebench.pipeline import StageContext, run_stages, stages
 
-            self._bar = RichProgress(transient=True, console=Console(stderr=True))
-            self._task = self._bar.add_task(label, total=total)
+    with writer_store(settings) as store:
+        run_id = store.start_run(command, args or {})
+        ctx = StageContext(store, settings, run_id, options, progress_display(as_json))
+        result = run_stages(ctx, stages(*names), stop_without_papers=False)
+        for exc in result.errors.values():
+            if isinstance(exc, refusals):
+                store.finish_run(run_id, {"error": str(exc)})
+                raise click.ClickException(str(exc)) from None
+        status = store.finish_run(run_id, result.stages)
+    return {name: {**summary, "run_id": run_id} for name, summary in result.stages.items()}, run_id, status
 
-    def __enter__(self) -> Progress:
-        if self._bar is not None:
-            self._bar.start()
-        return self
 
-    def advance(self, _item: Any = None) -> None:
-        """Count one finished item."""
-        if self._bar is not None:
-            self._bar.advance(self._task)
+def estimator_help() -> str:
+    """How estimators are written (from the registry: plugins appear here too)."""
+    from grebench.scoring.estimators import ESTIMATORS
 
-    def __exit__(self, *exc: Any) -> None:
-        if self._bar is not None:
-            self._bar.stop()
+    return ESTIMATORS.help()
+
+
+def preprocessor_help() -> str:
+    """How preprocessors are written (from the registry)."""
+    from grebench.scoring import PREPROCESSORS
+
+    return PREPROCESSORS.help()
+
+
+def source_help() -> str:
+    """How paper sources are written (from the registry)."""
+    from grebench.ingest import SOURCES
+
+    return str(SOURCES.help())
+
+
+def check_specs(settings: Settings) -> None:
+    """Refuse settings that name an unregistered estimator, preprocessor or source (before any work starts)."""
+    from grebench.ingest import SOURCES, SourceError, source_spec
+    from grebench.registry import UnknownPart
+    from grebench.scoring import PREPROCESSORS, RULES_ID
+    from grebench.scoring.estimators import ESTIMATORS
+
+    try:
+        ESTIMATORS.resolve(str(settings.estimator))
+        if str(settings.preprocessor).strip() != RULES_ID:
+            PREPROCESSORS.resolve(str(settings.preprocessor))
+        for item in str(settings.venues).split(","):
+            if item.strip():
+                SOURCES.resolve(source_spec(item))
+    except (UnknownPart, ValueError, SourceError) as exc:
+        raise click.UsageError(f"settings: {exc}") from None

@@ -62,6 +62,9 @@ def main(ctx: click.Context, config: str | None, data_dir: str | None, verbose: 
         raise click.UsageError(str(exc)) from None
     if data_dir:
         settings = settings.replace(data_dir=data_dir)
+    from grebench.cli._common import check_specs
+
+    check_specs(settings)
     level = {0: settings.log_level, 1: "INFO"}.get(verbose, "DEBUG")
     logging.basicConfig(level=level.upper() if isinstance(level, str) else level, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")

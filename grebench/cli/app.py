@@ -13,7 +13,7 @@ from grebench.settings import Settings
 @click.pass_obj
 def command(settings: Settings, host: str | None, port: int | None) -> None:
     """Serve the leaderboard app: browse boards, submit an endpoint, follow the queue."""
-    from grebench.site._app import launch_app
+    from grebench.site import launch_app
 
     changes = {k: v for k, v in {"app_host": host, "app_port": port}.items() if v is not None}
     try:

@@ -6,34 +6,32 @@ import sys
 
 import click
 
-from grebench.cli._common import Progress, emit_json, show_progress, writer_store
+from grebench.cli._common import emit_json, run_stage
+from grebench.pipeline import RunOptions
 from grebench.settings import Settings
 
 
 @click.command("bench")
 @click.option("--candidate", "candidates", multiple=True, metavar="NAME",
               help="Only this candidate (repeatable). Default: all configured, human and controls.")
+@click.option("--papers", default=None, help="all, or N for the main job's seeded sample (default: setting `papers`).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 @click.pass_obj
-def command(settings: Settings, candidates: tuple[str, ...], as_json: bool) -> None:
+def command(settings: Settings, candidates: tuple[str, ...], papers: str | None, as_json: bool) -> None:
     """Generate every missing review; resumable, and a rerun makes no calls for what exists.
 
     Candidates are the bundled human baseline and controls plus the [[candidates]]
     tables of the config file (docs/candidates.md). Exits non-zero if any generation failed.
     """
-    from grebench.bench import CandidateError, run_bench
-
-    with writer_store(settings) as store:
-        run_id = store.start_run("bench", {"candidates": list(candidates)})
-        try:
-            with Progress("bench", None, show_progress(as_json)) as progress:
-                summary = run_bench(store, settings, run_id, list(candidates) or None, progress=progress.advance)
-        except (CandidateError, ValueError) as exc:
-            store.record_failure(run_id, "bench", None, str(exc))
-            store.finish_run(run_id, {"error": str(exc)})
-            raise click.UsageError(str(exc)) from None
-        summary["run_id"] = run_id
-        status = store.finish_run(run_id, summary)
+    try:
+        stages, _run_id, status = run_stage(settings, "bench", ["bench"],
+                                            RunOptions(candidates=candidates, papers=papers), as_json,
+                                            {"candidates": list(candidates)})
+    except click.ClickException as exc:
+        raise click.UsageError(exc.message) from None
+    summary = stages["bench"]
+    if "error" in summary:
+        raise click.ClickException(summary["error"])
     if as_json:
         emit_json(summary)
     else:

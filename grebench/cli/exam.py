@@ -6,7 +6,8 @@ from typing import Any
 
 import click
 
-from grebench.cli._common import emit_json, writer_store
+from grebench.cli._common import emit_json, run_stage
+from grebench.pipeline import RunOptions
 from grebench.settings import Settings
 
 
@@ -48,17 +49,11 @@ def command(settings: Settings, judges: tuple[str, ...], as_json: bool) -> None:
     a strong review of the most similar other paper.  Self-confidence: a judge must be surer on easy pairs than on
     hard ones.  A judge passes with consistency and pertinence at or above the mean over all judges.
     """
-    from grebench.scoring.panel import run_panel
-
-    with writer_store(settings) as store:
-        run_id = store.start_run("exam", {"judges": list(judges)})
-        try:
-            summary = run_panel(store, settings, run_id, judge_names=list(judges) or None, exam_only=True)
-        except ValueError as exc:
-            store.record_failure(run_id, "exam", None, str(exc))
-            store.finish_run(run_id, {"error": str(exc)})
-            raise click.ClickException(str(exc)) from None
-        store.finish_run(run_id, {"judges": len(summary["exam"])})
+    stages, _run_id, _status = run_stage(settings, "exam", ["panel"], RunOptions(judges=judges, exam_only=True),
+                                         as_json, {"judges": list(judges)})
+    summary = stages["panel"]
+    if "error" in summary:
+        raise click.ClickException(summary["error"])
     tables = exam_tables(summary["exam"])
     if as_json:
         latest = tables[-1] if tables else {"venue_id": None, "eta_c": None, "eta_p": None, "rows": []}

@@ -17,7 +17,7 @@ from grebench.settings import Settings
 @click.pass_obj
 def command(settings: Settings, pdf: Path, as_json: bool) -> None:
     """Extract PDF text with PyMuPDF in a time- and memory-limited subprocess."""
-    from grebench.ingest._pdf import extract_pdf
+    from grebench.ingest import extract_pdf
 
     result = extract_pdf(pdf.read_bytes(), timeout_s=settings.pdf_timeout_s, memory_mb=settings.pdf_memory_mb,
                          max_bytes=settings.pdf_max_bytes)

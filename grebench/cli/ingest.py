@@ -6,36 +6,32 @@ import sys
 
 import click
 
-from grebench.cli._common import Progress, emit_json, show_progress, writer_store
+from grebench.cli._common import emit_json, run_stage, source_help
+from grebench.pipeline import RunOptions
 from grebench.settings import Settings
 
 
 @click.command("ingest")
 @click.option("--source", default="bundled", show_default=True,
-              help="bundled | archive:PATH | openreview:VENUE_ID (e.g. openreview:ICLR.cc/2024/Conference).")
+              help=source_help() + " (e.g. openreview:ICLR.cc/2024/Conference).")
 @click.option("--limit", type=int, default=None, help="Stop after N papers.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 @click.pass_obj
 def command(settings: Settings, source: str, limit: int | None, as_json: bool) -> None:
     """Ingest papers with their reviews (every edit kept as a new version); idempotent and resumable."""
-    from grebench.ingest import SourceError, resolve_source, run_ingest
+    from grebench.ingest import SourceError
 
-    with writer_store(settings) as store:
-        run_id = store.start_run("ingest", {"source": source, "limit": limit})
-        try:
-            paper_source = resolve_source(source, settings)
-            with Progress(f"ingest {source}", limit, show_progress(as_json)) as progress:
-                summary = run_ingest(paper_source, store, settings, run_id, limit=limit, on_item=progress.advance)
-        except SourceError as exc:
-            store.record_failure(run_id, "ingest", source, str(exc))
-            store.finish_run(run_id, {"error": str(exc)})
-            if as_json:
-                emit_json({"source": source, "error": str(exc), "failures": [{"item": source, "reason": str(exc)}]})
-                sys.exit(1)
-            raise click.ClickException(str(exc)) from None
-        result = summary.as_json(store)
-        result["run_id"] = run_id
-        status = store.finish_run(run_id, result)
+    try:
+        stages, run_id, status = run_stage(settings, "ingest", ["ingest"], RunOptions(source=source, limit=limit),
+                                           as_json, {"source": source, "limit": limit}, refusals=(SourceError,))
+    except click.ClickException as exc:
+        if as_json:
+            emit_json({"source": source, "error": exc.message, "failures": [{"item": source, "reason": exc.message}]})
+            sys.exit(1)
+        raise
+    result = stages["ingest"]
+    if "error" in result:
+        raise click.ClickException(result["error"])
     if as_json:
         emit_json(result)
     else:

@@ -6,8 +6,9 @@ import sys
 
 import click
 
-from grebench.cli._common import emit_json, writer_store
+from grebench.cli._common import emit_json, run_stage
 from grebench.cli.exam import exam_tables, print_exam
+from grebench.pipeline import RunOptions
 from grebench.settings import Settings
 
 
@@ -23,18 +24,11 @@ def command(settings: Settings, judges: tuple[str, ...], as_json: bool) -> None:
     orders; LLM judges that disagree debate (debate_rounds); pairs still split are flagged for a human.  Reference
     judges (position, length, overlap, gem) need no LLM; LLM judges come from [[judges]] in the settings file.
     """
-    from grebench.scoring.panel import run_panel
-
-    with writer_store(settings) as store:
-        run_id = store.start_run("judge", {"judges": list(judges)})
-        try:
-            summary = run_panel(store, settings, run_id, judge_names=list(judges) or None)
-        except ValueError as exc:
-            store.record_failure(run_id, "panel", None, str(exc))
-            store.finish_run(run_id, {"error": str(exc)})
-            raise click.ClickException(str(exc)) from None
-        summary["failures"] = store.run_failures(run_id)
-        status = store.finish_run(run_id, {k: v for k, v in summary.items() if k not in ("rankings", "exam")})
+    stages, run_id, status = run_stage(settings, "judge", ["panel"], RunOptions(judges=judges), as_json,
+                                       {"judges": list(judges)})
+    summary = stages["panel"]
+    if "error" in summary:
+        raise click.ClickException(summary["error"])
     if as_json:
         emit_json({**summary, "run_id": run_id})
     elif not summary["venues"]:

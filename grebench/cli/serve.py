@@ -62,7 +62,7 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
             except KeyboardInterrupt:
                 pass
             return
-        from grebench.site._app import create_app, launch_kwargs
+        from grebench.site import create_app, launch_kwargs
 
         # one vault: in-memory keys work; create_app already configured the Gradio queue (docs/site.md)
         demo = create_app(settings, vault=service.vault, queue=service.queue)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from grebench.cli._common import emit_json, writer_store
+from grebench.cli._common import emit_json, run_stage
+from grebench.pipeline import RunOptions
 from grebench.settings import Settings
 
 
@@ -18,15 +19,18 @@ def command() -> None:
 @command.command("build")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output directory (default: the site_dir setting, else DATA_DIR/site).")
+@click.option("--force", is_flag=True, help="Build even when nothing the site shows has changed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_obj
-def build(settings: Settings, out: Path | None, as_json: bool) -> None:
+def build(settings: Settings, out: Path | None, force: bool, as_json: bool) -> None:
     """Render every page, plot and leaderboard.json from the store (the old site is replaced whole)."""
-    from grebench.site import build_site
-
-    with writer_store(settings) as store:
-        summary = build_site(store, settings, out)
+    stages, _run_id, _status = run_stage(settings, "site", ["site"],
+                                         RunOptions(site_dir=None if out is None else str(out), force=force), as_json)
+    summary = stages["site"]
+    if "error" in summary:
+        raise click.ClickException(summary["error"])
     if as_json:
         emit_json(summary)
     else:
-        click.echo(f"built {summary['pages']} pages ({summary['boards']} boards) in {summary['out']}")
+        what = "unchanged" if summary.get("unchanged") else "built"
+        click.echo(f"{what}: {summary['pages']} pages ({summary['boards']} boards) in {summary['out']}")

@@ -27,9 +27,8 @@ def command() -> None:
 @click.pass_obj
 def export(settings: Settings, venues: tuple[str, ...], out: str | None, replace: bool, as_json: bool) -> None:
     """Write snapshots; while `grebench serve` holds the store, queue the request for its snapshot job."""
-    from grebench.scheduler._jobs import requests_path
-    from grebench.store import open_store
-    from grebench.store._snapshot import SnapshotError, export_snapshot, record_snapshot, venue_years
+    from grebench.pipeline import requests_path
+    from grebench.store import SnapshotError, export_snapshot, open_store, record_snapshot, venue_years
 
     try:
         store = open_store(settings.db_path)
@@ -76,7 +75,7 @@ def export(settings: Settings, venues: tuple[str, ...], out: str | None, replace
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def verify(directory: str, manifest_sha256: str | None, as_json: bool) -> None:
     """Check every file of a snapshot against its manifest (exit 1 on any missing, changed or extra file)."""
-    from grebench.store._snapshot import verify_snapshot
+    from grebench.store import verify_snapshot
 
     report = verify_snapshot(Path(directory), manifest_sha256)
     if as_json:
@@ -98,7 +97,7 @@ def import_(settings: Settings, directory: str, as_json: bool) -> None:
 
     Then `grebench score --estimator ...` re-scores it with another evaluation-LM.
     """
-    from grebench.store._snapshot import SnapshotError, import_snapshot
+    from grebench.store import SnapshotError, import_snapshot
 
     with writer_store(settings) as store:
         try:

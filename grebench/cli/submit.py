@@ -29,9 +29,8 @@ from grebench.settings import Settings
 def command(settings: Settings, model_name: str, model_string: str, base_url: str, released: str, cutoff: str,
             contact: str, api_key_env: str | None, params: str, as_json: bool) -> None:
     """Queue a model for evaluation (the scheduler's queue job evaluates it)."""
-    from grebench.site._app import queue_path
-    from grebench.site._secrets import KeyVault
-    from grebench.site._submissions import SubmissionForm, SubmissionQueue
+    from grebench.endpoints import KeyVault
+    from grebench.submissions import SubmissionForm, SubmissionQueue, queue_path
 
     try:
         vault = KeyVault()

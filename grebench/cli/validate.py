@@ -4,22 +4,31 @@ from __future__ import annotations
 
 import click
 
-from grebench.cli._common import emit_json, writer_store
+from grebench.cli._common import emit_json, run_stage, writer_store
+from grebench.pipeline import RunOptions
 from grebench.settings import Settings
 
 METRICS = ("gem", "gem-s", "gem-s-assw", "gem-raw")
 
 
 def print_report(rows: list[dict], estimator: str, preprocessor: str) -> None:
-    """The validation table as text."""
-    click.echo(f"validation (estimator {estimator}, preprocessor {preprocessor})")
-    click.echo(f"{'metric':<11}{'transformation':<22}{'kind':<13}{'d':>8}  {'95% CI':<18}{'p':>9}{'papers':>7}  verdict"
-               "  (paper's d)")
+    """The validation table as text: every control's d, its 95% CI, the verdict and the expected direction."""
+    click.echo(f"validation (estimator {estimator}, preprocessor {preprocessor}); Cohen's d vs the human review")
+    click.echo(f"{'metric':<11}{'control':<24}{'kind':<13}{'d':>8}  {'95% CI':<18}{'p':>9}{'papers':>7}  "
+               f"{'verdict':<13}{'expected':<22}(paper's d)")
+    fooled = []
     for r in rows:
         ci = f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
-        paper = f"  ({r['paper_d']:+.3f})" if r.get("paper_d") is not None else ""
-        click.echo(f"{r['metric']:<11}{r['transformation']:<22}{r['kind']:<13}{r['d']:>+8.3f}  {ci:<18}"
-                   f"{r['p']:>9.2g}{r['n_papers']:>7}  {r['verdict']}{paper}")
+        paper = f"{r['paper_d']:+.3f}" if r.get("paper_d") is not None else ""
+        expected = r.get("expected") or ""
+        ok = r.get("as_expected", True)
+        mark = "" if ok else "  <- NOT AS EXPECTED"
+        click.echo(f"{r['metric']:<11}{r['transformation']:<24}{r['kind']:<13}{r['d']:>+8.3f}  {ci:<18}"
+                   f"{r['p']:>9.2g}{r['n_papers']:>7}  {r['verdict']:<13}{expected:<22}{paper}{mark}")
+        if not ok:
+            fooled.append(f"{r['metric']} {r['transformation']}")
+    if fooled:
+        click.echo(f"the metric is not as expected on: {', '.join(fooled)} (published on the methodology page)")
 
 
 @click.command("validate")
@@ -31,20 +40,21 @@ def print_report(rows: list[dict], estimator: str, preprocessor: str) -> None:
 def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None, preprocessor: str | None,
             as_json: bool) -> None:
     """Check that the metric penalises degradations and does not reward manipulations; store the report."""
-    from grebench.scoring._validate import latest_setup, store_report, validation_rows
+    from grebench.scoring import latest_setup
 
-    with writer_store(settings) as store:
+    with writer_store(settings) as store:  # which metrics have scores in the chosen setup (default: all scored)
         try:
             estimator_id, preprocessor_id = latest_setup(store, estimator, preprocessor)
         except LookupError as exc:
             raise click.ClickException(str(exc)) from None
         chosen = list(metrics) or [m for m in METRICS if store.scalar(
-            "SELECT count(*) FROM scores WHERE metric = ? AND estimator = ? AND preprocessor = ?",
+            "SELECT count(*) FROM scores WHERE metric = ? AND estimator = ? AND preprocessor IN (?, 'none')",
             [m, estimator_id, preprocessor_id])]
-        rows = validation_rows(store, estimator_id, preprocessor_id, chosen, settings.bootstrap_samples, settings.seed)
-        run_id = store.start_run("validate", {"estimator": estimator_id, "preprocessor": preprocessor_id})
-        store_report(store, run_id, estimator_id, preprocessor_id, rows)
-        store.finish_run(run_id, {"rows": len(rows)})
+    options = RunOptions(estimator=estimator_id, preprocessor=preprocessor_id, metrics=tuple(chosen))
+    stages, run_id, _status = run_stage(settings, "validate", ["validate"], options, as_json,
+                                        {"estimator": estimator_id, "preprocessor": preprocessor_id},
+                                        refusals=(LookupError, ValueError))
+    rows = stages["validate"].get("rows", [])
     if as_json:
         emit_json({"estimator": estimator_id, "preprocessor": preprocessor_id, "run_id": run_id, "rows": rows})
     else:

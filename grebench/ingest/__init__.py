@@ -16,6 +16,10 @@ _EXPORTS = {
     "SourceError": "grebench.ingest._source",
     "SourceFailure": "grebench.ingest._source",
     "resolve_source": "grebench.ingest._source",
+    "source_spec": "grebench.ingest._source",
+    "SOURCES": "grebench.ingest._source",
+    "extract_pdf": "grebench.ingest._pdf",
+    "bundled_path": "grebench.ingest._archive",
 }
 
 __all__ = sorted(_EXPORTS)

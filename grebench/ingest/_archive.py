@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from grebench.ingest._content import CONFIDENCE_FIELDS, RATING_FIELDS, first_str, review_text, venue_year
-from grebench.ingest._source import SourceError, SourceFailure
+from grebench.ingest._source import SOURCES, SourceError, SourceFailure
+from grebench.settings import Settings
 from grebench.store import PaperRecord, ReviewRecord
 
 # The bundled sample's reviews are the versions crawled on this date, when they were public.
@@ -179,3 +180,19 @@ def bundled_path() -> Path:
 def bundled_source() -> ArchiveSource:
     """The real ICLR 2020 sample shipped with the package (see ``data/SOURCES.md``)."""
     return ArchiveSource(bundled_path(), name="bundled", meta={"reviews_public_at": BUNDLED_REVIEWS_PUBLIC_AT})
+
+
+@SOURCES.register("bundled", spec="bundled", summary="the bundled real ICLR 2020 sample (400 papers, 1,223 reviews)")
+def make_bundled(arg: str, settings: Settings) -> ArchiveSource:
+    """The bundled sample (takes no argument)."""
+    if arg:
+        raise SourceError(f"the bundled source takes no argument, got bundled:{arg}")
+    return bundled_source()
+
+
+@SOURCES.register("archive", spec="archive:PATH", summary="a JSON Lines archive (docs/archive-format.md)")
+def make_archive(arg: str, settings: Settings) -> ArchiveSource:
+    """``archive:PATH``: a JSON Lines file of papers with their reviews."""
+    if not arg:
+        raise SourceError("archive source spec must be archive:PATH")
+    return ArchiveSource(Path(arg))

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator
 from grebench.ingest._content import venue_year
 from grebench.ingest._openreview_http import WaitBudget, describe_error, mount_policy, request_errors
 from grebench.ingest._openreview_notes import latest_change, note_dict, parse_submission
-from grebench.ingest._source import SourceError, SourceFailure
+from grebench.ingest._source import SOURCES, SourceError, SourceFailure
 from grebench.settings import Settings
 from grebench.store import PaperRecord
 
@@ -181,3 +181,12 @@ class OpenReviewSource:
                 return
         if not seen:
             self._check_venue(client)
+
+
+@SOURCES.register("openreview", spec="openreview:VENUE_ID", summary="a venue on OpenReview (API v1 or v2)",
+                  venue_id=True)
+def make_openreview(arg: str, settings: Settings) -> OpenReviewSource:
+    """``openreview:VENUE_ID``, e.g. ``openreview:ICLR.cc/2024/Conference``."""
+    if not arg:
+        raise SourceError("openreview source spec must be openreview:VENUE_ID (e.g. ICLR.cc/2024/Conference)")
+    return OpenReviewSource(arg, settings)

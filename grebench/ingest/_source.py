@@ -1,12 +1,12 @@
-"""The paper-source interface and its resolution from strings."""
+"""The paper-source interface, the registry of sources and their resolution from spec strings."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Protocol
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
+from grebench.registry import Registry, UnknownPart
 from grebench.store import PaperRecord
 
 if TYPE_CHECKING:
@@ -35,19 +35,36 @@ class PaperSource(Protocol):
         ...
 
 
+SourceFactory = Callable[[str, "Settings"], PaperSource]
+
+#: Registered paper sources.  Entry meta: ``venue_id`` (the argument is an OpenReview venue id: a bare venue id in
+#: the ``venues`` setting means this source).
+SOURCES: Registry[SourceFactory] = Registry(
+    "source", builtins=("grebench.ingest._archive", "grebench.ingest._openreview"))
+
+
 def resolve_source(spec: str, settings: Settings) -> PaperSource:
-    """Build a source from ``bundled``, ``archive:PATH`` or ``openreview:VENUE_ID``."""
-    kind, _, arg = spec.partition(":")
-    if kind == "bundled" and not arg:
-        from grebench.ingest._archive import bundled_source
+    """Build a source from its spec (``bundled``, ``archive:PATH``, ``openreview:VENUE_ID`` or a plugin's)."""
+    try:
+        entry, arg = SOURCES.resolve(spec)
+    except UnknownPart as exc:
+        raise SourceError(str(exc)) from None
+    return entry.obj(arg, settings)
 
-        return bundled_source()
-    if kind == "archive" and arg:
-        from grebench.ingest._archive import ArchiveSource
 
-        return ArchiveSource(Path(arg))
-    if kind == "openreview" and arg:
-        from grebench.ingest._openreview import OpenReviewSource
+def source_spec(item: str) -> str:
+    """A source spec from a ``venues`` entry: a registered ``NAME[:ARG]`` as it is; a bare venue id (no registered
+    source name before a colon) goes to the source registered with ``venue_id=True`` (OpenReview).
 
-        return OpenReviewSource(arg, settings)
-    raise SourceError(f"unknown source {spec!r}: use bundled, archive:PATH or openreview:VENUE_ID")
+    An entry ``NAME:ARG`` whose NAME is not registered is an error, never silently an OpenReview venue.
+    """
+    item = item.strip()
+    name, colon, _ = item.partition(":")
+    if name in SOURCES:
+        return item
+    if colon and "/" not in name:  # NAME:ARG with an unknown NAME (venue ids have a '/' before any colon)
+        raise SourceError(f"unknown source {name!r} in venues entry {item!r} (known: {SOURCES.help()})")
+    venue = [e for e in SOURCES.entries() if e.meta.get("venue_id")]
+    if not venue:
+        raise SourceError(f"{item!r} is not a source spec and no registered source takes venue ids")
+    return f"{venue[0].name}:{item}"

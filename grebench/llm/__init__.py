@@ -10,8 +10,8 @@ checked address while :func:`pinned_endpoints` is active (see
 
 from grebench.llm._call import PinnedProviderError, pinned_endpoints, pinned_for
 from grebench.llm._client import LLMClient
-from grebench.llm._tokens import count_tokens, tokenizer_name
+from grebench.llm._tokens import count_tokens, tokenizer_name, truncate_to_tokens
 from grebench.llm._types import ChatRequest, ChatResult
 
 __all__ = ["ChatRequest", "ChatResult", "LLMClient", "PinnedProviderError", "count_tokens", "pinned_endpoints",
-           "pinned_for", "tokenizer_name"]
+           "pinned_for", "tokenizer_name", "truncate_to_tokens"]

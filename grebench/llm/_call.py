@@ -10,9 +10,9 @@ and returns a timeout); the worker's own HTTP timeout, or the next chunk,
 ends it later and its result is discarded.  No call can block the queue for
 longer than ``timeout_s``.
 
-Pinned endpoints: a submitted model's base URL was checked (:func:`grebench.site.check_url`) and its address
+Pinned endpoints: a submitted model's base URL was checked (:func:`grebench.endpoints.check_url`) and its address
 pinned.  While :func:`pinned_endpoints` is active, a call whose ``api_base`` is one of those URLs goes through an
-``openai.OpenAI`` client built on an ``httpx.Client`` with :func:`grebench.site.pinned_transport` and
+``openai.OpenAI`` client built on an ``httpx.Client`` with :func:`grebench.endpoints.pinned_transport` and
 ``follow_redirects=False``, handed to litellm as ``client=``: litellm's OpenAI provider then uses that client for
 the (streamed) request instead of building one from ``api_base``, so no second DNS lookup and no redirect can send
 the call anywhere but the checked address.
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from grebench.llm._types import ChatRequest
 
 if TYPE_CHECKING:
-    from grebench.site._urlcheck import PinnedEndpoint
+    from grebench.endpoints import PinnedEndpoint
 
 _PINS: dict[str, PinnedEndpoint] = {}
 _PINS_LOCK = threading.Lock()
@@ -78,7 +78,7 @@ def _pinned_client(endpoint: PinnedEndpoint, model: str, api_key: str | None, ti
     import httpx
     import openai
 
-    from grebench.site._pinned import pinned_transport
+    from grebench.endpoints import pinned_transport
 
     if not model.startswith("openai/"):
         raise PinnedProviderError(f"a submitted base URL is called as an OpenAI-compatible endpoint; the model "

@@ -18,11 +18,11 @@ import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any, Sequence
 
+from grebench.endpoints import KeyVault
 from grebench.scheduler._jobs import INTERVAL_SETTINGS, JOBS, JobContext
 from grebench.settings import Settings
-from grebench.site._secrets import KeyVault
-from grebench.site._submissions import SubmissionQueue
 from grebench.store import Store, open_store, utcnow
+from grebench.submissions import SubmissionQueue, queue_path
 
 log = logging.getLogger(__name__)
 JOB_KINDS = tuple(JOBS)  # also the start order when several are due: queue, poll, generate, score, site, snapshot
@@ -40,7 +40,7 @@ class SchedulerService:
         self._owns_store = store is None
         self.store = store or open_store(settings.db_path)
         self.vault = vault or KeyVault()
-        self.queue = queue or SubmissionQueue(settings.data_path / "queue.duckdb")
+        self.queue = queue or SubmissionQueue(queue_path(settings))
         self.kinds = list(kinds)
         self.context = JobContext(self.store, settings, self.vault, self.queue)
         self.scheduler: Any = None

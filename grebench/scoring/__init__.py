@@ -3,35 +3,51 @@
 Public API (importing it never imports torch or litellm):
 
 * :func:`run_scoring` — score every stored generation against its references, with caching.
+* :func:`compute_boards` / :func:`stored_boards` — the leaderboards, computed once and stored; readers read them.
+* :func:`validation_rows` — the metric's validation (Cohen's d of every control vs the human review).
 * :func:`leaderboard` — the ranked rows of one (metric, estimator, preprocessor) table.
 * :func:`bootstrap_ci`, :func:`paired_difference`, :func:`rank_intervals` — the bootstrap over papers.
 * :func:`rules_judgment_lines`, :func:`parse_judgment_output`, :func:`resolve_preprocessor` — preprocessing.
 """
 
 from grebench.scoring._aggregate import bootstrap_ci, paired_difference, rank_intervals
+from grebench.scoring._boards import (
+    BOARD_VERSION,
+    SCOPES,
+    board_id,
+    boards_fingerprint,
+    compute_boards,
+    stored_boards,
+    venue_scope,
+)
 from grebench.scoring._engine import DEFAULT_METRICS, METRICS, ScoringError, request_key, run_scoring
 from grebench.scoring._judgment_lines import PHRASES, parse_judgment_output
 from grebench.scoring._leaderboard import available_tables, leaderboard, per_paper_scores
-from grebench.scoring._preprocess import PREPROCESS_PROMPT_VERSION, preprocess_texts, resolve_preprocessor
+from grebench.scoring._preprocess import (
+    PREPROCESS_PROMPT_VERSION,
+    PREPROCESSORS,
+    preprocess_texts,
+    resolve_preprocessor,
+)
+from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest, LogprobResult
 from grebench.scoring._rules import RULES_ID, rules_judgment_lines
+from grebench.scoring._validate import (
+    cohens_d,
+    latest_setup,
+    meets_expectation,
+    store_report,
+    transformations,
+    validation_fingerprint,
+    validation_rows,
+    verdict,
+)
 
 __all__ = [
-    "DEFAULT_METRICS",
-    "METRICS",
-    "PHRASES",
-    "PREPROCESS_PROMPT_VERSION",
-    "RULES_ID",
-    "ScoringError",
-    "available_tables",
-    "bootstrap_ci",
-    "leaderboard",
-    "paired_difference",
-    "parse_judgment_output",
-    "per_paper_scores",
-    "preprocess_texts",
-    "rank_intervals",
-    "request_key",
-    "resolve_preprocessor",
-    "rules_judgment_lines",
-    "run_scoring",
+    "BOARD_VERSION", "DEFAULT_METRICS", "GEM_PROMPT_VERSION", "METRICS", "PHRASES", "PREPROCESSORS",
+    "PREPROCESS_PROMPT_VERSION", "RULES_ID", "SCOPES", "LogprobRequest", "LogprobResult", "ScoringError",
+    "available_tables", "board_id", "boards_fingerprint", "bootstrap_ci", "cohens_d", "compute_boards",
+    "latest_setup", "leaderboard", "meets_expectation", "paired_difference", "parse_judgment_output",
+    "per_paper_scores", "preprocess_texts", "rank_intervals", "request_key", "resolve_preprocessor",
+    "rules_judgment_lines", "run_scoring", "store_report", "stored_boards", "transformations", "validation_fingerprint",
+    "validation_rows", "venue_scope", "verdict",
 ]

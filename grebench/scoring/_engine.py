@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
+from grebench.progress import NoProgress, Progress, Task
 from grebench.scoring._preprocess import Judgment, preprocess_texts, resolve_preprocessor, text_sha256
 from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest, LogprobResult
 from grebench.scoring._synopsis import assw_synopses
@@ -29,7 +30,6 @@ METRICS = ("gem", "gem-s", "gem-s-assw", "gem-raw")
 DEFAULT_METRICS = ("gem", "gem-s")
 RAW_PREPROCESSOR = "none"  # gem-raw scores unprocessed text: stored under this preprocessor id
 PAPERS_PER_BATCH = 40
-Progress = Callable[[str, int, int], None]
 
 
 class ScoringError(ValueError):
@@ -106,10 +106,12 @@ def _check_no_leak(data: dict[str, Any]) -> None:
 
 def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: Sequence[str] = DEFAULT_METRICS,
                 estimator_spec: str | None = None, preprocessor_spec: str | None = None,
-                progress: Progress | None = None, estimator: Estimator | None = None) -> dict[str, Any]:
+                progress: Progress | None = None, estimator: Estimator | None = None,
+                paper_ids: Collection[str] | None = None) -> dict[str, Any]:
     """Score every stored generation against its references; returns the run summary.
 
-    ``estimator`` overrides ``estimator_spec`` (tests hand in a fake that speaks the same protocol).
+    ``estimator`` overrides ``estimator_spec`` (tests hand in a fake that speaks the same protocol); ``paper_ids``
+    limits the scoring to those papers (the main job's sample).
     """
     metrics = list(dict.fromkeys(metrics or DEFAULT_METRICS))
     unknown = [m for m in metrics if m not in METRICS]
@@ -121,23 +123,18 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
     data = _load(store)
     _check_no_leak(data)
     splits, reviews, generations = data["splits"], data["reviews"], data["generations"]
-    generations = [g for g in generations if g["paper_id"] in splits]
+    wanted = splits if paper_ids is None else set(paper_ids) & set(splits)
+    generations = [g for g in generations if g["paper_id"] in wanted]
     needs_lines = any(m != "gem-raw" for m in metrics)
     preprocessor = resolve_preprocessor(preprocessor_spec, settings, store) if needs_lines else None
     # what each text becomes: judgment lines (or the raw text for gem-raw)
     corpus_ids = [rid for rid, (pid, _) in reviews.items() if pid in splits]
     lines: dict[str, Judgment] = {}
+    display = progress or NoProgress()
     if preprocessor is not None:
         texts = [reviews[rid][1] for rid in corpus_ids] + [g["text"] for g in generations]
-        total = len(set(texts))
-        done = [0]
-
-        def _advance(n: int) -> None:
-            done[0] += n
-            if progress is not None:
-                progress("preprocess", done[0], total)
-
-        lines = preprocess_texts(store, preprocessor, texts, _advance)
+        with display.task(f"preprocess ({preprocessor.id})", len(set(texts)), "texts") as task:
+            lines = preprocess_texts(store, preprocessor, texts, task.advance)
         _refuse_mixing(preprocessor.id, splits, reviews, lines)
     est_cache: dict[bool, Estimator] = {}
 
@@ -145,19 +142,23 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
         if estimator is not None:
             return estimator
         if raw not in est_cache:
-            from grebench.scoring.estimators import resolve_estimator
+            from grebench.scoring.estimators import estimator_entry, resolve_estimator
 
-            if raw and not estimator_spec.startswith("offline") and False in est_cache:
-                est_cache[raw] = est_cache[False]
+            needs_corpus = bool(estimator_entry(estimator_spec).meta.get("needs_corpus"))
+            if not needs_corpus and est_cache:  # one model serves raw and preprocessed texts alike
+                est_cache[raw] = next(iter(est_cache.values()))
             else:
-                corpus: dict[str, list[str]] = defaultdict(list)
-                for rid in corpus_ids:
-                    pid, text = reviews[rid]
-                    if raw:
-                        corpus[pid].append(text)
-                    elif (j := lines.get(text_sha256(text))) is not None and j.status == "ok" and j.lines:
-                        corpus[pid].append(j.text)
-                est_cache[raw] = resolve_estimator(estimator_spec, settings, corpus=dict(corpus))
+                corpus: dict[str, list[str]] | None = None
+                if needs_corpus:
+                    corpus = defaultdict(list)
+                    for rid in corpus_ids:
+                        pid, text = reviews[rid]
+                        if raw:
+                            corpus[pid].append(text)
+                        elif (j := lines.get(text_sha256(text))) is not None and j.status == "ok" and j.lines:
+                            corpus[pid].append(j.text)
+                    corpus = dict(corpus)
+                est_cache[raw] = resolve_estimator(estimator_spec, settings, corpus=corpus, progress=display)
         return est_cache[raw]
 
     pairs: list[tuple[Estimator, str, _Pair]] = []
@@ -195,7 +196,7 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
                     LogprobRequest(pid, syn, cand_text or None, ref_text, GEM_PROMPT_VERSION),
                     LogprobRequest(pid, syn, None, ref_text, GEM_PROMPT_VERSION))))
     results, calls, hits, batches = _evaluate(store, [(e, p.conditional) for e, _, p in pairs]
-                                              + [(e, p.marginal) for e, _, p in pairs], progress)
+                                              + [(e, p.marginal) for e, _, p in pairs], display)
     _write_scores(store, pairs, results)
     summary: dict[str, Any] = {
         "metrics": metrics,
@@ -256,7 +257,7 @@ def _synopses(store: Store, settings: Settings, metric: str, data: dict[str, Any
 
 
 def _evaluate(store: Store, requests: list[tuple[Estimator, LogprobRequest]],
-              progress: Progress | None) -> tuple[dict[str, LogprobResult], int, int, int]:
+              progress: Progress) -> tuple[dict[str, LogprobResult], int, int, int]:
     """Answers keyed by request key: cache first, then the estimator in batches of papers."""
     keyed: dict[str, tuple[Estimator, LogprobRequest]] = {}
     for est, req in requests:
@@ -276,27 +277,35 @@ def _evaluate(store: Store, requests: list[tuple[Estimator, LogprobRequest]],
     batches = calls = 0
     total = sum(len(v) for v in todo.values())
     groups = sorted(todo)
-    for start in range(0, len(groups), PAPERS_PER_BATCH):
-        chunk = groups[start:start + PAPERS_PER_BATCH]
-        by_est: dict[int, list[str]] = defaultdict(list)
-        for est_id, pid in chunk:
-            by_est[est_id].extend(todo[(est_id, pid)])
-        for est_id, keys in by_est.items():
-            est = ests[est_id]
-            answers = est.logprobs([keyed[k][1] for k in keys])
-            if len(answers) != len(keys):
-                raise RuntimeError(f"estimator {est.id} returned {len(answers)} results for {len(keys)} requests")
-            batches += 1
-            calls += len(keys)
-            results.update(zip(keys, answers, strict=True))
-            store.con.execute(
-                """INSERT OR REPLACE INTO logprob_cache SELECT unnest(?::VARCHAR[]), ?, ?, unnest(?::DOUBLE[]),
-                   unnest(?::INTEGER[]), ?""",
-                [keys, est.id, GEM_PROMPT_VERSION, [float(a.logprob) for a in answers],
-                 [int(a.n_tokens) for a in answers], utcnow()])
-            if progress is not None:
-                progress("score", calls, total)
+    # a slow estimator (a real LM on a CPU) takes fewer papers per batch, so progress and the cache move often
+    step = min([int(getattr(e, "papers_per_batch", PAPERS_PER_BATCH)) for e in ests.values()] or [PAPERS_PER_BATCH])
+    with progress.task("score", total, "requests") as task:
+        for start in range(0, len(groups), max(1, step)):
+            batches += _batch(store, groups[start:start + max(1, step)], todo, keyed, ests, results, task)
+    calls = total
     return results, calls, hits, batches
+
+
+def _batch(store: Store, chunk: list[tuple[int, str]], todo: dict[tuple[int, str], list[str]],
+           keyed: dict[str, tuple[Estimator, LogprobRequest]], ests: dict[int, Estimator],
+           results: dict[str, LogprobResult], task: Task) -> int:
+    """One batch of papers: ask each estimator for its requests, cache the answers at once; returns the calls."""
+    by_est: dict[int, list[str]] = defaultdict(list)
+    for est_id, pid in chunk:
+        by_est[est_id].extend(todo[(est_id, pid)])
+    for est_id, keys in by_est.items():
+        est = ests[est_id]
+        answers = est.logprobs([keyed[k][1] for k in keys])
+        if len(answers) != len(keys):
+            raise RuntimeError(f"estimator {est.id} returned {len(answers)} results for {len(keys)} requests")
+        results.update(zip(keys, answers, strict=True))
+        store.con.execute(
+            """INSERT OR REPLACE INTO logprob_cache SELECT unnest(?::VARCHAR[]), ?, ?, unnest(?::DOUBLE[]),
+               unnest(?::INTEGER[]), ?""",
+            [keys, est.id, GEM_PROMPT_VERSION, [float(a.logprob) for a in answers],
+             [int(a.n_tokens) for a in answers], utcnow()])
+        task.advance(len(keys))
+    return len(by_est)
 
 
 def _write_scores(store: Store, pairs: list[tuple[Estimator, str, _Pair]], results: dict[str, LogprobResult]) -> None:

@@ -11,27 +11,17 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from grebench.bench import CONTROLS, HUMAN, is_clean
 from grebench.scoring._aggregate import bootstrap_ci, paired_difference, rank_intervals
 from grebench.scoring._engine import RAW_PREPROCESSOR
 from grebench.store import Store
 
-HUMAN = "human"
-CONTROL_NAMES = ("sentence-deletion", "elongation", "abstract-restatement", "generic", "other-paper",
-                 "deletion-completion", "rephrase", "abstract-only")
-
-
-def _is_clean(cutoff: Any, reviews_public_at: Any) -> bool:
-    try:
-        from grebench.bench._contamination import is_clean
-    except ImportError:  # the bench stage is optional for scoring archives
-        return cutoff is None or reviews_public_at is None or str(cutoff)[:10] < str(reviews_public_at)[:10]
-    return bool(is_clean(cutoff, reviews_public_at))
-
 
 def _kind(name: str, stored: str | None) -> str:
+    """The stored kind; a candidate missing from ``candidates`` (an old export) by its name."""
     if stored:
         return stored
-    return "human" if name == HUMAN else "control" if name in CONTROL_NAMES else "llm"
+    return "human" if name == HUMAN else "control" if name in CONTROLS else "llm"
 
 
 def available_tables(store: Store) -> list[dict[str, Any]]:
@@ -62,7 +52,7 @@ def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor:
         entry = info[name]
         entry["kind"] = kind
         entry["papers_scored"] += 1
-        if kind == "llm" and not (r["sealed"] or _is_clean(r["cutoff"], r["public_at"])):
+        if kind not in ("human", "control") and not (r["sealed"] or is_clean(r["cutoff"], r["public_at"])):
             continue  # contaminated pair: not on the board
         scores[name][r["paper_id"]] = float(r["pmi"])
         entry["pairs"] += int(r["pairs"])

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Protocol
 
+from grebench.registry import Registry
 from grebench.scoring._judgment_lines import parse_judgment_output
 from grebench.scoring._rules import RULES_ID, rules_judgment_lines
 from grebench.store import Store, utcnow
@@ -133,29 +134,48 @@ def imported_preprocessor_names(store: Store) -> dict[str, int]:
     return {row["name"]: int(row["n"]) for row in rows}
 
 
+PreprocessorFactory = Callable[[str, "Settings", Store], Preprocessor]
+#: Registered preprocessors (``rules``, ``litellm:MODEL``, ``imported[:NAME]``, plugins').
+PREPROCESSORS: Registry[PreprocessorFactory] = Registry("preprocessor")
+
+
+@PREPROCESSORS.register("rules", spec="rules", summary=f"deterministic judgment lines ({RULES_ID}), no LLM")
+def _rules(arg: str, settings: Settings, store: Store) -> Preprocessor:
+    return RulesPreprocessor()
+
+
+@PREPROCESSORS.register("litellm", spec="litellm:MODEL", summary="an LLM rewrites each review into judgment lines")
+def _litellm(arg: str, settings: Settings, store: Store) -> Preprocessor:
+    model = arg.split("@", 1)[0]
+    if not model:
+        raise ValueError("litellm preprocessor spec must be litellm:MODEL (a litellm model string)")
+    return LLMPreprocessor(model, settings, store)
+
+
+@PREPROCESSORS.register("imported", spec="imported[:NAME]", summary="judgment lines that came with an archive")
+def _imported(arg: str, settings: Settings, store: Store) -> Preprocessor:
+    names = imported_preprocessor_names(store)
+    with_lines = {k: v for k, v in names.items() if k is not None}
+    if not with_lines:
+        raise ValueError("--preprocessor imported: no review in the store has imported judgment lines "
+                         "(import an archive with `judgments`, or use rules or litellm:MODEL)")
+    if not arg and len(with_lines) > 1:
+        detail = ", ".join(f"{k}: {v} reviews" for k, v in sorted(with_lines.items()))
+        raise ValueError(f"--preprocessor imported: the imported lines come from several preprocessors ({detail}); "
+                         "name one with imported:NAME")
+    name = arg or next(iter(with_lines))
+    if name not in with_lines:
+        raise ValueError(f"--preprocessor imported:{arg}: no imported lines from {name!r} (found {sorted(with_lines)})")
+    return ImportedPreprocessor(store, name)
+
+
 def resolve_preprocessor(spec: str, settings: Settings, store: Store) -> Preprocessor:
-    """The preprocessor named by ``spec``: rules, imported or litellm:MODEL."""
+    """The preprocessor named by ``spec`` (``NAME[:ARG]``; the rules id, e.g. ``rules-v3``, names ``rules``)."""
     spec = spec.strip()
-    if spec in ("rules", RULES_ID):
-        return RulesPreprocessor()
-    if spec.startswith("litellm:") and len(spec) > len("litellm:"):
-        return LLMPreprocessor(spec.split(":", 1)[1].split("@", 1)[0], settings, store)
-    if spec == "imported" or spec.startswith("imported:"):
-        names = imported_preprocessor_names(store)
-        with_lines = {k: v for k, v in names.items() if k is not None}
-        wanted = spec.split(":", 1)[1] if ":" in spec else None
-        if not with_lines:
-            raise ValueError("--preprocessor imported: no review in the store has imported judgment lines "
-                             "(import an archive with `judgments`, or use rules or litellm:MODEL)")
-        if wanted is None and len(with_lines) > 1:
-            detail = ", ".join(f"{k}: {v} reviews" for k, v in sorted(with_lines.items()))
-            raise ValueError(f"--preprocessor imported: the imported lines come from several preprocessors ({detail}); "
-                             "name one with imported:NAME")
-        name = wanted or next(iter(with_lines))
-        if name not in with_lines:
-            raise ValueError(f"--preprocessor {spec}: no imported lines from {name!r} (found {sorted(with_lines)})")
-        return ImportedPreprocessor(store, name)
-    raise ValueError(f"unknown preprocessor {spec!r}: use rules, imported or litellm:MODEL")
+    if spec == RULES_ID:
+        spec = "rules"
+    entry, arg = PREPROCESSORS.resolve(spec)
+    return entry.obj(arg, settings, store)
 
 
 def preprocess_texts(store: Store, preprocessor: Preprocessor, texts: Sequence[str],

@@ -13,43 +13,25 @@ CI by bootstrap over papers, and a paired t-test p-value.  Verdicts:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from grebench.store import Store, utcnow
-
-HUMAN = "human"
-
-
-@dataclass(frozen=True)
-class Transformation:
-    """A control candidate that transforms the human candidate review, and what kind of change it is."""
-
-    candidate: str
-    kind: str  # degradation | manipulation
-    needs_llm: bool = False
+from grebench.bench import CONTROLS, HUMAN, Control
+from grebench.bench.controls import PENALISED
+from grebench.settings import Settings
+from grebench.store import Store, code_files, fingerprint, utcnow
 
 
-TRANSFORMATIONS = (
-    Transformation("sentence-deletion", "degradation"),
-    Transformation("abstract-restatement", "degradation"),
-    Transformation("other-paper", "degradation"),
-    Transformation("elongation", "manipulation"),
-    Transformation("deletion-completion", "degradation", needs_llm=True),
-    Transformation("abstract-only", "degradation", needs_llm=True),
-    Transformation("rephrase", "manipulation", needs_llm=True),
-)
+def transformations() -> list[Control]:
+    """The controls the validation compares with the human review (every registered control)."""
+    return [e.obj for e in CONTROLS]
 
-# The paper's Cohen's d for GEM-S with Llama-3.1-8B (methods.md §4), shown beside ours.
-PAPER_D_GEM_S = {
-    "sentence-deletion": -0.409,
-    "deletion-completion": -0.206,
-    "abstract-only": -0.566,
-    "rephrase": -0.114,
-    "elongation": -0.070,
-}
+
+def meets_expectation(expected: str, verdict_: str) -> bool:
+    """Whether a verdict is what the control expects: penalised, or at least not rewarded."""
+    return verdict_ == "penalised" if expected == PENALISED else verdict_ != "rewarded"
 
 
 def cohens_d(s: np.ndarray, s_prime: np.ndarray) -> float:
@@ -106,8 +88,8 @@ def validation_rows(
     rows = []
     for metric in metrics:
         human = _per_paper(store, metric, estimator, preprocessor, HUMAN)
-        for t in TRANSFORMATIONS:
-            other = _per_paper(store, metric, estimator, preprocessor, t.candidate)
+        for t in transformations():
+            other = _per_paper(store, metric, estimator, preprocessor, t.name)
             s, s_prime = [], []
             for paper_id, refs in sorted(human.items()):
                 common = sorted(set(refs) & set(other.get(paper_id, {})))
@@ -120,12 +102,13 @@ def validation_rows(
             d = cohens_d(a, b)
             low, high = _bootstrap_d(a, b, samples, seed)
             p = _paired_p(a, b)
+            found = verdict(d, p)
             rows.append({
-                "metric": metric, "transformation": t.candidate, "kind": t.kind, "d": round(d, 4),
+                "metric": metric, "transformation": t.name, "kind": t.kind, "d": round(d, 4),
                 "ci_low": round(low, 4), "ci_high": round(high, 4), "p": float(f"{p:.3g}"), "n_papers": len(s),
-                "verdict": verdict(d, p), "mean_human": round(float(a.mean()), 4),
-                "mean_transformed": round(float(b.mean()), 4),
-                "paper_d": PAPER_D_GEM_S.get(t.candidate) if metric == "gem-s" else None,
+                "verdict": found, "expected": t.expected, "as_expected": meets_expectation(t.expected, found),
+                "mean_human": round(float(a.mean()), 4), "mean_transformed": round(float(b.mean()), 4),
+                "paper_d": t.paper_d if metric == "gem-s" else None,
             })
     return rows
 
@@ -139,18 +122,39 @@ def store_report(store: Store, run_id: str, estimator: str, preprocessor: str, r
 
 
 def latest_setup(store: Store, estimator_spec: str | None = None, preprocessor: str | None = None) -> tuple[str, str]:
-    """The (estimator id, preprocessor) of the most recent scores matching the given spec prefix and preprocessor."""
-    where, params = [], []
-    if estimator_spec:
-        where.append("(estimator = ? OR estimator LIKE ?)")
-        params += [estimator_spec, f"{estimator_spec}:%"]
-    if preprocessor:
-        where.append("(preprocessor = ? OR preprocessor LIKE ?)")
-        params += [preprocessor, f"{preprocessor}%"]
-    sql = "SELECT estimator, preprocessor FROM scores"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    row = store.con.execute(sql + " GROUP BY 1, 2 ORDER BY max(created_at) DESC LIMIT 1", params).fetchone()
-    if row is None:
-        raise LookupError("no scores match: run `grebench score` first")
-    return row[0], row[1]
+    """The (estimator id, preprocessor) of the most recent scores matching the given spec and preprocessor.
+
+    An estimator spec matches the id it produced (``hf:smollm2-135m`` → ``hf:smollm2-135m@…``); when nothing
+    matches that closely, any id of the same estimator kind (the part before the first ``:``).
+    """
+    for loose in (False, True):
+        where, params = [], []
+        if estimator_spec:
+            if loose:
+                where.append("estimator LIKE ?")
+                params.append(estimator_spec.split(":", 1)[0] + ":%")
+            else:
+                where.append("(estimator = ? OR estimator LIKE ? OR estimator LIKE ?)")
+                params += [estimator_spec, f"{estimator_spec}:%", f"{estimator_spec}@%"]
+        if preprocessor:
+            where.append("(preprocessor = ? OR preprocessor LIKE ?)")
+            params += [preprocessor, f"{preprocessor}%"]
+        sql = "SELECT estimator, preprocessor FROM scores"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        row = store.con.execute(sql + " GROUP BY 1, 2 ORDER BY max(created_at) DESC LIMIT 1", params).fetchone()
+        if row is not None:
+            return row[0], row[1]
+    raise LookupError("no scores match: run `grebench score` first")
+
+
+def validation_fingerprint(store: Store, settings: Settings, estimator_id: str, preprocessor_id: str,
+                           metrics: list[str]) -> str:
+    """What the report of one setup depends on: that setup's scores, the candidates, the settings and the code."""
+    return fingerprint(store, queries={
+        "scores": ("""SELECT count(*), bit_xor(hash(metric, candidate, paper_id, reference_review_id, generation_id,
+                      pmi)) FROM scores WHERE estimator = ? AND preprocessor IN (?, 'none')""",
+                   [estimator_id, preprocessor_id]),
+        "candidates": ("SELECT count(*), bit_xor(hash(name, kind)) FROM candidates", [])},
+        values=[int(settings.bootstrap_samples), int(settings.seed), sorted(metrics), CONTROLS.names()],
+        code=code_files(Path(__file__)))

@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from grebench._offline import apply_offline_defaults
+from grebench.endpoints import KeyVault, Resolver
 from grebench.settings import Settings
 from grebench.site import _data
 from grebench.site._reader import (
@@ -25,10 +26,8 @@ from grebench.site._reader import (
     reader_cache,
     tree_stamp,
 )
-from grebench.site._secrets import KeyVault
-from grebench.site._submissions import SubmissionForm, SubmissionQueue
-from grebench.site._urlcheck import Resolver
 from grebench.store import Store
+from grebench.submissions import SubmissionForm, SubmissionQueue, queue_path
 
 BOARD_COLUMNS = ["rank", "candidate", "kind", "score", "ci95_low", "ci95_high", "rank_low", "rank_high", "papers",
                  "clean_papers", "sealed_share", "cost_usd", "latency_s"]
@@ -42,11 +41,6 @@ TAB_IDS = ("leaderboard", "model", "paper", "submit", "queue", "downloads")
 READ_CONCURRENCY = 8
 SUBMIT_CONCURRENCY = 2
 QUEUE_KWARGS: dict[str, Any] = {"default_concurrency_limit": READ_CONCURRENCY, "max_size": 256}
-
-
-def queue_path(settings: Settings) -> Path:
-    """Where the app writes submissions (a separate file: the app never opens the main store for writing)."""
-    return settings.data_path / "queue.duckdb"
 
 
 def reader_store(settings: Settings) -> Store:
@@ -94,14 +88,11 @@ def _board_choices(store: Store) -> tuple[list[str], list[str], list[str], list[
     return venues, metrics, setups, models, papers
 
 
-def _board(settings: Settings, cache: ReaderCache, snap: Snapshot, board: dict[str, Any],
-           sealed_only: bool = False) -> dict[str, Any]:
-    """One board with ``bootstrap_samples`` resamples and ``seed`` (the static site's numbers), cached."""
-    key = (board["venue_id"], board["metric"], board["estimator"], board["preprocessor"], bool(sealed_only),
-           int(settings.bootstrap_samples), int(settings.seed))
-    return cache.view("board", key, lambda store: _data.board_rows(
-        store, board, samples=int(settings.bootstrap_samples), seed=int(settings.seed), sealed_only=bool(sealed_only)),
-        snap=snap)
+def _boards(cache: ReaderCache, snap: Snapshot, sealed_only: bool = False) -> list[dict[str, Any]]:
+    """The stored boards of one scope (computed by the scoring stage; the app formats, never computes)."""
+    scope = "sealed" if sealed_only else "all"
+    return cast("list[dict[str, Any]]", cache.view("boards", scope, lambda store: _data.boards(store, scope),
+                                                   snap=snap))
 
 
 def board_table(settings: Settings, venue: str | None, metric: str | None, setup: str | None,
@@ -109,12 +100,11 @@ def board_table(settings: Settings, venue: str | None, metric: str | None, setup
     """The Leaderboard tab's rows for one filter choice (empty when the choice has no scores)."""
     cache = reader(settings)
     snap = cache.snapshot()
-    match = [b for b in cache.view("boards", None, _data.boards, snap=snap) if b["venue_id"] == venue
+    match = [b for b in _boards(cache, snap, bool(only_sealed)) if b["venue_id"] == venue
              and b["metric"] == metric and f"{b['estimator']} / {b['preprocessor']}" == setup]
     if not match:
         return []
-    board = _board(settings, cache, snap, match[0], bool(only_sealed))
-    rows = [r for r in board["rows"] if include_controls or r["kind"] != "control"]
+    rows = [r for r in match[0]["rows"] if include_controls or r["kind"] != "control"]
     return [[_fmt(r.get(c)) for c in BOARD_COLUMNS] for r in rows]
 
 
@@ -124,8 +114,7 @@ def model_tables(settings: Settings, name: str) -> tuple[list[list[Any]], list[l
     snap = cache.snapshot()
 
     def compute(store: Store) -> tuple[list[list[Any]], list[list[Any]], str]:
-        boards = [_board(settings, cache, snap, b) for b in cache.view("boards", None, _data.boards, snap=snap)]
-        m = _data.model_page(store, name, boards)
+        m = _data.model_page(store, name, _boards(cache, snap))
         scores = [[s["venue_id"], s["metric"], f"{s['estimator']} / {s['preprocessor']}", s["rank"],
                    _fmt(s["score"]), _fmt(s["ci95_low"]), _fmt(s["ci95_high"]), s["papers"]] for s in m["scores"]]
         window = [[w["venue_id"], str(w["public_from"])[:10], w["papers"], w["clean"], w["sealed"]]
@@ -134,8 +123,7 @@ def model_tables(settings: Settings, name: str) -> tuple[list[list[Any]], list[l
         text = "" if sample is None else sample["text"] + "\n\n— judgment lines —\n" + "\n".join(sample["lines"])
         return scores, window, text
 
-    key = (name, int(settings.bootstrap_samples), int(settings.seed))
-    scores, window, text = cache.view("model", key, compute, snap=snap)
+    scores, window, text = cache.view("model", name, compute, snap=snap)
     return _copy(scores), _copy(window), text
 
 

@@ -10,17 +10,16 @@ import hashlib
 import json
 import math
 import shutil
-from collections import defaultdict
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import jinja2
 
 from grebench.settings import Settings
 from grebench.site import _data
 from grebench.site._plots import board_svg
-from grebench.store import Store, utcnow
+from grebench.store import Store, code_files, fingerprint, utcnow
 
 SCHEMA_VERSION = 1
 #: Fields of one row in leaderboard.json, in order (a stable contract: docs/site.md).
@@ -97,61 +96,42 @@ class _Writer:
 
 
 #: Bump when what the site shows changes (code, not data): the next build renders again.
-SITE_VERSION = "site-v2"
-# Columns that record when a row was written, not what the site shows: a rewrite with equal content is no change.
-_BOOKKEEPING = {"created_at", "updated_at", "ingested_at", "fetched_at", "first_seen_at", "extracted_at"}
+SITE_VERSION = "site-v3"
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
-         "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes")
+         "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes",
+         "boards", "board_rows")
 
 
 def site_fingerprint(store: Store, settings: Settings) -> str:
     """Hash of everything the site shows: the tables it reads, snapshots on disk, templates, settings, version."""
-    columns: dict[str, list[str]] = defaultdict(list)
-    for table, column in store.con.execute(
-            "SELECT table_name, column_name FROM duckdb_columns() WHERE schema_name = 'main' "
-            "AND database_name = current_database() ORDER BY table_name, column_index").fetchall():
-        if table in _READ and column not in _BOOKKEEPING:
-            columns[table].append(column)
-    parts: dict[str, Any] = {"version": SITE_VERSION, "schema": SCHEMA_VERSION,
-                             "settings": [settings.bootstrap_samples, settings.seed]}
-    for table in sorted(columns):
-        cols = ", ".join(f'"{c}"' for c in columns[table])
-        parts[table] = list(cast("tuple[Any, ...]", store.con.execute(
-            f'SELECT count(*), bit_xor(hash({cols})) FROM "{table}"').fetchone()))
+    queries: dict[str, tuple[str, list[Any]]] = {}
     if _data.has_table(store, "validation_reports"):  # a new report per run: only the latest per setup is shown
-        parts["validation"] = list(cast("tuple[Any, ...]", store.con.execute(
-            """SELECT count(*), bit_xor(hash(estimator, preprocessor, rows_json, created_at::DATE)) FROM (
-                   SELECT * FROM validation_reports
-                   QUALIFY row_number() OVER (PARTITION BY estimator, preprocessor ORDER BY created_at DESC) = 1)"""
-        ).fetchone()))
-    parts["snapshots"] = [(f["name"], f["bytes"], f["sha256"]) for f in _data.snapshot_files(settings.data_path)]
-    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode("utf-8"))
-    code = [_HERE / "_build.py", _HERE / "_data.py", _HERE / "_plots.py", _HERE.parent / "scoring" / "_leaderboard.py"]
-    for path in code + sorted((_HERE / "templates").rglob("*")) + sorted((_HERE / "static").rglob("*")):
-        if path.is_file():
-            digest.update(path.relative_to(_HERE.parent).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
+        queries["validation"] = ("""SELECT count(*), bit_xor(hash(estimator, preprocessor, rows_json,
+                                        created_at::DATE)) FROM (SELECT * FROM validation_reports
+                   QUALIFY row_number() OVER (PARTITION BY estimator, preprocessor ORDER BY created_at DESC) = 1)""",
+                                 [])
+    snapshots = [(f["name"], f["bytes"], f["sha256"]) for f in _data.snapshot_files(settings.data_path)]
+    return fingerprint(store, tables=_READ, queries=queries,
+                       values=[SITE_VERSION, SCHEMA_VERSION, snapshots],
+                       code=code_files(_HERE / "_build.py", _HERE / "_data.py", _HERE / "_plots.py",
+                                       _HERE / "_labels.py", _HERE / "templates", _HERE / "static"))
 
 
-def build_site(store: Store, settings: Settings, out_dir: Path | None = None, force: bool = False) -> dict[str, Any]:
+def build_site(store: Store, settings: Settings, out_dir: Path | None = None) -> dict[str, Any]:
     """Render the whole site from the store into ``out_dir`` (default ``settings.site_path``); return a summary.
 
-    When nothing the site shows changed since the last build into the same directory (:func:`site_fingerprint`)
-    and that build is still there, nothing is rendered or written and the last summary comes back with
-    ``unchanged: true``; ``force`` builds anyway.
+    The site shows only what earlier stages stored (boards, validation reports, panel results); it computes no
+    score.  Built into a temporary sibling directory and swapped in.  Skipping an unchanged rebuild is the
+    pipeline's job (:class:`grebench.pipeline.SiteStage` compares :func:`site_fingerprint`).
     """
     out = Path(out_dir) if out_dir is not None else settings.site_path
-    if not _data.has_table(store, "stage_state"):  # an export or an old store: no memory of earlier builds
-        return {**_build(store, settings, out), "unchanged": False}
-    print_ = site_fingerprint(store, settings)
-    scope = str(out.resolve())
-    state = None if force else store.stage_state("site", scope)
-    if state is not None and state[0] == print_ and state[1] and (out / "index.html").is_file() and \
-            _sha256(out / "leaderboard.json") == state[1].get("leaderboard_json_sha256"):
-        return {**state[1], "unchanged": True}
-    summary = _build(store, settings, out)
-    store.set_stage_state("site", scope, print_, summary)
-    return {**summary, "unchanged": False}
+    return _build(store, settings, out)
+
+
+def site_intact(out: Path, summary: dict[str, Any]) -> bool:
+    """Whether a build's output is still in ``out`` as that build left it."""
+    return (out / "index.html").is_file() and \
+        _sha256(out / "leaderboard.json") == summary.get("leaderboard_json_sha256")
 
 
 def _sha256(path: Path) -> str | None:
@@ -167,8 +147,7 @@ def _build(store: Store, settings: Settings, out: Path) -> dict[str, Any]:
     writer = _Writer(tmp, environment(), now.isoformat() + "Z")
     shutil.copytree(_HERE / "static", tmp / "static")
 
-    boards = [_data.board_rows(store, b, samples=int(settings.bootstrap_samples), seed=int(settings.seed))
-              for b in _data.boards(store)]
+    boards = _data.boards(store)
     venues = _data.venues(store)
     cands = _data.candidates(store)
     for b in boards:

@@ -10,8 +10,7 @@ import hashlib
 import json
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -46,33 +45,6 @@ def slug(*parts: Any) -> str:
     return f"{clean}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
 
 
-@contextmanager
-def venue_scope(store: Store, venue_id: str | None, sealed_only: bool = False) -> Iterator[Store]:
-    """A store whose scores, generations and papers are limited to one venue (temporary views on a cursor).
-
-    ``sealed_only`` keeps, for LLM candidates, only generations made before the reviews were public.
-    """
-    if venue_id is None and not sealed_only:
-        yield store
-        return
-    cur = store.con.cursor()
-    db = store.scalar("SELECT current_database()")
-    where = "true" if venue_id is None else "venue_id = '{}'".format(venue_id.replace("'", "''"))
-    papers = f"SELECT paper_id FROM \"{db}\".main.papers WHERE {where}"
-    sealed = "" if not sealed_only else (
-        f" AND (generation_id IN (SELECT generation_id FROM \"{db}\".main.generations WHERE sealed) OR "
-        f"candidate NOT IN (SELECT name FROM \"{db}\".main.candidates WHERE kind = 'llm'))")
-    try:
-        cur.execute(f"CREATE TEMP VIEW papers AS SELECT * FROM \"{db}\".main.papers WHERE {where}")
-        cur.execute(f"CREATE TEMP VIEW generations AS SELECT * FROM \"{db}\".main.generations "
-                    f"WHERE paper_id IN ({papers})")
-        cur.execute(f"CREATE TEMP VIEW scores AS SELECT * FROM \"{db}\".main.scores WHERE paper_id IN ({papers})"
-                    + sealed)
-        yield Store(cur)
-    finally:
-        cur.close()
-
-
 def venues(store: Store) -> list[dict[str, Any]]:
     """Venue-years with paper counts and when their reviews became public."""
     return store.rows("""SELECT venue_id, any_value(venue) AS venue, any_value(venue_year) AS venue_year,
@@ -81,42 +53,16 @@ def venues(store: Store) -> list[dict[str, Any]]:
                          FROM papers GROUP BY venue_id ORDER BY venue_year DESC, venue_id""")
 
 
-def boards(store: Store) -> list[dict[str, Any]]:
-    """Every (venue, metric, estimator, preprocessor) that has scores, with a page slug."""
-    rows = store.rows("""SELECT p.venue_id, any_value(p.venue) AS venue, s.metric, s.estimator, s.preprocessor,
-                                count(*) AS pairs, count(DISTINCT s.candidate) AS candidates
-                         FROM scores s JOIN papers p USING (paper_id)
-                         GROUP BY p.venue_id, s.metric, s.estimator, s.preprocessor
-                         ORDER BY p.venue_id, s.metric, s.estimator, s.preprocessor""")
-    for r in rows:
-        r["slug"] = slug(r["venue_id"], r["metric"], r["estimator"], r["preprocessor"])
-    return rows
+def boards(store: Store, scope: str = "all") -> list[dict[str, Any]]:
+    """The stored leaderboards (computed by the scoring stage), each with its rows and a page slug."""
+    from grebench.scoring import stored_boards
 
-
-def candidate_costs(store: Store) -> dict[str, dict[str, Any]]:
-    """Mean cost (USD) and latency (s) per review, per candidate, over successful generations."""
-    rows = store.rows("""SELECT candidate, avg(cost_usd) AS cost_usd, avg(latency_s) AS latency_s,
-                                count(*) AS generations
-                         FROM generations WHERE status = 'ok' GROUP BY candidate""")
-    return {r["candidate"]: r for r in rows}
-
-
-def board_rows(store: Store, board: dict[str, Any], samples: int = 2000, seed: int = 20200426,
-               sealed_only: bool = False) -> dict[str, Any]:
-    """One leaderboard: rows from :func:`grebench.scoring.leaderboard` plus cost/latency and the human band."""
-    from grebench.scoring import leaderboard
-
-    with venue_scope(store, board["venue_id"], sealed_only) as scoped:
-        rows = leaderboard(scoped, board["metric"], board["estimator"], board["preprocessor"],
-                           samples=samples, seed=seed)
-        costs = candidate_costs(scoped)
-    for r in rows:
-        cost = costs.get(r["candidate"], {})
-        r["cost_usd"], r["latency_s"] = cost.get("cost_usd"), cost.get("latency_s")
-        r["candidate_slug"] = slug(r["candidate"])
-    human = next((r for r in rows if r["kind"] == "human"), None)
-    band = None if human is None else {"score": human["score"], "low": human["ci95_low"], "high": human["ci95_high"]}
-    return {**board, "rows": rows, "human_band": band}
+    out = stored_boards(store, scope=scope)
+    for b in out:
+        b["slug"] = b["board_id"]
+        for r in b["rows"]:
+            r["candidate_slug"] = slug(r["candidate"])
+    return out
 
 
 def candidates(store: Store) -> list[dict[str, Any]]:

@@ -37,7 +37,7 @@ T = TypeVar("T")
 # every table a query of the app reads (``_data``: boards, board_rows, candidates, model_page, paper_pages);
 # the big bookkeeping tables (llm_calls, logprob_cache, runs, ...) are not loaded
 APP_TABLES = ("papers", "reviews", "review_versions", "paper_texts", "candidates", "generations", "scores",
-              "judgments", "panel_rankings", "panel_verdicts", "panel_votes")
+              "judgments", "panel_rankings", "panel_verdicts", "panel_votes", "boards", "board_rows")
 MAX_VIEWS = 256
 
 Fingerprint = tuple[tuple[str, int, int, int], ...]
@@ -80,7 +80,7 @@ def build_reader(export_dir: Path, tables: tuple[str, ...] | None = APP_TABLES) 
             con.execute(f"CREATE TABLE \"{path.stem}\" AS SELECT * FROM read_parquet(?)", [str(path)])
     store = Store(con)
     if not has_table(store, "papers"):  # nothing exported yet: the schema alone, so every page works
-        from grebench.store._migrate import migrate
+        from grebench.store import migrate
 
         migrate(con)
     elif not has_table(store, "clean_pairs") and all(has_table(store, t) for t in ("generations", "candidates")):

@@ -1,11 +1,23 @@
-"""The DuckDB store: one writer process, numbered migrations, typed records.
+"""The DuckDB store: one writer process, numbered migrations, typed records, snapshots, input fingerprints.
 
-Readers never open the writer's live file (DuckDB forbids a second process on
-a file opened read-write); they read ``grebench export`` Parquet files or a
-read-only copy made by :meth:`Store.copy_to`.
+Readers never open the writer's live file (DuckDB forbids a second process on a file opened read-write); they read
+``grebench export`` Parquet files or a read-only copy made by :meth:`Store.copy_to`.
 """
 
+from grebench.store._fingerprint import BOOKKEEPING_COLUMNS, code_files, fingerprint, table_digests
+from grebench.store._migrate import migrate
 from grebench.store._records import PaperRecord, ReviewRecord, utcnow
+from grebench.store._snapshot import (
+    SnapshotError,
+    export_snapshot,
+    file_sha256,
+    import_snapshot,
+    record_snapshot,
+    venue_years,
+    verify_snapshot,
+)
 from grebench.store._store import Store, open_store
 
-__all__ = ["PaperRecord", "ReviewRecord", "Store", "open_store", "utcnow"]
+__all__ = ["BOOKKEEPING_COLUMNS", "PaperRecord", "ReviewRecord", "SnapshotError", "Store", "code_files",
+           "export_snapshot", "file_sha256", "fingerprint", "import_snapshot", "migrate", "open_store",
+           "record_snapshot", "table_digests", "utcnow", "venue_years", "verify_snapshot"]

@@ -49,6 +49,8 @@ TABLES: dict[str, str] = {
     "panel_rankings": "SELECT * FROM panel_rankings WHERE venue_id = $venue",
     "panel_agreement": "SELECT * FROM panel_agreement WHERE venue_id = $venue",
     "machine_metrics": f"SELECT * FROM machine_metrics WHERE paper_id IN {_P}",
+    "boards": "SELECT * FROM boards WHERE venue_id = $venue",
+    "board_rows": "SELECT * FROM board_rows WHERE board_id IN (SELECT board_id FROM boards WHERE venue_id = $venue)",
 }
 
 

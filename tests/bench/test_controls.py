@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from grebench.bench import choose_split, make_splits, split_sections, split_sentences
-from grebench.bench._controls import ELONGATION_INTRO, ELONGATION_RESTATE, derangement
 from grebench.bench._sections import join_sections
+from grebench.bench.controls._paper import ELONGATION_INTRO, ELONGATION_RESTATE, derangement
 from grebench.store import Store
 from tests.bench.conftest import tiny_papers
 

@@ -21,7 +21,7 @@ GOOD = {"name": "m1", "model": "openai/gpt-4o-mini", "cutoff": "2023-10-01", "ap
     ({"model": None}, "missing model"),
     ({"cutoff": None}, "missing cutoff"),
     ({"api_key_env": "sk-abc-123"}, "NAME of an environment variable"),
-    ({"kind": "human"}, "kind must be 'llm'"),
+    ({"kind": "human"}, "kind must be one of llm"),
     ({"name": "human"}, "already used"),
     ({"params": {"max_tokens": 50_000, "context_tokens": 8000}}, "smaller than"),
 ])

@@ -12,8 +12,7 @@ import time
 import pytest
 
 from grebench.bench import run_bench
-from grebench.scoring import RULES_ID, leaderboard, run_scoring
-from grebench.scoring._validate import validation_rows
+from grebench.scoring import RULES_ID, leaderboard, run_scoring, validation_rows
 from grebench.settings import Settings
 from grebench.store import Store
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grebench.scoring._validate import cohens_d, latest_setup, store_report, validation_rows, verdict
+from grebench.scoring import cohens_d, latest_setup, store_report, validation_rows, verdict
 from grebench.store import Store, utcnow
 
 

@@ -19,12 +19,13 @@ import pytest
 from cryptography.fernet import Fernet
 
 from grebench.bench import run_bench
-from grebench.scheduler._jobs import JobContext
-from grebench.scheduler._jobs import queue as queue_job
+from grebench.endpoints import KeyVault
+from grebench.scheduler import JOBS, JobContext
 from grebench.settings import Settings, load_settings
-from grebench.site import KeyVault, SubmissionQueue, build_site
+from grebench.site import build_site
 from grebench.site._app import create_app, launch_kwargs, queue_path
 from grebench.store import Store, open_store
+from grebench.submissions import SubmissionQueue
 from tests.bench.conftest import tiny_papers
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.security.conftest import CANARY, RESOLVER, OutboundGuard, free_port, leaks
@@ -103,7 +104,7 @@ def test_submission_is_evaluated_through_the_pinned_endpoint_and_the_key_disappe
     assert world["queue"].rows("SELECT key_ciphertext FROM submissions WHERE id = ?", [sub_id])[0]["key_ciphertext"]
 
     ctx = JobContext(store, settings, world["vault"], world["queue"], resolver=RESOLVER)
-    summary = queue_job(ctx, store.start_run("queue", {}))
+    summary = JOBS["queue"](ctx, store.start_run("queue", {}))
     assert summary["accepted"] == ["Acme-Pinned"], summary
     assert [(e["id"], e["ok"], e["calls_made"]) for e in summary["evaluated"]] == [(sub_id, True, 4)], summary
 
@@ -123,7 +124,7 @@ def test_submission_is_evaluated_through_the_pinned_endpoint_and_the_key_disappe
         {"status": "finished", "key_ciphertext": None}]
     assert store.scalar("SELECT status FROM submissions WHERE id = ?", [sub_id]) == "finished"
     assert world["vault"].open(sub_id, None) is None
-    queue_job(ctx, store.start_run("queue", {}))  # a second pass makes no call and changes nothing
+    JOBS["queue"](ctx, store.start_run("queue", {}))  # a second pass makes no call and changes nothing
     assert len(fake_llm.chat_requests) == 4
 
     # the canary is nowhere: logs, every VARCHAR of every table, data-dir files, exports, the site, HTTP answers
@@ -161,7 +162,7 @@ def test_redirecting_or_rebound_endpoint_fails_without_reaching_anything(
     # by evaluation time the name points somewhere private: the fresh check refuses it before any call
     rebound = {**RESOLVER, "redirect.example.test": ["10.1.2.3"]}
     ctx = JobContext(store, world["settings"], world["vault"], world["queue"], resolver=rebound)
-    summary = queue_job(ctx, store.start_run("queue", {}))
+    summary = JOBS["queue"](ctx, store.start_run("queue", {}))
     assert summary["accepted"] == [], summary
     row = world["queue"].rows("SELECT status, reason, key_ciphertext FROM submissions WHERE model_name = 'Rebinder'")
     assert row[0]["status"] == "failed" and "10.1.2.3" in row[0]["reason"] and row[0]["key_ciphertext"] is None

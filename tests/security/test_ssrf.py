@@ -18,9 +18,10 @@ import pytest
 from click.testing import CliRunner
 
 from grebench.cli._main import main
+from grebench.endpoints import KeyVault, PinnedEndpoint, check_submitted_url
 from grebench.llm import ChatRequest, LLMClient, pinned_endpoints
 from grebench.settings import Settings, load_settings
-from grebench.site import KeyVault, PinnedEndpoint, SubmissionForm, SubmissionQueue, check_submitted_url
+from grebench.submissions import SubmissionForm, SubmissionQueue
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.security.conftest import CANARY, RESOLVER, OutboundGuard
 
@@ -96,7 +97,7 @@ def test_cli_submit_refuses_the_ssrf_list(tmp_path: Path, guard: OutboundGuard, 
             raise socket.gaierror(f"{host} does not resolve")
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port)) for ip in RESOLVER[host]]
 
-    monkeypatch.setattr("grebench.site._urlcheck.socket.getaddrinfo", table_gai)
+    monkeypatch.setattr("grebench.endpoints._urlcheck.socket.getaddrinfo", table_gai)
     env = {"GREBENCH_DATA_DIR": str(tmp_path / "data"), "GREBENCH_ESTIMATOR": "vllm:" + EVAL_LM,
            "GREBENCH_SUBMISSION_HTTP_ALLOWLIST": HTTP_OK, "SUBMIT_KEY": CANARY}
     runner = CliRunner()

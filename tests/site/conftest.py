@@ -12,6 +12,8 @@ from typing import Iterator
 
 import pytest
 
+from grebench.scoring import compute_boards
+from grebench.settings import load_settings
 from grebench.store import Store, open_store
 
 HOSTILE = "<script>alert('xss')</script><img src=x onerror=alert(1)> Great paper."
@@ -83,6 +85,7 @@ def fill_store(s: Store) -> None:
              "ci_high": -0.8, "p": 0.001, "n_papers": 6, "verdict": "ok", "paper_d": -1.37}]
     con.execute("INSERT INTO validation_reports VALUES ('run1', 'offline', 'rules', ?, ?)", [json.dumps(rows), NOW])
     con.execute("INSERT INTO board_changes VALUES (?, 'candidate_added', 'good-llm', 'first board')", [NOW])
+    compute_boards(s, load_settings(env={}))  # the scoring stage's last step: the site only reads stored boards
 
 
 @pytest.fixture

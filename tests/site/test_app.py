@@ -12,6 +12,7 @@ import httpx
 import pytest
 from bs4 import BeautifulSoup
 
+from grebench.scoring import compute_boards
 from grebench.settings import Settings, load_settings
 from grebench.site._app import create_app, launch_kwargs, queue_path
 from grebench.store import open_store
@@ -192,8 +193,9 @@ def test_loads_reuse_the_cached_export_and_pick_up_a_new_one(tmp_path: Path) -> 
         row_2020 = next(r for r in model if r[0] == "ICLR.cc/2020/Conference")
         assert row_2020[4:7] == board["good-llm"][3:6]
 
-        # new scores exported: the next load shows them
+        # new scores (and the boards the scoring stage computes from them) exported: the next load shows them
         store.con.execute("UPDATE scores SET pmi = pmi + 5 WHERE candidate = 'good-llm'")
+        compute_boards(store, settings)
         store.export_parquet(export)
         fresh = {row[1]: row for row in _page_load(demo)[3]}
         assert cache.builds == 2

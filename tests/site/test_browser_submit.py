@@ -15,8 +15,8 @@ import pytest
 
 from grebench.settings import load_settings
 from grebench.site._app import create_app, launch_kwargs, queue_path
-from grebench.site._submissions import SubmissionQueue
 from grebench.store import open_store
+from grebench.submissions import SubmissionQueue
 from tests.site._cdp import Browser
 from tests.site.conftest import fill_store, requires_chromium
 from tests.site.test_browser import keep_artifact

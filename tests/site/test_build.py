@@ -10,7 +10,8 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from bs4 import BeautifulSoup
 
-from grebench.scoring import leaderboard
+from grebench.pipeline import RunOptions, SiteStage, StageContext, run_stages
+from grebench.scoring import compute_boards, leaderboard
 from grebench.settings import Settings, load_settings
 from grebench.site import SCHEMA_VERSION, build_site
 from grebench.site._build import ROW_FIELDS
@@ -88,6 +89,7 @@ def test_board_numbers_match_the_store(site: Path, small_store: Store) -> None:
 
 def test_store_leaderboard_agrees_on_a_single_venue(small_store: Store, settings: Settings, tmp_path: Path) -> None:
     small_store.con.execute("DELETE FROM scores WHERE paper_id LIKE 'p2024%'")
+    compute_boards(small_store, settings)
     build_site(small_store, settings, tmp_path / "one")
     data = json.loads((tmp_path / "one" / "leaderboard.json").read_text())
     assert len(data["boards"]) == 1
@@ -134,22 +136,28 @@ def test_empty_store_builds_and_rebuild_replaces(settings: Settings, tmp_path: P
     assert json.loads((out / "leaderboard.json").read_text())["boards"] == []
 
 
+def _site_stage(store: Store, settings: Settings, out: Path, force: bool = False) -> dict:
+    """The site through the pipeline runner (which skips an unchanged rebuild)."""
+    ctx = StageContext(store, settings, store.start_run("site", {}), RunOptions(site_dir=str(out), force=force))
+    return run_stages(ctx, [SiteStage()]).stages["site"]
+
+
 def test_unchanged_rebuild_writes_nothing_and_a_change_rebuilds(small_store: Store, settings: Settings,
                                                                   tmp_path: Path) -> None:
     out = tmp_path / "site"
-    first = build_site(small_store, settings, out)
+    first = _site_stage(small_store, settings, out)
     assert first["unchanged"] is False
     stamps = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
-    again = build_site(small_store, settings, out)
+    again = _site_stage(small_store, settings, out)
     assert again["unchanged"] is True and again["pages"] == first["pages"]
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == stamps  # nothing rewritten
     # a change the site shows (a candidate's description) rebuilds it
     small_store.con.execute("UPDATE candidates SET description = 'changed description' WHERE kind = 'human'")
-    changed = build_site(small_store, settings, out)
+    changed = _site_stage(small_store, settings, out)
     assert changed["unchanged"] is False
     assert "changed description" in "".join(p.read_text() for p in (out / "models").glob("*.html")) + \
         (out / "index.html").read_text()
     # a deleted output is noticed, and force always builds
     (out / "leaderboard.json").unlink()
-    assert build_site(small_store, settings, out)["unchanged"] is False
-    assert build_site(small_store, settings, out, force=True)["unchanged"] is False
+    assert _site_stage(small_store, settings, out)["unchanged"] is False
+    assert _site_stage(small_store, settings, out, force=True)["unchanged"] is False

@@ -1,47 +1,59 @@
-"""Evaluation-LM estimators for GEM / GEM-S, resolved from a spec string.
+"""Evaluation-LM estimators for GEM / GEM-S, registered by name in :data:`ESTIMATORS`.
 
-``offline`` (embedded n-gram + copy LM), ``hf:PATH`` (transformers), ``vllm:URL[,URL...]`` and ``sglang:URL``
-(servers).  Implementations are imported lazily: importing this package never imports torch or httpx clients.
+Built in: ``offline`` (embedded word model: a fast proxy), ``hf:PATH`` (transformers), ``vllm:URL[,URL...]`` and
+``sglang:URL`` (servers).  A new backend is one module with one registration::
+
+    @ESTIMATORS.register("mybackend", spec="mybackend:ARG", summary="...")
+    def make(arg: str, context: EstimatorContext) -> Estimator: ...
+
+listed in the registry's built-in modules, or shipped by another package through the ``grebench`` entry-point
+group (see docs/architecture.md).  Implementations import their heavy libraries inside functions: importing this
+package never imports torch or an HTTP client.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from grebench.progress import NoProgress, Progress
+from grebench.registry import Entry, Registry
 from grebench.scoring.estimators._base import Estimator
 
 if TYPE_CHECKING:
     from grebench.settings import Settings
 
-__all__ = ["Estimator", "resolve_estimator"]
+
+@dataclass(frozen=True)
+class EstimatorContext:
+    """What a factory may use: the settings, the corpus of human judgment texts per paper, a progress display."""
+
+    settings: Settings
+    corpus: Mapping[str, Sequence[str]] | None = None
+    progress: Progress = field(default_factory=NoProgress)
 
 
-def resolve_estimator(
-    spec: str, settings: Settings, corpus: Mapping[str, Sequence[str]] | None = None
-) -> Estimator:
-    """Build the estimator named by ``spec``; ``corpus`` (paper_id -> review judgment texts) is needed by offline."""
-    kind, _, arg = spec.strip().partition(":")
-    if kind == "offline":
-        if corpus is None:
-            raise ValueError("the offline estimator needs the corpus of human-review judgment lines")
-        from grebench.scoring.estimators._offline import OfflineEstimator
+EstimatorFactory = Callable[[str, EstimatorContext], Estimator]
 
-        return OfflineEstimator(corpus)
-    if kind == "hf":
-        if not arg:
-            raise ValueError("hf estimator spec must be hf:PATH (a local checkpoint directory)")
-        from grebench.scoring.estimators._hf import HFEstimator
+#: Registered estimators.  Entry meta: ``needs_corpus`` (fitted on the human judgment lines, so gem-raw needs its
+#: own instance), ``proxy`` (a fast stand-in for a language model: labelled as such everywhere).
+ESTIMATORS: Registry[EstimatorFactory] = Registry("estimator", builtins=(
+    "grebench.scoring.estimators._offline", "grebench.scoring.estimators._hf", "grebench.scoring.estimators._server"))
 
-        return HFEstimator(arg, dtype=settings.hf_dtype, device=settings.hf_device,
-                           batch_tokens=settings.hf_batch_tokens)
-    if kind in ("vllm", "sglang"):
-        urls = [u.strip() for u in arg.split(",") if u.strip()]
-        if not urls:
-            raise ValueError(f"{kind} estimator spec must be {kind}:URL[,URL...]")
-        from grebench.scoring.estimators._server import ServerEstimator
 
-        return ServerEstimator(kind, urls, tokenizer=settings.estimator_tokenizer or None,
-                               concurrency=settings.estimator_concurrency,
-                               timeout_s=settings.estimator_timeout_s)
-    raise ValueError(f"unknown estimator {spec!r}: use offline, hf:PATH, vllm:URL[,URL...] or sglang:URL")
+def estimator_entry(spec: str) -> Entry[EstimatorFactory]:
+    """The registry entry of an estimator spec (its metadata without building it)."""
+    return ESTIMATORS.resolve(spec)[0]
+
+
+def resolve_estimator(spec: str, settings: Settings, corpus: Mapping[str, Sequence[str]] | None = None,
+                      progress: Progress | None = None) -> Estimator:
+    """Build the estimator named by ``spec`` (``NAME[:ARG]``); ``corpus`` is needed by corpus-fitted ones."""
+    entry, arg = ESTIMATORS.resolve(spec)
+    if entry.meta.get("needs_corpus") and corpus is None:
+        raise ValueError(f"the {entry.name} estimator needs the corpus of human-review judgment lines")
+    return entry.obj(arg, EstimatorContext(settings, corpus, progress or NoProgress()))
+
+
+__all__ = ["ESTIMATORS", "Estimator", "EstimatorContext", "EstimatorFactory", "estimator_entry", "resolve_estimator"]

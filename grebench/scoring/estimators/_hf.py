@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from grebench._offline import apply_offline_defaults
 from grebench.scoring._request import LogprobRequest, LogprobResult
+from grebench.scoring.estimators import ESTIMATORS, EstimatorContext
 from grebench.scoring.estimators._tokenize import RequestTokenizer, TokenizedRequest, template_sha8
 
 _DTYPES = ("float32", "bfloat16", "float16")
@@ -195,3 +196,12 @@ class HFEstimator:
         tok_lp = logp.gather(1, torch.tensor(labels, device=dev)[:, None])[:, 0]
         out = torch.zeros(len(batch), dtype=torch.float64, device=dev).index_add_(0, rows_t, tok_lp.double())
         return out.tolist()
+
+
+@ESTIMATORS.register("hf", spec="hf:PATH", summary="a local transformers checkpoint, scored by teacher forcing")
+def make_hf(arg: str, context: EstimatorContext) -> HFEstimator:
+    """``hf:PATH``: a local checkpoint directory."""
+    if not arg:
+        raise ValueError("hf estimator spec must be hf:PATH (a local checkpoint directory)")
+    s = context.settings
+    return HFEstimator(arg, dtype=s.hf_dtype, device=s.hf_device, batch_tokens=s.hf_batch_tokens)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grebench.scoring._request import LogprobRequest, LogprobResult
+from grebench.scoring.estimators import ESTIMATORS, EstimatorContext
 
 EOL, EOS = "<eol>", "<eos>"
 UNK = "<unk>"
@@ -379,3 +380,14 @@ def fit_weights(est: OfflineEstimator, requests: Sequence[LogprobRequest]) -> tu
             ll = float(np.log(est.mix(joined, float(lam), float(beta))).mean())
             best = max(best, (ll, round(float(lam), 2), round(float(beta), 2)))
     return best[1], best[2], best[0]
+
+
+@ESTIMATORS.register("offline", spec="offline",
+                     summary="embedded word-level model (bigram + content copy): a fast proxy, not a language model",
+                     proxy=True, needs_corpus=True)
+def make_offline(arg: str, context: EstimatorContext) -> OfflineEstimator:
+    """The offline estimator fitted leave-paper-out on the corpus of human judgment lines (takes no argument)."""
+    if arg:
+        raise ValueError(f"the offline estimator takes no argument, got offline:{arg}")
+    assert context.corpus is not None  # resolve_estimator checks needs_corpus
+    return OfflineEstimator(context.corpus)

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from grebench.scoring._request import LogprobRequest, LogprobResult
+from grebench.scoring.estimators import ESTIMATORS, EstimatorContext, EstimatorFactory
 from grebench.scoring.estimators._tokenize import RequestTokenizer, TokenizedRequest, tokenizer_sha8
 
 
@@ -98,3 +99,22 @@ class ServerEstimator:
         with ThreadPoolExecutor(self.concurrency) as pool:
             futures = {i: pool.submit(self._one, k, toks[i]) for k, i in enumerate(order)}
             return [futures[i].result() for i in range(len(requests))]
+
+
+def _server_factory(kind: str) -> EstimatorFactory:
+    def make(arg: str, context: EstimatorContext) -> ServerEstimator:
+        urls = [u.strip() for u in arg.split(",") if u.strip()]
+        if not urls:
+            raise ValueError(f"{kind} estimator spec must be {kind}:URL[,URL...]")
+        s = context.settings
+        return ServerEstimator(kind, urls, tokenizer=s.estimator_tokenizer or None,
+                               concurrency=s.estimator_concurrency, timeout_s=s.estimator_timeout_s)
+
+    make.__doc__ = f"``{kind}:URL[,URL...]``: an OpenAI-compatible {kind} server (client-side tokenisation)."
+    return make
+
+
+ESTIMATORS.add("vllm", _server_factory("vllm"), spec="vllm:URL[,URL...]",
+               summary="vLLM server(s): prompt log-probs over /v1/completions")
+ESTIMATORS.add("sglang", _server_factory("sglang"), spec="sglang:URL",
+               summary="SGLang server: input-token log-probs over /generate")

@@ -13,23 +13,34 @@ from grebench.scoring.panel._aggregate import bradley_terry, judge_score, outcom
 from grebench.scoring.panel._debate import DebateOutcome, run_debate
 from grebench.scoring.panel._exam import ExamSets, build_exam, examine, grade, self_preference
 from grebench.scoring.panel._judges import (
-                                            REFERENCE_JUDGES,
-                                            GemJudge,
-                                            Judge,
-                                            LengthJudge,
-                                            OverlapJudge,
-                                            PaperView,
-                                            PositionJudge,
-                                            ReviewView,
-                                            TfIdf,
-                                            Verdict,
+    JUDGE_KINDS,
+    JUDGES,
+    REFERENCE_JUDGES,
+    GemJudge,
+    Judge,
+    JudgeContext,
+    LengthJudge,
+    OverlapJudge,
+    PaperView,
+    PositionJudge,
+    ReviewView,
+    TfIdf,
+    Verdict,
 )
-from grebench.scoring.panel._llm_judge import PROMPT_VERSION, JudgeError, LLMJudge, parse_judges, parse_reply
+from grebench.scoring.panel._llm_judge import (
+    PROMPT_VERSION,
+    JudgeError,
+    LLMJudge,
+    LLMJudgeKind,
+    parse_judges,
+    parse_reply,
+)
 from grebench.scoring.panel._machine_metrics import measure
 from grebench.scoring.panel._run import build_judges, run_panel
 
 __all__ = [
-    "PROMPT_VERSION", "REFERENCE_JUDGES", "DebateOutcome", "ExamSets", "GemJudge", "Judge", "JudgeError", "LLMJudge",
+    "JUDGES", "JUDGE_KINDS", "PROMPT_VERSION", "REFERENCE_JUDGES", "DebateOutcome", "ExamSets", "GemJudge", "Judge",
+    "JudgeContext", "JudgeError", "LLMJudge", "LLMJudgeKind",
     "LengthJudge", "OverlapJudge", "PaperView", "PositionJudge", "ReviewView", "TfIdf", "Verdict", "bradley_terry",
     "build_exam", "build_judges", "examine", "grade", "judge_score", "measure", "outcome", "parse_judges",
     "parse_reply", "rank_with_bootstrap", "run_debate", "run_panel", "self_preference", "weighted_vote",

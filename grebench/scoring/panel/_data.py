@@ -91,8 +91,12 @@ def load_venue(store: Store, venue_id: str) -> VenueData:
 class GemScores:
     """PMI per reference for (paper, review text): stored scores first, computed ones for exam texts."""
 
-    def __init__(self, store: Store, settings: Settings) -> None:
+    def __init__(self, store: Store, settings: Settings, estimator_spec: str | None = None,
+                 preprocessor_spec: str | None = None) -> None:
         self.store, self.settings = store, settings
+        # the setup the run scored with (exam texts are scored with the same one), else the settings'
+        self.estimator_spec = estimator_spec or str(settings.estimator)
+        self.preprocessor_spec = preprocessor_spec or str(settings.preprocessor)
         self.metric, self.estimator, self.preprocessor = self._table()
         self._values: dict[tuple[str, str], dict[str, float]] | None = None
 
@@ -137,14 +141,15 @@ class GemScores:
 
     def _compute(self, todo: list[tuple[str, str]], splits: dict[str, tuple[str, list[str]]],
                  reviews: dict[str, str]) -> int:
+        from grebench.progress import NoProgress
         from grebench.scoring._engine import _evaluate, request_key
         from grebench.scoring._preprocess import preprocess_texts, resolve_preprocessor
         from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest
         from grebench.scoring.estimators import resolve_estimator
 
-        preprocessor = resolve_preprocessor(self.settings.preprocessor, self.settings, self.store)
+        preprocessor = resolve_preprocessor(self.preprocessor_spec, self.settings, self.store)
         if preprocessor.id != self.preprocessor:
-            raise RuntimeError(f"stored scores use preprocessor {self.preprocessor}, settings give {preprocessor.id}")
+            raise RuntimeError(f"stored scores use preprocessor {self.preprocessor}, this run's is {preprocessor.id}")
         all_reviews = {rid: text for rid, text in reviews.items()}
         lines = preprocess_texts(self.store, preprocessor, list(all_reviews.values()) + [t for _, t in todo])
         review_paper = {rid: pid for pid, (cand, refs) in splits.items() for rid in [cand, *refs]}
@@ -153,9 +158,9 @@ class GemScores:
             j = lines.get(sha(text))
             if rid in review_paper and j is not None and j.status == "ok" and j.lines:
                 corpus[review_paper[rid]].append(j.text)
-        estimator = resolve_estimator(self.settings.estimator, self.settings, corpus=dict(corpus))
+        estimator = resolve_estimator(self.estimator_spec, self.settings, corpus=dict(corpus))
         if estimator.id != self.estimator:
-            raise RuntimeError(f"stored scores use estimator {self.estimator}, settings give {estimator.id}")
+            raise RuntimeError(f"stored scores use estimator {self.estimator}, this run's is {estimator.id}")
         abstracts = {r["paper_id"]: (r["abstract"] or "").strip() for r in self.store.rows(
             "SELECT paper_id, abstract FROM papers")}
         pending = []
@@ -173,7 +178,7 @@ class GemScores:
                                 LogprobRequest(pid, synopsis, x.text or None, y.text, GEM_PROMPT_VERSION),
                                 LogprobRequest(pid, synopsis, None, y.text, GEM_PROMPT_VERSION)))
         results, _, _, _ = _evaluate(self.store, [(estimator, c) for *_, c, _ in pending]
-                                     + [(estimator, m) for *_, m in pending], None)
+                                     + [(estimator, m) for *_, m in pending], NoProgress())
         for pid, text, ref, cond, marg in pending:
             value = results[request_key(estimator.id, cond)].logprob - results[request_key(estimator.id, marg)].logprob
             self.values[(pid, sha(text))][ref] = float(value)

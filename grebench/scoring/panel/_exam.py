@@ -8,7 +8,8 @@ Exam material (all seeded by ``settings.seed``; ``settings.exam_pairs`` = m):
   (ties: highest rating) of the most similar *other* paper by title + abstract (sentence embeddings when the
   ``embed`` extra is installed, TF-IDF cosine otherwise).  IA is a strong, well-written review that is about the
   wrong paper and, by construction, usually longer than RA.  Both orders; P_p = share where RA wins (ties half).
-* **self-confidence** — easy: the human candidate review vs the ``generic`` or ``other-paper`` control; hard: two
+* **self-confidence** — easy: the human candidate review vs a control registered with ``exam_role="easy"``
+  (``generic``, ``other-paper``); hard: two
   human reviews of the same paper.  m/2 pairs each, one seeded order per pair.  P_s = 1 when the mean confidence on
   the easy set is higher than on the hard set, else 0.
 
@@ -27,6 +28,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from grebench.bench import CONTROLS
 from grebench.scoring.panel._data import VenueData
 from grebench.scoring.panel._judges import Judge, PaperView, ReviewView, TfIdf, Verdict
 
@@ -114,10 +116,11 @@ def build_exam(data: VenueData, m: int, seed: int) -> ExamSets:
         ia = max(data.reviews[similar[pid]], key=lambda r: (r["words"], r["rating"], r["review_id"]))
         sets.pertinence.append((data.papers[pid], _human(ra), _human(ia)))
     humans = [p for p in sorted(data.generations) if "human" in data.generations[p]]
+    easy = [e.name for e in CONTROLS if e.obj.exam_role == "easy"]  # clearly worse than any real review
     for i, pid in enumerate(rng.sample(humans, min(max(1, m // 2), len(humans)))):
         gens = data.generations[pid]
-        control = next((c for c in (("generic", "other-paper") if i % 2 == 0 else ("other-paper", "generic"))
-                        if c in gens), None)
+        turn = i % len(easy) if easy else 0
+        control = next((c for c in easy[turn:] + easy[:turn] if c in gens), None)
         if control is not None:
             pair = [gens["human"], gens[control]]
             rng.shuffle(pair)

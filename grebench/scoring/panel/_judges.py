@@ -13,9 +13,11 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from grebench.registry import Registry
 
 PREFERENCES = ("one", "two", "tie")
 _WORD = re.compile(r"[a-z][a-z0-9\-]+")
@@ -239,4 +241,35 @@ class GemJudge:
                      f"GEM {a:.2f} vs {b:.2f} over {len(common)} reference(s)")
 
 
+@dataclass(frozen=True)
+class JudgeContext:
+    """What a judge factory may use: settings, the shared LLM client, GEM scores, the venue's TF-IDF model."""
+
+    settings: Any
+    client: Any
+    gem: GemScores
+    tfidf: TfIdf
+
+
+JudgeFactory = Callable[[JudgeContext], Judge]
+
+
+class JudgeKind(Protocol):
+    """A kind of configured judge (``[[judges]]`` tables): how one table becomes a judge."""
+
+    name: str
+
+    def parse(self, raw: dict[str, Any], where: str, context: JudgeContext) -> Judge:
+        """Validate one table (``where`` names it in errors) into a judge."""
+        ...
+
+
+#: Judges on every panel (the reference judges need no LLM; plugins may add more).
+JUDGES: Registry[JudgeFactory] = Registry("judge")
+#: Kinds of configured ``[[judges]]`` tables (``llm`` is registered by :mod:`grebench.scoring.panel._llm_judge`).
+JUDGE_KINDS: Registry[JudgeKind] = Registry("judge kind", builtins=("grebench.scoring.panel._llm_judge",))
+JUDGES.add("position", lambda ctx: PositionJudge(), summary=PositionJudge.description)
+JUDGES.add("length", lambda ctx: LengthJudge(), summary=LengthJudge.description)
+JUDGES.add("overlap", lambda ctx: OverlapJudge(ctx.tfidf), summary=OverlapJudge.description)
+JUDGES.add("gem", lambda ctx: GemJudge(ctx.gem), summary=GemJudge.description)
 REFERENCE_JUDGES = ("position", "length", "overlap", "gem")

@@ -17,7 +17,7 @@ from importlib import resources
 from typing import Any
 
 from grebench.llm import ChatRequest, ChatResult, LLMClient
-from grebench.scoring.panel._judges import PaperView, ReviewView, Verdict
+from grebench.scoring.panel._judges import JUDGE_KINDS, Judge, JudgeContext, PaperView, ReviewView, Verdict
 
 PROMPT_VERSION = "judge-v1"
 DEBATE_PROMPT_VERSION = "judge-debate-v1"
@@ -134,15 +134,44 @@ class LLMJudge:
         return self._verdict(self.client.complete(self._request(messages, DEBATE_PROMPT_VERSION)))
 
 
-def parse_judges(raw: Any, client: LLMClient, show_metrics: bool = False) -> list[LLMJudge]:
-    """Validate the ``[[judges]]`` tables of the settings file; errors name the judge and the key."""
+class LLMJudgeKind:
+    """``kind = "llm"`` (the default) in a ``[[judges]]`` table: a litellm model with the product's prompt."""
+
+    name = "llm"
+
+    def parse(self, raw: dict[str, Any], where: str, context: JudgeContext) -> Judge:
+        """Validate one table; errors name the judge and the key."""
+        name = raw["name"]
+        unknown = sorted(set(raw) - ALLOWED_KEYS - {"kind"})
+        if unknown:
+            raise ValueError(f"judge {name!r}: unknown key(s) {', '.join(unknown)}")
+        model = raw.get("model")
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"judge {name!r}: missing model (a litellm model string)")
+        key_env = raw.get("api_key_env")
+        if key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(key_env)):
+            raise ValueError(f"judge {name!r}: api_key_env must be the NAME of an environment variable, not the key")
+        params = raw.get("params", {})
+        if not isinstance(params, dict):
+            raise ValueError(f"judge {name!r}: params must be a table")
+        return LLMJudge(name=name, model=model.strip(), client=context.client, family=raw.get("family"),
+                        api_base=raw.get("api_base"), api_key_env=key_env, params=params,
+                        description=raw.get("description") or f"LLM judge {model.strip()} ({PROMPT_VERSION})",
+                        show_metrics=bool(context.settings.judges_see_machine_metrics))
+
+
+JUDGE_KINDS.add("llm", LLMJudgeKind(), spec="llm", summary="a litellm model judging with the product's prompt")
+
+
+def parse_judges(raw: Any, context: JudgeContext) -> list[Judge]:
+    """Validate the ``[[judges]]`` tables of the settings file with the parser of each table's ``kind``."""
     if raw is None:
         return []
     if isinstance(raw, dict):
         raw = [raw]
     if not isinstance(raw, list):
         raise ValueError("judges must be an array of tables ([[judges]])")
-    out: list[LLMJudge] = []
+    out: list[Judge] = []
     for i, entry in enumerate(raw):
         where = f"[[judges]] #{i + 1}"
         if not isinstance(entry, dict):
@@ -150,20 +179,8 @@ def parse_judges(raw: Any, client: LLMClient, show_metrics: bool = False) -> lis
         name = entry.get("name")
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}", name):
             raise ValueError(f"{where}: name must be 1-100 characters of letters, digits and ._:/@+-, got {name!r}")
-        unknown = sorted(set(entry) - ALLOWED_KEYS)
-        if unknown:
-            raise ValueError(f"judge {name!r}: unknown key(s) {', '.join(unknown)}")
-        model = entry.get("model")
-        if not isinstance(model, str) or not model.strip():
-            raise ValueError(f"judge {name!r}: missing model (a litellm model string)")
-        key_env = entry.get("api_key_env")
-        if key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(key_env)):
-            raise ValueError(f"judge {name!r}: api_key_env must be the NAME of an environment variable, not the key")
-        params = entry.get("params", {})
-        if not isinstance(params, dict):
-            raise ValueError(f"judge {name!r}: params must be a table")
-        out.append(LLMJudge(name=name, model=model.strip(), client=client, family=entry.get("family"),
-                            api_base=entry.get("api_base"), api_key_env=key_env, params=params,
-                            description=entry.get("description") or f"LLM judge {model.strip()} ({PROMPT_VERSION})",
-                            show_metrics=show_metrics))
+        kind = entry.get("kind", "llm")
+        if not isinstance(kind, str) or kind not in JUDGE_KINDS:
+            raise ValueError(f"judge {name!r}: kind must be one of {', '.join(JUDGE_KINDS.names())}, got {kind!r}")
+        out.append(JUDGE_KINDS.get(kind).obj.parse(entry, f"judge {name!r}", context))
     return out

@@ -27,7 +27,7 @@ _SENTENCE = re.compile(r"(?<=[.?!])\s+|\n+")
 
 def _headings(text: str) -> list[str]:
     try:
-        from grebench.bench._sections import split_sections
+        from grebench.bench import split_sections
 
         return [h for h, _ in split_sections(text) if h]
     except ImportError:  # the bench stage is optional for this measurement

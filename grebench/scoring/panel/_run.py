@@ -10,32 +10,23 @@ import itertools
 import json
 import random
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, cast
 
 from grebench.llm import LLMClient
+from grebench.progress import NoProgress, Progress
 from grebench.scoring.panel import _state
 from grebench.scoring.panel._aggregate import agreement, judge_score, outcome, rank_with_bootstrap, weighted_vote
 from grebench.scoring.panel._data import GemScores, VenueData, load_venue, sha, venues
 from grebench.scoring.panel._debate import Debater, run_debate
 from grebench.scoring.panel._exam import ask, build_exam, examine, grade, self_preference
-from grebench.scoring.panel._judges import (
-    REFERENCE_JUDGES,
-    GemJudge,
-    Judge,
-    LengthJudge,
-    OverlapJudge,
-    PositionJudge,
-    TfIdf,
-    Verdict,
-)
+from grebench.scoring.panel._judges import JUDGES, Judge, JudgeContext, TfIdf, Verdict
 from grebench.scoring.panel._llm_judge import parse_judges
 from grebench.scoring.panel._machine_metrics import common_words, measure
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 
-Progress = Callable[[str, int, int], None]
 VOTE_COLUMNS = ("venue_id", "paper_id", "candidate_a", "candidate_b", "generation_a", "generation_b", "judge",
                 "order_ab", "preference", "confidence", "reason", "created_at")
 METRIC_COLUMNS = ("text_sha256", "paper_id", "words", "section_coverage", "specificity", "abstract_overlap",
@@ -45,12 +36,13 @@ VERDICT_COLUMNS = ("venue_id", "paper_id", "candidate_a", "candidate_b", "score"
 
 def build_judges(settings: Settings, client: LLMClient, gem: GemScores, tfidf: TfIdf,
                  names: Sequence[str] | None = None) -> list[Judge]:
-    """The reference judges plus the ``[[judges]]`` LLM judges, optionally restricted to ``names``."""
-    judges: list[Judge] = [PositionJudge(), LengthJudge(), OverlapJudge(tfidf), GemJudge(gem)]
-    judges += parse_judges(settings.tables.get("judges"), client, settings.judges_see_machine_metrics)
+    """Every registered judge plus the ``[[judges]]`` tables, optionally restricted to ``names``."""
+    context = JudgeContext(settings, client, gem, tfidf)
+    judges: list[Judge] = [entry.obj(context) for entry in JUDGES]
+    judges += parse_judges(settings.tables.get("judges"), context)
     known = [j.name for j in judges]
     if len(set(known)) != len(known):
-        raise ValueError(f"judge names must be unique (reference judges: {', '.join(REFERENCE_JUDGES)})")
+        raise ValueError(f"judge names must be unique (built-in judges: {', '.join(JUDGES.names())})")
     if names:
         unknown = [n for n in names if n not in known]
         if unknown:
@@ -221,7 +213,8 @@ def _write_results(store: Store, venue_id: str, verdicts: list[dict[str, Any]], 
 
 
 def run_panel(store: Store, settings: Settings, run_id: str | None, judge_names: Sequence[str] | None = None,
-              progress: Progress | None = None, exam_only: bool = False) -> dict[str, Any]:
+              progress: Progress | None = None, exam_only: bool = False, estimator_spec: str | None = None,
+              preprocessor_spec: str | None = None) -> dict[str, Any]:
     """Exam, votes, verdicts, Bradley–Terry rankings and agreement with GEM-S for every venue-year with reviews.
 
     ``exam_only`` stops after the qualification exam (``grebench exam``).  A venue-year whose inputs did not change
@@ -229,20 +222,21 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, judge_names:
     returned, no judge is asked and nothing is written (``skipped_venues`` lists them).
     """
     client = LLMClient(settings, store)
-    gem = GemScores(store, settings)
+    gem = GemScores(store, settings, estimator_spec, preprocessor_spec)
     summary: dict[str, Any] = {"venues": [], "exam": [], "rankings": [], "agreement": [], "votes": 0,
                                "votes_total": 0, "machine_metrics": 0, "gem_metric": gem.metric,
                                "verdicts": 0, "flagged": 0, "debated": 0, "skipped_venues": []}
     all_judges: list[Judge] = []
     names = venues(store)
-    n_venues = len(names)
-    for n, venue_id in enumerate(names):
-        print_ = _state.fingerprint(store, settings, venue_id, judge_names, exam_only)
+    display = progress or NoProgress()
+    for venue_id in names:
+        print_ = _state.fingerprint(store, settings, venue_id, judge_names, exam_only,
+                                    (gem.estimator_spec, gem.preprocessor_spec))
         part = _state.stored(store, venue_id, exam_only, print_)
         if part is None:
             store.clear_stage_state(_state.STAGE, _state.scope(venue_id, not exam_only))  # its tables change too
             judges, part, complete = _run_venue(store, settings, client, gem, venue_id, run_id, judge_names,
-                                                exam_only, progress)
+                                                exam_only, display)
             all_judges += judges
             summary["votes"] += part.pop("votes")
             summary["machine_metrics"] += part.pop("machine_metrics")
@@ -250,8 +244,6 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, judge_names:
                 _state.remember(store, venue_id, exam_only, print_, part)
         else:
             summary["skipped_venues"].append(venue_id)
-        if progress is not None:
-            progress("venues", n + 1, n_venues)
         summary["venues"].append(venue_id)
         for key in ("exam", "rankings", "agreement"):
             summary[key] += part.get(key, [])
@@ -266,7 +258,7 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, judge_names:
 
 def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScores, venue_id: str,
                run_id: str | None, judge_names: Sequence[str] | None, exam_only: bool,
-               progress: Progress | None) -> tuple[list[Judge], dict[str, Any], bool]:
+               progress: Progress) -> tuple[list[Judge], dict[str, Any], bool]:
     """One venue-year in full: (judges, its summary part, whether every vote was answered)."""
     data = load_venue(store, venue_id)
     tfidf = TfIdf("\n".join([p.title, p.abstract, p.text]) for p in data.papers.values())
@@ -278,11 +270,14 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
     if any(j.name == "gem" for j in judges):
         texts = {r["review_id"]: r["text"] for rs in data.reviews.values() for r in rs}
         gem.extend(sets.texts(), data.splits, texts)
-    graded, eta_c, eta_p = grade([examine(j, sets) for j in judges])
+    with progress.task(f"panel: exam, {venue_id}", len(judges), "judges") as task:
+        results = []
+        for j in judges:
+            results.append(examine(j, sets))
+            task.advance()
+    graded, eta_c, eta_p = grade(results)
     bias = self_preference(judges, data, int(settings.seed))
     _write_exam(store, venue_id, graded, bias)
-    if progress is not None:
-        progress("exam", 1, 1)
     by_name = {j.name: j for j in judges}
     part["exam"] = [{"venue_id": venue_id, "judge": r["judge"], "kind": by_name[r["judge"]].kind,
                      "p_c": r["p_c"], "p_p": r["p_p"], "p_s": r["p_s"], "passed": r["passed"],
@@ -293,12 +288,12 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
     weights = {r["judge"]: r["weight"] for r in graded if r["passed"] and r["weight"] > 0}
     pairs = _pairs(data, int(settings.panel_pairs_per_paper), int(settings.seed))
     missing = 0
-    for i, name in enumerate(sorted(weights)):
-        written, failed = _vote(store, data, by_name[name], pairs, run_id)
-        part["votes"] += written
-        missing += failed
-        if progress is not None:
-            progress("votes", i + 1, len(weights))
+    with progress.task(f"panel: votes, {venue_id}", len(weights), "judges") as task:
+        for name in sorted(weights):
+            written, failed = _vote(store, data, by_name[name], pairs, run_id)
+            part["votes"] += written
+            missing += failed
+            task.advance()
     verdicts = _verdicts(store, settings, data, by_name, weights, pairs)
     rankings = rank_with_bootstrap(verdicts, int(settings.bootstrap_samples), int(settings.seed))
     per_paper, gem_score = _gem_tables(store, gem, data)

@@ -10,14 +10,13 @@ same fingerprint returns that summary, makes no call and writes nothing.  A run 
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from grebench.settings import Settings
-from grebench.store import Store
+from grebench.store import Store, code_files
+from grebench.store import fingerprint as fingerprint_of
 
 STAGE = "panel"
 #: Bump when the panel's computation changes, so stored results are recomputed.
@@ -46,24 +45,18 @@ _GLOBAL = (
 
 
 def fingerprint(store: Store, settings: Settings, venue_id: str, judge_names: Sequence[str] | None,
-                exam_only: bool) -> str:
+                exam_only: bool, setup: tuple[str, str] | None = None) -> str:
     """Hash of the venue-year's inputs, the judges, the panel settings and the code version."""
-    parts: dict[str, Any] = {
+    queries = {name: (sql, [venue_id]) for name, sql in _QUERIES}
+    queries.update({name: (sql, []) for name, sql in _GLOBAL})
+    values = {
         "version": PANEL_VERSION, "venue": venue_id, "exam_only": exam_only,
-        "judge_names": sorted(judge_names or []), "judges": settings.tables.get("judges"),
+        "judge_names": sorted(judge_names or []), "judges": settings.tables.get("judges"), "setup": setup,
         "settings": {name: getattr(settings, name) for name in (
             "seed", "exam_pairs", "panel_pairs_per_paper", "bootstrap_samples", "debate_rounds",
             "judges_see_machine_metrics", "estimator", "preprocessor")},
     }
-    for name, sql in _QUERIES:
-        parts[name] = list(store.con.execute(sql, [venue_id]).fetchone() or ())
-    for name, sql in _GLOBAL:
-        parts[name] = list(store.con.execute(sql).fetchone() or ())
-    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode("utf-8"))
-    for path in sorted(Path(__file__).parent.rglob("*")):  # the panel's own code and prompts
-        if path.is_file() and path.suffix in (".py", ".txt"):
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
+    return fingerprint_of(store, queries=queries, values=values, code=code_files(Path(__file__).parent))
 
 
 def scope(venue_id: str, exam_only: bool) -> str:

@@ -9,7 +9,16 @@ from typing import Any, Iterator
 import pytest
 
 from grebench.llm import LLMClient
-from grebench.scoring.panel import LLMJudge, PaperView, ReviewView, parse_judges, parse_reply, run_panel
+from grebench.scoring.panel import (
+    JudgeContext,
+    LLMJudge,
+    PaperView,
+    ReviewView,
+    TfIdf,
+    parse_judges,
+    parse_reply,
+    run_panel,
+)
 from grebench.settings import Settings
 from grebench.store import Store
 from tests.fakes.openai_server import FakeOpenAIServer, _Handler
@@ -56,10 +65,16 @@ def server() -> Iterator[FakeOpenAIServer]:
         yield s
 
 
+def _context(settings: Settings, client: LLMClient) -> JudgeContext:
+    return JudgeContext(settings, client, lambda _paper, _review: None, TfIdf([]))
+
+
 def _judge(url: str, settings: Settings, store: Store | None, family: str | None = None) -> LLMJudge:
     client = LLMClient(settings.replace(llm_timeout_s=10, llm_max_retries=0), store)
-    return parse_judges([{"name": "fake-judge", "model": "openai/fake-model", "api_base": url, "family": family}],
-                        client)[0]
+    judge = parse_judges([{"name": "fake-judge", "model": "openai/fake-model", "api_base": url, "family": family}],
+                         _context(settings, client))[0]
+    assert isinstance(judge, LLMJudge)
+    return judge
 
 
 def test_logprob_confidence_and_cache(server: FakeOpenAIServer, settings: Settings, store: Store) -> None:
@@ -96,13 +111,15 @@ def test_parse_reply_cases() -> None:
 
 
 def test_judges_config_errors(settings: Settings) -> None:
-    client = LLMClient(settings)
+    context = _context(settings, LLMClient(settings))
     with pytest.raises(ValueError, match="missing model"):
-        parse_judges([{"name": "j"}], client)
+        parse_judges([{"name": "j"}], context)
     with pytest.raises(ValueError, match="unknown key"):
-        parse_judges([{"name": "j", "model": "openai/x", "temprature": 0}], client)
+        parse_judges([{"name": "j", "model": "openai/x", "temprature": 0}], context)
     with pytest.raises(ValueError, match="NAME of an environment variable"):
-        parse_judges([{"name": "j", "model": "openai/x", "api_key_env": "sk-123"}], client)
+        parse_judges([{"name": "j", "model": "openai/x", "api_key_env": "sk-123"}], context)
+    with pytest.raises(ValueError, match="kind must be one of llm"):
+        parse_judges([{"name": "j", "kind": "oracle", "model": "openai/x"}], context)
 
 
 def test_family_guard_and_idempotent_panel(server: FakeOpenAIServer, settings: Settings, store: Store) -> None:

@@ -1,8 +1,7 @@
-"""Controls (methods.md §4): transformed reviews the metric must rank correctly.
+"""The GEM paper's controls (methods.md §4), plus the constant review and the other paper's review.
 
-Deterministic ones need no LLM: sentence deletion, meaningless elongation,
-abstract restatement, a constant generic review, and the human review of a
-different paper.  The LLM-made ones (deletion & completion, rephrase,
+Deterministic ones need no LLM: sentence deletion, meaningless elongation, abstract restatement, a constant generic
+review, and the human review of a different paper.  The LLM-made ones (deletion & completion, rephrase,
 abstract-only) are prompts sent to ``control_model``.
 """
 
@@ -12,7 +11,17 @@ import random
 import re
 from importlib import resources
 
+from grebench.bench._prompt import REVIEW_PROMPT_VERSION, review_messages
 from grebench.bench._sections import join_sections, join_sentences, split_sections, split_sentences
+from grebench.bench.controls._base import (
+    NOT_REWARDED,
+    PENALISED,
+    ControlInput,
+    ControlSkip,
+    Messages,
+    register_control,
+    register_llm_control,
+)
 
 CONTROL_VERSION = "control-v1"
 # Content-free sentences of the elongation control; nothing else is ever added.
@@ -85,3 +94,59 @@ def derangement(paper_ids: list[str], seed: int) -> dict[str, str]:
     order = sorted(paper_ids)
     random.Random(f"{seed}:other-paper").shuffle(order)
     return {order[i]: order[(i + 1) % len(order)] for i in range(len(order))}
+
+
+# -- registrations -------------------------------------------------------------------------------------------------
+@register_control("sentence-deletion", kind="degradation", expected=PENALISED, source="human", paper_d=-0.409,
+                  description="The human candidate review with every second sentence of each section removed.")
+def _sentence_deletion(inp: ControlInput) -> str:
+    return sentence_deletion(inp.require_human())
+
+
+@register_control("elongation", kind="manipulation", expected=NOT_REWARDED, source="human", paper_d=-0.070,
+                  description="The human candidate review with fixed, content-free sentences added to each section.")
+def _elongation(inp: ControlInput) -> str:
+    return elongation(inp.require_human())
+
+
+@register_control("abstract-restatement", kind="degradation", expected=PENALISED,
+                  description="A review that only restates the paper's abstract.")
+def _abstract_restatement(inp: ControlInput) -> str:
+    if not (inp.paper.abstract or "").strip():
+        raise ControlSkip("paper has no abstract")
+    return abstract_restatement(inp.paper.title, inp.paper.abstract or "")
+
+
+@register_control("generic", kind="degradation", expected=PENALISED, exam_role="easy",
+                  description="One constant, plausible, content-free review, the same for every paper.")
+def _generic(inp: ControlInput) -> str:
+    return GENERIC_REVIEW
+
+
+@register_control("other-paper", kind="degradation", expected=PENALISED, source="other", exam_role="easy",
+                  description="The human candidate review of a different paper (seeded derangement).")
+def _other_paper(inp: ControlInput) -> str:
+    if inp.other is None:
+        raise ControlSkip("needs at least two eligible papers")
+    return inp.other
+
+
+@register_llm_control("deletion-completion", kind="degradation", expected=PENALISED, source="human",
+                      version="deletion-completion-v1", paper_d=-0.206,
+                      description="Sentence deletion with the removed sentences refilled by an LLM in the same style.")
+def _deletion_completion(inp: ControlInput) -> Messages:
+    return (("user", COMPLETION_PROMPT.replace("{review}", deletion_with_gaps(inp.human or ""))),)
+
+
+@register_llm_control("rephrase", kind="manipulation", expected=NOT_REWARDED, source="human", version="rephrase-v1",
+                      paper_d=-0.114, description="The human candidate review rephrased by an LLM, keeping every "
+                      "judgment.")
+def _rephrase(inp: ControlInput) -> Messages:
+    return (("user", REPHRASE_PROMPT.replace("{review}", inp.human or "")),)
+
+
+@register_llm_control("abstract-only", kind="degradation", expected=PENALISED,
+                      version=f"abstract-only-{REVIEW_PROMPT_VERSION}", paper_d=-0.566,
+                      description="A review written by an LLM from the title and abstract alone.")
+def _abstract_only(inp: ControlInput) -> Messages:
+    return review_messages(inp.paper, {"context_tokens": 1 << 20, "max_tokens": 1}, abstract_only=True)[0]

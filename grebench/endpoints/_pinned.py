@@ -8,7 +8,7 @@ The bench stage calls a submitted endpoint only through these transports, with `
 
 The URL keeps the original host name, so httpx sends it as the Host header and as the TLS server name (the
 certificate is verified against it); only the TCP connection goes to the address checked by
-:func:`grebench.site.check_url`.  A connection to any other host or port is refused.
+:func:`grebench.endpoints.check_url`.  A connection to any other host or port is refused.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import httpcore
 import httpx
 
-from grebench.site._urlcheck import PinnedEndpoint
+from grebench.endpoints._urlcheck import PinnedEndpoint
 
 
 class PinnedConnectError(httpcore.ConnectError):

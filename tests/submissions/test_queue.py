@@ -10,15 +10,10 @@ from typing import Any
 import pytest
 from cryptography.fernet import Fernet
 
+from grebench.endpoints import KeyVault
 from grebench.settings import Settings
-from grebench.site import (
-    KeyVault,
-    SubmissionForm,
-    SubmissionQueue,
-    accept_queued_submissions,
-    finish_submission,
-)
 from grebench.store import Store
+from grebench.submissions import SubmissionForm, SubmissionQueue, accept_queued_submissions, finish_submission
 
 CANARY = "sk-CANARY-7f3a9e0b1c2d"
 RESOLVER = {"api.model.example": ["93.184.216.34"], "private.example": ["192.168.1.20"]}

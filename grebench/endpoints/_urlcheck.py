@@ -151,15 +151,31 @@ def _networks(items: Iterable[str]) -> list[ipaddress.IPv4Network | ipaddress.IP
     return out
 
 
+_URL_IN_TEXT = re.compile(r"https?://[^\s,;\"'<>]+", re.IGNORECASE)
+
+
 def own_service_urls(settings: Any) -> list[str]:
-    """The evaluation-LM server(s) named by ``settings.estimator`` (vllm:/sglang:) and the app's own address."""
-    urls: list[str] = []
-    estimator = str(getattr(settings, "estimator", "") or "")
-    for prefix in ("vllm:", "sglang:"):
-        if estimator.startswith(prefix):
-            urls.extend(u.strip() for u in estimator[len(prefix):].split(",") if u.strip())
-    urls.append(f"http://{settings.app_host}:{settings.app_port}")
-    return urls
+    """Every URL in the operator's settings (estimator servers, the scoring LLM's base, ...) and the app's address.
+
+    A rule about information, not about known backends: whatever estimator spec names a server (a plugin's too),
+    its URL sits in a setting, so a submission can never point the bench at it.  ``[[candidates]]`` and
+    ``[[judges]]`` tables are left out: they name public model APIs a submitter may legitimately use as well.
+    """
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            found.extend(m.group(0).rstrip("/.") for m in _URL_IN_TEXT.finditer(value))
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item)
+
+    walk(dict(getattr(settings, "values", {}) or {}))
+    found.append(f"http://{settings.app_host}:{settings.app_port}")
+    return list(dict.fromkeys(found))
 
 
 def check_url(url: str, *, http_allowlist: Iterable[str] = (), own_services: Iterable[str] = (),

@@ -24,8 +24,7 @@ from typing import Any, cast
 
 import duckdb
 
-from grebench.site._secrets import KeyVault
-from grebench.site._urlcheck import Resolver, URLRejected, check_submitted_url
+from grebench.endpoints import KeyVault, Resolver, URLRejected, check_submitted_url
 from grebench.store import Store, utcnow
 from grebench.store.migrations.m0008_submissions import SUBMISSIONS_DDL
 
@@ -240,6 +239,11 @@ class SubmissionQueue:
                         [status, reason, utcnow(), sub_id])
 
 
+def queue_path(settings: Any) -> Path:
+    """Where the app writes submissions (a separate file: the app never opens the main store for writing)."""
+    return Path(settings.data_path) / "queue.duckdb"
+
+
 def finish_submission(queue: SubmissionQueue, vault: KeyVault, sub_id: str, ok: bool, reason: str | None = None,
                       store: Store | None = None) -> None:
     """End an evaluation: status finished or failed (with reason), the key deleted everywhere."""
@@ -253,7 +257,7 @@ def finish_submission(queue: SubmissionQueue, vault: KeyVault, sub_id: str, ok: 
 
 def _candidate_params(params_json: str | None, settings: Any) -> str:
     """The submitted parameters completed like a configured candidate's (temperature 0, max and context tokens)."""
-    from grebench.bench._registry import DEFAULT_MAX_TOKENS
+    from grebench.bench import DEFAULT_MAX_TOKENS
 
     params = {"temperature": 0, "max_tokens": DEFAULT_MAX_TOKENS, **json.loads(params_json or "{}")}
     context = int(getattr(settings, "context_tokens", 0) or 0)
@@ -268,7 +272,7 @@ def accept_queued_submissions(store: Store, queue: SubmissionQueue, settings: An
     """Turn queued submissions into ``llm`` candidates of the main store (called by the scheduler).
 
     A base URL is checked again (its DNS may have changed since it was queued); the bench stage must still pin
-    the address at call time (:func:`grebench.site.pinned_transport`).  The main store's copy of a submission
+    the address at call time (:func:`grebench.endpoints.pinned_transport`).  The main store's copy of a submission
     never carries the key ciphertext.  Returns the candidate rows written.
     """
     accepted: list[dict[str, Any]] = []

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Iterator
 import httpx
 import pytest
 
-from grebench.site import PinnedEndpoint, URLRejected, check_redirect, check_url, pinned_transport
+from grebench.endpoints import PinnedEndpoint, URLRejected, check_redirect, check_url, pinned_transport
 
 RESOLVER = {"api.model.example": ["93.184.216.34"], "internal.example": ["10.1.2.3"],
             "rebind.example": ["93.184.216.34", "127.0.0.1"], "mapped.example": ["::ffff:127.0.0.1"],
@@ -113,3 +113,20 @@ def test_pinned_transport_connects_to_the_pinned_ip_with_the_original_host(local
     assert _Recorder.seen == [f"model.example:{local_server}"] * 2
     with pytest.raises(URLRejected, match="link-local"):
         check_redirect(endpoint, redirect.headers["location"], http_allowlist=["169.254.169.254"])
+
+
+def test_every_url_in_the_settings_is_an_own_service(no_network: None) -> None:
+    """A plugin's estimator server (any spec naming a URL) is refused like vllm's, by a rule about the settings."""
+    from grebench.endpoints import check_submitted_url, own_service_urls
+    from grebench.settings import load_settings
+
+    settings = load_settings(env={"GREBENCH_ESTIMATOR": "mine:https://eval.example:9443/score",
+                                  "GREBENCH_SCORING_LLM_API_BASE": "https://api.model.example:8443/v1"})
+    own = own_service_urls(settings)
+    assert "https://eval.example:9443/score" in own and "https://api.model.example:8443/v1" in own
+    for url in ("https://eval.example:9443/v1", "https://eval.example/v1", "https://api.model.example:8443/other"):
+        with pytest.raises(URLRejected, match="own services"):
+            check_submitted_url(url, settings, RESOLVER)
+    # without those settings the same public host is an ordinary submission
+    plain = load_settings(env={})
+    assert check_submitted_url("https://api.model.example/v1", plain, RESOLVER).ip == "93.184.216.34"

@@ -1,0 +1,61 @@
+"""Papers the plain bench does not reach yet, and submitted models as bench candidates.
+
+``run_bench`` iterates over human-baseline splits, so it skips a paper until it has three official reviews.  A
+review written *before* the human reviews are public is the contamination-proof (sealed) kind, so the scheduler
+generates for those papers through :func:`grebench.bench.generate_for`, the bench's own LLM loop: the generation
+ids are the ones ``run_bench`` computes later, so it finds them done and makes no call again.  Submitted models
+live only in the ``candidates`` table (not in the settings), so they are built from stored rows here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from grebench.bench._registry import Candidate, load_candidates, sync_candidates
+from grebench.bench._run import generate_for
+from grebench.settings import Settings
+from grebench.store import Store, utcnow
+
+
+def unreviewed_paper_ids(store: Store) -> list[str]:
+    """Papers whose human reviews are not public yet (none visible, or a release date still ahead)."""
+    return [r["paper_id"] for r in store.rows(
+        "SELECT p.paper_id FROM papers p WHERE NOT p.withdrawn AND (p.reviews_public_at IS NULL "
+        "OR p.reviews_public_at > ?) AND NOT EXISTS (SELECT 1 FROM reviews r WHERE r.paper_id = p.paper_id "
+        "AND r.kind = 'official_review') ORDER BY p.paper_id", [utcnow()])]
+
+
+def reseal(store: Store) -> int:
+    """Mark generations sealed once their paper's reviews-public date is known and later than the generation.
+
+    A generation made while the paper had no public reviews is written unsealed (the date was unknown); the rule
+    is the bench's own (:func:`grebench.bench.is_sealed`), applied again when ingest learns the date.
+    """
+    before = store.scalar("SELECT count(*) FROM generations WHERE sealed")
+    store.con.execute("UPDATE generations SET sealed = true FROM papers p WHERE p.paper_id = generations.paper_id "
+                      "AND NOT generations.sealed AND p.reviews_public_at IS NOT NULL "
+                      "AND generations.generated_at < p.reviews_public_at")
+    return int(store.scalar("SELECT count(*) FROM generations WHERE sealed") - before)
+
+
+def stored_candidate(row: dict[str, Any], api_key_env: str | None = None) -> Candidate:
+    """A ``candidates`` row (a submitted model) as a bench candidate."""
+    return Candidate(name=row["name"], kind="llm", model=row["model"], api_base=row["api_base"],
+                     api_key_env=api_key_env or row["api_key_env"], released=row["released"], cutoff=row["cutoff"],
+                     family=row["family"], description=row["description"], submitter=row["submitter"],
+                     params=json.loads(row["params_json"] or "{}"))
+
+
+def generate_unreviewed(store: Store, settings: Settings, run_id: str | None) -> dict[str, Any]:
+    """Sealed generations: every configured LLM candidate on every paper whose reviews are not public yet.
+
+    Submitted models are evaluated by the queue job while their key is at hand, not here.
+    """
+    configured = load_candidates(settings)
+    sync_candidates(store, configured)
+    llm = [c for c in configured if c.kind not in ("human", "control") and c.needs_llm]
+    papers = unreviewed_paper_ids(store)
+    summary = generate_for(store, settings, run_id, llm, papers)
+    summary.update(papers=len(papers), candidates=[c.name for c in llm])
+    return summary

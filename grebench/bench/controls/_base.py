@@ -1,0 +1,128 @@
+"""What a control is, and the registry of controls.
+
+A control is a review whose effect on the metric is known in advance: a degradation of the human candidate review
+(the metric must penalise it), or a manipulation a gamer would try (the metric must not reward it).  Each control
+is one object in :data:`CONTROLS` saying what it does, which way the metric must move, whether it needs an LLM, and
+how to build it; the bench writes it, the validation reads its expectation, the judge exam uses the ``easy`` ones.
+A new control is one module with one registration::
+
+    @register_control("my-control", kind="manipulation", expected=NOT_REWARDED, source="human",
+                      description="...")
+    def my_control(inp: ControlInput) -> str: ...
+
+and a line in the registry's built-in modules (or a plugin module in the ``grebench`` entry-point group).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from grebench.bench._prompt import PaperInput
+from grebench.registry import Registry
+
+PENALISED = "penalised"
+NOT_REWARDED = "not rewarded"
+PENALISED_OR_NEUTRAL = "penalised or neutral"
+EXPECTATIONS = (PENALISED, NOT_REWARDED, PENALISED_OR_NEUTRAL)
+Messages = Sequence[tuple[str, str]]
+
+
+class ControlSkip(Exception):
+    """A control cannot be built for this paper (no abstract, no human review, ...); the reason is recorded."""
+
+
+@dataclass(frozen=True)
+class ControlInput:
+    """What a control may use for one paper: the paper, the human candidate review, another paper's review."""
+
+    paper: PaperInput
+    human: str | None = None
+    human_review_id: str | None = None
+    other: str | None = None          # the human candidate review of a different paper (seeded derangement)
+    other_review_id: str | None = None
+    seed: int = 0
+
+    def rng(self, name: str) -> random.Random:
+        """A random generator seeded by the control's name, the paper and the run seed (same inputs, same text)."""
+        return random.Random(f"{self.seed}:{name}:{self.paper.paper_id}")
+
+    def require_human(self) -> str:
+        """The human candidate review, or :class:`ControlSkip`."""
+        if self.human is None:
+            raise ControlSkip("human candidate review has no text")
+        return self.human
+
+
+@dataclass(frozen=True)
+class Control:
+    """One control.  ``build`` makes its text without an LLM; ``prompt`` makes the messages for ``control_model``.
+
+    ``source``: which review the text is derived from — ``human`` (the held-out human candidate review), ``other``
+    (another paper's) or ``None`` (the paper alone); the generation records it, and the scoring refuses a control
+    derived from one of its own references.
+    """
+
+    name: str
+    kind: Literal["degradation", "manipulation"]
+    expected: str
+    description: str
+    source: Literal["human", "other"] | None = None
+    build: Callable[[ControlInput], str] | None = None
+    prompt: Callable[[ControlInput], Messages] | None = None
+    version: str = "control-v1"
+    exam_role: Literal["easy"] | None = None
+    paper_d: float | None = None      # the GEM paper's Cohen's d for GEM-S with Llama-3.1-8B (methods.md §4)
+    default: bool = True              # written by every bench run (else only when named)
+
+    @property
+    def needs_llm(self) -> bool:
+        """Whether the control is written by ``control_model``."""
+        return self.prompt is not None
+
+    def source_review_id(self, inp: ControlInput) -> str | None:
+        """The id of the review this control's text is derived from."""
+        return {"human": inp.human_review_id, "other": inp.other_review_id}.get(self.source or "")
+
+
+CONTROLS: Registry[Control] = Registry("control", builtins=("grebench.bench.controls._paper",))
+
+
+def _check(kind: str, expected: str) -> None:
+    if kind not in ("degradation", "manipulation"):
+        raise ValueError(f"control kind must be degradation or manipulation, got {kind!r}")
+    if expected not in EXPECTATIONS:
+        raise ValueError(f"control expectation must be one of {EXPECTATIONS}, got {expected!r}")
+
+
+def register_control(name: str, *, kind: Literal["degradation", "manipulation"], expected: str, description: str,
+                     source: Literal["human", "other"] | None = None, version: str = "control-v1",
+                     exam_role: Literal["easy"] | None = None, paper_d: float | None = None,
+                     default: bool = True) -> Callable[[Callable[[ControlInput], str]], Callable[[ControlInput], str]]:
+    """Decorator: register a control built without an LLM from its builder function."""
+    _check(kind, expected)
+
+    def decorate(build: Callable[[ControlInput], str]) -> Callable[[ControlInput], str]:
+        CONTROLS.add(name, Control(name, kind, expected, description, source, build=build, version=version,
+                                   exam_role=exam_role, paper_d=paper_d, default=default),
+                     summary=description)
+        return build
+
+    return decorate
+
+
+def register_llm_control(name: str, *, kind: Literal["degradation", "manipulation"], expected: str, description: str,
+                         version: str, source: Literal["human", "other"] | None = None,
+                         paper_d: float | None = None) -> Callable[[Callable[[ControlInput], Messages]],
+                                                                   Callable[[ControlInput], Messages]]:
+    """Decorator: register a control written by ``control_model`` from its prompt function."""
+    _check(kind, expected)
+
+    def decorate(prompt: Callable[[ControlInput], Messages]) -> Callable[[ControlInput], Messages]:
+        CONTROLS.add(name, Control(name, kind, expected, description, source, prompt=prompt, version=version,
+                                   paper_d=paper_d), summary=description)
+        return prompt
+
+    return decorate

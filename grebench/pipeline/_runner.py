@@ -1,0 +1,169 @@
+"""The stage protocol and the one runner every command and scheduler job goes through.
+
+A stage is a name, an optional fingerprint of its inputs, and ``run``.  :func:`run_stages` runs stages in the order
+of :data:`grebench.pipeline.STAGES` and does, in one place, what every caller needs: a marker per stage on stderr,
+the progress display, skipping a stage whose inputs did not change since its last complete run (its stored summary
+comes back with ``unchanged: true``), recording a failure on the run (later stages still run on what is stored),
+timings, and a checkpoint after each stage.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from grebench.progress import NoProgress, Progress
+from grebench.settings import Settings
+from grebench.store import Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What the user (or the scheduler) chose for this run; ``None`` means the setting's value."""
+
+    source: str = "bundled"
+    limit: int | None = None
+    estimator: str | None = None
+    preprocessor: str | None = None
+    metrics: tuple[str, ...] = ("gem", "gem-s")
+    papers: str | None = None             # "all" | a number | None (the setting ``papers``)
+    candidates: tuple[str, ...] = ()      # bench: only these
+    bench_scope: str = "eligible"         # eligible: papers with human reviews | unreviewed: sealed generations only
+    judges: tuple[str, ...] = ()          # panel: only these
+    exam_only: bool = False
+    site_dir: str | None = None           # site: build here (default: the setting)
+    force: bool = False                   # skip no stage because of an unchanged fingerprint
+
+    def estimator_spec(self, settings: Settings) -> str:
+        """The estimator spec in force."""
+        return self.estimator or str(settings.estimator)
+
+    def preprocessor_spec(self, settings: Settings) -> str:
+        """The preprocessor spec in force."""
+        return self.preprocessor or str(settings.preprocessor)
+
+
+@dataclass
+class StageContext:
+    """What every stage gets: the one writer store, the settings, the run, the options, the progress display.
+
+    ``services`` holds what only some stages use (the scheduler's submission queue, key vault, resolver).
+    """
+
+    store: Store
+    settings: Settings
+    run_id: str
+    options: RunOptions = field(default_factory=RunOptions)
+    progress: Progress = field(default_factory=NoProgress)
+    services: dict[str, Any] = field(default_factory=dict)
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)  # summaries of the stages run so far
+
+
+class Stage(Protocol):
+    """One step of the pipeline."""
+
+    name: str
+    description: str
+
+    def fingerprint(self, ctx: StageContext) -> tuple[str, str] | None:
+        """(scope, hash of everything the stage reads), or None when the stage always runs (its own caches make
+        a rerun cheap).  The runner skips the stage when the stored state for that scope has the same hash."""
+        ...
+
+    def intact(self, ctx: StageContext, summary: dict[str, Any]) -> bool:
+        """Whether the results a skipped stage would return are still there (a file may have been deleted)."""
+        ...
+
+    def subject(self, ctx: StageContext) -> str | None:
+        """What a failure of the whole stage is recorded against (e.g. the source), or None."""
+        ...
+
+    def run(self, ctx: StageContext) -> dict[str, Any]:
+        """Do the work; return the stage's summary (JSON-serialisable).  ``complete: false`` keeps the stage from
+        being skipped next time (some items failed and must be tried again)."""
+        ...
+
+
+class BaseStage:
+    """Defaults for :class:`Stage`: no fingerprint (always runs), results always intact."""
+
+    name = ""
+    description = ""
+
+    def fingerprint(self, ctx: StageContext) -> tuple[str, str] | None:
+        """No fingerprint: the stage always runs."""
+        return None
+
+    def intact(self, ctx: StageContext, summary: dict[str, Any]) -> bool:
+        """Nothing to check."""
+        return True
+
+    def subject(self, ctx: StageContext) -> str | None:
+        """No particular subject."""
+        return None
+
+    def run(self, ctx: StageContext) -> dict[str, Any]:
+        """Subclasses do the work."""
+        raise NotImplementedError
+
+
+@dataclass
+class PipelineResult:
+    """What a run of stages did: each stage's summary (or error), seconds, and the exceptions by stage."""
+
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    errors: dict[str, BaseException] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """No stage raised."""
+        return not self.errors
+
+
+def run_stages(ctx: StageContext, stages: Sequence[Stage], *, marker: Callable[[str], None] | None = None,
+               stop_without_papers: bool = True) -> PipelineResult:
+    """Run ``stages`` in order on ``ctx``; a failing stage is recorded and the next one runs on what is stored.
+
+    ``marker`` is called with each stage's name before it starts (``grebench run`` prints ``[name]`` to stderr).
+    With ``stop_without_papers``, a failed ingest that left the store without any paper ends the run.
+    """
+    result = PipelineResult()
+    store = ctx.store
+    for stage in stages:
+        if marker is not None:
+            marker(stage.name)
+        started = time.perf_counter()
+        try:
+            result.stages[stage.name] = ctx.results[stage.name] = _run_one(ctx, stage)
+        except Exception as exc:  # recorded on the run; later stages run on what is stored
+            reason = f"{type(exc).__name__}: {exc}"
+            log.debug("stage %s failed", stage.name, exc_info=True)
+            store.record_failure(ctx.run_id, stage.name, stage.subject(ctx), reason)
+            result.stages[stage.name] = {"error": reason}
+            result.errors[stage.name] = exc
+            if stop_without_papers and stage.name == "ingest" and not store.scalar("SELECT count(*) FROM papers"):
+                break
+        finally:
+            result.seconds[stage.name] = round(time.perf_counter() - started, 3)
+            store.checkpoint()
+    return result
+
+
+def _run_one(ctx: StageContext, stage: Stage) -> dict[str, Any]:
+    print_ = stage.fingerprint(ctx)
+    if print_ is not None and not ctx.options.force:
+        scope, digest = print_
+        state = ctx.store.stage_state(stage.name, scope)
+        if state is not None and state[0] == digest and state[1] is not None and stage.intact(ctx, state[1]):
+            return {**state[1], "unchanged": True}
+    summary = stage.run(ctx)
+    if print_ is not None and summary.get("complete", True):
+        # the inputs as they were before the run: a stage that changed its own inputs runs once more next time
+        ctx.store.set_stage_state(stage.name, print_[0], print_[1], summary)
+    return {**summary, "unchanged": False}

@@ -1,0 +1,92 @@
+"""The main job's paper sample: all eligible papers, or a seeded sample stratified by venue and human rating.
+
+A real evaluation-LM on a CPU scores a few dozen papers in minutes, not four hundred; the sample keeps the default
+run short while keeping the spread of paper quality (strata: venue-year × tercile of the mean human rating, each
+stratum sampled in proportion, largest remainders first).  The same seed, size and eligible papers give the same
+sample on every machine.  The sample is recorded in ``paper_samples`` so boards say which papers they cover.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass
+
+from grebench.pipeline._runner import RunOptions
+from grebench.settings import Settings
+from grebench.store import Store, utcnow
+
+_NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The chosen papers and how they were chosen."""
+
+    paper_ids: tuple[str, ...]
+    description: str
+    size: int
+    eligible: int
+
+
+def parse_papers(value: str | int | None) -> int | None:
+    """``all`` (or empty) → None; a positive number → that many papers."""
+    text = str(value if value is not None else "all").strip().lower()
+    if text in ("", "all"):
+        return None
+    if not text.isdigit() or int(text) <= 0:
+        raise ValueError(f"papers must be 'all' or a positive number, got {value!r}")
+    return int(text)
+
+
+def _rating(texts: list[str | None]) -> float | None:
+    values = [float(m.group(1)) for t in texts if t and (m := _NUMBER.match(t))]
+    return sum(values) / len(values) if values else None
+
+
+def sample_papers(store: Store, settings: Settings, options: RunOptions) -> Sample | None:
+    """The papers this run works on (None: every eligible paper); recorded in ``paper_samples``."""
+    size = parse_papers(options.papers if options.papers is not None else settings.papers)
+    if size is None:
+        store.con.execute("DELETE FROM paper_samples")
+        return None
+    rows = store.rows("""SELECT p.paper_id, p.venue_id, list(v.rating) AS ratings FROM baseline_splits s
+                         JOIN papers p USING (paper_id)
+                         LEFT JOIN reviews r ON r.paper_id = p.paper_id AND r.kind = 'official_review'
+                         LEFT JOIN review_versions v ON v.review_id = r.review_id AND v.version = r.latest_version
+                         GROUP BY p.paper_id, p.venue_id ORDER BY p.paper_id""")
+    if size >= len(rows):
+        store.con.execute("DELETE FROM paper_samples")
+        return None
+    seed = int(settings.seed)
+    strata: dict[tuple[str, int], list[str]] = {}
+    by_venue: dict[str, list[tuple[float, str]]] = {}
+    for r in rows:
+        by_venue.setdefault(r["venue_id"], []).append((_rating(r["ratings"] or []) or 0.0, r["paper_id"]))
+    for venue, items in by_venue.items():
+        items.sort()
+        for i, (_, pid) in enumerate(items):  # terciles of the mean rating within the venue-year
+            strata.setdefault((venue, 3 * i // len(items)), []).append(pid)
+    quota = {k: size * len(v) / len(rows) for k, v in strata.items()}
+    take = {k: int(q) for k, q in quota.items()}
+    for k in sorted(quota, key=lambda k: (-(quota[k] - take[k]), k))[:size - sum(take.values())]:
+        take[k] += 1
+    chosen: list[str] = []
+    for key in sorted(strata):
+        members = sorted(strata[key])
+        random.Random(f"{seed}:sample:{key[0]}:{key[1]}").shuffle(members)
+        chosen += members[:take[key]]
+    description = (f"seeded sample of {size} of {len(rows)} papers, stratified by venue and rating tercile "
+                   f"(seed {seed})")
+    sample = Sample(tuple(sorted(chosen)), description, size, len(rows))
+    _record(store, sample, {r["paper_id"]: r["venue_id"] for r in rows})
+    return sample
+
+
+def _record(store: Store, sample: Sample, venue_of: dict[str, str]) -> None:
+    info = json.dumps({"description": sample.description, "size": sample.size, "eligible": sample.eligible})
+    with store.transaction() as con:
+        con.execute("DELETE FROM paper_samples")
+        store.insert_rows("paper_samples", ("venue_id", "paper_id", "sample_json", "created_at"),
+                          [[venue_of[p], p, info, utcnow()] for p in sample.paper_ids])

@@ -1,0 +1,175 @@
+"""Leaderboards, computed once at the end of scoring and stored: the site, the app and the CLI only read them.
+
+One board per (venue-year, metric, estimator, preprocessor) and scope: ``all`` (an LLM counts on papers that are
+clean by its training cutoff or sealed) and ``sealed`` (an LLM counts only where its review was written before the
+reviews were public).  Rows come from :func:`grebench.scoring.leaderboard` (bootstrap over papers, rank
+intervals, paired difference with the human baseline) plus the mean cost and latency of the candidate's reviews.
+The whole set is rewritten in one transaction, so a reader never sees half of a recomputation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from grebench.progress import NoProgress, Progress
+from grebench.scoring._leaderboard import leaderboard
+from grebench.settings import Settings
+from grebench.store import Store, code_files, fingerprint, utcnow
+
+BOARD_VERSION = "boards-v1"
+SCOPES = ("all", "sealed")
+ROW_COLUMNS = ("board_id", "candidate", "kind", "rank", "rank_low", "rank_high", "score", "ci90_low", "ci90_high",
+               "ci95_low", "ci95_high", "papers", "pairs", "clean_papers", "contaminated_papers", "sealed_share",
+               "diff_vs_human", "p_vs_human", "cost_usd", "latency_s")
+BOARD_COLUMNS = ("board_id", "venue_id", "venue", "metric", "estimator", "preprocessor", "scope", "papers",
+                 "papers_eligible", "sample_json", "human_score", "human_ci95_low", "human_ci95_high",
+                 "bootstrap_samples", "seed", "computed_at")
+_HERE = Path(__file__).parent
+
+
+def board_id(venue_id: str, metric: str, estimator: str, preprocessor: str, scope: str = "all") -> str:
+    """A file-name-safe, readable and unique id (the site's page name); ``all`` boards keep the plain name."""
+    parts = [venue_id, metric, estimator, preprocessor] + ([] if scope == "all" else [scope])
+    text = "-".join(parts)
+    clean = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-").lower()[:80] or "x"
+    return f"{clean}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
+
+
+@contextmanager
+def venue_scope(store: Store, venue_id: str | None, sealed_only: bool = False) -> Iterator[Store]:
+    """A store whose scores, generations and papers are limited to one venue (temporary views on a cursor).
+
+    ``sealed_only`` keeps, for LLM candidates, only generations made before the reviews were public.
+    """
+    if venue_id is None and not sealed_only:
+        yield store
+        return
+    cur = store.con.cursor()
+    db = store.scalar("SELECT current_database()")
+    where = "true" if venue_id is None else "venue_id = '{}'".format(venue_id.replace("'", "''"))
+    papers = f"SELECT paper_id FROM \"{db}\".main.papers WHERE {where}"
+    sealed = "" if not sealed_only else (
+        f" AND (generation_id IN (SELECT generation_id FROM \"{db}\".main.generations WHERE sealed) OR "
+        f"candidate NOT IN (SELECT name FROM \"{db}\".main.candidates WHERE kind NOT IN ('human', 'control')))")
+    try:
+        cur.execute(f"CREATE TEMP VIEW papers AS SELECT * FROM \"{db}\".main.papers WHERE {where}")
+        cur.execute(f"CREATE TEMP VIEW generations AS SELECT * FROM \"{db}\".main.generations "
+                    f"WHERE paper_id IN ({papers})")
+        cur.execute(f"CREATE TEMP VIEW scores AS SELECT * FROM \"{db}\".main.scores WHERE paper_id IN ({papers})"
+                    + sealed)
+        yield Store(cur)
+    finally:
+        cur.close()
+
+
+def _costs(store: Store) -> dict[str, dict[str, Any]]:
+    """Mean cost (USD) and latency (s) per review, per candidate, over successful generations."""
+    rows = store.rows("""SELECT candidate, avg(cost_usd) AS cost_usd, avg(latency_s) AS latency_s
+                         FROM generations WHERE status = 'ok' GROUP BY candidate""")
+    return {r["candidate"]: r for r in rows}
+
+
+def _setups(store: Store) -> list[dict[str, Any]]:
+    return store.rows("""SELECT p.venue_id, any_value(p.venue) AS venue, s.metric, s.estimator, s.preprocessor
+                         FROM scores s JOIN papers p USING (paper_id)
+                         GROUP BY p.venue_id, s.metric, s.estimator, s.preprocessor
+                         ORDER BY p.venue_id, s.metric, s.estimator, s.preprocessor""")
+
+
+def _eligible(store: Store) -> dict[str, int]:
+    return {r["venue_id"]: int(r["n"]) for r in store.rows(
+        "SELECT p.venue_id, count(*) AS n FROM baseline_splits s JOIN papers p USING (paper_id) GROUP BY 1")}
+
+
+def boards_fingerprint(store: Store, settings: Settings) -> str:
+    """What the boards depend on: scores, candidates, generations, papers, splits, samples, settings, code."""
+    return fingerprint(store, tables=("scores", "candidates", "generations", "papers", "baseline_splits",
+                                      "paper_samples"),
+                       values=[BOARD_VERSION, int(settings.bootstrap_samples), int(settings.seed)],
+                       code=code_files(_HERE / "_boards.py", _HERE / "_leaderboard.py", _HERE / "_aggregate.py"))
+
+
+def compute_boards(store: Store, settings: Settings, progress: Progress | None = None) -> dict[str, Any]:
+    """Recompute every board from the stored scores and store them (replacing the previous set)."""
+    samples, seed = int(settings.bootstrap_samples), int(settings.seed)
+    setups = _setups(store)
+    eligible = _eligible(store)
+    sample = _sample(store)
+    boards: list[list[Any]] = []
+    rows: list[list[Any]] = []
+    now = utcnow()
+    with (progress or NoProgress()).task("boards", len(setups) * len(SCOPES), "boards") as task:
+        for setup in setups:
+            for scope in SCOPES:
+                bid = board_id(setup["venue_id"], setup["metric"], setup["estimator"], setup["preprocessor"], scope)
+                with venue_scope(store, setup["venue_id"], scope == "sealed") as scoped:
+                    ranked = leaderboard(scoped, setup["metric"], setup["estimator"], setup["preprocessor"],
+                                         samples=samples, seed=seed)
+                    costs = _costs(scoped)
+                    papers = int(scoped.scalar("SELECT count(DISTINCT paper_id) FROM scores WHERE metric = ? AND "
+                                               "estimator = ? AND preprocessor = ?",
+                                               [setup["metric"], setup["estimator"],
+                                                "none" if setup["metric"] == "gem-raw" else setup["preprocessor"]]))
+                human = next((r for r in ranked if r["kind"] == "human"), None)
+                boards.append([bid, setup["venue_id"], setup["venue"], setup["metric"], setup["estimator"],
+                               setup["preprocessor"], scope, papers, eligible.get(setup["venue_id"]),
+                               sample.get(setup["venue_id"]),
+                               None if human is None else human["score"],
+                               None if human is None else human["ci95_low"],
+                               None if human is None else human["ci95_high"], samples, seed, now])
+                for r in ranked:
+                    cost = costs.get(r["candidate"], {})
+                    row = {**r, "board_id": bid, "cost_usd": cost.get("cost_usd"), "latency_s": cost.get("latency_s")}
+                    rows.append([row.get(c) for c in ROW_COLUMNS])
+                task.advance()
+    with store.transaction() as con:
+        con.execute("DELETE FROM board_rows")
+        con.execute("DELETE FROM boards")
+        store.insert_rows("boards", BOARD_COLUMNS, boards)
+        store.insert_rows("board_rows", ROW_COLUMNS, rows)
+    return {"boards": len(boards), "rows": len(rows)}
+
+
+def _sample(store: Store) -> dict[str, str]:
+    """The paper sample each venue's scores were restricted to (JSON), where a run used one."""
+    if not store.scalar("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'paper_samples'"):
+        return {}
+    return {r["venue_id"]: r["sample_json"] for r in store.rows(
+        "SELECT venue_id, any_value(sample_json) AS sample_json FROM paper_samples GROUP BY venue_id")}
+
+
+def stored_boards(store: Store, *, metric: str | None = None, venue_id: str | None = None, scope: str = "all",
+                  estimator: str | None = None, preprocessor: str | None = None) -> list[dict[str, Any]]:
+    """Stored boards (with their rows, ranked first, then reference rows) matching the filters."""
+    where, params = ["scope = ?"], [scope]
+    for column, value in (("metric", metric), ("venue_id", venue_id), ("estimator", estimator),
+                          ("preprocessor", preprocessor)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if not store.scalar("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'boards'"):
+        return []
+    boards = store.rows(f"SELECT * FROM boards WHERE {' AND '.join(where)} "
+                        "ORDER BY venue_id, metric, estimator, preprocessor", params)
+    if not boards:
+        return []
+    by_board: dict[str, list[dict[str, Any]]] = {}
+    for r in store.rows("SELECT * FROM board_rows WHERE board_id IN (SELECT unnest(?::VARCHAR[])) "
+                        "ORDER BY board_id, rank NULLS LAST, score DESC, candidate",
+                        [[b["board_id"] for b in boards]]):
+        by_board.setdefault(r["board_id"], []).append(r)
+    for b in boards:
+        b["rows"] = [{**r, "metric": b["metric"], "estimator": b["estimator"], "preprocessor": b["preprocessor"]}
+                     for r in by_board.get(b["board_id"], [])]
+        b["candidates"] = len(b["rows"])
+        b["pairs"] = sum(int(r["pairs"]) for r in b["rows"])
+        b["sample"] = json.loads(b["sample_json"]) if b.get("sample_json") else None
+        b["human_band"] = None if b["human_score"] is None else {
+            "score": b["human_score"], "low": b["human_ci95_low"], "high": b["human_ci95_high"]}
+    return boards

@@ -1,0 +1,20 @@
+"""Model owners' submissions: validated server-side, queued apart from the main store, handed to the bench stage.
+
+The app (:mod:`grebench.site`) writes to the queue (a separate ``queue.duckdb``, so the app never holds the
+writer's lock); the scheduler accepts queued submissions into the main store as ``llm`` candidates, evaluates them
+with the key in the process environment only (:func:`key_in_env`) and closes them, deleting the key.
+"""
+
+from grebench.submissions._keys import key_in_env
+from grebench.submissions._queue import (
+    SubmissionError,
+    SubmissionForm,
+    SubmissionQueue,
+    accept_queued_submissions,
+    finish_submission,
+    queue_path,
+    validate_submission,
+)
+
+__all__ = ["SubmissionError", "SubmissionForm", "SubmissionQueue", "accept_queued_submissions",
+           "finish_submission", "key_in_env", "queue_path", "validate_submission"]

@@ -1,0 +1,92 @@
+"""The structure holds: layers (import-linter, in CI), no cross-package private imports, no cycles, light imports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import grimp
+import pytest
+
+HEAVY = ("torch", "transformers", "gradio", "litellm", "openreview", "fitz", "pymupdf")
+
+
+@pytest.fixture(scope="module")
+def graph() -> grimp.ImportGraph:
+    return grimp.build_graph("grebench")
+
+
+def _top(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "(root)"
+
+
+def test_no_module_imports_another_package_s_private_module(graph: grimp.ImportGraph) -> None:
+    """`grebench.x._impl` may be imported only from inside `grebench.x` (its package exports the public API)."""
+    leaks = []
+    for module in sorted(graph.modules):
+        for imported in graph.find_modules_directly_imported_by(module):
+            parts = imported.split(".")
+            for i, part in enumerate(parts[1:], start=1):
+                if part.startswith("_") and not part.startswith("__"):
+                    owner = ".".join(parts[:i])
+                    if not (module == owner or module.startswith(owner + ".")):
+                        leaks.append(f"{module} -> {imported}")
+                    break
+    assert leaks == []
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """A cycle in a directed graph, as a path, or None (depth-first search with colours)."""
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        if state.get(node) == 1:
+            return [*path, node]
+        if state.get(node) == 2:
+            return None
+        state[node] = 1
+        for nxt in sorted(edges.get(node, ())):
+            found = visit(nxt, [*path, node])
+            if found:
+                return found
+        state[node] = 2
+        return None
+
+    for node in sorted(edges):
+        found = visit(node, [])
+        if found:
+            return found
+    return None
+
+
+def test_packages_form_no_import_cycle(graph: grimp.ImportGraph) -> None:
+    edges: dict[str, set[str]] = {}
+    for module in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(module):
+            a, b = _top(module), _top(imported)
+            if a != b and "(root)" not in (a, b):
+                edges.setdefault(a, set()).add(b)
+    assert find_cycle(edges) is None
+
+
+def test_a_cycle_would_be_caught() -> None:
+    """The check is not vacuous: the llm -> site -> scoring -> llm loop this layout removed is found."""
+    assert find_cycle({"llm": {"site"}, "site": {"scoring"}, "scoring": {"llm"}}) == ["llm", "site", "scoring", "llm"]
+
+
+def test_importing_the_stages_and_their_registries_stays_light() -> None:
+    """`import grebench.<stage>` and listing every registry never imports torch, gradio, litellm or PyMuPDF."""
+    code = (
+        "import sys, json\n"
+        "import grebench, grebench.bench, grebench.scoring, grebench.pipeline, grebench.site, grebench.scheduler\n"
+        "from grebench.scoring.estimators import ESTIMATORS\n"
+        "from grebench.ingest import SOURCES\n"
+        "from grebench.bench import CANDIDATE_KINDS, CONTROLS\n"
+        "from grebench.scoring.panel import JUDGES, JUDGE_KINDS\n"
+        "names = [r.names() for r in (ESTIMATORS, SOURCES, CANDIDATE_KINDS, CONTROLS, JUDGES, JUDGE_KINDS)]\n"
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []

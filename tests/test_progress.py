@@ -1,0 +1,67 @@
+"""Progress: a bar on a terminal, a plain line per 10% elsewhere, nothing with --json; the main job reports it."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from grebench.progress import NoProgress, PlainProgress, RichProgress, progress_for
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_plain_lines_every_tenth_with_counts_and_eta() -> None:
+    out = io.StringIO()
+    with PlainProgress(out).task("score", 40, "requests") as task:
+        for _ in range(40):
+            task.advance()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 10  # 10%, 20%, ... 90%, then the final line
+    assert lines[0].startswith("score: 4/40 requests (10%)") and "ETA" in lines[0]
+    assert lines[-1].startswith("score: 40/40 requests (100%)") and lines[-1].endswith("(done)")
+    assert "ETA" not in lines[-1]
+
+
+def test_plain_lines_without_a_total_double_their_step() -> None:
+    out = io.StringIO()
+    with PlainProgress(out).task("ingest bundled", None, "papers") as task:
+        task.advance(450)
+    assert [line.split(",")[0] for line in out.getvalue().splitlines()] == ["ingest bundled: 450 papers"] * 2
+
+
+def test_the_display_follows_the_output() -> None:
+    assert isinstance(progress_for(as_json=True, stream=_Terminal()), NoProgress)
+    assert isinstance(progress_for(as_json=False, stream=_Terminal()), RichProgress)
+    assert isinstance(progress_for(as_json=False, stream=io.StringIO()), PlainProgress)
+
+
+def _run(archive: Path, data: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "GREBENCH_DATA_DIR": str(data), "PYTHONPATH": str(Path(__file__).parents[1])}
+    return subprocess.run([sys.executable, "-m", "grebench.cli", "run", "--source", f"archive:{archive}",
+                           "--estimator", "offline", *extra], env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_main_job_reports_progress_in_a_log_and_nothing_with_json(tmp_path: Path) -> None:
+    from grebench.ingest import bundled_path
+
+    archive = tmp_path / "small.jsonl"
+    archive.write_text("".join(bundled_path().read_text(encoding="utf-8").splitlines(keepends=True)[:12]),
+                       encoding="utf-8")  # 12 papers
+    logged = _run(archive, tmp_path / "a")
+    assert logged.returncode == 0, logged.stderr[-2000:]
+    for stage in ("[ingest]", "[bench]", "[score]", "[boards]", "[validate]", "[panel]", "[site]"):
+        assert stage in logged.stderr
+    assert re.search(r"^score: \d+/\d+ requests \(100%\), .* elapsed \(done\)$", logged.stderr, re.MULTILINE)
+    assert re.search(r"^bench: human baseline and controls: \d+/\d+ reviews \(\d+%\), .*ETA", logged.stderr,
+                     re.MULTILINE)
+    quiet = _run(archive, tmp_path / "b", "--json")
+    assert quiet.returncode == 0 and json.loads(quiet.stdout)["stages"]["score"]["pairs_scored"] > 0
+    assert "ETA" not in quiet.stderr and "[score]" not in quiet.stderr and "elapsed" not in quiet.stderr
