@@ -62,10 +62,18 @@ def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor:
 
 def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str, samples: int = 2000,
                 seed: int = 20200426) -> list[dict[str, Any]]:
-    """Rows of the leaderboard, best first (field names are a stable contract: see docs/scoring.md)."""
+    """Rows of the leaderboard, best first (field names are a stable contract: see docs/scoring.md).
+
+    Ranks (and rank intervals) are computed among the ranked candidates only — LLMs, imported reviews and the
+    human baseline; controls are reference rows with ``rank`` None, listed after them by score: a control is a
+    yardstick of the metric, never a contestant.
+    """
     data = per_paper_scores(store, metric, estimator_id, preprocessor)
     scores, info = data["scores"], data["info"]
-    ranks = rank_intervals(scores, samples=samples, seed=seed)
+    ranked = {name: per_paper for name, per_paper in scores.items() if info[name]["kind"] != "control"}
+    ranks: dict[str, dict[str, Any]] = dict(rank_intervals(ranked, samples=samples, seed=seed))
+    for name in scores:
+        ranks.setdefault(name, {"rank": None, "rank_low": None, "rank_high": None})
     human = scores.get(HUMAN)
     rows = []
     for name, per_paper in scores.items():
@@ -84,5 +92,5 @@ def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str,
             "sealed_share": info[name]["sealed"] / len(per_paper),
             "diff_vs_human": diff["diff"] if diff else None, "p_vs_human": diff["p"] if diff else None,
         })
-    rows.sort(key=lambda r: (r["rank"], r["candidate"]))
+    rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, -r["score"], r["candidate"]))
     return rows
