@@ -7,6 +7,7 @@ import sys
 import click
 
 from grebench.cli._common import Progress, emit_json, show_progress, writer_store
+from grebench.cli._options import settings_options
 from grebench.settings import Settings
 
 
@@ -14,6 +15,7 @@ from grebench.settings import Settings
 @click.option("--candidate", "candidates", multiple=True, metavar="NAME",
               help="Only this candidate (repeatable). Default: all configured, human and controls.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
+@settings_options
 @click.pass_obj
 def command(settings: Settings, candidates: tuple[str, ...], as_json: bool) -> None:
     """Generate every missing review; resumable, and a rerun makes no calls for what exists.

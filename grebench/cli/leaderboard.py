@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from grebench.cli._common import emit_json
+from grebench.cli._options import settings_options
 from grebench.settings import Settings
 from grebench.store import open_store
 
@@ -31,6 +32,7 @@ def _pick(tables: list[dict], key: str, wanted: str | None, what: str) -> str:
 @click.option("--estimator", help="Estimator id or spec prefix (default: the only one scored).")
 @click.option("--preprocessor", help="Preprocessor id or spec (default: the only one scored).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON ({'rows': [...]}).")
+@settings_options
 @click.pass_obj
 def command(settings: Settings, metric: str, estimator: str | None, preprocessor: str | None, as_json: bool) -> None:
     """Rank candidates by mean score over papers, with 90%/95% bootstrap CIs over papers and rank intervals.

@@ -13,6 +13,7 @@ from typing import Any, Callable
 import click
 
 from grebench.cli._common import Progress, emit_json, show_progress, writer_store
+from grebench.cli._options import settings_options
 from grebench.settings import Settings
 from grebench.store import Store
 
@@ -202,6 +203,7 @@ def _print_panel(panel: dict[str, Any]) -> None:
 @click.option("--metric", "metrics", multiple=True, default=("gem", "gem-s"), show_default=True,
               type=click.Choice(("gem", "gem-s", "gem-s-assw", "gem-raw")), help="Metrics to score (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the final summary as JSON.")
+@settings_options
 @click.pass_obj
 def command(settings: Settings, source: str, estimator: str | None, preprocessor: str | None,
             metrics: tuple[str, ...], as_json: bool) -> None:

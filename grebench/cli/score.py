@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from grebench.cli._common import emit_json, show_progress, writer_store
+from grebench.cli._options import settings_options
 from grebench.settings import Settings
 
 METRIC_CHOICES = ("gem", "gem-s", "gem-s-assw", "gem-raw")
@@ -44,6 +45,7 @@ class _Bars:
 @click.option("--estimator", help="offline | hf:PATH | vllm:URL[,URL...] | sglang:URL (default: setting `estimator`).")
 @click.option("--preprocessor", help="rules | imported | litellm:MODEL (default: the preprocessor setting).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@settings_options
 @click.pass_obj
 def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None, preprocessor: str | None,
             as_json: bool) -> None:

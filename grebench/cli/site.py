@@ -7,10 +7,12 @@ from pathlib import Path
 import click
 
 from grebench.cli._common import emit_json, writer_store
+from grebench.cli._options import settings_options
 from grebench.settings import Settings
 
 
 @click.group("site")
+@settings_options
 def command() -> None:
     """The static leaderboard site (works from file:// and any static host)."""
 
@@ -19,6 +21,7 @@ def command() -> None:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output directory (default: the site_dir setting, else DATA_DIR/site).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@settings_options
 @click.pass_obj
 def build(settings: Settings, out: Path | None, as_json: bool) -> None:
     """Render every page, plot and leaderboard.json from the store (the old site is replaced whole)."""
