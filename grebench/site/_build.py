@@ -19,6 +19,7 @@ import jinja2
 
 from grebench.settings import Settings
 from grebench.site import _data
+from grebench.site._labels import board_id, board_title, estimator_label, metric_label, preprocessor_label, setup_label
 from grebench.site._plots import board_svg
 from grebench.store import Store, utcnow
 
@@ -57,7 +58,9 @@ def environment() -> jinja2.Environment:
     """The Jinja2 environment: autoescape always on, undefined names are errors."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(num=_num, pct=_pct, day=_day)
+    env.filters.update(num=_num, pct=_pct, day=_day, metric_label=metric_label, estimator_label=estimator_label,
+                       preprocessor_label=preprocessor_label, board_title=board_title, board_id=board_id)
+    env.globals.update(setup_label=setup_label)
     return env
 
 
@@ -97,7 +100,7 @@ class _Writer:
 
 
 #: Bump when what the site shows changes (code, not data): the next build renders again.
-SITE_VERSION = "site-v2"
+SITE_VERSION = "site-v3"
 # Columns that record when a row was written, not what the site shows: a rewrite with equal content is no change.
 _BOOKKEEPING = {"created_at", "updated_at", "ingested_at", "fetched_at", "first_seen_at", "extracted_at"}
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
@@ -126,7 +129,8 @@ def site_fingerprint(store: Store, settings: Settings) -> str:
         ).fetchone()))
     parts["snapshots"] = [(f["name"], f["bytes"], f["sha256"]) for f in _data.snapshot_files(settings.data_path)]
     digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode("utf-8"))
-    code = [_HERE / "_build.py", _HERE / "_data.py", _HERE / "_plots.py", _HERE.parent / "scoring" / "_leaderboard.py"]
+    code = [_HERE / "_build.py", _HERE / "_data.py", _HERE / "_labels.py", _HERE / "_plots.py",
+            _HERE.parent / "scoring" / "_leaderboard.py"]
     for path in code + sorted((_HERE / "templates").rglob("*")) + sorted((_HERE / "static").rglob("*")):
         if path.is_file():
             digest.update(path.relative_to(_HERE.parent).as_posix().encode() + b"\0" + path.read_bytes())

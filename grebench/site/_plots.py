@@ -6,6 +6,8 @@ import io
 import math
 from typing import Any
 
+from grebench.site._labels import metric_label
+
 _COLOURS = {"llm": "#1f5fa8", "human": "#2e7d32", "control": "#8a8a8a"}
 
 
@@ -37,7 +39,7 @@ def board_svg(board: dict[str, Any]) -> str:
         ax.set_yticks(range(len(rows)))
         ax.set_yticklabels([f"{r['candidate']}" + (" (control)" if r["kind"] == "control" else "")
                             for r in reversed(rows)])
-        ax.set_xlabel(f"{board['metric']} (PMI, nats; dot = score, thick = 90% CI, thin = 95% CI)")
+        ax.set_xlabel(f"{metric_label(board['metric'])} (PMI, nats; dot = score, thick = 90% CI, thin = 95% CI)")
         ax.grid(axis="x", alpha=0.3)
         if band:
             ax.legend(loc="lower right", fontsize=8, frameon=False)
