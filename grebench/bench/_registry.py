@@ -21,7 +21,7 @@ from grebench.settings import Settings
 from grebench.store import Store, utcnow
 
 ALLOWED_KEYS = {"name", "kind", "model", "api_base", "released", "cutoff", "api_key_env", "params", "family",
-                "description", "submitter"}
+                "description", "submitter", "stream"}
 DEFAULT_MAX_TOKENS = 4096
 HUMAN = "human"
 HUMAN_DESCRIPTION = "A held-out human official review of the paper (seeded pick); the other reviews are references."
@@ -46,6 +46,7 @@ class Candidate:
     description: str | None = None
     submitter: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    stream: bool = True  # false: the endpoint cannot stream, every call is one plain JSON request
 
     @property
     def needs_llm(self) -> bool:
@@ -114,9 +115,18 @@ def _parse_llm(raw: dict[str, Any], where: str, settings: Settings) -> Candidate
     if cutoff is None:
         raise CandidateError(f"{where}: missing cutoff (training-data cutoff date, YYYY-MM-DD): without it no "
                              "paper can be shown clean")
+    stream = raw.get("stream", True)
+    if not isinstance(stream, bool):
+        raise CandidateError(f"{where}: stream must be true or false, got {stream!r}")
+    if not stream and not model.strip().startswith("openai/"):
+        raise CandidateError(f"{where}: stream = false works with OpenAI-compatible endpoints only (model "
+                             f"'openai/<model id>'), got {model!r}")
     params = raw.get("params", {})
     if not isinstance(params, dict):
         raise CandidateError(f"{where}: params must be a table")
+    if "stream" in params or "stream_options" in params:
+        raise CandidateError(f"{where}: params.stream: write stream = false as a key of the candidate, next to "
+                             "model (it says how replies are fetched, not how the model writes)")
     params = {"temperature": 0, "max_tokens": DEFAULT_MAX_TOKENS, "context_tokens": settings.context_tokens, **params}
     for key in ("max_tokens", "context_tokens"):
         if not isinstance(params[key], int) or params[key] <= 0:
@@ -125,7 +135,8 @@ def _parse_llm(raw: dict[str, Any], where: str, settings: Settings) -> Candidate
         raise CandidateError(f"{where}: params.max_tokens must be smaller than params.context_tokens")
     return Candidate(name=name, kind="llm", model=model.strip(), api_base=raw.get("api_base"), api_key_env=api_key_env,
                      released=_date(raw.get("released"), where, "released"), cutoff=cutoff, family=raw.get("family"),
-                     description=raw.get("description"), submitter=raw.get("submitter"), params=params)
+                     description=raw.get("description"), submitter=raw.get("submitter"), params=params,
+                     stream=stream)
 
 
 class CandidateKind(Protocol):

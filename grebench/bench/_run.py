@@ -144,7 +144,8 @@ def _run_llm(store: Store, settings: Settings, run_id: str | None, cands: list[C
                 continue
             job["tries"] = 0 if old is None else old["attempts"]
             request = ChatRequest(model=c.model or "", messages=messages, purpose=purpose, prompt_version=version,
-                                  api_base=c.api_base, api_key_env=c.api_key_env, params=tuple(c.params.items()))
+                                  api_base=c.api_base, api_key_env=c.api_key_env, params=tuple(c.params.items()),
+                                  stream=c.stream)
             if request.cache_key() not in jobs:
                 requests.append(request)
             jobs.setdefault(request.cache_key(), []).append(job)

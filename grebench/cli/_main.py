@@ -1,16 +1,13 @@
-"""The command group, shared options and command registration."""
+"""The command group and command registration (shared options: :mod:`grebench.cli._options`)."""
 
 from __future__ import annotations
 
 import importlib
-import logging
-import sys
 
 import click
 
 from grebench import __version__
-from grebench._offline import apply_offline_defaults
-from grebench.settings import load_settings
+from grebench.cli._options import settings_options
 
 # command name -> module under grebench.cli that defines a click command called `command`
 COMMANDS = {
@@ -47,27 +44,11 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup)
-@click.option("--config", "config", envvar="GREBENCH_CONFIG", type=click.Path(dir_okay=False),
-              help="Settings file (TOML). Also GREBENCH_CONFIG.")
-@click.option("--data-dir", envvar="GREBENCH_DATA_DIR", help="Data directory (default ./grebench-data).")
+@settings_options
 @click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
 @click.version_option(__version__, prog_name="grebench")
-@click.pass_context
-def main(ctx: click.Context, config: str | None, data_dir: str | None, verbose: int) -> None:
-    """GRE-bench: rank LLMs by how much information their peer reviews share with human reviews."""
-    apply_offline_defaults()
-    try:
-        settings = load_settings(config)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-    if data_dir:
-        settings = settings.replace(data_dir=data_dir)
-    from grebench.cli._common import check_specs
+def main(verbose: int) -> None:
+    """GRE-bench: rank LLMs by how much information their peer reviews share with human reviews.
 
-    check_specs(settings)
-    level = {0: settings.log_level, 1: "INFO"}.get(verbose, "DEBUG")
-    logging.basicConfig(level=level.upper() if isinstance(level, str) else level, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
-    for noisy in ("httpx", "LiteLLM", "litellm", "urllib3"):
-        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
-    ctx.obj = settings
+    --config and --data-dir go before or after the command name (the one nearest the command wins).
+    """

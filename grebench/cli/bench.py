@@ -7,6 +7,7 @@ import sys
 import click
 
 from grebench.cli._common import emit_json, run_stage
+from grebench.cli._options import settings_options
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
 
@@ -16,6 +17,7 @@ from grebench.settings import Settings
               help="Only this candidate (repeatable). Default: all configured, human and controls.")
 @click.option("--papers", default=None, help="all, or N for the main job's seeded sample (default: setting `papers`).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
+@settings_options
 @click.pass_obj
 def command(settings: Settings, candidates: tuple[str, ...], papers: str | None, as_json: bool) -> None:
     """Generate every missing review; resumable, and a rerun makes no calls for what exists.

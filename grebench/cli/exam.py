@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from grebench.cli._common import emit_json, run_stage
+from grebench.cli._options import settings_options
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
 
@@ -41,6 +42,7 @@ def print_exam(tables: list[dict[str, Any]]) -> None:
 @click.option("--judge", "judges", multiple=True, help="Examine only these judges (repeatable; default: all).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print {venue_id, eta_c, eta_p, rows: [{judge, p_c, p_p, p_s, passed, weight, failed}], venues}.")
+@settings_options
 @click.pass_obj
 def command(settings: Settings, judges: tuple[str, ...], as_json: bool) -> None:
     """Run the judges' qualification exam (no human labels) and show who may vote.

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from grebench.cli._common import emit_json, writer_store
+from grebench.cli._options import settings_options
 from grebench.settings import Settings
 
 
@@ -14,6 +15,7 @@ from grebench.settings import Settings
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Output directory (default DATA_DIR/export).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@settings_options
 @click.pass_obj
 def command(settings: Settings, out: Path | None, as_json: bool) -> None:
     """Write each table as Parquet; readers use these, never the writer's live DuckDB file."""

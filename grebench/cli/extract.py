@@ -8,12 +8,14 @@ from pathlib import Path
 import click
 
 from grebench.cli._common import emit_json
+from grebench.cli._options import settings_options
 from grebench.settings import Settings
 
 
 @click.command("extract")
 @click.argument("pdf", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print {text, hidden, flags, pages, error} as JSON.")
+@settings_options
 @click.pass_obj
 def command(settings: Settings, pdf: Path, as_json: bool) -> None:
     """Extract PDF text with PyMuPDF in a time- and memory-limited subprocess."""

@@ -7,6 +7,7 @@ import sys
 import click
 
 from grebench.cli._common import emit_json, run_stage, source_help
+from grebench.cli._options import settings_options
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
 
@@ -16,6 +17,7 @@ from grebench.settings import Settings
               help=source_help() + " (e.g. openreview:ICLR.cc/2024/Conference).")
 @click.option("--limit", type=int, default=None, help="Stop after N papers.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
+@settings_options
 @click.pass_obj
 def command(settings: Settings, source: str, limit: int | None, as_json: bool) -> None:
     """Ingest papers with their reviews (every edit kept as a new version); idempotent and resumable."""

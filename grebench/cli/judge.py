@@ -7,6 +7,7 @@ import sys
 import click
 
 from grebench.cli._common import emit_json, run_stage
+from grebench.cli._options import settings_options
 from grebench.cli.exam import exam_tables, print_exam
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
@@ -16,6 +17,7 @@ from grebench.settings import Settings
 @click.option("--judge", "judges", multiple=True, help="Use only these judges (repeatable; default: all).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print {exam, rankings, agreement, votes, calls_made, cached, ...} as JSON.")
+@settings_options
 @click.pass_obj
 def command(settings: Settings, judges: tuple[str, ...], as_json: bool) -> None:
     """Rank the candidates by the judge panel's pairwise votes, beside GEM-S.

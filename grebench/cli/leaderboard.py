@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from grebench.cli._common import emit_json
+from grebench.cli._options import settings_options
 from grebench.settings import Settings
 from grebench.store import open_store
 
@@ -36,6 +37,7 @@ def _pick(boards: list[dict[str, Any]], key: str, wanted: str | None, what: str)
 @click.option("--sealed", is_flag=True, help="LLM candidates only on reviews written before the human reviews "
               "were public.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON ({'boards': [...], 'rows': [...]}).")
+@settings_options
 @click.pass_obj
 def command(settings: Settings, metric: str, estimator: str | None, preprocessor: str | None, venue: str | None,
             sealed: bool, as_json: bool) -> None:

@@ -19,6 +19,7 @@ from grebench.cli._common import (
     source_help,
     writer_store,
 )
+from grebench.cli._options import settings_options
 from grebench.settings import Settings
 from grebench.site import board_text
 from grebench.store import Store
@@ -102,6 +103,7 @@ def _print_panel(panel: dict[str, Any]) -> None:
               type=click.Choice(("gem", "gem-s", "gem-s-assw", "gem-raw")), help="Metrics to score (repeatable).")
 @click.option("--papers", default=None, help="all, or N for a seeded stratified sample (default: setting `papers`).")
 @click.option("--json", "as_json", is_flag=True, help="Print the final summary as JSON.")
+@settings_options
 @click.pass_obj
 def command(settings: Settings, source: str, estimator: str | None, preprocessor: str | None,
             metrics: tuple[str, ...], papers: str | None, as_json: bool) -> None:

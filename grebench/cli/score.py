@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from grebench.cli._common import emit_json, estimator_help, preprocessor_help, run_stage
+from grebench.cli._options import settings_options
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
 
@@ -18,6 +19,7 @@ METRIC_CHOICES = ("gem", "gem-s", "gem-s-assw", "gem-raw")
 @click.option("--preprocessor", help="Judgment lines: " + preprocessor_help() + " (default: setting).")
 @click.option("--papers", default=None, help="all, or N for the main job's seeded sample (default: setting `papers`).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@settings_options
 @click.pass_obj
 def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None, preprocessor: str | None,
             papers: str | None, as_json: bool) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from grebench.cli._common import emit_json
+from grebench.cli._options import settings_options
 from grebench.settings import Settings
 
 
@@ -26,6 +27,7 @@ def _stop_on_sigterm(stop: threading.Event) -> None:
 @click.option("--job", "jobs", multiple=True, help="Only these jobs (repeatable): queue, poll, generate, score, "
               "site, snapshot. Default: all.")
 @click.option("--json", "as_json", is_flag=True, help="With --once: print the job summaries as JSON.")
+@settings_options
 @click.pass_obj
 def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...], as_json: bool) -> None:
     """Start the service: poll venues, generate while reviews are hidden, score when they appear, rebuild the site

@@ -7,11 +7,13 @@ from pathlib import Path
 import click
 
 from grebench.cli._common import emit_json, run_stage
+from grebench.cli._options import settings_options
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
 
 
 @click.group("site")
+@settings_options
 def command() -> None:
     """The static leaderboard site (works from file:// and any static host)."""
 
@@ -21,6 +23,7 @@ def command() -> None:
               help="Output directory (default: the site_dir setting, else DATA_DIR/site).")
 @click.option("--force", is_flag=True, help="Build even when nothing the site shows has changed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@settings_options
 @click.pass_obj
 def build(settings: Settings, out: Path | None, force: bool, as_json: bool) -> None:
     """Render every page, plot and leaderboard.json from the store (the old site is replaced whole)."""

@@ -8,10 +8,12 @@ from pathlib import Path
 import click
 
 from grebench.cli._common import emit_json, writer_store
+from grebench.cli._options import settings_options
 from grebench.settings import Settings
 
 
 @click.group("snapshot")
+@settings_options
 def command() -> None:
     """Frozen per-venue-year snapshots: what researchers download and re-score with their own evaluation-LM."""
 
@@ -24,6 +26,7 @@ def command() -> None:
               "venue-year when several are exported.")
 @click.option("--replace", is_flag=True, help="Cut again over an existing snapshot directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print the manifests as JSON.")
+@settings_options
 @click.pass_obj
 def export(settings: Settings, venues: tuple[str, ...], out: str | None, replace: bool, as_json: bool) -> None:
     """Write snapshots; while `grebench serve` holds the store, queue the request for its snapshot job."""
@@ -73,6 +76,7 @@ def export(settings: Settings, venues: tuple[str, ...], out: str | None, replace
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
 @click.option("--manifest-sha256", help="The published SHA-256 of manifest.json (Downloads page) to check too.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@settings_options
 def verify(directory: str, manifest_sha256: str | None, as_json: bool) -> None:
     """Check every file of a snapshot against its manifest (exit 1 on any missing, changed or extra file)."""
     from grebench.store import verify_snapshot
@@ -91,6 +95,7 @@ def verify(directory: str, manifest_sha256: str | None, as_json: bool) -> None:
 @command.command("import")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the rows added per table as JSON.")
+@settings_options
 @click.pass_obj
 def import_(settings: Settings, directory: str, as_json: bool) -> None:
     """Load a verified snapshot into this data dir (rows already present are kept: importing twice adds nothing).

@@ -7,12 +7,14 @@ from typing import Any
 import click
 
 from grebench.cli._common import emit_json
+from grebench.cli._options import settings_options
 from grebench.settings import Settings
 from grebench.store import open_store
 
 
 @click.command("stats")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@settings_options
 @click.pass_obj
 def command(settings: Settings, as_json: bool) -> None:
     """Row counts per table, papers per venue, and the last runs."""

@@ -12,6 +12,7 @@ import os
 import click
 
 from grebench.cli._common import emit_json
+from grebench.cli._options import settings_options
 from grebench.settings import Settings
 
 
@@ -25,6 +26,7 @@ from grebench.settings import Settings
 @click.option("--api-key-env", default=None, help="NAME of an environment variable holding the API key.")
 @click.option("--params", default="", help='Generation parameters as JSON, e.g. {"temperature": 0.7}.')
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@settings_options
 @click.pass_obj
 def command(settings: Settings, model_name: str, model_string: str, base_url: str, released: str, cutoff: str,
             contact: str, api_key_env: str | None, params: str, as_json: bool) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from grebench.cli._common import emit_json, run_stage, writer_store
+from grebench.cli._options import settings_options
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
 
@@ -36,6 +37,7 @@ def print_report(rows: list[dict], estimator: str, preprocessor: str) -> None:
 @click.option("--estimator", default=None, help="Estimator spec or id (default: the latest scored).")
 @click.option("--preprocessor", default=None, help="Preprocessor (default: the latest scored).")
 @click.option("--json", "as_json", is_flag=True, help="Print {estimator, preprocessor, rows: [...]} as JSON.")
+@settings_options
 @click.pass_obj
 def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None, preprocessor: str | None,
             as_json: bool) -> None:

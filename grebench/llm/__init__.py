@@ -1,7 +1,8 @@
 """The shared LLM client: every chat call of the product goes through :class:`LLMClient`.
 
 Calls go through litellm (any provider, any OpenAI-compatible endpoint),
-streamed under an outer deadline and a size cap, retried with back-off, and
+streamed (or one JSON reply from an endpoint that does not stream) under an
+outer deadline and a size cap, retried with back-off, and
 cached by their canonical request in the ``llm_calls`` table, so a rerun with
 nothing new makes no calls.  Calls to a submitted endpoint go only to its
 checked address while :func:`pinned_endpoints` is active (see

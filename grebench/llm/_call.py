@@ -1,4 +1,4 @@
-"""One streamed attempt at a chat call, bounded by an outer deadline and a size cap.
+"""One attempt at a chat call, streamed unless the request says otherwise, bounded by an outer deadline and a size cap.
 
 Why a worker thread: litellm's ``timeout`` becomes the HTTP client's
 per-read timeout, which an endpoint defeats by sending one byte every few
@@ -10,6 +10,11 @@ and returns a timeout); the worker's own HTTP timeout, or the next chunk,
 ends it later and its result is discarded.  No call can block the queue for
 longer than ``timeout_s``.
 
+Replies without streaming (:mod:`grebench.llm._plain`): an endpoint that answers a streamed request with one JSON
+``chat.completion`` gets its JSON read and used; a request with ``stream=False`` (``stream = false`` for a
+candidate) is sent without streaming through a :class:`~grebench.llm._plain.CappedClient`.  Either way the body is
+read in chunks under the size cap and the worker stops at the deadline flag, like a stream.
+
 Pinned endpoints: a submitted model's base URL was checked (:func:`grebench.endpoints.check_url`) and its address
 pinned.  While :func:`pinned_endpoints` is active, a call whose ``api_base`` is one of those URLs goes through an
 ``openai.OpenAI`` client built on an ``httpx.Client`` with :func:`grebench.endpoints.pinned_transport` and
@@ -20,13 +25,22 @@ the call anywhere but the checked address.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from grebench.llm._plain import (
+    CappedClient,
+    body_cap,
+    completion_from_body,
+    is_json,
+    raw_http_response,
+    read_body,
+)
 from grebench.llm._types import ChatRequest
 
 if TYPE_CHECKING:
@@ -73,20 +87,38 @@ class PinnedProviderError(ValueError):
     """A pinned endpoint can only be called as an OpenAI-compatible server (model ``openai/<id>``)."""
 
 
-def _pinned_client(endpoint: PinnedEndpoint, model: str, api_key: str | None, timeout_s: float) -> Any:
-    """An ``openai.OpenAI`` client whose every connection goes to ``endpoint.ip``, never following redirects."""
+def _http_client(endpoint: PinnedEndpoint | None, timeout_s: float, plain: tuple[int, Callable[[], bool]] | None
+                 ) -> Any:
+    """The HTTP client under :func:`_openai_client`: pinned to a checked address, and/or reading bodies capped.
+
+    ``plain`` = (body cap, stop flag) makes it a :class:`CappedClient` (non-streamed calls).
+    """
     import httpx
+
+    options: dict[str, Any] = {"timeout": timeout_s}
+    if endpoint is not None:
+        from grebench.endpoints import pinned_transport
+
+        options.update(transport=pinned_transport(endpoint), follow_redirects=False, trust_env=False)
+    return CappedClient(plain[0], plain[1], **options) if plain is not None else httpx.Client(**options)
+
+
+def _openai_client(request: ChatRequest, api_key: str | None, timeout_s: float, endpoint: PinnedEndpoint | None,
+                   http: Any) -> Any:
+    """An ``openai.OpenAI`` client on ``http``, handed to litellm as ``client=`` (its OpenAI provider uses it)."""
     import openai
 
-    from grebench.endpoints import pinned_transport
-
-    if not model.startswith("openai/"):
-        raise PinnedProviderError(f"a submitted base URL is called as an OpenAI-compatible endpoint; the model "
-                                  f"string must be openai/<model id>, got {model.split('/', 1)[0]}/…")
-    http = httpx.Client(transport=pinned_transport(endpoint), follow_redirects=False, trust_env=False,
-                        timeout=timeout_s)
-    return openai.OpenAI(base_url=endpoint.url, api_key=api_key or "no-key", http_client=http, max_retries=0,
-                         timeout=timeout_s)
+    if not request.model.startswith("openai/"):
+        what = "a submitted base URL is called" if endpoint is not None else "stream = false needs"
+        raise PinnedProviderError(f"{what} as an OpenAI-compatible endpoint; the model string must be "
+                                  f"openai/<model id>, got {request.model.split('/', 1)[0]}/…")
+    base_url: str | None
+    if endpoint is not None:  # a submitted endpoint gets its own key or none: never the operator's
+        base_url, key = endpoint.url, api_key or "no-key"
+    else:  # what litellm itself would use for an openai/ model
+        base_url = request.api_base or os.environ.get("OPENAI_API_BASE") or None
+        key = api_key or os.environ.get("OPENAI_API_KEY") or "no-key"
+    return openai.OpenAI(base_url=base_url, api_key=key, http_client=http, max_retries=0, timeout=timeout_s)
 
 
 @dataclass
@@ -98,6 +130,9 @@ class Attempt:
     logprobs: list[dict[str, Any]] = field(default_factory=list)
     truncated: bool = False
     content_type: str | None = None
+    streamed: bool = True
+    http_status: int | None = None  # known for non-streamed calls (litellm reports some 200 replies as 500)
+    reply: Any = None  # the whole litellm ModelResponse of a non-streamed reply (usage, cost)
     exception: BaseException | None = None
     timed_out: bool = False
     idle_s: float = 0.0
@@ -120,8 +155,8 @@ def _logprob_entries(choice: Any) -> list[dict[str, Any]]:
     return out
 
 
-def stream_attempt(request: ChatRequest, api_key: str | None, timeout_s: float, max_chars: int) -> Attempt:
-    """Run one streamed call; never blocks longer than ``timeout_s`` (plus a few ms)."""
+def call_attempt(request: ChatRequest, api_key: str | None, timeout_s: float, max_chars: int) -> Attempt:
+    """Run one call (streamed unless ``request.stream`` is false); never blocks longer than ``timeout_s`` + a few ms."""
     import litellm
 
     attempt = Attempt()
@@ -132,52 +167,54 @@ def stream_attempt(request: ChatRequest, api_key: str | None, timeout_s: float, 
     if kwargs.get("logprobs") is False:
         kwargs.pop("logprobs")
         kwargs.pop("top_logprobs", None)
-
+    if request.stream:
+        kwargs["stream_options"] = {"include_usage": True}
     endpoint = pinned_for(request.api_base)
+    cap = body_cap(max_chars)
+
+    def arrived() -> bool:
+        """Note that data arrived; whether the caller gave up (then the read stops)."""
+        last_data[0] = time.monotonic()
+        return abandoned.is_set()
 
     def work() -> None:
         response = None
-        client = None
+        http = None
         try:
-            if endpoint is not None:
-                client = _pinned_client(endpoint, request.model, api_key, timeout_s)
-                kwargs["client"] = client
+            if endpoint is not None or not request.stream:
+                http = _http_client(endpoint, timeout_s, None if request.stream else (cap, arrived))
+                kwargs["client"] = _openai_client(request, api_key, timeout_s, endpoint, http)
             response = litellm.completion(
                 model=request.model, messages=[{"role": r, "content": c} for r, c in request.messages],
-                api_base=request.api_base, api_key=api_key, stream=True, timeout=timeout_s,
-                stream_options={"include_usage": True}, max_retries=0, num_retries=0, drop_params=True, **kwargs)
+                api_base=request.api_base, api_key=api_key, stream=request.stream, timeout=timeout_s,
+                max_retries=0, num_retries=0, drop_params=True, **kwargs)
             headers = (getattr(response, "_hidden_params", None) or {}).get("additional_headers") or {}
             attempt.content_type = headers.get("llm_provider-content-type")
-            parts: list[str] = []
-            size = 0
-            for chunk in response:
-                last_data[0] = time.monotonic()
-                if abandoned.is_set():
-                    break
-                attempt.chunks.append(chunk)
-                for choice in getattr(chunk, "choices", None) or []:
-                    piece = getattr(getattr(choice, "delta", None), "content", None) or ""
-                    attempt.logprobs.extend(_logprob_entries(choice))
-                    if piece:
-                        room = max_chars - size
-                        parts.append(piece[:room])
-                        size += min(len(piece), room)
-                        if len(piece) > room:
-                            attempt.truncated = True
-                if attempt.truncated:
-                    break
-            attempt.text = "".join(parts)
+            raw = raw_http_response(response) if request.stream and is_json(attempt.content_type) else None
+            if not request.stream:
+                attempt.streamed = False
+                _take_reply(attempt, response, max_chars)
+            elif raw is not None:  # one JSON body instead of a stream: read it (a stream would be empty)
+                attempt.streamed = False
+                body = read_body(raw, cap, arrived)
+                _take_reply(attempt, completion_from_body(body, attempt.content_type or "", litellm), max_chars)
+            else:
+                _read_stream(attempt, response, arrived, max_chars)
         except BaseException as exc:
-            attempt.exception = exc
+            # the openai SDK reports a capped read as a connection error: the capped client kept the real reason
+            attempt.exception = getattr(http, "error", None) or exc
         finally:
+            if isinstance(http, CappedClient):
+                attempt.content_type = attempt.content_type or http.content_type
+                attempt.http_status = http.status_code
             stream = getattr(response, "completion_stream", None)
             if stream is not None and hasattr(stream, "close"):
                 try:
                     stream.close()  # release the connection of a stream we stopped reading
                 except Exception:
                     pass
-            if client is not None:
-                client.close()
+            if http is not None:
+                http.close()
             finished.set()
 
     worker = threading.Thread(target=work, name="grebench-llm-call", daemon=True)
@@ -186,3 +223,37 @@ def stream_attempt(request: ChatRequest, api_key: str | None, timeout_s: float, 
         abandoned.set()  # the worker may still write to `attempt`: hand back a fresh record
         return Attempt(timed_out=True, idle_s=time.monotonic() - last_data[0])
     return attempt
+
+
+def _read_stream(attempt: Attempt, response: Any, arrived: Callable[[], bool], max_chars: int) -> None:
+    """Iterate a litellm stream into ``attempt``, stopping at the size cap or when the caller gave up."""
+    parts: list[str] = []
+    size = 0
+    for chunk in response:
+        if arrived():
+            break
+        attempt.chunks.append(chunk)
+        for choice in getattr(chunk, "choices", None) or []:
+            piece = getattr(getattr(choice, "delta", None), "content", None) or ""
+            attempt.logprobs.extend(_logprob_entries(choice))
+            if piece:
+                room = max_chars - size
+                parts.append(piece[:room])
+                size += min(len(piece), room)
+                if len(piece) > room:
+                    attempt.truncated = True
+        if attempt.truncated:
+            break
+    attempt.text = "".join(parts)
+
+
+def _take_reply(attempt: Attempt, reply: Any, max_chars: int) -> None:
+    """Text (capped at ``max_chars``), log-probs and the whole reply (for usage and cost) of a non-streamed call."""
+    choices = getattr(reply, "choices", None) or []
+    choice = choices[0] if choices else None
+    content = getattr(getattr(choice, "message", None), "content", None) or ""
+    text = content if isinstance(content, str) else str(content)
+    attempt.text = text[:max_chars]
+    attempt.truncated = len(text) > max_chars
+    attempt.logprobs = _logprob_entries(choice) if choice is not None else []
+    attempt.reply = reply

@@ -12,7 +12,8 @@ from typing import Any, Callable, Sequence
 
 from grebench._offline import apply_offline_defaults
 from grebench.llm import _cache
-from grebench.llm._call import Attempt, stream_attempt
+from grebench.llm._call import Attempt, call_attempt
+from grebench.llm._plain import NOT_STREAMED, PlainReplyError, is_json
 from grebench.llm._tokens import count_tokens
 from grebench.llm._types import ChatRequest, ChatResult
 from grebench.settings import Settings
@@ -26,6 +27,9 @@ BACKOFF_MAX_S = 30.0
 def _sleep(seconds: float) -> None:
     """Back-off sleep; tests replace this module attribute to make retries instant."""
     time.sleep(seconds)
+
+
+_HTML = "the endpoint returned HTML instead of JSON (wrong api_base, or a proxy error page)"
 
 
 class _GiveUp(Exception):
@@ -74,6 +78,11 @@ def _classify(attempt: Attempt, timeout_s: float, max_retry_after_s: float, lite
     if attempt.timed_out:
         raise _Retry(f"timed out after {timeout_s:g} s (no data for {attempt.idle_s:.1f} s)")
     exc = attempt.exception
+    content_type = (attempt.content_type or "").split(";")[0].strip().lower()
+    if isinstance(exc, PlainReplyError):  # a non-streamed reply that cannot be used: retrying gives the same
+        raise _GiveUp(str(exc))
+    if content_type == "text/html" and attempt.http_status is not None and attempt.http_status < 400:
+        raise _GiveUp(_HTML)  # litellm calls a 200 page that is no completion a 500: the real status says otherwise
     if exc is not None:
         message = str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__
         status = getattr(exc, "status_code", None)
@@ -88,19 +97,33 @@ def _classify(attempt: Attempt, timeout_s: float, max_retry_after_s: float, lite
         if isinstance(exc, (litellm.Timeout, litellm.APIConnectionError)) or (status is not None and status >= 500):
             raise _Retry(f"HTTP {status}: {message}" if status else message)
         raise _GiveUp(f"HTTP {status}: {message}" if status else f"{type(exc).__name__}: {message}")
-    content_type = (attempt.content_type or "").split(";")[0].strip().lower()
     if content_type == "text/html" or attempt.text.lstrip().lower().startswith(("<!doctype html", "<html")):
-        raise _GiveUp("the endpoint returned HTML instead of JSON (wrong api_base, or a proxy error page)")
+        raise _GiveUp(_HTML)
+    if not attempt.text and attempt.streamed and is_json(content_type):
+        raise _GiveUp(NOT_STREAMED)  # an empty "stream" that said it was one JSON document
     if not attempt.text.strip():
         raise _GiveUp("empty response" if not attempt.text else "whitespace-only response")
+
+
+_UNSTREAMED_SEEN: set[tuple[str, str | None]] = set()
+
+
+def _note_unstreamed(request: ChatRequest) -> None:
+    """Say once per endpoint that it answered a streamed request with plain JSON (handled; nothing to fix)."""
+    key = (request.model, request.api_base)
+    if key not in _UNSTREAMED_SEEN:
+        _UNSTREAMED_SEEN.add(key)
+        log.info("%s at %s answered without streaming: its JSON reply is used (stream = false for the candidate "
+                 "asks for that directly)", request.model, request.api_base or "the provider")
 
 
 class LLMClient:
     """Chat completions through litellm, cached in the store's ``llm_calls`` table.
 
     ``complete`` serves an ``ok`` result from the cache without any call.
-    Otherwise it streams the reply (see :mod:`grebench.llm._call` for how the
-    deadline holds), retries 429/5xx/timeouts with exponential back-off and
+    Otherwise it streams the reply, or reads one JSON reply when the request
+    says ``stream=False`` or the endpoint does not stream (see
+    :mod:`grebench.llm._call` for how the deadline holds), retries 429/5xx/timeouts with exponential back-off and
     jitter (honouring Retry-After up to ``llm_max_retry_after_s``; a longer one
     gives up at once), caps the reply at ``llm_max_response_chars`` and records
     the outcome.  The API key is read from ``os.environ[request.api_key_env]``
@@ -143,7 +166,7 @@ class LLMClient:
         error = "no attempt made"
         while attempts <= s.llm_max_retries:
             attempts += 1
-            attempt = stream_attempt(request, api_key, float(s.llm_timeout_s), int(s.llm_max_response_chars))
+            attempt = call_attempt(request, api_key, float(s.llm_timeout_s), int(s.llm_max_response_chars))
             try:
                 _classify(attempt, float(s.llm_timeout_s), float(s.llm_max_retry_after_s), litellm)
             except _GiveUp as exc:
@@ -160,6 +183,8 @@ class LLMClient:
                          self._scrub(error, api_key), attempts, wait)
                 (self._sleep or _sleep)(wait)
                 continue
+            if request.stream and not attempt.streamed:
+                _note_unstreamed(request)
             return self._success(request, attempt, attempts, started, litellm)
         return self._result(request, self._scrub(error, api_key), None, attempts, started)
 
@@ -182,7 +207,8 @@ class LLMClient:
         tokens_in = tokens_out = None
         cost = None
         try:
-            built = litellm.stream_chunk_builder(attempt.chunks, messages=messages)
+            built = attempt.reply if attempt.reply is not None else \
+                litellm.stream_chunk_builder(attempt.chunks, messages=messages)
             usage = getattr(built, "usage", None)
             if usage is not None:
                 tokens_in, tokens_out = usage.prompt_tokens, usage.completion_tokens

@@ -24,7 +24,9 @@ class ChatRequest:
 
     ``api_key_env`` is the *name* of the environment variable holding the key:
     the key itself is read at call time and never enters the cache key, the
-    store, logs or errors.
+    store, logs or errors.  ``stream`` says how the reply is fetched, not what
+    is asked: it is not part of the cache key either (``stream = false`` for an
+    endpoint that cannot stream reuses the results of streamed calls).
     """
 
     model: str
@@ -34,6 +36,7 @@ class ChatRequest:
     api_base: str | None = None
     api_key_env: str | None = None
     params: tuple[tuple[str, Any], ...] = ()
+    stream: bool = True
 
     def __post_init__(self) -> None:
         # Sorted so that the same parameters in another order are the same request.

@@ -17,6 +17,7 @@ from grebench._offline import apply_offline_defaults
 from grebench.endpoints import KeyVault, Resolver
 from grebench.settings import Settings
 from grebench.site import _data
+from grebench.site._labels import metric_label, setup_label
 from grebench.site._reader import (
     ReaderCache,
     Snapshot,
@@ -78,11 +79,20 @@ def _fmt(value: Any) -> Any:
     return value
 
 
-def _board_choices(store: Store) -> tuple[list[str], list[str], list[str], list[str], list[str]]:
+Choice = tuple[str, str]  # (label shown, value): Gradio dropdowns show the label and hand back the value
+
+
+def _setup_value(board: Mapping[str, Any]) -> str:
+    """The exact ids of a board's setup, as the setup dropdown's value."""
+    return f"{board['estimator']} / {board['preprocessor']}"
+
+
+def _board_choices(store: Store) -> tuple[list[str], list[Choice], list[Choice], list[str], list[str]]:
+    """Filter choices; metrics and setups are named in words (:mod:`grebench.site._labels`), valued by their ids."""
     boards = _data.boards(store)
     venues = sorted({b["venue_id"] for b in boards})
-    metrics = sorted({b["metric"] for b in boards})
-    setups = sorted({f"{b['estimator']} / {b['preprocessor']}" for b in boards})
+    metrics = [(metric_label(m), m) for m in sorted({b["metric"] for b in boards})]
+    setups = sorted({(setup_label(b["estimator"], b["preprocessor"]), _setup_value(b)) for b in boards})
     models = [c["name"] for c in _data.candidates(store)]
     papers = [p["paper_id"] for p in _data.paper_ids(store)]
     return venues, metrics, setups, models, papers
@@ -101,11 +111,12 @@ def board_table(settings: Settings, venue: str | None, metric: str | None, setup
     cache = reader(settings)
     snap = cache.snapshot()
     match = [b for b in _boards(cache, snap, bool(only_sealed)) if b["venue_id"] == venue
-             and b["metric"] == metric and f"{b['estimator']} / {b['preprocessor']}" == setup]
+             and b["metric"] == metric and _setup_value(b) == setup]
     if not match:
         return []
     rows = [r for r in match[0]["rows"] if include_controls or r["kind"] != "control"]
-    return [[_fmt(r.get(c)) for c in BOARD_COLUMNS] for r in rows]
+    return [[("ref" if c == "rank" and r.get("rank") is None else _fmt(r.get(c))) for c in BOARD_COLUMNS]
+            for r in rows]
 
 
 def model_tables(settings: Settings, name: str) -> tuple[list[list[Any]], list[list[Any]], str]:
@@ -115,7 +126,7 @@ def model_tables(settings: Settings, name: str) -> tuple[list[list[Any]], list[l
 
     def compute(store: Store) -> tuple[list[list[Any]], list[list[Any]], str]:
         m = _data.model_page(store, name, _boards(cache, snap))
-        scores = [[s["venue_id"], s["metric"], f"{s['estimator']} / {s['preprocessor']}", s["rank"],
+        scores = [[s["venue_id"], metric_label(s["metric"]), setup_label(s["estimator"], s["preprocessor"]), s["rank"],
                    _fmt(s["score"]), _fmt(s["ci95_low"]), _fmt(s["ci95_high"]), s["papers"]] for s in m["scores"]]
         window = [[w["venue_id"], str(w["public_from"])[:10], w["papers"], w["clean"], w["sealed"]]
                   for w in m["window"]]
@@ -161,7 +172,7 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
     def load_choices() -> tuple[Any, ...]:
         cache = reader(settings)
         venues, metrics, setups, models, papers = cache.view("choices", None, _board_choices)
-        first = (venues[0] if venues else None, metrics[0] if metrics else None, setups[0] if setups else None)
+        first = (venues[0] if venues else None, metrics[0][1] if metrics else None, setups[0][1] if setups else None)
         rows = board_table(settings, *first, True, False)
         return (gr.update(choices=venues, value=first[0]), gr.update(choices=metrics, value=first[1]),
                 gr.update(choices=setups, value=first[2]), rows, gr.update(choices=list(models)),
@@ -208,7 +219,7 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                 with gr.Row():
                     venue = gr.Dropdown(label="Venue-year", choices=[])
                     metric = gr.Dropdown(label="Metric", choices=[])
-                    setup = gr.Dropdown(label="Estimator / preprocessor", choices=[])
+                    setup = gr.Dropdown(label="Evaluation model · preprocessor", choices=[])
                     controls = gr.Checkbox(label="Include controls", value=True)
                     sealed = gr.Checkbox(label="Only sealed generations", value=False)
                 board = gr.Dataframe(headers=BOARD_COLUMNS, interactive=False, label="Leaderboard")

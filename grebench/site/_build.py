@@ -18,6 +18,7 @@ import jinja2
 
 from grebench.settings import Settings
 from grebench.site import _data
+from grebench.site._labels import board_id, board_title, estimator_label, metric_label, preprocessor_label, setup_label
 from grebench.site._plots import board_svg
 from grebench.store import Store, code_files, fingerprint, utcnow
 
@@ -56,7 +57,9 @@ def environment() -> jinja2.Environment:
     """The Jinja2 environment: autoescape always on, undefined names are errors."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(num=_num, pct=_pct, day=_day)
+    env.filters.update(num=_num, pct=_pct, day=_day, metric_label=metric_label, estimator_label=estimator_label,
+                       preprocessor_label=preprocessor_label, board_title=board_title, board_id=board_id)
+    env.globals.update(setup_label=setup_label)
     return env
 
 
@@ -96,7 +99,7 @@ class _Writer:
 
 
 #: Bump when what the site shows changes (code, not data): the next build renders again.
-SITE_VERSION = "site-v3"
+SITE_VERSION = "site-v4"
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
          "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes",
          "boards", "board_rows")

@@ -6,6 +6,8 @@ import io
 import math
 from typing import Any
 
+from grebench.site._labels import metric_label
+
 _COLOURS = {"llm": "#1f5fa8", "human": "#2e7d32", "control": "#8a8a8a"}
 
 
@@ -14,32 +16,41 @@ def _finite(*values: Any) -> bool:
 
 
 def board_svg(board: dict[str, Any]) -> str:
-    """Scores with 90% (thick) and 95% (thin) bootstrap intervals; the human baseline's 95% CI as a band."""
+    """Ranked candidates with 90% (thick) and 95% (thin) bootstrap intervals; the human baseline's 95% CI as a band;
+    controls as dashed reference lines (a yardstick of the metric, never a contestant)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
-    rows = [r for r in board["rows"] if _finite(r["score"])]
+    finite = [r for r in board["rows"] if _finite(r["score"])]
+    rows = [r for r in finite if r["kind"] != "control"]
+    references = [r for r in finite if r["kind"] == "control"]
     with matplotlib.rc_context({"svg.hashsalt": "grebench", "svg.fonttype": "none", "font.family": "sans-serif",
                                 "font.size": 9}):
-        fig, ax = plt.subplots(figsize=(7.0, 0.9 + 0.32 * max(len(rows), 1)))
+        fig, ax = plt.subplots(figsize=(7.0, 1.4 + 0.32 * max(len(rows), 1)))
         band = board.get("human_band")
         if band and _finite(band["low"], band["high"]):
             ax.axvspan(band["low"], band["high"], color="#2e7d32", alpha=0.12, label="human baseline (95% CI)")
+        for i, r in enumerate(references):
+            ax.axvline(r["score"], color=_COLOURS["control"], linestyle="--", linewidth=0.8,
+                       label="controls (reference, not ranked)" if i == 0 else None)
+            ax.annotate(r["candidate"], (r["score"], 1.0), xycoords=("data", "axes fraction"), rotation=90,
+                        fontsize=7, color="#555555", ha="right", va="top")
         for y, r in enumerate(reversed(rows)):
             colour = _COLOURS.get(r["kind"], "#1f5fa8")
             if _finite(r["ci95_low"], r["ci95_high"]):
                 ax.plot([r["ci95_low"], r["ci95_high"]], [y, y], color=colour, linewidth=1)
             if _finite(r["ci90_low"], r["ci90_high"]):
                 ax.plot([r["ci90_low"], r["ci90_high"]], [y, y], color=colour, linewidth=3.5, alpha=0.6)
-            ax.plot([r["score"]], [y], marker="o" if r["kind"] != "control" else "s", color=colour)
+            ax.plot([r["score"]], [y], marker="o", color=colour)
         ax.set_yticks(range(len(rows)))
-        ax.set_yticklabels([f"{r['candidate']}" + (" (control)" if r["kind"] == "control" else "")
+        ax.set_yticklabels([f"{r['rank']}. {r['candidate']}" if r.get("rank") is not None else r["candidate"]
                             for r in reversed(rows)])
-        ax.set_xlabel(f"{board['metric']} (PMI, nats; dot = score, thick = 90% CI, thin = 95% CI)")
+        ax.set_ylim(-0.6, max(len(rows), 1) - 0.4 + (1.2 if references else 0.0))
+        ax.set_xlabel(f"{metric_label(board['metric'])} (PMI, nats; dot = score, thick = 90% CI, thin = 95% CI)")
         ax.grid(axis="x", alpha=0.3)
-        if band:
+        if band or references:
             ax.legend(loc="lower right", fontsize=8, frameon=False)
         fig.tight_layout()
         buf = io.StringIO()

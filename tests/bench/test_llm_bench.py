@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from grebench.bench import run_bench
+from grebench.bench import load_candidates, run_bench
 from grebench.settings import Settings
 from grebench.store import Store
 from tests.bench.conftest import KEY_ENV, with_candidates
@@ -57,6 +57,21 @@ def test_llm_reviews_are_generated_parsed_and_a_rerun_makes_no_calls(
     second = _run(tiny_store, s, ["fake"])
     assert second["calls_made"] == 0 and second["cached"] == 4 and len(fake_llm.chat_requests) == 4
     assert canary_key not in _all_text(tiny_store) and canary_key not in caplog.text
+
+
+def test_candidate_with_stream_false_gets_reviews_from_an_endpoint_that_cannot_stream(
+        tiny_store: Store, settings: Settings, canary_key: str) -> None:
+    with FakeOpenAIServer(streams=False) as server:
+        s = _settings(settings, server)
+        entry = {**s.tables["candidates"][0], "stream": False}
+        s = with_candidates(s, entry)
+        assert load_candidates(s)[-1].stream is False
+        first = _run(tiny_store, s, ["fake"])
+        assert first["calls_made"] == 4 and first["failed"] == 0 and first["status"] == "ok"
+        assert all(not r["body"].get("stream") for r in server.chat_requests) and len(server.chat_requests) == 4
+        rows = tiny_store.rows("SELECT * FROM generations WHERE candidate = 'fake'")
+        assert len(rows) == 4 and all(r["status"] == "ok" and r["parse_ok"] for r in rows)
+        assert all('"stream"' not in r["params_json"] for r in rows)  # not a model parameter: ids stay the same
 
 
 def test_failed_generations_are_recorded_and_retried_on_later_runs_up_to_a_bound(

@@ -24,6 +24,9 @@ GOOD = {"name": "m1", "model": "openai/gpt-4o-mini", "cutoff": "2023-10-01", "ap
     ({"kind": "human"}, "kind must be one of llm"),
     ({"name": "human"}, "already used"),
     ({"params": {"max_tokens": 50_000, "context_tokens": 8000}}, "smaller than"),
+    ({"stream": "no"}, "stream must be true or false"),
+    ({"stream": False, "model": "anthropic/claude-x"}, "stream = false works with OpenAI-compatible endpoints only"),
+    ({"params": {"stream": False}}, "params.stream: write stream = false as a key of the candidate"),
 ])
 def test_bad_candidates_are_refused_with_a_clear_reason(settings: Settings, change: dict, message: str) -> None:
     entry = {k: v for k, v in {**GOOD, **change}.items() if v is not None}

@@ -27,6 +27,12 @@ Modes (``server.mode`` for every request, ``server.script(...)`` for the next on
 ``empty``         a reply whose content is ""
 ``whitespace``    a reply whose content is only blanks and newlines
 ``ignore_format`` a plausible review without any of the requested tags
+``wrong_json``    valid JSON that is not a chat completion, status 200, even when asked to stream
+
+A server made with ``streams=False`` never streams, like several OpenAI-compatible servers and proxies: every
+mode answers as if the request said ``"stream": false`` (``ok`` is one JSON ``chat.completion``, ``huge`` one 50 MB
+JSON body, ``endless`` a JSON body that never ends, ``drip`` a JSON body of one blank every ``drip_interval_s``).
+``event_content_type`` is the Content-Type of a stream (``text/event-stream``; a mislabelled stream says otherwise).
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from typing import Any, Callable
 from tests.fakes._loopback import LoopbackServer
 
 MODES = ("ok", "hang", "drip", "endless", "huge", "html", "bad_json", "http500", "ratelimit", "ratelimit_short",
-         "empty", "whitespace", "ignore_format")
+         "empty", "whitespace", "ignore_format", "wrong_json")
 
 DEFAULT_REVIEW = (
     "<summary>The paper proposes a method and evaluates it on standard benchmarks.</summary>\n"
@@ -67,7 +73,8 @@ class FakeOpenAIServer:
     """OpenAI-compatible ``/v1/chat/completions`` and ``/v1/models`` on 127.0.0.1, with scripted behaviour."""
 
     def __init__(self, reply: Callable[[list[dict[str, Any]]], str] | None = None, mode: str = "ok",
-                 model: str = "fake-model", drip_interval_s: float = 0.5, chunk_chars: int = 40) -> None:
+                 model: str = "fake-model", drip_interval_s: float = 0.5, chunk_chars: int = 40,
+                 streams: bool = True, event_content_type: str = "text/event-stream") -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}")
         self.reply = reply or default_reply
@@ -75,6 +82,8 @@ class FakeOpenAIServer:
         self.model = model
         self.drip_interval_s = drip_interval_s
         self.chunk_chars = chunk_chars
+        self.streams = streams
+        self.event_content_type = event_content_type
         self.requests: list[dict[str, Any]] = []
         self._script: deque[str] = deque()
         self._lock = threading.Lock()
@@ -170,9 +179,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
         self._send(status, json.dumps(obj).encode(), headers=headers)
 
-    def _start_stream(self) -> None:
+    def _start_stream(self, content_type: str | None = None) -> None:
         self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Type", content_type or self.fake.event_content_type)
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
@@ -210,15 +219,16 @@ class _Handler(BaseHTTPRequestHandler):
     def _chat(self, body: dict[str, Any], mode: str) -> None:
         fake = self.fake
         started = time.monotonic()
-        stream = bool(body.get("stream"))
+        stream = bool(body.get("stream")) and fake.streams
         if mode == "hang":
             while not fake.stopping(started):
                 time.sleep(0.05)
             return
         if mode == "drip":
-            self._start_stream()
+            self._start_stream(None if stream else "application/json")
             while not fake.stopping(started):
-                self.wfile.write(b":")  # an SSE comment byte: keeps the socket alive, never completes an event
+                # an SSE comment byte / a JSON blank: keeps the socket alive, never completes an event or a body
+                self.wfile.write(b":" if stream else b" ")
                 self.wfile.flush()
                 end = time.monotonic() + fake.drip_interval_s
                 while time.monotonic() < end and not fake.stopping(started):
@@ -235,6 +245,9 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._send(200, b"{not json", "application/json")
             return
+        if mode == "wrong_json":
+            self._json(200, {"object": "error", "message": "model not loaded", "code": 40401})
+            return
         if mode == "http500":
             self._json(500, {"error": {"message": "internal error", "type": "server_error"}})
             return
@@ -248,8 +261,10 @@ class _Handler(BaseHTTPRequestHandler):
             text = fake.reply(messages) if mode == "ok" else ""
         want_logprobs = bool(body.get("logprobs"))
         top = int(body.get("top_logprobs") or 0)
-        if mode == "endless":
+        if mode == "endless" and stream:
             self._stream_endless(started)
+        elif mode == "endless":
+            self._json_endless(started)
         elif mode == "huge":
             self._huge(stream, started)
         elif stream:
@@ -285,6 +300,14 @@ class _Handler(BaseHTTPRequestHandler):
                 delta["role"] = "assistant"
                 first = False
             self._event(_chunk(self.fake.model, [{"index": 0, "delta": delta, "finish_reason": None}]))
+
+    def _json_endless(self, started: float) -> None:
+        """A chat.completion body whose content string never ends (no Content-Length: ends when the socket does)."""
+        self._start_stream("application/json")
+        head = _completion(self.fake.model, "", [], False, 0)
+        self.wfile.write(json.dumps(head).split('"content": ""')[0].encode() + b'"content": "')
+        while not self.fake.stopping(started):
+            self.wfile.write(b"more words " * 400)
 
     def _huge(self, stream: bool, started: float) -> None:
         total = 50_000_000

@@ -146,7 +146,7 @@ def test_full_run_against_every_hostile_upstream_mode(tmp_path: Path) -> None:
     finally:
         store.close()
     failed_modes = {"hang", "drip", "html", "bad_json", "http500", "ratelimit", "ratelimit_short", "empty",
-                    "whitespace"}
+                    "whitespace", "wrong_json"}
     for mode in LLM_HOSTILE:
         row = gens[ids[mode]]
         if mode in failed_modes:

@@ -117,7 +117,8 @@ def test_model_paper_methodology_and_downloads_pages(site: Path) -> None:
     assert "Wins Ties Losses" in model
     method = _soup(site / "methodology.html")
     cells = [td.get_text(strip=True) for td in method.select("table.validation td")]
-    assert cells[:3] == ["gem-s", "generic", "degradation"] and "-1.37" in cells and "-1.10" in cells
+    assert cells[:3] == ["GEM-S (abstract)", "generic", "degradation"] and "-1.37" in cells and "-1.10" in cells
+    assert method.select_one("table.validation td")["title"] == "gem-s"  # the metric's id stays on the page
     assert "ref-position" in method.get_text() and "consistency" in method.get_text()
     downloads = _soup(site / "downloads.html").get_text(" ", strip=True)
     digest = hashlib.sha256(b'{"papers": 3}').hexdigest()
