@@ -160,8 +160,10 @@ def _run_llm(store: Store, settings: Settings, run_id: str | None, cands: list[C
             tally.cost_usd += result.cost_usd or 0.0
         rows = []
         for job in jobs[result.request_key]:
+            # only what the call produced: whether *this run* found it in the call cache is run bookkeeping (the
+            # run summary's `cached`), and a resumed run must write the row an uninterrupted one writes
             flags = {**job["flags"], "producer": "llm", "call_attempts": result.attempts,
-                     "output_truncated": result.truncated, "cached_call": result.cached}
+                     "output_truncated": result.truncated}
             parsed = parse_review(result.text) if result.ok and result.text else None
             if parsed is not None:
                 flags.update(parse_method=parsed.method, missing_sections=parsed.missing)

@@ -359,3 +359,38 @@ def _completion(model: str, text: str, messages: list[dict[str, Any]], want_logp
         choice["logprobs"] = {"content": _token_logprobs(text, top)}
     return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
             "choices": [choice], "usage": _usage(messages, text)}
+
+
+class CallGate:
+    """The fake LLM's reply function: counts calls, and the call numbered ``hold_at`` waits until released.
+
+    ``reached`` is set when the held call arrives: the serve is then provably mid-generation, whatever the speed of
+    the machine. ``done`` holds the papers whose call returned a review.
+    """
+
+    def __init__(self, paper_of: Callable[[dict[str, Any]], str] | None = None, delay_s: float = 0.05) -> None:
+        self.paper_of = paper_of or (lambda request: json.dumps(request["body"]["messages"], sort_keys=True))
+        self.delay_s = delay_s  # every answered call takes at least this long (calls overlap the way real ones do)
+        self.calls = 0
+        self.hold_at: int | None = None
+        self.done: set[str] = set()
+        self.reached = threading.Event()
+        self.released = threading.Event()
+        self._lock = threading.Lock()
+
+    def arm(self, at: int) -> None:
+        self.hold_at = at
+        self.reached.clear()
+        self.released.clear()
+
+    def __call__(self, messages: list[dict[str, Any]]) -> str:
+        with self._lock:
+            self.calls += 1
+            number = self.calls
+        if number == self.hold_at:
+            self.reached.set()
+            self.released.wait(timeout=300)  # freed after the kill (the guard only frees a forgotten thread)
+            return DEFAULT_REVIEW  # to a client that was killed meanwhile: never delivered, never "done"
+        time.sleep(self.delay_s)
+        self.done.add(self.paper_of({"body": {"messages": messages}}))
+        return DEFAULT_REVIEW

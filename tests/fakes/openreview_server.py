@@ -60,6 +60,7 @@ class FakeOpenReview:
         self.pdfs: dict[str, bytes] = {}
         self.requests: list[dict[str, Any]] = []
         self._faults: list[dict[str, Any]] = []
+        self._holds: list[Hold] = []
         self._venue_of: dict[str, str] = {}
         self._number: dict[str, int] = {}
         self._counter = 0
@@ -273,6 +274,23 @@ class FakeOpenReview:
                     return dict(fault)
         return None
 
+    def hold(self, path: str, nth: int) -> Hold:
+        """The ``nth`` request to ``path`` from now on blocks until :meth:`Hold.release` (see :class:`Hold`)."""
+        hold = Hold(path, nth)
+        with self._lock:
+            self._holds.append(hold)
+        return hold
+
+    def _take_hold(self, path: str) -> Hold | None:
+        with self._lock:
+            for hold in self._holds:
+                if path.startswith(hold.path):
+                    hold.seen += 1
+                    if hold.seen == hold.nth:
+                        self._holds.remove(hold)
+                        return hold
+        return None
+
     def requests_to(self, path: str) -> list[dict[str, Any]]:
         """The recorded requests to one path."""
         return [r for r in self.requests if r["path"] == path]
@@ -313,6 +331,26 @@ class FakeOpenReview:
                 elif "replies" in details:
                     note["details"] = {"replies": replies, "replyCount": len(replies)}
         return {"notes": page, "count": count}
+
+
+class Hold:
+    """A request the fake keeps waiting: crash tests kill the client while it is provably mid-way.
+
+    ``reached`` is set when the held request arrives (the client has done everything before it); the request then
+    waits until :meth:`release` (call it after the kill; a safety limit frees the server thread after 300 s).
+    """
+
+    def __init__(self, path: str, nth: int) -> None:
+        self.path, self.nth, self.seen = path, nth, 0
+        self.reached = threading.Event()
+        self._released = threading.Event()
+
+    def block(self) -> None:
+        self.reached.set()
+        self._released.wait(timeout=300)
+
+    def release(self) -> None:
+        self._released.set()
 
 
 def _error(status: int, name: str, message: str, **details: Any) -> dict[str, Any]:
@@ -367,6 +405,9 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
         state = self.state
         state.requests.append({"method": "GET", "path": parsed.path, "query": query, "t": time.monotonic()})
+        hold = state._take_hold(parsed.path)
+        if hold is not None:
+            hold.block()
         fault = state._take_fault(parsed.path)
         if fault is not None:
             self._fault(fault)

@@ -189,7 +189,7 @@ def test_429_retry_after_is_honoured(fake: FakeOpenReview, tmp_path: Path) -> No
     found, _ = papers(source)
     elapsed = time.monotonic() - start
     assert len(found) == 4
-    assert 1.0 <= elapsed < 6.0
+    assert 1.0 <= elapsed < 60  # waited the 1 s Retry-After (the upper bound only rules out a much longer wait)
     assert source.budget.waited_s == 1.0 and source.budget.retries == 1
     first, second = fake.requests[0], fake.requests[1]
     assert first["query"] == second["query"] and second["t"] - first["t"] >= 1.0  # the same request, 1 s later
@@ -221,7 +221,7 @@ def test_absurd_retry_after_fails_fast(fake: FakeOpenReview, tmp_path: Path) -> 
     start = time.monotonic()
     with pytest.raises(SourceError) as err:
         papers(source)
-    assert time.monotonic() - start < 3.0 and waits == []
+    assert time.monotonic() - start < 60 and waits == []  # refused at once, never slept the 100000 s
     message = str(err.value)
     assert "rate limit" in message and "100000 s" in message and "rerun later to resume" in message
     assert len(fake.requests) == 1

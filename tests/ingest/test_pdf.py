@@ -222,10 +222,10 @@ def test_oversized_pdf_refused_without_parsing(monkeypatch: pytest.MonkeyPatch) 
 
 @pytest.mark.parametrize("timeout_s", [0.05, 1.5])  # before the worker is up; in the middle of the pages
 def test_timeout_kills_the_worker(timeout_s: float) -> None:
-    data = pdf_factory.many_pages_pdf()  # about 6 s of work
+    data = pdf_factory.many_pages_pdf()  # about a minute of work on this machine kind
     started = time.monotonic()
     result = extract_pdf(data, timeout_s=timeout_s, memory_mb=2048, max_bytes=50_000_000)
-    assert time.monotonic() - started < timeout_s + 3
+    assert time.monotonic() - started < timeout_s + 20  # killed at the limit, long before the work would end
     _assert_failure(result, f"timed out after {timeout_s:g} s")
 
 

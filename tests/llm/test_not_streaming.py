@@ -114,7 +114,7 @@ def test_deadline_holds_for_silent_dripping_or_stalled_json_bodies(
         elapsed = time.monotonic() - started
         assert result.status == "failed" and "timed out after 1 s" in (result.error or ""), result.error
         assert result.attempts == 2 and len(server.chat_requests) == 2
-        assert elapsed < 2 * settings.llm_timeout_s + 6, elapsed  # two deadlines plus slack, never the 3600 s
+        assert elapsed < 60, elapsed  # two 1 s deadlines plus any machine's slack, never the 3600 s
 
 
 @pytest.mark.parametrize("stream", [True, False])

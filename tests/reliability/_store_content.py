@@ -13,9 +13,8 @@ Compared: every table of the store except :data:`BOOKKEEPING_TABLES`, every colu
 * ``latency_s``: measured wall time of an LLM call.
 * ``run_id`` / ``last_run_id``: which run wrote the row.
 * ``validation_reports`` is a per-run log (key ``run_id``): it is compared as the *set* of distinct reports.
-* ``generations.flags_json``: compared without ``cached_call`` and ``call_attempts``, which say whether this run
-  found the call in ``llm_calls`` (a kill between the call's commit and the generation's) — bookkeeping, not
-  content; everything else in the flags (parse method, missing sections, truncation) is compared.
+* nothing else: ``generations.flags_json`` is compared whole (it once carried ``cached_call``, whether *this* run
+  found the call in ``llm_calls``, which made a resumed run's rows differ; the product no longer writes it).
 """
 
 from __future__ import annotations
@@ -35,19 +34,9 @@ WALL_CLOCK_COLUMNS = frozenset({
 })
 RUN_COLUMNS = frozenset({"latency_s", "run_id", "last_run_id"})
 SET_TABLES = frozenset({"validation_reports"})
-VOLATILE_FLAGS = ("cached_call", "call_attempts")
 
 
 def _normalise(table: str, column: str, value: Any) -> Any:
-    if table == "generations" and column == "flags_json" and isinstance(value, str):
-        try:
-            flags = json.loads(value)
-        except ValueError:
-            return value
-        if isinstance(flags, dict):
-            for key in VOLATILE_FLAGS:
-                flags.pop(key, None)
-            return json.dumps(flags, sort_keys=True)
     return value
 
 

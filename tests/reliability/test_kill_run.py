@@ -2,8 +2,8 @@
 store equals an uninterrupted run's, and no LLM or estimator call was repeated beyond what was in flight.
 
 N = ``GREBENCH_RELIABILITY_KILLS`` (default 4 in CI); seed = ``GREBENCH_RELIABILITY_SEED`` (default 20200426).
-Kill plan: a seeded order of the stages (each once before any repeats), and for each kill a seeded delay after
-that stage's ``[stage]`` line, below the time the stage took in the clean run.
+Kill plan: a seeded order of the stages (each once before any repeats), and for each kill a seeded number of
+progress lines to see after that stage's ``[stage]`` marker: kills follow observed progress, not the clock.
 Bounds asserted (c = ``bench_concurrency``, K = kills that landed in the bench stage):
 
 * LLM: every (candidate, paper) request reaches the fake server at most 1 + K times, and all requests together
@@ -36,7 +36,7 @@ from tests.reliability.conftest import cli, cli_popen, write_config
 KILLS = int(os.environ.get("GREBENCH_RELIABILITY_KILLS", "4"))
 SEED = int(os.environ.get("GREBENCH_RELIABILITY_SEED", "20200426"))
 CONCURRENCY = 2
-STAGE_LINE = re.compile(r"^\[(ingest|bench|score|panel|validate|site)\]$", re.M)
+STAGE_LINE = re.compile(r"^\[(ingest|bench|score|boards|validate|panel|site)\]$", re.M)
 
 
 def _slow_reply(_messages: list[Any]) -> str:
@@ -61,27 +61,32 @@ def cache_rows(db: Path) -> int:
         con.close()
 
 
-STAGES = ("ingest", "bench", "score", "panel", "validate", "site")
+STAGES = ("ingest", "bench", "score", "boards", "validate", "panel", "site")
 
 
-def kill_plan(n: int, seed: int, seconds: dict[str, float]) -> list[tuple[str, float]]:
-    """n (stage, delay) kills: seeded stages (each stage once before any repeats), and a seeded delay after the
-    stage starts, within the time that stage took in the clean run (so kills land in every stage, not at startup)."""
+def kill_plan(n: int, seed: int) -> list[tuple[str, int]]:
+    """n (stage, lines) kills: seeded stages (each stage once before any repeats), and a seeded number of the
+    stage's own progress lines to wait for after its ``[stage]`` marker (0: kill as the stage starts)."""
     rng = random.Random(seed)
     order: list[str] = []
     while len(order) < n:
         order += rng.sample(STAGES, len(STAGES))
-    return [(stage, rng.uniform(0.0, 0.9 * max(0.05, seconds.get(stage, 0.5)))) for stage in order[:n]]
+    return [(stage, rng.randint(0, 4)) for stage in order[:n]]
 
 
-def kill_in_stage(proc: subprocess.Popen[bytes], err: Path, stage: str, delay: float, limit_s: float = 120) -> str:
-    """SIGKILL ``proc`` ``delay`` s after it prints ``[stage]``; return the stage it was in (or 'finished')."""
-    deadline = time.monotonic() + limit_s
+def kill_in_stage(proc: subprocess.Popen[bytes], err: Path, stage: str, lines: int, limit_s: float = 300) -> str:
+    """SIGKILL ``proc`` once it has printed ``[stage]`` and then ``lines`` more lines (or a later stage's marker,
+    when the stage prints fewer): kills follow observed progress, never the clock. Returns the stage it was in
+    ('finished' if the run ended first)."""
+    deadline = time.monotonic() + limit_s  # a guard against a hung run, not a timing assumption
+    marker = f"[{stage}]\n"
     while proc.poll() is None and time.monotonic() < deadline:
-        if f"[{stage}]" in err.read_text(encoding="utf-8", errors="replace"):
-            break
-        time.sleep(0.02)
-    time.sleep(delay)
+        text = err.read_text(encoding="utf-8", errors="replace")
+        if marker in text:
+            after = text.split(marker, 1)[1]
+            if after.count("\n") >= lines or STAGE_LINE.search(after):
+                break
+        time.sleep(0.01)
     if proc.poll() is not None:
         return "finished"
     proc.send_signal(signal.SIGKILL)
@@ -106,9 +111,9 @@ def run_with_kills(tmp_path: Path, source: str, kills: int, seed: int) -> dict[s
                            bench_concurrency=CONCURRENCY)
         db = tmp_path / "killed" / "grebench.duckdb"
         stages_hit: list[str] = []
-        for i, (stage, delay) in enumerate(kill_plan(kills, seed, clean_summary["seconds"])):
+        for i, (stage, lines) in enumerate(kill_plan(kills, seed)):
             err = tmp_path / f"kill{i}.err"
-            stages_hit.append(kill_in_stage(cli_popen(cfg, "run", "--source", source, stderr=err), err, stage, delay))
+            stages_hit.append(kill_in_stage(cli_popen(cfg, "run", "--source", source, stderr=err), err, stage, lines))
             if db.exists():  # the file opens after every kill, even one during the migrations
                 duckdb.connect(str(db), read_only=True).close()
         before_final = cache_rows(db)
@@ -144,9 +149,11 @@ def check(result: dict[str, Any], kills: int) -> None:
     assert sum(counts.values()) <= len(clean_counts) + CONCURRENCY * bench_kills, (counts, result["stages_hit"])
     assert result["rerun_requests"] == 0  # a completed store asks nothing again
     # estimator: each call of a completed run is a new cache row; the final cache is the clean one
-    score = result["final_summary"]["stages"]["score"]
-    assert result["cache_before_final"] + score["estimator_calls"] == got["logprob_cache"]["rows"]
+    stages = result["final_summary"]["stages"]  # the score stage, and the panel scoring its exam texts
+    calls = sum(int(stages.get(name, {}).get("estimator_calls", 0)) for name in ("score", "panel"))
+    assert result["cache_before_final"] + calls == got["logprob_cache"]["rows"]
     assert result["rerun_summary"]["stages"]["score"]["estimator_calls"] == 0
+    assert result["rerun_summary"]["stages"].get("panel", {}).get("estimator_calls", 0) == 0
     assert result["rerun_summary"]["stages"]["bench"]["calls_made"] == 0
     # the published board is the clean one (leaderboard.json without its generated_at stamp)
     boards = [json.loads((db.parent / "site" / "leaderboard.json").read_text(encoding="utf-8"))

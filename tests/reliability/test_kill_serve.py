@@ -1,9 +1,11 @@
 """`grebench serve` killed with SIGKILL N times at seeded moments, restarted each time: nothing lost, nothing repeated.
 
-The venue (fake OpenReview) has papers with public reviews and one LLM candidate (fake OpenAI server, slow enough
-that kills land mid-job). A clean data dir gets one uninterrupted ``serve --once``; another gets the kill chain and
-then the same ``serve --once``. Both must end with the same store content (see ``_store_content``), every
-(candidate, paper) generation asked at most ``1 + kills`` times, and a final rerun making no call at all.
+The venue (fake OpenReview) has papers with public reviews and one LLM candidate (fake OpenAI server). Kills follow
+observed progress, never the clock: the first kill (and a seeded share of the others) while the fake holds an LLM
+call open, the others right after the log says a seeded job finished. A clean data dir gets one uninterrupted
+``serve --once``; another gets the kill chain and then the same ``serve --once``. Both must end with the same store
+content (see ``_store_content``), every (candidate, paper) generation asked at most ``1 + kills`` times, and a final
+rerun making no call at all.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.openai_server import DEFAULT_REVIEW, FakeOpenAIServer
+from tests.fakes.openai_server import CallGate, FakeOpenAIServer
 from tests.fakes.openreview_server import FakeOpenReview
 from tests.reliability._store_content import content_diff, store_content
 from tests.scheduler.conftest import add_papers, add_reviews, config_text
@@ -31,11 +33,6 @@ SEED = int(os.environ.get("GREBENCH_RELIABILITY_SEED", "20200426"))
 JOBS = ["--job", "poll", "--job", "generate", "--job", "score", "--job", "site"]
 
 
-def _slow_reply(messages: list) -> str:
-    time.sleep(0.3)
-    return DEFAULT_REVIEW
-
-
 def _paper_of(request: dict) -> str:
     body = request.get("body") or {}
     text = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
@@ -44,13 +41,28 @@ def _paper_of(request: dict) -> str:
 
 
 def _serve(cfg: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "grebench.cli", "--config", str(cfg), "serve", "--no-app", *JOBS, *extra]
+    return [sys.executable, "-m", "grebench.cli", "-v", "--config", str(cfg), "serve", "--no-app", *JOBS, *extra]
+
+
+def _popen(cfg: Path, err: Path) -> subprocess.Popen[bytes]:
+    with err.open("wb") as stream:
+        return subprocess.Popen(_serve(cfg), stdout=subprocess.DEVNULL, stderr=stream)
+
+
+def wait_for_line(proc: subprocess.Popen[bytes], err: Path, text: str, limit_s: float = 300) -> None:
+    """Until ``text`` is in the process's log (the limit guards against a hung process; it is not a timing)."""
+    deadline = time.monotonic() + limit_s
+    while text not in err.read_text(encoding="utf-8", errors="replace"):
+        assert proc.poll() is None, f"serve ended before logging {text!r}"
+        assert time.monotonic() < deadline, f"serve never logged {text!r}"
+        time.sleep(0.01)
 
 
 @pytest.mark.slow
 def test_serve_killed_repeatedly_ends_like_an_uninterrupted_run(tmp_path: Path) -> None:
     rng = random.Random(SEED)
-    with FakeOpenReview("v1") as openreview, FakeOpenAIServer(reply=_slow_reply) as llm:
+    gate = CallGate(paper_of=_paper_of)
+    with FakeOpenReview("v1") as openreview, FakeOpenAIServer(reply=gate) as llm:
         add_reviews(openreview, add_papers(openreview, PAPERS))
         configs = {}
         for name in ("clean", "killed"):
@@ -65,14 +77,28 @@ def test_serve_killed_repeatedly_ends_like_an_uninterrupted_run(tmp_path: Path) 
         assert clean_calls >= PAPERS
         want = store_content(tmp_path / "clean" / "grebench.duckdb")
 
-        landed = 0
-        for _ in range(KILLS):
-            proc = subprocess.Popen(_serve(configs["killed"]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(rng.uniform(2.0, 9.0))  # startup is ~2-4 s; jobs then run back to back
+        gate.calls = 0  # the kill chain counts its own calls
+        gate.done.clear()
+        landed, held = 0, 0
+        for i in range(KILLS):
+            err = tmp_path / f"kill{i}.err"
+            pending = PAPERS - len(gate.done)
+            # kills follow observed progress: the first (and a seeded share of the rest) while an LLM call is
+            # provably in flight; the others right after a seeded job has finished (the next job is mid-way)
+            if i == 0 or (pending >= 2 and rng.random() < 0.5):
+                gate.arm(gate.calls + rng.randint(1, min(2, pending)))
+                proc = _popen(configs["killed"], err)
+                assert gate.reached.wait(timeout=300), "serve never made the held LLM call"
+                held += 1
+            else:
+                proc = _popen(configs["killed"], err)
+                wait_for_line(proc, err, f"job {rng.choice(['poll', 'generate', 'score'])} finished")
             landed += proc.poll() is None
             proc.send_signal(signal.SIGKILL)
-            proc.wait(timeout=10)
+            proc.wait(timeout=30)
+            gate.released.set()
         assert landed == KILLS, "serve exited before a kill: the chain did not exercise crashes"
+        assert held >= 1
 
         final = subprocess.run(_serve(configs["killed"], "--once"), capture_output=True, text=True, timeout=240)
         assert final.returncode == 0, final.stderr[-2000:]

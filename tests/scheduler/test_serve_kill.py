@@ -7,27 +7,23 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from grebench.store import open_store
-from tests.fakes.openai_server import DEFAULT_REVIEW, FakeOpenAIServer
+from tests.fakes.openai_server import CallGate, FakeOpenAIServer
 from tests.fakes.openreview_server import FakeOpenReview
 from tests.scheduler.conftest import CANDIDATE, add_papers, config_text
 
 PAPERS = 4
 
 
-def _slow_reply(_messages: list) -> str:
-    time.sleep(0.4)  # long enough to kill the service between two calls
-    return DEFAULT_REVIEW
-
-
 @pytest.mark.slow
 def test_sigkill_mid_generate_then_restart_repeats_no_llm_call(tmp_path: Path) -> None:
-    with FakeOpenReview("v1") as openreview, FakeOpenAIServer(reply=_slow_reply) as llm:
+    gate = CallGate()
+    gate.arm(2)  # the second LLM call waits: the service is killed while it is provably mid-job
+    with FakeOpenReview("v1") as openreview, FakeOpenAIServer(reply=gate) as llm:
         add_papers(openreview, PAPERS)
         cfg = tmp_path / "grebench.toml"
         cfg.write_text(config_text(tmp_path / "data", openreview.url, llm.url, bench_concurrency=1,
@@ -36,15 +32,13 @@ def test_sigkill_mid_generate_then_restart_repeats_no_llm_call(tmp_path: Path) -
         cmd = [sys.executable, "-m", "grebench.cli", "serve", "--no-app", "--job", "poll", "--job", "generate"]
         first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            deadline = time.monotonic() + 60
-            while len(llm.chat_requests) < 2 and time.monotonic() < deadline and first.poll() is None:
-                time.sleep(0.05)
-            assert len(llm.chat_requests) >= 2, first.communicate(timeout=5)
+            assert gate.reached.wait(timeout=300), "the service never made its second LLM call"
+            assert first.poll() is None
         finally:
             first.send_signal(signal.SIGKILL)
             first.wait(timeout=10)
-        calls_at_kill = len(llm.chat_requests)
-        assert calls_at_kill < PAPERS + 1  # killed mid-job
+            gate.released.set()
+        assert len(llm.chat_requests) == 2  # killed mid-job: one review written, one call in flight
 
         again = subprocess.run([*cmd, "--once", "--json"], env=env, capture_output=True, text=True, timeout=120)
         assert again.returncode == 0, again.stderr

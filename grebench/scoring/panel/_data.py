@@ -99,6 +99,7 @@ class GemScores:
         self.preprocessor_spec = preprocessor_spec or str(settings.preprocessor)
         self.metric, self.estimator, self.preprocessor = self._table()
         self._values: dict[tuple[str, str], dict[str, float]] | None = None
+        self.estimator_calls = 0  # requests the estimator computed (not found in the log-prob cache) for exam texts
 
     @property
     def values(self) -> dict[tuple[str, str], dict[str, float]]:
@@ -177,9 +178,10 @@ class GemScores:
                 pending.append((pid, text, ref,
                                 LogprobRequest(pid, synopsis, x.text or None, y.text, GEM_PROMPT_VERSION),
                                 LogprobRequest(pid, synopsis, None, y.text, GEM_PROMPT_VERSION)))
-        results, _, _, _ = _evaluate(self.store, [(estimator, c) for *_, c, _ in pending]
+        results, calls, _, _ = _evaluate(self.store, [(estimator, c) for *_, c, _ in pending]
                                      + [(estimator, m) for *_, m in pending], NoProgress())
         for pid, text, ref, cond, marg in pending:
             value = results[request_key(estimator.id, cond)].logprob - results[request_key(estimator.id, marg)].logprob
             self.values[(pid, sha(text))][ref] = float(value)
+        self.estimator_calls += calls
         return len(pending)

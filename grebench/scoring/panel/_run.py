@@ -251,6 +251,7 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, judge_names:
             summary[key] += part.get(key, 0)
     summary["votes_total"] = int(store.scalar("SELECT count(*) FROM panel_votes") or 0)
     summary["calls_made"] = sum(getattr(j, "calls_made", 0) for j in all_judges)
+    summary["estimator_calls"] = gem.estimator_calls
     summary["cached"] = sum(getattr(j, "cached", 0) for j in all_judges)
     store.checkpoint()
     return summary
