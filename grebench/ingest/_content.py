@@ -7,8 +7,10 @@ from typing import Any
 
 # Fields that carry the reviewer's own words, in the order a reader expects them.
 TEXT_FIELDS = (
-    "summary", "summary_of_the_paper", "main_review", "review", "strength_and_weaknesses",
-    "strengths_and_weaknesses", "strengths", "weaknesses", "questions", "limitations",
+    "summary", "summary_of_the_paper", "paper_summary", "summary_and_contributions", "summary_of_contributions",
+    "main_review", "review", "strength_and_weaknesses", "strengths_and_weaknesses", "strengths", "weaknesses",
+    "claims_and_evidence", "audience", "questions", "questions_for_authors", "requested_changes", "limitations",
+    "limitations_and_societal_impact", "broader_impact_concerns", "additional_feedback",
     "clarity,_quality,_novelty_and_reproducibility", "summary_of_the_review", "comment", "metareview",
     "additional_comments_on_reviewer_discussion", "justification_for_why_not_higher_score",
     "justification_for_why_not_lower_score",

@@ -45,8 +45,10 @@ class BenchStage(BaseStage):
         resealed = reseal(ctx.store)
         if ctx.options.bench_scope == "unreviewed":  # the scheduler's generate job: sealed generations only
             return {**generate_unreviewed(ctx.store, ctx.settings, ctx.run_id), "resealed": resealed}
+        from grebench.bench import make_splits
         from grebench.pipeline._sample import sample_papers
 
+        make_splits(ctx.store, int(ctx.settings.seed))  # the sample is drawn from papers with a human baseline
         sample = sample_papers(ctx.store, ctx.settings, ctx.options)
         summary = run_bench(ctx.store, ctx.settings, ctx.run_id, list(ctx.options.candidates) or None,
                             progress=ctx.progress, paper_ids=None if sample is None else sample.paper_ids)

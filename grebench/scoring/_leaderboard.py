@@ -30,22 +30,40 @@ def available_tables(store: Store) -> list[dict[str, Any]]:
                          candidates FROM scores GROUP BY ALL ORDER BY metric, estimator, preprocessor""")
 
 
+# A pair scored with x = ∅ (no judgment lines) has conditional = marginal exactly (the same request); its PMI is
+# replaced by the reference's floor: the lowest PMI of a review with lines on that reference, at most 0.
+# Use with FLOOR_JOIN (parameters: metric, estimator, preprocessor) and scores aliased `s`.
+FLOORED_PMI = "CASE WHEN s.conditional = s.marginal THEN least(0.0, coalesce(f.floor, 0.0)) ELSE s.pmi END"
+FLOOR_JOIN = """LEFT JOIN (SELECT paper_id, reference_review_id, min(pmi) AS floor FROM scores
+                           WHERE metric = ? AND estimator = ? AND preprocessor = ? AND conditional <> marginal
+                           GROUP BY paper_id, reference_review_id) f
+                ON f.paper_id = s.paper_id AND f.reference_review_id = s.reference_review_id"""
+
+
 def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor: str) -> dict[str, Any]:
-    """candidate → {paper → mean PMI over references}, plus pair counts, kinds and clean/sealed papers."""
+    """candidate → {paper → mean PMI over references}, plus pair counts, kinds and clean/sealed papers.
+
+    A review with no judgment lines (empty, or nothing a judgment can be read from) is scored with x = ∅, so its
+    conditional request *is* the marginal one and its PMI is exactly 0 — which would put saying nothing above every
+    review that misleads on some reference.  Such a review carries no information about the paper: on each reference
+    it gets the floor instead, the lowest PMI of any review with judgment lines (at most 0): :data:`FLOORED_PMI`.
+    """
     if metric == "gem-raw":
         preprocessor = RAW_PREPROCESSOR
     rows = store.rows(
-        """SELECT s.candidate, s.paper_id, avg(s.pmi) AS pmi, count(*) AS pairs, any_value(c.kind) AS kind,
+        f"""SELECT s.candidate, s.paper_id, avg({FLOORED_PMI}) AS pmi, count(*) AS pairs, any_value(c.kind) AS kind,
                   any_value(c.cutoff) AS cutoff, any_value(p.reviews_public_at) AS public_at,
-                  bool_or(coalesce(g.sealed, false)) AS sealed
+                  bool_or(coalesce(g.sealed, false)) AS sealed, bool_and(s.conditional = s.marginal) AS no_lines
            FROM scores s LEFT JOIN candidates c ON c.name = s.candidate
            LEFT JOIN papers p ON p.paper_id = s.paper_id
            LEFT JOIN generations g ON g.generation_id = s.generation_id
+           {FLOOR_JOIN}
            WHERE s.metric = ? AND s.estimator = ? AND s.preprocessor = ?
            GROUP BY s.candidate, s.paper_id ORDER BY s.candidate, s.paper_id""",
-        [metric, estimator_id, preprocessor])
+        [metric, estimator_id, preprocessor, metric, estimator_id, preprocessor])
     scores: dict[str, dict[str, float]] = defaultdict(dict)
-    info: dict[str, dict[str, Any]] = defaultdict(lambda: {"pairs": 0, "sealed": 0, "papers_scored": 0, "kind": None})
+    info: dict[str, dict[str, Any]] = defaultdict(lambda: {"pairs": 0, "sealed": 0, "papers_scored": 0, "kind": None,
+                                                           "no_lines": 0})
     for r in rows:
         name = r["candidate"]
         kind = _kind(name, r["kind"])
@@ -55,6 +73,7 @@ def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor:
         if kind not in ("human", "control") and not (r["sealed"] or is_clean(r["cutoff"], r["public_at"])):
             continue  # contaminated pair: not on the board
         scores[name][r["paper_id"]] = float(r["pmi"])
+        entry["no_lines"] += int(bool(r["no_lines"]))
         entry["pairs"] += int(r["pairs"])
         entry["sealed"] += int(bool(r["sealed"]))
     return {"scores": dict(scores), "info": dict(info)}

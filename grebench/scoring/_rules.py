@@ -16,23 +16,33 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-RULES_ID = "rules-v3"
+RULES_ID = "rules-v4"
 MAX_WORDS = 30
 MIN_WORDS = 3
 # Uncued sentences outside any section: in peer reviews these are mostly detailed critique (documented choice,
 # re-checked against dropping them for rules-v2 in docs/scoring.md).  None would drop them.
 DEFAULT_VERB: str | None = "criticizes"
 
+# Headings of the OpenReview review forms 2018-2025 (v1 and v2 field names, ICLR/NeurIPS/ICML/TMLR/COLM) as well as
+# free-form ones.  "neutral": a judgment section without a fixed polarity (cue words decide each sentence).
 _SECTION_KINDS: tuple[tuple[str, str], ...] = (
-    (r"references?|bibliography", "skip"),
+    (r"references?|bibliography|(flag for )?ethics (review|concerns?)( flag)?|details of ethics concerns"
+     r"|code of conduct|first time reviewer|(reviewer )?(expertise|familiarity)", "skip"),
+    (r"summary of (the|your) (review|recommendation|assessment)|(overall )?(review|assessment|evaluation|verdict)"
+     r"|main review|(summary of )?strengths? (and|&) weakness(es)?|clarity,? quality,? novelty,? and reproducibility"
+     r"|(technical|empirical) novelty and significance|correctness|soundness|presentation|contribution"
+     r"|rating|(overall )?recommendation|confidence|claims and evidence|audience|justification( for (your )?score)?"
+     r"|broader impact( concerns)?|(un)?addressed limitations|limitations and societal impact", "neutral"),
     (r"(paper |review )?summary|synopsis|overview|contributions?|main contributions|paper (overview|description)"
-     r"|what (this|the) paper (does|claims)|claims?|abstract", "describe"),
+     r"|what (this|the) paper (does|claims)|claims?|abstract|summary of (the )?(paper|submission|contributions?)"
+     r"|summary (and|&) contributions|paper summary and contributions", "describe"),
     (r"(cons|weakness(es)?|negatives?|concerns?|limitations?|drawbacks?|(major )?issues|criticisms?)"
      r"( (and|/|&) questions)?|cons questions", "criticizes"),
     (r"pros|strengths?|positives?|merits|positive (aspects|points)|what i liked|pro|con", "pros_or_cons"),
     (r"(some |other |specific |additional )?(questions?|clarifications?)( (for|to) the authors)?", "questions"),
-    (r"suggestions?( for improvement)?|improvements?|(some |other )?minor( (comments|issues|points|remarks|typos))?"
-     r"|typos?|nits?|(some )?typos|additional (feedback|comments)|feedback|minor concerns", "suggests"),
+    (r"requested changes|suggestions?( for improvement)?|improvements?"
+     r"|(some |other )?minor( (comments|issues|points|remarks|typos))?|typos?|nits?|(some )?typos"
+     r"|additional (feedback|comments)|feedback|minor concerns", "suggests"),
 )
 _SECTION_RES = [(re.compile(rf"^(?:{pattern})$"), kind) for pattern, kind in _SECTION_KINDS]
 _HEADING_LINE_RE = re.compile(r"^[\s#*>_\-\d.()\[\]]*([A-Za-z][A-Za-z /&,'-]{1,50}?)[\s*_#]*[:.\-]?[\s*_#]*$")

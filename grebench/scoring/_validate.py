@@ -20,6 +20,7 @@ import numpy as np
 
 from grebench.bench import CONTROLS, HUMAN, Control
 from grebench.bench.controls import PENALISED
+from grebench.scoring._leaderboard import FLOOR_JOIN, FLOORED_PMI
 from grebench.settings import Settings
 from grebench.store import Store, code_files, fingerprint, utcnow
 
@@ -70,10 +71,10 @@ def verdict(d: float, p: float) -> str:
 
 
 def _per_paper(store: Store, metric: str, estimator: str, preprocessor: str, candidate: str) -> dict[str, dict]:
-    rows = store.con.execute(
-        """SELECT paper_id, reference_review_id, pmi FROM scores
-           WHERE metric = ? AND estimator = ? AND preprocessor = ? AND candidate = ?""",
-        [metric, estimator, preprocessor, candidate],
+    rows = store.con.execute(  # a review without judgment lines gets the floor, as on the leaderboard
+        f"""SELECT s.paper_id, s.reference_review_id, {FLOORED_PMI} FROM scores s {FLOOR_JOIN}
+            WHERE s.metric = ? AND s.estimator = ? AND s.preprocessor = ? AND s.candidate = ?""",
+        [metric, estimator, preprocessor, metric, estimator, preprocessor, candidate],
     ).fetchall()
     by_paper: dict[str, dict] = {}
     for paper_id, ref, pmi in rows:

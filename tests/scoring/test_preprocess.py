@@ -179,3 +179,37 @@ def test_llm_preprocessor_against_a_fake_openai_server(store: Store, settings: S
     assert n_requests == 2 and next(iter(again.values())).lines == good.lines
     rows = store.rows("SELECT status, error FROM judgments ORDER BY status")
     assert [r["status"] for r in rows] == ["ok", "rejected"]
+
+
+ICLR_2023_REVIEW = """Summary Of The Paper:
+This paper proposes a graph network that learns message functions. The authors evaluate it on molecule datasets.
+
+Strength And Weaknesses:
+The idea is interesting and clearly motivated. However, the ablation on the message functions is missing.
+
+Clarity, Quality, Novelty And Reproducibility:
+The writing is mostly clear, but the code is not released, which hurts reproducibility.
+
+Summary Of The Review:
+A promising idea whose experiments are not convincing yet; I lean towards rejection.
+"""
+
+
+def test_review_form_headings_of_newer_venues_keep_the_paper_summary_out() -> None:
+    """ICLR 2023 form: the paper summary gives no line; the judgment sections (no fixed polarity) all do."""
+    from grebench.scoring._rules import classify_heading, rules_judgment_lines
+
+    lines = rules_judgment_lines(ICLR_2023_REVIEW)
+    text = " ".join(lines).lower()
+    assert "message functions. the authors" not in text and "proposes a graph network" not in text
+    assert "evaluate it on molecule" not in text
+    assert any("ablation" in line and "criticizes" in line for line in lines)
+    assert any("idea is interesting" in line and "appreciates" in line for line in lines)
+    assert any("code is not released" in line for line in lines)
+    assert any("rejection" in line and "criticizes" in line for line in lines)
+    for heading, kind in [("Summary Of The Paper", "describe"), ("Summary and contributions", "describe"),
+                          ("Strengths And Weaknesses", "neutral"), ("Main Review", "neutral"),
+                          ("Summary Of The Review", "neutral"), ("Requested changes", "suggests"),
+                          ("Flag For Ethics Review", "skip"), ("Weaknesses", "criticizes"),
+                          ("Questions", "questions")]:
+        assert classify_heading(heading) == kind, heading

@@ -87,7 +87,8 @@ class Control:
         return {"human": inp.human_review_id, "other": inp.other_review_id}.get(self.source or "")
 
 
-CONTROLS: Registry[Control] = Registry("control", builtins=("grebench.bench.controls._paper",))
+CONTROLS: Registry[Control] = Registry("control", builtins=("grebench.bench.controls._paper",
+                                                            "grebench.bench.controls._gaming"))
 
 
 def _check(kind: str, expected: str) -> None:

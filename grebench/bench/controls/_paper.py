@@ -8,7 +8,6 @@ abstract-only) are prompts sent to ``control_model``.
 from __future__ import annotations
 
 import random
-import re
 from importlib import resources
 
 from grebench.bench._prompt import REVIEW_PROMPT_VERSION, review_messages
@@ -22,15 +21,9 @@ from grebench.bench.controls._base import (
     register_control,
     register_llm_control,
 )
+from grebench.bench.controls._gaming import GAMING_VERSION, varied_elongation
 
 CONTROL_VERSION = "control-v1"
-# Content-free sentences of the elongation control; nothing else is ever added.
-ELONGATION_INTRO = "In this part of the review I set out my assessment of the submission as I understood it."
-ELONGATION_RESTATE = {
-    "strengths": "To restate in one line: the points here are what I count in favour of the paper.",
-    "weaknesses": "To restate in one line: the points here are what I count against the paper.",
-}
-_STRENGTH = re.compile(r"strength|pros\b|positive|reasons? to accept", re.IGNORECASE)
 
 
 def _prompt_file(name: str) -> str:
@@ -41,7 +34,6 @@ def _prompt_file(name: str) -> str:
 GENERIC_REVIEW = _prompt_file("generic_review_v1.txt")
 REPHRASE_PROMPT = _prompt_file("rephrase_v1.txt")
 COMPLETION_PROMPT = _prompt_file("deletion_completion_v1.txt")
-_WEAKNESS = re.compile(r"weakness|cons\b|negative|concern|reasons? to reject|limitation", re.IGNORECASE)
 
 
 def sentence_deletion(text: str) -> str:
@@ -59,19 +51,6 @@ def deletion_with_gaps(text: str, marker: str = "[MISSING]") -> str:
     for heading, body in split_sections(text):
         sentences = [(n, s if i % 2 == 0 else marker) for i, (n, s) in enumerate(split_sentences(body))]
         out.append((heading, join_sentences(sentences)))
-    return join_sections(out)
-
-
-def elongation(text: str) -> str:
-    """Prepend the fixed intro to every section; strengths/weaknesses sections also get a one-line restatement."""
-    out = []
-    for heading, body in split_sections(text):
-        added = [ELONGATION_INTRO]
-        if _STRENGTH.search(heading) and not _WEAKNESS.search(heading):
-            added.append(ELONGATION_RESTATE["strengths"])
-        elif _WEAKNESS.search(heading) and not _STRENGTH.search(heading):
-            added.append(ELONGATION_RESTATE["weaknesses"])
-        out.append((heading, "\n".join([*added, body]) if body.strip() else "\n".join(added)))
     return join_sections(out)
 
 
@@ -104,9 +83,10 @@ def _sentence_deletion(inp: ControlInput) -> str:
 
 
 @register_control("elongation", kind="manipulation", expected=NOT_REWARDED, source="human", paper_d=-0.070,
-                  description="The human candidate review with fixed, content-free sentences added to each section.")
+                  version=GAMING_VERSION, description="The human candidate review with 3-6 varied content-free "
+                  "sentences (seeded pools) inserted at random places in each section.")
 def _elongation(inp: ControlInput) -> str:
-    return elongation(inp.require_human())
+    return varied_elongation(inp.require_human(), inp.rng("elongation"))
 
 
 @register_control("abstract-restatement", kind="degradation", expected=PENALISED,
