@@ -6,17 +6,33 @@ candidate runs):
 * :func:`run_bench` — every missing review of the eligible papers; :func:`generate_for` — LLM reviews of chosen
   papers (sealed generations before the reviews are public, submitted models).
 * :data:`CANDIDATE_KINDS`, :func:`load_candidates` — configured candidates; :data:`CONTROLS` — the controls.
+* :func:`import_reviews` — reviews written elsewhere as a candidate of kind ``imported`` (``grebench bench import``);
+  :func:`read_import` checks a file without writing (:class:`ImportRefused` lists the bad lines).
 * contamination rules (:func:`is_clean`, :func:`is_sealed`), the human-baseline splits, review parsing.
 """
 
 from grebench.bench._baseline import Split, choose_split, make_splits
-from grebench.bench._contamination import clean_pairs, is_clean, is_sealed
+from grebench.bench._contamination import IMPORTED_KIND, clean_pairs, is_clean, is_sealed
+from grebench.bench._import import (
+    IMPORT_VERSION,
+    MAX_FILE_BYTES,
+    MAX_REVIEW_BYTES,
+    BadLine,
+    ImportedReview,
+    ImportFile,
+    ImportRefused,
+    check_candidate_name,
+    check_meta,
+    import_reviews,
+    read_import,
+)
 from grebench.bench._parse import ParsedReview, parse_review
 from grebench.bench._prompt import REVIEW_PROMPT_VERSION, PaperInput, review_messages
 from grebench.bench._registry import (
     CANDIDATE_KINDS,
     DEFAULT_MAX_TOKENS,
     HUMAN,
+    NAME_PATTERN,
     Candidate,
     CandidateError,
     CandidateKind,
@@ -30,9 +46,11 @@ from grebench.bench._sections import join_sections, split_sections, split_senten
 from grebench.bench._unreviewed import generate_unreviewed, reseal, stored_candidate, unreviewed_paper_ids
 from grebench.bench.controls import CONTROLS, Control, ControlInput, ControlSkip
 
-__all__ = ["CANDIDATE_KINDS", "CONTROLS", "DEFAULT_MAX_TOKENS", "HUMAN", "REVIEW_PROMPT_VERSION", "Candidate",
-           "CandidateError", "CandidateKind", "Control", "ControlInput", "ControlSkip", "PaperInput", "ParsedReview",
-           "Split", "candidate_endpoints", "choose_split", "clean_pairs", "generate_for", "generate_unreviewed",
+__all__ = ["CANDIDATE_KINDS", "CONTROLS", "DEFAULT_MAX_TOKENS", "HUMAN", "IMPORTED_KIND", "IMPORT_VERSION",
+           "MAX_FILE_BYTES", "MAX_REVIEW_BYTES", "NAME_PATTERN", "REVIEW_PROMPT_VERSION", "BadLine", "Candidate",
+           "CandidateError", "CandidateKind", "Control", "ControlInput", "ControlSkip", "ImportFile", "ImportRefused",
+           "ImportedReview", "PaperInput", "ParsedReview", "Split", "candidate_endpoints", "check_candidate_name",
+           "check_meta", "choose_split", "clean_pairs", "generate_for", "generate_unreviewed", "import_reviews",
            "is_clean", "is_sealed", "join_sections", "load_candidates", "make_splits", "parse_candidate",
-           "parse_review", "reseal", "review_messages", "run_bench", "split_sections", "split_sentences",
+           "parse_review", "read_import", "reseal", "review_messages", "run_bench", "split_sections", "split_sentences",
            "stored_candidate", "sync_candidates", "unreviewed_paper_ids"]

@@ -4,7 +4,10 @@ A model whose training-data cutoff is on or after the day a paper's reviews
 became public may have read them: that pair is *contaminated*, excluded from
 the model's board score and counted separately.  A generation made before the
 reviews were public is *sealed* and clean whatever the cutoff.  The human
-baseline and the controls have no cutoff and are always clean.
+baseline and the controls have no cutoff and are always clean; an ``imported``
+candidate (reviews written elsewhere) without a cutoff is a model that may have
+read anything: only its sealed reviews are clean.  The ``clean_pairs`` view of
+the store applies the same rule.
 """
 
 from __future__ import annotations
@@ -25,13 +28,22 @@ def _day(value: date | datetime | str | None) -> date | None:
     return date.fromisoformat(str(value)[:10])
 
 
-def is_clean(cutoff: date | datetime | str | None, reviews_public_at: date | datetime | str | None) -> bool:
+#: The kind of candidate whose reviews were written elsewhere (``grebench bench import``).
+IMPORTED_KIND = "imported"
+
+
+def is_clean(cutoff: date | datetime | str | None, reviews_public_at: date | datetime | str | None,
+             kind: str | None = None) -> bool:
     """True unless the cutoff is on or after the day the paper's reviews became public.
 
-    No cutoff (human, controls) is clean; reviews not public yet are clean.
+    No cutoff (human, controls) is clean, except for an ``imported`` candidate (``kind``): its model is unknown,
+    so without a cutoff nothing shows it clean (its sealed reviews still count: see :func:`is_sealed`).  Reviews
+    not public yet are clean.
     """
     cut, public = _day(cutoff), _day(reviews_public_at)
-    return cut is None or public is None or cut < public
+    if cut is None:
+        return kind != IMPORTED_KIND
+    return public is None or cut < public
 
 
 def is_sealed(generated_at: datetime | None, reviews_public_at: datetime | None) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Protocol
 
+from grebench.bench._contamination import IMPORTED_KIND
 from grebench.registry import Registry
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
@@ -24,6 +25,8 @@ ALLOWED_KEYS = {"name", "kind", "model", "api_base", "released", "cutoff", "api_
                 "description", "submitter", "stream"}
 DEFAULT_MAX_TOKENS = 4096
 HUMAN = "human"
+#: A candidate's name: 1-100 letters, digits and ._:/@+- (configured, submitted or imported alike).
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}")
 HUMAN_DESCRIPTION = "A held-out human official review of the paper (seeded pick); the other reviews are references."
 
 
@@ -71,10 +74,13 @@ def parse_candidate(raw: Any, index: int, settings: Settings) -> Candidate:
     if not isinstance(raw, dict):
         raise CandidateError(f"{where}: expected a table, got {type(raw).__name__}")
     name = raw.get("name")
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}", name):
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise CandidateError(f"{where}: name must be 1-100 characters of letters, digits and ._:/@+-, got {name!r}")
     where = f"candidate {name!r}"
     kind = raw.get("kind", "llm")
+    if kind == IMPORTED_KIND:
+        raise CandidateError(f"{where}: kind 'imported' is not configured: `grebench bench import --candidate "
+                             f"{name} FILE.jsonl` stores the candidate and its reviews (docs/candidates.md)")
     if not isinstance(kind, str) or kind not in CANDIDATE_KINDS:
         raise CandidateError(f"{where}: kind must be one of {', '.join(CANDIDATE_KINDS.names())} (the human "
                              f"baseline and the controls are bundled), got {kind!r}")
@@ -213,7 +219,16 @@ def load_candidates(settings: Settings) -> list[Candidate]:
 
 
 def sync_candidates(store: Store, candidates: list[Candidate]) -> None:
-    """Write the registry into the ``candidates`` table (the key's variable name only, never a key)."""
+    """Write the registry into the ``candidates`` table (the key's variable name only, never a key).
+
+    Imported candidates live only in the store (``grebench bench import``): a configured candidate may not take
+    the name of one (its reviews would be mixed with the imported ones).
+    """
+    imported = {r["name"].lower() for r in store.rows("SELECT name FROM candidates WHERE kind = ?", [IMPORTED_KIND])}
+    for c in candidates:
+        if c.kind != IMPORTED_KIND and c.name.lower() in imported:
+            raise CandidateError(f"candidate {c.name!r}: name already used by imported reviews (grebench bench "
+                                 "import); choose another name")
     with store.transaction() as con:
         for c in candidates:
             con.execute("DELETE FROM candidates WHERE name = ?", [c.name])

@@ -1,30 +1,37 @@
-"""`grebench bench`: candidates write their reviews (LLMs, human baseline, controls)."""
+"""`grebench bench`: candidates write their reviews (LLMs, human baseline, controls); `bench import` adds reviews
+written elsewhere as a candidate of kind `imported`."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import Any, NoReturn
 
 import click
 
-from grebench.cli._common import emit_json, run_stage
+from grebench.cli._common import emit_json, run_stage, writer_store
 from grebench.cli._options import settings_options
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
 
 
-@click.command("bench")
+@click.group("bench", invoke_without_command=True)
 @click.option("--candidate", "candidates", multiple=True, metavar="NAME",
               help="Only this candidate (repeatable). Default: all configured, human and controls.")
 @click.option("--papers", default=None, help="all, or N for the main job's seeded sample (default: setting `papers`).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 @settings_options
-@click.pass_obj
-def command(settings: Settings, candidates: tuple[str, ...], papers: str | None, as_json: bool) -> None:
+@click.pass_context
+def command(ctx: click.Context, candidates: tuple[str, ...], papers: str | None, as_json: bool) -> None:
     """Generate every missing review; resumable, and a rerun makes no calls for what exists.
 
     Candidates are the bundled human baseline and controls plus the [[candidates]]
     tables of the config file (docs/candidates.md). Exits non-zero if any generation failed.
+    `grebench bench import` adds reviews written elsewhere (kind imported).
     """
+    if ctx.invoked_subcommand is not None:
+        return
+    settings: Settings = ctx.obj
     try:
         stages, _run_id, status = run_stage(settings, "bench", ["bench"],
                                             RunOptions(candidates=candidates, papers=papers), as_json,
@@ -48,3 +55,67 @@ def command(settings: Settings, candidates: tuple[str, ...], papers: str | None,
             click.echo(f"  {summary['gave_up']} generations failed too often and were not tried again", err=True)
     if status != "ok":
         sys.exit(1)
+
+
+@command.command("import", short_help="Import reviews written elsewhere as a candidate of kind imported.")
+@click.option("--candidate", "name", required=True, metavar="NAME",
+              help="The candidate the reviews become (kind imported); importing again replaces its reviews.")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--cutoff", help="The model's training-data cutoff, YYYY-MM-DD (overrides the file's _meta line). "
+              "Without it only reviews generated before the paper's reviews were public count.")
+@click.option("--released", help="Release date of the model, YYYY-MM-DD.")
+@click.option("--model", help="What wrote the reviews (model or system name).")
+@click.option("--family", help="Model family (the judges' self-preference guard).")
+@click.option("--description", help="One line about the candidate.")
+@click.option("--url", help="Where the system is described (http(s) URL).")
+@click.option("--submitter", help="Who supplied the reviews.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary (or the refusal) instead of text.")
+@settings_options
+@click.pass_obj
+def import_command(settings: Settings, name: str, file: str, as_json: bool, **meta: str | None) -> None:
+    """Import reviews written elsewhere from FILE (JSON Lines: paper_id, review, optional generated_at).
+
+    Every line is checked first: one bad line refuses the whole file and nothing is written (the error names
+    each bad line). The same file again changes nothing; a changed file replaces the candidate's reviews in one
+    transaction. `grebench score` (or `grebench run`) then scores it like any candidate. Format, limits and the
+    contamination rule: docs/candidates.md.
+    """
+    from grebench.bench import MAX_FILE_BYTES, BadLine, CandidateError, ImportRefused, import_reviews
+
+    path = Path(file)
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ImportRefused([BadLine(0, f"the file is {size:,} bytes (limit {MAX_FILE_BYTES:,})")],
+                                source=path.name)
+        with path.open("rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+        with writer_store(settings) as store:
+            summary = import_reviews(store, settings, name, data, meta, source=path.name)
+    except ImportRefused as exc:
+        _refuse(exc.as_json(), as_json)
+    except CandidateError as exc:
+        _refuse({"status": "refused", "error": str(exc), "bad_lines_total": 0, "bad_lines": []}, as_json)
+    except OSError as exc:
+        _refuse({"status": "refused", "error": f"cannot read {path}: {exc.strerror}", "bad_lines_total": 0,
+                 "bad_lines": []}, as_json)
+    if as_json:
+        emit_json(summary)
+        return
+    state = "written" if summary["changed"] else "nothing changed"
+    click.echo(f"imported {summary['candidate']} (kind imported) from {summary['source']}: {summary['reviews']} "
+               f"reviews; {summary['added']} added, {summary['replaced']} replaced, {summary['removed']} removed "
+               f"({state}).")
+    click.echo(f"  clean {summary['clean']} (sealed {summary['sealed']}), contaminated {summary['contaminated']}; "
+               f"cutoff {summary['cutoff'] or 'none'}; {summary['papers_with_split']} papers with a human-baseline "
+               "split. `grebench score` (or `grebench run`) scores them.")
+    for warning in summary["warnings"]:
+        click.echo(f"  warning: {warning}", err=True)
+
+
+def _refuse(report: dict[str, Any], as_json: bool) -> NoReturn:
+    """End the command: the refusal as JSON on stdout (exit 1), or as the error message."""
+    if as_json:
+        emit_json(report)
+        sys.exit(1)
+    raise click.ClickException(report["error"])

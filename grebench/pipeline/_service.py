@@ -38,17 +38,25 @@ def _pin_submitted(ctx: StageContext, api_base: str | None) -> tuple[list[Any], 
 class SubmissionsStage(BaseStage):
     """Accept queued submissions, generate their reviews on clean papers, and close them (the key goes with it).
 
+    Queued imports (files of reviews written elsewhere, uploaded in the app) are imported here too: checked again
+    against the live store and written in one transaction each (:func:`grebench.submissions.accept_queued_imports`).
+
     A submitted base URL is checked again just before its evaluation and every call goes to the address that
     check pinned (:func:`grebench.llm.pinned_endpoints`): no second DNS lookup, no redirect followed.
     """
 
     name = "submissions"
-    description = "evaluate submitted model endpoints (pinned, key in memory only, deleted after)"
+    description = "evaluate submitted model endpoints (pinned, key in memory only, deleted after); queued imports"
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
         from grebench.bench import generate_for, stored_candidate, unreviewed_paper_ids
         from grebench.llm import pinned_endpoints
-        from grebench.submissions import accept_queued_submissions, finish_submission, key_in_env
+        from grebench.submissions import (
+            accept_queued_imports,
+            accept_queued_submissions,
+            finish_submission,
+            key_in_env,
+        )
 
         store, queue, vault = ctx.store, ctx.services["queue"], ctx.services["vault"]
         accepted = accept_queued_submissions(store, queue, ctx.settings, ctx.services.get("resolver"))
@@ -77,7 +85,8 @@ class SubmissionsStage(BaseStage):
             reason = None if ok else summary.get("error") or f"{summary.get('failed', 0)} generation(s) failed"
             finish_submission(queue, vault, sub["id"], ok, reason, store)
             done.append({"id": sub["id"], "ok": ok, **summary})
-        return {"accepted": [c["name"] for c in accepted], "evaluated": done}
+        imported = accept_queued_imports(store, queue, ctx.settings)
+        return {"accepted": [c["name"] for c in accepted], "evaluated": done, "imported": imported}
 
 
 def snapshot_day(settings: Settings, year: int) -> date:

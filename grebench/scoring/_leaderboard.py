@@ -70,7 +70,7 @@ def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor:
         entry = info[name]
         entry["kind"] = kind
         entry["papers_scored"] += 1
-        if kind not in ("human", "control") and not (r["sealed"] or is_clean(r["cutoff"], r["public_at"])):
+        if kind not in ("human", "control") and not (r["sealed"] or is_clean(r["cutoff"], r["public_at"], kind)):
             continue  # contaminated pair: not on the board
         scores[name][r["paper_id"]] = float(r["pmi"])
         entry["no_lines"] += int(bool(r["no_lines"]))

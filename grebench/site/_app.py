@@ -1,4 +1,4 @@
-"""The Gradio app: browse the boards, submit an endpoint, watch the queue.
+"""The Gradio app: browse the boards, submit an endpoint or a file of reviews written elsewhere, watch the queue.
 
 It reads the Parquet files of ``grebench export`` (``DATA_DIR/export``), never the writer's live file, through the
 shared, fingerprint-keyed cache of :mod:`._reader` (rebuilt only when a new export appears), and writes only to the
@@ -28,7 +28,16 @@ from grebench.site._reader import (
     tree_stamp,
 )
 from grebench.store import Store
-from grebench.submissions import SubmissionForm, SubmissionQueue, queue_path
+from grebench.submissions import (
+    UPLOAD_MAX_BYTES,
+    ImportForm,
+    SubmissionError,
+    SubmissionForm,
+    SubmissionQueue,
+    queue_import,
+    queue_path,
+    read_upload,
+)
 
 BOARD_COLUMNS = ["rank", "candidate", "kind", "score", "ci95_low", "ci95_high", "rank_low", "rank_high", "papers",
                  "clean_papers", "sealed_share", "cost_usd", "latency_s"]
@@ -70,7 +79,7 @@ def launch_kwargs(settings: Settings) -> dict[str, Any]:
     return {"server_name": settings.app_host, "server_port": settings.app_port, "share": False,
             "blocked_paths": blocked_paths(settings), "allowed_paths": [], "show_error": False,
             "enable_monitoring": False, "mcp_server": False, "pwa": False, "ssr_mode": False, "theme": theme,
-            "footer_links": ["api"]}
+            "footer_links": ["api"], "max_file_size": UPLOAD_MAX_BYTES}
 
 
 def _fmt(value: Any) -> Any:
@@ -154,6 +163,23 @@ def paper_tables(settings: Settings, paper_id: str) -> tuple[str, list[list[Any]
     return head, _copy(reviews), _copy(pairs)
 
 
+def _import_check(store: Store) -> tuple[frozenset[str], frozenset[str]]:
+    """What an uploaded import is checked against: the exported papers, and the candidate names in use."""
+    return (frozenset(p["paper_id"] for p in _data.paper_ids(store)),
+            frozenset(c["name"] for c in _data.candidates(store)))
+
+
+def _upload_path(upload: Any) -> str | None:
+    """The server-side path Gradio gives an uploaded file (a str, or an object with ``name``/``path``)."""
+    if upload is None or isinstance(upload, str):
+        return upload
+    for attr in ("path", "name"):
+        value = upload.get(attr) if isinstance(upload, dict) else getattr(upload, attr, None)
+        if isinstance(value, str):
+            return value
+    return None
+
+
 def _copy(rows: list[list[Any]]) -> list[list[Any]]:
     """Fresh row lists for Gradio (the cached ones are shared between requests)."""
     return [list(r) for r in rows]
@@ -191,6 +217,18 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                               api_key=api_key or "", params=params or "")
         message = str(queue.submit(form, settings, vault, resolver)["message"])
         queue_cache.clear()  # the Queue tab shows one's own submission at once
+        return message
+
+    def submit_import(candidate: str, contact: str, cutoff: str, model: str, description: str, upload: Any) -> str:
+        form = ImportForm(candidate=candidate or "", contact=contact or "", cutoff=cutoff or "", model=model or "",
+                          description=description or "")
+        try:
+            data = read_upload(_upload_path(upload))
+        except SubmissionError as exc:
+            return f"Rejected: {exc}"
+        papers, names = reader(settings).view("import-check", None, _import_check)
+        message = str(queue_import(queue, form, data, settings, papers, names)["message"])
+        queue_cache.clear()
         return message
 
     def public_queue() -> list[list[Any]]:
@@ -263,6 +301,22 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                 s_result = gr.Markdown(elem_id="submit-result")
                 s_button.click(submit, [s_name, s_model, s_url, s_released, s_cutoff, s_contact, s_key, s_params],
                                s_result, api_name="submit", concurrency_limit=SUBMIT_CONCURRENCY,
+                               concurrency_id="submit")
+                gr.Markdown("### Reviews written elsewhere\nA JSON Lines file, one object per paper: `paper_id`, "
+                            "`review` and optionally `generated_at` (ISO 8601), see docs/candidates.md. Up to "
+                            f"{UPLOAD_MAX_BYTES // 2**20} MB and 100 kB per review. Every line is checked: a file "
+                            "with any bad line is refused whole and the bad lines are listed. Without a cutoff, only "
+                            "reviews generated before a paper's reviews were public count.")
+                i_name = gr.Textbox(label="Candidate name (imported reviews)")
+                i_contact = gr.Textbox(label="Contact for the import (e-mail or handle)")
+                i_cutoff = gr.Textbox(label="Model's training-data cutoff (YYYY-MM-DD, optional)")
+                i_model = gr.Textbox(label="Model or system (optional)")
+                i_description = gr.Textbox(label="Description (optional)")
+                i_file = gr.File(label="Reviews (.jsonl)", file_types=[".jsonl"], type="filepath")
+                i_button = gr.Button("Queue import")
+                i_result = gr.Textbox(label="Import result", lines=6, interactive=False, elem_id="import-result")
+                i_button.click(submit_import, [i_name, i_contact, i_cutoff, i_model, i_description, i_file],
+                               i_result, api_name="submit_import", concurrency_limit=SUBMIT_CONCURRENCY,
                                concurrency_id="submit")
             with gr.Tab("Queue", id="queue"):
                 q_table = gr.Dataframe(headers=["id", "model", "status", "reason", "submitted (UTC)"],

@@ -8,7 +8,7 @@ from typing import Any
 
 from grebench.site._labels import metric_label
 
-_COLOURS = {"llm": "#1f5fa8", "human": "#2e7d32", "control": "#8a8a8a"}
+_COLOURS = {"llm": "#1f5fa8", "imported": "#8a4f0f", "human": "#2e7d32", "control": "#8a8a8a"}
 
 
 def _finite(*values: Any) -> bool:

@@ -71,7 +71,7 @@ def export_digest(export_dir: Path, fingerprint: Fingerprint) -> str:
 def build_reader(export_dir: Path, tables: tuple[str, ...] | None = APP_TABLES) -> Store:
     """An in-memory store loaded from the export (``tables=None``: every file); the schema alone when none."""
     from grebench.site._data import has_table
-    from grebench.store.migrations import m0004_llm
+    from grebench.store.migrations import m0013_imported
 
     con = duckdb.connect(":memory:")
     paths = sorted(export_dir.glob("*.parquet")) if export_dir.is_dir() else []
@@ -84,7 +84,7 @@ def build_reader(export_dir: Path, tables: tuple[str, ...] | None = APP_TABLES) 
 
         migrate(con)
     elif not has_table(store, "clean_pairs") and all(has_table(store, t) for t in ("generations", "candidates")):
-        con.execute(m0004_llm.SQL[m0004_llm.SQL.index("CREATE VIEW clean_pairs"):])
+        con.execute(m0013_imported.CLEAN_PAIRS_VIEW)
     return store
 
 

@@ -2,9 +2,19 @@
 
 The app (:mod:`grebench.site`) writes to the queue (a separate ``queue.duckdb``, so the app never holds the
 writer's lock); the scheduler accepts queued submissions into the main store as ``llm`` candidates, evaluates them
-with the key in the process environment only (:func:`key_in_env`) and closes them, deleting the key.
+with the key in the process environment only (:func:`key_in_env`) and closes them, deleting the key.  A file of
+reviews written elsewhere is checked with the bench's validator and queued the same way (:func:`queue_import`);
+the scheduler imports it as a candidate of kind ``imported`` (:func:`accept_queued_imports`).
 """
 
+from grebench.submissions._imports import (
+    UPLOAD_MAX_BYTES,
+    ImportForm,
+    accept_queued_imports,
+    queue_import,
+    read_upload,
+    validate_import,
+)
 from grebench.submissions._keys import key_in_env
 from grebench.submissions._queue import (
     SubmissionError,
@@ -16,5 +26,6 @@ from grebench.submissions._queue import (
     validate_submission,
 )
 
-__all__ = ["SubmissionError", "SubmissionForm", "SubmissionQueue", "accept_queued_submissions",
-           "finish_submission", "key_in_env", "queue_path", "validate_submission"]
+__all__ = ["UPLOAD_MAX_BYTES", "ImportForm", "SubmissionError", "SubmissionForm", "SubmissionQueue",
+           "accept_queued_imports", "accept_queued_submissions", "finish_submission", "key_in_env", "queue_import",
+           "queue_path", "read_upload", "validate_import", "validate_submission"]

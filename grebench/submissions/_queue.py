@@ -41,6 +41,26 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+ -]{0,79}$")
 _MODEL_STRING = re.compile(r"^([a-z0-9_]+)/([A-Za-z0-9._:@+/-]{1,200})$")
 _CONTACT = re.compile(r"^[^\s<>\"'`]{3,200}$")
 _PUBLIC_COLUMNS = "id, model_name, status, reason, created_at, updated_at"
+IMPORTED_SUFFIX = " (imported reviews)"  # how the Queue tab marks an import among the endpoint submissions
+
+#: Uploaded files of reviews written elsewhere (queue file only; see :mod:`._imports`).  ``content`` is the file's
+#: text until the import ends (then NULL, like an endpoint's key).
+IMPORT_SUBMISSIONS_DDL = """
+CREATE TABLE IF NOT EXISTS import_submissions (
+    id VARCHAR PRIMARY KEY,
+    submitter VARCHAR NOT NULL,            -- normalised (lower-case) contact identity used for the rate limit
+    contact VARCHAR NOT NULL,
+    candidate VARCHAR NOT NULL,            -- becomes the candidate name (kind imported)
+    meta_json VARCHAR NOT NULL,            -- the form's metadata (cutoff, model, description)
+    content VARCHAR,                       -- the JSON Lines file, validated; NULL once the import ended
+    content_sha256 VARCHAR NOT NULL,
+    reviews INTEGER NOT NULL,
+    status VARCHAR NOT NULL,               -- queued | finished | failed
+    reason VARCHAR,
+    created_at TIMESTAMP NOT NULL,
+    updated_at TIMESTAMP NOT NULL
+)
+"""
 
 
 class SubmissionError(ValueError):
@@ -155,6 +175,7 @@ class SubmissionQueue:
         self._memory = duckdb.connect(":memory:") if self.path is None else None
         with self.connect() as con:
             con.execute(SUBMISSIONS_DDL)
+            con.execute(IMPORT_SUBMISSIONS_DDL)
 
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -188,8 +209,28 @@ class SubmissionQueue:
             return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
     def public_rows(self, limit: int = 200) -> list[dict[str, Any]]:
-        """What the Queue tab shows: no contact, no URL, never the key."""
-        return self.rows(f"SELECT {_PUBLIC_COLUMNS} FROM submissions ORDER BY created_at DESC LIMIT ?", [limit])
+        """What the Queue tab shows, endpoint submissions and imports alike: no contact, no URL, never the key."""
+        return self.rows(f"""SELECT {_PUBLIC_COLUMNS} FROM submissions UNION ALL
+                             SELECT id, candidate || ? AS model_name, status, reason, created_at, updated_at
+                             FROM import_submissions ORDER BY created_at DESC LIMIT ?""", [IMPORTED_SUFFIX, limit])
+
+    @staticmethod
+    def recent_count(con: duckdb.DuckDBPyConnection, submitter: str, since: Any) -> int:
+        """Submissions (endpoints and imports) of one submitter since a time: what the rate limit counts."""
+        row = cast("tuple[Any, ...]", con.execute(
+            "SELECT (SELECT count(*) FROM submissions WHERE submitter = ? AND created_at > ?) + "
+            "(SELECT count(*) FROM import_submissions WHERE submitter = ? AND created_at > ?)",
+            [submitter, since, submitter, since]).fetchone())
+        return int(row[0])
+
+    @staticmethod
+    def name_taken(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+        """Whether a queued, running or finished submission or import already uses this name (any case)."""
+        row = cast("tuple[Any, ...]", con.execute(
+            "SELECT (SELECT count(*) FROM submissions WHERE lower(model_name) = lower(?) AND status <> 'failed') + "
+            "(SELECT count(*) FROM import_submissions WHERE lower(candidate) = lower(?) AND status <> 'failed')",
+            [name, name]).fetchone())
+        return bool(row[0])
 
     def submit(self, form: SubmissionForm, settings: Any, vault: KeyVault,
                resolver: Resolver | Mapping[str, Iterable[str]] | None = None) -> dict[str, Any]:
@@ -201,9 +242,7 @@ class SubmissionQueue:
             return {"ok": False, "id": None, "message": f"Rejected: {exc}"}
         now = utcnow()
         with self.connect() as con:
-            recent = cast("tuple[Any, ...]", con.execute(
-                "SELECT count(*) FROM submissions WHERE submitter = ? AND created_at > ?",
-                [row["submitter"], now - timedelta(days=7)]).fetchone())[0]
+            recent = self.recent_count(con, row["submitter"], now - timedelta(days=7))
             if recent >= int(settings.submissions_per_week):
                 return {"ok": False, "id": None, "message": "Rejected: rate limit reached "
                         f"({settings.submissions_per_week} submissions per 7 days per submitter)"}
@@ -212,10 +251,7 @@ class SubmissionQueue:
             if dup is not None:
                 return {"ok": False, "id": dup[0], "message": f"Rejected: duplicate of submission {dup[0]} "
                         f"({dup[1]})"}
-            taken = cast("tuple[Any, ...]", con.execute(
-                "SELECT count(*) FROM submissions WHERE lower(model_name) = lower(?) AND status <> 'failed'",
-                [row["model_name"]]).fetchone())[0]
-            if taken:
+            if self.name_taken(con, row["model_name"]):
                 return {"ok": False, "id": None, "message": f"Rejected: model name {row['model_name']!r} is taken"}
             sub_id = uuid.uuid4().hex[:12]
             ciphertext = vault.seal(sub_id, form.api_key or "")

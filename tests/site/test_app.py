@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 from collections.abc import Iterator
@@ -128,6 +129,36 @@ def test_model_and_paper_endpoints_read_the_export(app: dict[str, Any]) -> None:
     assert head.startswith("Paper 0 of 2020")
     texts = [r[2] for r in (reviews["data"] if isinstance(reviews, dict) else reviews)]
     assert any("<script>alert('xss')</script>" in t for t in texts)
+
+
+def test_an_uploaded_import_is_checked_line_by_line_and_queued(app: dict[str, Any], tmp_path: Path) -> None:
+    from gradio_client import handle_file
+
+    def upload(name: str, lines: list[Any] | None, contact: str = "carol@example.org") -> str:
+        path = None
+        if lines is not None:
+            path = tmp_path / f"{name}.jsonl"
+            path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
+        return str(app["client"].predict(name, contact, "2019-01-01", "agent-x", "",
+                                         None if path is None else handle_file(str(path)), api_name="/submit_import"))
+
+    good = upload("Agent-Web", [{"paper_id": "p2020_0", "review": "Summary: solid."},
+                                {"paper_id": "p2024_1", "review": "Weaknesses: few baselines."}])
+    assert good.startswith("Queued as") and "2 reviews of Agent-Web (cutoff 2019-01-01)" in good, good
+    queue = app["client"].predict(api_name="/queue")
+    rows = queue["data"] if isinstance(queue, dict) else queue
+    assert any(r[1] == "Agent-Web (imported reviews)" and r[2] == "queued" for r in rows)
+
+    bad = upload("Agent-Bad", [{"paper_id": "nope", "review": "x"}, "", {"paper_id": "p2020_1", "review": " "},
+                               '{"paper_id": "p2020_2", "rev'])
+    assert bad.splitlines() == ["Rejected: the uploaded file refused, nothing written: 3 bad lines",
+                                "- line 1: unknown paper id 'nope' (not in the store)", "- line 3: review is empty",
+                                bad.splitlines()[3]]
+    assert bad.splitlines()[3].startswith("- line 4: invalid JSON (truncated or malformed)")
+    assert "is taken" in upload("good-llm", [{"paper_id": "p2020_0", "review": "x"}])  # a candidate of the export
+    assert upload("Agent-None", None).startswith("Rejected: choose a JSON Lines file")
+    names = [r[1] for r in (app["client"].predict(api_name="/queue")["data"])]
+    assert "Agent-Bad (imported reviews)" not in names and "good-llm (imported reviews)" not in names
 
 
 @pytest.mark.browser

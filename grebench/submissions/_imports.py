@@ -1,0 +1,152 @@
+"""Imported-review submissions: an uploaded JSON Lines file of reviews written elsewhere, queued for the scheduler.
+
+The app checks an upload with the bench's own validator (:func:`grebench.bench.read_import`: every line, against
+the exported papers) and queues a valid file in the queue file's ``import_submissions`` table
+(:func:`queue_import`).  The scheduler's submissions stage, like an endpoint submission, then turns queued files
+into candidates of kind ``imported`` in the main store (:func:`accept_queued_imports`): the file is checked again
+against the live store, imported in one transaction, and its text deleted from the queue when the import ends.
+A web import never replaces an existing candidate (the operator does that with ``grebench bench import``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from grebench.bench import NAME_PATTERN, CandidateError, ImportRefused, check_meta, import_reviews, read_import
+from grebench.store import Store, utcnow
+from grebench.submissions._queue import _CONTACT, SubmissionError, SubmissionQueue
+
+log = logging.getLogger(__name__)
+
+UPLOAD_MAX_BYTES = 16 * 1024 * 1024  # an upload through the app (the command line takes up to 64 MiB)
+_FORM_META = ("cutoff", "model", "description")
+
+
+@dataclass(frozen=True)
+class ImportForm:
+    """The fields of the app's import form, as strings (all optional until validated)."""
+
+    candidate: str = ""
+    contact: str = ""
+    cutoff: str = ""
+    model: str = ""
+    description: str = ""
+
+
+def read_upload(path: str | Path | None, limit: int = UPLOAD_MAX_BYTES) -> bytes:
+    """The bytes of an uploaded file, refused (:class:`SubmissionError`) when missing or over ``limit``."""
+    if not path:
+        raise SubmissionError("choose a JSON Lines file of reviews to upload")
+    try:
+        size = os.path.getsize(path)
+        if size > limit:
+            raise SubmissionError(f"the file is {size:,} bytes (limit {limit:,})")
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError:
+        raise SubmissionError("the uploaded file cannot be read") from None
+    if len(data) > limit:
+        raise SubmissionError(f"the file is over {limit:,} bytes")
+    return data
+
+
+def validate_import(form: ImportForm, data: bytes, paper_ids: Collection[str],
+                    taken: Collection[str] = ()) -> dict[str, Any]:
+    """Check the form and every line of the file; the row to queue, or :class:`SubmissionError` /
+    :class:`grebench.bench.ImportRefused` (which lists the bad lines).  ``taken``: candidate names in use."""
+    name = (form.candidate or "").strip()
+    if not NAME_PATTERN.fullmatch(name):
+        raise SubmissionError("candidate name: 1-100 characters, letters, digits and . _ : / @ + -")
+    if name.lower() in {t.lower() for t in taken}:
+        raise SubmissionError(f"candidate name {name!r} is taken")
+    contact = (form.contact or "").strip()
+    if not _CONTACT.match(contact):
+        raise SubmissionError("contact: an e-mail address or handle (3-200 characters, no spaces)")
+    options = {key: (getattr(form, key) or "").strip() or None for key in _FORM_META}
+    meta, reasons = check_meta(options, "form")
+    if reasons:
+        raise SubmissionError("; ".join(reasons))
+    parsed = read_import(data, paper_ids, max_bytes=UPLOAD_MAX_BYTES, source="the uploaded file")
+    merged = {**parsed.meta, **meta}
+    if merged.get("cutoff") and merged.get("released") and merged["cutoff"] > merged["released"]:
+        raise SubmissionError(f"the cutoff {merged['cutoff']} is after the release date {merged['released']}")
+    return {"submitter": contact.lower(), "contact": contact, "candidate": name,
+            "meta_json": json.dumps({k: v for k, v in options.items() if v}, sort_keys=True),
+            "content": data.decode("utf-8"), "content_sha256": parsed.sha256, "reviews": len(parsed.reviews),
+            "cutoff": merged.get("cutoff")}
+
+
+def queue_import(queue: SubmissionQueue, form: ImportForm, data: bytes, settings: Any, paper_ids: Collection[str],
+                 taken: Collection[str] = ()) -> dict[str, Any]:
+    """Validate and queue one import: ``{"ok": bool, "id": str | None, "message": str}``.
+
+    The message of a refused file names its bad lines (the first 20, then a count); nothing is queued.
+    """
+    try:
+        row = validate_import(form, data, paper_ids, taken)
+    except SubmissionError as exc:
+        return {"ok": False, "id": None, "message": f"Rejected: {exc}"}
+    except ImportRefused as exc:
+        log.info("import refused: %s bad line(s)", exc.total)
+        return {"ok": False, "id": None, "message": f"Rejected: {exc.message(bullet='- ')}"}
+    now = utcnow()
+    with queue.connect() as con:
+        if queue.recent_count(con, row["submitter"], now - timedelta(days=7)) >= int(settings.submissions_per_week):
+            return {"ok": False, "id": None, "message": "Rejected: rate limit reached "
+                    f"({settings.submissions_per_week} submissions per 7 days per submitter)"}
+        if queue.name_taken(con, row["candidate"]):
+            return {"ok": False, "id": None, "message": f"Rejected: candidate name {row['candidate']!r} is taken"}
+        sub_id = uuid.uuid4().hex[:12]
+        con.execute("INSERT INTO import_submissions VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', NULL, ?, ?)",
+                    [sub_id, row["submitter"], row["contact"], row["candidate"], row["meta_json"], row["content"],
+                     row["content_sha256"], row["reviews"], now, now])
+    log.info("import %s queued (%s, %d reviews)", sub_id, row["candidate"], row["reviews"])
+    cutoff = f"cutoff {row['cutoff']}" if row["cutoff"] else "no cutoff: only reviews generated before a paper's " \
+        "reviews were public will count"
+    return {"ok": True, "id": sub_id, "message": f"Queued as {sub_id}: {row['reviews']} reviews of "
+            f"{row['candidate']} ({cutoff}); the operator's next queue run imports and scores them."}
+
+
+def accept_queued_imports(store: Store, queue: SubmissionQueue, settings: Any) -> list[dict[str, Any]]:
+    """Import every queued file into the main store (called by the scheduler's submissions stage).
+
+    Each file is checked again against the live store (papers may differ from the app's export) and imported in
+    one transaction; a name already in the store fails the import (a web import never replaces a candidate).
+    The file's text leaves the queue when the import ends, finished or failed.
+    """
+    done: list[dict[str, Any]] = []
+    for sub in queue.rows("SELECT * FROM import_submissions WHERE status = 'queued' ORDER BY created_at"):
+        summary: dict[str, Any] | None = None
+        if store.scalar("SELECT count(*) FROM candidates WHERE lower(name) = lower(?)", [sub["candidate"]]):
+            reason: str | None = f"a candidate named {sub['candidate']!r} already exists"
+        else:
+            options = {**json.loads(sub["meta_json"] or "{}"), "submitter": sub["submitter"]}
+            options.setdefault("description", f"imported reviews, submission {sub['id']}")
+            try:
+                summary = import_reviews(store, settings, sub["candidate"], (sub["content"] or "").encode("utf-8"),
+                                         options, source=f"import {sub['id']}")
+                reason = None
+            except (ImportRefused, CandidateError) as exc:
+                reason = str(exc)[:2000]
+            except Exception as exc:  # a store failure: the import is rolled back; say so and go on
+                reason = f"{type(exc).__name__}: {exc}"[:2000]
+        status = "failed" if reason else "finished"
+        if summary is not None:
+            reason = (f"{summary['reviews']} reviews imported: {summary['clean']} clean, "
+                      f"{summary['contaminated']} contaminated")
+        with queue.connect() as con:
+            con.execute("UPDATE import_submissions SET status = ?, reason = ?, content = NULL, updated_at = ? "
+                        "WHERE id = ?", [status, reason, utcnow(), sub["id"]])
+        log.info("import %s %s%s", sub["id"], status, f": {reason}" if reason else "")
+        done.append({"id": sub["id"], "candidate": sub["candidate"], "ok": status == "finished",
+                     "reason": reason, **({} if summary is None else {"reviews": summary["reviews"],
+                                                                      "clean": summary["clean"]})})
+    return done
