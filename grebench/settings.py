@@ -62,6 +62,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("assw_model", str, "", "litellm model that summarises the strengths/weaknesses a paper claims (GEM-S ASSW); empty: ASSW skipped."),
     Setting("scoring_llm_api_base", str, "", "OpenAI-compatible base URL for the preprocessing and ASSW LLMs (empty: the provider's default)."),
     Setting("scoring_llm_api_key_env", str, "", "Name of the environment variable holding the API key of the preprocessing and ASSW LLMs."),
+    Setting("proxy_estimator", str, "offline", "A fast proxy estimator scored on the same pairs as the main one (its boards are labelled fast proxy; validate reports how well it agrees with the main estimator). Empty: none."),
     Setting("estimator_concurrency", int, 8, "Concurrent requests to a vLLM/SGLang evaluation-LM server."),
     Setting("estimator_tokenizer", str, "", "Local tokenizer dir of a vllm/sglang evaluation-LM (default: the served model id as a path)."),
     Setting("estimator_timeout_s", float, 300.0, "Timeout of one request to a vLLM/SGLang evaluation-LM server."),

@@ -43,7 +43,7 @@ def _leaderboards(store: Store, summary: dict[str, Any]) -> list[dict[str, Any]]
 
 
 def _print(summary: dict[str, Any]) -> None:
-    from grebench.cli.validate import print_report
+    from grebench.cli.validate import print_agreement, print_report
 
     ingest = summary["stages"].get("ingest", {})
     if "papers_total" in ingest:
@@ -63,6 +63,7 @@ def _print(summary: dict[str, Any]) -> None:
     if validation.get("rows"):
         click.echo("")
         print_report(validation["rows"], validation["estimator"], validation["preprocessor"])
+        print_agreement(validation.get("agreement", []))
     _print_panel(summary["stages"].get("panel", {}))
     site = summary["stages"].get("site", {})
     if site.get("out"):

@@ -32,6 +32,15 @@ def print_report(rows: list[dict], estimator: str, preprocessor: str) -> None:
         click.echo(f"the metric is not as expected on: {', '.join(fooled)} (published on the methodology page)")
 
 
+def print_agreement(agreement: list[dict]) -> None:
+    """How well the fast proxy ranks like the evaluation LM, on the same pairs."""
+    for a in agreement:
+        paper = "n/a" if a["rho_per_paper_mean"] is None else f"{a['rho_per_paper_mean']:+.2f}"
+        click.echo(f"proxy agreement ({a['metric']}): {a['proxy'].split(':', 1)[0]} vs {a['estimator'][:40]}: "
+                   f"Spearman rho over {a['candidates']} candidates {a['rho_candidates']:+.2f}; "
+                   f"mean per-paper rho {paper} ({a['papers']} papers)")
+
+
 @click.command("validate")
 @click.option("--metric", "metrics", multiple=True, type=click.Choice(METRICS), help="Metrics (default: all scored).")
 @click.option("--estimator", default=None, help="Estimator spec or id (default: the latest scored).")
@@ -58,6 +67,8 @@ def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None,
                                         refusals=(LookupError, ValueError))
     rows = stages["validate"].get("rows", [])
     if as_json:
-        emit_json({"estimator": estimator_id, "preprocessor": preprocessor_id, "run_id": run_id, "rows": rows})
+        emit_json({"estimator": estimator_id, "preprocessor": preprocessor_id, "run_id": run_id, "rows": rows,
+                   "agreement": stages["validate"].get("agreement", [])})
     else:
         print_report(rows, estimator_id, preprocessor_id)
+        print_agreement(stages["validate"].get("agreement", []))

@@ -68,10 +68,19 @@ class ScoreStage(BaseStage):
 
         o = ctx.options
         sample = sample_papers(ctx.store, ctx.settings, o)
-        summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, list(o.metrics), o.estimator_spec(ctx.settings),
-                              o.preprocessor_spec(ctx.settings), progress=ctx.progress,
-                              paper_ids=None if sample is None else sample.paper_ids)
+        papers = None if sample is None else sample.paper_ids
+        main, proxy = o.estimator_spec(ctx.settings), str(ctx.settings.proxy_estimator or "").strip()
+        proxy_summary = None
+        if proxy and proxy.split(":", 1)[0] != main.split(":", 1)[0]:
+            # the fast proxy first (seconds), on the same pairs: the main estimator's scores are then the latest
+            proxy_summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, list(o.metrics), proxy,
+                                        o.preprocessor_spec(ctx.settings), progress=ctx.progress, paper_ids=papers)
+        summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, list(o.metrics), main,
+                              o.preprocessor_spec(ctx.settings), progress=ctx.progress, paper_ids=papers)
         summary["sample"] = None if sample is None else sample.description
+        if proxy_summary is not None:
+            summary["proxy"] = {k: proxy_summary.get(k) for k in ("estimator", "preprocessor", "pairs_scored",
+                                                                  "estimator_calls", "cache_hits")}
         return summary
 
 
@@ -126,13 +135,15 @@ class ValidateStage(BaseStage):
         return f"{est}|{prep}|{','.join(metrics)}", validation_fingerprint(ctx.store, ctx.settings, est, prep, metrics)
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
-        from grebench.scoring import store_report, validation_rows
+        from grebench.scoring import estimator_agreement, store_report, validation_rows
 
         est, prep, metrics = self._setup(ctx)
         rows = validation_rows(ctx.store, est, prep, metrics, int(ctx.settings.bootstrap_samples),
                                int(ctx.settings.seed))
         store_report(ctx.store, ctx.run_id, est, prep, rows)
-        return {"estimator": est, "preprocessor": prep, "metrics": metrics, "rows": rows}
+        proxy = str(ctx.settings.proxy_estimator or "").strip()
+        agreement = [a for m in metrics if (a := estimator_agreement(ctx.store, m, est, prep, proxy)) is not None]
+        return {"estimator": est, "preprocessor": prep, "metrics": metrics, "rows": rows, "agreement": agreement}
 
 
 class PanelStage(BaseStage):

@@ -114,6 +114,46 @@ def validation_rows(
     return rows
 
 
+def estimator_agreement(store: Store, metric: str, estimator: str, preprocessor: str,
+                        proxy_kind: str) -> dict[str, Any] | None:
+    """How well a fast proxy estimator (the latest scored id of kind ``proxy_kind``, e.g. ``offline``) agrees with
+    ``estimator`` on the same pairs: Spearman's rho of the candidates' mean scores, and the mean over papers of the
+    per-paper rho across candidates.  None when the proxy has no scores on common pairs (or is the estimator)."""
+    from scipy import stats
+
+    kind = proxy_kind.split(":", 1)[0]
+    if not kind or estimator.split(":", 1)[0] == kind:
+        return None
+    proxy = store.scalar("""SELECT estimator FROM scores WHERE metric = ? AND preprocessor = ? AND estimator LIKE ?
+                            GROUP BY estimator ORDER BY max(created_at) DESC LIMIT 1""",
+                         [metric, preprocessor, f"{kind}:%"])
+    if proxy is None:
+        return None
+    rows = store.rows(
+        f"""SELECT s.candidate, s.paper_id, avg({FLOORED_PMI}) AS main, avg(p.pmi) AS proxy
+            FROM scores s {FLOOR_JOIN}
+            JOIN scores p ON p.metric = s.metric AND p.preprocessor = s.preprocessor AND p.estimator = ?
+                 AND p.candidate = s.candidate AND p.paper_id = s.paper_id
+                 AND p.reference_review_id = s.reference_review_id
+            WHERE s.metric = ? AND s.estimator = ? AND s.preprocessor = ?
+            GROUP BY s.candidate, s.paper_id""",
+        [metric, estimator, preprocessor, proxy, metric, estimator, preprocessor])
+    if not rows:
+        return None
+    by_candidate: dict[str, list[tuple[float, float]]] = {}
+    by_paper: dict[str, list[tuple[float, float]]] = {}
+    for r in rows:
+        by_candidate.setdefault(r["candidate"], []).append((r["main"], r["proxy"]))
+        by_paper.setdefault(r["paper_id"], []).append((r["main"], r["proxy"]))
+    means = [(float(np.mean([a for a, _ in v])), float(np.mean([b for _, b in v]))) for v in by_candidate.values()]
+    rho_c = float(stats.spearmanr(*zip(*means, strict=True)).statistic) if len(means) >= 3 else float("nan")
+    per_paper = [float(stats.spearmanr(*zip(*v, strict=True)).statistic) for v in by_paper.values() if len(v) >= 3
+                 and len({a for a, _ in v}) > 1 and len({b for _, b in v}) > 1]
+    return {"metric": metric, "estimator": estimator, "proxy": proxy, "candidates": len(means),
+            "rho_candidates": round(rho_c, 4), "papers": len(per_paper),
+            "rho_per_paper_mean": round(float(np.mean(per_paper)), 4) if per_paper else None}
+
+
 def store_report(store: Store, run_id: str, estimator: str, preprocessor: str, rows: list[dict[str, Any]]) -> None:
     """Keep the report with the run (the site's methodology page shows the latest)."""
     store.con.execute(

@@ -54,3 +54,30 @@ def test_rows_use_common_papers_and_references(store: Store) -> None:
     store_report(store, "run1", "est", "rules-v1", list(rows.values()))
     assert store.scalar("SELECT count(*) FROM validation_reports") == 1
     assert latest_setup(store) == ("est", "rules-v1")
+
+
+def _insert_scores(store: Store, estimator: str, values: dict[tuple[str, str], float]) -> None:
+    for (candidate, paper), pmi in values.items():
+        for ref in ("r1", "r2"):
+            store.con.execute(
+                "INSERT INTO scores VALUES ('gem-s', ?, 'rules-v4', 'v', ?, ?, ?, 'g', ?, ?, ?, 5, now())",
+                [estimator, candidate, paper, ref, pmi - 1.0, -1.0, pmi])
+
+
+def test_proxy_agreement_is_rank_correlation_on_common_pairs(store: Store) -> None:
+    from grebench.scoring import estimator_agreement
+
+    papers = [f"p{i}" for i in range(6)]
+    quality = {"human": 3.0, "llm-a": 2.0, "llm-b": 1.0, "generic": -1.0}
+    main = {(c, p): q + 0.1 * i for c, q in quality.items() for i, p in enumerate(papers)}
+    assert estimator_agreement(store, "gem-s", "hf:lm", "rules-v4", "offline") is None  # no proxy scores yet
+    _insert_scores(store, "hf:lm", main)
+    _insert_scores(store, "offline:proxy", {k: 10 * v for k, v in main.items()})  # same order everywhere
+    same = estimator_agreement(store, "gem-s", "hf:lm", "rules-v4", "offline")
+    assert same is not None and same["proxy"] == "offline:proxy" and same["candidates"] == 4
+    assert same["rho_candidates"] == 1.0 and same["rho_per_paper_mean"] == 1.0 and same["papers"] == 6
+    store.con.execute("DELETE FROM scores WHERE estimator = 'offline:proxy'")
+    _insert_scores(store, "offline:proxy", {(c, p): -v for (c, p), v in main.items()})  # the reverse order
+    reverse = estimator_agreement(store, "gem-s", "hf:lm", "rules-v4", "offline")
+    assert reverse is not None and reverse["rho_candidates"] == -1.0 and reverse["rho_per_paper_mean"] == -1.0
+    assert estimator_agreement(store, "gem-s", "offline:proxy", "rules-v4", "offline") is None  # itself
