@@ -29,8 +29,13 @@ def make_row(*, candidate: str, paper_id: str, prompt_version: str, params: dict
              parse_ok: bool | None, flags: dict[str, Any], error: str | None, attempts: int,
              generated_at: datetime, reviews_public_at: datetime | None, tokens_in: int | None = None,
              tokens_out: int | None = None, cost_usd: float | None = None, latency_s: float | None = None,
-             request_key: str | None = None) -> dict[str, Any]:
-    """One generations row as a dict (sealed computed from the dates)."""
+             request_key: str | None = None, sealable: bool = True) -> dict[str, Any]:
+    """One generations row as a dict (sealed computed from the dates).
+
+    ``sealable=False`` for texts built from the paper's human reviews (the human baseline, the controls): they are
+    never "written before the reviews were public", whatever the clock said when they were built, so their row does
+    not depend on when a (possibly resumed) run happened to build them.
+    """
     return {
         "generation_id": generation_id(candidate, paper_id, prompt_version, params, source_review_id),
         "candidate": candidate, "paper_id": paper_id, "prompt_version": prompt_version,
@@ -39,7 +44,7 @@ def make_row(*, candidate: str, paper_id: str, prompt_version: str, params: dict
         "parse_ok": parse_ok, "flags_json": json.dumps(flags, sort_keys=True, default=str), "error": error,
         "attempts": attempts, "tokens_in": tokens_in, "tokens_out": tokens_out, "cost_usd": cost_usd,
         "latency_s": latency_s, "generated_at": generated_at,
-        "sealed": is_sealed(generated_at, reviews_public_at), "request_key": request_key,
+        "sealed": sealable and is_sealed(generated_at, reviews_public_at), "request_key": request_key,
     }
 
 

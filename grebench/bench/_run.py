@@ -96,7 +96,7 @@ def _run_deterministic(store: Store, cands: list[Candidate], splits: list[Split]
             row = make_row(candidate=c.name, paper_id=split.paper_id, prompt_version=version, params={},
                            source_review_id=source, status="ok", text=text, sections=split_sections(text),
                            parse_ok=None, flags={"producer": "deterministic"}, error=None, attempts=1,
-                           generated_at=utcnow(), reviews_public_at=public_at)
+                           generated_at=utcnow(), reviews_public_at=public_at, sealable=False)
             batch.append(row)
             progress.advance()
         if len(batch) >= BATCH:

@@ -30,12 +30,14 @@ def reseal(store: Store) -> int:
     """Mark generations sealed once their paper's reviews-public date is known and later than the generation.
 
     A generation made while the paper had no public reviews is written unsealed (the date was unknown); the rule
-    is the bench's own (:func:`grebench.bench.is_sealed`), applied again when ingest learns the date.
+    is the bench's own (:func:`grebench.bench.is_sealed`), applied again when ingest learns the date.  The human
+    baseline and the controls are built from the human reviews, so they are never sealed.
     """
     before = store.scalar("SELECT count(*) FROM generations WHERE sealed")
     store.con.execute("UPDATE generations SET sealed = true FROM papers p WHERE p.paper_id = generations.paper_id "
                       "AND NOT generations.sealed AND p.reviews_public_at IS NOT NULL "
-                      "AND generations.generated_at < p.reviews_public_at")
+                      "AND generations.generated_at < p.reviews_public_at "
+                      "AND generations.candidate NOT IN (SELECT name FROM candidates WHERE kind IN ('human', 'control'))")
     return int(store.scalar("SELECT count(*) FROM generations WHERE sealed") - before)
 
 

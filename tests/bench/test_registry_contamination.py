@@ -61,12 +61,14 @@ def test_clean_pairs_view_and_sealed_generations(tiny_store: Store, settings: Se
     run_id = tiny_store.start_run("bench", {})
     run_bench(tiny_store, settings, run_id, ["human"])
     rows = {r["paper_id"]: r for r in clean_pairs(tiny_store, "human")}
-    assert rows["paper0"]["sealed"] and not rows["paper1"]["sealed"]
+    assert not any(r["sealed"] for r in rows.values())  # built from the human reviews: never sealed
     assert all(r["clean"] for r in rows.values())  # the human baseline has no cutoff
     # An LLM with a cutoff after 2019-11-08: contaminated on the public papers, clean where sealed.
     tiny_store.con.execute("INSERT INTO candidates (name, kind, model, cutoff, params_json, updated_at) "
                            "VALUES ('late', 'llm', 'openai/x', DATE '2020-01-01', '{}', now())")
+    # its reviews written now: sealed where the reviews become public later (paper0)
     tiny_store.con.execute("INSERT INTO generations SELECT * REPLACE ('late' AS candidate, "
-                           "generation_id || 'x' AS generation_id) FROM generations WHERE candidate = 'human'")
+                           "generation_id || 'x' AS generation_id, (paper_id = 'paper0') AS sealed) "
+                           "FROM generations WHERE candidate = 'human'")
     late = {r["paper_id"]: r for r in clean_pairs(tiny_store, "late")}
     assert late["paper0"]["clean"] and not late["paper1"]["clean"]

@@ -21,7 +21,7 @@ from grebench.bench.controls._base import (
     register_control,
     register_llm_control,
 )
-from grebench.bench.controls._gaming import GAMING_VERSION, varied_elongation
+from grebench.bench.controls._filler import GAMING_VERSION, varied_elongation
 
 CONTROL_VERSION = "control-v1"
 
