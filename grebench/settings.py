@@ -56,6 +56,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("llm_max_retry_after_s", float, 60.0, "Largest Retry-After honoured for an LLM call; longer waits count as a failure."),
     Setting("context_tokens", int, 32_000, "Default context window (tokens) of a candidate model when its params do not say."),
     Setting("control_model", str, "", "litellm model for the LLM-made controls (deletion-completion, rephrase, abstract-only); empty: skip them."),
+    Setting("local_server_startup_s", float, 300.0, "Upper bound on the start of a local model server (transformers serve) before it answers /health; it only catches a hung server: readiness is observed, never timed."),
+    Setting("local_server_port", int, 0, "Port of a local model server on 127.0.0.1 (0 = a free port chosen by the OS on every start)."),
     # scoring
     Setting("estimator", str, "offline", "Evaluation-LM estimator: offline, hf:PATH, vllm:URL[,URL...], sglang:URL."),
     Setting("preprocessor", str, "rules", "Judgment-line preprocessor: rules, imported or litellm:MODEL."),
@@ -66,8 +68,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("estimator_concurrency", int, 8, "Concurrent requests to a vLLM/SGLang evaluation-LM server."),
     Setting("estimator_tokenizer", str, "", "Local tokenizer dir of a vllm/sglang evaluation-LM (default: the served model id as a path)."),
     Setting("estimator_timeout_s", float, 300.0, "Timeout of one request to a vLLM/SGLang evaluation-LM server."),
-    Setting("hf_dtype", str, "bfloat16", "Torch dtype of the hf estimator (float32, bfloat16, float16)."),
-    Setting("hf_device", str, "auto", "Torch device of the hf estimator (auto, cpu, cuda)."),
+    Setting("hf_dtype", str, "bfloat16", "Torch dtype of the hf estimator and of local model servers (float32, bfloat16, float16; a local model server also takes auto: chosen for its device)."),
+    Setting("hf_device", str, "auto", "Torch device of the hf estimator and of local model servers (auto: a GPU when there is one, cpu, cuda)."),
     Setting("hf_batch_tokens", int, 16_384, "Token budget of one hf estimator batch."),
     Setting("bootstrap_samples", int, 2000, "Bootstrap resamples (over papers) for confidence intervals."),
     # panel

@@ -1,0 +1,340 @@
+"""A local checkpoint served by ``transformers serve`` in a child process, for as long as a ``with`` block runs.
+
+Why a child process running the stock server: ``transformers serve`` is how a user serves a local model (an
+OpenAI-compatible ``/v1/chat/completions``, streamed or not, continuous batching of concurrent requests, and
+``/v1/systemone`` typed decisions), so a local candidate goes through the unchanged endpoint path of the bench
+(litellm, call cache, deadlines), and the model's memory and threads live and die with a process we own.
+
+Readiness is observed, never timed: the parent polls ``/health`` while watching the child, and the server is ready
+when ``/health`` answers ok *from the child* (on Linux the listening socket must be one of the child's, so another
+program that holds the port cannot pass for it).  ``local_server_startup_s`` bounds the wait only to catch a hung
+server.  A child that exits early raises :class:`LocalServerError` with the tail of its log
+(``DATA_DIR/local-servers/<name>.log``); a port that turned out to be taken raises :class:`PortInUse`, and an
+OS-chosen port is then tried once more with a fresh one (another program may bind the free port we were given
+between our check and the child's bind).
+
+The child binds 127.0.0.1 only and gets its own process group (``start_new_session``): stopping sends SIGTERM to
+the group, waits, then SIGKILLs the group, and always reaps the child, also when the ``with`` body raises or the
+parent is interrupted (KeyboardInterrupt) while starting or stopping.
+
+On the CPU the continuous-batching KV cache would otherwise take 60% of the free RAM: ``cache_tokens`` (the bench
+passes ``bench_concurrency`` x the candidate's ``context_tokens``) sizes it to what the calls can use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from grebench.settings import Settings
+
+log = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"  # never anything else: the server has no authentication
+STOP_GRACE_S = 20.0  # SIGTERM lets uvicorn finish; after this the group is killed
+POLL_S = 0.2  # how often /health is asked while the child is alive
+PAGE_TOKENS = 256  # transformers' continuous-batching page size (ContinuousBatchingConfig.page_size)
+MAX_BATCH_TOKENS = 2048  # tokens of one continuous-batching step (longer prompts are prefilled in chunks)
+_PORT_TAKEN = re.compile(r"address already in use|Errno 98|Errno 48|only one usage of each socket address", re.I)
+
+
+class LocalServerError(RuntimeError):
+    """A local model server that could not start (or stopped), with the tail of its log."""
+
+
+class PortInUse(LocalServerError):
+    """The port the server was to bind is taken by another program."""
+
+    def __init__(self, port: int, message: str) -> None:
+        super().__init__(message)
+        self.port = port
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that is free now (the OS picks it; another program may still take it before we bind)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def _port_is_free(port: int) -> bool:
+    """Whether the server could bind ``port`` now (SO_REUSEADDR like uvicorn, so TIME_WAIT does not count)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return False
+        return True
+
+
+def default_device(requested: str) -> str:
+    """``auto``: cuda when torch sees a GPU, else cpu; anything else as given."""
+    if requested != "auto":
+        return requested
+    try:
+        import torch
+    except ImportError:
+        return "cpu"
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _listener_inodes(port: int) -> set[str] | None:
+    """Socket inodes listening on 127.0.0.1:``port`` (Linux ``/proc/net/tcp``); None where that cannot be read."""
+    want = f"0100007F:{port:04X}"
+    try:
+        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return None
+    out = set()
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 9 and fields[1] == want and fields[3] == "0A":  # 0A: LISTEN
+            out.add(fields[9])
+    return out
+
+
+def _owns_listener(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds the socket listening on ``port`` (True where /proc cannot tell)."""
+    inodes = _listener_inodes(port)
+    if inodes is None:
+        return True
+    fd_dir = Path(f"/proc/{pid}/fd")
+    try:
+        links = {os.readlink(fd_dir / fd) for fd in os.listdir(fd_dir)}
+    except OSError:
+        return not fd_dir.parent.exists()  # gone: not ours; no /proc for it: cannot tell
+    return any(f"socket:[{inode}]" in links for inode in inodes)
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _exit_status(pid: int) -> str | None:
+    """How an exited child ended ("status N", "signal N"), None while it runs; never reaps it.
+
+    Left unreaped, the child's pid (its group's id) cannot go to another process, so the group can still be killed
+    safely after the child exited.
+    """
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return "status unknown (already reaped)"
+    if info is None:
+        return None
+    return f"signal {info.si_status}" if info.si_code in (os.CLD_KILLED, os.CLD_DUMPED) else f"status {info.si_status}"
+
+
+def _wait_exit(pid: int, timeout_s: float) -> bool:
+    """Wait until the child exits (unreaped) or ``timeout_s`` passes; whether it exited."""
+    deadline = time.monotonic() + timeout_s
+    while _exit_status(pid) is None:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+class LocalServer:
+    """``transformers serve CHECKPOINT`` on 127.0.0.1 while the ``with`` block runs.
+
+    ``port``: None = the ``local_server_port`` setting (0 = one chosen by the OS).  ``device`` / ``dtype`` go to
+    the server (``--device``, ``--dtype``); ``continuous_batching`` (on by default) batches concurrent requests;
+    ``cache_tokens`` sizes the batching KV cache (None: the server's own sizing from free memory).
+    """
+
+    def __init__(self, checkpoint: str | os.PathLike[str], settings: Settings, *, port: int | None = None,
+                 device: str = "cpu", dtype: str = "float32", continuous_batching: bool = True,
+                 cache_tokens: int | None = None, name: str | None = None) -> None:
+        self.checkpoint = Path(checkpoint)
+        self.settings = settings
+        self.requested_port = settings.local_server_port if port is None else int(port)
+        if not 0 <= self.requested_port <= 65535:
+            raise LocalServerError(f"local_server_port must be 0 (the OS chooses) or a port, got {self.requested_port}")
+        self.device, self.dtype = device, dtype
+        self.continuous_batching = continuous_batching
+        self.cache_tokens = cache_tokens
+        digest = hashlib.sha256(str(self.checkpoint).encode()).hexdigest()[:8]
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name or self.checkpoint.name).strip("-.") or "model"
+        self.root = settings.data_path / "local-servers"
+        self.log_path = self.root / f"{slug}-{digest}.log"
+        self.port = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    # -- what callers use ------------------------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT`` of the running server."""
+        if not self.port:
+            raise LocalServerError("the local server is not running")
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def api_base(self) -> str:
+        """The OpenAI-compatible base URL (``base_url/v1``)."""
+        return f"{self.base_url}/v1"
+
+    @property
+    def model_id(self) -> str:
+        """The model name requests give: the checkpoint path as the server was started with it."""
+        return str(self.checkpoint)
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id while it runs."""
+        return None if self._proc is None else self._proc.pid
+
+    def command(self, port: int) -> list[str]:
+        """The child's command line."""
+        cmd = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(self.checkpoint), "--host", HOST,
+               "--port", str(port), "--device", self.device, "--dtype", self.dtype,
+               "--continuous-batching" if self.continuous_batching else "--no-continuous-batching"]
+        if self.continuous_batching and self.cache_tokens:
+            blocks = max(1, math.ceil(self.cache_tokens / PAGE_TOKENS))
+            cmd += ["--cb-num-blocks", str(blocks),
+                    "--cb-max-batch-tokens", str(min(MAX_BATCH_TOKENS, blocks * PAGE_TOKENS))]
+        return cmd
+
+    def environment(self) -> dict[str, str]:
+        """The child's environment: offline, an HF cache of its own under the data dir (``/v1/models`` scans it)."""
+        hub = self.root / "hf-hub"
+        hub.mkdir(parents=True, exist_ok=True)
+        return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_CACHE": str(hub),
+                "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_UPDATE_CHECK": "1", "PYTHONUNBUFFERED": "1",
+                "TOKENIZERS_PARALLELISM": "false", "DO_NOT_TRACK": "1"}
+
+    # -- starting --------------------------------------------------------------------------------------------------
+    def start(self) -> LocalServer:
+        """Start the child and return once it answers ``/health`` (see the module docstring)."""
+        if self._proc is not None:
+            raise LocalServerError("the local server is already running")
+        fixed = self.requested_port != 0
+        tries = 1 if fixed else 2
+        for attempt in range(1, tries + 1):
+            port = self.requested_port if fixed else free_port()
+            if fixed and not _port_is_free(port):
+                raise PortInUse(port, f"local_server_port {port} on {HOST} is in use by another program: free it, "
+                                      "or set local_server_port = 0 to let the OS choose a free port")
+            try:
+                self._start_once(port)
+                return self
+            except PortInUse as exc:
+                if fixed:
+                    raise PortInUse(port, f"local_server_port {port} on {HOST} is in use by another program: free "
+                                          f"it, or set local_server_port = 0 to let the OS choose ({exc})") from None
+                if attempt == tries:
+                    raise
+                log.info("port %d was taken before the local server could bind it; trying another", port)
+        raise AssertionError("unreachable")
+
+    def _start_once(self, port: int) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        log.info("starting transformers serve for %s on %s:%d (%s, %s; log: %s)", self.checkpoint, HOST, port,
+                 self.device, self.dtype, self.log_path)
+        with open(self.log_path, "wb") as out:
+            out.write(f"$ {' '.join(self.command(port))}\n".encode())
+            out.flush()
+            self._proc = subprocess.Popen(self.command(port), stdin=subprocess.DEVNULL, stdout=out,
+                                          stderr=subprocess.STDOUT, env=self.environment(), start_new_session=True)
+        self.port = port
+        try:
+            self._wait_ready(port)
+        except BaseException:  # not ready, or interrupted while waiting: the child must not outlive this
+            self.stop()
+            raise
+
+    def _wait_ready(self, port: int) -> None:
+        import httpx
+
+        proc = self._proc
+        assert proc is not None
+        limit = float(self.settings.local_server_startup_s)
+        deadline = time.monotonic() + limit
+        url = f"http://{HOST}:{port}/health"
+        with httpx.Client(timeout=5.0, trust_env=False) as http:
+            while True:
+                ended = _exit_status(proc.pid)
+                if ended is not None:
+                    tail = self.log_tail()
+                    if _PORT_TAKEN.search(tail):
+                        raise PortInUse(port, f"port {port} on {HOST} was taken by another program before the "
+                                              "local server could bind it")
+                    raise LocalServerError(f"transformers serve for {self.checkpoint} exited ({ended}) before it "
+                                           f"was ready; the end of its log ({self.log_path}):\n{tail}")
+                if _owns_listener(proc.pid, port) and self._healthy(http, url):
+                    log.info("local server for %s is ready at http://%s:%d", self.checkpoint, HOST, port)
+                    return
+                if time.monotonic() >= deadline:
+                    raise LocalServerError(
+                        f"transformers serve for {self.checkpoint} did not answer /health within "
+                        f"local_server_startup_s = {limit:g} s (a hung server?); the end of its log "
+                        f"({self.log_path}):\n{self.log_tail()}")
+                _wait_exit(proc.pid, POLL_S)  # returns as soon as the child exits
+
+    @staticmethod
+    def _healthy(http: Any, url: str) -> bool:
+        import httpx
+
+        try:
+            response = http.get(url)
+        except httpx.HTTPError:
+            return False
+        if response.status_code != 200:
+            return False
+        try:
+            return bool(response.json().get("status") == "ok")
+        except ValueError:
+            return False
+
+    def log_tail(self, lines: int = 30, max_chars: int = 4000) -> str:
+        """The last lines of the child's log (progress bars dropped)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - 64 * 1024))
+                text = f.read().decode("utf-8", "replace")
+        except OSError:
+            return "(no log)"
+        kept = [ln for ln in re.split(r"[\r\n]+", text) if ln.strip() and "it/s]" not in ln and "s/it]" not in ln]
+        return "\n".join(kept[-lines:])[-max_chars:]
+
+    # -- stopping --------------------------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """SIGTERM the child's group, wait, SIGKILL the group; the child is reaped whatever happens."""
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            if _exit_status(proc.pid) is None:
+                _signal_group(proc.pid, signal.SIGTERM)
+                if not _wait_exit(proc.pid, STOP_GRACE_S):
+                    log.warning("local server %d ignored SIGTERM for %g s: killed", proc.pid, STOP_GRACE_S)
+        finally:
+            # the child is not reaped yet, so its group id is still its own: this reaches the child and any worker
+            # it left behind, never another program's processes
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+            self._proc = None
+            self.port = 0
+
+    def __enter__(self) -> LocalServer:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()

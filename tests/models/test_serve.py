@@ -1,0 +1,129 @@
+"""LocalServer: the real ``transformers serve`` on a tiny random Llama, its start, its errors and its clean stop."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grebench.models import LocalServer, LocalServerError, PortInUse
+from grebench.models import _serve as serve_module
+from grebench.settings import Settings
+from tests.models.served import gone, held_port, port_free, require_serve, wait_gone
+from tests.scoring.tiny_llama import tiny_llama_dir  # noqa: F401
+
+require_serve()
+
+
+def test_server_answers_chat_and_a_decision_then_stops_cleanly(tiny_llama_dir: Path,  # noqa: F811
+                                                               settings: Settings) -> None:
+    import httpx
+
+    server = LocalServer(tiny_llama_dir, settings, cache_tokens=4096)
+    with server:
+        pid, port = server.pid, server.port
+        assert pid is not None and server.base_url == f"http://127.0.0.1:{port}"
+        assert server.api_base.endswith("/v1") and server.model_id == str(tiny_llama_dir)
+        chat = {"model": server.model_id, "messages": [{"role": "user", "content": "Review this paper."}],
+                "max_tokens": 8, "temperature": 0, "seed": 0}
+        with httpx.Client(timeout=60, trust_env=False) as http:
+            plain = http.post(f"{server.api_base}/chat/completions", json=chat).json()
+            assert plain["object"] == "chat.completion" and plain["usage"]["completion_tokens"] > 0
+            with http.stream("POST", f"{server.api_base}/chat/completions", json={**chat, "stream": True}) as r:
+                events = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: {")]
+            streamed = "".join(e["choices"][0]["delta"].get("content") or "" for e in events if e["choices"])
+            assert streamed == plain["choices"][0]["message"]["content"]  # greedy: the same text either way
+            decision = http.post(f"{server.base_url}/v1/systemone", json={
+                "model": server.model_id, "state": "Review one: clear. Review two: vague.",
+                "questions": {"better": {"type": "choice", "instructions": "Which review is better?",
+                                         "criteria": {"one": "review one", "two": "review two"}}}}).json()
+        answer = decision["answers"]["better"]
+        assert set(answer["probabilities"]) == {"one", "two"} and answer["choice"] in ("one", "two")
+        assert abs(sum(answer["probabilities"].values()) - 1) < 1e-3
+        assert server.log_path.is_relative_to(settings.data_path) and "Uvicorn running" in server.log_path.read_text()
+        command = server.command(port)
+        assert command[command.index("--host") + 1] == "127.0.0.1" and "--continuous-batching" in command
+    assert gone(pid) and port_free(port) and server.pid is None
+
+
+def test_a_configured_port_in_use_is_a_clear_error_before_anything_starts(
+        tiny_llama_dir: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    started: list[object] = []
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: started.append(a))
+    with held_port() as sock:
+        port = sock.getsockname()[1]
+        with pytest.raises(PortInUse, match=f"local_server_port {port} on 127.0.0.1 is in use") as err:
+            LocalServer(tiny_llama_dir, settings.replace(local_server_port=port)).start()
+    assert err.value.port == port and started == []
+
+
+def test_a_taken_os_port_is_retried_once_and_the_child_is_reaped_when_the_body_raises(
+        tiny_llama_dir: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    with held_port() as sock:  # another program binds the "free" port before the server does
+        taken = sock.getsockname()[1]
+        ports = iter([taken])
+        real = serve_module.free_port
+        monkeypatch.setattr(serve_module, "free_port", lambda: next(ports, None) or real())
+        server = LocalServer(tiny_llama_dir, settings)
+        with pytest.raises(RuntimeError, match="the body failed"), server:
+            pid, port = server.pid, server.port
+            assert port != taken and pid is not None and not gone(pid)
+            raise RuntimeError("the body failed")
+    assert gone(pid) and port_free(port)
+
+
+def test_a_server_that_exits_early_raises_with_the_tail_of_its_log(tmp_path: Path, settings: Settings) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text('{"model_type": "no-such-architecture"}')
+    with pytest.raises(LocalServerError, match=r"exited \(status \d+\) before it was ready") as err:
+        LocalServer(broken, settings).start()
+    message = str(err.value)  # the child's own reason (no tokenizer in that directory) and where its log is
+    assert "ValueError: Unrecognized processing class" in message and str(settings.data_path) in message
+
+
+def _fake_child(tmp_path: Path, code: str) -> list[str]:
+    script = tmp_path / "child.py"
+    script.write_text(code)
+    return [sys.executable, str(script)]
+
+
+def test_the_startup_bound_catches_a_hung_server_and_kills_it(tmp_path: Path, settings: Settings,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    children: list[subprocess.Popen] = []
+
+    class Recorded(subprocess.Popen):
+        def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(*args, **kwargs)
+            children.append(self)
+
+    monkeypatch.setattr(serve_module.subprocess, "Popen", Recorded)
+    hung = _fake_child(tmp_path, "import time\ntime.sleep(600)\n")
+    monkeypatch.setattr(LocalServer, "command", lambda self, port: hung)
+    with pytest.raises(LocalServerError, match=r"did not answer /health within local_server_startup_s = 0.5 s"):
+        LocalServer(tmp_path, settings.replace(local_server_startup_s=0.5)).start()
+    assert len(children) == 1 and children[0].returncode is not None  # stopped and reaped
+
+
+def test_stop_kills_a_child_that_ignores_sigterm_and_the_workers_of_its_group(
+        tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serve_module, "STOP_GRACE_S", 0.2)
+    code = ("import signal, subprocess, sys, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "worker = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+            "print(worker.pid, flush=True)\ntime.sleep(600)\n")
+    proc = subprocess.Popen(_fake_child(tmp_path, code), stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout is not None
+    worker = int(proc.stdout.readline())  # the SIGTERM handler is in place and the worker runs
+    server = LocalServer(tmp_path, settings)
+    server._proc = proc  # type: ignore[assignment]
+    server.stop()
+    assert proc.returncode is not None and server.pid is None
+    assert wait_gone(worker)
+
+
+def test_ports_outside_the_range_are_refused(tmp_path: Path, settings: Settings) -> None:
+    with pytest.raises(LocalServerError, match="local_server_port must be 0"):
+        LocalServer(tmp_path, settings.replace(local_server_port=70000))
