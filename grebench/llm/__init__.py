@@ -6,13 +6,21 @@ outer deadline and a size cap, retried with back-off, and
 cached by their canonical request in the ``llm_calls`` table, so a rerun with
 nothing new makes no calls.  Calls to a submitted endpoint go only to its
 checked address while :func:`pinned_endpoints` is active (see
-:mod:`grebench.llm._call`).  Importing this package does not import litellm.
+:mod:`grebench.llm._call`).
+
+Typed decisions (:class:`DecisionRequest` → :meth:`LLMClient.decide_many` → :class:`DecisionResult`: a probability
+per option from one forward pass of a local model, ``/v1/systemone``) go only to loopback servers grebench started,
+registered with :func:`local_endpoints`, and are cached in the same table.  Importing this package does not import
+litellm.
 """
 
 from grebench.llm._call import PinnedProviderError, pinned_endpoints, pinned_for
 from grebench.llm._client import LLMClient
+from grebench.llm._decision import DecisionRequest, DecisionResult, MalformedDecision
+from grebench.llm._local import LocalEndpointError, is_loopback, local_endpoints
 from grebench.llm._tokens import count_tokens, tokenizer_name, truncate_to_tokens
 from grebench.llm._types import ChatRequest, ChatResult
 
-__all__ = ["ChatRequest", "ChatResult", "LLMClient", "PinnedProviderError", "count_tokens", "pinned_endpoints",
-           "pinned_for", "tokenizer_name", "truncate_to_tokens"]
+__all__ = ["ChatRequest", "ChatResult", "DecisionRequest", "DecisionResult", "LLMClient", "LocalEndpointError",
+           "MalformedDecision", "PinnedProviderError", "count_tokens", "is_loopback", "local_endpoints",
+           "pinned_endpoints", "pinned_for", "tokenizer_name", "truncate_to_tokens"]

@@ -1,13 +1,16 @@
 """The ``llm_calls`` table: every call's outcome, keyed by its canonical request.
 
 Only ``ok`` rows are served from the cache; a failed row is kept for the
-record and replaced when a later attempt succeeds.
+record and replaced when a later attempt succeeds.  Typed decisions
+(``/v1/systemone``) are rows of the same table: the chosen option is the
+``text``, the probability of every option is ``logprobs_json``.
 """
 
 from __future__ import annotations
 
 import json
 
+from grebench.llm._decision import DecisionRequest, DecisionResult, choose
 from grebench.llm._types import ChatRequest, ChatResult
 from grebench.store import Store
 
@@ -40,8 +43,39 @@ def save(store: Store, request: ChatRequest, result: ChatResult) -> None:
         con.execute("DELETE FROM llm_calls WHERE request_key = ?", [key])
         con.execute(
             f"INSERT INTO llm_calls ({_COLUMNS}) VALUES ({', '.join('?' * 18)})",
-            [key, request.purpose, request.model, request.api_base, request.prompt_version, request.params_json(),
-             request.messages_sha256, result.status, result.text, result.error, result.tokens_in, result.tokens_out,
-             result.cost_usd, result.latency_s, result.attempts, result.truncated,
+            [key, request.purpose, request.model, request.endpoint_id or request.api_base, request.prompt_version,
+             request.params_json(), request.messages_sha256, result.status, result.text, result.error,
+             result.tokens_in, result.tokens_out, result.cost_usd, result.latency_s, result.attempts, result.truncated,
              None if result.logprobs is None else json.dumps(result.logprobs), result.generated_at],
+        )
+
+
+def lookup_decision(store: Store, request: DecisionRequest) -> DecisionResult | None:
+    """The stored ok decision of ``request``, marked cached, or None (probabilities are in ``logprobs_json``)."""
+    key = request.cache_key()
+    rows = store.rows("SELECT tokens_in, latency_s, attempts, logprobs_json, generated_at FROM llm_calls "
+                      "WHERE request_key = ? AND status = 'ok'", [key])
+    if not rows:
+        return None
+    r = rows[0]
+    probabilities = {str(k): float(v) for k, v in json.loads(r["logprobs_json"]).items()}
+    choice, probability = choose(request.labels, probabilities)
+    return DecisionResult(status="ok", probabilities=probabilities, choice=choice, probability=probability,
+                          tokens_in=r["tokens_in"], latency_s=r["latency_s"], error=None, attempts=r["attempts"],
+                          cached=True, generated_at=r["generated_at"], request_key=key)
+
+
+def save_decision(store: Store, request: DecisionRequest, result: DecisionResult) -> None:
+    """Record a decision's outcome like a chat call's (the chosen label as ``text``; an ok row is kept)."""
+    key = request.cache_key()
+    if result.status != "ok" and lookup_decision(store, request) is not None:
+        return
+    with store.transaction() as con:
+        con.execute("DELETE FROM llm_calls WHERE request_key = ?", [key])
+        con.execute(
+            f"INSERT INTO llm_calls ({_COLUMNS}) VALUES ({', '.join('?' * 18)})",
+            [key, request.purpose, request.model, request.endpoint, request.prompt_version, request.params_json(),
+             request.content_sha256, result.status, result.choice, result.error, result.tokens_in,
+             0 if result.ok else None, None, result.latency_s, result.attempts, False,
+             None if result.probabilities is None else json.dumps(result.probabilities), result.generated_at],
         )

@@ -13,6 +13,9 @@ from typing import Any, Callable, Sequence
 from grebench._offline import apply_offline_defaults
 from grebench.llm import _cache
 from grebench.llm._call import Attempt, call_attempt
+from grebench.llm._decide import call_decision
+from grebench.llm._decision import DecisionRequest, DecisionResult
+from grebench.llm._local import check_local
 from grebench.llm._plain import NOT_STREAMED, PlainReplyError, is_json
 from grebench.llm._tokens import count_tokens
 from grebench.llm._types import ChatRequest, ChatResult
@@ -118,7 +121,7 @@ def _note_unstreamed(request: ChatRequest) -> None:
 
 
 class LLMClient:
-    """Chat completions through litellm, cached in the store's ``llm_calls`` table.
+    """Chat completions through litellm, and typed decisions from local servers, cached in ``llm_calls``.
 
     ``complete`` serves an ``ok`` result from the cache without any call.
     Otherwise it streams the reply, or reads one JSON reply when the request
@@ -265,4 +268,50 @@ class LLMClient:
                     results[i] = result
                     if on_done is not None:
                         on_done(result)
+        return [r for r in results if r is not None]
+
+    # -- typed decisions ---------------------------------------------------
+    def decide_many(self, requests: Sequence[DecisionRequest],
+                    on_done: Callable[[DecisionResult], None] | None = None) -> list[DecisionResult]:
+        """Answer typed decisions (``/v1/systemone``) of local servers; results in request order.
+
+        Cached ok decisions make no call.  Every other one must go to a loopback server grebench started
+        (:func:`grebench.llm.local_endpoints`): otherwise :class:`grebench.llm.LocalEndpointError` is raised
+        before any call.  At most ``bench_concurrency`` calls run at once per server, each under ``llm_timeout_s``,
+        retried on 5xx/timeouts up to ``llm_max_retries`` times (see :mod:`grebench.llm._decide`).  The same
+        request twice is called once.  Store access and ``on_done`` stay in the calling thread.
+        """
+        results: list[DecisionResult | None] = [None] * len(requests)
+        pending: dict[str, list[int]] = {}
+        for i, request in enumerate(requests):
+            hit = _cache.lookup_decision(self.store, request) if self.store is not None else None
+            if hit is None:
+                pending.setdefault(request.cache_key(), []).append(i)
+            else:
+                results[i] = hit
+                if on_done is not None:
+                    on_done(hit)
+        roots = {key: check_local(requests[idx[0]].api_base) for key, idx in pending.items()}
+        if pending:
+            s = self.settings
+            limit = max(1, int(s.bench_concurrency))
+            gates = {root: threading.Semaphore(limit) for root in set(roots.values())}
+
+            def run(key: str) -> DecisionResult:
+                with gates[roots[key]]:
+                    return call_decision(requests[pending[key][0]], roots[key], float(s.llm_timeout_s),
+                                         int(s.llm_max_retries), self._sleep or _sleep, self._rng, BACKOFF_BASE_S,
+                                         BACKOFF_MAX_S)
+
+            with ThreadPoolExecutor(max_workers=min(len(pending), limit * len(gates))) as pool:
+                futures = {pool.submit(run, key): key for key in pending}
+                for future in as_completed(futures):
+                    key = futures[future]
+                    result = future.result()
+                    if self.store is not None:
+                        _cache.save_decision(self.store, requests[pending[key][0]], result)
+                    for i in pending[key]:
+                        results[i] = result
+                        if on_done is not None:
+                            on_done(result)
         return [r for r in results if r is not None]

@@ -27,6 +27,11 @@ class ChatRequest:
     store, logs or errors.  ``stream`` says how the reply is fetched, not what
     is asked: it is not part of the cache key either (``stream = false`` for an
     endpoint that cannot stream reuses the results of streamed calls).
+
+    ``endpoint_id`` names the endpoint in the cache key instead of ``api_base`` when the address is not the
+    endpoint's identity: a local model server (``kind = "local"``) listens on a new port on every start, so its
+    calls are keyed by a stable name (``local:<checkpoint>:<dtype>``) and a second run finds the first run's calls.
+    Without it (every other endpoint) the key is what it always was.
     """
 
     model: str
@@ -37,6 +42,7 @@ class ChatRequest:
     api_key_env: str | None = None
     params: tuple[tuple[str, Any], ...] = ()
     stream: bool = True
+    endpoint_id: str | None = None
 
     def __post_init__(self) -> None:
         # Sorted so that the same parameters in another order are the same request.
@@ -57,11 +63,16 @@ class ChatRequest:
         """The canonical parameters as JSON."""
         return json.dumps(_canonical_params(self.params), sort_keys=True, default=str)
 
+    @property
+    def endpoint(self) -> str | None:
+        """The endpoint as the cache key names it: ``endpoint_id``, else ``api_base``."""
+        return self.endpoint_id or (self.api_base or "").rstrip("/") or None
+
     def cache_key(self) -> str:
         """SHA-256 of the canonical request; the API key is never part of it."""
         canonical = {
             "model": self.model,
-            "api_base": (self.api_base or "").rstrip("/") or None,
+            "api_base": self.endpoint,
             "messages": [list(m) for m in self.messages],
             "params": _canonical_params(self.params),
             "purpose": self.purpose,
