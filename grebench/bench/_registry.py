@@ -50,6 +50,7 @@ class Candidate:
     submitter: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
     stream: bool = True  # false: the endpoint cannot stream, every call is one plain JSON request
+    endpoint_id: str | None = None  # names the endpoint in call-cache keys when api_base changes (a local server)
 
     @property
     def needs_llm(self) -> bool:
@@ -159,8 +160,8 @@ class CandidateKind(Protocol):
         ...
 
 
-#: Kinds of configured candidates (``llm`` built in; plugins may add more).
-CANDIDATE_KINDS: Registry[CandidateKind] = Registry("candidate kind")
+#: Kinds of configured candidates (``llm`` and ``local`` built in; plugins may add more).
+CANDIDATE_KINDS: Registry[CandidateKind] = Registry("candidate kind", builtins=("grebench.bench._local",))
 CANDIDATE_KINDS.add("llm", LLMKind(), spec="llm", summary="a litellm model or an OpenAI-compatible endpoint")
 
 
