@@ -15,7 +15,11 @@ between our check and the child's bind).
 
 The child binds 127.0.0.1 only and gets its own process group (``start_new_session``): stopping sends SIGTERM to
 the group, waits, then SIGKILLs the group, and always reaps the child, also when the ``with`` body raises or the
-parent is interrupted (KeyboardInterrupt) while starting or stopping.
+parent is interrupted (KeyboardInterrupt) while starting or stopping.  A parent that dies without running its
+``finally`` blocks (SIGKILL, or SIGTERM from ``timeout``, ``docker stop``, systemd) must not leave the model running
+either: the child runs ``transformers serve`` behind :data:`LAUNCHER`, a few lines that read a pipe whose only
+writer is the parent and SIGKILL the child's group when it reads end-of-file, which the kernel delivers as soon as
+the parent is gone, however it ended.
 
 On the CPU the continuous-batching KV cache would otherwise take 60% of the free RAM: ``cache_tokens`` (the bench
 passes ``bench_concurrency`` x the candidate's ``context_tokens``) sizes it to what the calls can use.
@@ -46,6 +50,22 @@ STOP_GRACE_S = 20.0  # SIGTERM lets uvicorn finish; after this the group is kill
 POLL_S = 0.2  # how often /health is asked while the child is alive
 PAGE_TOKENS = 256  # transformers' continuous-batching page size (ContinuousBatchingConfig.page_size)
 MAX_BATCH_TOKENS = 2048  # tokens of one continuous-batching step (longer prompts are prefilled in chunks)
+#: The child's program: watch the parent's pipe (fd in argv[1]) in a thread, then run the transformers CLI in-process.
+LAUNCHER = """\
+import os, signal, sys, threading
+fd = int(sys.argv[1])
+def watch():
+    try:
+        while os.read(fd, 1):
+            pass
+    except OSError:
+        pass
+    os.killpg(0, signal.SIGKILL)  # end of file: the parent is gone, take the whole group down
+threading.Thread(target=watch, name="grebench-parent-watch", daemon=True).start()
+sys.argv = ["transformers", *sys.argv[2:]]
+from transformers.cli.transformers import main
+sys.exit(main())
+"""
 _PORT_TAKEN = re.compile(r"address already in use|Errno 98|Errno 48|only one usage of each socket address", re.I)
 
 
@@ -175,6 +195,7 @@ class LocalServer:
         self.log_path = self.root / f"{slug}-{digest}.log"
         self.port = 0
         self._proc: subprocess.Popen[bytes] | None = None
+        self._lifeline: int | None = None  # the parent's end of the pipe the child watches
 
     # -- what callers use ------------------------------------------------------------------------------------------
     @property
@@ -200,8 +221,8 @@ class LocalServer:
         return None if self._proc is None else self._proc.pid
 
     def command(self, port: int) -> list[str]:
-        """The child's command line."""
-        cmd = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(self.checkpoint), "--host", HOST,
+        """The ``transformers serve`` command line (the child runs it behind :data:`LAUNCHER`)."""
+        cmd = ["transformers", "serve", str(self.checkpoint), "--host", HOST,
                "--port", str(port), "--device", self.device, "--dtype", self.dtype,
                "--continuous-batching" if self.continuous_batching else "--no-continuous-batching"]
         if self.continuous_batching and self.cache_tokens:
@@ -246,11 +267,21 @@ class LocalServer:
         self.root.mkdir(parents=True, exist_ok=True)
         log.info("starting transformers serve for %s on %s:%d (%s, %s; log: %s)", self.checkpoint, HOST, port,
                  self.device, self.dtype, self.log_path)
-        with open(self.log_path, "wb") as out:
-            out.write(f"$ {' '.join(self.command(port))}\n".encode())
-            out.flush()
-            self._proc = subprocess.Popen(self.command(port), stdin=subprocess.DEVNULL, stdout=out,
-                                          stderr=subprocess.STDOUT, env=self.environment(), start_new_session=True)
+        command = self.command(port)
+        watch_fd, self._lifeline = os.pipe()  # both non-inheritable: only the child gets the read end (pass_fds)
+        try:
+            with open(self.log_path, "wb") as out:
+                out.write(f"$ {' '.join(command)}\n".encode())
+                out.flush()
+                self._proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(watch_fd), *command[1:]],
+                                              stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                              env=self.environment(), start_new_session=True, pass_fds=(watch_fd,))
+        except BaseException:
+            os.close(self._lifeline)
+            self._lifeline = None
+            raise
+        finally:
+            os.close(watch_fd)
         self.port = port
         try:
             self._wait_ready(port)
@@ -329,6 +360,9 @@ class LocalServer:
             # it left behind, never another program's processes
             _signal_group(proc.pid, signal.SIGKILL)
             proc.wait()
+            if self._lifeline is not None:
+                os.close(self._lifeline)
+                self._lifeline = None
             self._proc = None
             self.port = 0
 

@@ -34,16 +34,23 @@ def port_free(port: int) -> bool:
 
 
 def gone(pid: int) -> bool:
-    """Whether process ``pid`` no longer runs (absent, or a zombie waiting for init to reap it)."""
+    """Whether process ``pid`` no longer runs: absent, or a zombie all of whose threads have exited.
+
+    (The leader of a dying multi-threaded process shows as a zombie while its other threads still hold its files,
+    its listening socket included.)
+    """
+    task_dir = Path(f"/proc/{pid}/task")
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        states = [(task / "stat").read_text().rsplit(")", 1)[1].split()[0] for task in task_dir.iterdir()]
     except OSError:
+        if task_dir.parent.exists():
+            return False  # a thread went away while we looked: look again
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
             return True
         return False
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+    return all(state in ("Z", "X") for state in states)
 
 
 def wait_gone(pid: int) -> bool:

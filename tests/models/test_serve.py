@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -101,8 +102,7 @@ def test_the_startup_bound_catches_a_hung_server_and_kills_it(tmp_path: Path, se
             children.append(self)
 
     monkeypatch.setattr(serve_module.subprocess, "Popen", Recorded)
-    hung = _fake_child(tmp_path, "import time\ntime.sleep(600)\n")
-    monkeypatch.setattr(LocalServer, "command", lambda self, port: hung)
+    monkeypatch.setattr(serve_module, "LAUNCHER", "import time\ntime.sleep(600)\n")
     with pytest.raises(LocalServerError, match=r"did not answer /health within local_server_startup_s = 0.5 s"):
         LocalServer(tmp_path, settings.replace(local_server_startup_s=0.5)).start()
     assert len(children) == 1 and children[0].returncode is not None  # stopped and reaped
@@ -122,6 +122,25 @@ def test_stop_kills_a_child_that_ignores_sigterm_and_the_workers_of_its_group(
     server.stop()
     assert proc.returncode is not None and server.pid is None
     assert wait_gone(worker)
+
+
+def test_the_server_does_not_outlive_a_parent_that_is_killed(tiny_llama_dir: Path, settings: Settings,  # noqa: F811
+                                                             tmp_path: Path) -> None:
+    code = ("import sys\nfrom pathlib import Path\nfrom grebench.models import LocalServer\n"
+            "from grebench.settings import load_settings\n"
+            f"server = LocalServer(Path({str(tiny_llama_dir)!r}), load_settings(env={{'GREBENCH_DATA_DIR': "
+            f"{str(settings.data_path)!r}}})).start()\n"
+            "print(server.pid, server.port, flush=True)\nsys.stdin.read()\n")
+    repo = str(Path(__file__).resolve().parents[2])  # this checkout's grebench, whatever is installed
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))}
+    parent = subprocess.Popen(_fake_child(tmp_path, code), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              cwd=repo, env=env)
+    assert parent.stdout is not None
+    pid, port = map(int, parent.stdout.readline().split())  # the server is ready
+    assert not gone(pid)
+    parent.kill()  # no finally, no atexit: only the kernel closing the parent's pipe tells the child
+    parent.wait()
+    assert wait_gone(pid) and port_free(port)
 
 
 def test_ports_outside_the_range_are_refused(tmp_path: Path, settings: Settings) -> None:
