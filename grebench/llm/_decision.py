@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from grebench.llm._local import server_root
+
 SUM_TOLERANCE = 1e-3
 
 
@@ -64,8 +66,8 @@ class DecisionRequest:
 
     @property
     def endpoint(self) -> str:
-        """The endpoint as the cache key names it: ``endpoint_id``, else ``api_base``."""
-        return self.endpoint_id or self.api_base.strip().rstrip("/")
+        """The endpoint as the cache key names it: ``endpoint_id``, else the server's root URL (``/v1`` or not)."""
+        return self.endpoint_id or server_root(self.api_base)
 
     def body(self) -> dict[str, Any]:
         """The ``/v1/systemone`` request."""

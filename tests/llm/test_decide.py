@@ -92,7 +92,7 @@ def test_decisions_only_go_to_local_servers_grebench_started(settings: Settings)
     assert _rows(store) == []
 
 
-def test_endpoint_id_keeps_a_chat_call_key_stable_across_ports() -> None:
+def test_endpoint_id_keeps_a_call_key_stable_across_ports() -> None:
     def chat(api_base: str, endpoint_id: str | None) -> ChatRequest:
         return ChatRequest("openai/m", (("user", "hi"),), "review", "v1", api_base=api_base, endpoint_id=endpoint_id)
 
@@ -102,6 +102,10 @@ def test_endpoint_id_keeps_a_chat_call_key_stable_across_ports() -> None:
         chat("http://127.0.0.1:1/v1", "local:m:bfloat16").cache_key()
     assert chat("http://127.0.0.1:1/v1", None).cache_key() != chat("http://127.0.0.1:2/v1", None).cache_key()
     assert chat("http://h/v1/", None).cache_key() == chat("http://h/v1", None).cache_key()
+    # a decision without an endpoint name is keyed by its server, given with /v1 or without
+    assert _request("http://127.0.0.1:5/v1", endpoint_id=None).cache_key() == \
+        _request("http://127.0.0.1:5/", endpoint_id=None).cache_key() != \
+        _request("http://127.0.0.1:6", endpoint_id=None).cache_key()
 
 
 class _Scripted:
