@@ -71,7 +71,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("hf_batch_tokens", int, 16_384, "Token budget of one hf estimator batch."),
     Setting("bootstrap_samples", int, 2000, "Bootstrap resamples (over papers) for confidence intervals."),
     # panel
-    Setting("panel_pairs_per_paper", int, 0, "Pairwise comparisons per paper for the judge panel (0 = all pairs)."),
+    Setting("panel_pairs_per_paper", int, 0, "Pairwise comparisons per paper for the judge panel: every pair of contestants (LLMs, imported reviews, the human baseline), then contestant-vs-control anchor pairs in a seeded order up to this many (0 = all; control-vs-control pairs are never judged)."),
+    Setting("panel_llm_pairs_per_paper", int, 3, "The same cap for LLM judges, whose every comparison is a model call (0 = as panel_pairs_per_paper)."),
     Setting("exam_pairs", int, 100, "Pairs per test of the judges' qualification exam (seeded sample per venue-year)."),
     Setting("debate_rounds", int, 2, "Maximum debate rounds for pairs on which qualified LLM judges disagree."),
     Setting("judges_see_machine_metrics", bool, False, "Give LLM judges the machine metrics of both reviews as context."),
