@@ -69,6 +69,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("hf_dtype", str, "bfloat16", "Torch dtype of the hf estimator (float32, bfloat16, float16)."),
     Setting("hf_device", str, "auto", "Torch device of the hf estimator (auto, cpu, cuda)."),
     Setting("hf_batch_tokens", int, 16_384, "Token budget of one hf estimator batch."),
+    Setting("models_dir", str, "", "Directory of the built-in evaluation LMs that `grebench models pull` (or first use of hf:NAME) materialises (default: DATA_DIR/models)."),
     Setting("bootstrap_samples", int, 2000, "Bootstrap resamples (over papers) for confidence intervals."),
     # panel
     Setting("panel_pairs_per_paper", int, 0, "Pairwise comparisons per paper for the judge panel (0 = all pairs)."),
