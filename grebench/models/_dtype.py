@@ -80,7 +80,11 @@ def cached_choice(settings: Settings, name: str) -> dict[str, Any] | None:
     file = models_path(settings) / name / PROBE_FILE
     if not file.is_file():
         return None
-    record = _read(file).get(json.dumps(machine_key(), sort_keys=True))
+    try:
+        key = json.dumps(machine_key(), sort_keys=True)
+    except ImportError:  # no torch here: no choice applies
+        return None
+    record = _read(file).get(key)
     return record if isinstance(record, dict) else None
 
 

@@ -81,6 +81,8 @@ def installed(settings: Settings, name: str) -> dict[str, Any] | None:
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
+        if path.parent.exists():  # not made by pull (which writes the manifest before the directory appears)
+            raise _corrupt(entry.name, f"{path.parent} exists but has no manifest {MANIFEST}") from None
         return None
     except (OSError, ValueError) as exc:
         raise _corrupt(entry.name, f"its manifest {path} cannot be read ({exc})") from None

