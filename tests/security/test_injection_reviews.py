@@ -14,7 +14,8 @@ pipeline (rules preprocessor + offline estimator), each adversarial review is a 
 
 The judge panel (reference judges) must not be moved by them: the order of the bundled candidates (the human
 baseline and the controls) by Bradley–Terry strength is the same with and without the four adversarial ones, which
-are contestants (kind ``llm``, as a submitted model's reviews would be), and the injection ranks below the human.  The estimator reads the injection as text to be predicted, never as an instruction — that is the point.
+are contestants (kind ``llm``, as a submitted model's reviews would be), and the injection ranks below the human.
+The estimator reads the injection as text to be predicted, never as an instruction — that is the point.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The exam and the panel on the bundled ICLR 2020 data with the reference judges (no LLM).
 
 To stay fast the bundled store is cut to its first 60 papers (by id) before bench and scoring; the issue's
-expectations are checked on that subset: ``position`` fails consistency, ``length`` fails pertinence, ``overlap`` and
-``gem`` pass; ``overlap``, which prefers restated paper content, fails pertinence (the exam's pairs of a real
-review against the abstract restatement and keyword stuffing of it).  The commands are then run through the CLI on the same file.
+expectations are checked on that subset: ``position`` fails consistency, ``length`` fails pertinence, ``gem``
+passes; ``overlap``, which prefers restated paper content, fails pertinence (the exam's pairs of a real review
+against the abstract restatement and keyword stuffing of it).  The commands are then run through the CLI on the same
+file.
 """
 
 from __future__ import annotations
