@@ -23,6 +23,7 @@ from grebench.scoring import run_scoring
 from grebench.scoring.panel import run_panel
 from grebench.settings import load_settings
 from grebench.store import Store, open_store
+from tests.conftest import FAST_ENV
 
 PAPERS = 60
 
@@ -40,7 +41,7 @@ def _keep_first_papers(store: Store, n: int) -> None:
 def panel_run(bundled_db: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     data_dir = tmp_path_factory.mktemp("panel")
     shutil.copy2(bundled_db, data_dir / "grebench.duckdb")
-    settings = load_settings(env={"GREBENCH_DATA_DIR": str(data_dir), "GREBENCH_BOOTSTRAP_SAMPLES": "100"})
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(data_dir), "GREBENCH_BOOTSTRAP_SAMPLES": "100"})
     store = open_store(settings.db_path)
     _keep_first_papers(store, PAPERS)
     run_id = store.start_run("test", {})
