@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from grebench.scoring._request import LogprobRequest
-from tests.scoring.tiny_llama import build_tiny_llama, bundled_papers, judgment_corpus
+from grebench.scoring.estimators.tiny import build_tiny_llama, bundled_papers, judgment_corpus
 
 
 def bench_requests(n_papers: int) -> list[LogprobRequest]:

@@ -17,6 +17,15 @@ apply_offline_defaults()
 for _var in ("OPENREVIEW_USERNAME", "OPENREVIEW_PASSWORD", "OPENREVIEW_TOKEN"):
     os.environ.pop(_var, None)
 
+# The suite runs the fast path by default: the offline word model, every paper, no local model as a candidate or a
+# judge.  Tests of the real evaluation LM, the local server and the built-in candidate and judge opt in explicitly
+# (tests/models, tests/pipeline/test_default_run.py); subprocesses and CliRunner inherit these through os.environ,
+# settings built from an explicit env dict add FAST_ENV.
+FAST_ENV = {"GREBENCH_ESTIMATOR": "offline", "GREBENCH_PAPERS": "all", "GREBENCH_LOCAL_CANDIDATES": "",
+            "GREBENCH_LOCAL_JUDGES": ""}
+for _key, _value in FAST_ENV.items():
+    os.environ.setdefault(_key, _value)
+
 TESTS_DIR = Path(__file__).parent
 DATA_DIR = TESTS_DIR / "data"
 
@@ -24,7 +33,7 @@ DATA_DIR = TESTS_DIR / "data"
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     """Default settings with the data dir in a fresh temp directory."""
-    return load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path / "data")})
+    return load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "data")})
 
 
 @pytest.fixture
@@ -41,7 +50,7 @@ def bundled_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from grebench.ingest import resolve_source, run_ingest
 
     path = tmp_path_factory.mktemp("bundled") / "grebench.duckdb"
-    settings = load_settings(env={"GREBENCH_DATA_DIR": str(path.parent)})
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(path.parent)})
     s = open_store(path)
     run_id = s.start_run("ingest", {})
     run_ingest(resolve_source("bundled", settings), s, settings, run_id)

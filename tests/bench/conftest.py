@@ -12,6 +12,7 @@ import pytest
 from grebench.bench import run_bench
 from grebench.settings import Settings, load_settings
 from grebench.store import PaperRecord, ReviewRecord, Store, open_store
+from tests.conftest import FAST_ENV
 from tests.llm.conftest import CANARY, KEY_ENV, canary_key, fake_llm, no_backoff, warm_litellm
 
 __all__ = ["CANARY", "KEY_ENV", "canary_key", "fake_llm", "no_backoff", "warm_litellm"]
@@ -23,7 +24,7 @@ def benched(bundled_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
     target = tmp_path_factory.mktemp("benched") / "grebench.duckdb"
     shutil.copy2(bundled_db, target)
     store = open_store(target)
-    settings = load_settings(env={"GREBENCH_DATA_DIR": str(target.parent)})
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(target.parent)})
     run_id = store.start_run("bench", {})
     summary = run_bench(store, settings, run_id)
     yield store, summary

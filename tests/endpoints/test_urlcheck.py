@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from grebench.endpoints import PinnedEndpoint, URLRejected, check_redirect, check_url, pinned_transport
+from tests.conftest import FAST_ENV
 
 RESOLVER = {"api.model.example": ["93.184.216.34"], "internal.example": ["10.1.2.3"],
             "rebind.example": ["93.184.216.34", "127.0.0.1"], "mapped.example": ["::ffff:127.0.0.1"],
@@ -120,7 +121,7 @@ def test_every_url_in_the_settings_is_an_own_service(no_network: None) -> None:
     from grebench.endpoints import check_submitted_url, own_service_urls
     from grebench.settings import load_settings
 
-    settings = load_settings(env={"GREBENCH_ESTIMATOR": "mine:https://eval.example:9443/score",
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_ESTIMATOR": "mine:https://eval.example:9443/score",
                                   "GREBENCH_SCORING_LLM_API_BASE": "https://api.model.example:8443/v1"})
     own = own_service_urls(settings)
     assert "https://eval.example:9443/score" in own and "https://api.model.example:8443/v1" in own
@@ -128,5 +129,5 @@ def test_every_url_in_the_settings_is_an_own_service(no_network: None) -> None:
         with pytest.raises(URLRejected, match="own services"):
             check_submitted_url(url, settings, RESOLVER)
     # without those settings the same public host is an ordinary submission
-    plain = load_settings(env={})
+    plain = load_settings(env={**FAST_ENV, })
     assert check_submitted_url("https://api.model.example/v1", plain, RESOLVER).ip == "93.184.216.34"

@@ -7,6 +7,7 @@ from typing import Iterator
 import pytest
 
 from grebench.settings import Settings
+from tests.conftest import FAST_ENV
 from tests.fakes.openai_server import FakeOpenAIServer
 
 CANARY = "sk-canary-7f3a9c1e5b"
@@ -21,7 +22,7 @@ def warm_litellm() -> None:
     from grebench.settings import load_settings
 
     with FakeOpenAIServer() as server:
-        settings = load_settings(env={}).replace(llm_timeout_s=60, llm_max_retries=0)
+        settings = load_settings(env={**FAST_ENV, }).replace(llm_timeout_s=60, llm_max_retries=0)
         LLMClient(settings).complete(ChatRequest("openai/fake-model", (("user", "warm up"),), "test", "warm",
                                                  api_base=server.url))
 

@@ -10,6 +10,7 @@ from grebench.scheduler import SchedulerService, venue_sources
 from grebench.scoring import leaderboard
 from grebench.settings import load_settings
 from grebench.store import utcnow
+from tests.conftest import FAST_ENV
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.openreview_server import FakeOpenReview
 from tests.scheduler.conftest import CANDIDATE, add_papers, add_reviews, make_settings
@@ -23,7 +24,7 @@ def _counts(service: SchedulerService) -> dict[str, int]:
 
 
 def test_venue_sources_accept_ids_and_specs() -> None:
-    s = load_settings(env={"GREBENCH_VENUES": "ICLR.cc/2025/Conference, archive:/x.jsonl,bundled,,"})
+    s = load_settings(env={**FAST_ENV, "GREBENCH_VENUES": "ICLR.cc/2025/Conference, archive:/x.jsonl,bundled,,"})
     assert venue_sources(s) == ["openreview:ICLR.cc/2025/Conference", "archive:/x.jsonl", "bundled"]
 
 
@@ -71,7 +72,8 @@ def test_cycle_generates_sealed_before_reviews_scores_after_and_restart_repeats_
 
 
 def test_restart_after_a_crash_marks_the_job_interrupted_and_runs_it_first(tmp_path: Path) -> None:
-    settings = load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path / "data"), "GREBENCH_SCORE_INTERVAL_MIN": "30"})
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "data"),
+                                  "GREBENCH_SCORE_INTERVAL_MIN": "30"})
     service = SchedulerService(settings)
     store = service.store
     run_id = store.start_run("scheduler:generate", {})

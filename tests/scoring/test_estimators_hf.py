@@ -121,7 +121,9 @@ def test_scored_span_is_target_plus_end_of_turn(hf) -> None:
 
 
 def test_resolve_hf_rejects_missing_dir(settings) -> None:
-    with pytest.raises(ValueError, match="not a local checkpoint"):
+    from grebench.models import ModelError
+
+    with pytest.raises(ModelError, match=r"neither a built-in evaluation LM .* nor a local checkpoint directory"):
         resolve_estimator("hf:/nonexistent/ckpt", settings)
 
 

@@ -54,7 +54,7 @@ def test_rules_on_constructed_review() -> None:
               "- Results in Table 2 show only 0.3% gains [12].\n\nQuestions:\nHow sensitive is the method to the "
               "learning rate?\n\nMinor comments:\nThe related work section could be expanded.\n\n"
               "Additionally, I wonder whether the analysis extends to other architectures?")
-    lines = rules_judgment_lines(review)
+    lines = rules_judgment_lines(review, drop_content_free=False)
     assert lines == [
         "The reviewer appreciates that the idea is simple and effective.",
         "The reviewer criticizes that results in Table show only gains.",
@@ -70,7 +70,8 @@ def test_rules_on_constructed_review() -> None:
 
 def test_rules_cues_without_sections() -> None:
     lines = rules_judgment_lines("This work introduces a graph model. Why is the bound tight? The authors should "
-                                 "add a baseline. The presentation is unclear in places. The method is novel.")
+                                 "add a baseline. The presentation is unclear in places. The method is novel.",
+                                 drop_content_free=False)
     assert [line.split()[2] for line in lines] == ["questions", "suggests", "criticizes", "appreciates"]
 
 
@@ -82,7 +83,7 @@ def test_rules_keep_only_the_reviewers_judgments() -> None:
               "model is fast. It is also small.\nBelow I list my main concerns.\nThe evaluation is weak: we show "
               "that our model beats everything.\nThe experiments are\nlimited to small datasets.\n\nStrengths:\n"
               "1. According to the paper: Our model is robust to noise.\n2. The writing is clear.")
-    assert rules_judgment_lines(review) == [
+    assert rules_judgment_lines(review, drop_content_free=False) == [
         "The reviewer appreciates that I recommend acceptance because the idea is neat.",  # reviewer's own voice
         "The reviewer criticizes that the proof has a gap.",  # what follows the contrast after reported speech
         "The reviewer criticizes that the evaluation is weak.",  # the quotation after the colon is cut
@@ -199,7 +200,7 @@ def test_review_form_headings_of_newer_venues_keep_the_paper_summary_out() -> No
     """ICLR 2023 form: the paper summary gives no line; the judgment sections (no fixed polarity) all do."""
     from grebench.scoring._rules import classify_heading, rules_judgment_lines
 
-    lines = rules_judgment_lines(ICLR_2023_REVIEW)
+    lines = rules_judgment_lines(ICLR_2023_REVIEW, drop_content_free=False)
     text = " ".join(lines).lower()
     assert "message functions. the authors" not in text and "proposes a graph network" not in text
     assert "evaluate it on molecule" not in text
@@ -213,3 +214,26 @@ def test_review_form_headings_of_newer_venues_keep_the_paper_summary_out() -> No
                           ("Flag For Ethics Review", "skip"), ("Weaknesses", "criticizes"),
                           ("Questions", "questions")]:
         assert classify_heading(heading) == kind, heading
+
+
+def test_lines_of_generic_review_vocabulary_only_are_dropped() -> None:
+    """rules-v5: a line every review of every paper could contain carries no information about this paper; a line
+    with one word outside the generic review vocabulary (measured on real reviews, not on any known text) stays."""
+    from grebench.scoring._vocabulary import generic_vocabulary, is_content_free
+
+    generic = "Strengths:\nThe paper is well written and easy to follow.\nWeaknesses:\nThe experiments are limited."
+    assert rules_judgment_lines(generic, drop_content_free=False) and rules_judgment_lines(generic) == []
+    specific = "Weaknesses:\nThe Omniglot experiments are limited.\nThe experiments are limited."
+    assert rules_judgment_lines(specific) == ["The reviewer criticizes that the Omniglot experiments are limited."]
+    assert {"experiment", "baseline", "novelty", "clarity"} <= generic_vocabulary()
+    assert not is_content_free("The reviewer criticizes that the Wasserstein bound is loose.")
+    assert is_content_free("The reviewer appreciates that this research area is important.")
+
+
+def test_generic_vocabulary_is_what_the_bundled_reviews_give() -> None:
+    """The shipped list is reproducible: recomputed from the bundled ICLR 2020 reviews (rules-v4 lines)."""
+    from grebench.scoring._vocabulary import build_generic_vocabulary, bundled_lines_by_paper, generic_vocabulary
+
+    corpus = bundled_lines_by_paper(lambda text: rules_judgment_lines(text, drop_content_free=False))
+    assert len(corpus) == 400
+    assert set(build_generic_vocabulary(corpus)) == generic_vocabulary()

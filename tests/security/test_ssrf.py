@@ -22,6 +22,7 @@ from grebench.endpoints import KeyVault, PinnedEndpoint, check_submitted_url
 from grebench.llm import ChatRequest, LLMClient, pinned_endpoints
 from grebench.settings import Settings, load_settings
 from grebench.submissions import SubmissionForm, SubmissionQueue
+from tests.conftest import FAST_ENV
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.security.conftest import CANARY, RESOLVER, OutboundGuard
 
@@ -68,7 +69,8 @@ def test_python_api_refuses_the_ssrf_list(url: str, reason: str, tmp_path: Path,
 
 
 def test_ssrf_list_is_refused_with_default_settings_too(tmp_path: Path, guard: OutboundGuard) -> None:
-    settings = load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path), "GREBENCH_ESTIMATOR": "vllm:" + EVAL_LM})
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path),
+                                  "GREBENCH_ESTIMATOR": "vllm:" + EVAL_LM})
     for url, _ in SSRF:
         result = SubmissionQueue(None).submit(_form(url), settings, KeyVault(env={}), RESOLVER)
         assert not result["ok"], url

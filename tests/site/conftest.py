@@ -15,6 +15,7 @@ import pytest
 from grebench.scoring import compute_boards
 from grebench.settings import load_settings
 from grebench.store import Store, open_store
+from tests.conftest import FAST_ENV
 
 HOSTILE = "<script>alert('xss')</script><img src=x onerror=alert(1)> Great paper."
 NOW = datetime(2026, 1, 1)
@@ -85,7 +86,8 @@ def fill_store(s: Store) -> None:
              "ci_high": -0.8, "p": 0.001, "n_papers": 6, "verdict": "ok", "paper_d": -1.37}]
     con.execute("INSERT INTO validation_reports VALUES ('run1', 'offline', 'rules', ?, ?)", [json.dumps(rows), NOW])
     con.execute("INSERT INTO board_changes VALUES (?, 'candidate_added', 'good-llm', 'first board')", [NOW])
-    compute_boards(s, load_settings(env={}))  # the scoring stage's last step: the site only reads stored boards
+    compute_boards(s, load_settings(env=dict(FAST_ENV)))
+    # (the scoring stage's last step: the site only reads stored boards)
 
 
 @pytest.fixture

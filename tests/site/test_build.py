@@ -16,6 +16,7 @@ from grebench.settings import Settings, load_settings
 from grebench.site import SCHEMA_VERSION, build_site
 from grebench.site._build import ROW_FIELDS
 from grebench.store import Store, open_store
+from tests.conftest import FAST_ENV
 from tests.site.conftest import fill_store
 
 
@@ -23,7 +24,7 @@ from tests.site.conftest import fill_store
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One site built from the small store for the read-only tests of this module."""
     root = tmp_path_factory.mktemp("site")
-    settings = load_settings(env={"GREBENCH_DATA_DIR": str(root / "data")})
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(root / "data")})
     snap = settings.data_path / "snapshots" / "iclr2020"
     snap.mkdir(parents=True)
     (snap / "manifest.json").write_text('{"papers": 3}')

@@ -14,6 +14,7 @@ from grebench.site import build_site
 from grebench.site._app import _board_choices
 from grebench.site._labels import board_title, estimator_label, metric_label, preprocessor_label, setup_label
 from grebench.store import Store
+from tests.conftest import FAST_ENV
 
 OFFLINE_ID = ("offline:wb-bigram+content-copy:lam=0.08:beta=0.4:eps=0.001:minpapers=2:copy=tokens:fn=3820d16a"
               ":lower-words:corpus=ac12c4a0d31d")
@@ -69,7 +70,7 @@ def realistic_ids(store: Store) -> None:
     con.execute("UPDATE scores SET estimator = ?, preprocessor = 'rules-v3'", [OFFLINE_ID])
     con.execute("UPDATE judgments SET preprocessor = 'rules-v3'")
     con.execute("INSERT INTO scores SELECT * REPLACE (? AS estimator, pmi * 2 AS pmi) FROM scores", [HF_ID])
-    compute_boards(store, load_settings(env={}))  # the scoring stage's last step: boards from the new ids
+    compute_boards(store, load_settings(env={**FAST_ENV, }))  # the scoring stage's last step: boards from the new ids
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from grebench.settings import load_settings
 from grebench.store import Store, open_store
 from grebench.store._snapshot import SnapshotError, export_snapshot, import_snapshot, verify_snapshot
 from tests.bench.conftest import tiny_papers
+from tests.conftest import FAST_ENV
 
 VENUE = "Test.cc/2019/Conference"
 
@@ -22,7 +23,8 @@ VENUE = "Test.cc/2019/Conference"
 @pytest.fixture
 def scored(tmp_path: Path) -> Store:
     """A file store with the tiny papers benched and scored (offline estimator, rules preprocessor)."""
-    settings = load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path / "src"), "GREBENCH_BOOTSTRAP_SAMPLES": "50"})
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "src"),
+                                  "GREBENCH_BOOTSTRAP_SAMPLES": "50"})
     store = open_store(settings.db_path)
     with store.transaction():
         for paper in tiny_papers():
@@ -54,7 +56,7 @@ def test_export_verify_import_gives_the_same_leaderboard(scored: Store, tmp_path
     assert set(again["rows_added"].values()) == {0}  # idempotent
 
     # the imported tables are enough to re-score: drop the scores and compute them again, same numbers
-    settings = load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path / "fresh")})
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "fresh")})
     fresh.con.execute("DELETE FROM scores")
     summary = run_scoring(fresh, settings, None, ["gem-s"])
     assert summary["pairs_scored"] == manifest["files"]["scores.parquet"]["rows"]

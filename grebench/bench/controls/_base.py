@@ -3,7 +3,9 @@
 A control is a review whose effect on the metric is known in advance: a degradation of the human candidate review
 (the metric must penalise it), or a manipulation a gamer would try (the metric must not reward it).  Each control
 is one object in :data:`CONTROLS` saying what it does, which way the metric must move, whether it needs an LLM, and
-how to build it; the bench writes it, the validation reads its expectation, the judge exam uses the ``easy`` ones.
+how to build it; the bench writes it, the validation reads its expectation, the judge exam uses the ``easy`` ones
+(clearly worse than a real review: the self-confidence test) and the ``pertinence`` ones (restated paper content
+that a judge must not prefer over the real review it was made from, or over a real review).
 A new control is one module with one registration::
 
     @register_control("my-control", kind="manipulation", expected=NOT_REWARDED, source="human",
@@ -73,7 +75,7 @@ class Control:
     build: Callable[[ControlInput], str] | None = None
     prompt: Callable[[ControlInput], Messages] | None = None
     version: str = "control-v1"
-    exam_role: Literal["easy"] | None = None
+    exam_role: Literal["easy", "pertinence"] | None = None
     paper_d: float | None = None      # the GEM paper's Cohen's d for GEM-S with Llama-3.1-8B (methods.md §4)
     default: bool = True              # written by every bench run (else only when named)
 
@@ -100,7 +102,7 @@ def _check(kind: str, expected: str) -> None:
 
 def register_control(name: str, *, kind: Literal["degradation", "manipulation"], expected: str, description: str,
                      source: Literal["human", "other"] | None = None, version: str = "control-v1",
-                     exam_role: Literal["easy"] | None = None, paper_d: float | None = None,
+                     exam_role: Literal["easy", "pertinence"] | None = None, paper_d: float | None = None,
                      default: bool = True) -> Callable[[Callable[[ControlInput], str]], Callable[[ControlInput], str]]:
     """Decorator: register a control built without an LLM from its builder function."""
     _check(kind, expected)

@@ -89,7 +89,7 @@ def _elongation(inp: ControlInput) -> str:
     return varied_elongation(inp.require_human(), inp.rng("elongation"))
 
 
-@register_control("abstract-restatement", kind="degradation", expected=PENALISED,
+@register_control("abstract-restatement", kind="degradation", expected=PENALISED, exam_role="pertinence",
                   description="A review that only restates the paper's abstract.")
 def _abstract_restatement(inp: ControlInput) -> str:
     if not (inp.paper.abstract or "").strip():

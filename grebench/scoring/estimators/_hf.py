@@ -198,10 +198,25 @@ class HFEstimator:
         return out.tolist()
 
 
-@ESTIMATORS.register("hf", spec="hf:PATH", summary="a local transformers checkpoint, scored by teacher forcing")
+@ESTIMATORS.register("hf", spec="hf:NAME|PATH",
+                     summary="a built-in evaluation LM (grebench models list) or a local transformers checkpoint")
 def make_hf(arg: str, context: EstimatorContext) -> HFEstimator:
-    """``hf:PATH``: a local checkpoint directory."""
+    """``hf:NAME`` (a catalogue model, pulled and checked on first use) or ``hf:PATH`` (a local checkpoint).
+
+    ``hf_dtype = auto`` runs the dtype :func:`grebench.models.choose_dtype` picks.  A catalogue model's id names the
+    model and its weights' hash, not the directory it sits in, so its scores compare across machines:
+    ``hf:NAME@<checkpoint sha8>:dtype=<dtype>:chat=<template sha8>``.
+    """
+    from grebench.models import MODELS, choose_dtype, installed, resolve_checkpoint
+
     if not arg:
-        raise ValueError("hf estimator spec must be hf:PATH (a local checkpoint directory)")
+        raise ValueError("hf estimator spec must be hf:NAME (a built-in evaluation LM) or hf:PATH (a local checkpoint)")
     s = context.settings
-    return HFEstimator(arg, dtype=s.hf_dtype, device=s.hf_device, batch_tokens=s.hf_batch_tokens)
+    path, label = resolve_checkpoint(s, arg, context.progress)
+    dtype, _why = choose_dtype(s, arg, s.hf_device, s.hf_dtype, context.progress)
+    estimator = HFEstimator(str(path), dtype=dtype, device=s.hf_device, batch_tokens=s.hf_batch_tokens)
+    manifest = installed(s, label) if label in MODELS else None  # a path's label is absolute: never a name
+    if manifest is not None:
+        estimator.id = (f"hf:{label}@{manifest['checkpoint_sha256'][:8]}:dtype={dtype}"
+                        f":chat={template_sha8(estimator.tokenizer)}")
+    return estimator

@@ -6,7 +6,7 @@ Everything here is a function of plain values (no store), seeded where random, s
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -146,16 +146,20 @@ def ranks_of(strengths: np.ndarray) -> np.ndarray:
 
 
 def rank_with_bootstrap(verdicts: Sequence[Mapping[str, Any]], samples: int, seed: int,
-                        prior: float = 0.01) -> list[dict[str, Any]]:
+                        prior: float = 0.01, ranked: Collection[str] | None = None) -> list[dict[str, Any]]:
     """Strengths on all verdicts, with 95% percentile CIs and rank ranges from a bootstrap over papers.
 
     All resamples are fitted together (:func:`bradley_terry_many`), warm-started from the fit on all verdicts.
+    ``ranked`` names the contestants: only they get ranks (among themselves); every other candidate (a control,
+    judged as an anchor) keeps its strength and CI as a reference row with rank None.
     """
     names = sorted({v["candidate_a"] for v in verdicts} | {v["candidate_b"] for v in verdicts})
     if not names:
         return []
     strengths = bradley_terry(names, win_matrix(names, verdicts), prior)
-    ranks = ranks_of(strengths)
+    keep = np.array([ranked is None or n in ranked for n in names])
+    ranks = np.zeros(len(names), dtype=np.int64)
+    ranks[keep] = ranks_of(strengths[keep])
     by_paper: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for v in verdicts:
         by_paper[v["paper_id"]].append(v)
@@ -168,19 +172,21 @@ def rank_with_bootstrap(verdicts: Sequence[Mapping[str, Any]], samples: int, see
         counts = np.stack([np.bincount(d, minlength=len(papers)) for d in draws]).astype(np.float64)
         boot_s = bradley_terry_many(np.einsum("sp,pij->sij", counts, per_paper), prior, max_iter=2000, tol=1e-8,
                                     start=strengths)
-        boot_r = ranks_of(boot_s)
+        boot_r = np.zeros(boot_s.shape, dtype=np.int64)
+        boot_r[:, keep] = ranks_of(boot_s[:, keep])
     out = []
     for i, name in enumerate(names):
-        row: dict[str, Any] = {"candidate": name, "strength": float(strengths[i]), "rank": int(ranks[i])}
+        row: dict[str, Any] = {"candidate": name, "strength": float(strengths[i]),
+                               "rank": int(ranks[i]) if keep[i] else None}
         if boot_s is not None and boot_r is not None:
             row.update(ci95_low=float(np.percentile(boot_s[:, i], 2.5)),
                        ci95_high=float(np.percentile(boot_s[:, i], 97.5)),
-                       rank_low=int(np.floor(np.percentile(boot_r[:, i], 2.5))),
-                       rank_high=int(np.ceil(np.percentile(boot_r[:, i], 97.5))))
+                       rank_low=int(np.floor(np.percentile(boot_r[:, i], 2.5))) if keep[i] else None,
+                       rank_high=int(np.ceil(np.percentile(boot_r[:, i], 97.5))) if keep[i] else None)
         else:
             row.update(ci95_low=None, ci95_high=None, rank_low=None, rank_high=None)
         out.append(row)
-    return sorted(out, key=lambda r: (r["rank"], r["candidate"]))
+    return sorted(out, key=lambda r: (r["rank"] is None, r["rank"] or 0, -r["strength"], r["candidate"]))
 
 
 def agreement(verdicts: Sequence[Mapping[str, Any]], gem_per_paper: Mapping[tuple[str, str], float],

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from grebench.scoring._leaderboard import FLOOR_JOIN, FLOORED_PMI
 from grebench.scoring.panel._judges import PaperView, ReviewView
 from grebench.settings import Settings
 from grebench.store import Store
@@ -44,6 +45,7 @@ class VenueData:
     venue_id: str
     papers: dict[str, PaperView]
     families: dict[str, str | None]                                   # candidate -> family
+    kinds: dict[str, str]                                             # candidate -> kind (llm, human, control...)
     generations: dict[str, dict[str, ReviewView]]                     # paper -> candidate -> latest ok review
     reviews: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # paper -> human official reviews
     splits: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
@@ -56,14 +58,27 @@ def venues(store: Store) -> list[str]:
            WHERE g.status = 'ok' ORDER BY 1""")]
 
 
+def sampled_papers(store: Store, venue_id: str) -> set[str] | None:
+    """The papers of the main job's sample in this venue (``paper_samples``), or None when it used every paper.
+
+    The panel works on the same papers as the boards: a run on a sample neither judges nor examines others.
+    """
+    rows = store.con.execute("SELECT paper_id FROM paper_samples WHERE venue_id = ?", [venue_id]).fetchall()
+    return {r[0] for r in rows} or None
+
+
 def load_venue(store: Store, venue_id: str) -> VenueData:
-    """Everything the panel needs for one venue-year, read once."""
+    """Everything the panel needs for one venue-year (restricted to the main job's sample), read once."""
+    sample = sampled_papers(store, venue_id)
     papers = {r["paper_id"]: PaperView(r["paper_id"], r["title"] or "", r["abstract"] or "", r["text"] or "")
               for r in store.rows(
                   """SELECT p.paper_id, p.title, p.abstract, CASE WHEN t.status = 'ok' THEN t.text END AS text
                      FROM papers p LEFT JOIN paper_texts t ON t.paper_id = p.paper_id
-                     WHERE p.venue_id = ? ORDER BY p.paper_id""", [venue_id])}
-    families = {r["name"]: r["family"] for r in store.rows("SELECT name, family FROM candidates")}
+                     WHERE p.venue_id = ? ORDER BY p.paper_id""", [venue_id])
+              if sample is None or r["paper_id"] in sample}
+    rows = store.rows("SELECT name, family, kind FROM candidates")
+    families = {r["name"]: r["family"] for r in rows}
+    kinds = {r["name"]: r["kind"] for r in rows}
     generations: dict[str, dict[str, ReviewView]] = defaultdict(dict)
     for g in store.rows(
             """SELECT g.generation_id, g.candidate, g.paper_id, g.text, g.source_review_id FROM generations g
@@ -72,6 +87,8 @@ def load_venue(store: Store, venue_id: str) -> VenueData:
                QUALIFY row_number() OVER (PARTITION BY g.candidate, g.paper_id
                                           ORDER BY g.generated_at DESC, g.generation_id) = 1
                ORDER BY g.paper_id, g.candidate""", [venue_id]):
+        if g["paper_id"] not in papers:
+            continue
         generations[g["paper_id"]][g["candidate"]] = ReviewView(
             g["text"], g["candidate"], g["generation_id"], g["source_review_id"], families.get(g["candidate"]))
     reviews: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -80,11 +97,13 @@ def load_venue(store: Store, venue_id: str) -> VenueData:
                JOIN review_versions v ON v.review_id = r.review_id AND v.version = r.latest_version
                JOIN papers p ON p.paper_id = r.paper_id
                WHERE p.venue_id = ? AND r.kind = 'official_review' ORDER BY r.paper_id, r.review_id""", [venue_id]):
+        if r["paper_id"] not in papers:
+            continue
         reviews[r["paper_id"]].append({"review_id": r["review_id"], "text": r["text"],
                                        "rating": rating_value(r["rating"]), "words": len(r["text"].split())})
     splits = {r["paper_id"]: (r["candidate_review_id"], json.loads(r["reference_review_ids_json"]))
               for r in store.rows("SELECT * FROM baseline_splits")}
-    return VenueData(venue_id, papers, families, dict(generations), dict(reviews),
+    return VenueData(venue_id, papers, families, kinds, dict(generations), dict(reviews),
                      {p: s for p, s in splits.items() if p in papers})
 
 
@@ -107,11 +126,13 @@ class GemScores:
         if self._values is None:
             self._values = defaultdict(dict)
             if self.metric is not None:
+                # the boards' rule: a review without judgment lines gets the reference's floor, not PMI 0
+                setup = [self.metric, self.estimator, self.preprocessor]
                 for paper_id, ref, pmi, digest in self.store.con.execute(
-                        """SELECT s.paper_id, s.reference_review_id, s.pmi, sha256(g.text) FROM scores s
-                           JOIN generations g ON g.generation_id = s.generation_id
-                           WHERE s.metric = ? AND s.estimator = ? AND s.preprocessor = ?""",
-                        [self.metric, self.estimator, self.preprocessor]).fetchall():
+                        f"""SELECT s.paper_id, s.reference_review_id, {FLOORED_PMI}, sha256(g.text) FROM scores s
+                            JOIN generations g ON g.generation_id = s.generation_id {FLOOR_JOIN}
+                            WHERE s.metric = ? AND s.estimator = ? AND s.preprocessor = ?""",
+                        setup + setup).fetchall():
                     self._values[(paper_id, digest)][ref] = float(pmi)
         return self._values
 
@@ -164,10 +185,19 @@ class GemScores:
             raise RuntimeError(f"stored scores use estimator {self.estimator}, this run's is {estimator.id}")
         abstracts = {r["paper_id"]: (r["abstract"] or "").strip() for r in self.store.rows(
             "SELECT paper_id, abstract FROM papers")}
+        floors = {(p, r): min(0.0, float(v)) for p, r, v in self.store.con.execute(
+            """SELECT paper_id, reference_review_id, min(pmi) FROM scores WHERE metric = ? AND estimator = ?
+               AND preprocessor = ? AND conditional <> marginal GROUP BY ALL""",
+            [self.metric, self.estimator, self.preprocessor]).fetchall()}
         pending = []
         for pid, text in todo:
             x = lines.get(sha(text))
             if x is None or x.status != "ok":
+                continue
+            if not x.lines:  # no judgment lines: the reference's floor, as on the boards (no estimator call)
+                for ref in splits[pid][1]:
+                    if reviews.get(ref) is not None and sha(reviews[ref]) != sha(text):
+                        self.values[(pid, sha(text))][ref] = floors.get((pid, ref), 0.0)
                 continue
             synopsis = abstracts.get(pid) if self.metric == "gem-s" else None
             for ref in splits[pid][1]:

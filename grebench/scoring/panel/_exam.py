@@ -7,7 +7,10 @@ Exam material (all seeded by ``settings.seed``; ``settings.exam_pairs`` = m):
 * **pertinence** — for m papers: RA = the median-length human review of *this* paper; IA = the longest human review
   (ties: highest rating) of the most similar *other* paper by title + abstract (sentence embeddings when the
   ``embed`` extra is installed, TF-IDF cosine otherwise).  IA is a strong, well-written review that is about the
-  wrong paper and, by construction, usually longer than RA.  Both orders; P_p = share where RA wins (ties half).
+  wrong paper and, by construction, usually longer than RA.  Besides, for up to max(1, m/2) papers per control
+  registered with ``exam_role="pertinence"`` (``abstract-restatement``, ``keyword-stuffing``): RA = the human
+  candidate review, IA = that control on the same paper — restated paper content, which a judge that rewards
+  overlap with the paper would prefer.  Both orders; P_p = share of all pertinence pairs where RA wins (ties half).
 * **self-confidence** — easy: the human candidate review vs a control registered with ``exam_role="easy"``
   (``generic``, ``other-paper``); hard: two
   human reviews of the same paper.  m/2 pairs each, one seeded order per pair.  P_s = 1 when the mean confidence on
@@ -116,6 +119,13 @@ def build_exam(data: VenueData, m: int, seed: int) -> ExamSets:
         ia = max(data.reviews[similar[pid]], key=lambda r: (r["words"], r["rating"], r["review_id"]))
         sets.pertinence.append((data.papers[pid], _human(ra), _human(ia)))
     humans = [p for p in sorted(data.generations) if "human" in data.generations[p]]
+    for entry in CONTROLS:
+        if entry.obj.exam_role != "pertinence":
+            continue
+        have = [p for p in humans if entry.name in data.generations[p]]
+        for pid in sorted(rng.sample(have, min(max(1, m // 2), len(have)))):
+            gens = data.generations[pid]
+            sets.pertinence.append((data.papers[pid], gens["human"], gens[entry.name]))
     easy = [e.name for e in CONTROLS if e.obj.exam_role == "easy"]  # clearly worse than any real review
     for i, pid in enumerate(rng.sample(humans, min(max(1, m // 2), len(humans)))):
         gens = data.generations[pid]

@@ -82,13 +82,42 @@ def _machine_metrics(store: Store, data: VenueData, with_metrics: bool) -> int:
 
 
 def _pairs(data: VenueData, per_paper: int, seed: int) -> list[tuple[str, str, str]]:
+    """Pairs to judge per paper: every pair of contestants, then contestant-vs-control anchors (seeded order).
+
+    Contestants are what the panel ranks (LLMs, imported reviews, the human baseline); controls are yardsticks,
+    judged only against contestants (two controls compared tell nothing about a contestant).  ``per_paper`` > 0 keeps
+    every contestant pair and anchors up to that many pairs in all.
+    """
     rng = random.Random(f"{seed}:{data.venue_id}:pairs")
     out = []
     for pid in sorted(data.generations):
-        combos = list(itertools.combinations(sorted(data.generations[pid]), 2))
-        if per_paper > 0 and len(combos) > per_paper:
-            combos = sorted(rng.sample(combos, per_paper))
-        out += [(pid, a, b) for a, b in combos]
+        names = sorted(data.generations[pid])
+        contestants = [c for c in names if data.kinds.get(c) != "control"]
+        controls = [c for c in names if data.kinds.get(c) == "control"]
+        ranked = list(itertools.combinations(contestants, 2))
+        anchors = sorted((min(a, b), max(a, b)) for a in contestants for b in controls)
+        rng.shuffle(anchors)
+        if per_paper > 0:
+            anchors = anchors[:max(0, per_paper - len(ranked))]
+        out += [(pid, a, b) for a, b in ranked + anchors]
+    return out
+
+
+def _judge_pairs(judge: Judge, pairs: list[tuple[str, str, str]], data: VenueData, settings: Settings,
+                 seed: int) -> list[tuple[str, str, str]]:
+    """The pairs one judge is asked: LLM judges (every comparison a model call) get at most
+    ``panel_llm_pairs_per_paper`` per paper, the first ones of :func:`_pairs`' order (contestant pairs first)."""
+    cap = int(settings.panel_llm_pairs_per_paper)
+    if judge.kind == "reference" or cap <= 0:
+        return pairs
+    taken: dict[str, int] = defaultdict(int)
+    out = []
+    for pid, a, b in pairs:
+        if judge.family and judge.family in (data.families.get(a), data.families.get(b)):
+            continue  # never asked (family guard): does not use up the cap
+        if taken[pid] < cap:
+            taken[pid] += 1
+            out.append((pid, a, b))
     return out
 
 
@@ -223,7 +252,7 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, judge_names:
     """
     client = LLMClient(settings, store)
     gem = GemScores(store, settings, estimator_spec, preprocessor_spec)
-    summary: dict[str, Any] = {"venues": [], "exam": [], "rankings": [], "agreement": [], "votes": 0,
+    summary: dict[str, Any] = {"venues": [], "exam": [], "rankings": [], "agreement": [], "qualified": [], "votes": 0,
                                "votes_total": 0, "machine_metrics": 0, "gem_metric": gem.metric,
                                "verdicts": 0, "flagged": 0, "debated": 0, "skipped_venues": []}
     all_judges: list[Judge] = []
@@ -245,7 +274,7 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, judge_names:
         else:
             summary["skipped_venues"].append(venue_id)
         summary["venues"].append(venue_id)
-        for key in ("exam", "rankings", "agreement"):
+        for key in ("exam", "rankings", "agreement", "qualified"):
             summary[key] += part.get(key, [])
         for key in ("verdicts", "flagged", "debated"):
             summary[key] += part.get(key, 0)
@@ -287,16 +316,20 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
     if exam_only:
         return judges, part, True
     weights = {r["judge"]: r["weight"] for r in graded if r["passed"] and r["weight"] > 0}
+    part["qualified"] = [{"venue_id": venue_id, "qualified": sorted(weights), "examined": len(judges)}]
     pairs = _pairs(data, int(settings.panel_pairs_per_paper), int(settings.seed))
     missing = 0
     with progress.task(f"panel: votes, {venue_id}", len(weights), "judges") as task:
         for name in sorted(weights):
-            written, failed = _vote(store, data, by_name[name], pairs, run_id)
+            judge_pairs = _judge_pairs(by_name[name], pairs, data, settings, int(settings.seed))
+            written, failed = _vote(store, data, by_name[name], judge_pairs, run_id)
             part["votes"] += written
             missing += failed
             task.advance()
     verdicts = _verdicts(store, settings, data, by_name, weights, pairs)
-    rankings = rank_with_bootstrap(verdicts, int(settings.bootstrap_samples), int(settings.seed))
+    contestants = {c for c, kind in data.kinds.items() if kind != "control"}
+    rankings = rank_with_bootstrap(verdicts, int(settings.bootstrap_samples), int(settings.seed),
+                                   ranked=contestants)
     per_paper, gem_score = _gem_tables(store, gem, data)
     agree = agreement(verdicts, per_paper, {r["candidate"]: r["strength"] for r in rankings}, gem_score) \
         if verdicts and gem_score else None

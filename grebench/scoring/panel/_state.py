@@ -20,7 +20,7 @@ from grebench.store import fingerprint as fingerprint_of
 
 STAGE = "panel"
 #: Bump when the panel's computation changes, so stored results are recomputed.
-PANEL_VERSION = "panel-v2"
+PANEL_VERSION = "panel-v3"
 
 _QUERIES = (
     ("papers", """SELECT count(*), bit_xor(hash(p.paper_id, p.title, p.abstract, p.content_sha256, t.pdf_sha256,
@@ -35,6 +35,7 @@ _QUERIES = (
                        FROM generations g JOIN papers p ON p.paper_id = g.paper_id WHERE p.venue_id = ?"""),
     ("splits", """SELECT count(*), bit_xor(hash(s.paper_id, s.candidate_review_id, s.reference_review_ids_json))
                   FROM baseline_splits s JOIN papers p ON p.paper_id = s.paper_id WHERE p.venue_id = ?"""),
+    ("sample", "SELECT count(*), bit_xor(hash(paper_id)) FROM paper_samples WHERE venue_id = ?"),
 )
 _GLOBAL = (
     ("candidates", "SELECT count(*), bit_xor(hash(name, kind, family)) FROM candidates"),
@@ -53,7 +54,8 @@ def fingerprint(store: Store, settings: Settings, venue_id: str, judge_names: Se
         "version": PANEL_VERSION, "venue": venue_id, "exam_only": exam_only,
         "judge_names": sorted(judge_names or []), "judges": settings.tables.get("judges"), "setup": setup,
         "settings": {name: getattr(settings, name) for name in (
-            "seed", "exam_pairs", "panel_pairs_per_paper", "bootstrap_samples", "debate_rounds",
+            "seed", "exam_pairs", "panel_pairs_per_paper", "panel_llm_pairs_per_paper", "bootstrap_samples",
+            "debate_rounds",
             "judges_see_machine_metrics", "estimator", "preprocessor")},
     }
     return fingerprint_of(store, queries=queries, values=values, code=code_files(Path(__file__).parent))
