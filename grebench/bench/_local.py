@@ -38,8 +38,14 @@ def is_path_spec(spec: str) -> bool:
 
 
 def catalogue_dates(spec: str) -> tuple[date | None, date | None]:
-    """(cutoff, released) the catalogue gives for a model name; none until the catalogue is wired in."""
-    return None, None
+    """(cutoff, released) the model catalogue gives for a model name; (None, None) for a name it does not know."""
+    from grebench.models import ModelError, catalogue_entry
+
+    try:
+        entry = catalogue_entry(spec)
+    except ModelError:
+        return None, None
+    return entry.cutoff, entry.released
 
 
 def _params(raw: Any, where: str) -> dict[str, Any]:

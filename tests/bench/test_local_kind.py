@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from grebench.bench import CANDIDATE_KINDS, CandidateError, load_candidates, run_bench
+from grebench.models import catalogue_entry
 from grebench.settings import Settings
 from grebench.store import Store
 from tests.bench.conftest import with_candidates
@@ -29,6 +30,11 @@ def test_a_local_candidate_has_fixed_recorded_generation_settings(settings: Sett
     [c] = [c for c in load_candidates(with_candidates(settings, _local(
         params={"max_tokens": 64, "context_tokens": 2048, "temperature": 0}))) if c.name == "tiny"]
     assert c.params == {"temperature": 0, "seed": 0, "max_tokens": 64, "context_tokens": 2048}
+    # a catalogue model's dates come from the catalogue unless the table gives them
+    entry = catalogue_entry("smollm2-135m")
+    [c] = [c for c in load_candidates(with_candidates(settings, {"name": "tiny", "kind": "local",
+                                                                 "model": "smollm2-135m"})) if c.name == "tiny"]
+    assert (c.cutoff, c.released) == (entry.cutoff, entry.released)
 
 
 @pytest.mark.parametrize(("entry", "error"), [
@@ -40,8 +46,8 @@ def test_a_local_candidate_has_fixed_recorded_generation_settings(settings: Sett
     (_local(quantization="4bit"), "unknown key\\(s\\) quantization"),
     (_local(model=" "), "missing model \\(a catalogue name"),
     ({k: v for k, v in _local().items() if k != "cutoff"}, "missing cutoff .*a local checkpoint"),
-    ({k: v for k, v in _local(model="smollm2-135m").items() if k != "cutoff"},
-     "missing cutoff .*the catalogue gives none for 'smollm2-135m'"),
+    ({k: v for k, v in _local(model="nosuch-model").items() if k != "cutoff"},
+     "missing cutoff .*the catalogue gives none for 'nosuch-model'"),
 ])
 def test_a_bad_local_table_is_refused_naming_the_candidate(entry: dict, error: str, settings: Settings) -> None:
     with pytest.raises(CandidateError, match=f"candidate 'tiny': {error}"):
@@ -51,7 +57,8 @@ def test_a_bad_local_table_is_refused_naming_the_candidate(entry: dict, error: s
 def test_a_missing_checkpoint_is_refused_before_any_server_starts(tiny_store: Store, settings: Settings,
                                                                  tmp_path: Path) -> None:
     s = with_candidates(settings, _local(model=str(tmp_path / "nowhere")))
-    with pytest.raises(CandidateError, match=r"candidate 'tiny': model .*not a local checkpoint directory"):
+    with pytest.raises(CandidateError, match=r"candidate 'tiny': .*nowhere' is neither a built-in evaluation LM "
+                                             r".* nor a local checkpoint directory"):
         run_bench(tiny_store, s, None, ["tiny"])
 
 
