@@ -47,7 +47,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("pdf_timeout_s", float, 60.0, "Wall-clock limit for extracting one PDF (the extractor runs in a subprocess)."),
     Setting("pdf_memory_mb", int, 2048, "Address-space limit of the PDF extraction subprocess, in MiB."),
     Setting("pdf_max_bytes", int, 50_000_000, "PDFs larger than this are refused without parsing."),
-    Setting("papers", str, "all", "Papers the main job works on: all, or N for a seeded sample stratified by venue and human rating (a real evaluation-LM on a CPU scores a few dozen papers in minutes)."),
+    Setting("papers", str, "auto", "Papers the main job works on: all, N for a seeded sample stratified by venue and human rating, or auto (a sample of 12 when a local language model runs on a CPU: about 15 minutes on 2 cores; else all)."),
     # bench
     Setting("bench_concurrency", int, 4, "Concurrent LLM calls per provider when generating candidate reviews."),
     Setting("llm_timeout_s", float, 600.0, "Outer deadline of one LLM call, including a stream that goes silent."),
@@ -56,10 +56,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("llm_max_retry_after_s", float, 60.0, "Largest Retry-After honoured for an LLM call; longer waits count as a failure."),
     Setting("context_tokens", int, 32_000, "Default context window (tokens) of a candidate model when its params do not say."),
     Setting("control_model", str, "", "litellm model for the LLM-made controls (deletion-completion, rephrase, abstract-only); empty: skip them."),
+    Setting("local_candidates", str, "smollm2-135m", "Built-in local candidates: comma-separated catalogue names (`grebench models list`) that write reviews as kind = \"local\" candidates, served by transformers serve on 127.0.0.1 (empty: none)."),
     Setting("local_server_startup_s", float, 300.0, "Upper bound on the start of a local model server (transformers serve) before it answers /health; it only catches a hung server: readiness is observed, never timed."),
     Setting("local_server_port", int, 0, "Port of a local model server on 127.0.0.1 (0 = a free port chosen by the OS on every start)."),
     # scoring
-    Setting("estimator", str, "offline", "Evaluation-LM estimator: offline, hf:NAME (a built-in evaluation LM, `grebench models list`) or hf:PATH, vllm:URL[,URL...], sglang:URL."),
+    Setting("estimator", str, "hf:smollm2-135m", "Evaluation-LM estimator: offline (a fast word-model proxy), hf:NAME (a built-in evaluation LM, `grebench models list`) or hf:PATH, vllm:URL[,URL...], sglang:URL."),
     Setting("preprocessor", str, "rules", "Judgment-line preprocessor: rules, imported or litellm:MODEL."),
     Setting("assw_model", str, "", "litellm model that summarises the strengths/weaknesses a paper claims (GEM-S ASSW); empty: ASSW skipped."),
     Setting("scoring_llm_api_base", str, "", "OpenAI-compatible base URL for the preprocessing and ASSW LLMs (empty: the provider's default)."),
@@ -76,6 +77,8 @@ SETTINGS: tuple[Setting, ...] = (
     # panel
     Setting("panel_pairs_per_paper", int, 0, "Pairwise comparisons per paper for the judge panel: every pair of contestants (LLMs, imported reviews, the human baseline), then contestant-vs-control anchor pairs in a seeded order up to this many (0 = all; control-vs-control pairs are never judged)."),
     Setting("panel_llm_pairs_per_paper", int, 3, "The same cap for LLM judges, whose every comparison is a model call (0 = as panel_pairs_per_paper)."),
+    Setting("local_judges", str, "smollm2-135m", "Built-in local LLM judges: comma-separated catalogue names or checkpoint paths that judge pairs through typed decisions (/v1/systemone of a local transformers serve; empty: none)."),
+    Setting("exam_llm_pairs", int, 24, "Pairs per exam test for an LLM judge (a bounded, evenly spread part of each seeded test; half as many for the easy and hard sets; 0 = the whole exam)."),
     Setting("exam_pairs", int, 100, "Pairs per test of the judges' qualification exam (seeded sample per venue-year)."),
     Setting("debate_rounds", int, 2, "Maximum debate rounds for pairs on which qualified LLM judges disagree."),
     Setting("judges_see_machine_metrics", bool, False, "Give LLM judges the machine metrics of both reviews as context."),

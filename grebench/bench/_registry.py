@@ -198,19 +198,33 @@ def bundled_candidates(settings: Settings) -> list[Candidate]:
     return out
 
 
+def builtin_local_tables(settings: Settings, configured: list[Any]) -> list[dict[str, Any]]:
+    """``[[candidates]]`` tables of setting ``local_candidates`` (catalogue names served as ``kind = "local"``);
+    a configured table of the same name replaces the built-in one."""
+    names = {e.get("name") for e in configured if isinstance(e, dict)}
+    out = []
+    for spec in (s.strip() for s in str(settings.values.get("local_candidates") or "").split(",")):
+        if spec and spec not in names:
+            family = re.sub(r"[-_.]?\d+(\.\d+)?[mb]\b.*$", "", spec.lower()) or spec
+            out.append({"name": spec, "kind": "local", "model": spec, "family": family,
+                        "description": f"built-in local candidate: catalogue model {spec} (setting local_candidates)"})
+    return out
+
+
 def load_candidates(settings: Settings) -> list[Candidate]:
-    """Every candidate: bundled ones first, then the configured LLMs (names must be unique)."""
+    """Every candidate: bundled ones first, then the built-in local ones, then the configured ones (unique names)."""
     raw = settings.tables.get("candidates", [])
     if isinstance(raw, dict):
         raw = [raw]
     if not isinstance(raw, list):
         raise CandidateError("candidates must be an array of tables ([[candidates]])")
+    builtin = builtin_local_tables(settings, raw)
     out = bundled_candidates(settings)
     seen = {c.name for c in out}
     from grebench.bench.controls import CONTROLS
 
     reserved = {HUMAN, *CONTROLS.names()}
-    for i, entry in enumerate(raw):
+    for i, entry in [(-1, t) for t in builtin] + list(enumerate(raw)):
         candidate = parse_candidate(entry, i, settings)
         if candidate.name in seen or candidate.name in reserved:
             raise CandidateError(f"candidate {candidate.name!r}: name already used (or reserved for a bundled one)")

@@ -42,6 +42,23 @@ def _leaderboards(store: Store, summary: dict[str, Any]) -> list[dict[str, Any]]
     return out
 
 
+def _plan(settings: Settings, opts: Any) -> str:
+    """What the run will do, said before it starts: the models in each role and how many papers."""
+    from grebench.pipeline import AUTO_CPU_PAPERS, papers_size
+
+    spec = opts.estimator_spec(settings)
+    size, why = papers_size(opts.papers if opts.papers is not None else settings.papers, settings, spec)
+    local = str(settings.values.get("local_candidates") or "").strip() or "none"
+    judges = str(settings.values.get("local_judges") or "").strip() or "none"
+    proxy = " (a fast word-model proxy, not the metric's language model)" if spec.startswith("offline") else ""
+    text = (f"main job: evaluation LM {spec}{proxy}; local candidates: {local}; local judges: {judges}; "
+            f"papers: {'every eligible paper' if size is None else f'a seeded sample of {size}'} ({why})")
+    if size == AUTO_CPU_PAPERS and why.startswith("auto"):
+        text += ("; about 15 minutes on a 2-core CPU (measured, README), most of it the language model; "
+                 "`--papers all` scores every paper")
+    return text
+
+
 def _print(summary: dict[str, Any]) -> None:
     from grebench.cli.validate import print_agreement, print_report
 
@@ -107,6 +124,8 @@ def command(settings: Settings, source: str, estimator: str | None, preprocessor
         raise click.UsageError(str(exc)) from None
     opts = RunOptions(source=source, estimator=estimator, preprocessor=preprocessor, metrics=tuple(metrics),
                       papers=papers)
+    if not as_json:
+        click.echo(_plan(settings, opts), err=True)
     summary: dict[str, Any] = {"source": source, "metrics": list(metrics)}
     with writer_store(settings) as store:
         run_id = store.start_run("run", {"source": source, "estimator": opts.estimator_spec(settings),

@@ -7,7 +7,7 @@ the store.
 """
 
 from grebench.pipeline._runner import BaseStage, PipelineResult, RunOptions, Stage, StageContext, run_stages
-from grebench.pipeline._sample import Sample, parse_papers, sample_papers
+from grebench.pipeline._sample import AUTO_CPU_PAPERS, Sample, papers_size, parse_papers, sample_papers
 from grebench.pipeline._service import SnapshotStage, SubmissionsStage, requests_path, snapshot_day
 from grebench.pipeline._stages import (
     MAIN,
@@ -32,7 +32,30 @@ def stages(*names: str) -> list[Stage]:
     return [STAGES[n] for n in names]
 
 
-__all__ = ["MAIN", "STAGES", "BaseStage", "BenchStage", "BoardsStage", "IngestStage", "PanelStage", "PipelineResult",
-           "RunOptions", "Sample", "ScoreStage", "SiteStage", "SnapshotStage", "Stage", "StageContext",
-           "SubmissionsStage", "ValidateStage", "parse_papers", "requests_path", "run_stages", "sample_papers",
-           "snapshot_day", "stages"]
+__all__ = [
+    "AUTO_CPU_PAPERS",
+    "MAIN",
+    "STAGES",
+    "BaseStage",
+    "BenchStage",
+    "BoardsStage",
+    "IngestStage",
+    "PanelStage",
+    "PipelineResult",
+    "RunOptions",
+    "Sample",
+    "ScoreStage",
+    "SiteStage",
+    "SnapshotStage",
+    "Stage",
+    "StageContext",
+    "SubmissionsStage",
+    "ValidateStage",
+    "papers_size",
+    "parse_papers",
+    "requests_path",
+    "run_stages",
+    "sample_papers",
+    "snapshot_day",
+    "stages",
+]

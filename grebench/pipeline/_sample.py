@@ -30,14 +30,40 @@ class Sample:
     eligible: int
 
 
+#: ``papers = auto`` with a language model on a CPU: sized so that the whole default main job (a local candidate
+#: writing reviews, GEM and GEM-S with the real evaluation LM, the local judge's exam and votes) takes about 15
+#: minutes on a 2-core machine (measured: README).  With a GPU, or with no local model, ``auto`` is every paper.
+AUTO_CPU_PAPERS = 12
+
+
 def parse_papers(value: str | int | None) -> int | None:
-    """``all`` (or empty) → None; a positive number → that many papers."""
+    """``all`` (or empty) and ``auto`` → None (no fixed size); a positive number → that many papers."""
     text = str(value if value is not None else "all").strip().lower()
-    if text in ("", "all"):
+    if text in ("", "all", "auto"):
         return None
     if not text.isdigit() or int(text) <= 0:
-        raise ValueError(f"papers must be 'all' or a positive number, got {value!r}")
+        raise ValueError(f"papers must be 'all', 'auto' or a positive number, got {value!r}")
     return int(text)
+
+
+def uses_local_lm(settings: Settings, estimator_spec: str) -> bool:
+    """Whether a run works with a language model on this machine (hf estimator, local candidates or judges)."""
+    return (estimator_spec.strip().startswith("hf:") or bool(str(settings.values.get("local_candidates") or "").strip())
+            or bool(str(settings.values.get("local_judges") or "").strip()))
+
+
+def papers_size(value: str | int | None, settings: Settings, estimator_spec: str) -> tuple[int | None, str]:
+    """(sample size or None for every paper, why): ``auto`` is :data:`AUTO_CPU_PAPERS` when a local language model
+    runs on a CPU, else every paper."""
+    if str(value if value is not None else "all").strip().lower() != "auto":
+        return parse_papers(value), "as set"
+    if not uses_local_lm(settings, estimator_spec):
+        return None, "auto: no local language model, every paper"
+    from grebench.models import default_device
+
+    if default_device(str(settings.hf_device)) != "cpu":
+        return None, "auto: a GPU, every paper"
+    return AUTO_CPU_PAPERS, f"auto: a local language model on a CPU, {AUTO_CPU_PAPERS} papers"
 
 
 def _rating(texts: list[str | None]) -> float | None:
@@ -47,7 +73,8 @@ def _rating(texts: list[str | None]) -> float | None:
 
 def sample_papers(store: Store, settings: Settings, options: RunOptions) -> Sample | None:
     """The papers this run works on (None: every eligible paper); recorded in ``paper_samples``."""
-    size = parse_papers(options.papers if options.papers is not None else settings.papers)
+    size, _why = papers_size(options.papers if options.papers is not None else settings.papers, settings,
+                             options.estimator_spec(settings))
     if size is None:
         store.con.execute("DELETE FROM paper_samples")
         return None

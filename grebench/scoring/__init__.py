@@ -22,7 +22,7 @@ from grebench.scoring._boards import (
 )
 from grebench.scoring._engine import DEFAULT_METRICS, METRICS, ScoringError, request_key, run_scoring
 from grebench.scoring._judgment_lines import PHRASES, parse_judgment_output
-from grebench.scoring._leaderboard import available_tables, leaderboard, per_paper_scores
+from grebench.scoring._leaderboard import available_tables, is_contaminated_row, leaderboard, per_paper_scores
 from grebench.scoring._preprocess import (
     PREPROCESS_PROMPT_VERSION,
     PREPROCESSORS,
@@ -63,6 +63,7 @@ __all__ = [
     "cohens_d",
     "compute_boards",
     "estimator_agreement",
+    "is_contaminated_row",
     "latest_setup",
     "leaderboard",
     "meets_expectation",

@@ -3,7 +3,10 @@
 Per candidate and paper the PMI is averaged over the references; the benchmark score is the mean over papers, with
 bootstrap CIs over papers, a rank interval, and a paired comparison with the human baseline.  LLM candidates count
 only on papers they cannot have seen reviewed (clean by training cutoff, or sealed: generated before the reviews
-were public); the human baseline and the controls count on every paper.
+were public); the human baseline and the controls count on every paper.  An LLM with no clean paper at all (e.g. a
+model trained after every paper's reviews were public) is not hidden: it gets a row scored on its contaminated
+papers, with ``clean_papers = 0`` and no rank (:func:`is_contaminated_row`): shown in a labelled band below the
+ranking, never ranked with the clean candidates.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor:
            GROUP BY s.candidate, s.paper_id ORDER BY s.candidate, s.paper_id""",
         [metric, estimator_id, preprocessor, metric, estimator_id, preprocessor])
     scores: dict[str, dict[str, float]] = defaultdict(dict)
+    contaminated: dict[str, dict[str, float]] = defaultdict(dict)
     info: dict[str, dict[str, Any]] = defaultdict(lambda: {"pairs": 0, "sealed": 0, "papers_scored": 0, "kind": None,
                                                            "no_lines": 0})
     for r in rows:
@@ -71,12 +75,18 @@ def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor:
         entry["kind"] = kind
         entry["papers_scored"] += 1
         if kind not in ("human", "control") and not (r["sealed"] or is_clean(r["cutoff"], r["public_at"], kind)):
-            continue  # contaminated pair: not on the board
+            contaminated[name][r["paper_id"]] = float(r["pmi"])  # not ranked; shown only when nothing is clean
+            continue
         scores[name][r["paper_id"]] = float(r["pmi"])
         entry["no_lines"] += int(bool(r["no_lines"]))
         entry["pairs"] += int(r["pairs"])
         entry["sealed"] += int(bool(r["sealed"]))
-    return {"scores": dict(scores), "info": dict(info)}
+    return {"scores": dict(scores), "info": dict(info), "contaminated": dict(contaminated)}
+
+
+def is_contaminated_row(row: dict[str, Any]) -> bool:
+    """Whether a leaderboard row is an LLM (or imported) candidate shown on contaminated papers only (no rank)."""
+    return row.get("kind") not in ("human", "control") and row.get("rank") is None and not row.get("clean_papers")
 
 
 def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str, samples: int = 2000,
@@ -95,9 +105,15 @@ def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str,
         ranks.setdefault(name, {"rank": None, "rank_low": None, "rank_high": None})
     human = scores.get(HUMAN)
     rows = []
-    for name, per_paper in scores.items():
+    shown = dict(scores)
+    for name, per_paper in data["contaminated"].items():
+        if not scores.get(name):  # no clean paper: its contaminated papers, in the unranked band
+            shown[name] = per_paper
+            ranks[name] = {"rank": None, "rank_low": None, "rank_high": None}
+    for name, per_paper in shown.items():
         if not per_paper:
             continue
+        clean = len(scores.get(name) or {})
         ci = bootstrap_ci(list(per_paper.values()), samples=samples, seed=seed)
         diff = paired_difference(per_paper, human, samples=samples, seed=seed) if human and name != HUMAN else None
         rows.append({
@@ -107,11 +123,12 @@ def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str,
             "ci95_low": ci["ci95_low"], "ci95_high": ci["ci95_high"],
             "papers": len(per_paper), "pairs": info[name]["pairs"],
             "rank": ranks[name]["rank"], "rank_low": ranks[name]["rank_low"], "rank_high": ranks[name]["rank_high"],
-            "clean_papers": len(per_paper), "contaminated_papers": info[name]["papers_scored"] - len(per_paper),
+            "clean_papers": clean, "contaminated_papers": info[name]["papers_scored"] - clean,
             # sealing is about LLMs writing before the reviews were public: no meaning for texts built from them
             "sealed_share": None if info[name]["kind"] in ("human", "control")
             else info[name]["sealed"] / len(per_paper),
             "diff_vs_human": diff["diff"] if diff else None, "p_vs_human": diff["p"] if diff else None,
         })
-    rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0, -r["score"], r["candidate"]))
+    # ranked rows, then the contaminated band, then the controls (reference rows), each by score
+    rows.sort(key=lambda r: (r["rank"] is None, r["kind"] == "control", r["rank"] or 0, -r["score"], r["candidate"]))
     return rows

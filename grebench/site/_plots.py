@@ -45,8 +45,8 @@ def board_svg(board: dict[str, Any]) -> str:
                 ax.plot([r["ci90_low"], r["ci90_high"]], [y, y], color=colour, linewidth=3.5, alpha=0.6)
             ax.plot([r["score"]], [y], marker="o", color=colour)
         ax.set_yticks(range(len(rows)))
-        ax.set_yticklabels([f"{r['rank']}. {r['candidate']}" if r.get("rank") is not None else r["candidate"]
-                            for r in reversed(rows)])
+        ax.set_yticklabels([f"{r['rank']}. {r['candidate']}" if r.get("rank") is not None
+                            else f"{r['candidate']} (contaminated, not ranked)" for r in reversed(rows)])
         ax.set_ylim(-0.6, max(len(rows), 1) - 0.4 + (1.2 if references else 0.0))
         ax.set_xlabel(f"{metric_label(board['metric'])} (PMI, nats; dot = score, thick = 90% CI, thin = 95% CI)")
         ax.grid(axis="x", alpha=0.3)

@@ -2,7 +2,8 @@
 
 One CI convention everywhere a board is shown as a table: the 95% bootstrap CI over papers (the plots on the site
 add the 90% interval as the thick bar).  Ranked rows (LLMs, imported reviews, the human baseline) come first with
-their rank interval; controls follow as reference rows without a rank.
+their rank interval; then LLMs with no clean paper (scored on contaminated papers, not ranked: "contam."); then
+controls as reference rows without a rank.
 """
 
 from __future__ import annotations
@@ -27,13 +28,20 @@ def board_text(board: dict[str, Any], title: str | None = None) -> str:
     lines = [title or f"{board['metric']} — estimator {board['estimator']} — preprocessor {board['preprocessor']} "
                       f"— {board.get('venue') or board['venue_id']}",
              _sample_line(board),
-             f"{'rank':>9}  {'candidate':<34} {'score':>8}  {'95% CI':>19}  {'papers':>6}  vs human (paired)"]
+             f"{'rank':>9}  {'candidate':<44} {'score':>8}  {'95% CI':>19}  {'papers':>6}  vs human (paired)"]
     ranked = [r for r in board["rows"] if r.get("rank") is not None]
-    reference = [r for r in board["rows"] if r.get("rank") is None]
-    for r in ranked + reference:
+    unranked = [r for r in board["rows"] if r.get("rank") is None and r["kind"] != "control"]
+    reference = [r for r in board["rows"] if r.get("rank") is None and r["kind"] == "control"]
+    for r in ranked + unranked + reference:
         mark = MARKS.get(r["kind"], "")
+        if r in unranked:
+            mark += " [contaminated: not ranked]"
         vs = "" if r.get("diff_vs_human") is None else f"{r['diff_vs_human']:+.2f} (p={r['p_vs_human']:.3f})"
-        rank = "ref" if r.get("rank") is None else f"{r['rank']} [{r['rank_low']:.0f}-{r['rank_high']:.0f}]"
-        lines.append(f"{rank:>9}  {r['candidate'] + mark:<34} {r['score']:>8.2f}  "
+        rank = ("ref" if r["kind"] == "control" else "contam.") if r.get("rank") is None \
+            else f"{r['rank']} [{r['rank_low']:.0f}-{r['rank_high']:.0f}]"
+        lines.append(f"{rank:>9}  {r['candidate'] + mark:<44} {r['score']:>8.2f}  "
                      f"[{r['ci95_low']:>7.2f}, {r['ci95_high']:>7.2f}]  {r['papers']:>6}  {vs}")
+    if unranked:
+        lines.append("contam.: no paper on this board is newer than the model's training cutoff (or sealed), so it "
+                     "may have seen the papers' reviews; scored on them for reference, never ranked.")
     return "\n".join(lines)

@@ -48,6 +48,17 @@ class ExamSets:
     easy: list[Item] = field(default_factory=list)
     hard: list[Item] = field(default_factory=list)
 
+    def limited(self, pairs: int) -> ExamSets:
+        """At most ``pairs`` pairs per test (half as many for easy and hard), spread evenly over each seeded list, so
+        a part keeps the mix of a whole (pertinence: other-paper reviews and every pertinence control)."""
+        def spread(items: list[Item], k: int) -> list[Item]:
+            k = max(1, k)
+            if len(items) <= k:
+                return list(items)
+            return [items[(i * len(items)) // k] for i in range(k)]
+        return ExamSets(spread(self.consistency, pairs), spread(self.pertinence, pairs),
+                        spread(self.easy, pairs // 2), spread(self.hard, pairs // 2))
+
     def texts(self) -> list[tuple[str, str]]:
         """(paper_id, text) of every review in the exam (for the gem judge's scores)."""
         out = []

@@ -249,6 +249,7 @@ class JudgeContext:
     client: Any
     gem: GemScores
     tfidf: TfIdf
+    pool: Any = None    # local model servers shared by the run's local judges (``_local_judge.ServerPool``)
 
 
 JudgeFactory = Callable[[JudgeContext], Judge]
@@ -267,7 +268,8 @@ class JudgeKind(Protocol):
 #: Judges on every panel (the reference judges need no LLM; plugins may add more).
 JUDGES: Registry[JudgeFactory] = Registry("judge")
 #: Kinds of configured ``[[judges]]`` tables (``llm`` is registered by :mod:`grebench.scoring.panel._llm_judge`).
-JUDGE_KINDS: Registry[JudgeKind] = Registry("judge kind", builtins=("grebench.scoring.panel._llm_judge",))
+JUDGE_KINDS: Registry[JudgeKind] = Registry("judge kind", builtins=("grebench.scoring.panel._llm_judge",
+                                                                           "grebench.scoring.panel._local_judge"))
 JUDGES.add("position", lambda ctx: PositionJudge(), summary=PositionJudge.description)
 JUDGES.add("length", lambda ctx: LengthJudge(), summary=LengthJudge.description)
 JUDGES.add("overlap", lambda ctx: OverlapJudge(ctx.tfidf), summary=OverlapJudge.description)

@@ -23,6 +23,7 @@ from grebench.scoring.panel._debate import Debater, run_debate
 from grebench.scoring.panel._exam import ask, build_exam, examine, grade, self_preference
 from grebench.scoring.panel._judges import JUDGES, Judge, JudgeContext, TfIdf, Verdict
 from grebench.scoring.panel._llm_judge import parse_judges
+from grebench.scoring.panel._local_judge import ServerPool, builtin_local_judges
 from grebench.scoring.panel._machine_metrics import common_words, measure
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
@@ -35,10 +36,11 @@ VERDICT_COLUMNS = ("venue_id", "paper_id", "candidate_a", "candidate_b", "score"
 
 
 def build_judges(settings: Settings, client: LLMClient, gem: GemScores, tfidf: TfIdf,
-                 names: Sequence[str] | None = None) -> list[Judge]:
-    """Every registered judge plus the ``[[judges]]`` tables, optionally restricted to ``names``."""
-    context = JudgeContext(settings, client, gem, tfidf)
+                 names: Sequence[str] | None = None, pool: ServerPool | None = None) -> list[Judge]:
+    """Every registered judge, the ``local_judges``, the ``[[judges]]`` tables; optionally only ``names``."""
+    context = JudgeContext(settings, client, gem, tfidf, pool)
     judges: list[Judge] = [entry.obj(context) for entry in JUDGES]
+    judges += builtin_local_judges(context)
     judges += parse_judges(settings.tables.get("judges"), context)
     known = [j.name for j in judges]
     if len(set(known)) != len(known):
@@ -258,6 +260,20 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, judge_names:
     all_judges: list[Judge] = []
     names = venues(store)
     display = progress or NoProgress()
+    with ServerPool(settings) as pool:  # local judges' servers: started on first need, stopped here
+        _run_venues(store, settings, client, gem, names, run_id, judge_names, exam_only, display, pool, summary,
+                    all_judges)
+    summary["votes_total"] = int(store.scalar("SELECT count(*) FROM panel_votes") or 0)
+    summary["calls_made"] = sum(getattr(j, "calls_made", 0) for j in all_judges)
+    summary["estimator_calls"] = gem.estimator_calls
+    summary["cached"] = sum(getattr(j, "cached", 0) for j in all_judges)
+    store.checkpoint()
+    return summary
+
+
+def _run_venues(store: Store, settings: Settings, client: LLMClient, gem: GemScores, names: Sequence[str],
+                run_id: str | None, judge_names: Sequence[str] | None, exam_only: bool, display: Progress,
+                pool: ServerPool, summary: dict[str, Any], all_judges: list[Judge]) -> None:
     for venue_id in names:
         print_ = _state.fingerprint(store, settings, venue_id, judge_names, exam_only,
                                     (gem.estimator_spec, gem.preprocessor_spec))
@@ -265,7 +281,7 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, judge_names:
         if part is None:
             store.clear_stage_state(_state.STAGE, _state.scope(venue_id, not exam_only))  # its tables change too
             judges, part, complete = _run_venue(store, settings, client, gem, venue_id, run_id, judge_names,
-                                                exam_only, display)
+                                                exam_only, display, pool)
             all_judges += judges
             summary["votes"] += part.pop("votes")
             summary["machine_metrics"] += part.pop("machine_metrics")
@@ -278,21 +294,15 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, judge_names:
             summary[key] += part.get(key, [])
         for key in ("verdicts", "flagged", "debated"):
             summary[key] += part.get(key, 0)
-    summary["votes_total"] = int(store.scalar("SELECT count(*) FROM panel_votes") or 0)
-    summary["calls_made"] = sum(getattr(j, "calls_made", 0) for j in all_judges)
-    summary["estimator_calls"] = gem.estimator_calls
-    summary["cached"] = sum(getattr(j, "cached", 0) for j in all_judges)
-    store.checkpoint()
-    return summary
 
 
 def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScores, venue_id: str,
                run_id: str | None, judge_names: Sequence[str] | None, exam_only: bool,
-               progress: Progress) -> tuple[list[Judge], dict[str, Any], bool]:
+               progress: Progress, pool: ServerPool | None = None) -> tuple[list[Judge], dict[str, Any], bool]:
     """One venue-year in full: (judges, its summary part, whether every vote was answered)."""
     data = load_venue(store, venue_id)
     tfidf = TfIdf("\n".join([p.title, p.abstract, p.text]) for p in data.papers.values())
-    judges = build_judges(settings, client, gem, tfidf, judge_names)
+    judges = build_judges(settings, client, gem, tfidf, judge_names, pool)
     _sync_judges(store, judges)
     part: dict[str, Any] = {"votes": 0, "machine_metrics": _machine_metrics(
         store, data, bool(settings.judges_see_machine_metrics))}
@@ -302,11 +312,14 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
         gem.extend(sets.texts(), data.splits, texts)
     with progress.task(f"panel: exam, {venue_id}", len(judges), "judges") as task:
         results = []
-        for j in judges:
-            results.append(examine(j, sets))
+        llm_pairs = int(settings.exam_llm_pairs)
+        for j in judges:  # an LLM judge's every answer is a model call: it takes a bounded, seeded part of each test
+            results.append(examine(j, sets.limited(llm_pairs) if j.kind != "reference" and llm_pairs > 0 else sets))
             task.advance()
     graded, eta_c, eta_p = grade(results)
-    bias = self_preference(judges, data, int(settings.seed))
+    llm_judges = any(j.kind != "reference" for j in judges)
+    bias = self_preference(judges, data, int(settings.seed),
+                           papers=min(20, max(1, llm_pairs // 4)) if llm_judges and llm_pairs > 0 else 20)
     _write_exam(store, venue_id, graded, bias)
     by_name = {j.name: j for j in judges}
     part["exam"] = [{"venue_id": venue_id, "judge": r["judge"], "kind": by_name[r["judge"]].kind,

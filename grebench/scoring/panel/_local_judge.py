@@ -1,0 +1,202 @@
+"""A local model as an Auto-PRE judge: one typed decision per ordered pair, answered by a server grebench runs.
+
+The model reads the paper (title and abstract) and the two reviews in the order shown, and answers the question
+"which review is better?" with a probability for each option from one forward pass (``transformers serve``'s
+``/v1/systemone``; no text is generated, so nothing in a review can steer a free-text answer's format).  The
+verdict is the more probable option; its confidence is that option's probability (methods.md §5: the probability
+of the answer, as for an API judge with log-probs).  There is no tie option: the exam's consistency test (both
+orders) is what catches a judge that always picks the first or the second review shown.
+
+The server (:class:`grebench.models.LocalServer`) is started only when a decision is not in the call cache, once
+per checkpoint for the whole panel run (:class:`ServerPool`), and stopped when the panel stage ends.  Calls are
+keyed by ``local:<checkpoint>:<dtype>``, not by the server's port, so a rerun finds the first run's answers.
+
+A local judge is an LLM judge (``kind = 'llm'`` in the ``judges`` table): it takes the exam like any judge, is
+subject to the family guard (never shown a review by a candidate of its own family, e.g. the same model as a
+candidate) and to the per-paper cap ``panel_llm_pairs_per_paper``; ``exam_llm_pairs`` bounds its exam.  It does
+not take part in debates (it writes no reasons).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grebench.llm import DecisionRequest, DecisionResult, LLMClient, LocalEndpointError, local_endpoints
+from grebench.scoring.panel._judges import JUDGE_KINDS, Judge, JudgeContext, PaperView, ReviewView, Verdict
+from grebench.scoring.panel._llm_judge import JudgeError
+
+DECISION_VERSION = "judge-decision-v1"
+#: What the model reads of each review and of the abstract (a 135M model's 8k context holds all of it).
+MAX_REVIEW_CHARS = 6_000
+MAX_ABSTRACT_CHARS = 2_000
+QUESTION = "better_review"
+INSTRUCTIONS = ("You are an area chair of a machine-learning conference. Which of the two reviews above is the "
+                "better peer review of this paper: specific to this paper, technically correct, and useful to its "
+                "authors?")
+OPTIONS = (("one", "Review one is the better review"), ("two", "Review two is the better review"))
+PLACEHOLDER_BASE = "http://127.0.0.1:0/v1"  # a server not started yet (the cache is asked first)
+ALLOWED_KEYS = {"name", "kind", "model", "family", "description"}
+
+
+def _family(spec: str) -> str:
+    """Default family of a model spec: the catalogue name up to its size (``smollm2-135m`` -> ``smollm2``)."""
+    base = Path(spec).name.lower()
+    return re.sub(r"[-_.]?\d+(\.\d+)?[mb]\b.*$", "", base) or base
+
+
+def decision_state(paper: PaperView, one: ReviewView, two: ReviewView) -> str:
+    """What the model reads: the paper, then the two reviews in the order shown (each cut to a bounded length)."""
+    abstract = (paper.abstract or "Not available.").strip()[:MAX_ABSTRACT_CHARS]
+    return (f"Paper title: {paper.title.strip()}\n\nAbstract: {abstract}\n\n"
+            f"=== Review one ===\n{one.text.strip()[:MAX_REVIEW_CHARS]}\n\n"
+            f"=== Review two ===\n{two.text.strip()[:MAX_REVIEW_CHARS]}")
+
+
+class ServerPool:
+    """Local model servers shared by the local judges of one panel run; closed (servers stopped) at its end."""
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+        self._stack = ExitStack()
+        self._servers: dict[tuple[Path, str], Any] = {}
+
+    def server(self, path: Path, dtype: str, device: str, name: str) -> Any:
+        """The running server for this checkpoint and dtype (started on first use, readiness observed)."""
+        from grebench.models import LocalServer
+
+        key = (path, dtype)
+        if key not in self._servers:
+            server = self._stack.enter_context(LocalServer(path, self.settings, device=device, dtype=dtype,
+                                                           name=name))
+            self._stack.enter_context(local_endpoints([server.api_base]))
+            self._servers[key] = server
+        return self._servers[key]
+
+    def close(self) -> None:
+        """Stop every server this pool started."""
+        self._stack.close()
+        self._servers.clear()
+
+    def __enter__(self) -> ServerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class LocalJudge:
+    """A catalogue model or a local checkpoint judging pairs through ``/v1/systemone`` decisions."""
+
+    name: str
+    model: str                 # the spec as configured (catalogue name or checkpoint path)
+    client: LLMClient
+    pool: ServerPool
+    settings: Any
+    family: str | None = None
+    description: str = ""
+    kind: str = "llm"
+    calls_made: int = 0
+    cached: int = 0
+    _resolved: tuple[Path, str, str, str] | None = field(default=None, repr=False)
+
+    def _checkpoint(self) -> tuple[Path, str, str, str]:
+        """(checkpoint, label, dtype, device), resolved once (a catalogue model is pulled on first use)."""
+        if self._resolved is None:
+            from grebench.models import ModelError, choose_dtype, default_device, resolve_checkpoint
+
+            try:
+                path, label = resolve_checkpoint(self.settings, self.model)
+                device = default_device(self.settings.hf_device)
+                dtype, _why = choose_dtype(self.settings, self.model, device, self.settings.hf_dtype)
+            except ModelError as exc:
+                raise JudgeError(f"judge {self.name}: {exc}") from None
+            self._resolved = (path, label, dtype, device)
+        return self._resolved
+
+    def _requests(self, items: Sequence[tuple[PaperView, ReviewView, ReviewView]], api_base: str
+                  ) -> list[DecisionRequest]:
+        path, label, dtype, _ = self._checkpoint()
+        return [DecisionRequest(model=f"openai/{path}", api_base=api_base, state=decision_state(p, a, b),
+                                question=QUESTION, instructions=INSTRUCTIONS, options=OPTIONS,
+                                purpose="judge-decision", prompt_version=DECISION_VERSION,
+                                endpoint_id=f"local:{label}:{dtype}") for p, a, b in items]
+
+    def _decide(self, items: Sequence[tuple[PaperView, ReviewView, ReviewView]]) -> list[DecisionResult]:
+        try:  # every answer cached: no server is started
+            return self.client.decide_many(self._requests(items, PLACEHOLDER_BASE))
+        except LocalEndpointError:
+            path, _label, dtype, device = self._checkpoint()
+            server = self.pool.server(path, dtype, device, Path(self.model).name or self.model)
+            return self.client.decide_many(self._requests(items, server.api_base))
+
+    def compare(self, paper: PaperView, review_a: ReviewView, review_b: ReviewView) -> Verdict:
+        """One decision, in the order given."""
+        [answer] = self.compare_many([(paper, review_a, review_b)])
+        if isinstance(answer, JudgeError):
+            raise answer
+        return answer
+
+    def compare_many(self, items: Sequence[tuple[PaperView, ReviewView, ReviewView]]) -> list[Verdict | JudgeError]:
+        """Many decisions, batched by the server; a failed one comes back as a :class:`JudgeError`."""
+        if not items:
+            return []
+        out: list[Verdict | JudgeError] = []
+        for result in self._decide(items):
+            if result.cached:
+                self.cached += 1
+            else:
+                self.calls_made += 1
+            if not result.ok or result.choice is None or result.probability is None:
+                out.append(JudgeError(f"judge {self.name}: {result.error or 'no answer'}"))
+                continue
+            probs = result.probabilities or {}
+            out.append(Verdict(result.choice, float(result.probability),
+                               f"P(one) = {probs.get('one', 0.0):.3f}, P(two) = {probs.get('two', 0.0):.3f}"))
+        return out
+
+
+def local_judge(name: str, spec: str, context: JudgeContext, family: str | None = None,
+                description: str | None = None) -> LocalJudge:
+    """A local judge for ``spec`` (a catalogue name or a checkpoint directory) sharing the context's server pool."""
+    pool = context.pool if context.pool is not None else ServerPool(context.settings)
+    return LocalJudge(name=name, model=spec, client=context.client, pool=pool, settings=context.settings,
+                      family=family or _family(spec),
+                      description=description or f"local model {spec} answering typed decisions ({DECISION_VERSION})")
+
+
+class LocalJudgeKind:
+    """``kind = "local"`` in a ``[[judges]]`` table: a model on this machine, served by grebench."""
+
+    name = "local"
+
+    def parse(self, raw: dict[str, Any], where: str, context: JudgeContext) -> Judge:
+        """Validate one table; errors name the judge and the key."""
+        name = raw["name"]
+        unknown = sorted(set(raw) - ALLOWED_KEYS)
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)} (a local judge takes "
+                             f"{', '.join(sorted(ALLOWED_KEYS))})")
+        model = raw.get("model")
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"{where}: missing model (a catalogue name such as 'smollm2-135m', or the path of a "
+                             "local checkpoint directory)")
+        for key in ("family", "description"):
+            if raw.get(key) is not None and not isinstance(raw[key], str):
+                raise ValueError(f"{where}: {key} must be a string")
+        return local_judge(name, model.strip(), context, raw.get("family"), raw.get("description"))
+
+
+JUDGE_KINDS.add("local", LocalJudgeKind(), spec="local",
+                summary="a model on this machine answering typed decisions (transformers serve)")
+
+
+def builtin_local_judges(context: JudgeContext) -> list[Judge]:
+    """The judges of setting ``local_judges`` (comma-separated catalogue names or checkpoint paths)."""
+    specs = [s.strip() for s in str(getattr(context.settings, "local_judges", "") or "").split(",") if s.strip()]
+    return [local_judge(Path(spec).name or spec, spec, context) for spec in specs]
