@@ -2,10 +2,16 @@
 
 1. hf estimator vs a loop in the style of the paper authors' code (one request at a time, no inference mode,
    softmax then log over the full vocabulary at every position, no prefix reuse, marginal cached per
-   (paper, reference)) on the same random-weight Llama and the same (paper, candidate, reference) set.
-2. FLOP utilisation of the hf estimator: necessary FLOPs / time against the measured matmul peak.
+   (paper, reference)) on the same model weights, in the same dtype, and the same (paper, candidate, reference) set;
+   max |Δ| of the per-request log-prob sums between the two.
+2. FLOP utilisation of the hf estimator: necessary FLOPs / time against a matmul peak measured in the same run and
+   the same dtype.
 3. Offline estimator throughput on the bundled data.
 
+``--model smollm2-135m`` (default): the real built-in evaluation LM, built as the product builds ``hf:smollm2-135m``
+(installed under the models directory, e.g. ``GREBENCH_MODELS_DIR``; never pulled by the benchmark), peak = the best
+of the model's own matmul shapes.  ``--model tiny``: a random-weight Llama (CPU_SHAPE), peak = 2048^3 matmuls.
+``--dtype auto`` is what the product picks (:func:`grebench.models.choose_dtype`; tiny: float32).
 Ends with one JSON line.  ``--shape llama-3.1-8b`` builds a random Llama-3.1-8B-shaped model in bf16 on CUDA.
 """
 
@@ -17,12 +23,21 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from grebench.scoring._request import LogprobRequest
 from grebench.scoring.estimators.tiny import build_tiny_llama, bundled_papers, judgment_corpus
+
+if TYPE_CHECKING:
+    import torch
+
+    from grebench.scoring.estimators._hf import HFEstimator
+    from grebench.settings import Settings
+
 
 
 def bench_requests(n_papers: int) -> list[LogprobRequest]:
@@ -49,7 +64,7 @@ def bench_requests(n_papers: int) -> list[LogprobRequest]:
     return reqs
 
 
-def naive_scores(est, reqs: list[LogprobRequest]) -> list[float]:
+def naive_scores(est: HFEstimator, reqs: list[LogprobRequest]) -> list[float]:
     """Authors'-style loop: full forward per request, softmax→log over the vocabulary, marginal cached."""
     import torch
 
@@ -72,23 +87,62 @@ def naive_scores(est, reqs: list[LogprobRequest]) -> list[float]:
     return out
 
 
-def matmul_peak(device: str, dtype, n: int = 2048, reps: int = 10) -> float:
+def _sync(device: torch.device | str) -> None:
+    import torch
+
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def matmul_gflops(device: torch.device | str, dtype: torch.dtype, m: int, k: int, n: int,
+                  seconds: float = 0.3) -> float:
+    """Measured GFLOP/s of an (m×k)·(k×n) matmul: one warm-up, then ≥ 3 repeats filling about ``seconds``."""
+    import torch
+
+    a, b = torch.randn(m, k, device=device, dtype=dtype), torch.randn(k, n, device=device, dtype=dtype)
+    torch.matmul(a, b)
+    _sync(device)
+    t = time.perf_counter()
+    torch.matmul(a, b)
+    _sync(device)
+    reps = max(3, int(seconds / max(time.perf_counter() - t, 1e-6)))
+    t = time.perf_counter()
+    for _ in range(reps):
+        torch.matmul(a, b)
+    _sync(device)
+    return 2 * m * k * n * reps / (time.perf_counter() - t) / 1e9
+
+
+def matmul_peak(device: torch.device | str, dtype: torch.dtype, n: int = 2048, reps: int = 10) -> float:
     """Measured FLOP/s of large square matmuls on this machine."""
     import torch
 
     a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
     torch.matmul(a, b)
-    if device == "cuda":
-        torch.cuda.synchronize()
+    _sync(device)
     t = time.perf_counter()
     for _ in range(reps):
         torch.matmul(a, b)
-    if device == "cuda":
-        torch.cuda.synchronize()
+    _sync(device)
     return 2 * n**3 * reps / (time.perf_counter() - t)
 
 
-def necessary_flops(est, reqs: list[LogprobRequest]) -> tuple[float, int]:
+def model_matmul_shapes(cfg: Any, tokens: int = 1024, scored: int = 256) -> dict[str, tuple[int, int, int]]:
+    """(m, k, n) of the matmuls that dominate a forward pass of this model over ``tokens`` tokens."""
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    h, i = cfg.hidden_size, cfg.intermediate_size
+    return {"mlp_up": (tokens, h, i), "mlp_down": (tokens, i, h),
+            "attn_o": (tokens, cfg.num_attention_heads * head_dim, h), "lm_head": (scored, h, cfg.vocab_size)}
+
+
+def model_matmul_peak(device: torch.device | str, dtype: torch.dtype, shapes: dict[str, tuple[int, int, int]],
+                      rounds: int = 3) -> tuple[float, dict[str, float]]:
+    """Best FLOP/s over the model's own matmul shapes, best of ``rounds`` each: (peak FLOP/s, GFLOP/s per shape)."""
+    per = {name: max(matmul_gflops(device, dtype, *mkn) for _ in range(rounds)) for name, mkn in shapes.items()}
+    return max(per.values()) * 1e9, {name: round(v, 1) for name, v in per.items()}
+
+
+def necessary_flops(est: HFEstimator, reqs: list[LogprobRequest]) -> tuple[float, int]:
     """FLOPs any exact engine must spend on this request set, and the number of tokens that must be processed.
 
     Tokens that must be processed = the nodes of the token trie of all distinct prompts, each prompt's last token
@@ -122,7 +176,7 @@ def necessary_flops(est, reqs: list[LogprobRequest]) -> tuple[float, int]:
     return flops, tokens
 
 
-def naive_flops(est, reqs: list[LogprobRequest]) -> float:
+def naive_flops(est: HFEstimator, reqs: list[LogprobRequest]) -> float:
     """FLOPs of the naive loop's own algorithm (full prompt per request, LM head at every position, marginal once per
     (paper, reference)): at equal efficiency, naive_flops / necessary_flops is the speed-up reuse can buy."""
     cfg = est.model.config
@@ -140,7 +194,7 @@ def naive_flops(est, reqs: list[LogprobRequest]) -> float:
     return flops
 
 
-def run_engine(est, reqs: list[LogprobRequest], device: str) -> tuple[list[float], float]:
+def run_engine(est: HFEstimator, reqs: list[LogprobRequest], device: str) -> tuple[list[float], float]:
     """Engine time on the whole request set after a warm-up call."""
     import torch
 
@@ -160,66 +214,167 @@ def run_engine(est, reqs: list[LogprobRequest], device: str) -> tuple[list[float
 # not Python or memory traffic, dominates both loops; 4 layers keep the default run near 2 minutes on 2 cores.
 CPU_SHAPE = {"hidden": 512, "layers": 4, "heads": 4, "kv_heads": 1, "intermediate": 1792, "vocab": 8000,
              "model_vocab": 16_384}
+SMOLLM2 = "smollm2-135m"
 FLOPS_NOTE = ("necessary FLOPs = 2 x non-embedding params x tokens that must be processed at least once (trie of "
               "all prompts: shared prefixes and first reviews count once) + causal attention + LM head at scored "
-              "positions only; against the best of 3 measured 2048^3 fp32 matmuls")
+              "positions only; against the measured matmul peak in the run's dtype (tiny: best of 2048^3 matmuls; "
+              "smollm2-135m: best of the model's own matmul shapes, 1024 tokens, LM head 256 rows)")
+# Default papers per model: smollm2-135m prompts are ~1,000 tokens and the naive loop runs every one in full, so
+# 2 papers (20 requests) keep the whole run near 1.5 min in bfloat16 and ~4 min in float32 on 2 shared cores.
+DEFAULT_PAPERS = {"tiny": 8, SMOLLM2: 2, "llama-3.1-8b": 50}
+
+PeakFn = Callable[[], tuple[float, dict[str, float]]]
 
 
-def main_cpu(n_papers: int) -> dict:
-    """Engine vs naive loop on a random Llama of CPU_SHAPE in float32."""
+def compare(est: HFEstimator, reqs: list[LogprobRequest], peak_fn: PeakFn) -> dict[str, Any]:
+    """Engine vs naive loop on the same model, interleaved paper by paper, with FLOP share and max |Δ|.
+
+    The peak is measured before and after the timed loops and the best kept (a busy shared machine lowers it).
+    """
     import torch
 
-    from grebench.scoring.estimators._hf import HFEstimator
-    from grebench.scoring.estimators._offline import OfflineEstimator
-
-    reqs = bench_requests(n_papers)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = build_tiny_llama(Path(tmp) / "ckpt", **CPU_SHAPE)
-        est = HFEstimator(str(path), dtype="float32", device="cpu", batch_tokens=8192)
-    ntok = sum(len(est.encode(r).ids) for r in reqs)
+    toks = [est.encode(r) for r in reqs]
+    ntok = sum(len(t.ids) for t in toks)
+    n_target = [t.n_target for t in toks]
     need, need_tok = necessary_flops(est, reqs)
-    print(f"{len(reqs)} requests, {ntok} prompt tokens ({need_tok} must be processed), model "
-          f"{est.model.num_parameters() / 1e6:.1f}M params", file=sys.stderr)
-    peak = matmul_peak("cpu", torch.float32)
+    print(f"{len(reqs)} requests, {ntok} prompt tokens ({need_tok} must be processed, {sum(n_target)} scored), "
+          f"model {est.model.num_parameters() / 1e6:.1f}M params, {est.model.dtype}, {est.device}, "
+          f"{torch.get_num_threads()} threads", file=sys.stderr)
+    load_before = os.getloadavg()[0]
+    peak, per_shape = peak_fn()
     est.logprobs(reqs[:2])  # warm-up
     by_paper: dict[str, list[int]] = {}
     for i, r in enumerate(reqs):
         by_paper.setdefault(r.paper_id, []).append(i)
     fast, slow = [0.0] * len(reqs), [0.0] * len(reqs)
     t_engine = t_naive = 0.0
-    for idx in by_paper.values():  # interleaved paper by paper: a load change on a shared machine hits both loops
+    for k, idx in enumerate(by_paper.values()):  # interleaved: a load change on a shared machine hits both loops
         sub = [reqs[i] for i in idx]
+        _sync(est.device)
         t = time.perf_counter()
         vals = [r.logprob for r in est.logprobs(sub)]
-        t_engine += time.perf_counter() - t
+        _sync(est.device)
+        dt_e = time.perf_counter() - t
         t = time.perf_counter()
         ref = naive_scores(est, sub)
-        t_naive += time.perf_counter() - t
+        dt_n = time.perf_counter() - t
+        t_engine, t_naive = t_engine + dt_e, t_naive + dt_n
         for i, a, b in zip(idx, vals, ref, strict=True):
             fast[i], slow[i] = a, b
-    peak = max(peak, matmul_peak("cpu", torch.float32), matmul_peak("cpu", torch.float32))
-    util = need / t_engine / peak
+        print(f"  paper {k + 1}/{len(by_paper)}: {len(idx)} requests, engine {dt_e:.2f}s, naive {dt_n:.2f}s",
+              file=sys.stderr)
+    peak2, per_shape2 = peak_fn()
+    peak = max(peak, peak2)
+    per_shape = {name: max(v, per_shape2[name]) for name, v in per_shape.items()}
+    diffs = [abs(a - b) for a, b in zip(fast, slow, strict=True)]
+    worst = max(range(len(reqs)), key=lambda i: diffs[i])
+    share = need / t_engine / peak
+    return {"n_requests": len(reqs), "engine_s": round(t_engine, 2), "naive_s": round(t_naive, 2),
+            "speedup": round(t_naive / t_engine, 2), "max_abs_diff": diffs[worst],
+            "max_abs_diff_per_target_token": max(d / n for d, n in zip(diffs, n_target, strict=True)),
+            "mean_abs_diff_per_target_token": sum(diffs) / sum(n_target),
+            "max_abs_diff_request": {"logprob_engine": fast[worst], "logprob_naive": slow[worst],
+                                     "target_tokens": n_target[worst]},
+            "flop_share": round(share, 3), "peak_gflops": round(peak / 1e9, 1),
+            "engine_gflops": round(need / t_engine / 1e9, 1), "peak_gflops_by_shape": per_shape,
+            "threads": torch.get_num_threads(), "prompt_tokens": ntok, "target_tokens": sum(n_target),
+            "necessary_tokens": need_tok, "necessary_gflop": round(need / 1e9, 1),
+            "naive_flops_over_necessary": round(naive_flops(est, reqs) / need, 2),
+            "load_average_1min": round(load_before, 2), "load_average_1min_after": round(os.getloadavg()[0], 2),
+            "flops_definition": FLOPS_NOTE}
+
+
+def offline_rate() -> float:
+    """Offline estimator requests per second on 100 papers' requests."""
+    from grebench.scoring.estimators._offline import OfflineEstimator
+
     off = OfflineEstimator(judgment_corpus())
     off_reqs = bench_requests(100)
     t = time.perf_counter()
     off.logprobs(off_reqs)
-    off_rate = len(off_reqs) / (time.perf_counter() - t)
-    diff = max(abs(a - b) for a, b in zip(fast, slow, strict=True))
-    result = {"speedup": round(t_naive / t_engine, 2), "max_abs_diff": diff,
-              "flop_utilisation": round(util, 3), "engine_s": round(t_engine, 2), "naive_s": round(t_naive, 2),
-              "matmul_peak_gflops": round(peak / 1e9, 1), "threads": torch.get_num_threads(),
-              "offline_requests_per_s": round(off_rate, 1), "n_requests": len(reqs), "prompt_tokens": ntok,
-              "necessary_tokens": need_tok, "necessary_gflop": round(need / 1e9, 1),
-              "naive_flops_over_necessary": round(naive_flops(est, reqs) / need, 2),
-              "load_average_1min": round(os.getloadavg()[0], 2),
-              "shape": {k: v for k, v in CPU_SHAPE.items() if k != "vocab"}, "flops_definition": FLOPS_NOTE}
-    print(f"engine {t_engine:.2f}s vs naive {t_naive:.2f}s: {result['speedup']}x, max |diff| "
-          f"{result['max_abs_diff']:.2e}; FLOP utilisation {util:.1%} of {peak / 1e9:.1f} GFLOP/s; "
-          f"offline {off_rate:.0f} requests/s", file=sys.stderr)
+    return len(off_reqs) / (time.perf_counter() - t)
+
+
+def report(result: dict[str, Any]) -> dict[str, Any]:
+    """Print the human-readable summary of a compared run; add the legacy key names the docs use."""
+    result["offline_requests_per_s"] = round(offline_rate(), 1)
+    result["flop_utilisation"], result["matmul_peak_gflops"] = result["flop_share"], result["peak_gflops"]
+    print(f"model {result['model']}, dtype {result['dtype']} ({result['dtype_reason']})", file=sys.stderr)
+    print(f"engine {result['engine_s']:.2f}s vs naive {result['naive_s']:.2f}s: {result['speedup']}x; "
+          f"max |diff| {result['max_abs_diff']:.2e} nats "
+          f"(max per target token {result['max_abs_diff_per_target_token']:.2e}, "
+          f"mean per target token {result['mean_abs_diff_per_target_token']:.2e})", file=sys.stderr)
+    print(f"FLOP share {result['flop_share']:.1%}: engine {result['engine_gflops']} GFLOP/s necessary vs matmul peak "
+          f"{result['peak_gflops']} GFLOP/s ({result['dtype']}, {result['peak_gflops_by_shape'] or 'square 2048'}); "
+          f"naive/necessary FLOPs {result['naive_flops_over_necessary']}; load average "
+          f"{result['load_average_1min']} -> {result['load_average_1min_after']}; "
+          f"offline {result['offline_requests_per_s']:.0f} requests/s", file=sys.stderr)
     return result
 
 
-def main_8b(n_papers: int) -> dict:
+def main_tiny(n_papers: int, dtype: str) -> dict[str, Any]:
+    """Engine vs naive loop on a random Llama of CPU_SHAPE (float32 unless ``dtype`` says otherwise)."""
+    import torch
+
+    from grebench.scoring.estimators._hf import HFEstimator
+
+    chosen = "float32" if dtype == "auto" else dtype
+    why = ("auto: float32, as this random-weight benchmark always ran" if dtype == "auto" else "given by --dtype")
+    reqs = bench_requests(n_papers)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = build_tiny_llama(Path(tmp) / "ckpt", **CPU_SHAPE)
+        est = HFEstimator(str(path), dtype=chosen, device="cpu", batch_tokens=8192)
+    tdt = getattr(torch, chosen)
+    result = compare(est, reqs, lambda: (matmul_peak("cpu", tdt), {}))
+    return report({"model": "tiny", "dtype": chosen, "dtype_reason": why, "device": "cpu", **result,
+                   "shape": {k: v for k, v in CPU_SHAPE.items() if k != "vocab"}})
+
+
+def smollm2_dtype(settings: Settings, requested: str) -> tuple[str, str]:
+    """The dtype the product runs hf:smollm2-135m in for ``requested`` on this device, and why."""
+    from grebench.models import choose_dtype
+
+    dtype, rec = choose_dtype(settings, SMOLLM2, settings.hf_device, requested)
+    if rec["source"] == "setting":
+        return dtype, "given by --dtype"
+    if rec["source"] == "device":
+        return dtype, f"auto on {rec['device']}: the product's choice for this device, unmeasured"
+    where = f"cached probe {rec.get('file')} of {rec.get('created_at')}" if rec["source"] == "cache" else \
+        f"probe measured now ({rec.get('probe_s')}s, stored in {rec.get('file')})"
+    return dtype, (f"auto on CPU: {where}: bfloat16 {rec.get('speedup')}x the float32 speed, mean |Δ log p| "
+                   f"{rec.get('mean_abs_delta_logp')} nats; rule: {rec.get('rule')}")
+
+
+def main_smollm2(n_papers: int, dtype: str) -> dict[str, Any]:
+    """Engine vs naive loop on the installed smollm2-135m, built as the product builds ``hf:smollm2-135m``."""
+    import torch
+
+    from grebench.models import installed, models_path
+    from grebench.scoring.estimators import resolve_estimator
+    from grebench.scoring.estimators._hf import HFEstimator
+    from grebench.settings import load_settings
+
+    settings = load_settings().replace(hf_dtype=dtype)
+    if installed(settings, SMOLLM2) is None:  # the product would pull it on first use: a benchmark never downloads
+        raise SystemExit(f"{SMOLLM2} is not installed under {models_path(settings)}: run `grebench models pull "
+                         f"{SMOLLM2}` or set GREBENCH_MODELS_DIR to a directory that holds it")
+    chosen, why = smollm2_dtype(settings, dtype)
+    t = time.perf_counter()
+    est = resolve_estimator(f"hf:{SMOLLM2}", settings)
+    load_s = time.perf_counter() - t
+    assert isinstance(est, HFEstimator)
+    if est.model.dtype != getattr(torch, chosen):
+        raise SystemExit(f"the product built {est.id} in {est.model.dtype}, expected {chosen}")
+    print(f"{est.id} on {est.device} (checked and loaded in {load_s:.1f}s)", file=sys.stderr)
+    shapes = model_matmul_shapes(est.model.config)
+    reqs = bench_requests(n_papers)
+    result = compare(est, reqs, lambda: model_matmul_peak(est.device, est.model.dtype, shapes))
+    return report({"model": SMOLLM2, "dtype": chosen, "dtype_reason": why, "device": str(est.device),
+                   "estimator_id": est.id, **result,
+                   "peak_shapes": {name: list(mkn) for name, mkn in shapes.items()}, "load_s": round(load_s, 1)})
+
+
+def main_8b(n_papers: int, dtype: str = "auto") -> dict[str, Any]:
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
@@ -227,23 +382,28 @@ def main_8b(n_papers: int) -> dict:
 
     if not torch.cuda.is_available():
         raise SystemExit("--shape llama-3.1-8b needs a CUDA GPU (16 GB of bf16 weights); none is available here")
+    chosen = "bfloat16" if dtype == "auto" else dtype
+    tdt = getattr(torch, chosen)
     cfg = LlamaConfig(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
                       intermediate_size=14336, vocab_size=128256, max_position_embeddings=131072,
                       rope_theta=500000.0, tie_word_embeddings=False)
     torch.manual_seed(0)
     with torch.device("cuda"):
-        model = LlamaForCausalLM(cfg).to(torch.bfloat16)
+        model = LlamaForCausalLM(cfg).to(tdt)
     with tempfile.TemporaryDirectory() as tmp:
         tok = AutoTokenizer.from_pretrained(build_tokenizer_only(Path(tmp)), local_files_only=True)
-    est = HFEstimator.from_model(model, tok, "hf:random-llama-3.1-8b:dtype=bfloat16", batch_tokens=32_768)
+    est = HFEstimator.from_model(model, tok, f"hf:random-llama-3.1-8b:dtype={chosen}", batch_tokens=32_768)
     reqs = bench_requests(n_papers)
     _, t_engine = run_engine(est, reqs, "cuda")
     scored = sum(est.encode(r).n_target for r in reqs)
-    peak = matmul_peak("cuda", torch.bfloat16, n=8192, reps=20)
+    peak = matmul_peak("cuda", tdt, n=8192, reps=20)
     util = necessary_flops(est, reqs)[0] / t_engine / peak
-    return {"speedup": None, "max_abs_diff": None, "flop_utilisation": round(util, 3),
-            "scored_tokens_per_s": round(scored / t_engine, 1), "engine_s": round(t_engine, 2),
-            "matmul_peak_tflops": round(peak / 1e12, 1), "n_requests": len(reqs), "flops_definition": FLOPS_NOTE}
+    return {"model": "random-llama-3.1-8b", "dtype": chosen,
+            "dtype_reason": "auto on CUDA: bfloat16" if dtype == "auto" else "given by --dtype",
+            "speedup": None, "max_abs_diff": None, "flop_share": round(util, 3), "flop_utilisation": round(util, 3),
+            "scored_tokens_per_s": round(scored / t_engine, 1), "engine_s": round(t_engine, 2), "naive_s": None,
+            "peak_gflops": round(peak / 1e9, 1), "matmul_peak_tflops": round(peak / 1e12, 1),
+            "n_requests": len(reqs), "flops_definition": FLOPS_NOTE}
 
 
 def build_tokenizer_only(path: Path) -> Path:
@@ -254,11 +414,19 @@ def build_tokenizer_only(path: Path) -> Path:
 def main() -> None:
     """Run the benchmark and print one JSON line."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--shape", choices=["tiny", "llama-3.1-8b"], default="tiny")
-    parser.add_argument("--papers", type=int, default=0, help="papers in the request set (default 8 tiny, 50 8b)")
+    parser.add_argument("--model", choices=[SMOLLM2, "tiny"], default=SMOLLM2,
+                        help="the real built-in evaluation LM (default) or the random-weight tiny Llama")
+    parser.add_argument("--shape", choices=["tiny", "llama-3.1-8b"], default=None,
+                        help="llama-3.1-8b: random 8B-shaped model on CUDA (engine only); tiny: same as --model tiny")
+    parser.add_argument("--dtype", choices=["auto", "float32", "bfloat16"], default="auto",
+                        help="auto: what the product picks (grebench.models.choose_dtype; tiny: float32)")
+    defaults = ", ".join(f"{k} {v}" for k, v in DEFAULT_PAPERS.items())
+    parser.add_argument("--papers", type=int, default=0, help=f"papers in the request set (default {defaults})")
     args = parser.parse_args()
-    result = main_cpu(args.papers or 8) if args.shape == "tiny" else main_8b(args.papers or 50)
-    print(json.dumps(result))
+    which = args.shape if args.shape else args.model
+    papers = args.papers or DEFAULT_PAPERS[which]
+    runs = {"tiny": main_tiny, SMOLLM2: main_smollm2, "llama-3.1-8b": main_8b}
+    print(json.dumps(runs[which](papers, args.dtype)))
 
 
 if __name__ == "__main__":

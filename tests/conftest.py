@@ -26,6 +26,18 @@ FAST_ENV = {"GREBENCH_ESTIMATOR": "offline", "GREBENCH_PAPERS": "all", "GREBENCH
 for _key, _value in FAST_ENV.items():
     os.environ.setdefault(_key, _value)
 
+# Subjects for made-up papers: a made-up review must name what its paper is about, or the scoring preprocessor drops
+# it as content-free (rules-v5: lines made only of generic review vocabulary carry no information about the paper).
+SUBJECTS = ("wavelet scattering transforms", "graph coarsening", "spectral pruning", "hyperbolic embeddings",
+            "quantile regression forests", "neural cellular automata", "tropical geometry", "optimal transport maps",
+            "koopman operators", "sinkhorn divergences", "reservoir computing", "persistent homology")
+
+
+def subject(i: int) -> str:
+    """A paper-specific subject for made-up paper ``i`` (distinct for the first len(SUBJECTS) papers)."""
+    return SUBJECTS[i % len(SUBJECTS)] + ("" if i < len(SUBJECTS) else f" variant {i // len(SUBJECTS)}")
+
+
 TESTS_DIR = Path(__file__).parent
 DATA_DIR = TESTS_DIR / "data"
 

@@ -36,13 +36,20 @@ def _review(paper_id: str, i: int, text: str) -> ReviewRecord:
                         sections=[("Review", text)], content={"review": text})
 
 
+# what each tiny paper is about: its reviews name it, so they carry information about the paper (a review made
+# only of generic review words is dropped by the scoring preprocessor, rules-v5)
+TOPICS = ("wavelet scattering transforms", "graph coarsening", "spectral pruning", "hyperbolic embeddings",
+          "quantile regression forests")
+
+
 def tiny_papers(public_at: datetime = datetime(2019, 11, 8)) -> list[PaperRecord]:
     """Four papers with three reviews each and one with only two (skipped)."""
     papers = []
     for n in range(5):
         pid = f"paper{n}"
         count = 3 if n < 4 else 2
-        body = f"Summary:\nPaper {n} studies topic {n}. It is fine.\n\nWeaknesses:\nPaper {n} lacks baselines."
+        body = (f"Summary:\nPaper {n} studies {TOPICS[n]}. It is fine.\n\n"
+                f"Weaknesses:\nPaper {n} lacks {TOPICS[n]} baselines.")
         reviews = [_review(pid, i, f"{body} Review {i} says more.") for i in range(count)]
         papers.append(PaperRecord(paper_id=pid, venue_id="Test.cc/2019/Conference", title=f"Title {n}",
                                   source="test", abstract=f"We study problem {n}. We find result {n}.",

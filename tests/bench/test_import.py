@@ -34,13 +34,13 @@ from grebench.cli._main import main
 from grebench.scoring import compute_boards, leaderboard, run_scoring
 from grebench.settings import Settings, load_settings
 from grebench.store import Store, open_store
-from tests.bench.conftest import with_candidates
+from tests.bench.conftest import TOPICS, with_candidates
 from tests.conftest import FAST_ENV
 from tests.scoring.conftest import FakeEstimator
 
 PUBLIC = datetime(2019, 11, 8)  # when the tiny papers' reviews became public
-TAGGED = ("<summary>The paper studies topic {n}.</summary><strengths>1. Clear.</strengths>"
-          "<weaknesses>1. Paper {n} lacks baselines.</weaknesses><questions>Why {n}?</questions>")
+TAGGED = ("<summary>The paper studies {topic}.</summary><strengths>1. Clear.</strengths>"
+          "<weaknesses>1. Paper {n} lacks {topic} baselines.</weaknesses><questions>Why {n}?</questions>")
 TABLES = ("candidates", "generations", "scores", "board_changes")
 
 
@@ -49,8 +49,12 @@ def _jsonl(*lines: Any) -> bytes:
     return "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines).encode()
 
 
+def _tagged(n: int) -> str:
+    return TAGGED.format(n=n, topic=TOPICS[n])
+
+
 def _review(n: int, **extra: Any) -> dict[str, Any]:
-    return {"paper_id": f"paper{n}", "review": TAGGED.format(n=n), **extra}
+    return {"paper_id": f"paper{n}", "review": _tagged(n), **extra}
 
 
 def _counts(store: Store) -> dict[str, int]:
@@ -83,7 +87,7 @@ def test_good_file_is_stored_as_imported_generations(tiny_benched: Store, settin
     assert set(rows) == {"paper0", "paper1", "paper2"}
     row = rows["paper1"]
     assert (row["status"], row["prompt_version"], row["parse_ok"]) == ("ok", IMPORT_VERSION, True)
-    assert row["text"] == TAGGED.format(n=1) and row["generated_at"] == datetime(2019, 10, 1, 12)
+    assert row["text"] == _tagged(1) and row["generated_at"] == datetime(2019, 10, 1, 12)
     assert json.loads(row["flags_json"])["producer"] == "imported"
     assert [h for h, _ in json.loads(row["sections_json"])] == ["summary", "strengths", "weaknesses", "questions"]
     # the run_bench that follows keeps the candidate and its reviews (they are not generated, not configured)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from grebench.store import open_store
+from tests.conftest import subject
 from tests.fakes.openai_server import MODES, FakeOpenAIServer
 from tests.fakes.openreview_server import FakeOpenReview
 from tests.reliability.conftest import cli, write_config
@@ -92,9 +93,11 @@ def _paper(fake: FakeOpenReview, title: str) -> str:
     pid = fake.add_paper(VENUE, title=title, abstract=f"We study {title} and improve accuracy on a benchmark.",
                          decision="Accept (Poster)", pdf=_pdf(title))
     created = datetime(2020, 11, 1, 9, 0)
+    topic = subject(sum(map(ord, title)))  # what the paper is about: its reviews name it (rules-v5 keeps them)
     for i in range(3):
-        fake.add_review(pid, f"Summary: {title} proposes method {i}.\n\nStrengths: clear writing.\n\n"
-                        f"Weaknesses: small experiments; missing baseline {i}.", created=created + timedelta(hours=i))
+        fake.add_review(pid, f"Summary: {title} proposes method {i}.\n\nStrengths: clear writing on {topic}.\n\n"
+                        f"Weaknesses: small {topic} experiments; missing baseline {i}.",
+                        created=created + timedelta(hours=i))
     return pid
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from grebench.settings import Settings, load_settings
 from grebench.store import utcnow
+from tests.conftest import subject
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.openreview_server import FakeOpenReview
 
@@ -38,18 +39,18 @@ def make_settings(tmp_path: Path, openreview: FakeOpenReview, llm: FakeOpenAISer
 
 def add_papers(fake: FakeOpenReview, n: int) -> list[str]:
     """Papers without reviews (reviews hidden until :func:`add_reviews`)."""
-    return [fake.add_paper(VENUE, title=f"Paper {i} on topic {i}", abstract=f"We study problem {i} and find that "
-                           f"method {i} improves accuracy on benchmark {i}.") for i in range(n)]
+    return [fake.add_paper(VENUE, title=f"Paper {i} on {subject(i)}", abstract=f"We study {subject(i)} and find "
+                           f"that method {i} improves accuracy on benchmark {i}.") for i in range(n)]
 
 
 def add_reviews(fake: FakeOpenReview, paper_ids: list[str], per_paper: int = 3) -> None:
     """Reviews that become public now (after any generation made so far)."""
     created = utcnow() + timedelta(seconds=1)
-    for pid in paper_ids:
+    for n, pid in enumerate(paper_ids):
         for i in range(per_paper):
-            fake.add_review(pid, f"Summary: the paper {pid} proposes method {i}.\n\nStrengths: clear writing, "
-                            f"good results on benchmark {i}.\n\nWeaknesses: small experiments; missing baseline {i}. "
-                            f"The novelty is limited.", created=created)
+            fake.add_review(pid, f"Summary: the paper {pid} proposes method {i} for {subject(n)}.\n\nStrengths: "
+                            f"clear writing, good results on benchmark {i}.\n\nWeaknesses: small experiments; "
+                            f"missing {subject(n)} baseline {i}. The novelty is limited.", created=created)
 
 
 @pytest.fixture

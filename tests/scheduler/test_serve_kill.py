@@ -44,8 +44,10 @@ def test_sigkill_mid_generate_then_restart_repeats_no_llm_call(tmp_path: Path) -
         assert again.returncode == 0, again.stderr
         assert "resuming after a crash in: generate" in again.stderr
         assert all(r["status"] == "ok" for r in json.loads(again.stdout))
-        # every paper has its generation; only the call in flight at the kill may have been made twice
-        assert len(llm.chat_requests) <= PAPERS + 1
+        # every paper has its generation; only calls not yet recorded at the kill may have been made twice: the one
+        # in flight (the gate) and the one before it, answered but perhaps not yet written (the client's worker
+        # starts the next call while the calling thread records the previous answer; seen under CPU load)
+        assert len(llm.chat_requests) <= PAPERS + 2, [json.dumps(r)[:300] for r in llm.chat_requests]
 
         calls_after_restart = len(llm.chat_requests)
         store = open_store(tmp_path / "data" / "grebench.duckdb")  # the file opens after SIGKILL
