@@ -76,9 +76,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("bootstrap_samples", int, 2000, "Bootstrap resamples (over papers) for confidence intervals."),
     # panel
     Setting("panel_pairs_per_paper", int, 0, "Pairwise comparisons per paper for the judge panel: every pair of contestants (LLMs, imported reviews, the human baseline), then contestant-vs-control anchor pairs in a seeded order up to this many (0 = all; control-vs-control pairs are never judged)."),
-    Setting("panel_llm_pairs_per_paper", int, 3, "The same cap for LLM judges, whose every comparison is a model call (0 = as panel_pairs_per_paper)."),
+    Setting("panel_llm_pairs_per_paper", int, 2, "The same cap for LLM judges, whose every comparison is a model call (0 = as panel_pairs_per_paper)."),
     Setting("local_judges", str, "smollm2-135m", "Built-in local LLM judges: comma-separated catalogue names or checkpoint paths that judge pairs through typed decisions (/v1/systemone of a local transformers serve; empty: none)."),
-    Setting("exam_llm_pairs", int, 24, "Pairs per exam test for an LLM judge (a bounded, evenly spread part of each seeded test; half as many for the easy and hard sets; 0 = the whole exam)."),
+    Setting("exam_llm_pairs", int, 12, "Pairs per exam test for an LLM judge (a bounded, evenly spread part of each seeded test; half as many for the easy and hard sets; 0 = the whole exam)."),
     Setting("exam_pairs", int, 100, "Pairs per test of the judges' qualification exam (seeded sample per venue-year)."),
     Setting("debate_rounds", int, 2, "Maximum debate rounds for pairs on which qualified LLM judges disagree."),
     Setting("judges_see_machine_metrics", bool, False, "Give LLM judges the machine metrics of both reviews as context."),

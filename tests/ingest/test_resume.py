@@ -16,6 +16,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tests.conftest import FAST_ENV
 from tests.fakes.openreview_server import FakeOpenReview
 from tests.ingest.test_openreview import tiny_pdf
 from tests.scheduler.conftest import VENUE, add_reviews, config_text
@@ -33,7 +34,7 @@ CONTENT = {
 
 
 def _ingest(cfg: Path) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GREBENCH_")}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("GREBENCH_")}, **FAST_ENV}
     return subprocess.Popen([sys.executable, "-m", "grebench.cli", "--config", str(cfg), "ingest", "--source",
                              f"openreview:{VENUE}", "--json"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)

@@ -11,11 +11,12 @@ import duckdb
 import pytest
 
 from grebench.ingest._archive import bundled_path
+from tests.conftest import FAST_ENV
 
 
 def _cli(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GREBENCH_")}
-    env["GREBENCH_DATA_DIR"] = str(data)
+    env.update(FAST_ENV, GREBENCH_DATA_DIR=str(data))
     return subprocess.run([sys.executable, "-m", "grebench.cli", *args], env=env, capture_output=True, text=True,
                           timeout=600)
 

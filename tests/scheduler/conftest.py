@@ -10,7 +10,7 @@ import pytest
 
 from grebench.settings import Settings, load_settings
 from grebench.store import utcnow
-from tests.conftest import subject
+from tests.conftest import FAST_ENV, subject
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fakes.openreview_server import FakeOpenReview
 
@@ -34,7 +34,7 @@ def make_settings(tmp_path: Path, openreview: FakeOpenReview, llm: FakeOpenAISer
     """Settings loaded from :func:`config_text` written to ``tmp_path/grebench.toml``."""
     cfg = tmp_path / "grebench.toml"
     cfg.write_text(config_text(tmp_path / "data", openreview.url, llm.url, **values), encoding="utf-8")
-    return load_settings(cfg, env={})
+    return load_settings(cfg, env=dict(FAST_ENV))
 
 
 def add_papers(fake: FakeOpenReview, n: int) -> list[str]:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from grebench.scoring import RULES_ID, ScoringError, leaderboard, run_scoring
+from grebench.scoring import RULES_ID, ScoringError, is_contaminated_row, leaderboard, run_scoring
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 from tests.scoring.conftest import FakeEstimator, add_generation, seed_baseline
@@ -152,6 +152,23 @@ def test_contaminated_llm_papers_are_left_out(small_store: Store, settings: Sett
     assert rows["llm-x"]["contaminated_papers"] == 1 and rows["human"]["papers"] == 2
     assert rows["human"]["kind"] == "human" and rows["generic"]["kind"] == "control"
     assert rows["human"]["diff_vs_human"] is None and rows["generic"]["p_vs_human"] is not None
+    assert rows["llm-x"]["rank"] is not None and not is_contaminated_row(rows["llm-x"])
+
+    # a model trained after every paper's reviews were public: shown, scored on its contaminated papers, never ranked
+    for pid in ("A", "B"):
+        add_generation(small_store, "llm-late", pid, REVIEWS[pid][1], kind="llm", cutoff="2025-01-01")
+    run_scoring(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
+    board = leaderboard(small_store, "gem", "fake-lm", RULES_ID, samples=200)
+    late = next(r for r in board if r["candidate"] == "llm-late")
+    assert is_contaminated_row(late) and late["rank"] is None and late["rank_low"] is None
+    assert (late["papers"], late["clean_papers"], late["contaminated_papers"]) == (2, 0, 2)
+    assert late["diff_vs_human"] is not None and late["ci95_low"] <= late["score"] <= late["ci95_high"]
+    ranked = [r["candidate"] for r in board if r["rank"] is not None]
+    assert "llm-late" not in ranked and sorted(r["rank"] for r in board if r["rank"] is not None) == \
+        list(range(1, len(ranked) + 1))
+    order = [r["candidate"] for r in board]  # ranked rows, then the contaminated band, then the controls
+    assert order.index("llm-late") > max(order.index(c) for c in ranked)
+    assert all(order.index("llm-late") < order.index(r["candidate"]) for r in board if r["kind"] == "control")
 
 
 @pytest.mark.slow

@@ -17,6 +17,7 @@ from grebench.scoring import compute_boards
 from grebench.settings import Settings, load_settings
 from grebench.site._app import create_app, launch_kwargs, queue_path
 from grebench.store import open_store
+from tests.conftest import FAST_ENV
 from tests.site.conftest import chromium, console_errors, fill_store, requires_chromium
 from tests.site.test_browser import keep_artifact
 
@@ -194,7 +195,7 @@ def test_loads_reuse_the_cached_export_and_pick_up_a_new_one(tmp_path: Path) -> 
 
     from grebench.site._app import reader
 
-    settings = load_settings(None, env={"GREBENCH_DATA_DIR": str(tmp_path / "data"),
+    settings = load_settings(None, env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "data"),
                                         "GREBENCH_APP_PORT": str(_free_port()), "GREBENCH_BOOTSTRAP_SAMPLES": "300"})
     store = open_store(settings.db_path)
     fill_store(store)

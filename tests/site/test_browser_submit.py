@@ -17,6 +17,7 @@ from grebench.settings import load_settings
 from grebench.site._app import create_app, launch_kwargs, queue_path
 from grebench.store import open_store
 from grebench.submissions import SubmissionQueue
+from tests.conftest import FAST_ENV
 from tests.site._cdp import Browser
 from tests.site.conftest import fill_store, requires_chromium
 from tests.site.test_browser import keep_artifact
@@ -54,7 +55,7 @@ def _free_port() -> int:
 def live_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The app on a free loopback port over an export of the small store, with its own empty queue."""
     root = tmp_path_factory.mktemp("browser-app")
-    settings = load_settings(None, env={"GREBENCH_DATA_DIR": str(root / "data"),
+    settings = load_settings(None, env={**FAST_ENV, "GREBENCH_DATA_DIR": str(root / "data"),
                                         "GREBENCH_APP_PORT": str(_free_port())})
     store = open_store(settings.db_path)
     fill_store(store)

@@ -197,12 +197,24 @@ def _mean_conf(verdicts: list[Verdict | None]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def examine(judge: Judge, sets: ExamSets) -> dict[str, Any]:
-    """One judge's raw exam scores (thresholds come later, from all judges together)."""
+def exam_size(sets: ExamSets) -> int:
+    """How many answers the exam asks of a judge (consistency and pertinence in both orders)."""
+    return 2 * len(sets.consistency) + 2 * len(sets.pertinence) + len(sets.easy) + len(sets.hard)
+
+
+def examine(judge: Judge, sets: ExamSets, task: Any = None) -> dict[str, Any]:
+    """One judge's raw exam scores (thresholds come later, from all judges together); ``task`` advances per answer
+    set (a progress task, for LLM judges whose every answer is a model call)."""
+    def asked(items: Sequence[Item]) -> list[Verdict | None]:
+        answers = ask(judge, items)
+        if task is not None:
+            task.advance(len(items))
+        return answers
+
     swap = [(p, b, a) for p, a, b in sets.consistency]
-    p_c = _consistency(ask(judge, sets.consistency), ask(judge, swap))
-    p_p = _pertinence(ask(judge, sets.pertinence), ask(judge, [(p, b, a) for p, a, b in sets.pertinence]))
-    easy, hard = _mean_conf(ask(judge, sets.easy)), _mean_conf(ask(judge, sets.hard))
+    p_c = _consistency(asked(sets.consistency), asked(swap))
+    p_p = _pertinence(asked(sets.pertinence), asked([(p, b, a) for p, a, b in sets.pertinence]))
+    easy, hard = _mean_conf(asked(sets.easy)), _mean_conf(asked(sets.hard))
     p_s = None if easy is None or hard is None else float(easy > hard)
     return {"judge": judge.name, "p_c": p_c, "p_p": p_p, "p_s": p_s,
             "details": {"pairs": {"consistency": len(sets.consistency), "pertinence": len(sets.pertinence),

@@ -31,9 +31,10 @@ from grebench.scoring.panel._judges import JUDGE_KINDS, Judge, JudgeContext, Pap
 from grebench.scoring.panel._llm_judge import JudgeError
 
 DECISION_VERSION = "judge-decision-v1"
-#: What the model reads of each review and of the abstract (a 135M model's 8k context holds all of it).
-MAX_REVIEW_CHARS = 6_000
-MAX_ABSTRACT_CHARS = 2_000
+#: What the model reads of each review and of the abstract (≈ 700 and 350 tokens: a median ICLR review fits; the
+#: cost of a decision on a CPU grows with its length).
+MAX_REVIEW_CHARS = 3_000
+MAX_ABSTRACT_CHARS = 1_500
 QUESTION = "better_review"
 INSTRUCTIONS = ("You are an area chair of a machine-learning conference. Which of the two reviews above is the "
                 "better peer review of this paper: specific to this paper, technically correct, and useful to its "

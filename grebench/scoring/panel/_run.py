@@ -20,7 +20,7 @@ from grebench.scoring.panel import _state
 from grebench.scoring.panel._aggregate import agreement, judge_score, outcome, rank_with_bootstrap, weighted_vote
 from grebench.scoring.panel._data import GemScores, VenueData, load_venue, sha, venues
 from grebench.scoring.panel._debate import Debater, run_debate
-from grebench.scoring.panel._exam import ask, build_exam, examine, grade, self_preference
+from grebench.scoring.panel._exam import ask, build_exam, exam_size, examine, grade, self_preference
 from grebench.scoring.panel._judges import JUDGES, Judge, JudgeContext, TfIdf, Verdict
 from grebench.scoring.panel._llm_judge import parse_judges
 from grebench.scoring.panel._local_judge import ServerPool, builtin_local_judges
@@ -32,6 +32,7 @@ VOTE_COLUMNS = ("venue_id", "paper_id", "candidate_a", "candidate_b", "generatio
                 "order_ab", "preference", "confidence", "reason", "created_at")
 METRIC_COLUMNS = ("text_sha256", "paper_id", "words", "section_coverage", "specificity", "abstract_overlap",
                   "created_at")
+VOTE_CHUNK = 16  # answers of an LLM judge asked at once (progress moves per chunk)
 VERDICT_COLUMNS = ("venue_id", "paper_id", "candidate_a", "candidate_b", "score", "outcome", "debated", "flagged")
 
 
@@ -124,7 +125,7 @@ def _judge_pairs(judge: Judge, pairs: list[tuple[str, str, str]], data: VenueDat
 
 
 def _vote(store: Store, data: VenueData, judge: Judge, pairs: list[tuple[str, str, str]],
-          run_id: str | None) -> tuple[int, int]:
+          run_id: str | None, progress: Progress | None = None) -> tuple[int, int]:
     """Ask one qualified judge every pair it has not answered yet, in both orders; store the answers.
 
     Returns (votes written, votes the judge failed to give).
@@ -140,7 +141,15 @@ def _vote(store: Store, data: VenueData, judge: Judge, pairs: list[tuple[str, st
                 todo.append((pid, a, b, order))
                 paper = data.papers[pid]
                 items.append((paper, ga, gb) if order == "ab" else (paper, gb, ga))
-    answers = ask(judge, items)
+    if judge.kind == "reference" or progress is None or not items:
+        answers = ask(judge, items)
+    else:  # every answer a model call: in chunks, with progress
+        answers = []
+        with progress.task(f"panel: votes of {judge.name}", len(items), "answers") as task:
+            for start in range(0, len(items), VOTE_CHUNK):
+                chunk = items[start:start + VOTE_CHUNK]
+                answers += ask(judge, chunk)
+                task.advance(len(chunk))
     rows = []
     missing = 0
     for (pid, a, b, order), verdict, (_, x, y) in zip(todo, answers, items, strict=True):
@@ -314,12 +323,17 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
         results = []
         llm_pairs = int(settings.exam_llm_pairs)
         for j in judges:  # an LLM judge's every answer is a model call: it takes a bounded, seeded part of each test
-            results.append(examine(j, sets.limited(llm_pairs) if j.kind != "reference" and llm_pairs > 0 else sets))
+            if j.kind == "reference":
+                results.append(examine(j, sets))
+            else:
+                part_sets = sets.limited(llm_pairs) if llm_pairs > 0 else sets
+                with progress.task(f"panel: exam of {j.name}", exam_size(part_sets), "answers") as answers:
+                    results.append(examine(j, part_sets, answers))
             task.advance()
     graded, eta_c, eta_p = grade(results)
     llm_judges = any(j.kind != "reference" for j in judges)
     bias = self_preference(judges, data, int(settings.seed),
-                           papers=min(20, max(1, llm_pairs // 4)) if llm_judges and llm_pairs > 0 else 20)
+                           papers=min(20, max(1, llm_pairs // 6)) if llm_judges and llm_pairs > 0 else 20)
     _write_exam(store, venue_id, graded, bias)
     by_name = {j.name: j for j in judges}
     part["exam"] = [{"venue_id": venue_id, "judge": r["judge"], "kind": by_name[r["judge"]].kind,
@@ -335,7 +349,7 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
     with progress.task(f"panel: votes, {venue_id}", len(weights), "judges") as task:
         for name in sorted(weights):
             judge_pairs = _judge_pairs(by_name[name], pairs, data, settings, int(settings.seed))
-            written, failed = _vote(store, data, by_name[name], judge_pairs, run_id)
+            written, failed = _vote(store, data, by_name[name], judge_pairs, run_id, progress)
             part["votes"] += written
             missing += failed
             task.advance()

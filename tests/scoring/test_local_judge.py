@@ -1,0 +1,97 @@
+"""The local LLM judge: typed decisions of a model grebench serves, the server started only when needed, the exam.
+
+The real path runs: a tiny random-weight Llama checkpoint served by ``transformers serve`` (``/v1/systemone``), the
+shared LLM client's decision cache, the judge's verdicts, and the exam of the panel.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grebench.llm import LLMClient
+from grebench.scoring.panel import ExamSets
+from grebench.scoring.panel._judges import JUDGE_KINDS, JudgeContext, PaperView, ReviewView, TfIdf
+from grebench.scoring.panel._llm_judge import parse_judges
+from grebench.scoring.panel._local_judge import (
+    LocalJudge,
+    ServerPool,
+    builtin_local_judges,
+    decision_state,
+    local_judge,
+)
+from grebench.settings import Settings
+from grebench.store import Store, open_store
+from tests.models.served import port_free, require_serve
+from tests.scoring.tiny_llama import tiny_llama_dir  # noqa: F401
+
+PAPER = PaperView("p1", "Spectral pruning of graph networks", "We prune graph networks with spectral criteria.")
+GOOD = ReviewView("The spectral criterion is never compared with magnitude pruning on the citation graphs.")
+BAD = ReviewView("Good paper. Accept.")
+
+
+def _context(settings: Settings, store: Store | None, pool: ServerPool | None) -> JudgeContext:
+    return JudgeContext(settings, LLMClient(settings, store), gem=None, tfidf=TfIdf([]), pool=pool)  # type: ignore[arg-type]
+
+
+def test_tables_and_the_setting_make_local_judges_with_a_family(settings: Settings) -> None:
+    assert "local" in JUDGE_KINDS.names()
+    ctx = _context(settings.replace(local_judges="smollm2-135m, /models/other-1.7B"), None, None)
+    judges = builtin_local_judges(ctx)
+    assert [(j.name, j.family, j.kind) for j in judges] == [("smollm2-135m", "smollm2", "llm"),
+                                                           ("other-1.7B", "other", "llm")]
+    [table] = parse_judges([{"name": "mine", "kind": "local", "model": "smollm2-135m", "family": "x"}], ctx)
+    assert isinstance(table, LocalJudge) and table.family == "x" and table.model == "smollm2-135m"
+    with pytest.raises(ValueError, match="judge 'bad': unknown key\\(s\\) api_base"):
+        parse_judges([{"name": "bad", "kind": "local", "model": "m", "api_base": "http://x"}], ctx)
+    with pytest.raises(ValueError, match="judge 'bad': missing model"):
+        parse_judges([{"name": "bad", "kind": "local"}], ctx)
+
+
+def test_the_model_reads_the_paper_and_both_reviews_in_the_order_shown_cut_to_a_bound() -> None:
+    long = ReviewView("x" * 50_000)
+    state = decision_state(PAPER, GOOD, long)
+    assert state.index(PAPER.title) < state.index("Review one") < state.index(GOOD.text) < state.index("Review two")
+    assert len(state) < 3_000 * 2 + 1_500 + 500
+
+
+def test_a_bounded_exam_keeps_the_mix_of_every_test() -> None:
+    item = (PAPER, GOOD, BAD)
+    sets = ExamSets(consistency=[item] * 100, pertinence=[(PAPER, GOOD, ReviewView(str(i))) for i in range(60)],
+                    easy=[item] * 50, hard=[item] * 50)
+    part = sets.limited(24)
+    assert (len(part.consistency), len(part.pertinence), len(part.easy), len(part.hard)) == (24, 24, 12, 12)
+    picked = [int(b.text) for _, _, b in part.pertinence]
+    assert picked == sorted(picked) and picked[0] == 0 and picked[-1] >= 55  # spread over the whole list
+    small = ExamSets(consistency=[item] * 3)
+    assert len(small.limited(24).consistency) == 3
+
+
+def test_a_local_judge_answers_through_a_served_model_and_a_rerun_starts_no_server(
+        settings: Settings, tiny_llama_dir: Path, tmp_path: Path) -> None:  # noqa: F811
+    require_serve()
+    s = settings.replace(hf_dtype="float32", hf_device="cpu", llm_max_retries=0)
+    store = open_store(tmp_path / "judge.duckdb")
+    try:
+        with ServerPool(s) as pool:
+            judge = local_judge("tiny", str(tiny_llama_dir), _context(s, store, pool))
+            answers = judge.compare_many([(PAPER, GOOD, BAD), (PAPER, BAD, GOOD)])
+            [server] = list(pool._servers.values())
+            port = server.port
+        assert port_free(port)  # the pool stopped its server
+        assert judge.calls_made == 2 and judge.cached == 0
+        for verdict in answers:
+            assert not isinstance(verdict, Exception)
+            assert verdict.preference in ("one", "two") and 0.5 <= verdict.confidence <= 1.0
+            assert verdict.reason.startswith("P(one) = ")
+        rows = store.rows("SELECT purpose, api_base, status FROM llm_calls")
+        assert len(rows) == 2 and {(r["purpose"], r["api_base"], r["status"]) for r in rows} == {
+            ("judge-decision", f"local:{tiny_llama_dir}:float32", "ok")}
+
+        with ServerPool(s) as pool:  # every answer is cached: no server is started
+            again = local_judge("tiny", str(tiny_llama_dir), _context(s, store, pool))
+            assert again.compare_many([(PAPER, GOOD, BAD), (PAPER, BAD, GOOD)]) == answers
+            assert pool._servers == {} and again.cached == 2 and again.calls_made == 0
+    finally:
+        store.close()

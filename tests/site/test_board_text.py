@@ -1,0 +1,26 @@
+"""The one text rendering of a board: ranked rows, then LLMs with no clean paper (labelled, unranked), then controls."""
+
+from __future__ import annotations
+
+from grebench.site import board_text
+
+
+def _row(name: str, kind: str, score: float, rank: int | None, clean: int) -> dict:
+    return {"candidate": name, "kind": kind, "score": score, "ci95_low": score - 1, "ci95_high": score + 1,
+            "papers": 12, "clean_papers": clean, "rank": rank, "rank_low": rank, "rank_high": rank,
+            "diff_vs_human": None if kind == "human" else score - 20, "p_vs_human": None if kind == "human" else 0.01}
+
+
+def test_a_contaminated_llm_is_shown_below_the_ranking_and_labelled_never_ranked() -> None:
+    board = {"metric": "gem-s", "estimator": "hf:smollm2-135m", "preprocessor": "rules-v5", "venue_id": "V",
+             "papers": 12, "rows": [_row("human", "human", 20.0, 1, 12), _row("elongation", "control", 25.0, None, 12),
+                                    _row("smollm2-135m", "llm", 11.8, None, 0)]}
+    lines = board_text(board).splitlines()
+    at = {name: next(i for i, line in enumerate(lines) if i > 2 and f" {name} " in line)
+          for name in ("human", "smollm2-135m", "elongation")}
+    assert at["human"] < at["smollm2-135m"] < at["elongation"]  # a control never above, even with a higher score
+    assert "contam." in lines[at["smollm2-135m"]] and "[contaminated: not ranked]" in lines[at["smollm2-135m"]]
+    assert lines[at["elongation"]].lstrip().startswith("ref") and lines[at["human"]].lstrip().startswith("1 [1-1]")
+    assert lines[-1].startswith("contam.: no paper on this board is newer than the model's training cutoff")
+    plain = {**board, "rows": board["rows"][:2]}
+    assert "contam." not in board_text(plain)
