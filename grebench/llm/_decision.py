@@ -86,8 +86,10 @@ class DecisionRequest:
         return json.dumps({"question": self.question, "options": self.labels, "type": "choice"}, sort_keys=True)
 
     def cache_key(self) -> str:
-        """SHA-256 of the canonical request (the address only through :attr:`endpoint`)."""
-        canonical = {"kind": "decision", "model": self.model, "api_base": self.endpoint, "state": self.state,
+        """SHA-256 of the canonical request (the address only through :attr:`endpoint`; with ``endpoint_id`` the
+        endpoint's name stands for the model too, as for chat calls)."""
+        canonical = {"kind": "decision", "model": self.endpoint_id or self.model, "api_base": self.endpoint,
+                     "state": self.state,
                      "question": self.question, "instructions": self.instructions,
                      "options": [list(o) for o in self.options], "purpose": self.purpose,
                      "prompt_version": self.prompt_version}

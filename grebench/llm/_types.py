@@ -69,9 +69,11 @@ class ChatRequest:
         return self.endpoint_id or (self.api_base or "").rstrip("/") or None
 
     def cache_key(self) -> str:
-        """SHA-256 of the canonical request; the API key is never part of it."""
+        """SHA-256 of the canonical request; the API key is never part of it.  With ``endpoint_id`` the endpoint's
+        name stands for the model too: a local server serves its checkpoint under the directory's path, which moves
+        with the data dir (and is relative when the data dir is), while ``local:<checkpoint>:<dtype>`` does not."""
         canonical = {
-            "model": self.model,
+            "model": self.endpoint_id or self.model,
             "api_base": self.endpoint,
             "messages": [list(m) for m in self.messages],
             "params": _canonical_params(self.params),

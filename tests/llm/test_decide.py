@@ -218,3 +218,23 @@ def test_a_client_error_is_not_retried_and_a_hung_server_times_out(settings: Set
         s = settings.replace(llm_timeout_s=0.5, llm_max_retries=0)
         [result] = LLMClient(s).decide_many([_request(fake.server.base_url)])
     assert result.status == "failed" and result.error == "timed out after 0.5 s (after 1 attempts)"
+
+
+def test_a_local_endpoints_key_does_not_depend_on_where_its_checkpoint_lies() -> None:
+    from grebench.llm import ChatRequest
+
+    def decision(model: str, endpoint_id: str | None) -> DecisionRequest:
+        return DecisionRequest(model=model, api_base="http://127.0.0.1:1234/v1", state="s", question="q",
+                               instructions="i", options=(("one", "a"), ("two", "b")), purpose="judge-decision",
+                               prompt_version="v", endpoint_id=endpoint_id)
+
+    def chat(model: str, endpoint_id: str | None) -> ChatRequest:
+        return ChatRequest(model=model, messages=(("user", "hi"),), purpose="review", prompt_version="v",
+                           api_base="http://127.0.0.1:1234/v1", endpoint_id=endpoint_id)
+
+    # the data dir given as a relative path in one run and an absolute one in the next: the same endpoint
+    for make in (decision, chat):
+        assert make("openai/grebench-data/models/m", "local:m:bfloat16").cache_key() == \
+            make("openai/tmp/x/grebench-data/models/m", "local:m:bfloat16").cache_key()
+        assert make("openai/a", "local:m:bfloat16").cache_key() != make("openai/a", "local:m:float32").cache_key()
+        assert make("openai/a", None).cache_key() != make("openai/b", None).cache_key()

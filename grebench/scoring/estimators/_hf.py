@@ -101,6 +101,12 @@ class HFEstimator:
         self.batch_tokens, self.reuse_prefix = batch_tokens, True
         return self
 
+    @property
+    def papers_per_batch(self) -> int:
+        """Papers the scoring engine gives one call: one on a CPU (a paper takes seconds to minutes there, so the
+        progress bar and the cache move per paper and a crash loses at most one paper), more on a GPU."""
+        return 1 if self.device.type == "cpu" else 8
+
     def logprobs(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
         """Summed log-probs of each target (its tokens plus the end-of-turn suffix), in request order."""
         import torch

@@ -216,7 +216,11 @@ def _gem_tables(store: Store, gem: GemScores, data: VenueData) -> tuple[dict[tup
     from grebench.scoring import per_paper_scores
 
     # GemScores._table sets metric, estimator and preprocessor together (all None or all str)
-    scores = per_paper_scores(store, gem.metric, cast(str, gem.estimator), cast(str, gem.preprocessor))["scores"]
+    table = per_paper_scores(store, gem.metric, cast(str, gem.estimator), cast(str, gem.preprocessor))
+    # agreement is about the same pairs the judges saw, contaminated papers included (contamination decides who is
+    # ranked on the leaderboard, not whether the metric and the panel agree on a pair)
+    scores = {c: {**table["contaminated"].get(c, {}), **table["scores"].get(c, {})}
+              for c in {*table["scores"], *table["contaminated"]}}
     per_paper = {(c, p): v for c, papers in scores.items() for p, v in papers.items() if p in data.papers}
     totals: dict[str, list[float]] = defaultdict(list)
     for (c, _), v in per_paper.items():
