@@ -201,12 +201,13 @@ def bundled_candidates(settings: Settings) -> list[Candidate]:
 def builtin_local_tables(settings: Settings, configured: list[Any]) -> list[dict[str, Any]]:
     """``[[candidates]]`` tables of setting ``local_candidates`` (catalogue names served as ``kind = "local"``);
     a configured table of the same name replaces the built-in one."""
+    from grebench.models import model_family
+
     names = {e.get("name") for e in configured if isinstance(e, dict)}
     out = []
     for spec in (s.strip() for s in str(settings.values.get("local_candidates") or "").split(",")):
         if spec and spec not in names:
-            family = re.sub(r"[-_.]?\d+(\.\d+)?[mb]\b.*$", "", spec.lower()) or spec
-            out.append({"name": spec, "kind": "local", "model": spec, "family": family,
+            out.append({"name": spec, "kind": "local", "model": spec, "family": model_family(spec),
                         "description": f"built-in local candidate: catalogue model {spec} (setting local_candidates)"})
     return out
 

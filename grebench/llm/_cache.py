@@ -34,20 +34,23 @@ def lookup(store: Store, key: str) -> ChatResult | None:
     )
 
 
+def _replace(store: Store, values: list[object]) -> None:
+    """Write one ``llm_calls`` row (``values`` in :data:`_COLUMNS` order), replacing any row of the same key."""
+    with store.transaction() as con:
+        con.execute("DELETE FROM llm_calls WHERE request_key = ?", [values[0]])
+        con.execute(f"INSERT INTO llm_calls ({_COLUMNS}) VALUES ({', '.join('?' * len(values))})", values)
+
+
 def save(store: Store, request: ChatRequest, result: ChatResult) -> None:
     """Record a call's outcome (an ok row is never overwritten by a failure)."""
     key = request.cache_key()
     if result.status != "ok" and lookup(store, key) is not None:
         return
-    with store.transaction() as con:
-        con.execute("DELETE FROM llm_calls WHERE request_key = ?", [key])
-        con.execute(
-            f"INSERT INTO llm_calls ({_COLUMNS}) VALUES ({', '.join('?' * 18)})",
-            [key, request.purpose, request.model, request.endpoint_id or request.api_base, request.prompt_version,
-             request.params_json(), request.messages_sha256, result.status, result.text, result.error,
-             result.tokens_in, result.tokens_out, result.cost_usd, result.latency_s, result.attempts, result.truncated,
-             None if result.logprobs is None else json.dumps(result.logprobs), result.generated_at],
-        )
+    _replace(store, [key, request.purpose, request.model, request.endpoint_id or request.api_base,
+                     request.prompt_version, request.params_json(), request.messages_sha256, result.status, result.text,
+                     result.error, result.tokens_in, result.tokens_out, result.cost_usd, result.latency_s,
+                     result.attempts, result.truncated,
+                     None if result.logprobs is None else json.dumps(result.logprobs), result.generated_at])
 
 
 def lookup_decision(store: Store, request: DecisionRequest) -> DecisionResult | None:
@@ -70,12 +73,7 @@ def save_decision(store: Store, request: DecisionRequest, result: DecisionResult
     key = request.cache_key()
     if result.status != "ok" and lookup_decision(store, request) is not None:
         return
-    with store.transaction() as con:
-        con.execute("DELETE FROM llm_calls WHERE request_key = ?", [key])
-        con.execute(
-            f"INSERT INTO llm_calls ({_COLUMNS}) VALUES ({', '.join('?' * 18)})",
-            [key, request.purpose, request.model, request.endpoint, request.prompt_version, request.params_json(),
-             request.content_sha256, result.status, result.choice, result.error, result.tokens_in,
-             0 if result.ok else None, None, result.latency_s, result.attempts, False,
-             None if result.probabilities is None else json.dumps(result.probabilities), result.generated_at],
-        )
+    _replace(store, [key, request.purpose, request.model, request.endpoint, request.prompt_version,
+                     request.params_json(), request.content_sha256, result.status, result.choice, result.error,
+                     result.tokens_in, 0 if result.ok else None, None, result.latency_s, result.attempts, False,
+                     None if result.probabilities is None else json.dumps(result.probabilities), result.generated_at])

@@ -24,7 +24,7 @@ from grebench.models._entry import GGUF_FLOAT32, MODELS, CatalogueEntry, ModelEr
 from grebench.models._manifest import MANIFEST, installed, verify
 from grebench.models._pull import pull
 from grebench.models._serve import LocalServer, LocalServerError, PortInUse, default_device, free_port
-from grebench.models._use import ensure_model, resolve_checkpoint
+from grebench.models._use import ensure_model, model_family, resolve_checkpoint
 from grebench.models._wheel import WHEELS_ENV
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "free_port",
     "installed",
     "machine_key",
+    "model_family",
     "models_path",
     "pull",
     "resolve_checkpoint",

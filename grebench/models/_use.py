@@ -7,6 +7,7 @@ to repair it, never a stack trace from the safetensors reader halfway through lo
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from grebench.models._entry import MODELS, ModelError, catalogue_entry, models_path
@@ -40,3 +41,10 @@ def resolve_checkpoint(settings: Settings, spec: str, progress: Progress | None 
         return resolved, str(resolved)
     raise ModelError(f"{spec!r} is neither a built-in evaluation LM ({', '.join(MODELS.names()) or 'none'}; see "
                      "`grebench models list`) nor a local checkpoint directory", "unknown")
+
+
+def model_family(spec: str) -> str:
+    """The family of a model spec for the judges' family guard: its name up to the size (``smollm2-135m`` ->
+    ``smollm2``; a checkpoint path by its directory's name)."""
+    base = Path(spec).name.lower() or spec.lower()
+    return re.sub(r"[-_.]?\d+(\.\d+)?[mb]\b.*$", "", base) or base

@@ -19,7 +19,6 @@ not take part in debates (it writes no reasons).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from grebench.llm import DecisionRequest, DecisionResult, LLMClient, LocalEndpointError, local_endpoints
+from grebench.models import model_family
 from grebench.scoring.panel._judges import JUDGE_KINDS, Judge, JudgeContext, PaperView, ReviewView, Verdict
 from grebench.scoring.panel._llm_judge import JudgeError
 
@@ -42,12 +42,6 @@ INSTRUCTIONS = ("You are an area chair of a machine-learning conference. Which o
 OPTIONS = (("one", "Review one is the better review"), ("two", "Review two is the better review"))
 PLACEHOLDER_BASE = "http://127.0.0.1:0/v1"  # a server not started yet (the cache is asked first)
 ALLOWED_KEYS = {"name", "kind", "model", "family", "description"}
-
-
-def _family(spec: str) -> str:
-    """Default family of a model spec: the catalogue name up to its size (``smollm2-135m`` -> ``smollm2``)."""
-    base = Path(spec).name.lower()
-    return re.sub(r"[-_.]?\d+(\.\d+)?[mb]\b.*$", "", base) or base
 
 
 def decision_state(paper: PaperView, one: ReviewView, two: ReviewView) -> str:
@@ -167,7 +161,7 @@ def local_judge(name: str, spec: str, context: JudgeContext, family: str | None 
     """A local judge for ``spec`` (a catalogue name or a checkpoint directory) sharing the context's server pool."""
     pool = context.pool if context.pool is not None else ServerPool(context.settings)
     return LocalJudge(name=name, model=spec, client=context.client, pool=pool, settings=context.settings,
-                      family=family or _family(spec),
+                      family=family or model_family(spec),
                       description=description or f"local model {spec} answering typed decisions ({DECISION_VERSION})")
 
 
