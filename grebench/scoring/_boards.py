@@ -161,7 +161,8 @@ def stored_boards(store: Store, *, metric: str | None = None, venue_id: str | No
         return []
     by_board: dict[str, list[dict[str, Any]]] = {}
     for r in store.rows("SELECT * FROM board_rows WHERE board_id IN (SELECT unnest(?::VARCHAR[])) "
-                        "ORDER BY board_id, rank NULLS LAST, score DESC, candidate",
+                        # ranked rows, then LLMs with no clean paper (unranked band), then the controls
+                        "ORDER BY board_id, rank NULLS LAST, kind = 'control', score DESC, candidate",
                         [[b["board_id"] for b in boards]]):
         by_board.setdefault(r["board_id"], []).append(r)
     for b in boards:

@@ -6,7 +6,15 @@ import json
 
 import pytest
 
-from grebench.scoring import RULES_ID, ScoringError, is_contaminated_row, leaderboard, run_scoring
+from grebench.scoring import (
+    RULES_ID,
+    ScoringError,
+    compute_boards,
+    is_contaminated_row,
+    leaderboard,
+    run_scoring,
+    stored_boards,
+)
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 from tests.scoring.conftest import FakeEstimator, add_generation, seed_baseline
@@ -169,6 +177,10 @@ def test_contaminated_llm_papers_are_left_out(small_store: Store, settings: Sett
     order = [r["candidate"] for r in board]  # ranked rows, then the contaminated band, then the controls
     assert order.index("llm-late") > max(order.index(c) for c in ranked)
     assert all(order.index("llm-late") < order.index(r["candidate"]) for r in board if r["kind"] == "control")
+    compute_boards(small_store, settings)  # the stored boards (site, app, CLI) keep that order
+    [stored] = [b for b in stored_boards(small_store, metric="gem", estimator="fake-lm", preprocessor=RULES_ID)
+                if b["scope"] == "all"]
+    assert [r["candidate"] for r in stored["rows"]] == order
 
 
 @pytest.mark.slow
