@@ -54,7 +54,8 @@ def _plan(settings: Settings, opts: Any) -> str:
     text = (f"main job: evaluation LM {spec}{proxy}; local candidates: {local}; local judges: {judges}; "
             f"papers: {'every eligible paper' if size is None else f'a seeded sample of {size}'} ({why})")
     if size == AUTO_CPU_PAPERS and why.startswith("auto"):
-        text += ("; about 15 minutes on a 2-core CPU (measured, README), most of it the language model; "
+        text += ("; about 9 minutes on a 2-core CPU with fast bfloat16, longer without (measured, README), most of "
+                 "it the language model; "
                  "`--papers all` scores every paper")
     return text
 

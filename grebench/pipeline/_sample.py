@@ -32,7 +32,8 @@ class Sample:
 
 #: ``papers = auto`` with a language model on a CPU: sized so that the whole default main job (a local candidate
 #: writing reviews, GEM and GEM-S with the real evaluation LM, the local judge's exam and votes) takes about 15
-#: minutes on a 2-core machine (measured: README).  With a GPU, or with no local model, ``auto`` is every paper.
+#: minutes on a 2-core machine (9 measured there with fast bfloat16: README).  With a GPU, or with no local model,
+#: ``auto`` is every paper.
 AUTO_CPU_PAPERS = 12
 
 
