@@ -150,6 +150,10 @@ class Settings:
         """Output directory of the static site."""
         return Path(self.values["site_dir"]).expanduser() if self.values["site_dir"] else self.data_path / "site"
 
+    def listed(self, name: str) -> list[str]:
+        """A comma-separated setting as its non-empty, stripped items (e.g. ``local_candidates``)."""
+        return [item.strip() for item in str(getattr(self, name) or "").split(",") if item.strip()]
+
     def replace(self, **changes: Any) -> Settings:
         """A copy with some declared values changed (CLI options use this)."""
         values = dict(self.values)

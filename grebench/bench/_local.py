@@ -17,13 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grebench.bench._registry import CANDIDATE_KINDS, Candidate, CandidateError, _date
 from grebench.settings import Settings
+
+if TYPE_CHECKING:
+    from grebench.models import LocalServer
 
 LOCAL_KEYS = {"name", "kind", "model", "released", "cutoff", "family", "description", "submitter", "params"}
 LOCAL_MAX_TOKENS = 512
@@ -106,30 +109,95 @@ class LocalKind:
     @contextmanager
     def serve(self, candidates: list[Candidate], settings: Settings) -> Iterator[list[Candidate]]:
         """One server per distinct checkpoint for the block; the candidates as its OpenAI-compatible endpoint."""
-        from grebench.llm import local_endpoints
-        from grebench.models import LocalServer, ModelError, choose_dtype, default_device, resolve_checkpoint
+        from grebench.models import ModelError
 
-        groups: dict[Path, tuple[str, str, list[Candidate]]] = {}
+        models: dict[str, LocalModel] = {}
+        groups: dict[tuple[Path, str], list[Candidate]] = {}
         for c in candidates:
+            spec = c.model or ""
             try:
-                path, label = resolve_checkpoint(settings, c.model or "")
+                if spec not in models:
+                    models[spec] = resolve_local(settings, spec)
             except ModelError as exc:
                 raise CandidateError(f"candidate {c.name!r}: {exc}") from None
-            groups.setdefault(path, (label, c.model or "", []))[2].append(c)
-        device = default_device(settings.hf_device)
-        with ExitStack() as stack:
+            groups.setdefault((models[spec].path, models[spec].dtype), []).append(c)
+        with LocalServers(settings) as servers:
             ready: list[Candidate] = []
-            for path, (label, spec, members) in groups.items():
-                dtype, _probe = choose_dtype(settings, spec, device, settings.hf_dtype)
+            for members in groups.values():
+                model = models[members[0].model or ""]
                 cache_tokens = max(1, int(settings.bench_concurrency)) * max(c.params["context_tokens"]
                                                                               for c in members)
-                server = stack.enter_context(LocalServer(path, settings, device=device, dtype=dtype,
-                                                         cache_tokens=cache_tokens, name=Path(spec).name or spec))
-                stack.enter_context(local_endpoints([server.api_base]))
-                endpoint = f"local:{label}:{dtype}"
+                server = servers.server(model, cache_tokens=cache_tokens)
                 ready += [replace(c, model=f"openai/{server.model_id}", api_base=server.api_base, stream=True,
-                                  endpoint_id=endpoint) for c in members]
+                                  endpoint_id=model.endpoint_id) for c in members]
             yield ready
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """A model spec resolved on this machine: the checkpoint, how the spec names it, the device and dtype."""
+
+    spec: str
+    path: Path
+    label: str
+    device: str
+    dtype: str
+
+    @property
+    def endpoint_id(self) -> str:
+        """The name its calls are cached under (``local:<checkpoint>:<dtype>``; the port changes on every start)."""
+        return f"local:{self.label}:{self.dtype}"
+
+
+def resolve_local(settings: Settings, spec: str) -> LocalModel:
+    """Resolve a catalogue name or checkpoint path (a catalogue model is pulled on first use) and choose its device
+    and dtype (``hf_device``, ``hf_dtype``); a :class:`grebench.models.ModelError` says why it cannot be used."""
+    from grebench.models import choose_dtype, default_device, resolve_checkpoint
+
+    path, label = resolve_checkpoint(settings, spec)
+    device = default_device(settings.hf_device)
+    dtype, _why = choose_dtype(settings, spec, device, settings.hf_dtype)
+    return LocalModel(spec, path, label, device, dtype)
+
+
+class LocalServers:
+    """The local model servers of one stage (candidates or judges): one per checkpoint and dtype, started on first
+    use (readiness observed), registered as grebench's own loopback endpoints, all stopped when the block ends."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._stack = ExitStack()
+        self._servers: dict[tuple[Path, str], LocalServer] = {}
+
+    @property
+    def running(self) -> list[LocalServer]:
+        """The servers started so far."""
+        return list(self._servers.values())
+
+    def server(self, model: LocalModel, cache_tokens: int | None = None) -> LocalServer:
+        """The running server of ``model`` (started now if it is not)."""
+        from grebench.llm import local_endpoints
+        from grebench.models import LocalServer
+
+        key = (model.path, model.dtype)
+        if key not in self._servers:
+            server = self._stack.enter_context(LocalServer(
+                model.path, self.settings, device=model.device, dtype=model.dtype, cache_tokens=cache_tokens,
+                name=Path(model.spec).name or model.spec))
+            self._stack.enter_context(local_endpoints([server.api_base]))
+            self._servers[key] = server
+        return self._servers[key]
+
+    def close(self) -> None:
+        """Stop every server started here."""
+        self._stack.close()
+        self._servers.clear()
+
+    def __enter__(self) -> LocalServers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 CANDIDATE_KINDS.add("local", LocalKind(), spec="local",

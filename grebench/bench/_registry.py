@@ -205,8 +205,8 @@ def builtin_local_tables(settings: Settings, configured: list[Any]) -> list[dict
 
     names = {e.get("name") for e in configured if isinstance(e, dict)}
     out = []
-    for spec in (s.strip() for s in str(settings.values.get("local_candidates") or "").split(",")):
-        if spec and spec not in names:
+    for spec in settings.listed("local_candidates"):
+        if spec not in names:
             out.append({"name": spec, "kind": "local", "model": spec, "family": model_family(spec),
                         "description": f"built-in local candidate: catalogue model {spec} (setting local_candidates)"})
     return out

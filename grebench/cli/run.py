@@ -48,8 +48,8 @@ def _plan(settings: Settings, opts: Any) -> str:
 
     spec = opts.estimator_spec(settings)
     size, why = papers_size(opts.papers if opts.papers is not None else settings.papers, settings, spec)
-    local = str(settings.values.get("local_candidates") or "").strip() or "none"
-    judges = str(settings.values.get("local_judges") or "").strip() or "none"
+    local = ", ".join(settings.listed("local_candidates")) or "none"
+    judges = ", ".join(settings.listed("local_judges")) or "none"
     proxy = " (a fast word-model proxy, not the metric's language model)" if spec.startswith("offline") else ""
     text = (f"main job: evaluation LM {spec}{proxy}; local candidates: {local}; local judges: {judges}; "
             f"papers: {'every eligible paper' if size is None else f'a seeded sample of {size}'} ({why})")

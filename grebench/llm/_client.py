@@ -8,6 +8,7 @@ import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from grebench._offline import apply_offline_defaults
@@ -249,33 +250,44 @@ class LLMClient:
                 results[i] = hit
                 if on_done is not None:
                     on_done(hit)
-        if pending:
-            limit = max(1, int(self.settings.bench_concurrency))
-            providers = {requests[i].provider for i in pending}
-            gates = {p: threading.Semaphore(limit) for p in providers}
+        def done(i: int, result: ChatResult) -> None:
+            if self.store is not None:
+                _cache.save(self.store, requests[i], result)
+            results[i] = result
+            if on_done is not None:
+                on_done(result)
 
-            def run(i: int) -> ChatResult:
-                with gates[requests[i].provider]:
-                    return self._call(requests[i])
-
-            with ThreadPoolExecutor(max_workers=min(len(pending), limit * len(providers))) as pool:
-                futures = {pool.submit(run, i): i for i in pending}
-                for future in as_completed(futures):
-                    i = futures[future]
-                    result = future.result()
-                    if self.store is not None:
-                        _cache.save(self.store, requests[i], result)
-                    results[i] = result
-                    if on_done is not None:
-                        on_done(result)
+        self._fan_out(pending, lambda i: requests[i].provider, lambda i: self._call(requests[i]), done)
         return [r for r in results if r is not None]
+
+    def _fan_out(self, keys: Sequence[Any], gate: Callable[[Any], str], call: Callable[[Any], Any],
+                 done: Callable[[Any, Any], None]) -> None:
+        """``call(key)`` for every key in worker threads, at most ``bench_concurrency`` at a time per ``gate(key)``
+        (a provider, a server); ``done(key, result)`` runs in the calling thread as each one completes."""
+        if not keys:
+            return
+        limit = max(1, int(self.settings.bench_concurrency))
+        gates = {g: threading.Semaphore(limit) for g in {gate(k) for k in keys}}
+
+        def run(key: Any) -> Any:
+            with gates[gate(key)]:
+                return call(key)
+
+        with ThreadPoolExecutor(max_workers=min(len(keys), limit * len(gates))) as pool:
+            futures = {pool.submit(run, k): k for k in keys}
+            for future in as_completed(futures):
+                done(futures[future], future.result())
 
     # -- typed decisions ---------------------------------------------------
     def decide_many(self, requests: Sequence[DecisionRequest],
-                    on_done: Callable[[DecisionResult], None] | None = None) -> list[DecisionResult]:
+                    on_done: Callable[[DecisionResult], None] | None = None,
+                    server: Callable[[], str] | None = None) -> list[DecisionResult]:
         """Answer typed decisions (``/v1/systemone``) of local servers; results in request order.
 
-        Cached ok decisions make no call.  Every other one must go to a loopback server grebench started
+        Cached ok decisions make no call.  ``server``, when given, is called only if some decision is not cached:
+        it starts (or finds) the server and returns its ``api_base``, which the uncached requests go to (their
+        keys name the endpoint by ``endpoint_id``, not by address).  Every uncached one must go to a loopback server
+        grebench started
         (:func:`grebench.llm.local_endpoints`): otherwise :class:`grebench.llm.LocalEndpointError` is raised
         before any call.  At most ``bench_concurrency`` calls run at once per server, each under ``llm_timeout_s``,
         retried on 5xx/timeouts up to ``llm_max_retries`` times (see :mod:`grebench.llm._decide`).  The same
@@ -291,27 +303,24 @@ class LLMClient:
                 results[i] = hit
                 if on_done is not None:
                     on_done(hit)
+        if pending and server is not None:
+            base = server()
+            requests = [replace(r, api_base=base) for r in requests]
         roots = {key: check_local(requests[idx[0]].api_base) for key, idx in pending.items()}
-        if pending:
-            s = self.settings
-            limit = max(1, int(s.bench_concurrency))
-            gates = {root: threading.Semaphore(limit) for root in set(roots.values())}
+        s = self.settings
 
-            def run(key: str) -> DecisionResult:
-                with gates[roots[key]]:
-                    return call_decision(requests[pending[key][0]], roots[key], float(s.llm_timeout_s),
-                                         int(s.llm_max_retries), self._sleep or _sleep, self._rng, BACKOFF_BASE_S,
-                                         BACKOFF_MAX_S)
+        def call(key: str) -> DecisionResult:
+            return call_decision(requests[pending[key][0]], roots[key], float(s.llm_timeout_s),
+                                 int(s.llm_max_retries), self._sleep or _sleep, self._rng, BACKOFF_BASE_S,
+                                 BACKOFF_MAX_S)
 
-            with ThreadPoolExecutor(max_workers=min(len(pending), limit * len(gates))) as pool:
-                futures = {pool.submit(run, key): key for key in pending}
-                for future in as_completed(futures):
-                    key = futures[future]
-                    result = future.result()
-                    if self.store is not None:
-                        _cache.save_decision(self.store, requests[pending[key][0]], result)
-                    for i in pending[key]:
-                        results[i] = result
-                        if on_done is not None:
-                            on_done(result)
+        def done(key: str, result: DecisionResult) -> None:
+            if self.store is not None:
+                _cache.save_decision(self.store, requests[pending[key][0]], result)
+            for i in pending[key]:
+                results[i] = result
+                if on_done is not None:
+                    on_done(result)
+
+        self._fan_out(list(pending), roots.__getitem__, call, done)
         return [r for r in results if r is not None]

@@ -4,7 +4,8 @@ Why a worker thread, as for chat calls (:mod:`grebench.llm._call`): httpx's time
 whole reply, so the POST runs in a daemon thread that reads the body in chunks (capped at :data:`MAX_REPLY_BYTES`)
 and the caller waits on it for ``llm_timeout_s`` at most; at the deadline the caller abandons it (a flag the worker
 checks after every chunk).  The proxy settings of the environment are ignored (``trust_env=False``): the server is
-on loopback, and a proxy in between would see every state.
+on loopback, and a proxy in between would see every state.  The body is read by the chat calls' capped reader
+(:func:`grebench.llm._plain.read_body`).
 
 HTTP 429, 5xx, timeouts and connection errors are retried with exponential back-off and jitter, like chat calls;
 another status, and a reply that does not answer the question (:class:`MalformedDecision`), fail at once: the same
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from grebench.llm._decision import DecisionRequest, DecisionResult, MalformedDecision, choose, parse_reply
+from grebench.llm._plain import BodyTooLarge, ReadStopped, read_body
 from grebench.store import utcnow
 
 log = logging.getLogger(__name__)
@@ -48,17 +50,12 @@ def _post(url: str, payload: dict, timeout_s: float) -> _Reply:
         try:
             with httpx.Client(timeout=timeout_s, trust_env=False, follow_redirects=False) as http, \
                     http.stream("POST", url, json=payload) as response:
-                parts: list[bytes] = []
-                size = 0
-                for chunk in response.iter_bytes():
-                    if abandoned.is_set():
-                        return
-                    size += len(chunk)
-                    if size > MAX_REPLY_BYTES:
-                        reply.error = f"the decision reply is larger than {MAX_REPLY_BYTES} bytes: cut off"
-                        return
-                    parts.append(chunk)
-                reply.status, reply.body = response.status_code, b"".join(parts)
+                reply.status, reply.body = response.status_code, read_body(response, MAX_REPLY_BYTES,
+                                                                           abandoned.is_set)
+        except BodyTooLarge:
+            reply.error = f"the decision reply is larger than {MAX_REPLY_BYTES} bytes: cut off"
+        except ReadStopped:
+            return  # abandoned at the deadline: the caller has reported the timeout
         except (httpx.TimeoutException, httpx.TransportError) as exc:
             reply.error, reply.retry = f"{type(exc).__name__}: {exc}", True
         except Exception as exc:

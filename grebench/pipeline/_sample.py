@@ -49,8 +49,8 @@ def parse_papers(value: str | int | None) -> int | None:
 
 def uses_local_lm(settings: Settings, estimator_spec: str) -> bool:
     """Whether a run works with a language model on this machine (hf estimator, local candidates or judges)."""
-    return (estimator_spec.strip().startswith("hf:") or bool(str(settings.values.get("local_candidates") or "").strip())
-            or bool(str(settings.values.get("local_judges") or "").strip()))
+    return (estimator_spec.strip().startswith("hf:") or bool(settings.listed("local_candidates"))
+            or bool(settings.listed("local_judges")))
 
 
 def papers_size(value: str | int | None, settings: Settings, estimator_spec: str) -> tuple[int | None, str]:

@@ -10,17 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from grebench.bench import LocalServers
 from grebench.llm import LLMClient
 from grebench.scoring.panel import ExamSets
 from grebench.scoring.panel._judges import JUDGE_KINDS, JudgeContext, PaperView, ReviewView, TfIdf
 from grebench.scoring.panel._llm_judge import parse_judges
-from grebench.scoring.panel._local_judge import (
-    LocalJudge,
-    ServerPool,
-    builtin_local_judges,
-    decision_state,
-    local_judge,
-)
+from grebench.scoring.panel._local_judge import LocalJudge, builtin_local_judges, decision_state, local_judge
 from grebench.settings import Settings
 from grebench.store import Store, open_store
 from tests.models.served import port_free, require_serve
@@ -31,8 +26,8 @@ GOOD = ReviewView("The spectral criterion is never compared with magnitude pruni
 BAD = ReviewView("Good paper. Accept.")
 
 
-def _context(settings: Settings, store: Store | None, pool: ServerPool | None) -> JudgeContext:
-    return JudgeContext(settings, LLMClient(settings, store), gem=None, tfidf=TfIdf([]), pool=pool)  # type: ignore[arg-type]
+def _context(settings: Settings, store: Store | None, servers: LocalServers | None) -> JudgeContext:
+    return JudgeContext(settings, LLMClient(settings, store), gem=None, tfidf=TfIdf([]), servers=servers)  # type: ignore[arg-type]
 
 
 def test_tables_and_the_setting_make_local_judges_with_a_family(settings: Settings) -> None:
@@ -74,12 +69,12 @@ def test_a_local_judge_answers_through_a_served_model_and_a_rerun_starts_no_serv
     s = settings.replace(hf_dtype="float32", hf_device="cpu", llm_max_retries=0)
     store = open_store(tmp_path / "judge.duckdb")
     try:
-        with ServerPool(s) as pool:
-            judge = local_judge("tiny", str(tiny_llama_dir), _context(s, store, pool))
+        with LocalServers(s) as servers:
+            judge = local_judge("tiny", str(tiny_llama_dir), _context(s, store, servers))
             answers = judge.compare_many([(PAPER, GOOD, BAD), (PAPER, BAD, GOOD)])
-            [server] = list(pool._servers.values())
+            [server] = servers.running
             port = server.port
-        assert port_free(port)  # the pool stopped its server
+        assert port_free(port)  # the block stopped its server
         assert judge.calls_made == 2 and judge.cached == 0
         for verdict in answers:
             assert not isinstance(verdict, Exception)
@@ -89,9 +84,9 @@ def test_a_local_judge_answers_through_a_served_model_and_a_rerun_starts_no_serv
         assert len(rows) == 2 and {(r["purpose"], r["api_base"], r["status"]) for r in rows} == {
             ("judge-decision", f"local:{tiny_llama_dir}:float32", "ok")}
 
-        with ServerPool(s) as pool:  # every answer is cached: no server is started
-            again = local_judge("tiny", str(tiny_llama_dir), _context(s, store, pool))
+        with LocalServers(s) as servers:  # every answer is cached: no server is started
+            again = local_judge("tiny", str(tiny_llama_dir), _context(s, store, servers))
             assert again.compare_many([(PAPER, GOOD, BAD), (PAPER, BAD, GOOD)]) == answers
-            assert pool._servers == {} and again.cached == 2 and again.calls_made == 0
+            assert servers.running == [] and again.cached == 2 and again.calls_made == 0
     finally:
         store.close()

@@ -249,7 +249,7 @@ class JudgeContext:
     client: Any
     gem: GemScores
     tfidf: TfIdf
-    pool: Any = None    # local model servers shared by the run's local judges (``_local_judge.ServerPool``)
+    servers: Any = None  # local model servers shared by the run's local judges (``grebench.bench.LocalServers``)
 
 
 JudgeFactory = Callable[[JudgeContext], Judge]

@@ -8,8 +8,9 @@ of the answer, as for an API judge with log-probs).  There is no tie option: the
 orders) is what catches a judge that always picks the first or the second review shown.
 
 The server (:class:`grebench.models.LocalServer`) is started only when a decision is not in the call cache, once
-per checkpoint for the whole panel run (:class:`ServerPool`), and stopped when the panel stage ends.  Calls are
-keyed by ``local:<checkpoint>:<dtype>``, not by the server's port, so a rerun finds the first run's answers.
+per checkpoint for the whole panel run (:class:`grebench.bench.LocalServers`, as for local candidates), and
+stopped when the panel stage ends.  Calls are keyed by ``local:<checkpoint>:<dtype>``, not by the server's port,
+so a rerun finds the first run's answers.
 
 A local judge is an LLM judge (``kind = 'llm'`` in the ``judges`` table): it takes the exam like any judge, is
 subject to the family guard (never shown a review by a candidate of its own family, e.g. the same model as a
@@ -20,12 +21,12 @@ not take part in debates (it writes no reasons).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grebench.llm import DecisionRequest, DecisionResult, LLMClient, LocalEndpointError, local_endpoints
+from grebench.bench import LocalModel, LocalServers, resolve_local
+from grebench.llm import DecisionRequest, DecisionResult, LLMClient
 from grebench.models import model_family
 from grebench.scoring.panel._judges import JUDGE_KINDS, Judge, JudgeContext, PaperView, ReviewView, Verdict
 from grebench.scoring.panel._llm_judge import JudgeError
@@ -40,7 +41,7 @@ INSTRUCTIONS = ("You are an area chair of a machine-learning conference. Which o
                 "better peer review of this paper: specific to this paper, technically correct, and useful to its "
                 "authors?")
 OPTIONS = (("one", "Review one is the better review"), ("two", "Review two is the better review"))
-PLACEHOLDER_BASE = "http://127.0.0.1:0/v1"  # a server not started yet (the cache is asked first)
+PLACEHOLDER_BASE = "http://127.0.0.1:0/v1"  # until the server starts (decide_many asks the cache first)
 ALLOWED_KEYS = {"name", "kind", "model", "family", "description"}
 
 
@@ -52,38 +53,6 @@ def decision_state(paper: PaperView, one: ReviewView, two: ReviewView) -> str:
             f"=== Review two ===\n{two.text.strip()[:MAX_REVIEW_CHARS]}")
 
 
-class ServerPool:
-    """Local model servers shared by the local judges of one panel run; closed (servers stopped) at its end."""
-
-    def __init__(self, settings: Any) -> None:
-        self.settings = settings
-        self._stack = ExitStack()
-        self._servers: dict[tuple[Path, str], Any] = {}
-
-    def server(self, path: Path, dtype: str, device: str, name: str) -> Any:
-        """The running server for this checkpoint and dtype (started on first use, readiness observed)."""
-        from grebench.models import LocalServer
-
-        key = (path, dtype)
-        if key not in self._servers:
-            server = self._stack.enter_context(LocalServer(path, self.settings, device=device, dtype=dtype,
-                                                           name=name))
-            self._stack.enter_context(local_endpoints([server.api_base]))
-            self._servers[key] = server
-        return self._servers[key]
-
-    def close(self) -> None:
-        """Stop every server this pool started."""
-        self._stack.close()
-        self._servers.clear()
-
-    def __enter__(self) -> ServerPool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
 @dataclass
 class LocalJudge:
     """A catalogue model or a local checkpoint judging pairs through ``/v1/systemone`` decisions."""
@@ -91,44 +60,34 @@ class LocalJudge:
     name: str
     model: str                 # the spec as configured (catalogue name or checkpoint path)
     client: LLMClient
-    pool: ServerPool
+    servers: LocalServers
     settings: Any
     family: str | None = None
     description: str = ""
     kind: str = "llm"
     calls_made: int = 0
     cached: int = 0
-    _resolved: tuple[Path, str, str, str] | None = field(default=None, repr=False)
+    _resolved: LocalModel | None = field(default=None, repr=False)
 
-    def _checkpoint(self) -> tuple[Path, str, str, str]:
-        """(checkpoint, label, dtype, device), resolved once (a catalogue model is pulled on first use)."""
+    def _model(self) -> LocalModel:
+        """The checkpoint, device and dtype, resolved once (a catalogue model is pulled on first use)."""
         if self._resolved is None:
-            from grebench.models import ModelError, choose_dtype, default_device, resolve_checkpoint
+            from grebench.models import ModelError
 
             try:
-                path, label = resolve_checkpoint(self.settings, self.model)
-                device = default_device(self.settings.hf_device)
-                dtype, _why = choose_dtype(self.settings, self.model, device, self.settings.hf_dtype)
+                self._resolved = resolve_local(self.settings, self.model)
             except ModelError as exc:
                 raise JudgeError(f"judge {self.name}: {exc}") from None
-            self._resolved = (path, label, dtype, device)
         return self._resolved
 
-    def _requests(self, items: Sequence[tuple[PaperView, ReviewView, ReviewView]], api_base: str
-                  ) -> list[DecisionRequest]:
-        path, label, dtype, _ = self._checkpoint()
-        return [DecisionRequest(model=f"openai/{path}", api_base=api_base, state=decision_state(p, a, b),
-                                question=QUESTION, instructions=INSTRUCTIONS, options=OPTIONS,
-                                purpose="judge-decision", prompt_version=DECISION_VERSION,
-                                endpoint_id=f"local:{label}:{dtype}") for p, a, b in items]
-
     def _decide(self, items: Sequence[tuple[PaperView, ReviewView, ReviewView]]) -> list[DecisionResult]:
-        try:  # every answer cached: no server is started
-            return self.client.decide_many(self._requests(items, PLACEHOLDER_BASE))
-        except LocalEndpointError:
-            path, _label, dtype, device = self._checkpoint()
-            server = self.pool.server(path, dtype, device, Path(self.model).name or self.model)
-            return self.client.decide_many(self._requests(items, server.api_base))
+        """Decisions of the cache, and of the server (started only when one is not cached) for the rest."""
+        model = self._model()
+        requests = [DecisionRequest(model=f"openai/{model.path}", api_base=PLACEHOLDER_BASE,
+                                    state=decision_state(p, a, b), question=QUESTION, instructions=INSTRUCTIONS,
+                                    options=OPTIONS, purpose="judge-decision", prompt_version=DECISION_VERSION,
+                                    endpoint_id=model.endpoint_id) for p, a, b in items]
+        return self.client.decide_many(requests, server=lambda: self.servers.server(model).api_base)
 
     def compare(self, paper: PaperView, review_a: ReviewView, review_b: ReviewView) -> Verdict:
         """One decision, in the order given."""
@@ -158,9 +117,9 @@ class LocalJudge:
 
 def local_judge(name: str, spec: str, context: JudgeContext, family: str | None = None,
                 description: str | None = None) -> LocalJudge:
-    """A local judge for ``spec`` (a catalogue name or a checkpoint directory) sharing the context's server pool."""
-    pool = context.pool if context.pool is not None else ServerPool(context.settings)
-    return LocalJudge(name=name, model=spec, client=context.client, pool=pool, settings=context.settings,
+    """A local judge for ``spec`` (a catalogue name or a checkpoint directory) sharing the context's servers."""
+    servers = context.servers if context.servers is not None else LocalServers(context.settings)
+    return LocalJudge(name=name, model=spec, client=context.client, servers=servers, settings=context.settings,
                       family=family or model_family(spec),
                       description=description or f"local model {spec} answering typed decisions ({DECISION_VERSION})")
 
@@ -193,5 +152,4 @@ JUDGE_KINDS.add("local", LocalJudgeKind(), spec="local",
 
 def builtin_local_judges(context: JudgeContext) -> list[Judge]:
     """The judges of setting ``local_judges`` (comma-separated catalogue names or checkpoint paths)."""
-    specs = [s.strip() for s in str(getattr(context.settings, "local_judges", "") or "").split(",") if s.strip()]
-    return [local_judge(Path(spec).name or spec, spec, context) for spec in specs]
+    return [local_judge(Path(spec).name or spec, spec, context) for spec in context.settings.listed("local_judges")]

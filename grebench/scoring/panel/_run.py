@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, cast
 
+from grebench.bench import LocalServers
 from grebench.llm import LLMClient
 from grebench.progress import NoProgress, Progress
 from grebench.scoring.panel import _state
@@ -23,7 +24,7 @@ from grebench.scoring.panel._debate import Debater, run_debate
 from grebench.scoring.panel._exam import ask, build_exam, exam_size, examine, grade, self_preference
 from grebench.scoring.panel._judges import JUDGES, Judge, JudgeContext, TfIdf, Verdict
 from grebench.scoring.panel._llm_judge import parse_judges
-from grebench.scoring.panel._local_judge import ServerPool, builtin_local_judges
+from grebench.scoring.panel._local_judge import builtin_local_judges
 from grebench.scoring.panel._machine_metrics import common_words, measure
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
@@ -37,9 +38,9 @@ VERDICT_COLUMNS = ("venue_id", "paper_id", "candidate_a", "candidate_b", "score"
 
 
 def build_judges(settings: Settings, client: LLMClient, gem: GemScores, tfidf: TfIdf,
-                 names: Sequence[str] | None = None, pool: ServerPool | None = None) -> list[Judge]:
+                 names: Sequence[str] | None = None, servers: LocalServers | None = None) -> list[Judge]:
     """Every registered judge, the ``local_judges``, the ``[[judges]]`` tables; optionally only ``names``."""
-    context = JudgeContext(settings, client, gem, tfidf, pool)
+    context = JudgeContext(settings, client, gem, tfidf, servers)
     judges: list[Judge] = [entry.obj(context) for entry in JUDGES]
     judges += builtin_local_judges(context)
     judges += parse_judges(settings.tables.get("judges"), context)
@@ -273,8 +274,8 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, judge_names:
     all_judges: list[Judge] = []
     names = venues(store)
     display = progress or NoProgress()
-    with ServerPool(settings) as pool:  # local judges' servers: started on first need, stopped here
-        _run_venues(store, settings, client, gem, names, run_id, judge_names, exam_only, display, pool, summary,
+    with LocalServers(settings) as servers:  # local judges' servers: started on first need, stopped here
+        _run_venues(store, settings, client, gem, names, run_id, judge_names, exam_only, display, servers, summary,
                     all_judges)
     summary["votes_total"] = int(store.scalar("SELECT count(*) FROM panel_votes") or 0)
     summary["calls_made"] = sum(getattr(j, "calls_made", 0) for j in all_judges)
@@ -286,7 +287,7 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, judge_names:
 
 def _run_venues(store: Store, settings: Settings, client: LLMClient, gem: GemScores, names: Sequence[str],
                 run_id: str | None, judge_names: Sequence[str] | None, exam_only: bool, display: Progress,
-                pool: ServerPool, summary: dict[str, Any], all_judges: list[Judge]) -> None:
+                servers: LocalServers, summary: dict[str, Any], all_judges: list[Judge]) -> None:
     for venue_id in names:
         print_ = _state.fingerprint(store, settings, venue_id, judge_names, exam_only,
                                     (gem.estimator_spec, gem.preprocessor_spec))
@@ -294,7 +295,7 @@ def _run_venues(store: Store, settings: Settings, client: LLMClient, gem: GemSco
         if part is None:
             store.clear_stage_state(_state.STAGE, _state.scope(venue_id, not exam_only))  # its tables change too
             judges, part, complete = _run_venue(store, settings, client, gem, venue_id, run_id, judge_names,
-                                                exam_only, display, pool)
+                                                exam_only, display, servers)
             all_judges += judges
             summary["votes"] += part.pop("votes")
             summary["machine_metrics"] += part.pop("machine_metrics")
@@ -311,11 +312,11 @@ def _run_venues(store: Store, settings: Settings, client: LLMClient, gem: GemSco
 
 def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScores, venue_id: str,
                run_id: str | None, judge_names: Sequence[str] | None, exam_only: bool,
-               progress: Progress, pool: ServerPool | None = None) -> tuple[list[Judge], dict[str, Any], bool]:
+               progress: Progress, servers: LocalServers | None = None) -> tuple[list[Judge], dict[str, Any], bool]:
     """One venue-year in full: (judges, its summary part, whether every vote was answered)."""
     data = load_venue(store, venue_id)
     tfidf = TfIdf("\n".join([p.title, p.abstract, p.text]) for p in data.papers.values())
-    judges = build_judges(settings, client, gem, tfidf, judge_names, pool)
+    judges = build_judges(settings, client, gem, tfidf, judge_names, servers)
     _sync_judges(store, judges)
     part: dict[str, Any] = {"votes": 0, "machine_metrics": _machine_metrics(
         store, data, bool(settings.judges_see_machine_metrics))}
