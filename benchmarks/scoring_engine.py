@@ -12,7 +12,10 @@
 (installed under the models directory, e.g. ``GREBENCH_MODELS_DIR``; never pulled by the benchmark), peak = the best
 of the model's own matmul shapes.  ``--model tiny``: a random-weight Llama (CPU_SHAPE), peak = 2048^3 matmuls.
 ``--dtype auto`` is what the product picks (:func:`grebench.models.choose_dtype`; tiny: float32).
-Ends with one JSON line.  ``--shape llama-3.1-8b`` builds a random Llama-3.1-8B-shaped model in bf16 on CUDA.
+Ends with one JSON line.  ``--shape llama-3.1-8b`` builds a random Llama-3.1-8B-shaped model in bf16 on CUDA and
+runs the same comparison there (the naive loop on the GPU too), with the engine's prefix reuse decided as the product
+decides it (``--reuse auto``: measured) and the peak taken over the model's own matmul shapes.  The engine is timed
+as the scoring engine calls it: ``papers_per_batch`` papers per call (one on a CPU, many on a GPU).
 """
 
 from __future__ import annotations
@@ -246,9 +249,12 @@ def compare(est: HFEstimator, reqs: list[LogprobRequest], peak_fn: PeakFn) -> di
     by_paper: dict[str, list[int]] = {}
     for i, r in enumerate(reqs):
         by_paper.setdefault(r.paper_id, []).append(i)
+    papers = list(by_paper.values())
+    step = max(1, int(est.papers_per_batch))  # what the product's scoring engine gives one call
     fast, slow = [0.0] * len(reqs), [0.0] * len(reqs)
     t_engine = t_naive = 0.0
-    for k, idx in enumerate(by_paper.values()):  # interleaved: a load change on a shared machine hits both loops
+    for k in range(0, len(papers), step):  # interleaved: a load change on a shared machine hits both loops
+        idx = [i for group in papers[k:k + step] for i in group]
         sub = [reqs[i] for i in idx]
         _sync(est.device)
         t = time.perf_counter()
@@ -257,12 +263,13 @@ def compare(est: HFEstimator, reqs: list[LogprobRequest], peak_fn: PeakFn) -> di
         dt_e = time.perf_counter() - t
         t = time.perf_counter()
         ref = naive_scores(est, sub)
+        _sync(est.device)
         dt_n = time.perf_counter() - t
         t_engine, t_naive = t_engine + dt_e, t_naive + dt_n
         for i, a, b in zip(idx, vals, ref, strict=True):
             fast[i], slow[i] = a, b
-        print(f"  paper {k + 1}/{len(by_paper)}: {len(idx)} requests, engine {dt_e:.2f}s, naive {dt_n:.2f}s",
-              file=sys.stderr)
+        print(f"  papers {k + 1}-{min(k + step, len(papers))}/{len(papers)}: {len(idx)} requests, engine "
+              f"{dt_e:.2f}s, naive {dt_n:.2f}s", file=sys.stderr)
     peak2, per_shape2 = peak_fn()
     peak = max(peak, peak2)
     per_shape = {name: max(v, per_shape2[name]) for name, v in per_shape.items()}
@@ -273,6 +280,11 @@ def compare(est: HFEstimator, reqs: list[LogprobRequest], peak_fn: PeakFn) -> di
             "speedup": round(t_naive / t_engine, 2), "max_abs_diff": diffs[worst],
             "max_abs_diff_per_target_token": max(d / n for d, n in zip(diffs, n_target, strict=True)),
             "mean_abs_diff_per_target_token": sum(diffs) / sum(n_target),
+            "max_abs_diff_per_100_target_tokens": round(100 * max(d / n for d, n in zip(diffs, n_target,
+                                                                                          strict=True)), 4),
+            "mean_abs_diff_per_100_target_tokens": round(100 * sum(diffs) / sum(n_target), 4),
+            "engine_path": "prefix reuse" if est.reuse_prefix else "plain forward batched across papers",
+            "papers_per_call": step,
             "max_abs_diff_request": {"logprob_engine": fast[worst], "logprob_naive": slow[worst],
                                      "target_tokens": n_target[worst]},
             "flop_share": round(share, 3), "peak_gflops": round(peak / 1e9, 1),
@@ -374,11 +386,16 @@ def main_smollm2(n_papers: int, dtype: str) -> dict[str, Any]:
                    "peak_shapes": {name: list(mkn) for name, mkn in shapes.items()}, "load_s": round(load_s, 1)})
 
 
-def main_8b(n_papers: int, dtype: str = "auto") -> dict[str, Any]:
+def main_8b(n_papers: int, dtype: str = "auto", reuse: str = "auto") -> dict[str, Any]:
+    """Engine vs the authors'-style loop, both on the GPU, on a random Llama-3.1-8B-shaped model.
+
+    The engine decides prefix reuse as the product does (:func:`choose_reuse`, measured here, not cached); the peak
+    is the best of the model's own matmul shapes at the engine's batch size (8,192 tokens, LM head 2,048 rows).
+    """
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from grebench.scoring.estimators._hf import HFEstimator
+    from grebench.scoring.estimators._hf import HFEstimator, choose_reuse
 
     if not torch.cuda.is_available():
         raise SystemExit("--shape llama-3.1-8b needs a CUDA GPU (16 GB of bf16 weights); none is available here")
@@ -386,24 +403,24 @@ def main_8b(n_papers: int, dtype: str = "auto") -> dict[str, Any]:
     tdt = getattr(torch, chosen)
     cfg = LlamaConfig(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
                       intermediate_size=14336, vocab_size=128256, max_position_embeddings=131072,
-                      rope_theta=500000.0, tie_word_embeddings=False)
+                      rope_parameters={"rope_type": "default", "rope_theta": 500000.0}, tie_word_embeddings=False)
     torch.manual_seed(0)
     with torch.device("cuda"):
         model = LlamaForCausalLM(cfg).to(tdt)
     with tempfile.TemporaryDirectory() as tmp:
         tok = AutoTokenizer.from_pretrained(build_tokenizer_only(Path(tmp)), local_files_only=True)
     est = HFEstimator.from_model(model, tok, f"hf:random-llama-3.1-8b:dtype={chosen}", batch_tokens=32_768)
+    record = choose_reuse(est, reuse, None)
+    print(f"reuse decision: {record.get('why', record['source'])}", file=sys.stderr)
+    shapes = model_matmul_shapes(cfg, tokens=8192, scored=2048)
     reqs = bench_requests(n_papers)
-    _, t_engine = run_engine(est, reqs, "cuda")
-    scored = sum(est.encode(r).n_target for r in reqs)
-    peak = matmul_peak("cuda", tdt, n=8192, reps=20)
-    util = necessary_flops(est, reqs)[0] / t_engine / peak
-    return {"model": "random-llama-3.1-8b", "dtype": chosen,
-            "dtype_reason": "auto on CUDA: bfloat16" if dtype == "auto" else "given by --dtype",
-            "speedup": None, "max_abs_diff": None, "flop_share": round(util, 3), "flop_utilisation": round(util, 3),
-            "scored_tokens_per_s": round(scored / t_engine, 1), "engine_s": round(t_engine, 2), "naive_s": None,
-            "peak_gflops": round(peak / 1e9, 1), "matmul_peak_tflops": round(peak / 1e12, 1),
-            "n_requests": len(reqs), "flops_definition": FLOPS_NOTE}
+    result = compare(est, reqs, lambda: model_matmul_peak("cuda", tdt, shapes))
+    return report({"model": "random-llama-3.1-8b", "dtype": chosen,
+                   "dtype_reason": "auto on CUDA: bfloat16" if dtype == "auto" else "given by --dtype",
+                   "device": "cuda", "gpu": torch.cuda.get_device_name(0), **result,
+                   "reuse_decision": {k: v for k, v in record.items() if k != "key"},
+                   "peak_shapes": {name: list(mkn) for name, mkn in shapes.items()},
+                   "matmul_peak_tflops": round(result["peak_gflops"] / 1e3, 1)})
 
 
 def build_tokenizer_only(path: Path) -> Path:
@@ -422,10 +439,15 @@ def main() -> None:
                         help="auto: what the product picks (grebench.models.choose_dtype; tiny: float32)")
     defaults = ", ".join(f"{k} {v}" for k, v in DEFAULT_PAPERS.items())
     parser.add_argument("--papers", type=int, default=0, help=f"papers in the request set (default {defaults})")
+    parser.add_argument("--reuse", choices=["auto", "on", "off"], default="auto",
+                        help="llama-3.1-8b: prefix reuse as the product decides it (auto: measured) or forced")
     args = parser.parse_args()
     which = args.shape if args.shape else args.model
     papers = args.papers or DEFAULT_PAPERS[which]
-    runs = {"tiny": main_tiny, SMOLLM2: main_smollm2, "llama-3.1-8b": main_8b}
+    if which == "llama-3.1-8b":
+        print(json.dumps(main_8b(papers, args.dtype, args.reuse)))
+        return
+    runs = {"tiny": main_tiny, SMOLLM2: main_smollm2}
     print(json.dumps(runs[which](papers, args.dtype)))
 
 

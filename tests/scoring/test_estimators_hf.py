@@ -162,3 +162,70 @@ def test_vllm_needs_local_tokenizer(tiny_llama_dir: Path, settings) -> None:  # 
             resolve_estimator(f"vllm:{url}", settings)
         est = resolve_estimator(f"vllm:{url}", settings.replace(estimator_tokenizer=str(tiny_llama_dir)))
         assert est.id.startswith("vllm:meta-llama/Llama-3.1-8B-Instruct@")
+
+
+def test_plain_path_batches_across_papers_and_equals_per_paper(tiny_llama_dir: Path) -> None:  # noqa: F811
+    """The GPU path: plain forwards of whole prompts, several papers in one batch, chunked LM head: same numbers."""
+    from grebench.scoring.estimators import _hf
+
+    est = _hf.HFEstimator(str(tiny_llama_dir), dtype="float32", device="cpu", batch_tokens=50_000)
+    reqs = sample_requests(n_papers=3, n_candidates=2)
+    batches: list[set[str]] = []
+    score_batch = est._score_batch
+
+    def spy(batch, kv):
+        batches.append({reqs[r.req].paper_id for r in batch})
+        return score_batch(batch, kv)
+
+    est._score_batch = spy
+    old_chunk = _hf.HEAD_CHUNK
+    _hf.HEAD_CHUNK = 7  # many LM-head chunks per batch
+    try:
+        together = est.logprobs_with(reqs, reuse=False)
+    finally:
+        _hf.HEAD_CHUNK = old_chunk
+    assert any(len(papers) > 1 for papers in batches)  # a batch spans papers
+    by_paper = {}
+    for r in reqs:
+        by_paper.setdefault(r.paper_id, []).append(r)
+    alone = {id(r): v for rs in by_paper.values() for r, v in zip(rs, est.logprobs_with(rs, reuse=True), strict=True)}
+    for r, v in zip(reqs, together, strict=True):
+        assert abs(v.logprob - alone[id(r)].logprob) < 1e-4
+
+
+def test_reuse_rule_needs_speed_and_fidelity() -> None:
+    from grebench.scoring.estimators._hf import reuse_pays
+
+    assert reuse_pays(2.0, 0.01, 0.0)
+    assert reuse_pays(1.9, 0.35, 0.43)       # bf16: both drift from float32, reuse no more than plain
+    assert not reuse_pays(2.0, 0.6, 0.0)     # faster but drifts where the plain forward does not
+    assert not reuse_pays(2.0, 0.9, 0.4)     # drifts more than bf16 batching noise: plain forward
+    assert not reuse_pays(1.05, 0.0, 0.0)    # exact but not worth its many small passes
+    assert not reuse_pays(0.3, 0.0, 0.0)     # a GPU bound by Python dispatch
+
+
+def test_reuse_choice_is_measured_once_and_cached(tiny_llama_dir: Path, tmp_path: Path,  # noqa: F811
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from grebench.scoring.estimators import _hf
+
+    est = _hf.HFEstimator(str(tiny_llama_dir), dtype="float32", device="cpu", batch_tokens=8192)
+    base = est.id
+    first = _hf.choose_reuse(est, "auto", tmp_path)
+    assert first["source"] == "probe" and first["requests"] == len(_hf.probe_requests())
+    assert first["max_delta_per_100_tokens"] < 0.01 and first["plain_drift_per_100_tokens"] == 0  # float32
+    assert est.reuse_prefix is first["reuse"] and est.id == base  # float32 ids never change with the path
+    assert len(list(tmp_path.glob("*.json"))) == 1
+
+    def no_probe(_est):
+        raise AssertionError("measured twice on the same machine")
+
+    monkeypatch.setattr(_hf, "measure_reuse", no_probe)
+    again = _hf.HFEstimator(str(tiny_llama_dir), dtype="float32", device="cpu", batch_tokens=8192)
+    second = _hf.choose_reuse(again, "auto", tmp_path)
+    assert second["source"] == "cache" and again.reuse_prefix is first["reuse"]
+    off = _hf.HFEstimator(str(tiny_llama_dir), dtype="float32", device="cpu", batch_tokens=8192)
+    off.dtype = "bfloat16"  # only the id rule is exercised: a low-precision plain run is named as such
+    assert _hf.choose_reuse(off, "off", None)["source"] == "setting"
+    assert off.reuse_prefix is False and off.id.endswith(":kv=plain")
+    with pytest.raises(ValueError, match="hf_prefix_reuse"):
+        _hf.choose_reuse(off, "sometimes", None)
