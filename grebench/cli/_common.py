@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -39,6 +40,32 @@ def writer_store(settings: Settings) -> Iterator[Store]:
         except duckdb.Error as exc:
             _close_quietly(store)
             raise click.ClickException(_store_failure(settings, exc)) from None
+
+
+#: How long a reader waits for a busy store: attempts and the pause after each (about 3 s in all).
+READER_ATTEMPTS, READER_PAUSE_S = 6, 0.5
+STORE_BUSY = "the store is busy (serve is writing); try again"
+
+
+def _pause() -> None:
+    time.sleep(READER_PAUSE_S)  # a bounded wait for a writer's transaction to end
+
+
+def reader_store(settings: Settings, hint: str = "run `grebench ingest` first") -> Store:
+    """Open the store read-only for a reader command; while another process (``grebench serve``) holds it for
+    writing, wait briefly and then say so in one line (no traceback)."""
+    if not settings.db_path.exists():
+        raise click.ClickException(f"no store at {settings.db_path}: {hint}")
+    for attempt in range(READER_ATTEMPTS):
+        try:
+            return open_store(settings.db_path, read_only=True)
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise click.ClickException(f"cannot read {settings.db_path}: {str(exc).splitlines()[0][:200]}"
+                                           ) from None
+            if attempt + 1 < READER_ATTEMPTS:
+                _pause()
+    raise click.ClickException(f"{STORE_BUSY} (read the Parquet exports with `grebench export` instead)")
 
 
 def _close_quietly(store: Store) -> None:

@@ -6,10 +6,9 @@ from typing import Any
 
 import click
 
-from grebench.cli._common import emit_json
+from grebench.cli._common import emit_json, reader_store
 from grebench.cli._options import settings_options
 from grebench.settings import Settings
-from grebench.store import open_store
 
 
 def _pick(boards: list[dict[str, Any]], key: str, wanted: str | None, what: str) -> str:
@@ -50,9 +49,7 @@ def command(settings: Settings, metric: str, estimator: str | None, preprocessor
     from grebench.scoring import stored_boards
     from grebench.site import board_text
 
-    if not settings.db_path.exists():
-        raise click.ClickException(f"no store at {settings.db_path}: run `grebench run` first")
-    store = open_store(settings.db_path, read_only=True)
+    store = reader_store(settings, "run `grebench run` first")
     try:
         boards = stored_boards(store, metric=metric, venue_id=venue, scope="sealed" if sealed else "all")
     finally:

@@ -94,10 +94,12 @@ def verify(directory: str, manifest_sha256: str | None, as_json: bool) -> None:
 
 @command.command("import")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--manifest-sha256", help="The SHA-256 of manifest.json as published on the site's Downloads page: the "
+              "import is refused unless the manifest is that one (without it, authenticity is not checked).")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows added per table as JSON.")
 @settings_options
 @click.pass_obj
-def import_(settings: Settings, directory: str, as_json: bool) -> None:
+def import_(settings: Settings, directory: str, manifest_sha256: str | None, as_json: bool) -> None:
     """Load a verified snapshot into this data dir (rows already present are kept: importing twice adds nothing).
 
     Then `grebench score --estimator ...` re-scores it with another evaluation-LM.
@@ -106,11 +108,16 @@ def import_(settings: Settings, directory: str, as_json: bool) -> None:
 
     with writer_store(settings) as store:
         try:
-            report = import_snapshot(store, Path(directory))
+            report = import_snapshot(store, Path(directory), manifest_sha256)
         except SnapshotError as exc:
             raise click.ClickException(str(exc)) from None
+    if not report["authenticated"]:
+        click.echo("warning: authenticity NOT checked: the files match their manifest, but nothing says the manifest "
+                   "is the published one; pass --manifest-sha256 with the hash from the site's Downloads page",
+                   err=True)
     if as_json:
         emit_json(report)
     else:
         added = ", ".join(f"{t} {n}" for t, n in report["rows_added"].items() if n)
-        click.echo(f"imported {report['venue_id']}: {added or 'nothing new'}")
+        click.echo(f"imported {report['venue_id']}: {added or 'nothing new'}"
+                   f"{' (manifest authenticated)' if report['authenticated'] else ''}")

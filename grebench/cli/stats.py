@@ -6,10 +6,9 @@ from typing import Any
 
 import click
 
-from grebench.cli._common import emit_json
+from grebench.cli._common import emit_json, reader_store
 from grebench.cli._options import settings_options
 from grebench.settings import Settings
-from grebench.store import open_store
 
 
 @click.command("stats")
@@ -18,9 +17,7 @@ from grebench.store import open_store
 @click.pass_obj
 def command(settings: Settings, as_json: bool) -> None:
     """Row counts per table, papers per venue, and the last runs."""
-    if not settings.db_path.exists():
-        raise click.ClickException(f"no store at {settings.db_path}: run `grebench ingest` first")
-    store = open_store(settings.db_path, read_only=True)
+    store = reader_store(settings)
     try:
         result: dict[str, Any] = {
             "db_path": str(settings.db_path),

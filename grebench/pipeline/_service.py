@@ -7,6 +7,7 @@ They take what only the service has from ``ctx.services``: the submission ``queu
 from __future__ import annotations
 
 import json
+import logging
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,8 @@ from typing import Any
 from grebench.pipeline._runner import BaseStage, StageContext
 from grebench.settings import Settings
 from grebench.store import utcnow
+
+log = logging.getLogger(__name__)
 
 
 def _pin_submitted(ctx: StageContext, api_base: str | None) -> tuple[list[Any], str | None]:
@@ -113,7 +116,15 @@ class SnapshotStage(BaseStage):
         self.today = today
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
-        from grebench.store import export_snapshot, file_sha256, record_snapshot, venue_years, verify_snapshot
+        from grebench.store import (
+            SnapshotError,
+            export_snapshot,
+            file_sha256,
+            find_venue,
+            record_snapshot,
+            venue_years,
+            verify_snapshot,
+        )
 
         store, root = ctx.store, ctx.settings.data_path / "snapshots"
         today = self.today or utcnow().date()
@@ -124,11 +135,20 @@ class SnapshotStage(BaseStage):
                     today >= snapshot_day(ctx.settings, v["venue_year"] + 1):
                 todo.append((v["venue_id"], root / v["slug"], "yearly"))
         req = requests_path(ctx.settings)
-        requested = json.loads(req.read_text(encoding="utf-8")) if req.is_file() else []
-        slugs = {v["venue_id"]: v["slug"] for v in venue_years(store)}
-        for venue_id in requested:
-            if venue_id in slugs:
-                todo.append((venue_id, root / f"{slugs[venue_id]}-{today.isoformat()}", "on-demand"))
+        try:
+            requested = json.loads(req.read_text(encoding="utf-8")) if req.is_file() else []
+        except (OSError, ValueError) as exc:
+            store.record_failure(ctx.run_id, "snapshot", str(req), f"unreadable snapshot request file: {exc}")
+            requested = []
+        for wanted in requested if isinstance(requested, list) else []:
+            # a request names a venue-year as the command line accepts it: venue id, display name or slug
+            try:
+                venue = find_venue(store, str(wanted))
+            except SnapshotError as exc:
+                store.record_failure(ctx.run_id, "snapshot", str(wanted)[:200], f"requested snapshot: {exc}")
+                log.error("snapshot request %r refused: %s", str(wanted)[:200], exc)
+                continue
+            todo.append((venue["venue_id"], root / f"{venue['slug']}-{today.isoformat()}", "on-demand"))
         cut = []
         for venue_id, out_dir, reason in todo:
             try:

@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import duckdb
+import pyarrow.parquet as pq
 
-from grebench.store import Store
+from grebench.store import Store, ident, schema_tables
 
 T = TypeVar("T")
 
@@ -76,8 +77,13 @@ def build_reader(export_dir: Path, tables: tuple[str, ...] | None = APP_TABLES) 
     con = duckdb.connect(":memory:")
     paths = sorted(export_dir.glob("*.parquet")) if export_dir.is_dir() else []
     for path in paths:
-        if tables is None or path.stem in tables:
-            con.execute(f"CREATE TABLE \"{path.stem}\" AS SELECT * FROM read_parquet(?)", [str(path)])
+        # a file name is data: only names of the store's own tables are loaded, identifiers from that allow-list
+        if (tables is None or path.stem in tables) and path.stem in schema_tables() and not path.is_symlink():
+            con.register("grebench_export_src", pq.read_table(path))
+            try:
+                con.execute(f"CREATE TABLE {ident(path.stem)} AS SELECT * FROM grebench_export_src")
+            finally:
+                con.unregister("grebench_export_src")
     store = Store(con)
     if not has_table(store, "papers"):  # nothing exported yet: the schema alone, so every page works
         from grebench.store import migrate

@@ -11,13 +11,15 @@ from grebench.store._snapshot import (
     SnapshotError,
     export_snapshot,
     file_sha256,
+    find_venue,
     import_snapshot,
     record_snapshot,
     venue_years,
     verify_snapshot,
 )
-from grebench.store._store import Store, open_store
+from grebench.store._store import PRIVATE_COLUMNS, Store, ident, open_store, public_select, schema_tables
 
-__all__ = ["BOOKKEEPING_COLUMNS", "PaperRecord", "ReviewRecord", "SnapshotError", "Store", "code_files",
-           "export_snapshot", "file_sha256", "fingerprint", "import_snapshot", "migrate", "open_store",
-           "record_snapshot", "table_digests", "utcnow", "venue_years", "verify_snapshot"]
+__all__ = ["BOOKKEEPING_COLUMNS", "PRIVATE_COLUMNS", "PaperRecord", "ReviewRecord", "SnapshotError", "Store",
+           "code_files", "export_snapshot", "file_sha256", "find_venue", "fingerprint", "ident", "import_snapshot",
+           "migrate", "open_store", "public_select", "record_snapshot", "schema_tables", "table_digests", "utcnow",
+           "venue_years", "verify_snapshot"]

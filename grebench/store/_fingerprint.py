@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from grebench.store._store import ident
+
 if TYPE_CHECKING:
     from grebench.store._store import Store
 
@@ -34,8 +36,8 @@ def table_digests(store: Store, tables: Iterable[str],
             columns.setdefault(table, []).append(column)
     out: dict[str, list[Any]] = {}
     for table in sorted(columns):
-        cols = ", ".join(f'"{c}"' for c in columns[table])
-        out[table] = list(store.con.execute(f'SELECT count(*), bit_xor(hash({cols})) FROM "{table}"').fetchone()
+        cols = ", ".join(ident(c) for c in columns[table])
+        out[table] = list(store.con.execute(f"SELECT count(*), bit_xor(hash({cols})) FROM {ident(table)}").fetchone()
                           or ())
     return out
 

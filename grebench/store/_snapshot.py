@@ -4,6 +4,13 @@ A snapshot holds everything needed to show the venue-year's board and to re-scor
 (papers, reviews with every version, the human-baseline splits, candidates, generations, judgment lines,
 synopses, scores, the panel's exam, votes and verdicts, the validation reports).  It is written into a temporary
 directory and renamed into place, so a crash never leaves a half snapshot under ``DATA_DIR/snapshots``.
+
+A snapshot from elsewhere is hostile input.  Verify and import never build SQL from it: a member's file name must be
+exactly ``<table>.parquet`` for a table of :data:`TABLES` (the store's own schema), a plain file in the folder (no
+symlink, nothing that resolves outside it); rows are counted from the Parquet footer by pyarrow; import reads each
+file with pyarrow, refuses a column the store's table does not have, registers the Arrow table under a fixed name and
+inserts with identifiers taken from the store's catalogue.  Personal data (submitters' contacts) never leaves the
+store: :data:`PRIVATE_COLUMNS` are replaced by a salted hash in snapshots and exports.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from grebench.store._records import utcnow
-from grebench.store._store import Store
+from grebench.store._store import Store, ident, public_select, write_parquet
 
 FORMAT = "grebench-snapshot/1"
 MANIFEST = "manifest.json"
@@ -56,6 +63,26 @@ TABLES: dict[str, str] = {
 
 class SnapshotError(ValueError):
     """A snapshot cannot be written, verified or imported; the message says why."""
+
+
+_MEMBER = re.compile(r"^[a-z][a-z0-9_]*\.parquet$")
+
+
+def _member(root: Path, name: object, info: object) -> tuple[Path | None, str | None]:
+    """The path of a manifest member, or why it is refused: the name must be ``<table>.parquet`` for a snapshot
+    table, its ``table`` must match, and the file must be a regular file directly inside ``root`` (no symlink)."""
+    if not isinstance(name, str) or not _MEMBER.match(name) or name.removesuffix(".parquet") not in TABLES:
+        return None, f"{str(name)[:60]!r}: not a snapshot member (expected <table>.parquet for a known table)"
+    if not isinstance(info, dict) or info.get("table") != name.removesuffix(".parquet"):
+        return None, f"{name}: its table entry does not match its file name"
+    path = root / name
+    if path.is_symlink():
+        return None, f"{name}: is a symbolic link (refused)"
+    if not path.is_file():
+        return None, f"{name}: missing"
+    if path.resolve().parent != root:
+        return None, f"{name}: resolves outside the snapshot folder (refused)"
+    return path, None
 
 
 def file_sha256(path: Path) -> str:
@@ -145,10 +172,10 @@ def export_snapshot(store: Store, venue: str, out_dir: Path, *, replace: bool = 
             if table not in present:
                 continue
             target = tmp / f"{table}.parquet"
-            params = {"venue": venue_id} if "$venue" in sql else {}
-            store.con.execute(f"COPY ({sql}) TO '{target.as_posix()}' (FORMAT parquet)", params)
-            rows = cast("tuple[Any, ...]", store.con.execute(f"SELECT count(*) FROM ({sql})", params).fetchone())[0]
-            files[target.name] = {"table": table, "rows": int(rows), "bytes": target.stat().st_size,
+            params: dict[str, Any] = {"venue": venue_id} if "$venue" in sql else {}
+            query, extra = public_select(store, table, sql)
+            rows = write_parquet(store.con.execute(query, {**params, **extra}), target)
+            files[target.name] = {"table": table, "rows": rows, "bytes": target.stat().st_size,
                                   "sha256": file_sha256(target)}
         manifest: dict[str, Any] = {
             "format": FORMAT, "venue_id": venue_id, "venue": info["venue"], "venue_year": info["venue_year"],
@@ -169,44 +196,72 @@ def export_snapshot(store: Store, venue: str, out_dir: Path, *, replace: bool = 
     return manifest
 
 
-def verify_snapshot(snapshot_dir: Path, manifest_sha256: str | None = None) -> dict[str, Any]:
-    """Check every file against the manifest: ``{"ok": bool, "problems": [...], "files": n}``."""
-    import duckdb
+def _read_manifest(root: Path) -> dict[str, Any]:
+    path = root / MANIFEST
+    if path.is_symlink():
+        raise SnapshotError(f"{MANIFEST}: is a symbolic link (refused)")
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(manifest, dict):
+        raise SnapshotError(f"{MANIFEST}: not a JSON object")
+    return manifest
 
-    root = Path(snapshot_dir)
+
+def verify_snapshot(snapshot_dir: Path, manifest_sha256: str | None = None) -> dict[str, Any]:
+    """Check every file against the manifest: ``{"ok": bool, "problems": [...], "files": n, "authenticated"}``.
+
+    ``manifest_sha256`` (the hash published on the site's downloads page) anchors the manifest; without it the
+    files are checked against the manifest, but nothing says the manifest itself is the published one.
+    """
+    import pyarrow.parquet as pq
+
+    root = Path(snapshot_dir).resolve()
     problems: list[str] = []
+    base = {"path": str(root), "authenticated": False}
     try:
-        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+        manifest = _read_manifest(root)
     except (OSError, ValueError) as exc:
-        return {"ok": False, "problems": [f"{MANIFEST}: cannot read: {exc}"], "files": 0, "path": str(root)}
-    if manifest_sha256 and file_sha256(root / MANIFEST) != manifest_sha256:
-        problems.append(f"{MANIFEST}: SHA-256 differs from the published one")
+        return {**base, "ok": False, "problems": [f"{MANIFEST}: cannot read: {str(exc)[:200]}"], "files": 0}
+    if manifest_sha256 is not None:
+        if not re.fullmatch(r"[0-9a-fA-F]{64}", manifest_sha256.strip()):
+            problems.append("--manifest-sha256 must be 64 hexadecimal digits")
+        elif file_sha256(root / MANIFEST) != manifest_sha256.strip().lower():
+            problems.append(f"{MANIFEST}: SHA-256 differs from the published one (not the published snapshot)")
     if manifest.get("format") != FORMAT:
-        problems.append(f"{MANIFEST}: unknown format {manifest.get('format')!r}")
-    files = manifest.get("files") or {}
-    con = duckdb.connect(":memory:")
-    try:
-        for name, info in files.items():
-            path = root / name
-            if Path(name).name != name or not path.is_file():
-                problems.append(f"{name}: missing")
-                continue
-            if file_sha256(path) != info.get("sha256"):
-                problems.append(f"{name}: SHA-256 mismatch (file changed)")
-                continue
-            rows = cast("tuple[Any, ...]",
-                        con.execute("SELECT count(*) FROM read_parquet(?)", [str(path)]).fetchone())[0]
-            if rows != info.get("rows"):
-                problems.append(f"{name}: {rows} rows, manifest says {info.get('rows')}")
-    finally:
-        con.close()
+        problems.append(f"{MANIFEST}: unknown format {str(manifest.get('format'))[:60]!r}")
+    files = manifest.get("files")
+    if not isinstance(files, dict):
+        problems.append(f"{MANIFEST}: 'files' is not an object")
+        files = {}
+    for name, info in files.items():
+        path, why = _member(root, name, info)
+        if path is None:
+            problems.append(str(why))
+            continue
+        if file_sha256(path) != info.get("sha256"):
+            problems.append(f"{name}: SHA-256 mismatch (file changed)")
+            continue
+        try:
+            rows = pq.ParquetFile(path).metadata.num_rows
+        except Exception as exc:  # pyarrow raises several types for a bad file
+            problems.append(f"{name}: not a readable Parquet file ({type(exc).__name__})")
+            continue
+        if rows != info.get("rows"):
+            problems.append(f"{name}: {rows} rows, manifest says {info.get('rows')}")
     readme = root / README
-    if not readme.is_file() or file_sha256(readme) != manifest.get("readme_sha256"):
-        problems.append(f"{README}: missing or changed")
+    if readme.is_symlink() or not readme.is_file() or file_sha256(readme) != manifest.get("readme_sha256"):
+        problems.append(f"{README}: missing or changed" + (" (a symbolic link)" if readme.is_symlink() else ""))
     extra = sorted(p.name for p in root.iterdir() if p.name not in files and p.name not in (MANIFEST, README))
-    problems += [f"{name}: not in the manifest" for name in extra]
-    return {"ok": not problems, "problems": problems, "files": len(files), "path": str(root),
+    problems += [f"{name[:60]}: not in the manifest" for name in extra]
+    ok = not problems
+    return {**base, "ok": ok, "problems": problems, "files": len(files),
+            "authenticated": ok and manifest_sha256 is not None,
             "venue_id": manifest.get("venue_id"), "product_version": manifest.get("product_version")}
+
+
+def _columns(store: Store, table: str) -> list[str]:
+    return [r[0] for r in store.con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND table_name = ? "
+        "ORDER BY column_index", [table]).fetchall()]
 
 
 def _primary_key(store: Store, table: str) -> list[str]:
@@ -218,33 +273,51 @@ def _primary_key(store: Store, table: str) -> list[str]:
     return []
 
 
-def import_snapshot(store: Store, snapshot_dir: Path) -> dict[str, Any]:
-    """Load a verified snapshot into the store; rows already there are kept, so importing twice adds nothing."""
-    report = verify_snapshot(snapshot_dir)
+def import_snapshot(store: Store, snapshot_dir: Path, manifest_sha256: str | None = None) -> dict[str, Any]:
+    """Load a verified snapshot into the store; rows already there are kept, so importing twice adds nothing.
+
+    With ``manifest_sha256`` the manifest must be the published one; the report says ``authenticated``.
+    """
+    import pyarrow.parquet as pq
+
+    report = verify_snapshot(snapshot_dir, manifest_sha256)
     if not report["ok"]:
         raise SnapshotError(f"{snapshot_dir}: verification failed: {'; '.join(report['problems'])}")
-    root = Path(snapshot_dir)
-    manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    root = Path(snapshot_dir).resolve()
+    manifest = _read_manifest(root)
     present = _tables(store)
     added: dict[str, int] = {}
     with store.transaction() as con:
         for name, info in manifest["files"].items():
-            table = info["table"]
+            path, why = _member(root, name, info)
+            if path is None:
+                raise SnapshotError(str(why))
+            table = name.removesuffix(".parquet")
             if table not in present:
                 raise SnapshotError(f"{name}: this store has no table {table!r} (upgrade grebench)")
-            src = f"read_parquet('{(root / name).as_posix()}')"
-            cols = ", ".join(f'"{c[0]}"' for c in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall())
-            before = cast("tuple[Any, ...]", con.execute(f'SELECT count(*) FROM "{table}"').fetchone())[0]
-            if _primary_key(store, table):
-                con.execute(f'INSERT OR IGNORE INTO "{table}" BY NAME SELECT * FROM {src}')
-            else:  # no key: add only rows not already present (set difference on every column)
-                con.execute(f'INSERT INTO "{table}" ({cols}) SELECT {cols} FROM {src} '
-                            f'EXCEPT SELECT {cols} FROM "{table}"')
-            after = cast("tuple[Any, ...]", con.execute(f'SELECT count(*) FROM "{table}"').fetchone())[0]
-            added[table] = int(after - before)
+            data = pq.read_table(path)
+            known = _columns(store, table)
+            unknown = [c for c in data.column_names if c not in known]
+            if unknown:
+                raise SnapshotError(f"{name}: column(s) not in table {table}: "
+                                    f"{', '.join(repr(c[:40]) for c in unknown[:5])}")
+            cols = ", ".join(ident(c) for c in known if c in data.column_names)
+            before = int(cast("tuple[Any, ...]", con.execute(f"SELECT count(*) FROM {ident(table)}").fetchone())[0])
+            con.register("grebench_snapshot_src", data)
+            try:
+                if _primary_key(store, table):
+                    con.execute(f"INSERT OR IGNORE INTO {ident(table)} ({cols}) "
+                                f"SELECT {cols} FROM grebench_snapshot_src")
+                else:  # no key: add only rows not already present (set difference on every column)
+                    con.execute(f"INSERT INTO {ident(table)} ({cols}) SELECT {cols} FROM grebench_snapshot_src "
+                                f"EXCEPT SELECT {cols} FROM {ident(table)}")
+            finally:
+                con.unregister("grebench_snapshot_src")
+            after = int(cast("tuple[Any, ...]", con.execute(f"SELECT count(*) FROM {ident(table)}").fetchone())[0])
+            added[table] = after - before
     store.checkpoint()
     return {"venue_id": manifest["venue_id"], "path": str(root), "rows_added": added,
-            "product_version": manifest["product_version"]}
+            "product_version": manifest["product_version"], "authenticated": report["authenticated"]}
 
 
 def record_snapshot(store: Store, manifest: dict[str, Any], reason: str) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import re
+import secrets
 import shutil
 import uuid
 from contextlib import contextmanager
@@ -25,6 +28,42 @@ def _arrow_type(name: str | None) -> Any:
     if name is None:
         return None
     return pa.timestamp("us") if name == "timestamp" else getattr(pa, name)()
+
+
+#: Columns that carry personal data (submitters' contact addresses): kept in the private store, never exported or
+#: put in a snapshot as they are; exports and snapshots carry a salted SHA-256 (16 hex digits) instead, so the same
+#: submitter is recognisable across rows of one data dir without the address being published.
+PRIVATE_COLUMNS: dict[str, tuple[str, ...]] = {"candidates": ("submitter",), "submissions": ("submitter", "contact")}
+_IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def ident(name: str) -> str:
+    """A quoted SQL identifier from the store's own schema: only ``[a-z_][a-z0-9_]*`` is accepted (a name read from
+    a file, a path or any other data is refused, never quoted into SQL)."""
+    if not _IDENT.match(name):
+        raise ValueError(f"not a store identifier: {name[:60]!r}")
+    return f'"{name}"'
+
+
+def public_select(store: Store, table: str, sql: str | None = None) -> tuple[str, dict[str, Any]]:
+    """``SELECT`` of a table (or of ``sql``, a query over it) fit to publish: private columns hashed with the data
+    dir's salt, bound as a parameter.  Returns ``(sql, params)``."""
+    base = sql if sql is not None else f"SELECT * FROM {ident(table)}"
+    private = [c for c in PRIVATE_COLUMNS.get(table, ()) if c in store.columns(table)]
+    if not private:
+        return base, {}
+    hashed = ", ".join(f"CASE WHEN {ident(c)} IS NULL THEN NULL "
+                       f"ELSE substr(sha256($grebench_salt || {ident(c)}), 1, 16) END AS {ident(c)}" for c in private)
+    return f"SELECT * REPLACE ({hashed}) FROM ({base})", {"grebench_salt": store.salt()}
+
+
+def write_parquet(result: duckdb.DuckDBPyConnection, target: Path) -> int:
+    """Write a query's result to ``target`` through pyarrow (no path is ever pasted into SQL); returns its rows."""
+    import pyarrow.parquet as pq
+
+    table = result.to_arrow_table()
+    pq.write_table(table, target)
+    return int(table.num_rows)
 
 
 _PAPER_COLUMNS = ("paper_id", "venue_id", "venue", "venue_year", "title", "abstract", "authors", "keywords", "decision",
@@ -55,6 +94,27 @@ class Store:
     def __init__(self, con: duckdb.DuckDBPyConnection, path: Path | None = None) -> None:
         self.con = con
         self.path = path
+        self._salt: str | None = None
+
+    def columns(self, table: str) -> list[str]:
+        """The columns of one of the store's tables, in order (from DuckDB's catalogue, the name bound)."""
+        return [r[0] for r in self.con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND table_name = ? "
+            "ORDER BY column_index", [table]).fetchall()]
+
+    def salt(self) -> str:
+        """The data dir's private salt for hashing personal data in exports (``<db file>.salt``, made once, never
+        exported); an in-memory store gets a random one per process."""
+        if self._salt is None:
+            file = None if self.path is None else self.path.with_name(self.path.name + ".salt")
+            if file is not None and file.is_file():
+                self._salt = file.read_text(encoding="utf-8").strip()
+            if not self._salt:
+                self._salt = secrets.token_hex(16)
+                if file is not None:
+                    file.write_text(self._salt + "\n", encoding="utf-8")
+                    file.chmod(0o600)
+        return self._salt
 
     # -- transactions ------------------------------------------------------
     @contextmanager
@@ -110,8 +170,8 @@ class Store:
         view = f"_insert_{uuid.uuid4().hex[:12]}"
         self.con.register(view, pa.Table.from_arrays(arrays, names=list(columns)))
         try:
-            names = ", ".join(f'"{c}"' for c in columns)
-            self.con.execute(f'INSERT INTO "{table}" ({names}) SELECT {names} FROM {view}')
+            names = ", ".join(ident(c) for c in columns)
+            self.con.execute(f"INSERT INTO {ident(table)} ({names}) SELECT {names} FROM {view}")
         finally:
             self.con.unregister(view)
         return len(rows)
@@ -279,7 +339,7 @@ class Store:
         tables = [r[0] for r in self.con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() ORDER BY table_name"
         ).fetchall()]
-        return {t: int(self.scalar(f'SELECT count(*) FROM "{t}"')) for t in tables}
+        return {t: int(self.scalar(f"SELECT count(*) FROM {ident(t)}")) for t in tables}
 
     def export_parquet(self, out_dir: Path) -> dict[str, Path]:
         """Write every table as Parquet (how readers get data without touching the live file)."""
@@ -288,7 +348,8 @@ class Store:
         for table in self.counts():
             target = out_dir / f"{table}.parquet"
             tmp = target.with_suffix(".parquet.tmp")
-            self.con.execute(f"COPY \"{table}\" TO '{tmp.as_posix()}' (FORMAT parquet)")
+            sql, params = public_select(self, table)
+            write_parquet(self.con.execute(sql, params), tmp)
             tmp.replace(target)
             written[table] = target
         return written
@@ -302,6 +363,19 @@ class Store:
         shutil.copy2(self.path, tmp)
         tmp.replace(target)
         return target
+
+
+@functools.cache
+def schema_tables() -> frozenset[str]:
+    """Names of the tables (and views) the store's migrations create: the allow-list for names read from files."""
+    con = duckdb.connect(":memory:")
+    try:
+        migrate(con)
+        rows = con.execute("SELECT table_name FROM duckdb_tables() UNION "
+                           "SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
+        return frozenset(r[0] for r in rows)
+    finally:
+        con.close()
 
 
 def open_store(path: str | Path | None, read_only: bool = False) -> Store:
