@@ -51,6 +51,7 @@ class Candidate:
     params: dict[str, Any] = field(default_factory=dict)
     stream: bool = True  # false: the endpoint cannot stream, every call is one plain JSON request
     endpoint_id: str | None = None  # names the endpoint in call-cache keys when api_base changes (a local server)
+    isolated: bool = False  # submitted by the public: its calls never read the operator's environment
 
     @property
     def needs_llm(self) -> bool:

@@ -145,7 +145,7 @@ def _run_llm(store: Store, settings: Settings, run_id: str | None, cands: list[C
             job["tries"] = 0 if old is None else old["attempts"]
             request = ChatRequest(model=c.model or "", messages=messages, purpose=purpose, prompt_version=version,
                                   api_base=c.api_base, api_key_env=c.api_key_env, params=tuple(c.params.items()),
-                                  stream=c.stream, endpoint_id=c.endpoint_id)
+                                  stream=c.stream, endpoint_id=c.endpoint_id, isolated=c.isolated)
             if request.cache_key() not in jobs:
                 requests.append(request)
             jobs.setdefault(request.cache_key(), []).append(job)

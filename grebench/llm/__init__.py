@@ -19,8 +19,9 @@ from grebench.llm._client import LLMClient
 from grebench.llm._decision import DecisionRequest, DecisionResult, MalformedDecision
 from grebench.llm._local import LocalEndpointError, is_loopback, local_endpoints
 from grebench.llm._tokens import count_tokens, tokenizer_name, truncate_to_tokens
-from grebench.llm._types import ChatRequest, ChatResult
+from grebench.llm._types import PUBLIC_API_BASES, SUBMISSION_KEY_PREFIX, ChatRequest, ChatResult
 
-__all__ = ["ChatRequest", "ChatResult", "DecisionRequest", "DecisionResult", "LLMClient", "LocalEndpointError",
-           "MalformedDecision", "PinnedProviderError", "count_tokens", "is_loopback", "local_endpoints",
-           "pinned_endpoints", "pinned_for", "tokenizer_name", "truncate_to_tokens"]
+__all__ = ["PUBLIC_API_BASES", "SUBMISSION_KEY_PREFIX", "ChatRequest", "ChatResult", "DecisionRequest",
+           "DecisionResult", "LLMClient", "LocalEndpointError", "MalformedDecision", "PinnedProviderError",
+           "count_tokens", "is_loopback", "local_endpoints", "pinned_endpoints", "pinned_for", "tokenizer_name",
+           "truncate_to_tokens"]

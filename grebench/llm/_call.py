@@ -41,7 +41,7 @@ from grebench.llm._plain import (
     raw_http_response,
     read_body,
 )
-from grebench.llm._types import ChatRequest
+from grebench.llm._types import PUBLIC_API_BASES, ChatRequest
 
 if TYPE_CHECKING:
     from grebench.endpoints import PinnedEndpoint
@@ -87,15 +87,15 @@ class PinnedProviderError(ValueError):
     """A pinned endpoint can only be called as an OpenAI-compatible server (model ``openai/<id>``)."""
 
 
-def _http_client(endpoint: PinnedEndpoint | None, timeout_s: float, plain: tuple[int, Callable[[], bool]] | None
-                 ) -> Any:
+def _http_client(endpoint: PinnedEndpoint | None, timeout_s: float, plain: tuple[int, Callable[[], bool]] | None,
+                 trust_env: bool = True) -> Any:
     """The HTTP client under :func:`_openai_client`: pinned to a checked address, and/or reading bodies capped.
 
     ``plain`` = (body cap, stop flag) makes it a :class:`CappedClient` (non-streamed calls).
     """
     import httpx
 
-    options: dict[str, Any] = {"timeout": timeout_s}
+    options: dict[str, Any] = {"timeout": timeout_s, "trust_env": trust_env}
     if endpoint is not None:
         from grebench.endpoints import pinned_transport
 
@@ -108,17 +108,34 @@ def _openai_client(request: ChatRequest, api_key: str | None, timeout_s: float, 
     """An ``openai.OpenAI`` client on ``http``, handed to litellm as ``client=`` (its OpenAI provider uses it)."""
     import openai
 
-    if not request.model.startswith("openai/"):
+    if not request.model.startswith("openai/") and not (request.isolated and endpoint is None):
         what = "a submitted base URL is called" if endpoint is not None else "stream = false needs"
         raise PinnedProviderError(f"{what} as an OpenAI-compatible endpoint; the model string must be "
                                   f"openai/<model id>, got {request.model.split('/', 1)[0]}/…")
     base_url: str | None
-    if endpoint is not None:  # a submitted endpoint gets its own key or none: never the operator's
-        base_url, key = endpoint.url, api_key or "no-key"
-    else:  # what litellm itself would use for an openai/ model
-        base_url = request.api_base or os.environ.get("OPENAI_API_BASE") or None
-        key = api_key or os.environ.get("OPENAI_API_KEY") or "no-key"
+    if endpoint is not None or request.isolated:  # a submitted model gets its own key or none: never the operator's
+        base_url = endpoint.url if endpoint is not None else isolated_base(request)
+        client = openai.OpenAI(base_url=base_url, api_key=api_key or "no-key", http_client=http, max_retries=0,
+                               timeout=timeout_s, organization="", project="")
+        # the SDK fills these from OPENAI_ORG_ID / OPENAI_PROJECT_ID / OPENAI_ADMIN_KEY / OPENAI_CUSTOM_HEADERS when
+        # not given: a submitted model's calls carry none of the operator's values
+        client.organization = client.project = client.admin_api_key = client.webhook_secret = None
+        client._custom_headers = {}
+        return client
+    # an operator-configured model: what litellm itself would use for an openai/ model
+    base_url = request.api_base or os.environ.get("OPENAI_API_BASE") or None
+    key = api_key or os.environ.get("OPENAI_API_KEY") or "no-key"
     return openai.OpenAI(base_url=base_url, api_key=key, http_client=http, max_retries=0, timeout=timeout_s)
+
+
+def isolated_base(request: ChatRequest) -> str:
+    """The base URL of an isolated request: its own, or its provider's public OpenAI-compatible endpoint."""
+    if request.api_base:
+        return request.api_base
+    provider = request.model.split("/", 1)[0]
+    if provider not in PUBLIC_API_BASES:
+        raise PinnedProviderError(f"provider {provider!r} has no known public endpoint for a submitted model")
+    return PUBLIC_API_BASES[provider]
 
 
 @dataclass
@@ -181,12 +198,20 @@ def call_attempt(request: ChatRequest, api_key: str | None, timeout_s: float, ma
         response = None
         http = None
         try:
-            if endpoint is not None or not request.stream:
+            model, api_base = request.model, request.api_base
+            if request.isolated and endpoint is None:
+                # every hosted provider a submission may name speaks the OpenAI protocol at a fixed public URL:
+                # one explicit client, nothing read from the environment (no proxy either)
+                http = _http_client(None, timeout_s, None if request.stream else (cap, arrived), trust_env=False)
+                api_base = isolated_base(request)
+                kwargs["client"] = _openai_client(request, api_key, timeout_s, None, http)
+                model = "openai/" + request.model.split("/", 1)[1]
+            elif endpoint is not None or not request.stream:
                 http = _http_client(endpoint, timeout_s, None if request.stream else (cap, arrived))
                 kwargs["client"] = _openai_client(request, api_key, timeout_s, endpoint, http)
             response = litellm.completion(
-                model=request.model, messages=[{"role": r, "content": c} for r, c in request.messages],
-                api_base=request.api_base, api_key=api_key, stream=request.stream, timeout=timeout_s,
+                model=model, messages=[{"role": r, "content": c} for r, c in request.messages],
+                api_base=api_base, api_key=api_key, stream=request.stream, timeout=timeout_s,
                 max_retries=0, num_retries=0, drop_params=True, **kwargs)
             headers = (getattr(response, "_hidden_params", None) or {}).get("additional_headers") or {}
             attempt.content_type = headers.get("llm_provider-content-type")

@@ -19,7 +19,7 @@ from grebench.llm._decision import DecisionRequest, DecisionResult
 from grebench.llm._local import check_local
 from grebench.llm._plain import NOT_STREAMED, PlainReplyError, is_json
 from grebench.llm._tokens import count_tokens
-from grebench.llm._types import ChatRequest, ChatResult
+from grebench.llm._types import SUBMISSION_KEY_PREFIX, ChatRequest, ChatResult
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 
@@ -158,6 +158,10 @@ class LLMClient:
         s = self.settings
         started = time.monotonic()
         api_key: str | None = None
+        if request.isolated:
+            refused = _isolation_refusal(request)
+            if refused:
+                return self._result(request, None, refused, 0, started)
         if request.api_key_env:
             api_key = os.environ.get(request.api_key_env)
             if not api_key:
@@ -324,3 +328,14 @@ class LLMClient:
 
         self._fan_out(list(pending), roots.__getitem__, call, done)
         return [r for r in results if r is not None]
+
+
+def _isolation_refusal(request: ChatRequest) -> str | None:
+    """Why an isolated (publicly submitted) request cannot be sent, or None: it may only use the submitter's own key
+    (the evaluation's ``SUBMISSION_KEY_PREFIX`` variable) and, with no base URL of its own, must have one."""
+    if request.api_key_env and not request.api_key_env.startswith(SUBMISSION_KEY_PREFIX):
+        return "a submitted model may only use its submitter's key, never a variable of the operator's environment"
+    if not request.api_base and not (request.api_key_env and os.environ.get(request.api_key_env)):
+        return ("no API key was submitted for this hosted model: submit your own key (the operator's keys are never "
+                "used for submitted models)")
+    return None

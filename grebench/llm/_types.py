@@ -18,6 +18,33 @@ def _canonical_params(params: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
     return dict(sorted(values.items()))
 
 
+#: The process-only environment variable that carries a submitter's key during one evaluation (see
+#: ``grebench.submissions.key_in_env``); the only variable an isolated request may name.
+SUBMISSION_KEY_PREFIX = "GREBENCH_SUBMISSION_KEY_"
+
+#: OpenAI-compatible endpoints of the hosted providers a submission may name without a base URL.  An isolated
+#: request is always sent through an explicit OpenAI client to one of these (or its own pinned base URL), never to a
+#: base URL that litellm or the OpenAI SDK would read from the environment.
+PUBLIC_API_BASES: dict[str, str] = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com/v1",
+    "gemini": "https://generativelanguage.googleapis.com/v1beta/openai",
+    "mistral": "https://api.mistral.ai/v1",
+    "groq": "https://api.groq.com/openai/v1",
+    "together_ai": "https://api.together.xyz/v1",
+    "fireworks_ai": "https://api.fireworks.ai/inference/v1",
+    "deepseek": "https://api.deepseek.com/v1",
+    "cohere": "https://api.cohere.ai/compatibility/v1",
+    "openrouter": "https://openrouter.ai/api/v1",
+    "xai": "https://api.x.ai/v1",
+    "perplexity": "https://api.perplexity.ai",
+    "deepinfra": "https://api.deepinfra.com/v1/openai",
+    "cerebras": "https://api.cerebras.ai/v1",
+    "sambanova": "https://api.sambanova.ai/v1",
+    "nvidia_nim": "https://integrate.api.nvidia.com/v1",
+}
+
+
 @dataclass(frozen=True)
 class ChatRequest:
     """One chat-completion request, hashable so that it can key the cache.
@@ -43,6 +70,10 @@ class ChatRequest:
     params: tuple[tuple[str, Any], ...] = ()
     stream: bool = True
     endpoint_id: str | None = None
+    #: A publicly submitted model: the call never reads the operator's environment (keys, base URLs, org ids,
+    #: custom headers, proxies): its key is the submitter's own (``api_key_env`` may only name the evaluation's
+    #: ``SUBMISSION_KEY_PREFIX`` variable) or the call is refused.  Not part of the cache key.
+    isolated: bool = False
 
     def __post_init__(self) -> None:
         # Sorted so that the same parameters in another order are the same request.

@@ -6,6 +6,8 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from grebench.llm import SUBMISSION_KEY_PREFIX
+
 
 @contextmanager
 def key_in_env(sub_id: str, key: str | None) -> Iterator[str | None]:
@@ -17,7 +19,7 @@ def key_in_env(sub_id: str, key: str | None) -> Iterator[str | None]:
     if not key:
         yield None
         return
-    name = f"GREBENCH_SUBMISSION_KEY_{sub_id.upper()}"
+    name = f"{SUBMISSION_KEY_PREFIX}{sub_id.upper()}"
     os.environ[name] = key
     try:
         yield name
