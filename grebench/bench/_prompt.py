@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-REVIEW_PROMPT_VERSION = "review-v1"
+REVIEW_PROMPT_VERSION = "review-v2"  # v2: the paper is fenced with an unforgeable boundary, one pass
 _REFERENCES = re.compile(r"(?im)^[ \t]*(?:\d+\.?[ \t]*)?(references|bibliography)[ \t]*:?[ \t]*$")
 
 
@@ -66,13 +66,13 @@ def fit_to_context(text: str, budget_tokens: int) -> tuple[str, dict[str, Any]]:
 def review_messages(paper: PaperInput, params: dict[str, Any], abstract_only: bool = False,
                     version: str = REVIEW_PROMPT_VERSION) -> tuple[tuple[tuple[str, str], ...], dict[str, Any]]:
     """Chat messages asking for a review of ``paper``, and flags describing the input."""
-    from grebench.llm import count_tokens
+    from grebench.llm import count_tokens, fill
 
     template = review_template(version)
     content, source = paper_content(paper, abstract_only)
-    overhead = count_tokens(template.replace("{paper}", ""))
+    overhead = count_tokens(fill(template, {"PAPER": ""}, ["PAPER"])[0])
     context = int(params["context_tokens"])
     budget = context - int(params["max_tokens"]) - overhead - (256 + context // 50)
     fitted, flags = fit_to_context(content, budget)
     flags["paper_input"] = source
-    return (("user", template.replace("{paper}", fitted)),), flags
+    return (("user", fill(template, {"PAPER": fitted}, ["PAPER"])[0]),), flags

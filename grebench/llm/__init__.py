@@ -17,11 +17,12 @@ litellm.
 from grebench.llm._call import PinnedProviderError, pinned_endpoints, pinned_for
 from grebench.llm._client import LLMClient
 from grebench.llm._decision import DecisionRequest, DecisionResult, MalformedDecision
+from grebench.llm._fence import boundary, fence_note, fenced, fenced_block, fill
 from grebench.llm._local import LocalEndpointError, is_loopback, local_endpoints
 from grebench.llm._tokens import count_tokens, tokenizer_name, truncate_to_tokens
 from grebench.llm._types import PUBLIC_API_BASES, SUBMISSION_KEY_PREFIX, ChatRequest, ChatResult
 
 __all__ = ["PUBLIC_API_BASES", "SUBMISSION_KEY_PREFIX", "ChatRequest", "ChatResult", "DecisionRequest",
            "DecisionResult", "LLMClient", "LocalEndpointError", "MalformedDecision", "PinnedProviderError",
-           "count_tokens", "is_loopback", "local_endpoints", "pinned_endpoints", "pinned_for", "tokenizer_name",
-           "truncate_to_tokens"]
+           "boundary", "count_tokens", "fence_note", "fenced", "fenced_block", "fill", "is_loopback", "local_endpoints",
+           "pinned_endpoints", "pinned_for", "tokenizer_name", "truncate_to_tokens"]

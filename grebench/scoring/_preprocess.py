@@ -1,7 +1,7 @@
 """Preprocessors: reviews → judgment lines, cached per (text hash, preprocessor id) in ``judgments``.
 
 Three kinds, resolved from a spec string: ``rules`` (deterministic fallback, id ``rules-v1``), ``litellm:MODEL``
-(an LLM rewrite through :class:`grebench.llm.LLMClient`, id ``litellm:MODEL@preprocess-v1``, output validated and
+(an LLM rewrite through :class:`grebench.llm.LLMClient`, id ``litellm:MODEL@preprocess-v2``, output validated and
 repaired by :mod:`grebench.scoring._judgment_lines`) and ``imported`` (lines that came with an archive, id
 ``imported:<their preprocessor>``).  Scores made with different ids are never compared.
 """
@@ -23,7 +23,7 @@ from grebench.store import Store, utcnow
 if TYPE_CHECKING:
     from grebench.settings import Settings
 
-PREPROCESS_PROMPT_VERSION = "preprocess-v1"
+PREPROCESS_PROMPT_VERSION = "preprocess-v2"  # v2: the review is fenced (grebench.llm.fenced_block)
 
 
 @dataclass(frozen=True)
@@ -84,10 +84,11 @@ class LLMPreprocessor:
 
     def preprocess(self, texts: Sequence[str]) -> list[Judgment]:
         """Validated lines per text (LLM calls are cached by the client as well)."""
-        from grebench.llm import ChatRequest
+        from grebench.llm import ChatRequest, fenced_block
 
         s = self.settings
-        requests = [ChatRequest(model=self.model, messages=(("system", self.system), ("user", text)),
+        requests = [ChatRequest(model=self.model,
+                                messages=(("system", self.system), ("user", fenced_block("REVIEW", text))),
                                 purpose="preprocess", prompt_version=PREPROCESS_PROMPT_VERSION,
                                 api_base=s.scoring_llm_api_base or None,
                                 api_key_env=s.scoring_llm_api_key_env or None,

@@ -15,7 +15,7 @@ from grebench.store import Store, utcnow
 if TYPE_CHECKING:
     from grebench.settings import Settings
 
-ASSW_PROMPT_VERSION = "assw-v1"
+ASSW_PROMPT_VERSION = "assw-v2"  # v2: the paper text is fenced (grebench.llm.fenced_block)
 MAX_PAPER_CHARS = 60_000  # keeps the request inside a 32k-token context with room for the answer
 
 
@@ -46,11 +46,12 @@ def assw_synopses(store: Store, settings: Settings, papers: Mapping[str, str]) -
         else:
             todo.append(pid)
     if todo:
-        from grebench.llm import ChatRequest, LLMClient
+        from grebench.llm import ChatRequest, LLMClient, fenced_block
 
         system = resources.files("grebench.scoring").joinpath("prompts/assw_v1.txt").read_text("utf-8")
         requests = [ChatRequest(model=settings.assw_model,
-                                messages=(("system", system), ("user", texts[pid][:MAX_PAPER_CHARS])),
+                                messages=(("system", system),
+                                          ("user", fenced_block("PAPER", texts[pid][:MAX_PAPER_CHARS]))),
                                 purpose="assw", prompt_version=ASSW_PROMPT_VERSION,
                                 api_base=settings.scoring_llm_api_base or None,
                                 api_key_env=settings.scoring_llm_api_key_env or None,

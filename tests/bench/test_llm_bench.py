@@ -48,7 +48,7 @@ def test_llm_reviews_are_generated_parsed_and_a_rerun_makes_no_calls(
     assert first["candidates"] == [{"name": "fake", "kind": "llm", "generations": 4}]
     assert [p["paper_id"] for p in first["skipped_papers"]] == ["paper4"]
     rows = tiny_store.rows("SELECT * FROM generations WHERE candidate = 'fake'")
-    assert all(r["parse_ok"] and r["status"] == "ok" and r["prompt_version"] == "review-v1" for r in rows)
+    assert all(r["parse_ok"] and r["status"] == "ok" and r["prompt_version"] == "review-v2" for r in rows)
     assert all('"paper_input": "title_abstract"' in r["flags_json"] for r in rows)
     assert all(r["tokens_in"] and r["tokens_out"] and r["latency_s"] is not None and r["attempts"] == 1 for r in rows)
     prompt = fake_llm.chat_requests[0]["body"]["messages"][0]["content"]

@@ -169,7 +169,7 @@ def test_llm_preprocessor_against_a_fake_openai_server(store: Store, settings: S
     with FakeOpenAIServer(reply=reply) as server:
         s = settings.replace(scoring_llm_api_base=server.url, llm_max_retries=0, llm_timeout_s=10)
         prep = resolve_preprocessor("litellm:openai/fake-model", s, store)
-        assert prep.id == "litellm:openai/fake-model@preprocess-v1"
+        assert prep.id == "litellm:openai/fake-model@preprocess-v2"
         out = preprocess_texts(store, prep, ["A good review.", "garbage review"])
         n_requests = len(server.requests)
         again = preprocess_texts(store, prep, ["A good review."])

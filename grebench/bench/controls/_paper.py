@@ -22,6 +22,7 @@ from grebench.bench.controls._base import (
     register_llm_control,
 )
 from grebench.bench.controls._filler import GAMING_VERSION, varied_elongation
+from grebench.llm import fill
 
 CONTROL_VERSION = "control-v1"
 
@@ -32,8 +33,8 @@ def _prompt_file(name: str) -> str:
 
 # The generic control (identical for every paper) and the LLM-made controls' prompts live in prompts/.
 GENERIC_REVIEW = _prompt_file("generic_review_v1.txt")
-REPHRASE_PROMPT = _prompt_file("rephrase_v1.txt")
-COMPLETION_PROMPT = _prompt_file("deletion_completion_v1.txt")
+REPHRASE_PROMPT = _prompt_file("rephrase_v2.txt")  # v2: the review is fenced (grebench.llm.fill), one pass
+COMPLETION_PROMPT = _prompt_file("deletion_completion_v2.txt")
 
 
 def sentence_deletion(text: str) -> str:
@@ -112,17 +113,17 @@ def _other_paper(inp: ControlInput) -> str:
 
 
 @register_llm_control("deletion-completion", kind="degradation", expected=PENALISED, source="human",
-                      version="deletion-completion-v1", paper_d=-0.206,
+                      version="deletion-completion-v2", paper_d=-0.206,
                       description="Sentence deletion with the removed sentences refilled by an LLM in the same style.")
 def _deletion_completion(inp: ControlInput) -> Messages:
-    return (("user", COMPLETION_PROMPT.replace("{review}", deletion_with_gaps(inp.human or ""))),)
+    return (("user", fill(COMPLETION_PROMPT, {"REVIEW": deletion_with_gaps(inp.human or "")}, ["REVIEW"])[0]),)
 
 
-@register_llm_control("rephrase", kind="manipulation", expected=NOT_REWARDED, source="human", version="rephrase-v1",
+@register_llm_control("rephrase", kind="manipulation", expected=NOT_REWARDED, source="human", version="rephrase-v2",
                       paper_d=-0.114, description="The human candidate review rephrased by an LLM, keeping every "
                       "judgment.")
 def _rephrase(inp: ControlInput) -> Messages:
-    return (("user", REPHRASE_PROMPT.replace("{review}", inp.human or "")),)
+    return (("user", fill(REPHRASE_PROMPT, {"REVIEW": inp.human or ""}, ["REVIEW"])[0]),)
 
 
 @register_llm_control("abstract-only", kind="degradation", expected=PENALISED,

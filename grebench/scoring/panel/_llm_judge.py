@@ -1,4 +1,4 @@
-"""LLM judges: the product's own comparison prompt (``judge-v1``) through the shared, cached LLM client.
+"""LLM judges: the product's own comparison prompt (``judge-v2``) through the shared, cached LLM client.
 
 Confidence (methods.md §5): the probability p of the answer token ("one"/"two"/"tie") when the provider returns
 log-probs (uncertainty = -log p); otherwise the verbal label on the answer's Confidence line, very low .. very high =
@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from grebench.llm import ChatRequest, ChatResult, LLMClient
+from grebench.llm import ChatRequest, ChatResult, LLMClient, fill
 from grebench.scoring.panel._judges import JUDGE_KINDS, Judge, JudgeContext, PaperView, ReviewView, Verdict
 
-PROMPT_VERSION = "judge-v1"
-DEBATE_PROMPT_VERSION = "judge-debate-v1"
+PROMPT_VERSION = "judge-v2"  # v2: untrusted text fenced (grebench.llm.fill)
+DEBATE_PROMPT_VERSION = "judge-debate-v2"
 LEVELS = {"very low": 1, "low": 2, "medium": 3, "high": 4, "very high": 5}
 ALLOWED_KEYS = {"name", "model", "api_base", "api_key_env", "family", "params", "description"}
 _ANSWER = re.compile(r"^\W*(?:answer\s*:\s*)?\W*(one|two|tie)\b", re.IGNORECASE)
@@ -39,21 +39,29 @@ def _template(name: str) -> str:
     return resources.files("grebench.scoring.panel").joinpath(f"prompts/{name}").read_text(encoding="utf-8")
 
 
-def _messages(paper: PaperView, one: ReviewView, two: ReviewView, show_metrics: bool) -> list[tuple[str, str]]:
-    text = _template("judge_v1.txt")
-    system, user = text.split("=== user ===", 1)
-    system = system.replace("=== system ===", "").strip()
+def _messages(paper: PaperView, one: ReviewView, two: ReviewView, show_metrics: bool,
+              others: str | None = None) -> list[tuple[str, str]]:
+    """System and user message; every text from outside (title, abstract, reviews, other judges' reasons) is fenced
+    and the template is filled in one pass (:func:`grebench.llm.fill`)."""
+    text = _template("judge_v2.txt")
+    if others is not None:
+        text = text.rstrip("\n") + "\n\n" + _template("debate_v2.txt")
     metrics = ""
     if show_metrics and (one.metrics or two.metrics):
         metrics = ("\n[Machine measurements, for reference only]\n"
                    f"Review one: {json.dumps(dict(one.metrics), sort_keys=True)}\n"
                    f"Review two: {json.dumps(dict(two.metrics), sort_keys=True)}\n")
-    user = (user.replace("{{TITLE}}", paper.title.strip())
-            .replace("{{ABSTRACT}}", (paper.abstract or "Not available.").strip()[:MAX_ABSTRACT_CHARS])
-            .replace("{{METRICS}}", metrics)
-            .replace("{{REVIEW_ONE}}", one.text.strip()[:MAX_REVIEW_CHARS])
-            .replace("{{REVIEW_TWO}}", two.text.strip()[:MAX_REVIEW_CHARS]))
-    return [("system", system), ("user", user.strip())]
+    values = {"TITLE": paper.title.strip(),
+              "ABSTRACT": (paper.abstract or "Not available.").strip()[:MAX_ABSTRACT_CHARS],
+              "METRICS": metrics, "REVIEW_ONE": one.text.strip()[:MAX_REVIEW_CHARS],
+              "REVIEW_TWO": two.text.strip()[:MAX_REVIEW_CHARS]}
+    untrusted = ["TITLE", "ABSTRACT", "REVIEW_ONE", "REVIEW_TWO"]
+    if others is not None:
+        values["OTHERS"] = others
+        untrusted.append("OTHERS")
+    filled, _tag = fill(text, values, untrusted)
+    system, user = filled.split("=== user ===", 1)
+    return [("system", system.replace("=== system ===", "").strip()), ("user", user.strip())]
 
 
 def parse_reply(text: str, logprobs: list[dict[str, Any]] | None) -> Verdict:
@@ -127,10 +135,8 @@ class LLMJudge:
     def debate(self, paper: PaperView, review_a: ReviewView, review_b: ReviewView,
                others: Sequence[tuple[str, Verdict]]) -> Verdict:
         """Answer again after reading the other judges' verdicts and reasons (ScaleEval)."""
-        messages = _messages(paper, review_a, review_b, self.show_metrics)
         lines = "\n".join(f"- {name}: {v.preference} ({v.reason or 'no reason given'})" for name, v in others)
-        role, user = messages[-1]
-        messages[-1] = (role, user + "\n\n" + _template("debate_v1.txt").replace("{{OTHERS}}", lines).strip())
+        messages = _messages(paper, review_a, review_b, self.show_metrics, others=lines)
         return self._verdict(self.client.complete(self._request(messages, DEBATE_PROMPT_VERSION)))
 
 

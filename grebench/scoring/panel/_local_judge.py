@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from grebench.bench import LocalModel, LocalServers, resolve_local
-from grebench.llm import DecisionRequest, DecisionResult, LLMClient
+from grebench.llm import DecisionRequest, DecisionResult, LLMClient, fill
 from grebench.models import model_family
 from grebench.scoring.panel._judges import JUDGE_KINDS, Judge, JudgeContext, PaperView, ReviewView, Verdict
 from grebench.scoring.panel._llm_judge import JudgeError
 
-DECISION_VERSION = "judge-decision-v1"
+DECISION_VERSION = "judge-decision-v2"  # v2: fenced texts
 #: What the model reads of each review and of the abstract (≈ 700 and 350 tokens: a median ICLR review fits; the
 #: cost of a decision on a CPU grows with its length).
 MAX_REVIEW_CHARS = 3_000
@@ -46,11 +46,16 @@ ALLOWED_KEYS = {"name", "kind", "model", "family", "description"}
 
 
 def decision_state(paper: PaperView, one: ReviewView, two: ReviewView) -> str:
-    """What the model reads: the paper, then the two reviews in the order shown (each cut to a bounded length)."""
+    """What the model reads: the paper, then the two reviews in the order shown (each cut to a bounded length),
+    every text fenced with a boundary no review can forge (:func:`grebench.llm.fill`), filled in one pass."""
     abstract = (paper.abstract or "Not available.").strip()[:MAX_ABSTRACT_CHARS]
-    return (f"Paper title: {paper.title.strip()}\n\nAbstract: {abstract}\n\n"
-            f"=== Review one ===\n{one.text.strip()[:MAX_REVIEW_CHARS]}\n\n"
-            f"=== Review two ===\n{two.text.strip()[:MAX_REVIEW_CHARS]}")
+    text, _tag = fill("{{FENCE_NOTE}}\n\nPaper title:\n{{TITLE}}\n\nAbstract:\n{{ABSTRACT}}\n\n"
+                      "=== Review one ===\n{{REVIEW_ONE}}\n\n=== Review two ===\n{{REVIEW_TWO}}",
+                      {"TITLE": paper.title.strip(), "ABSTRACT": abstract,
+                       "REVIEW_ONE": one.text.strip()[:MAX_REVIEW_CHARS],
+                       "REVIEW_TWO": two.text.strip()[:MAX_REVIEW_CHARS]},
+                      ["TITLE", "ABSTRACT", "REVIEW_ONE", "REVIEW_TWO"])
+    return text
 
 
 @dataclass

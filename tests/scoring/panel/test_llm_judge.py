@@ -91,7 +91,7 @@ def test_logprob_confidence_and_cache(server: FakeOpenAIServer, settings: Settin
     assert len(server.chat_requests) == 2
     judge.compare(PAPER, LONG, SHORT)  # same request again: served from the cache
     assert len(server.chat_requests) == 2 and judge.cached == 1 and judge.calls_made == 2
-    assert store.scalar("SELECT count(*) FROM llm_calls WHERE purpose = 'judge' AND prompt_version = 'judge-v1'") == 2
+    assert store.scalar("SELECT count(*) FROM llm_calls WHERE purpose = 'judge' AND prompt_version = 'judge-v2'") == 2
 
 
 def test_verbal_label_when_provider_returns_no_logprobs(settings: Settings) -> None:
