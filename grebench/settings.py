@@ -88,6 +88,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("app_host", str, "127.0.0.1", "Host the Gradio app binds to."),
     Setting("app_port", int, 7860, "Port of the Gradio app."),
     Setting("submissions_per_week", int, 3, "Submissions accepted per submitter in 7 days."),
+    Setting("submissions_per_address_per_week", int, 6, "Submissions and review uploads accepted from one network address (as the app sees it) in 7 days, whatever contact they give."),
+    Setting("queue_max_pending", int, 50, "Submissions and review uploads waiting in the queue at most; further ones are refused until the queue drains."),
     Setting("submission_http_allowlist", str, "", "Comma-separated hosts that submissions may reach over plain http."),
     Setting("submission_private_allowlist", str, "", "DANGEROUS: comma-separated networks (CIDR) of loopback/private addresses that submitted endpoints may reach anyway (own services, link-local and metadata addresses stay refused); empty = none."),
     # scheduler

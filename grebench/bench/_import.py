@@ -19,11 +19,12 @@ import codecs
 import hashlib
 import json
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from grebench.bench._contamination import IMPORTED_KIND, is_clean
+from grebench.bench._copies import COPY_THRESHOLD, copy_share
 from grebench.bench._generations import COLUMNS, make_row
 from grebench.bench._parse import parse_review
 from grebench.bench._registry import HUMAN, NAME_PATTERN, CandidateError, load_candidates
@@ -304,7 +305,10 @@ def check_candidate_name(store: Store, settings: Settings, name: str) -> None:
 
 
 def _candidate_row(name: str, meta: Mapping[str, Any], now: datetime) -> dict[str, Any]:
-    params = {"url": meta["url"]} if meta.get("url") else {}
+    params: dict[str, Any] = {"url": meta["url"]} if meta.get("url") else {}
+    if "declared" in meta:  # untrusted: the declared cutoff is information, not a basis for ranking
+        params["cutoff_trusted"] = False
+        params.update({f"declared_{k}": v for k, v in meta["declared"].items()})
     return {"name": name, "kind": IMPORTED_KIND, "model": meta.get("model"), "api_base": None,
             "family": meta.get("family"), "released": meta.get("released"), "cutoff": meta.get("cutoff"),
             "api_key_env": None, "params_json": json.dumps(params, sort_keys=True),
@@ -328,9 +332,33 @@ def _generation(name: str, review: ImportedReview, generated_at: datetime,
                     reviews_public_at=public_at)
 
 
+def public_review_texts(store: Store, paper_ids: Collection[str]) -> dict[str, list[str]]:
+    """Every version of every review of these papers in the store, per paper: what a copy would come from."""
+    out: dict[str, list[str]] = {}
+    for row in store.rows("SELECT r.paper_id, v.text FROM review_versions v JOIN reviews r USING (review_id) "
+                          "WHERE r.paper_id IN (SELECT unnest(?::VARCHAR[])) AND v.text IS NOT NULL",
+                          [sorted(set(paper_ids))]):
+        out.setdefault(row["paper_id"], []).append(row["text"])
+    return out
+
+
+def refuse_copies(store: Store, reviews: Sequence[ImportedReview], source: str) -> None:
+    """:class:`ImportRefused` naming every review that copies the paper's public reviews (:func:`copy_share` at or
+    above :data:`COPY_THRESHOLD`): a copy carries no information of its own and would outscore every model."""
+    public = public_review_texts(store, [r.paper_id for r in reviews])
+    bad = []
+    for review in reviews:
+        share = copy_share(review.text, public.get(review.paper_id, ()))
+        if share >= COPY_THRESHOLD:
+            bad.append(BadLine(review.line, f"review of {review.paper_id} copies its public reviews: {share:.0%} of "
+                                            f"its 8-word sequences occur in them (limit {COPY_THRESHOLD:.0%})"))
+    if bad:
+        raise ImportRefused(bad[:MAX_KEPT], len(bad), source)
+
+
 def import_reviews(store: Store, settings: Settings, name: str, data: bytes,
                    options: Mapping[str, Any] | None = None, *, source: str = "import file",
-                   now: datetime | None = None) -> dict[str, Any]:
+                   now: datetime | None = None, trust_declared: bool = False) -> dict[str, Any]:
     """Make the reviews of an import file the whole set of candidate ``name`` (kind ``imported``); the summary.
 
     Metadata: the file's ``_meta`` line, overridden by ``options`` (the same keys; None is absent).  Nothing is
@@ -338,6 +366,13 @@ def import_reviews(store: Store, settings: Settings, name: str, data: bytes,
     Then, in one transaction: the candidate row, new and changed reviews, and the removal of reviews (and their
     scores) of papers the file no longer has.  A review without ``generated_at`` is dated by its first import (it
     existed then), so importing the same file again writes nothing.
+
+    Declared dates are not evidence: unless ``trust_declared`` (the operator vouches for the file: `grebench bench
+    import --trust-cutoff`), the model's declared ``cutoff`` is kept only as information (``declared_cutoff`` in the
+    candidate's params, the candidate has no cutoff) and every review is dated ``now``, when the server received it
+    (a web upload passes its queue time): the reviews count only for papers whose reviews were not public then, and
+    are shown in the contaminated band elsewhere.  Reviews that copy the paper's public reviews are refused
+    (:func:`refuse_copies`), trusted or not.
     """
     now = now or utcnow()
     check_candidate_name(store, settings, name)
@@ -347,9 +382,14 @@ def import_reviews(store: Store, settings: Settings, name: str, data: bytes,
     papers = {r["paper_id"]: r["reviews_public_at"] for r in store.rows("SELECT paper_id, reviews_public_at "
                                                                           "FROM papers")}
     parsed = read_import(data, papers, now=now, source=source)
+    refuse_copies(store, parsed.reviews, source)
     meta = {**parsed.meta, **overrides}
     if meta.get("cutoff") and meta.get("released") and meta["cutoff"] > meta["released"]:
         raise CandidateError(f"candidate {name!r}: cutoff {meta['cutoff']} is after released {meta['released']}")
+    if not trust_declared:
+        declared = {k: meta.pop(k) for k in ("cutoff",) if meta.get(k)}
+        meta["declared"] = {k: str(v) for k, v in declared.items()}
+        parsed = replace(parsed, reviews=tuple(replace(r, generated_at=None) for r in parsed.reviews))
     candidate = _candidate_row(name, meta, now)
     old_candidate = next(iter(store.rows("SELECT * FROM candidates WHERE name = ?", [name])), None)
     old = {r["generation_id"]: r for r in store.rows(

@@ -62,7 +62,10 @@ def command(ctx: click.Context, candidates: tuple[str, ...], papers: str | None,
               help="The candidate the reviews become (kind imported); importing again replaces its reviews.")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--cutoff", help="The model's training-data cutoff, YYYY-MM-DD (overrides the file's _meta line). "
-              "Without it only reviews generated before the paper's reviews were public count.")
+              "Informational unless --trust-cutoff: a declared date is no evidence.")
+@click.option("--trust-cutoff", is_flag=True, help="The operator vouches for the file's cutoff and generated_at "
+              "dates: they decide which reviews count. Without it the reviews count only for papers whose reviews "
+              "were not yet public when this import ran (the server's clock).")
 @click.option("--released", help="Release date of the model, YYYY-MM-DD.")
 @click.option("--model", help="What wrote the reviews (model or system name).")
 @click.option("--family", help="Model family (the judges' self-preference guard).")
@@ -72,7 +75,8 @@ def command(ctx: click.Context, candidates: tuple[str, ...], papers: str | None,
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary (or the refusal) instead of text.")
 @settings_options
 @click.pass_obj
-def import_command(settings: Settings, name: str, file: str, as_json: bool, **meta: str | None) -> None:
+def import_command(settings: Settings, name: str, file: str, as_json: bool, trust_cutoff: bool,
+                   **meta: str | None) -> None:
     """Import reviews written elsewhere from FILE (JSON Lines: paper_id, review, optional generated_at).
 
     Every line is checked first: one bad line refuses the whole file and nothing is written (the error names
@@ -91,7 +95,8 @@ def import_command(settings: Settings, name: str, file: str, as_json: bool, **me
         with path.open("rb") as fh:
             data = fh.read(MAX_FILE_BYTES + 1)
         with writer_store(settings) as store:
-            summary = import_reviews(store, settings, name, data, meta, source=path.name)
+            summary = import_reviews(store, settings, name, data, meta, source=path.name,
+                                     trust_declared=trust_cutoff)
     except ImportRefused as exc:
         _refuse(exc.as_json(), as_json)
     except CandidateError as exc:

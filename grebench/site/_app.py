@@ -185,6 +185,14 @@ def _copy(rows: list[list[Any]]) -> list[list[Any]]:
     return [list(r) for r in rows]
 
 
+def client_address(request: Any) -> str | None:
+    """The address the request came from, as the app's socket saw it (behind a reverse proxy: the proxy's;
+    forwarded headers are not trusted, since any client can send them)."""
+    client = getattr(request, "client", None)
+    host = getattr(client, "host", None)
+    return str(host) if host else None
+
+
 def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[str]] | None = None,
                vault: KeyVault | None = None, queue: SubmissionQueue | None = None) -> Any:
     """Build the app (a ``gr.Blocks``); tests pass a resolver table so that no DNS query leaves the machine."""
@@ -211,15 +219,16 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
         return paper_tables(settings, paper_id) if paper_id else ("", [], [])
 
     def submit(model_name: str, model_string: str, base_url: str, released: str, cutoff: str, contact: str,
-               api_key: str, params: str) -> str:
+               api_key: str, params: str, request: Any = None) -> str:
         form = SubmissionForm(model_name=model_name or "", model_string=model_string or "", base_url=base_url or "",
                               released=released or "", cutoff=cutoff or "", contact=contact or "",
                               api_key=api_key or "", params=params or "")
-        message = str(queue.submit(form, settings, vault, resolver)["message"])
+        message = str(queue.submit(form, settings, vault, resolver, source=client_address(request))["message"])
         queue_cache.clear()  # the Queue tab shows one's own submission at once
         return message
 
-    def submit_import(candidate: str, contact: str, cutoff: str, model: str, description: str, upload: Any) -> str:
+    def submit_import(candidate: str, contact: str, cutoff: str, model: str, description: str, upload: Any,
+                      request: Any = None) -> str:
         form = ImportForm(candidate=candidate or "", contact=contact or "", cutoff=cutoff or "", model=model or "",
                           description=description or "")
         try:
@@ -227,9 +236,14 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
         except SubmissionError as exc:
             return f"Rejected: {exc}"
         papers, names = reader(settings).view("import-check", None, _import_check)
-        message = str(queue_import(queue, form, data, settings, papers, names)["message"])
+        message = str(queue_import(queue, form, data, settings, papers, names,
+                                   source=client_address(request))["message"])
         queue_cache.clear()
         return message
+
+    # Gradio passes the request to a handler whose parameter is annotated gr.Request (the rate limit's address)
+    submit.__annotations__["request"] = gr.Request
+    submit_import.__annotations__["request"] = gr.Request
 
     def public_queue() -> list[list[Any]]:
         return [[r["id"], r["model_name"], r["status"], r["reason"] or "", str(r["created_at"])[:19]]

@@ -85,11 +85,15 @@ def validate_import(form: ImportForm, data: bytes, paper_ids: Collection[str],
 
 
 def queue_import(queue: SubmissionQueue, form: ImportForm, data: bytes, settings: Any, paper_ids: Collection[str],
-                 taken: Collection[str] = ()) -> dict[str, Any]:
+                 taken: Collection[str] = (), source: str | None = None) -> dict[str, Any]:
     """Validate and queue one import: ``{"ok": bool, "id": str | None, "message": str}``.
 
     The message of a refused file names its bad lines (the first 20, then a count); nothing is queued.
     """
+    with queue.connect() as con:
+        refused = queue.admission(con, settings, source, utcnow())
+    if refused:
+        return {"ok": False, "id": None, "message": refused}
     try:
         row = validate_import(form, data, paper_ids, taken)
     except SubmissionError as exc:
@@ -105,12 +109,13 @@ def queue_import(queue: SubmissionQueue, form: ImportForm, data: bytes, settings
         if queue.name_taken(con, row["candidate"]):
             return {"ok": False, "id": None, "message": f"Rejected: candidate name {row['candidate']!r} is taken"}
         sub_id = uuid.uuid4().hex[:12]
+        queue.record_source(con, sub_id, source, now)
         con.execute("INSERT INTO import_submissions VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', NULL, ?, ?)",
                     [sub_id, row["submitter"], row["contact"], row["candidate"], row["meta_json"], row["content"],
                      row["content_sha256"], row["reviews"], now, now])
     log.info("import %s queued (%s, %d reviews)", sub_id, row["candidate"], row["reviews"])
-    cutoff = f"cutoff {row['cutoff']}" if row["cutoff"] else "no cutoff: only reviews generated before a paper's " \
-        "reviews were public will count"
+    cutoff = ("only papers whose reviews were not yet public when this file was received count; a declared cutoff "
+              "is shown, not trusted")
     return {"ok": True, "id": sub_id, "message": f"Queued as {sub_id}: {row['reviews']} reviews of "
             f"{row['candidate']} ({cutoff}); the operator's next queue run imports and scores them."}
 
@@ -131,8 +136,9 @@ def accept_queued_imports(store: Store, queue: SubmissionQueue, settings: Any) -
             options = {**json.loads(sub["meta_json"] or "{}"), "submitter": sub["submitter"]}
             options.setdefault("description", f"imported reviews, submission {sub['id']}")
             try:
+                # a web upload is never trusted: its reviews are dated when the app received them (server clock)
                 summary = import_reviews(store, settings, sub["candidate"], (sub["content"] or "").encode("utf-8"),
-                                         options, source=f"import {sub['id']}")
+                                         options, source=f"import {sub['id']}", now=sub["created_at"])
                 reason = None
             except (ImportRefused, CandidateError) as exc:
                 reason = str(exc)[:2000]

@@ -63,6 +63,17 @@ CREATE TABLE IF NOT EXISTS import_submissions (
 """
 
 
+#: Where each submission and upload came from (queue file only, never copied to the main store or exported): the
+#: network address the app saw, for a rate limit that a fresh e-mail address cannot reset.
+SOURCES_DDL = """
+CREATE TABLE IF NOT EXISTS submission_sources (
+    id VARCHAR PRIMARY KEY,
+    address VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL
+)
+"""
+
+
 class SubmissionError(ValueError):
     """A submission was refused; the message is safe to show to the submitter."""
 
@@ -176,6 +187,7 @@ class SubmissionQueue:
         with self.connect() as con:
             con.execute(SUBMISSIONS_DDL)
             con.execute(IMPORT_SUBMISSIONS_DDL)
+            con.execute(SOURCES_DDL)
 
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -224,6 +236,31 @@ class SubmissionQueue:
         return int(row[0])
 
     @staticmethod
+    def admission(con: duckdb.DuckDBPyConnection, settings: Any, source: str | None, now: Any) -> str | None:
+        """Why a new submission or upload is refused before anything else is looked at, or None: the queue holds
+        ``queue_max_pending`` waiting entries already, or the source address sent
+        ``submissions_per_address_per_week`` in 7 days (the contact a form gives is the submitter's to choose)."""
+        pending = cast("tuple[Any, ...]", con.execute(
+            "SELECT (SELECT count(*) FROM submissions WHERE status = 'queued') + "
+            "(SELECT count(*) FROM import_submissions WHERE status = 'queued')").fetchone())[0]
+        if int(pending) >= int(settings.queue_max_pending):
+            return f"Rejected: the queue is full ({pending} waiting); try again later"
+        if source:
+            recent = cast("tuple[Any, ...]", con.execute(
+                "SELECT count(*) FROM submission_sources WHERE address = ? AND created_at > ?",
+                [source, now - timedelta(days=7)]).fetchone())[0]
+            if int(recent) >= int(settings.submissions_per_address_per_week):
+                return ("Rejected: rate limit reached for your network address "
+                        f"({settings.submissions_per_address_per_week} per 7 days)")
+        return None
+
+    @staticmethod
+    def record_source(con: duckdb.DuckDBPyConnection, sub_id: str, source: str | None, now: Any) -> None:
+        """Remember where an accepted entry came from (for :meth:`admission`)."""
+        if source:
+            con.execute("INSERT INTO submission_sources VALUES (?, ?, ?)", [sub_id, source[:100], now])
+
+    @staticmethod
     def name_taken(con: duckdb.DuckDBPyConnection, name: str) -> bool:
         """Whether a queued, running or finished submission or import already uses this name (any case)."""
         row = cast("tuple[Any, ...]", con.execute(
@@ -233,8 +270,14 @@ class SubmissionQueue:
         return bool(row[0])
 
     def submit(self, form: SubmissionForm, settings: Any, vault: KeyVault,
-               resolver: Resolver | Mapping[str, Iterable[str]] | None = None) -> dict[str, Any]:
-        """Validate and queue one submission: ``{"ok": bool, "id": str | None, "message": str}``."""
+               resolver: Resolver | Mapping[str, Iterable[str]] | None = None,
+               source: str | None = None) -> dict[str, Any]:
+        """Validate and queue one submission: ``{"ok": bool, "id": str | None, "message": str}``; ``source`` is
+        the network address it came from (the app's client address)."""
+        with self.connect() as con:
+            refused = self.admission(con, settings, source, utcnow())
+        if refused:
+            return {"ok": False, "id": None, "message": refused}
         try:
             row = validate_submission(form, settings, resolver)
         except SubmissionError as exc:
@@ -255,6 +298,7 @@ class SubmissionQueue:
                 return {"ok": False, "id": None, "message": f"Rejected: model name {row['model_name']!r} is taken"}
             sub_id = uuid.uuid4().hex[:12]
             ciphertext = vault.seal(sub_id, form.api_key or "")
+            self.record_source(con, sub_id, source, now)
             con.execute(
                 "INSERT INTO submissions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', NULL, ?, ?, ?)",
                 [sub_id, row["submitter"], row["contact"], row["model_name"], row["model_string"], row["base_url"],

@@ -78,7 +78,7 @@ GOOD = _jsonl({"_meta": {"cutoff": "2019-01-01", "model": "agent-x", "url": "htt
 
 
 def test_good_file_is_stored_as_imported_generations(tiny_benched: Store, settings: Settings) -> None:
-    summary = import_reviews(tiny_benched, settings, "agent", GOOD, source="agent.jsonl")
+    summary = import_reviews(tiny_benched, settings, "agent", trust_declared=True, data=GOOD, source="agent.jsonl")
     assert (summary["reviews"], summary["added"], summary["changed"], summary["status"]) == (3, 3, True, "ok")
     cand = tiny_benched.rows("SELECT * FROM candidates WHERE name = 'agent'")[0]
     assert (cand["kind"], cand["model"], str(cand["cutoff"])) == ("imported", "agent-x", "2019-01-01")
@@ -97,7 +97,7 @@ def test_good_file_is_stored_as_imported_generations(tiny_benched: Store, settin
 
 
 def test_imported_candidate_is_scored_and_ranked_like_an_llm(tiny_benched: Store, settings: Settings) -> None:
-    import_reviews(tiny_benched, settings, "agent", GOOD)
+    import_reviews(tiny_benched, settings, "agent", trust_declared=True, data=GOOD)
     estimator = FakeEstimator()
     summary = run_scoring(tiny_benched, settings, None, ["gem-s"], "offline", "rules", estimator=estimator)
     assert summary["pairs_scored"] > 0
@@ -200,7 +200,7 @@ def test_file_size_limit_blank_lines_crlf_and_bom(tiny_benched: Store) -> None:
 def test_generated_at_with_and_without_timezone_is_utc(tiny_benched: Store, settings: Settings) -> None:
     data = _jsonl(_review(0, generated_at="2019-10-01T14:00:00+02:00"), _review(1, generated_at="2019-10-01T12:00"),
                   _review(2, generated_at="2019-10-01"))
-    import_reviews(tiny_benched, settings, "agent", data)
+    import_reviews(tiny_benched, settings, "agent", trust_declared=True, data=data)
     got = {r["paper_id"]: r["generated_at"] for r in tiny_benched.rows(
         "SELECT paper_id, generated_at FROM generations WHERE candidate = 'agent'")}
     assert got == {"paper0": datetime(2019, 10, 1, 12), "paper1": datetime(2019, 10, 1, 12),
@@ -212,22 +212,22 @@ def test_generated_at_with_and_without_timezone_is_utc(tiny_benched: Store, sett
 def test_contamination_sealed_by_date_clean_by_cutoff(tiny_benched: Store, settings: Settings) -> None:
     # no cutoff: only what was generated before the reviews were public counts
     after, before = PUBLIC + timedelta(days=20), PUBLIC - timedelta(days=20)
-    summary = import_reviews(tiny_benched, settings, "agent", _jsonl(
+    summary = import_reviews(tiny_benched, settings, "agent", trust_declared=True, data=_jsonl(
         _review(0, generated_at=after.isoformat()), _review(1, generated_at=before.isoformat()), _review(2)))
     pairs = {r["paper_id"]: (r["sealed"], r["clean"]) for r in clean_pairs(tiny_benched, "agent")}
     assert pairs == {"paper0": (False, False), "paper1": (True, True), "paper2": (False, False)}
     assert (summary["clean"], summary["sealed"], summary["contaminated"]) == (1, 1, 2)
     assert any("no generated_at and the model has no cutoff" in w for w in summary["warnings"])
     # a cutoff before the reviews were public: clean whatever the generation date
-    summary = import_reviews(tiny_benched, settings, "agent", _jsonl(
+    summary = import_reviews(tiny_benched, settings, "agent", trust_declared=True, data=_jsonl(
         {"_meta": {"cutoff": "2019-06-01"}}, _review(0, generated_at=after.isoformat()), _review(2)))
     pairs = {r["paper_id"]: (r["sealed"], r["clean"]) for r in clean_pairs(tiny_benched, "agent")}
     assert pairs == {"paper0": (False, True), "paper2": (False, True)}
     assert summary["contaminated"] == 0
     # a cutoff on or after the day the reviews became public: contaminated unless sealed (the option overrides)
-    import_reviews(tiny_benched, settings, "agent", _jsonl(
+    import_reviews(tiny_benched, settings, "agent", trust_declared=True, data=_jsonl(
         {"_meta": {"cutoff": "2019-06-01"}}, _review(0, generated_at=after.isoformat()),
-        _review(1, generated_at=before.isoformat())), {"cutoff": "2019-11-08"})
+        _review(1, generated_at=before.isoformat())), options={"cutoff": "2019-11-08"})
     pairs = {r["paper_id"]: (r["sealed"], r["clean"]) for r in clean_pairs(tiny_benched, "agent")}
     assert pairs == {"paper0": (False, False), "paper1": (True, True)}
     assert not is_clean(None, PUBLIC, "imported") and is_clean(None, PUBLIC, "human") and is_clean(None, PUBLIC)
@@ -342,11 +342,11 @@ def test_cli_import_then_score_puts_the_candidate_on_the_board(data_dir: Path, t
     reviews.write_bytes(_jsonl({"_meta": {"model": "agent-x", "cutoff": "2018-06-01"}},
                                *({"paper_id": p, "review": f"Summary: a paper. Weaknesses: baselines {i}."}
                                  for i, p in enumerate(papers[:4]))))
-    result = _cli(data_dir, "bench", "import", "--candidate", "agent", str(reviews), "--json")
+    result = _cli(data_dir, "bench", "import", "--candidate", "agent", str(reviews), "--trust-cutoff", "--json")
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert (summary["reviews"], summary["added"], summary["clean"], summary["papers_with_split"]) == (4, 4, 4, 4)
-    text = _cli(data_dir, "bench", "import", "--candidate", "agent", str(reviews))
+    text = _cli(data_dir, "bench", "import", "--candidate", "agent", str(reviews), "--trust-cutoff")
     assert text.exit_code == 0 and "nothing changed" in text.output
 
     scored = _cli(data_dir, "score", "--json", "--metric", "gem-s", "--papers", "6")

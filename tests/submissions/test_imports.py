@@ -47,7 +47,8 @@ GOOD = _file({"paper_id": "paper0", "review": "Summary: fine.\nWeaknesses: none.
 def test_a_valid_upload_is_queued_and_a_bad_one_lists_its_lines(settings: Settings) -> None:
     queue = SubmissionQueue(None)
     ok = queue_import(queue, _form(), GOOD, settings, PAPERS)
-    assert ok["ok"] and ok["message"].startswith(f"Queued as {ok['id']}: 2 reviews of agent-1 (cutoff 2019-01-01)")
+    assert ok["ok"] and ok["message"].startswith(
+        f"Queued as {ok['id']}: 2 reviews of agent-1 (only papers whose reviews were not yet public")
     row = queue.rows("SELECT * FROM import_submissions")[0]
     assert (row["status"], row["reviews"], row["submitter"]) == ("queued", 2, "bob@example.org")
     assert json.loads(row["meta_json"]) == {"cutoff": "2019-01-01", "model": "agent-x"}
@@ -97,7 +98,7 @@ def test_the_scheduler_imports_queued_files_and_deletes_their_text(settings: Set
     assert papers_store.scalar("SELECT count(*) FROM candidates WHERE name = 'agent-2'") == 0
     rows = {r["id"]: r for r in queue.rows("SELECT id, status, reason, content FROM import_submissions")}
     assert rows[first]["status"] == "finished" and rows[first]["content"] is None
-    assert rows[first]["reason"] == "2 reviews imported: 2 clean, 0 contaminated"
+    assert rows[first]["reason"] == "2 reviews imported: 0 clean, 2 contaminated"  # a declared cutoff is not trusted
     assert rows[stale]["status"] == "failed" and rows[stale]["content"] is None
     assert accept_queued_imports(papers_store, queue, settings) == []  # nothing queued any more
 
