@@ -23,6 +23,7 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 #: Ports a submission may use besides the scheme's default: unprivileged ports only (no 22, 25, 6379 ...).
 MIN_CUSTOM_PORT = 1024
+MAX_URL_CHARS = 2048
 _BLOCKED_HIGH_PORTS = frozenset({2375, 2376, 2379, 3306, 5432, 5984, 6379, 9200, 11211, 27017})
 _NUMERIC_LABEL = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$", re.IGNORECASE)
 _DOTTED_QUAD = re.compile(r"^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$")
@@ -68,6 +69,23 @@ def as_resolver(resolver: Resolver | Mapping[str, Iterable[str]] | None) -> Reso
     return lookup
 
 
+#: IANA special-purpose ranges that Python's ``is_global`` does not (all) exclude: an allow rule (``is_global``)
+#: plus this explicit list, so a range the standard library misclassifies still never passes.
+_SPECIAL: tuple[tuple[str, str], ...] = (
+    ("fec0::/10", "a site-local IPv6 address"),
+    ("64:ff9b::/96", "a NAT64 address"), ("64:ff9b:1::/48", "a NAT64 address"),
+    ("::/96", "an IPv4-compatible IPv6 address"), ("100::/64", "a discard-only address"),
+    ("2001::/23", "an IETF protocol-assignment address"), ("2001:db8::/32", "a documentation address"),
+    ("3fff::/20", "a documentation address"), ("5f00::/16", "a segment-routing address"),
+    ("fc00::/7", "a private address"), ("0.0.0.0/8", "a 'this network' address"),
+    ("100.64.0.0/10", "a shared (CGNAT) address"), ("192.0.0.0/24", "an IETF protocol-assignment address"),
+    ("192.0.2.0/24", "a documentation address"), ("198.18.0.0/15", "a benchmarking address"),
+    ("198.51.100.0/24", "a documentation address"), ("203.0.113.0/24", "a documentation address"),
+    ("240.0.0.0/4", "a reserved address"), ("255.255.255.255/32", "a broadcast address"),
+)
+_SPECIAL_NETS = tuple((ipaddress.ip_network(net), why) for net, why in _SPECIAL)
+
+
 def blocked_reason(ip: IPAddress) -> str | None:
     """Why an address may not be reached from a submission, or None when it is a public unicast address."""
     if isinstance(ip, ipaddress.IPv6Address):
@@ -75,6 +93,12 @@ def blocked_reason(ip: IPAddress) -> str | None:
             return "an IPv4-mapped IPv6 address"
         if ip.sixtofour is not None or ip.teredo is not None:
             return "a tunnelled (6to4/Teredo) IPv6 address"
+        if ip.is_site_local:
+            return "a site-local IPv6 address"
+    for net, why in _SPECIAL_NETS:
+        if ip.version == net.version and ip in net and not (ip.is_loopback or ip.is_unspecified
+                                                            or (ip.is_private and why == "a private address")):
+            return why
     checks = (("loopback", ip.is_loopback), ("link-local", ip.is_link_local), ("unspecified", ip.is_unspecified),
               ("multicast", ip.is_multicast), ("reserved", ip.is_reserved), ("private", ip.is_private))
     for name, hit in checks:
@@ -192,7 +216,9 @@ def check_url(url: str, *, http_allowlist: Iterable[str] = (), own_services: Ite
     text = (url or "").strip()
     if not text:
         raise URLRejected("the base URL is empty")
-    if len(text) > 2000 or any(ord(c) < 33 for c in text):
+    if len(text) > MAX_URL_CHARS:
+        raise URLRejected(f"the base URL is {len(text):,} characters long (limit {MAX_URL_CHARS:,})")
+    if any(ord(c) < 33 for c in text):
         raise URLRejected("the base URL contains spaces or control characters")
     parts = urlsplit(text)
     scheme = parts.scheme.lower()

@@ -3,6 +3,7 @@ and the pinned transport connects to the checked address while keeping the origi
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -131,3 +132,30 @@ def test_every_url_in_the_settings_is_an_own_service(no_network: None) -> None:
     # without those settings the same public host is an ordinary submission
     plain = load_settings(env={**FAST_ENV, })
     assert check_submitted_url("https://api.model.example/v1", plain, RESOLVER).ip == "93.184.216.34"
+
+
+@pytest.mark.parametrize("address", [
+    "fec0::1", "feff::1", "64:ff9b::a00:1", "64:ff9b:1::1", "::a00:1", "100::1", "2001:2::1", "2001:db8::1",
+    "3fff::1", "5f00::1", "fd00::1", "0.1.2.3", "100.64.0.1", "192.0.0.8", "192.0.2.1", "198.18.0.1",
+    "198.51.100.1", "203.0.113.1", "240.0.0.1", "255.255.255.255",
+])
+def test_special_purpose_ranges_are_refused(address: str) -> None:
+    """Issue 19: fec0::/10 passed; every IANA special-purpose range is refused, literal or resolved."""
+    from grebench.endpoints._urlcheck import blocked_reason
+
+    assert blocked_reason(ipaddress.ip_address(address)) is not None
+    host = f"[{address}]" if ":" in address else address
+    with pytest.raises(URLRejected):
+        check_url(f"https://{host}/v1", resolver={})
+    with pytest.raises(URLRejected, match="only public addresses"):
+        check_url("https://api.example.org/v1", resolver={"api.example.org": [address]})
+
+
+@pytest.mark.parametrize("address", ["8.8.8.8", "2606:4700:4700::1111", "1.1.1.1"])
+def test_public_addresses_still_pass(address: str) -> None:
+    assert check_url("https://api.example.org/v1", resolver={"api.example.org": [address]}).ip == address
+
+
+def test_a_long_url_is_refused_for_its_length() -> None:
+    with pytest.raises(URLRejected, match=r"100,0\d\d characters long \(limit 2,048\)"):
+        check_url("https://api.example.org/" + "a" * 100_000, resolver={})
