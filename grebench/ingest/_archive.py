@@ -143,6 +143,7 @@ class ArchiveSource:
             raise SourceError(f"cannot read archive {self.path}: {exc.strerror}") from None
         meta = dict(self._meta)
         yielded = 0
+        owners: dict[str, tuple[str, int]] = {}  # review id -> (paper, line) in this file
         with handle:
             for number, raw in enumerate(handle, start=1):
                 if limit is not None and yielded >= limit:
@@ -166,6 +167,15 @@ class ArchiveSource:
                 except ValueError as exc:
                     yield SourceFailure(item, str(exc))
                     continue
+                taken = [(r.review_id, owners[r.review_id]) for r in paper.reviews
+                         if owners.get(r.review_id, (paper.paper_id, 0))[0] != paper.paper_id]
+                if taken:
+                    rid, (other, line) = taken[0]
+                    yield SourceFailure(item, f"review id {rid!r} already belongs to paper {other!r} (line {line}); "
+                                              "a review id names one review of one paper: paper refused")
+                    continue
+                for r in paper.reviews:
+                    owners.setdefault(r.review_id, (paper.paper_id, number))
                 if since is not None and paper.submitted_at is not None and paper.submitted_at < since:
                     continue
                 yielded += 1

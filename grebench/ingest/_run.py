@@ -88,6 +88,8 @@ def run_ingest(
         log.warning("ingest: %s: %s", item, reason)
 
     papers_known, reviews_known, texts_done = store.content_hashes()
+    # a review id names one review of one paper: a record that reuses another paper's is refused, never merged
+    owners = {r["review_id"]: r["paper_id"] for r in store.rows("SELECT review_id, paper_id FROM reviews")}
     batch: list[tuple[PaperRecord, dict[str, Any] | None]] = []
 
     def flush() -> None:
@@ -118,6 +120,13 @@ def run_ingest(
             fail(item.item, item.reason)
             continue
         summary.papers_seen += 1
+        taken = [(r.review_id, owners[r.review_id]) for r in item.reviews
+                 if owners.get(r.review_id, item.paper_id) != item.paper_id]
+        if taken:
+            fail(item.paper_id, f"review id {taken[0][0]!r} already belongs to paper {taken[0][1]!r}: paper refused "
+                                "(a review id names one review of one paper)")
+            continue
+        owners.update((r.review_id, item.paper_id) for r in item.reviews)
         extraction = _extract(item, texts_done, settings)
         if extraction is None and papers_known.get(item.paper_id) == item.content_sha256 and all(
                 reviews_known.get(r.review_id) == r.content_sha256 for r in item.reviews):

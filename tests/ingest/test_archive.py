@@ -117,3 +117,27 @@ def test_cli_exits_non_zero_when_something_failed(tmp_path: Path) -> None:
     assert code == 1 and "cannot read archive" in summary["error"]
     result = CliRunner().invoke(main, ["--data-dir", str(tmp_path / "d"), "ingest", "--source", "nonsense:x"])
     assert result.exit_code != 0 and "unknown source" in result.output
+
+
+def test_a_review_id_of_another_paper_is_refused_for_that_line(tmp_path: Path, settings: Settings,
+                                                               store: Store) -> None:
+    """Issue 19: a review id shared by two papers was merged as a new version of the other paper's review."""
+    good = EXTRA.read_text().splitlines()
+    first, second = json.loads(good[0]), json.loads(good[1])
+    thief = dict(second, reviews=[dict(second["reviews"][0], id=first["reviews"][0]["id"])])
+    archive = tmp_path / "clash.jsonl"
+    archive.write_text("\n".join([json.dumps(first), json.dumps(thief)]) + "\n")
+    run_id = store.start_run("ingest", {})
+    summary = run_ingest(resolve_source(f"archive:{archive}", settings), store, settings, run_id)
+    reasons = {f["item"]: f["reason"] for f in summary.failures}
+    assert summary.papers_added == 1 and list(reasons) == ["clash.jsonl:2"]
+    assert f"already belongs to paper {first['id']!r} (line 1)" in reasons["clash.jsonl:2"]
+    review = store.rows("SELECT paper_id, latest_version FROM reviews WHERE review_id = ?", [first["reviews"][0]["id"]])
+    assert review == [{"paper_id": first["id"], "latest_version": 1}]
+    # the same clash against what is already stored (another file, a later run): refused, the store unchanged
+    later = tmp_path / "later.jsonl"
+    later.write_text(json.dumps(thief) + "\n")
+    run2 = store.start_run("ingest", {})
+    again = run_ingest(resolve_source(f"archive:{later}", settings), store, settings, run2)
+    assert again.papers_added == 0 and "already belongs to paper" in again.failures[0]["reason"]
+    assert store.scalar("SELECT count(*) FROM papers WHERE paper_id = ?", [second["id"]]) == 0
