@@ -87,6 +87,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("site_dir", str, "", "Output directory of the static site (default: DATA_DIR/site)."),
     Setting("app_host", str, "127.0.0.1", "Host the Gradio app binds to."),
     Setting("app_port", int, 7860, "Port of the Gradio app."),
+    Setting("app_session_capacity", int, 256, "Sessions whose state the app keeps in memory (the oldest is dropped first; Gradio's default of 10,000 let memory grow with sessions: docs/reliability.md)."),
     Setting("submissions_per_week", int, 3, "Submissions accepted per submitter in 7 days."),
     Setting("submissions_per_address_per_week", int, 6, "Submissions and review uploads accepted from one network address (as the app sees it) in 7 days, whatever contact they give."),
     Setting("queue_max_pending", int, 50, "Submissions and review uploads waiting in the queue at most; further ones are refused until the queue drains."),

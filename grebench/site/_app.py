@@ -79,7 +79,8 @@ def launch_kwargs(settings: Settings) -> dict[str, Any]:
     return {"server_name": settings.app_host, "server_port": settings.app_port, "share": False,
             "blocked_paths": blocked_paths(settings), "allowed_paths": [], "show_error": False,
             "enable_monitoring": False, "mcp_server": False, "pwa": False, "ssr_mode": False, "theme": theme,
-            "footer_links": ["api"], "max_file_size": UPLOAD_MAX_BYTES}
+            "footer_links": ["api"], "max_file_size": UPLOAD_MAX_BYTES,
+            "state_session_capacity": int(settings.app_session_capacity)}
 
 
 def _fmt(value: Any) -> Any:
@@ -344,6 +345,9 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                   **read)
         demo.load(_tab_from_query, None, tabs, api_name=False, **read)
     demo.queue(**QUEUE_KWARGS)
+    # per-session state (the component values Gradio keeps for every visitor) is bounded: the oldest sessions go
+    # first once there are more than this many (launch sets it too; set here so the bound holds from the start)
+    demo.state_session_capacity = int(settings.app_session_capacity)
     return demo
 
 

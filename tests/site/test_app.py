@@ -238,3 +238,32 @@ def test_loads_reuse_the_cached_export_and_pick_up_a_new_one(tmp_path: Path) -> 
     finally:
         demo.close()
         store.close()
+
+
+def test_session_state_is_capped(tmp_path: Path) -> None:
+    """Issue 19: memory grew with sessions (Gradio keeps state for 10,000); the app keeps app_session_capacity."""
+    import uuid
+
+    from gradio_client import Client
+
+    settings = load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path / "data"), "GREBENCH_APP_PORT": str(_free_port()),
+                                  "GREBENCH_APP_SESSION_CAPACITY": "5"})
+    store = open_store(settings.db_path)
+    fill_store(store)
+    store.export_parquet(settings.data_path / "export")
+    store.close()
+    demo = create_app(settings, resolver=RESOLVER)
+    assert demo.state_session_capacity == 5 and launch_kwargs(settings)["state_session_capacity"] == 5
+    kwargs = launch_kwargs(settings)
+    kwargs.update(prevent_thread_lock=True, quiet=True)
+    _, url, _ = demo.launch(**kwargs)
+    try:
+        client = Client(url, verbose=False)
+        seen = 0
+        for _ in range(12):  # twelve visitors, each its own session
+            client.session_hash = uuid.uuid4().hex
+            client.predict(api_name="/queue")
+            seen = max(seen, len(demo.state_holder.session_data))
+        assert 0 < seen <= 5 and len(demo.state_holder.session_data) <= 5
+    finally:
+        demo.close()
