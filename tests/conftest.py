@@ -65,7 +65,7 @@ def bundled_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(path.parent)})
     s = open_store(path)
     run_id = s.start_run("ingest", {})
-    run_ingest(resolve_source("bundled", settings), s, settings, run_id)
+    run_ingest(resolve_source("bundled:iclr2020", settings), s, settings, run_id)
     s.finish_run(run_id, {})
     s.close()
     return path

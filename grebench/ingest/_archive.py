@@ -182,22 +182,39 @@ class ArchiveSource:
                 yield paper
 
 
-def bundled_path() -> Path:
-    """Path of the bundled ICLR 2020 sample inside the installed package."""
-    return Path(str(resources.files("grebench.ingest") / "data" / "iclr2020_reviews.jsonl"))
+#: The bundled samples (see ``data/SOURCES.md``): name -> (file, the day its reviews became public, summary).
+#: ``bundled`` alone is :data:`DEFAULT_BUNDLED`: the newest, so that the default board ranks models on papers
+#: whose reviews appeared after their training cutoff.
+BUNDLED: dict[str, tuple[str, str, str]] = {
+    "iclr2026": ("iclr2026_reviews.jsonl", "2025-11-12",
+                 "ICLR 2026 sample (300 papers, 1,168 reviews, public 2025-11-12, CC BY 4.0)"),
+    "iclr2020": ("iclr2020_reviews.jsonl", BUNDLED_REVIEWS_PUBLIC_AT,
+                 "ICLR 2020 sample (400 accepted papers, 1,223 reviews, public 2019-11-08)"),
+}
+DEFAULT_BUNDLED = "iclr2026"
 
 
-def bundled_source() -> ArchiveSource:
-    """The real ICLR 2020 sample shipped with the package (see ``data/SOURCES.md``)."""
-    return ArchiveSource(bundled_path(), name="bundled", meta={"reviews_public_at": BUNDLED_REVIEWS_PUBLIC_AT})
+def bundled_path(name: str = "iclr2020") -> Path:
+    """Path of a bundled sample inside the installed package (``iclr2020``, the test and probe fixture, or
+    ``iclr2026``)."""
+    return Path(str(resources.files("grebench.ingest") / "data" / BUNDLED[name][0]))
 
 
-@SOURCES.register("bundled", spec="bundled", summary="the bundled real ICLR 2020 sample (400 papers, 1,223 reviews)")
+def bundled_source(name: str = DEFAULT_BUNDLED) -> ArchiveSource:
+    """A real sample shipped with the package (see ``data/SOURCES.md``)."""
+    return ArchiveSource(bundled_path(name), name="bundled" if name == DEFAULT_BUNDLED else f"bundled:{name}",
+                         meta={"reviews_public_at": BUNDLED[name][1]})
+
+
+@SOURCES.register("bundled", spec="bundled[:iclr2026|iclr2020]",
+                  summary="a bundled real sample: ICLR 2026 (default; reviews public 2025-11-12, after every "
+                          "built-in model's cutoff) or ICLR 2020")
 def make_bundled(arg: str, settings: Settings) -> ArchiveSource:
-    """The bundled sample (takes no argument)."""
-    if arg:
-        raise SourceError(f"the bundled source takes no argument, got bundled:{arg}")
-    return bundled_source()
+    """``bundled`` (the default sample) or ``bundled:NAME``."""
+    name = arg.strip().lower() or DEFAULT_BUNDLED
+    if name not in BUNDLED:
+        raise SourceError(f"unknown bundled sample {arg!r}; bundled samples: {', '.join(BUNDLED)}")
+    return bundled_source(name)
 
 
 @SOURCES.register("archive", spec="archive:PATH", summary="a JSON Lines archive (docs/archive-format.md)")

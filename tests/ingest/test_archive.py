@@ -22,12 +22,12 @@ def _ingest(cli_args: list[str], data_dir: Path) -> tuple[int, dict]:
 
 
 def test_bundled_sample_has_400_papers_and_1223_reviews_and_reruns_add_nothing(tmp_path: Path) -> None:
-    code, first = _ingest(["--source", "bundled"], tmp_path)
+    code, first = _ingest(["--source", "bundled:iclr2020"], tmp_path)
     assert code == 0, first
     assert (first["papers_added"], first["reviews_added"], first["versions_added"]) == (400, 1223, 1223)
     assert (first["papers_total"], first["reviews_total"]) == (400, 1223)
     assert first["failures"] == []
-    code, second = _ingest(["--source", "bundled"], tmp_path)
+    code, second = _ingest(["--source", "bundled:iclr2020"], tmp_path)
     assert code == 0
     assert (second["papers_added"], second["reviews_added"], second["versions_added"]) == (0, 0, 0)
     assert second["papers_total"] == 400
