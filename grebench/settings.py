@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 ENV_PREFIX = "GREBENCH_"
+
+
+def _num(x: float | None) -> str:
+    return "" if x is None else f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,20 @@ class Setting:
     type: type
     default: Any
     help: str
+    choices: tuple[str, ...] = ()      # allowed values (case-insensitive), when the setting is an enumeration
+    minimum: float | None = None       # inclusive bounds of a number
+    maximum: float | None = None
+
+    def check(self, value: Any, origin: str) -> None:
+        """Refuse a value outside the declared choices or bounds, naming the setting, the value and what is allowed."""
+        if self.choices and str(value).strip().lower() not in {c.lower() for c in self.choices}:
+            raise ValueError(f"{origin}: {self.name} = {value!r} is not allowed; one of: {', '.join(self.choices)}")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            low, high = self.minimum, self.maximum
+            if (low is not None and value < low) or (high is not None and value > high):
+                bounds = (f"between {_num(low)} and {_num(high)}" if low is not None and high is not None else
+                          f"at least {_num(low)}" if low is not None else f"at most {_num(high)}")
+                raise ValueError(f"{origin}: {self.name} = {value!r} is out of range; it must be {bounds}")
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -43,6 +61,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("openreview_max_wait_s", float, 300.0, "Upper bound on the total time spent waiting on 429 Retry-After during one ingest."),
     Setting("openreview_max_retries", int, 4, "Retries of one OpenReview request on 429/5xx/connection errors before it is recorded as failed."),
     Setting("openreview_timeout_s", float, 60.0, "Timeout of one OpenReview HTTP request."),
+    Setting("ingest_max_line_bytes", int, 4 * 1024 * 1024, "Largest archive line (one paper with its reviews) ingest reads; a longer line is refused with its line number (the bundled samples' largest is 27 kB)."),
+    Setting("ingest_max_title_chars", int, 1_000, "Longest title ingest accepts; a paper over it is refused with its line or id and the reason."),
+    Setting("ingest_max_abstract_chars", int, 20_000, "Longest abstract ingest accepts (bundled samples: at most 2,457 characters)."),
+    Setting("ingest_max_review_chars", int, 100_000, "Longest review text ingest accepts (bundled samples: at most 15,701 characters; `bench import` takes 100 kB too)."),
+    Setting("ingest_max_reviews_per_paper", int, 50, "Most reviews ingest accepts for one paper (bundled samples: at most 5)."),
+    Setting("ingest_max_papers", int, 200_000, "Most papers ingest reads from one archive; the lines after that are refused (recorded once)."),
     Setting("fetch_pdfs", bool, True, "Download and extract PDFs when ingesting from OpenReview."),
     Setting("pdf_timeout_s", float, 60.0, "Wall-clock limit for extracting one PDF (the extractor runs in a subprocess)."),
     Setting("pdf_memory_mb", int, 2048, "Address-space limit of the PDF extraction subprocess, in MiB."),
@@ -105,6 +129,37 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("snapshot_date", str, "01-15", "Month-day (MM-DD) of the yearly snapshot cut."),
 )
 
+#: What each setting accepts beyond its type: checked whenever a value is set (file, environment, override), so a
+#: bad value stops a command before any stage runs.  Part names (estimator, preprocessor, sources, catalogue models)
+#: are checked against the registries one layer up (``grebench.pipeline.check_setup``).
+_BOUNDS: dict[str, dict[str, Any]] = {
+    "log_level": {"choices": ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")},
+    "openreview_api": {"choices": ("auto", "v1", "v2")},
+    "hf_dtype": {"choices": ("auto", "float32", "bfloat16", "float16")},
+    "hf_prefix_reuse": {"choices": ("auto", "on", "off")},
+    "seed": {"minimum": 0},
+    "openreview_max_wait_s": {"minimum": 0}, "openreview_max_retries": {"minimum": 0, "maximum": 100},
+    "openreview_timeout_s": {"minimum": 0.1}, "pdf_timeout_s": {"minimum": 0.1}, "pdf_memory_mb": {"minimum": 64},
+    "pdf_max_bytes": {"minimum": 1}, "bench_concurrency": {"minimum": 1, "maximum": 256},
+    "llm_timeout_s": {"minimum": 0.01}, "llm_max_retries": {"minimum": 0, "maximum": 100},
+    "llm_max_response_chars": {"minimum": 1}, "llm_max_retry_after_s": {"minimum": 0},
+    "context_tokens": {"minimum": 512}, "local_server_startup_s": {"minimum": 0.1},
+    "local_server_port": {"minimum": 0, "maximum": 65535}, "estimator_concurrency": {"minimum": 1, "maximum": 1024},
+    "estimator_timeout_s": {"minimum": 0.1}, "hf_batch_tokens": {"minimum": 256},
+    "bootstrap_samples": {"minimum": 10, "maximum": 1_000_000},
+    "panel_pairs_per_paper": {"minimum": 0}, "panel_llm_pairs_per_paper": {"minimum": 0},
+    "exam_llm_pairs": {"minimum": 0}, "exam_pairs": {"minimum": 0}, "debate_rounds": {"minimum": 0, "maximum": 10},
+    "app_port": {"minimum": 1, "maximum": 65535}, "app_session_capacity": {"minimum": 1},
+    "submissions_per_week": {"minimum": 0}, "submissions_per_address_per_week": {"minimum": 0},
+    "queue_max_pending": {"minimum": 1},
+    "poll_interval_min": {"minimum": 0.001}, "generate_interval_min": {"minimum": 0.001},
+    "score_interval_min": {"minimum": 0.001}, "queue_interval_min": {"minimum": 0.001},
+    "site_interval_min": {"minimum": 0.001}, "snapshot_check_min": {"minimum": 0.001}, "misfire_grace_s": {"minimum": 0},
+    "ingest_max_line_bytes": {"minimum": 1024}, "ingest_max_title_chars": {"minimum": 1},
+    "ingest_max_abstract_chars": {"minimum": 1}, "ingest_max_review_chars": {"minimum": 1},
+    "ingest_max_reviews_per_paper": {"minimum": 1}, "ingest_max_papers": {"minimum": 1},
+}
+SETTINGS = tuple(replace(s, **_BOUNDS.get(s.name, {})) for s in SETTINGS)
 _BY_NAME = {s.name: s for s in SETTINGS}
 
 
@@ -119,10 +174,16 @@ def _coerce(setting: Setting, value: Any, origin: str) -> Any:
         if text in {"0", "false", "no", "off"}:
             return False
         raise ValueError(f"{origin}: {setting.name} must be true or false, got {value!r}")
+    if setting.type in (int, float) and isinstance(value, bool):
+        raise ValueError(f"{origin}: {setting.name} must be {setting.type.__name__}, got {value!r}")
     try:
-        return setting.type(value)
+        converted = setting.type(value)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{origin}: {setting.name} must be {setting.type.__name__}, got {value!r}") from exc
+    if setting.type is int and isinstance(value, float) and value != converted:
+        raise ValueError(f"{origin}: {setting.name} must be a whole number, got {value!r}")
+    setting.check(converted, origin)
+    return converted
 
 
 @dataclass(frozen=True)

@@ -104,6 +104,7 @@ def run_stage(settings: Settings, command: str, names: Sequence[str], options: R
     """
     from grebench.pipeline import StageContext, run_stages, stages
 
+    check_specs(settings, options, source="ingest" in names)
     with writer_store(settings) as store:
         run_id = store.start_run(command, args or {})
         ctx = StageContext(store, settings, run_id, options, progress_display(as_json))
@@ -137,19 +138,12 @@ def source_help() -> str:
     return str(SOURCES.help())
 
 
-def check_specs(settings: Settings) -> None:
-    """Refuse settings that name an unregistered estimator, preprocessor or source (before any work starts)."""
-    from grebench.ingest import SOURCES, SourceError, source_spec
-    from grebench.registry import UnknownPart
-    from grebench.scoring import PREPROCESSORS, RULES_ID
-    from grebench.scoring.estimators import ESTIMATORS
+def check_specs(settings: Settings, options: RunOptions | None = None, source: bool = False) -> None:
+    """Refuse settings (and options) that name an unknown estimator, preprocessor, source, metric or model before
+    any work starts: one line naming what and why, exit 2 (:func:`grebench.pipeline.check_setup`)."""
+    from grebench.pipeline import SetupError, check_setup
 
     try:
-        ESTIMATORS.resolve(str(settings.estimator))
-        if str(settings.preprocessor).strip() != RULES_ID:
-            PREPROCESSORS.resolve(str(settings.preprocessor))
-        for item in str(settings.venues).split(","):
-            if item.strip():
-                SOURCES.resolve(source_spec(item))
-    except (UnknownPart, ValueError, SourceError) as exc:
-        raise click.UsageError(f"settings: {exc}") from None
+        check_setup(settings, options, source=source)
+    except SetupError as exc:
+        raise click.UsageError(str(exc)) from None

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from grebench.cli._common import (
+    check_specs,
     emit_json,
     estimator_help,
     preprocessor_help,
@@ -89,7 +90,11 @@ def _print(summary: dict[str, Any]) -> None:
                    f"{', unchanged' if site.get('unchanged') else ''})")
     click.echo("\nseconds per stage: " + ", ".join(f"{k} {v:.1f}" for k, v in summary["seconds"].items()))
     for failure in summary["failures"][:10]:
-        click.echo(f"failed: [{failure['stage']}] {failure['item']}: {failure['reason']}", err=True)
+        item = f"{failure['item']}: " if failure["item"] else ""
+        click.echo(f"failed: [{failure['stage']}] {item}{failure['reason']}", err=True)
+    for name, stage in summary["stages"].items():
+        if "skipped" in stage:
+            click.echo(f"skipped: [{name}] {stage['skipped']}", err=True)
 
 
 def _print_panel(panel: dict[str, Any]) -> None:
@@ -116,15 +121,12 @@ def _print_panel(panel: dict[str, Any]) -> None:
 @click.pass_obj
 def command(settings: Settings, source: str, estimator: str | None, preprocessor: str | None,
             metrics: tuple[str, ...], papers: str | None, as_json: bool) -> None:
-    """Run the main job on a source (default: the bundled ICLR 2020 sample) and print the leaderboard."""
-    from grebench.pipeline import MAIN, RunOptions, StageContext, parse_papers, run_stages
+    """Run the main job on a source (default: the bundled ICLR 2026 sample) and print the leaderboard."""
+    from grebench.pipeline import MAIN, RunOptions, StageContext, run_stages
 
-    try:
-        parse_papers(papers if papers is not None else settings.papers)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
     opts = RunOptions(source=source, estimator=estimator, preprocessor=preprocessor, metrics=tuple(metrics),
                       papers=papers)
+    check_specs(settings, opts, source=True)  # before any stage: a mistake costs nothing and is said once
     if not as_json:
         click.echo(_plan(settings, opts), err=True)
     summary: dict[str, Any] = {"source": source, "metrics": list(metrics)}

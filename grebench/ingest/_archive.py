@@ -10,6 +10,7 @@ Bad lines (invalid UTF-8, invalid JSON, missing or mistyped fields) become
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -127,13 +128,65 @@ def _parse_review(raw: Any, index: int, paper_id: str, default_pre: str, where: 
     )
 
 
+@dataclass(frozen=True)
+class IngestLimits:
+    """What one archive may hold (settings ``ingest_max_*``); a record over a limit is refused with its line."""
+
+    line_bytes: int = 4 * 1024 * 1024
+    title_chars: int = 1_000
+    abstract_chars: int = 20_000
+    review_chars: int = 100_000
+    reviews_per_paper: int = 50
+    papers: int = 200_000
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> IngestLimits:
+        return cls(int(settings.ingest_max_line_bytes), int(settings.ingest_max_title_chars),
+                   int(settings.ingest_max_abstract_chars), int(settings.ingest_max_review_chars),
+                   int(settings.ingest_max_reviews_per_paper), int(settings.ingest_max_papers))
+
+    def refusal(self, paper: PaperRecord) -> str | None:
+        """Why ``paper`` is over a limit, or None."""
+        if len(paper.title) > self.title_chars:
+            return f"title is {len(paper.title):,} characters (limit ingest_max_title_chars = {self.title_chars:,})"
+        if paper.abstract is not None and len(paper.abstract) > self.abstract_chars:
+            return (f"abstract is {len(paper.abstract):,} characters "
+                    f"(limit ingest_max_abstract_chars = {self.abstract_chars:,})")
+        if len(paper.reviews) > self.reviews_per_paper:
+            return f"{len(paper.reviews)} reviews (limit ingest_max_reviews_per_paper = {self.reviews_per_paper})"
+        for review in paper.reviews:
+            if len(review.text or "") > self.review_chars:
+                return (f"review {review.review_id[:60]!r} is {len(review.text or ''):,} characters "
+                        f"(limit ingest_max_review_chars = {self.review_chars:,})")
+        return None
+
+
+def _lines(handle: Any, limit: int) -> Iterator[tuple[bytes, bool]]:
+    """(line, whole) for each line of a binary file, reading at most ``limit`` + 1 bytes of one line into memory;
+    a longer line comes back cut (``whole`` False) and the rest of it is skipped."""
+    while True:
+        raw = handle.readline(limit + 1)
+        if not raw:
+            return
+        if len(raw) > limit and not raw.endswith(b"\n"):
+            while True:  # skip the rest of the over-long line without keeping it
+                rest = handle.readline(1 << 20)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield raw, False
+        else:
+            yield raw, True
+
+
 class ArchiveSource:
     """Papers from a JSON Lines archive file."""
 
-    def __init__(self, path: Path, name: str | None = None, meta: dict[str, Any] | None = None) -> None:
+    def __init__(self, path: Path, name: str | None = None, meta: dict[str, Any] | None = None,
+                 limits: IngestLimits | None = None) -> None:
         self.path = path
         self.name = name or f"archive:{path}"
         self._meta = dict(meta or {})
+        self.limits = limits or IngestLimits()
 
     def fetch(self, since: datetime | None = None, limit: int | None = None) -> Iterator[PaperRecord | SourceFailure]:
         """Yield each valid line as a paper and each bad line as a failure."""
@@ -145,12 +198,20 @@ class ArchiveSource:
         yielded = 0
         owners: dict[str, tuple[str, int]] = {}  # review id -> (paper, line) in this file
         with handle:
-            for number, raw in enumerate(handle, start=1):
+            for number, (raw, whole) in enumerate(_lines(handle, self.limits.line_bytes), start=1):
                 if limit is not None and yielded >= limit:
                     return
                 item = f"{self.path.name}:{number}"
+                if not whole:
+                    yield SourceFailure(item, f"line is over {self.limits.line_bytes:,} bytes "
+                                              "(limit ingest_max_line_bytes); line refused")
+                    continue
                 if not raw.strip():
                     continue
+                if yielded >= self.limits.papers:
+                    yield SourceFailure(item, f"the archive holds more than {self.limits.papers:,} papers (limit "
+                                              "ingest_max_papers); this line and the rest are not read")
+                    return
                 try:
                     record = json.loads(raw.decode("utf-8"))
                 except UnicodeDecodeError as exc:
@@ -166,6 +227,10 @@ class ArchiveSource:
                     paper = parse_record(record, meta, self.name)
                 except ValueError as exc:
                     yield SourceFailure(item, str(exc))
+                    continue
+                over = self.limits.refusal(paper)
+                if over is not None:
+                    yield SourceFailure(item, f"{over}; paper {paper.paper_id[:60]!r} refused")
                     continue
                 taken = [(r.review_id, owners[r.review_id]) for r in paper.reviews
                          if owners.get(r.review_id, (paper.paper_id, 0))[0] != paper.paper_id]
@@ -200,10 +265,10 @@ def bundled_path(name: str = "iclr2020") -> Path:
     return Path(str(resources.files("grebench.ingest") / "data" / BUNDLED[name][0]))
 
 
-def bundled_source(name: str = DEFAULT_BUNDLED) -> ArchiveSource:
+def bundled_source(name: str = DEFAULT_BUNDLED, limits: IngestLimits | None = None) -> ArchiveSource:
     """A real sample shipped with the package (see ``data/SOURCES.md``)."""
     return ArchiveSource(bundled_path(name), name="bundled" if name == DEFAULT_BUNDLED else f"bundled:{name}",
-                         meta={"reviews_public_at": BUNDLED[name][1]})
+                         meta={"reviews_public_at": BUNDLED[name][1]}, limits=limits)
 
 
 @SOURCES.register("bundled", spec="bundled[:iclr2026|iclr2020]",
@@ -214,7 +279,7 @@ def make_bundled(arg: str, settings: Settings) -> ArchiveSource:
     name = arg.strip().lower() or DEFAULT_BUNDLED
     if name not in BUNDLED:
         raise SourceError(f"unknown bundled sample {arg!r}; bundled samples: {', '.join(BUNDLED)}")
-    return bundled_source(name)
+    return bundled_source(name, IngestLimits.from_settings(settings))
 
 
 @SOURCES.register("archive", spec="archive:PATH", summary="a JSON Lines archive (docs/archive-format.md)")
@@ -222,4 +287,4 @@ def make_archive(arg: str, settings: Settings) -> ArchiveSource:
     """``archive:PATH``: a JSON Lines file of papers with their reviews."""
     if not arg:
         raise SourceError("archive source spec must be archive:PATH")
-    return ArchiveSource(Path(arg))
+    return ArchiveSource(Path(arg), limits=IngestLimits.from_settings(settings))

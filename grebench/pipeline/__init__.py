@@ -6,6 +6,7 @@ command runs its stage; each scheduler job is a list of stages (:data:`JOB_STAGE
 the store.
 """
 
+from grebench.pipeline._check import METRICS, SetupError, check_setup
 from grebench.pipeline._runner import BaseStage, PipelineResult, RunOptions, Stage, StageContext, run_stages
 from grebench.pipeline._sample import AUTO_CPU_PAPERS, Sample, papers_size, parse_papers, sample_papers
 from grebench.pipeline._service import SnapshotStage, SubmissionsStage, requests_path, snapshot_day
@@ -35,6 +36,7 @@ def stages(*names: str) -> list[Stage]:
 __all__ = [
     "AUTO_CPU_PAPERS",
     "MAIN",
+    "METRICS",
     "STAGES",
     "BaseStage",
     "BenchStage",
@@ -45,12 +47,14 @@ __all__ = [
     "RunOptions",
     "Sample",
     "ScoreStage",
+    "SetupError",
     "SiteStage",
     "SnapshotStage",
     "Stage",
     "StageContext",
     "SubmissionsStage",
     "ValidateStage",
+    "check_setup",
     "papers_size",
     "parse_papers",
     "requests_path",

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from grebench.progress import NoProgress, Progress
+from grebench.registry import UnknownPart
 from grebench.settings import Settings
 from grebench.store import Store
 
@@ -94,6 +95,9 @@ class BaseStage:
 
     name = ""
     description = ""
+    #: Stages whose output of this run this one consumes: when one of them failed, this one is skipped because of
+    #: it (its own error would only repeat the first one's).
+    requires: tuple[str, ...] = ()
 
     def fingerprint(self, ctx: StageContext) -> tuple[str, str] | None:
         """No fingerprint: the stage always runs."""
@@ -119,6 +123,7 @@ class PipelineResult:
     stages: dict[str, dict[str, Any]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     errors: dict[str, BaseException] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)  # stage -> the failed stage it needed
 
     @property
     def ok(self) -> bool:
@@ -136,13 +141,18 @@ def run_stages(ctx: StageContext, stages: Sequence[Stage], *, marker: Callable[[
     result = PipelineResult()
     store = ctx.store
     for stage in stages:
+        failed = [dep for dep in getattr(stage, "requires", ()) if dep in result.errors or dep in result.skipped]
+        if failed:
+            result.skipped[stage.name] = failed[0]
+            result.stages[stage.name] = {"skipped": f"because [{failed[0]}] failed"}
+            continue
         if marker is not None:
             marker(stage.name)
         started = time.perf_counter()
         try:
             result.stages[stage.name] = ctx.results[stage.name] = _run_one(ctx, stage)
         except Exception as exc:  # recorded on the run; later stages run on what is stored
-            reason = f"{type(exc).__name__}: {exc}"
+            reason = str(exc) if isinstance(exc, UnknownPart) else f"{type(exc).__name__}: {exc}"
             log.debug("stage %s failed", stage.name, exc_info=True)
             store.record_failure(ctx.run_id, stage.name, stage.subject(ctx), reason)
             result.stages[stage.name] = {"error": reason}

@@ -88,6 +88,7 @@ class BoardsStage(BaseStage):
     """Every leaderboard, computed once from the stored scores (bootstrap CIs) and stored for the readers."""
 
     name = "boards"
+    requires = ("score",)
     description = "leaderboards with bootstrap CIs, stored for the site, the app and the CLI"
 
     def fingerprint(self, ctx: StageContext) -> tuple[str, str] | None:
@@ -108,6 +109,7 @@ class ValidateStage(BaseStage):
     """Cohen's d of every control against the human review, for the setup just scored; stored with the run."""
 
     name = "validate"
+    requires = ("score",)
     description = "the metric's validation: does it penalise degradations and not reward manipulations?"
 
     def _setup(self, ctx: StageContext) -> tuple[str, str, list[str]]:

@@ -1,0 +1,110 @@
+"""Settings and parts are checked before any work (issue 22): one line naming what is wrong, exit 2, no stage run;
+a failed stage is reported once and the stages that need it are skipped because of it; ingest limits."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grebench.cli import main
+from grebench.ingest import resolve_source, run_ingest
+from grebench.pipeline import BaseStage, RunOptions, StageContext, run_stages
+from grebench.registry import UnknownPart
+from grebench.settings import Settings, load_settings
+from grebench.store import Store
+from tests.conftest import DATA_DIR, FAST_ENV
+
+
+def _run(tmp_path: Path, *args: str, config: str | None = None, env: dict[str, str] | None = None):
+    cfg = []
+    if config is not None:
+        path = tmp_path / "grebench.toml"
+        path.write_text(config)
+        cfg = ["--config", str(path)]
+    return CliRunner().invoke(main, ["--data-dir", str(tmp_path / "data"), *cfg, *args],
+                              env={**FAST_ENV, **(env or {})})
+
+
+@pytest.mark.parametrize(("args", "config", "needle"), [
+    (["run", "--estimator", "nosuch"], None, "--estimator = 'nosuch'"),
+    (["run", "--preprocessor", "nosuch"], None, "--preprocessor = 'nosuch'"),
+    (["run", "--source", "nosuch:x"], None, "--source = 'nosuch:x'"),
+    (["run", "--papers", "-3"], None, "--papers"),
+    (["run", "--estimator", "hf:no-such-model"], None, "not a built-in model"),
+    (["run"], "bootstrap_samples = -5\n", "bootstrap_samples = -5 is out of range; it must be between 10 and"),
+    (["run"], 'hf_dtype = "fp8"\n', "hf_dtype = 'fp8' is not allowed; one of: auto, float32, bfloat16, float16"),
+    (["run"], 'app_port = "x"\n', "app_port must be int, got 'x'"),
+    (["run"], "bench_concurrency = 2.5\n", "bench_concurrency must be a whole number"),
+    (["run"], "env:GREBENCH_LOCAL_CANDIDATES=gpt-17", "local_candidates = 'gpt-17': not a built-in model"),
+    (["run"], 'proxy_estimator = "nosuch"\n', "proxy_estimator = 'nosuch'"),
+    (["score", "--estimator", "nosuch"], None, "--estimator = 'nosuch'"),
+    (["ingest", "--source", "nosuch:x"], None, "--source = 'nosuch:x'"),
+])
+def test_a_mistake_stops_the_command_before_any_stage(tmp_path: Path, args: list[str], config: str | None,
+                                                      needle: str) -> None:
+    env = None
+    if config is not None and config.startswith("env:"):  # the environment wins over a file: set it there
+        key, _, value = config[4:].partition("=")
+        env, config = {key: value}, None
+    result = _run(tmp_path, *args, config=config, env=env)
+    assert result.exit_code == 2, result.output
+    assert needle in result.output
+    assert "[ingest]" not in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "data" / "grebench.duckdb").exists()  # nothing ran, nothing was written
+
+
+class _Boom(BaseStage):
+    name = "score"
+
+    def run(self, ctx: StageContext) -> dict:
+        raise UnknownPart("unknown estimator 'nosuch' (known: offline, hf, vllm, sglang)")
+
+
+class _Needs(BaseStage):
+    requires = ("score",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.ran = False
+
+    def run(self, ctx: StageContext) -> dict:
+        self.ran = True
+        return {}
+
+
+def test_a_failed_stage_is_reported_once_and_its_dependents_are_skipped(store: Store, settings: Settings) -> None:
+    boards, validate = _Needs("boards"), _Needs("validate")
+    run_id = store.start_run("run", {})
+    result = run_stages(StageContext(store, settings, run_id, RunOptions()), [_Boom(), boards, validate])
+    assert not boards.ran and not validate.ran
+    assert result.skipped == {"boards": "score", "validate": "score"}
+    assert result.stages["validate"] == {"skipped": "because [score] failed"}
+    [failure] = store.run_failures(run_id)
+    assert failure["stage"] == "score" and failure["reason"].startswith("unknown estimator 'nosuch'")
+    assert "None" not in failure["reason"] and "UnknownPart" not in failure["reason"]
+
+
+def test_archive_records_over_a_limit_are_refused_with_their_line(tmp_path: Path, store: Store) -> None:
+    good = (DATA_DIR / "archives" / "iclr2020_extra_no_abstract.jsonl").read_text().splitlines()
+    first, second = json.loads(good[0]), json.loads(good[1])
+    huge = dict(second, id="huge", abstract="x" * 50_000)
+    many = dict(second, id="many", reviews=[dict(second["reviews"][0], id=f"r{i}") for i in range(7)])
+    archive = tmp_path / "limits.jsonl"
+    archive.write_text("\n".join([json.dumps(huge), json.dumps(many), "y" * 300_000, json.dumps(first),
+                                  json.dumps(dict(first, id="late", reviews=[]))]) + "\n")
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "d"),
+                                  "GREBENCH_INGEST_MAX_ABSTRACT_CHARS": "20000",
+                                  "GREBENCH_INGEST_MAX_REVIEWS_PER_PAPER": "5",
+                                  "GREBENCH_INGEST_MAX_LINE_BYTES": "200000", "GREBENCH_INGEST_MAX_PAPERS": "1"})
+    run_id = store.start_run("ingest", {})
+    summary = run_ingest(resolve_source(f"archive:{archive}", settings), store, settings, run_id)
+    reasons = {f["item"]: f["reason"] for f in summary.failures}
+    assert "abstract is 50,000 characters (limit ingest_max_abstract_chars = 20,000)" in reasons["limits.jsonl:1"]
+    assert "7 reviews (limit ingest_max_reviews_per_paper = 5)" in reasons["limits.jsonl:2"]
+    assert "over 200,000 bytes" in reasons["limits.jsonl:3"]
+    assert "more than 1 papers" in reasons["limits.jsonl:5"]
+    assert summary.papers_added == 1  # the good line is ingested, nothing else is lost
+    assert store.scalar("SELECT count(*) FROM papers WHERE paper_id = ?", [first["id"]]) == 1
