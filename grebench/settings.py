@@ -71,7 +71,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("pdf_timeout_s", float, 60.0, "Wall-clock limit for extracting one PDF (the extractor runs in a subprocess)."),
     Setting("pdf_memory_mb", int, 2048, "Address-space limit of the PDF extraction subprocess, in MiB."),
     Setting("pdf_max_bytes", int, 50_000_000, "PDFs larger than this are refused without parsing."),
-    Setting("papers", str, "auto", "Papers the main job works on: all, N for a seeded sample stratified by venue and human rating, or auto (a sample of 12 when a local language model runs on a CPU: 9 minutes measured on 2 cores with fast bfloat16, longer without; else all)."),
+    Setting("papers", str, "auto", "Papers the main job works on: all, N for a seeded sample stratified by venue and human rating, or auto (a sample of 12 when a local language model runs on a CPU; every paper on a GPU or with no local model); the plan gives the expected time measured on the machine at hand."),
     # bench
     Setting("bench_concurrency", int, 4, "Concurrent LLM calls per provider when generating candidate reviews."),
     Setting("llm_timeout_s", float, 600.0, "Outer deadline of one LLM call, including a stream that goes silent."),

@@ -45,7 +45,7 @@ def _leaderboards(store: Store, summary: dict[str, Any]) -> list[dict[str, Any]]
 
 def _plan(settings: Settings, opts: Any) -> str:
     """What the run will do, said before it starts: the models in each role and how many papers."""
-    from grebench.pipeline import AUTO_CPU_PAPERS, papers_size
+    from grebench.pipeline import AUTO_CPU_PAPERS, expected_minutes, measured_seconds_per_request, papers_size
 
     spec = opts.estimator_spec(settings)
     size, why = papers_size(opts.papers if opts.papers is not None else settings.papers, settings, spec)
@@ -54,10 +54,18 @@ def _plan(settings: Settings, opts: Any) -> str:
     proxy = " (a fast word-model proxy, not the metric's language model)" if spec.startswith("offline") else ""
     text = (f"main job: evaluation LM {spec}{proxy}; local candidates: {local}; local judges: {judges}; "
             f"papers: {'every eligible paper' if size is None else f'a seeded sample of {size}'} ({why})")
+    per_request = measured_seconds_per_request(settings, spec) if spec.startswith("hf:") else None
+    if per_request is not None and size is not None:
+        low, high = expected_minutes(per_request, size)
+        text += (f"; expected {low:.0f}-{high:.0f} minutes here (from {per_request:.2f} s per evaluation-LM "
+                 "request measured on this machine; each stage shows its ETA as it goes)")
+    elif spec.startswith("hf:"):
+        text += ("; the time is measured as the run goes (no throughput measured on this machine yet: the first run "
+                 "probes it; each stage shows its ETA)")
     if size == AUTO_CPU_PAPERS and why.startswith("auto"):
-        text += ("; about 9 minutes on a 2-core CPU with fast bfloat16, longer without (measured, README), most of "
-                 "it the language model; "
-                 "`--papers all` scores every paper")
+        text += "; `--papers all` scores every paper"
+    elif size is None and why.startswith("auto: a GPU"):
+        text += "; on a GPU every paper is scored (papers = auto)"
     return text
 
 

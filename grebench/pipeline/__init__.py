@@ -8,7 +8,15 @@ the store.
 
 from grebench.pipeline._check import METRICS, SetupError, check_setup
 from grebench.pipeline._runner import BaseStage, PipelineResult, RunOptions, Stage, StageContext, run_stages
-from grebench.pipeline._sample import AUTO_CPU_PAPERS, Sample, papers_size, parse_papers, sample_papers
+from grebench.pipeline._sample import (
+    AUTO_CPU_PAPERS,
+    Sample,
+    expected_minutes,
+    measured_seconds_per_request,
+    papers_size,
+    parse_papers,
+    sample_papers,
+)
 from grebench.pipeline._service import SnapshotStage, SubmissionsStage, requests_path, snapshot_day
 from grebench.pipeline._stages import (
     MAIN,
@@ -55,6 +63,8 @@ __all__ = [
     "SubmissionsStage",
     "ValidateStage",
     "check_setup",
+    "expected_minutes",
+    "measured_seconds_per_request",
     "papers_size",
     "parse_papers",
     "requests_path",

@@ -37,6 +37,48 @@ class Sample:
 AUTO_CPU_PAPERS = 12
 
 
+#: Evaluation-LM requests per paper in the default run (GEM and GEM-S, a local candidate, the controls): measured
+#: 572 for 12 papers (README), and the whole job took 1.8-3x its score stage on 2-core machines (the local
+#: candidate's reviews and the judge's decisions are the rest; a loaded machine is at the top of the range).
+REQUESTS_PER_PAPER = 48
+JOB_OVER_SCORE = (1.8, 3.0)
+
+
+def expected_minutes(seconds_per_request: float, papers: int) -> tuple[float, float]:
+    """The main job's expected wall time (low, high) in minutes from a throughput measured on this machine."""
+    score = seconds_per_request * REQUESTS_PER_PAPER * papers
+    return score * JOB_OVER_SCORE[0] / 60, score * JOB_OVER_SCORE[1] / 60
+
+
+def measured_seconds_per_request(settings: Settings, spec: str) -> float | None:
+    """Seconds per evaluation-LM request that this machine measured for ``hf:NAME`` (the estimator's reuse probe,
+    cached under the models directory by an earlier run), or None when nothing was measured here yet."""
+    if not spec.startswith("hf:"):
+        return None
+    from grebench.models import machine_key, models_path
+
+    folder = models_path(settings) / ".reuse-probes"
+    if not folder.is_dir():
+        return None
+    try:
+        machine = machine_key()
+    except ImportError:
+        return None
+    best: float | None = None
+    for file in sorted(folder.glob("*.json")):
+        try:
+            record = json.loads(file.read_text(encoding="utf-8"))
+            key = json.loads(record["key"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if not str(key.get("estimator", "")).startswith(f"hf:{spec[3:]}@") or \
+                any(key.get(k) != v for k, v in machine.items()):
+            continue
+        seconds = (record["reuse_s"] if record.get("reuse") else record["plain_s"]) / max(1, record["requests"])
+        best = seconds if best is None else min(best, seconds)
+    return best
+
+
 def parse_papers(value: str | int | None) -> int | None:
     """``all`` (or empty) and ``auto`` → None (no fixed size); a positive number → that many papers."""
     text = str(value if value is not None else "all").strip().lower()
