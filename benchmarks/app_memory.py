@@ -120,13 +120,16 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of load per setting")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--papers", type=int, default=30)
+    parser.add_argument("--capacities", default="shipped,10000",
+                        help="comma-separated app_session_capacity values to compare (shipped = the default setting)")
     args = parser.parse_args()
     from grebench.settings import load_settings
 
     shipped = int(load_settings(env={}).app_session_capacity)
     with tempfile.TemporaryDirectory() as tmp:
         data = prepare(Path(tmp), args.papers)
-        results = [drive(data, cap, args.duration, args.workers) for cap in (shipped, 10_000)]
+        caps = [shipped if c.strip() == "shipped" else int(c) for c in args.capacities.split(",") if c.strip()]
+        results = [drive(data, cap, args.duration, args.workers) for cap in caps]
     for r in results:
         print(f"capacity {r['capacity']:>6}: RSS {r['rss_start_mib']} -> {r['rss_mid_mib']} -> {r['rss_end_mib']} MiB "
               f"(max {r['rss_max_mib']}), {r['req_per_s']} req/s, p50 {r['p50_s']} s, p99 {r['p99_s']} s, "

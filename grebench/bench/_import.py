@@ -86,6 +86,7 @@ class ImportedReview:
     paper_id: str
     text: str
     generated_at: datetime | None
+    declared_at: datetime | None = None   # an untrusted generated_at: kept in the flags as information only
 
 
 @dataclass(frozen=True)
@@ -306,9 +307,9 @@ def check_candidate_name(store: Store, settings: Settings, name: str) -> None:
 
 def _candidate_row(name: str, meta: Mapping[str, Any], now: datetime) -> dict[str, Any]:
     params: dict[str, Any] = {"url": meta["url"]} if meta.get("url") else {}
-    if "declared" in meta:  # untrusted: the declared cutoff is information, not a basis for ranking
-        params["cutoff_trusted"] = False
-        params.update({f"declared_{k}": v for k, v in meta["declared"].items()})
+    # how cleanliness is decided: the declared dates (the operator vouched: --trust-cutoff), or the server's receipt
+    params["cutoff_trusted"] = "declared" not in meta
+    params.update({f"declared_{k}": v for k, v in meta.get("declared", {}).items()})
     return {"name": name, "kind": IMPORTED_KIND, "model": meta.get("model"), "api_base": None,
             "family": meta.get("family"), "released": meta.get("released"), "cutoff": meta.get("cutoff"),
             "api_key_env": None, "params_json": json.dumps(params, sort_keys=True),
@@ -325,6 +326,8 @@ def _generation(name: str, review: ImportedReview, generated_at: datetime,
     parsed = parse_review(review.text)
     flags = {"producer": IMPORTED_KIND, "generated_at": "file" if review.generated_at else "import",
              "parse_method": parsed.method, "missing_sections": parsed.missing}
+    if review.declared_at is not None:
+        flags["declared_generated_at"] = review.declared_at.isoformat()
     params = {"text_sha256": hashlib.sha256(review.text.encode("utf-8")).hexdigest()}
     return make_row(candidate=name, paper_id=review.paper_id, prompt_version=IMPORT_VERSION, params=params,
                     source_review_id=None, status="ok", text=review.text, sections=list(parsed.sections.items()),
@@ -389,7 +392,8 @@ def import_reviews(store: Store, settings: Settings, name: str, data: bytes,
     if not trust_declared:
         declared = {k: meta.pop(k) for k in ("cutoff",) if meta.get(k)}
         meta["declared"] = {k: str(v) for k, v in declared.items()}
-        parsed = replace(parsed, reviews=tuple(replace(r, generated_at=None) for r in parsed.reviews))
+        parsed = replace(parsed, reviews=tuple(replace(r, generated_at=None, declared_at=r.generated_at)
+                                               for r in parsed.reviews))
     candidate = _candidate_row(name, meta, now)
     old_candidate = next(iter(store.rows("SELECT * FROM candidates WHERE name = ?", [name])), None)
     old = {r["generation_id"]: r for r in store.rows(
@@ -455,7 +459,11 @@ def _summary(store: Store, name: str, meta: Mapping[str, Any], parsed: ImportFil
     with_split = int(store.scalar("SELECT count(*) FROM baseline_splits WHERE paper_id IN "
                                   "(SELECT unnest(?::VARCHAR[]))", [[r["paper_id"] for r in rows]]) or 0)
     warnings = []
-    if cutoff is None and undated:
+    if "declared" in meta:
+        warnings.append("declared dates are not trusted (the cutoff and generated_at are kept as information): "
+                        "reviews count only for papers whose reviews were not public when the file was received"
+                        "; the operator may vouch for them with `grebench bench import --trust-cutoff`")
+    elif cutoff is None and undated:
         warnings.append(f"{undated} review(s) have no generated_at and the model has no cutoff: they count only "
                         "where imported before the paper's reviews were public; elsewhere they are contaminated "
                         "(give --cutoff or generated_at)")
@@ -466,5 +474,6 @@ def _summary(store: Store, name: str, meta: Mapping[str, Any], parsed: ImportFil
                         "(fewer than 3 official reviews, or `grebench bench` not run since ingest): not scored")
     return {"candidate": name, "kind": IMPORTED_KIND, "source": source, "sha256": parsed.sha256,
             "reviews": len(rows), **counts, "clean": clean, "sealed": sealed, "contaminated": len(rows) - clean,
-            "papers_with_split": with_split, "cutoff": cutoff, "model": meta.get("model"), "warnings": warnings,
+            "papers_with_split": with_split, "cutoff": cutoff, "cutoff_trusted": "declared" not in meta,
+            "declared": dict(meta.get("declared", {})), "model": meta.get("model"), "warnings": warnings,
             "status": "ok"}

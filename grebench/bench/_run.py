@@ -57,7 +57,8 @@ def _control_input(split: Split, paper: PaperInput, texts: dict[str, str], other
     return ControlInput(paper=paper, human=texts.get(split.candidate_review_id) if split.candidate_review_id else None,
                         human_review_id=split.candidate_review_id or None,
                         other=None if target is None else texts.get(target.candidate_review_id),
-                        other_review_id=None if target is None else target.candidate_review_id, seed=seed)
+                        other_review_id=None if target is None else target.candidate_review_id, seed=seed,
+                        references=tuple((r, texts[r]) for r in split.reference_review_ids if r in texts))
 
 
 def _deterministic(c: Candidate, inp: ControlInput) -> tuple[str | None, str | None, str | None, str]:
@@ -212,7 +213,7 @@ def run_bench(store: Store, settings: Settings, run_id: str | None, candidate_na
         wanted = set(paper_ids)
         splits = [s for s in splits if s.paper_id in wanted]
     papers = load_papers(store)
-    texts = review_texts(store, [s.candidate_review_id for s in splits])
+    texts = review_texts(store, [r for s in splits for r in (s.candidate_review_id, *s.reference_review_ids)])
     tally = _Tally()
     display = progress or NoProgress()
     generated = [c for c in chosen if c.kind != "imported"]  # imported reviews come from `grebench bench import`

@@ -100,9 +100,8 @@ def _print(summary: dict[str, Any]) -> None:
     for failure in summary["failures"][:10]:
         item = f"{failure['item']}: " if failure["item"] else ""
         click.echo(f"failed: [{failure['stage']}] {item}{failure['reason']}", err=True)
-    for name, stage in summary["stages"].items():
-        if "skipped" in stage:
-            click.echo(f"skipped: [{name}] {stage['skipped']}", err=True)
+    for name, needed in summary.get("skipped", {}).items():  # not a failure of its own: said once, above
+        click.echo(f"skipped: [{name}] because [{needed}] failed", err=True)
 
 
 def _print_panel(panel: dict[str, Any]) -> None:
@@ -145,7 +144,7 @@ def command(settings: Settings, source: str, estimator: str | None, preprocessor
         ctx = StageContext(store, settings, run_id, opts, progress_display(as_json))
         marker = None if as_json else (lambda name: click.echo(f"[{name}]", err=True))
         result = run_stages(ctx, MAIN, marker=marker)
-        summary.update(stages=result.stages, seconds=result.seconds)
+        summary.update(stages=result.stages, seconds=result.seconds, skipped=result.skipped)
         summary["leaderboards"] = _leaderboards(store, summary)
         summary["failures"] = store.run_failures(run_id)
         summary["run_id"] = run_id

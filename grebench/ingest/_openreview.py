@@ -23,6 +23,7 @@ import time
 from datetime import datetime
 from typing import Any, Callable, Iterator
 
+from grebench.ingest._archive import IngestLimits
 from grebench.ingest._content import venue_year
 from grebench.ingest._openreview_http import WaitBudget, describe_error, mount_policy, request_errors
 from grebench.ingest._openreview_notes import latest_change, note_dict, parse_submission
@@ -152,6 +153,7 @@ class OpenReviewSource:
         self.budget.waited_s = 0.0
         self.budget.retries = 0
         client = self._client()
+        limits = IngestLimits.from_settings(self.settings)
         seen: set[str] = set()
         yielded = 0
         if limit is not None and limit <= 0:
@@ -173,6 +175,14 @@ class OpenReviewSource:
                 yield SourceFailure(note_id, str(exc))
                 continue
             yield from failures
+            over = limits.refusal(paper)  # the archive's limits (ingest_max_*) hold for OpenReview records too
+            if over is not None:
+                yield SourceFailure(note_id, f"{over}; paper refused")
+                continue
+            if yielded >= limits.papers:
+                yield SourceFailure(self.venue_id, f"the venue lists more than {limits.papers:,} papers (limit "
+                                                   "ingest_max_papers); the rest are not read")
+                return
             if self.settings.fetch_pdfs and paper.pdf_ref:
                 paper.pdf_loader = self._pdf_loader(client, paper.paper_id)
             yielded += 1

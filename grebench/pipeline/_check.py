@@ -22,13 +22,14 @@ class SetupError(ValueError):
     """A setting or an option names something that does not exist; the message says which, and what is allowed."""
 
 
-def _catalogue_or_path(what: str, value: str) -> None:
+def _catalogue_or_path(what: str, value: str, shown: str | None = None) -> None:
     from grebench.models import MODELS
 
     if value in MODELS or Path(value).expanduser().is_dir():
         return
-    raise SetupError(f"{what} = {value!r}: not a built-in model ({', '.join(MODELS.names())}) nor a checkpoint "
-                     "directory")
+    named = shown or repr(value)
+    raise SetupError(f"{what} = {named}: {value!r} is not a built-in model ({', '.join(MODELS.names())}) nor a "
+                     "checkpoint directory")
 
 
 def check_setup(settings: Settings, options: RunOptions | None = None, *, source: bool = False) -> None:
@@ -57,7 +58,7 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
             if kind == "estimator":
                 entry, arg = ESTIMATORS.resolve(value)
                 if entry.name == "hf" and arg:
-                    _catalogue_or_path(what, arg)
+                    _catalogue_or_path(what, arg, repr(value))
             elif kind == "preprocessor":
                 if value.strip() != RULES_ID:
                     PREPROCESSORS.resolve(value)

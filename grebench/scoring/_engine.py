@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
+from grebench.bench import CONTROLS
 from grebench.progress import NoProgress, Progress, Task
 from grebench.scoring._preprocess import Judgment, preprocess_texts, resolve_preprocessor, text_sha256
 from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest, LogprobResult
@@ -94,9 +95,13 @@ def _load(store: Store) -> dict[str, Any]:
 
 
 def _check_no_leak(data: dict[str, Any]) -> None:
-    """The review being scored is never one of its own references (baseline_splits guarantees it; we verify)."""
+    """The review being scored is never one of its own references (baseline_splits guarantees it; we verify), except
+    a control registered with ``source="reference"`` (``reference-copy``): its leak is the measurement."""
+    leaking = {e.name for e in CONTROLS if e.obj.source == "reference"}
     for g in data["generations"]:
         split = data["splits"].get(g["paper_id"])
+        if g["kind"] == "control" and g["candidate"] in leaking:
+            continue
         if split and g["source_review_id"] and g["source_review_id"] in split[1]:
             raise ScoringError(f"generation {g['generation_id']} ({g['candidate']}, paper {g['paper_id']}) is derived "
                                f"from review {g['source_review_id']}, which is one of its references")

@@ -82,35 +82,60 @@ def _per_paper(store: Store, metric: str, estimator: str, preprocessor: str, can
     return by_paper
 
 
+def _copied(store: Store, candidate: str) -> dict[str, str]:
+    """paper → the review a control's text was copied from (its latest generation's ``source_review_id``)."""
+    return {r["paper_id"]: r["source_review_id"] for r in store.rows(
+        """SELECT paper_id, source_review_id FROM generations WHERE candidate = ? AND status = 'ok'
+           AND source_review_id IS NOT NULL
+           QUALIFY row_number() OVER (PARTITION BY paper_id ORDER BY generated_at DESC, generation_id) = 1""",
+        [candidate])}
+
+
+def _row(metric: str, name: str, t: Control, human: dict[str, dict], other: dict[str, dict],
+         exclude: dict[str, str], samples: int, seed: int) -> dict[str, Any] | None:
+    s, s_prime = [], []
+    for paper_id, refs in sorted(human.items()):
+        common = sorted(set(refs) & set(other.get(paper_id, {})) - {exclude.get(paper_id)})
+        if common:  # same papers and the same references for both
+            s.append(np.mean([refs[r] for r in common]))
+            s_prime.append(np.mean([other[paper_id][r] for r in common]))
+    if len(s) < 3:
+        return None
+    a, b = np.array(s), np.array(s_prime)
+    d = cohens_d(a, b)
+    low, high = _bootstrap_d(a, b, samples, seed)
+    p = _paired_p(a, b)
+    found = verdict(d, p)
+    return {
+        "metric": metric, "transformation": name, "kind": t.kind, "d": round(d, 4),
+        "ci_low": round(low, 4), "ci_high": round(high, 4), "p": float(f"{p:.3g}"), "n_papers": len(s),
+        "verdict": found, "expected": t.expected, "as_expected": meets_expectation(t.expected, found),
+        "mean_human": round(float(a.mean()), 4), "mean_transformed": round(float(b.mean()), 4),
+        "paper_d": t.paper_d if metric == "gem-s" else None,
+    }
+
+
 def validation_rows(
     store: Store, estimator: str, preprocessor: str, metrics: list[str], samples: int = 2000, seed: int = 0
 ) -> list[dict[str, Any]]:
-    """One row per (metric, transformation) that has scores, with d, its CI, p and the verdict."""
+    """One row per (metric, transformation) that has scores, with d, its CI, p and the verdict.
+
+    A control copied from one of the paper's references (``source="reference"``: ``reference-copy``) gets two rows:
+    on every reference, itself included (what an upload of a public review would earn: published, not hidden), and
+    ``<name> (other refs)``, on the references it was not copied from.
+    """
     rows = []
     for metric in metrics:
         human = _per_paper(store, metric, estimator, preprocessor, HUMAN)
         for t in transformations():
             other = _per_paper(store, metric, estimator, preprocessor, t.name)
-            s, s_prime = [], []
-            for paper_id, refs in sorted(human.items()):
-                common = sorted(set(refs) & set(other.get(paper_id, {})))
-                if common:  # same papers and the same references for both
-                    s.append(np.mean([refs[r] for r in common]))
-                    s_prime.append(np.mean([other[paper_id][r] for r in common]))
-            if len(s) < 3:
-                continue
-            a, b = np.array(s), np.array(s_prime)
-            d = cohens_d(a, b)
-            low, high = _bootstrap_d(a, b, samples, seed)
-            p = _paired_p(a, b)
-            found = verdict(d, p)
-            rows.append({
-                "metric": metric, "transformation": t.name, "kind": t.kind, "d": round(d, 4),
-                "ci_low": round(low, 4), "ci_high": round(high, 4), "p": float(f"{p:.3g}"), "n_papers": len(s),
-                "verdict": found, "expected": t.expected, "as_expected": meets_expectation(t.expected, found),
-                "mean_human": round(float(a.mean()), 4), "mean_transformed": round(float(b.mean()), 4),
-                "paper_d": t.paper_d if metric == "gem-s" else None,
-            })
+            variants = [(t.name, {})]
+            if t.source == "reference":
+                variants.append((f"{t.name} (other refs)", _copied(store, t.name)))
+            for name, exclude in variants:
+                row = _row(metric, name, t, human, other, exclude, samples, seed)
+                if row is not None:
+                    rows.append(row)
     return rows
 
 

@@ -21,11 +21,11 @@ def test_bench_json_on_bundled_store_then_rerun_writes_nothing(bundled_db: Path,
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert set(summary) >= FIELDS
-    assert summary["generations_total"] == 12 * 400 and summary["failed"] == 0 and summary["calls_made"] == 0
+    assert summary["generations_total"] == 13 * 400 and summary["failed"] == 0 and summary["calls_made"] == 0
     assert {c["name"]: (c["kind"], c["generations"]) for c in summary["candidates"]} == {
         "human": ("human", 400), **{name: ("control", 400) for name in (
             "sentence-deletion", "elongation", "abstract-restatement", "generic", "other-paper", "keyword-stuffing",
-            "keyword-stuffing-title", "sentence-shuffle", "repetition", "verdict-inversion", "empty")}}
+            "keyword-stuffing-title", "sentence-shuffle", "repetition", "verdict-inversion", "empty", "reference-copy")}}
     again = json.loads(runner.invoke(main, ["--data-dir", str(tmp_path), "bench", "--json", "--candidate",
                                             "generic"]).stdout)
     assert again["generations_written"] == 0 and again["candidates"] == [

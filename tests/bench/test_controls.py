@@ -28,7 +28,7 @@ def test_every_candidate_has_one_generation_per_paper(benched: tuple[Store, dict
     assert {c["name"]: c["generations"] for c in summary["candidates"]} == {
         "human": 400, "sentence-deletion": 400, "elongation": 400, "abstract-restatement": 400, "generic": 400,
         "other-paper": 400, "keyword-stuffing": 400, "keyword-stuffing-title": 400, "sentence-shuffle": 400,
-        "repetition": 400, "verdict-inversion": 400, "empty": 400}
+        "repetition": 400, "verdict-inversion": 400, "empty": 400, "reference-copy": 400}
     assert summary["calls_made"] == 0 and summary["failed"] == 0 and summary["skipped_papers"] == []
 
 
@@ -115,6 +115,23 @@ def test_other_paper_never_picks_the_same_paper(benched: tuple[Store, dict]) -> 
         sources.add(row["source_review_id"])
     assert len(sources) == 400  # a derangement: every human candidate review is used once
     assert all(a != b for a, b in derangement(["x", "y"], 1).items())
+
+
+def test_reference_copy_is_one_of_the_papers_references_word_for_word(benched: tuple[Store, dict]) -> None:
+    store, _ = benched
+    texts = {r["review_id"]: r["text"] for r in store.rows(
+        "SELECT r.review_id, v.text FROM reviews r JOIN review_versions v "
+        "ON v.review_id = r.review_id AND v.version = r.latest_version")}
+    refs = {r["paper_id"]: json.loads(r["reference_review_ids_json"]) for r in store.rows(
+        "SELECT paper_id, reference_review_ids_json FROM baseline_splits")}
+    copies = _texts(store, "reference-copy")
+    assert len(copies) == 400
+    picked = Counter()
+    for paper_id, row in copies.items():
+        assert row["source_review_id"] in refs[paper_id]  # a reference, never the held-out human review
+        assert row["text"] == texts[row["source_review_id"]]
+        picked[refs[paper_id].index(row["source_review_id"])] += 1
+    assert len(picked) >= 2  # a seeded pick, not always the first reference
 
 
 def test_generic_is_identical_and_abstract_restatement_restates(benched: tuple[Store, dict]) -> None:

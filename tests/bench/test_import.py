@@ -82,7 +82,7 @@ def test_good_file_is_stored_as_imported_generations(tiny_benched: Store, settin
     assert (summary["reviews"], summary["added"], summary["changed"], summary["status"]) == (3, 3, True, "ok")
     cand = tiny_benched.rows("SELECT * FROM candidates WHERE name = 'agent'")[0]
     assert (cand["kind"], cand["model"], str(cand["cutoff"])) == ("imported", "agent-x", "2019-01-01")
-    assert json.loads(cand["params_json"]) == {"url": "https://example.org/agent"}
+    assert json.loads(cand["params_json"]) == {"url": "https://example.org/agent", "cutoff_trusted": True}
     rows = {r["paper_id"]: r for r in tiny_benched.rows("SELECT * FROM generations WHERE candidate = 'agent'")}
     assert set(rows) == {"paper0", "paper1", "paper2"}
     row = rows["paper1"]

@@ -38,9 +38,16 @@ def _run(tmp_path: Path, *args: str, config: str | None = None, env: dict[str, s
     (["run"], 'hf_dtype = "fp8"\n', "hf_dtype = 'fp8' is not allowed; one of: auto, float32, bfloat16, float16"),
     (["run"], 'app_port = "x"\n', "app_port must be int, got 'x'"),
     (["run"], "bench_concurrency = 2.5\n", "bench_concurrency must be a whole number"),
-    (["run"], "env:GREBENCH_LOCAL_CANDIDATES=gpt-17", "local_candidates = 'gpt-17': not a built-in model"),
+    (["run"], "env:GREBENCH_LOCAL_CANDIDATES=gpt-17", "local_candidates = 'gpt-17': 'gpt-17' is not a built-in model"),
     (["run"], 'proxy_estimator = "nosuch"\n', "proxy_estimator = 'nosuch'"),
+    (["run", "--metric", "nosuch"], None, "'nosuch' is not one of 'gem', 'gem-s'"),
+    (["run"], 'preprocessor = "nosuch"\n', "preprocessor = 'nosuch'"),
+    (["run"], "env:GREBENCH_ESTIMATOR=hf:gpt-17", "estimator = 'hf:gpt-17': 'gpt-17' is not a built-in model"),
+    (["run"], "env:GREBENCH_LOCAL_JUDGES=gpt-17", "local_judges = 'gpt-17': 'gpt-17' is not a built-in model"),
+    (["run"], 'venues = "nosuch:x"\n', "venues = 'nosuch:x'"),
+    (["run"], "seed = true\n", "seed must be int, got True"),
     (["score", "--estimator", "nosuch"], None, "--estimator = 'nosuch'"),
+    (["score", "--metric", "nosuch"], None, "nosuch"),
     (["ingest", "--source", "nosuch:x"], None, "--source = 'nosuch:x'"),
 ])
 def test_a_mistake_stops_the_command_before_any_stage(tmp_path: Path, args: list[str], config: str | None,
@@ -108,3 +115,20 @@ def test_archive_records_over_a_limit_are_refused_with_their_line(tmp_path: Path
     assert "more than 1 papers" in reasons["limits.jsonl:5"]
     assert summary.papers_added == 1  # the good line is ingested, nothing else is lost
     assert store.scalar("SELECT count(*) FROM papers WHERE paper_id = ?", [first["id"]]) == 1
+
+
+def test_the_cli_says_a_stage_failure_once_and_the_stages_it_stopped(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import grebench.pipeline
+
+    # get past the setup check (it would refuse the estimator) to see how a failing stage is reported
+    monkeypatch.setattr(grebench.pipeline, "check_setup", lambda *a, **k: None)
+    result = _run(tmp_path, "run", "--estimator", "nosuch", "--papers", "20")
+    assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    failed = [line for line in lines if line.startswith("failed:")]
+    assert len(failed) == 1 and failed[0].startswith("failed: [score] unknown estimator 'nosuch'"), failed
+    assert "skipped: [validate] because [score] failed" in lines
+    assert "skipped: [boards] because [score] failed" in lines
+    assert "skipped: [score]" not in result.output  # the score stage's own "skipped" counts are no stage skip
+    assert "None:" not in result.output and "no scores match" not in result.output

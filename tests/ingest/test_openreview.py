@@ -373,3 +373,20 @@ def test_edited_review_becomes_a_new_version(fake: FakeOpenReview, store: Store,
     assert store.scalar("SELECT latest_version FROM reviews WHERE review_id = ?", [review_id]) == 2
     third = run_ingest(OpenReviewSource(venue, settings), store, settings, "run3")
     assert (third.papers_added, third.papers_updated, third.reviews_added, third.versions_added) == (0, 0, 0, 0)
+
+
+def test_records_over_the_ingest_limits_are_refused_like_an_archives(fake: FakeOpenReview, store: Store,
+                                                                    tmp_path: Path) -> None:
+    venue = VENUE[fake.api]
+    ids = populate(fake, venue)
+    huge = fake.add_paper(venue, title="Huge abstract", abstract="x" * 30_000)
+    long_review = fake.add_paper(venue, title="Long review")
+    fake.add_review(long_review, "y" * 5_000)
+    settings = or_settings(fake, tmp_path, ingest_max_abstract_chars="20000", ingest_max_review_chars="4000")
+    summary = run_ingest(OpenReviewSource(venue, settings), store, settings, "run1")
+    reasons = {f["item"]: f["reason"] for f in summary.failures}
+    assert reasons.keys() == {huge, long_review}
+    assert "abstract is 30,000 characters (limit ingest_max_abstract_chars = 20,000)" in reasons[huge]
+    assert "(limit ingest_max_review_chars = 4,000)" in reasons[long_review]
+    assert summary.papers_added == len(ids)  # the others are all ingested
+    assert store.scalar("SELECT count(*) FROM papers WHERE paper_id IN (?, ?)", [huge, long_review]) == 0

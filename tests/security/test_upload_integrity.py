@@ -11,8 +11,9 @@ from importlib import resources
 
 import pytest
 
-from grebench.bench import clean_pairs
+from grebench.bench import clean_pairs, run_bench
 from grebench.bench._copies import COPY_THRESHOLD, copy_share
+from grebench.scoring import run_scoring, validation_rows
 from grebench.settings import Settings
 from grebench.store import PaperRecord, ReviewRecord, Store, open_store, utcnow
 from grebench.submissions import ImportForm, SubmissionQueue, accept_queued_imports, queue_import
@@ -117,3 +118,18 @@ def test_the_queue_has_a_global_cap(settings: Settings) -> None:
     answers = [queue_import(queue, ImportForm(candidate=f"agent-{i}", contact=f"c{i}@example.org"), data, capped,
                             {"p0"}, source=f"192.0.2.{i}") for i in range(3)]
     assert [a["ok"] for a in answers] == [True, True, False] and "queue is full" in answers[2]["message"]
+
+
+def test_validation_publishes_what_a_copy_of_a_reference_earns(bundled_store: Store, settings: Settings) -> None:
+    """The reference-copy control: GEM-S rewards a copy of a public review (published, not hidden); on the references
+    it was not copied from the copy is just another human review."""
+    run_bench(bundled_store, settings, None, ["human", "reference-copy"])
+    papers = sorted(r["paper_id"] for r in bundled_store.rows("SELECT paper_id FROM baseline_splits"))[:60]
+    summary = run_scoring(bundled_store, settings, None, ["gem-s"], "offline", "rules", paper_ids=papers)
+    rows = {r["transformation"]: r for r in validation_rows(bundled_store, summary["estimator"],
+                                                             summary["preprocessor"], ["gem-s"], 200, 0)}
+    copy, others = rows["reference-copy"], rows["reference-copy (other refs)"]
+    assert copy["verdict"] == "rewarded" and not copy["as_expected"] and copy["d"] > 1
+    assert copy["n_papers"] == 60 and others["n_papers"] >= 55  # a paper whose other references lack lines drops
+    assert copy["mean_transformed"] > 10 * copy["mean_human"]
+    assert abs(others["d"]) < copy["d"] / 3

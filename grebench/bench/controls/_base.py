@@ -46,10 +46,17 @@ class ControlInput:
     other: str | None = None          # the human candidate review of a different paper (seeded derangement)
     other_review_id: str | None = None
     seed: int = 0
+    references: tuple[tuple[str, str], ...] = ()  # (review id, text) of the paper's references (the public reviews
+    #                                                the human review is scored against)
 
     def rng(self, name: str) -> random.Random:
         """A random generator seeded by the control's name, the paper and the run seed (same inputs, same text)."""
         return random.Random(f"{self.seed}:{name}:{self.paper.paper_id}")
+
+    def reference(self, name: str) -> tuple[str, str] | None:
+        """One of the paper's references with a text, (review id, text), picked by the control's seeded generator."""
+        usable = sorted((rid, text) for rid, text in self.references if text)
+        return self.rng(name).choice(usable) if usable else None
 
     def require_human(self) -> str:
         """The human candidate review, or :class:`ControlSkip`."""
@@ -63,15 +70,16 @@ class Control:
     """One control.  ``build`` makes its text without an LLM; ``prompt`` makes the messages for ``control_model``.
 
     ``source``: which review the text is derived from — ``human`` (the held-out human candidate review), ``other``
-    (another paper's) or ``None`` (the paper alone); the generation records it, and the scoring refuses a control
-    derived from one of its own references.
+    (another paper's), ``reference`` (one of the paper's references: a control *meant* to leak, see
+    ``reference-copy``; :meth:`ControlInput.reference` picks it) or ``None`` (the paper alone); the generation
+    records it, and the scoring refuses any other control derived from one of its own references.
     """
 
     name: str
     kind: Literal["degradation", "manipulation"]
     expected: str
     description: str
-    source: Literal["human", "other"] | None = None
+    source: Literal["human", "other", "reference"] | None = None
     build: Callable[[ControlInput], str] | None = None
     prompt: Callable[[ControlInput], Messages] | None = None
     version: str = "control-v1"
@@ -86,11 +94,15 @@ class Control:
 
     def source_review_id(self, inp: ControlInput) -> str | None:
         """The id of the review this control's text is derived from."""
+        if self.source == "reference":
+            picked = inp.reference(self.name)
+            return picked[0] if picked else None
         return {"human": inp.human_review_id, "other": inp.other_review_id}.get(self.source or "")
 
 
 CONTROLS: Registry[Control] = Registry("control", builtins=("grebench.bench.controls._paper",
-                                                            "grebench.bench.controls._gaming"))
+                                                            "grebench.bench.controls._gaming",
+                                                            "grebench.bench.controls._copy"))
 
 
 def _check(kind: str, expected: str) -> None:
@@ -101,7 +113,7 @@ def _check(kind: str, expected: str) -> None:
 
 
 def register_control(name: str, *, kind: Literal["degradation", "manipulation"], expected: str, description: str,
-                     source: Literal["human", "other"] | None = None, version: str = "control-v1",
+                     source: Literal["human", "other", "reference"] | None = None, version: str = "control-v1",
                      exam_role: Literal["easy", "pertinence"] | None = None, paper_d: float | None = None,
                      default: bool = True) -> Callable[[Callable[[ControlInput], str]], Callable[[ControlInput], str]]:
     """Decorator: register a control built without an LLM from its builder function."""
