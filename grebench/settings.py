@@ -114,6 +114,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("app_session_capacity", int, 256, "Sessions whose state the app keeps in memory (the oldest is dropped first; Gradio's default of 10,000 let memory grow with sessions: docs/reliability.md)."),
     Setting("submissions_per_week", int, 3, "Submissions accepted per submitter in 7 days."),
     Setting("submissions_per_address_per_week", int, 6, "Submissions and review uploads accepted from one network address (as the app sees it) in 7 days, whatever contact they give."),
+    Setting("app_trusted_proxies", str, "", "Comma-separated networks (CIDR) of your reverse proxies: from them the app takes the client address for the rate limit from X-Forwarded-For; empty = none (the socket's address counts, forwarded headers are ignored)."),
     Setting("queue_max_pending", int, 50, "Submissions and review uploads waiting in the queue at most; further ones are refused until the queue drains."),
     Setting("submission_http_allowlist", str, "", "Comma-separated hosts that submissions may reach over plain http."),
     Setting("submission_private_allowlist", str, "", "DANGEROUS: comma-separated networks (CIDR) of loopback/private addresses that submitted endpoints may reach anyway (own services, link-local and metadata addresses stay refused); empty = none."),

@@ -9,10 +9,13 @@ candidate runs):
 * :func:`import_reviews` — reviews written elsewhere as a candidate of kind ``imported`` (``grebench bench import``);
   :func:`read_import` checks a file without writing (:class:`ImportRefused` lists the bad lines).
 * contamination rules (:func:`is_clean`, :func:`is_sealed`), the human-baseline splits, review parsing.
+* the copy detector: :func:`copied_shares` (texts against the store's public reviews of their papers, used by every
+  import and upload), :func:`copy_share`, :data:`COPY_THRESHOLD`.
 """
 
 from grebench.bench._baseline import Split, choose_split, make_splits
 from grebench.bench._contamination import IMPORTED_KIND, clean_pairs, is_clean, is_sealed
+from grebench.bench._copies import COPY_THRESHOLD, copy_share
 from grebench.bench._import import (
     IMPORT_VERSION,
     MAX_FILE_BYTES,
@@ -23,6 +26,7 @@ from grebench.bench._import import (
     ImportRefused,
     check_candidate_name,
     check_meta,
+    copied_shares,
     import_reviews,
     read_import,
 )
@@ -50,6 +54,7 @@ from grebench.bench.controls import CONTROLS, Control, ControlInput, ControlSkip
 __all__ = [
     "CANDIDATE_KINDS",
     "CONTROLS",
+    "COPY_THRESHOLD",
     "DEFAULT_MAX_TOKENS",
     "HUMAN",
     "IMPORTED_KIND",
@@ -78,6 +83,8 @@ __all__ = [
     "check_meta",
     "choose_split",
     "clean_pairs",
+    "copied_shares",
+    "copy_share",
     "generate_for",
     "generate_unreviewed",
     "import_reviews",

@@ -24,7 +24,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from grebench.bench._contamination import IMPORTED_KIND, is_clean
-from grebench.bench._copies import COPY_THRESHOLD, copy_share
+from grebench.bench._copies import COPY_THRESHOLD, N, copy_share
 from grebench.bench._generations import COLUMNS, make_row
 from grebench.bench._parse import parse_review
 from grebench.bench._registry import HUMAN, NAME_PATTERN, CandidateError, load_candidates
@@ -345,16 +345,29 @@ def public_review_texts(store: Store, paper_ids: Collection[str]) -> dict[str, l
     return out
 
 
+def paper_own_texts(store: Store, paper_ids: Collection[str]) -> dict[str, str]:
+    """Title, abstract and extracted text of these papers: what any review may quote without copying a review."""
+    return {r["paper_id"]: "\n".join(t for t in (r["title"], r["abstract"], r["text"]) if t) for r in store.rows(
+        "SELECT p.paper_id, p.title, p.abstract, t.text FROM papers p LEFT JOIN paper_texts t "
+        "ON t.paper_id = p.paper_id AND t.status = 'ok' WHERE p.paper_id IN (SELECT unnest(?::VARCHAR[]))",
+        [sorted(set(paper_ids))])}
+
+
+def copied_shares(store: Store, reviews: Sequence[tuple[str, str]]) -> list[float]:
+    """:func:`copy_share` of each (paper id, text) against every version of every review of its paper in the store
+    (the paper's own text excepted): the copy detector, for imports, uploads and anyone scoring a text."""
+    ids = [pid for pid, _ in reviews]
+    public, own = public_review_texts(store, ids), paper_own_texts(store, ids)
+    return [copy_share(text, public.get(pid, ()), own.get(pid, "")) for pid, text in reviews]
+
+
 def refuse_copies(store: Store, reviews: Sequence[ImportedReview], source: str) -> None:
     """:class:`ImportRefused` naming every review that copies the paper's public reviews (:func:`copy_share` at or
     above :data:`COPY_THRESHOLD`): a copy carries no information of its own and would outscore every model."""
-    public = public_review_texts(store, [r.paper_id for r in reviews])
-    bad = []
-    for review in reviews:
-        share = copy_share(review.text, public.get(review.paper_id, ()))
-        if share >= COPY_THRESHOLD:
-            bad.append(BadLine(review.line, f"review of {review.paper_id} copies its public reviews: {share:.0%} of "
-                                            f"its 8-word sequences occur in them (limit {COPY_THRESHOLD:.0%})"))
+    shares = copied_shares(store, [(r.paper_id, r.text) for r in reviews])
+    bad = [BadLine(review.line, f"review of {review.paper_id} copies its public reviews: {share:.0%} of its words "
+                                f"are in {N}-word sequences found in them (limit {COPY_THRESHOLD:.0%})")
+           for review, share in zip(reviews, shares, strict=True) if share >= COPY_THRESHOLD]
     if bad:
         raise ImportRefused(bad[:MAX_KEPT], len(bad), source)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import click
@@ -40,8 +41,14 @@ def export(settings: Settings, venues: tuple[str, ...], out: str | None, replace
             raise click.ClickException("the store is in use (grebench serve?): name --venue-year to queue a "
                                        "snapshot request for the running service") from None
         path = requests_path(settings)
-        queued = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
-        path.write_text(json.dumps(sorted(set(queued) | set(venues))), encoding="utf-8")
+        try:
+            queued = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+        except (OSError, ValueError):
+            queued = []  # an unreadable file is the service's to report (it records it as a failure)
+        queued = [str(q) for q in queued] if isinstance(queued, list) else []
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(sorted(set(queued) | set(venues))), encoding="utf-8")
+        os.replace(tmp, path)  # whole or not at all: the service never reads a half-written request
         click.echo(f"the store is in use: requested {', '.join(venues)} from the running service "
                    f"(its snapshot job cuts it within snapshot_check_min)", err=True)
         return
@@ -112,9 +119,10 @@ def import_(settings: Settings, directory: str, manifest_sha256: str | None, as_
         except SnapshotError as exc:
             raise click.ClickException(str(exc)) from None
     if not report["authenticated"]:
-        click.echo("warning: authenticity NOT checked: the files match their manifest, but nothing says the manifest "
-                   "is the published one; pass --manifest-sha256 with the hash from the site's Downloads page",
-                   err=True)
+        report["warning"] = ("authenticity NOT checked: the files match their manifest, but nothing says the "
+                             "manifest is the published one; pass --manifest-sha256 with the SHA-256 of this "
+                             "snapshot's manifest.json from the site's Downloads page")
+        click.echo(f"warning: {report['warning']}", err=True)
     if as_json:
         emit_json(report)
     else:

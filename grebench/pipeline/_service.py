@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -135,12 +136,25 @@ class SnapshotStage(BaseStage):
                     today >= snapshot_day(ctx.settings, v["venue_year"] + 1):
                 todo.append((v["venue_id"], root / v["slug"], "yearly"))
         req = requests_path(ctx.settings)
-        try:
-            requested = json.loads(req.read_text(encoding="utf-8")) if req.is_file() else []
-        except (OSError, ValueError) as exc:
-            store.record_failure(ctx.run_id, "snapshot", str(req), f"unreadable snapshot request file: {exc}")
-            requested = []
-        for wanted in requested if isinstance(requested, list) else []:
+        # claim the requests first (an atomic rename): one written while this job runs lands in a new file and is
+        # cut next time, never deleted unread; the claimed file goes only once each request is cut or recorded
+        # (claims left by a job that was killed are taken up again)
+        if req.is_file():
+            os.replace(req, req.with_name(f"{req.name}.claimed-{ctx.run_id}"))
+        claims = sorted(req.parent.glob(f"{req.name}.claimed-*")) if req.parent.is_dir() else []
+        requested: list[str] = []
+        for claim in claims:
+            try:
+                listed = json.loads(claim.read_text(encoding="utf-8"))
+                if not isinstance(listed, list):
+                    raise ValueError("not a JSON list of venue-years")
+                requested += [str(w) for w in listed if str(w) not in requested]
+            except (OSError, ValueError) as exc:
+                bad = claim.with_name(claim.name.replace(".claimed-", ".bad-"))
+                os.replace(claim, bad)  # kept for the operator to read, and recorded as a failure
+                store.record_failure(ctx.run_id, "snapshot", str(req),
+                                     f"unreadable snapshot request file (kept as {bad.name}): {exc}")
+        for wanted in requested:
             # a request names a venue-year as the command line accepts it: venue id, display name or slug
             try:
                 venue = find_venue(store, str(wanted))
@@ -161,6 +175,6 @@ class SnapshotStage(BaseStage):
                 cut.append({"venue_id": venue_id, "path": str(out_dir), "reason": reason})
             except Exception as exc:
                 store.record_failure(ctx.run_id, "snapshot", venue_id, f"{type(exc).__name__}: {exc}")
-        if requested:
-            req.unlink(missing_ok=True)
+        for claim in claims:
+            claim.unlink(missing_ok=True)  # every request in it was cut or recorded as a failure above
         return {"cut": cut}

@@ -51,17 +51,19 @@ def venue_scope(store: Store, venue_id: str | None, sealed_only: bool = False) -
         yield store
         return
     cur = store.con.cursor()
-    db = store.scalar("SELECT current_database()")
-    where = "true" if venue_id is None else "venue_id = '{}'".format(venue_id.replace("'", "''"))
-    papers = f"SELECT paper_id FROM \"{db}\".main.papers WHERE {where}"
+    db = '"{}"'.format(str(store.scalar("SELECT current_database()")).replace('"', '""'))  # a quoted identifier
+    # the venue is a value: bound into a temporary table of the scope's paper ids, never pasted into SQL
+    cur.execute(f"CREATE OR REPLACE TEMP TABLE scope_paper_ids AS SELECT paper_id FROM {db}.main.papers "
+                "WHERE ? IS NULL OR venue_id = ?", [venue_id, venue_id])
+    papers = "SELECT paper_id FROM temp.main.scope_paper_ids"
     sealed = "" if not sealed_only else (
-        f" AND (generation_id IN (SELECT generation_id FROM \"{db}\".main.generations WHERE sealed) OR "
-        f"candidate NOT IN (SELECT name FROM \"{db}\".main.candidates WHERE kind NOT IN ('human', 'control')))")
+        f" AND (generation_id IN (SELECT generation_id FROM {db}.main.generations WHERE sealed) OR "
+        f"candidate NOT IN (SELECT name FROM {db}.main.candidates WHERE kind NOT IN ('human', 'control')))")
     try:
-        cur.execute(f"CREATE TEMP VIEW papers AS SELECT * FROM \"{db}\".main.papers WHERE {where}")
-        cur.execute(f"CREATE TEMP VIEW generations AS SELECT * FROM \"{db}\".main.generations "
+        cur.execute(f"CREATE TEMP VIEW papers AS SELECT * FROM {db}.main.papers WHERE paper_id IN ({papers})")
+        cur.execute(f"CREATE TEMP VIEW generations AS SELECT * FROM {db}.main.generations "
                     f"WHERE paper_id IN ({papers})")
-        cur.execute(f"CREATE TEMP VIEW scores AS SELECT * FROM \"{db}\".main.scores WHERE paper_id IN ({papers})"
+        cur.execute(f"CREATE TEMP VIEW scores AS SELECT * FROM {db}.main.scores WHERE paper_id IN ({papers})"
                     + sealed)
         yield Store(cur)
     finally:

@@ -129,7 +129,7 @@ def validation_rows(
         human = _per_paper(store, metric, estimator, preprocessor, HUMAN)
         for t in transformations():
             other = _per_paper(store, metric, estimator, preprocessor, t.name)
-            variants = [(t.name, {})]
+            variants: list[tuple[str, dict[str, str]]] = [(t.name, {})]
             if t.source == "reference":
                 variants.append((f"{t.name} (other refs)", _copied(store, t.name)))
             for name, exclude in variants:

@@ -8,8 +8,9 @@ server-side in :mod:`._submissions`.
 
 from __future__ import annotations
 
+import ipaddress
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -186,12 +187,43 @@ def _copy(rows: list[list[Any]]) -> list[list[Any]]:
     return [list(r) for r in rows]
 
 
-def client_address(request: Any) -> str | None:
-    """The address the request came from, as the app's socket saw it (behind a reverse proxy: the proxy's;
-    forwarded headers are not trusted, since any client can send them)."""
+def trusted_proxies(spec: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """The ``app_trusted_proxies`` networks (ValueError naming a bad entry)."""
+    nets = []
+    for item in (x.strip() for x in spec.split(",")):
+        if item:
+            try:
+                nets.append(ipaddress.ip_network(item, strict=False))
+            except ValueError:
+                raise ValueError(f"app_trusted_proxies: {item!r} is not a network (CIDR)") from None
+    return tuple(nets)
+
+
+def client_address(request: Any, proxies: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network] = ()) -> str | None:
+    """The address the request came from, as the app's socket saw it.  Forwarded headers are believed only when the
+    socket's peer is one of the operator's ``proxies``: then the rightmost X-Forwarded-For entry that is not a
+    trusted proxy (entries further left are the client's to write)."""
     client = getattr(request, "client", None)
-    host = getattr(client, "host", None)
-    return str(host) if host else None
+    host = str(getattr(client, "host", None) or "") or None
+
+    def trusted(address: str | None) -> bool:
+        try:
+            ip = ipaddress.ip_address((address or "").strip())
+        except ValueError:
+            return False
+        return any(ip in net for net in proxies)
+
+    if host is None or not trusted(host):
+        return host
+    headers = getattr(request, "headers", None) or {}
+    hops = [h.strip() for h in str(headers.get("x-forwarded-for", "")).split(",") if h.strip()]
+    for hop in reversed(hops):
+        if not trusted(hop):
+            try:
+                return str(ipaddress.ip_address(hop))
+            except ValueError:
+                return host  # garbage in the header: the proxy's own address counts
+    return host
 
 
 def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[str]] | None = None,
@@ -203,6 +235,7 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
     _tab_from_query.__annotations__["request"] = gr.Request  # how Gradio knows to pass the request
     vault = vault or KeyVault()
     queue = queue or SubmissionQueue(queue_path(settings))
+    proxies = trusted_proxies(str(settings.app_trusted_proxies))  # whose X-Forwarded-For the rate limit believes
 
     def load_choices() -> tuple[Any, ...]:
         cache = reader(settings)
@@ -224,7 +257,7 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
         form = SubmissionForm(model_name=model_name or "", model_string=model_string or "", base_url=base_url or "",
                               released=released or "", cutoff=cutoff or "", contact=contact or "",
                               api_key=api_key or "", params=params or "")
-        message = str(queue.submit(form, settings, vault, resolver, source=client_address(request))["message"])
+        message = str(queue.submit(form, settings, vault, resolver, source=client_address(request, proxies))["message"])
         queue_cache.clear()  # the Queue tab shows one's own submission at once
         return message
 
@@ -238,7 +271,7 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
             return f"Rejected: {exc}"
         papers, names = reader(settings).view("import-check", None, _import_check)
         message = str(queue_import(queue, form, data, settings, papers, names,
-                                   source=client_address(request))["message"])
+                                   source=client_address(request, proxies))["message"])
         queue_cache.clear()
         return message
 

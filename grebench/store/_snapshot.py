@@ -196,14 +196,31 @@ def export_snapshot(store: Store, venue: str, out_dir: Path, *, replace: bool = 
     return manifest
 
 
-def _read_manifest(root: Path) -> dict[str, Any]:
+def _manifest_bytes(root: Path) -> tuple[bytes, str]:
+    """The manifest's bytes and their SHA-256, read once (the hash and the parsed manifest are of the same bytes)."""
     path = root / MANIFEST
     if path.is_symlink():
         raise SnapshotError(f"{MANIFEST}: is a symbolic link (refused)")
-    manifest = json.loads(path.read_text(encoding="utf-8"))
+    if not path.is_file() or path.resolve().parent != root:
+        raise SnapshotError(f"{MANIFEST}: missing or not a plain file in the snapshot folder")
+    raw = path.read_bytes()
+    return raw, hashlib.sha256(raw).hexdigest()
+
+
+def _parse_manifest(raw: bytes) -> dict[str, Any]:
+    manifest = json.loads(raw.decode("utf-8"))
     if not isinstance(manifest, dict):
         raise SnapshotError(f"{MANIFEST}: not a JSON object")
     return manifest
+
+
+def _anchor(manifest_sha256: str | None) -> str | None:
+    """The published manifest hash, normalised; a malformed one is refused (never silently ignored)."""
+    if manifest_sha256 is None:
+        return None
+    if not re.fullmatch(r"[0-9a-fA-F]{64}", manifest_sha256.strip()):
+        raise SnapshotError("--manifest-sha256 must be 64 hexadecimal digits")
+    return manifest_sha256.strip().lower()
 
 
 def verify_snapshot(snapshot_dir: Path, manifest_sha256: str | None = None) -> dict[str, Any]:
@@ -218,14 +235,18 @@ def verify_snapshot(snapshot_dir: Path, manifest_sha256: str | None = None) -> d
     problems: list[str] = []
     base = {"path": str(root), "authenticated": False}
     try:
-        manifest = _read_manifest(root)
+        anchor = _anchor(manifest_sha256)
+    except SnapshotError as exc:
+        return {**base, "ok": False, "problems": [str(exc)], "files": 0}
+    try:
+        raw, digest = _manifest_bytes(root)
+        if anchor is not None and digest != anchor:
+            # checked before anything is parsed or any member looked at: nothing of an unpublished snapshot is read
+            return {**base, "ok": False, "files": 0, "manifest_sha256": digest,
+                    "problems": [f"{MANIFEST}: SHA-256 differs from the published one (not the published snapshot)"]}
+        manifest = _parse_manifest(raw)
     except (OSError, ValueError) as exc:
         return {**base, "ok": False, "problems": [f"{MANIFEST}: cannot read: {str(exc)[:200]}"], "files": 0}
-    if manifest_sha256 is not None:
-        if not re.fullmatch(r"[0-9a-fA-F]{64}", manifest_sha256.strip()):
-            problems.append("--manifest-sha256 must be 64 hexadecimal digits")
-        elif file_sha256(root / MANIFEST) != manifest_sha256.strip().lower():
-            problems.append(f"{MANIFEST}: SHA-256 differs from the published one (not the published snapshot)")
     if manifest.get("format") != FORMAT:
         problems.append(f"{MANIFEST}: unknown format {str(manifest.get('format'))[:60]!r}")
     files = manifest.get("files")
@@ -253,8 +274,8 @@ def verify_snapshot(snapshot_dir: Path, manifest_sha256: str | None = None) -> d
     extra = sorted(p.name for p in root.iterdir() if p.name not in files and p.name not in (MANIFEST, README))
     problems += [f"{name[:60]}: not in the manifest" for name in extra]
     ok = not problems
-    return {**base, "ok": ok, "problems": problems, "files": len(files),
-            "authenticated": ok and manifest_sha256 is not None,
+    return {**base, "ok": ok, "problems": problems, "files": len(files), "manifest_sha256": digest,
+            "authenticated": ok and anchor is not None,
             "venue_id": manifest.get("venue_id"), "product_version": manifest.get("product_version")}
 
 
@@ -278,13 +299,17 @@ def import_snapshot(store: Store, snapshot_dir: Path, manifest_sha256: str | Non
 
     With ``manifest_sha256`` the manifest must be the published one; the report says ``authenticated``.
     """
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     report = verify_snapshot(snapshot_dir, manifest_sha256)
     if not report["ok"]:
         raise SnapshotError(f"{snapshot_dir}: verification failed: {'; '.join(report['problems'])}")
     root = Path(snapshot_dir).resolve()
-    manifest = _read_manifest(root)
+    raw, digest = _manifest_bytes(root)
+    if digest != report["manifest_sha256"]:
+        raise SnapshotError(f"{MANIFEST}: changed while it was being imported (refused)")
+    manifest = _parse_manifest(raw)
     present = _tables(store)
     added: dict[str, int] = {}
     with store.transaction() as con:
@@ -295,7 +320,10 @@ def import_snapshot(store: Store, snapshot_dir: Path, manifest_sha256: str | Non
             table = name.removesuffix(".parquet")
             if table not in present:
                 raise SnapshotError(f"{name}: this store has no table {table!r} (upgrade grebench)")
-            data = pq.read_table(path)
+            blob = path.read_bytes()  # hashed and parsed from the same bytes: a file swapped after verify is refused
+            if hashlib.sha256(blob).hexdigest() != info.get("sha256"):
+                raise SnapshotError(f"{name}: changed while it was being imported (refused)")
+            data = pq.read_table(pa.BufferReader(blob))
             known = _columns(store, table)
             unknown = [c for c in data.column_names if c not in known]
             if unknown:
@@ -317,7 +345,8 @@ def import_snapshot(store: Store, snapshot_dir: Path, manifest_sha256: str | Non
             added[table] = after - before
     store.checkpoint()
     return {"venue_id": manifest["venue_id"], "path": str(root), "rows_added": added,
-            "product_version": manifest["product_version"], "authenticated": report["authenticated"]}
+            "product_version": manifest["product_version"], "authenticated": report["authenticated"],
+            "manifest_sha256": digest}
 
 
 def record_snapshot(store: Store, manifest: dict[str, Any], reason: str) -> None:

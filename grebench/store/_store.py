@@ -34,7 +34,15 @@ def _arrow_type(name: str | None) -> Any:
 #: put in a snapshot as they are; exports and snapshots carry a salted SHA-256 (16 hex digits) instead, so the same
 #: submitter is recognisable across rows of one data dir without the address being published.
 PRIVATE_COLUMNS: dict[str, tuple[str, ...]] = {"candidates": ("submitter",), "submissions": ("submitter", "contact")}
+#: Any column whose name says it holds a contact is private too, in every table (a table added later included).
+_PRIVATE_NAME = re.compile(r"(^|_)(submitter|contact|e?mail|email_address)(_|$)")
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def private_columns(table: str, columns: Sequence[str]) -> list[str]:
+    """The columns of ``table`` (its ``columns``, from the catalogue) that carry personal data."""
+    listed = PRIVATE_COLUMNS.get(table, ())
+    return [c for c in columns if c in listed or _PRIVATE_NAME.search(c)]
 
 
 def ident(name: str) -> str:
@@ -49,7 +57,7 @@ def public_select(store: Store, table: str, sql: str | None = None) -> tuple[str
     """``SELECT`` of a table (or of ``sql``, a query over it) fit to publish: private columns hashed with the data
     dir's salt, bound as a parameter.  Returns ``(sql, params)``."""
     base = sql if sql is not None else f"SELECT * FROM {ident(table)}"
-    private = [c for c in PRIVATE_COLUMNS.get(table, ()) if c in store.columns(table)]
+    private = private_columns(table, store.columns(table))
     if not private:
         return base, {}
     hashed = ", ".join(f"CASE WHEN {ident(c)} IS NULL THEN NULL "

@@ -114,8 +114,8 @@ def queue_import(queue: SubmissionQueue, form: ImportForm, data: bytes, settings
                     [sub_id, row["submitter"], row["contact"], row["candidate"], row["meta_json"], row["content"],
                      row["content_sha256"], row["reviews"], now, now])
     log.info("import %s queued (%s, %d reviews)", sub_id, row["candidate"], row["reviews"])
-    cutoff = ("only papers whose reviews were not yet public when this file was received count; a declared cutoff "
-              "is shown, not trusted")
+    declared = f"declared cutoff {row['cutoff']}: shown, not trusted; " if row["cutoff"] else ""
+    cutoff = f"{declared}only papers whose reviews were not yet public when this file was received count"
     return {"ok": True, "id": sub_id, "message": f"Queued as {sub_id}: {row['reviews']} reviews of "
             f"{row['candidate']} ({cutoff}); the operator's next queue run imports and scores them."}
 

@@ -25,7 +25,8 @@ def test_bench_json_on_bundled_store_then_rerun_writes_nothing(bundled_db: Path,
     assert {c["name"]: (c["kind"], c["generations"]) for c in summary["candidates"]} == {
         "human": ("human", 400), **{name: ("control", 400) for name in (
             "sentence-deletion", "elongation", "abstract-restatement", "generic", "other-paper", "keyword-stuffing",
-            "keyword-stuffing-title", "sentence-shuffle", "repetition", "verdict-inversion", "empty", "reference-copy")}}
+            "keyword-stuffing-title", "sentence-shuffle", "repetition", "verdict-inversion", "empty",
+            "reference-copy")}}
     again = json.loads(runner.invoke(main, ["--data-dir", str(tmp_path), "bench", "--json", "--candidate",
                                             "generic"]).stdout)
     assert again["generations_written"] == 0 and again["candidates"] == [

@@ -342,10 +342,17 @@ def test_cli_import_then_score_puts_the_candidate_on_the_board(data_dir: Path, t
     reviews.write_bytes(_jsonl({"_meta": {"model": "agent-x", "cutoff": "2018-06-01"}},
                                *({"paper_id": p, "review": f"Summary: a paper. Weaknesses: baselines {i}."}
                                  for i, p in enumerate(papers[:4]))))
+    # without --trust-cutoff the declared cutoff is information: the papers' reviews were public, nothing is clean
+    untrusted = _cli(data_dir, "bench", "import", "--candidate", "agent", str(reviews), "--json")
+    assert untrusted.exit_code == 0, untrusted.output
+    summary = json.loads(untrusted.stdout)
+    assert (summary["clean"], summary["contaminated"], summary["cutoff_trusted"]) == (0, 4, False)
+    assert summary["declared"] == {"cutoff": "2018-06-01"} and summary["cutoff"] is None
     result = _cli(data_dir, "bench", "import", "--candidate", "agent", str(reviews), "--trust-cutoff", "--json")
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
-    assert (summary["reviews"], summary["added"], summary["clean"], summary["papers_with_split"]) == (4, 4, 4, 4)
+    assert (summary["reviews"], summary["clean"], summary["papers_with_split"]) == (4, 4, 4)
+    assert summary["cutoff_trusted"] is True and summary["cutoff"] == "2018-06-01"
     text = _cli(data_dir, "bench", "import", "--candidate", "agent", str(reviews), "--trust-cutoff")
     assert text.exit_code == 0 and "nothing changed" in text.output
 

@@ -145,7 +145,8 @@ def test_an_uploaded_import_is_checked_line_by_line_and_queued(app: dict[str, An
 
     good = upload("Agent-Web", [{"paper_id": "p2020_0", "review": "Summary: solid."},
                                 {"paper_id": "p2024_1", "review": "Weaknesses: few baselines."}])
-    assert good.startswith("Queued as") and "2 reviews of Agent-Web (cutoff 2019-01-01)" in good, good
+    assert good.startswith("Queued as"), good
+    assert "2 reviews of Agent-Web (declared cutoff 2019-01-01: shown, not trusted" in good, good
     queue = app["client"].predict(api_name="/queue")
     rows = queue["data"] if isinstance(queue, dict) else queue
     assert any(r[1] == "Agent-Web (imported reviews)" and r[2] == "queued" for r in rows)

@@ -48,7 +48,8 @@ def test_a_valid_upload_is_queued_and_a_bad_one_lists_its_lines(settings: Settin
     queue = SubmissionQueue(None)
     ok = queue_import(queue, _form(), GOOD, settings, PAPERS)
     assert ok["ok"] and ok["message"].startswith(
-        f"Queued as {ok['id']}: 2 reviews of agent-1 (only papers whose reviews were not yet public")
+        f"Queued as {ok['id']}: 2 reviews of agent-1 (declared cutoff 2019-01-01: shown, not trusted; only papers "
+        "whose reviews were not yet public when this file was received count)")
     row = queue.rows("SELECT * FROM import_submissions")[0]
     assert (row["status"], row["reviews"], row["submitter"]) == ("queued", 2, "bob@example.org")
     assert json.loads(row["meta_json"]) == {"cutoff": "2019-01-01", "model": "agent-x"}
