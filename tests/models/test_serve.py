@@ -144,5 +144,10 @@ def test_the_server_does_not_outlive_a_parent_that_is_killed(tiny_llama_dir: Pat
 
 
 def test_ports_outside_the_range_are_refused(tmp_path: Path, settings: Settings) -> None:
+    # the setting refuses it when it is set (issue 22: bounds are declared with the setting) ...
+    with pytest.raises(ValueError, match="local_server_port = 70000 is out of range; it must be between 0 and 65,535"):
+        settings.replace(local_server_port=70000)
+    # ... and the server itself still refuses one that reached it some other way
+    values = {**settings.values, "local_server_port": 70000}
     with pytest.raises(LocalServerError, match="local_server_port must be 0"):
-        LocalServer(tmp_path, settings.replace(local_server_port=70000))
+        LocalServer(tmp_path, Settings(values=values, tables=settings.tables, config_path=settings.config_path))
