@@ -15,7 +15,8 @@ METRICS = ("gem", "gem-s", "gem-s-assw", "gem-raw")
 def print_report(rows: list[dict], estimator: str, preprocessor: str) -> None:
     """The validation table as text: every control's d, its 95% CI, the verdict and the expected direction."""
     click.echo(f"validation (estimator {estimator}, preprocessor {preprocessor}); Cohen's d vs the human review")
-    click.echo(f"{'metric':<11}{'control':<24}{'kind':<13}{'d':>8}  {'95% CI':<18}{'p':>9}{'papers':>7}  "
+    width = max([24, *(len(str(r["transformation"])) + 2 for r in rows)])
+    click.echo(f"{'metric':<11}{'control':<{width}}{'kind':<13}{'d':>8}  {'95% CI':<18}{'p':>9}{'papers':>7}  "
                f"{'verdict':<13}{'expected':<22}(paper's d)")
     fooled = []
     for r in rows:
@@ -24,7 +25,7 @@ def print_report(rows: list[dict], estimator: str, preprocessor: str) -> None:
         expected = r.get("expected") or ""
         ok = r.get("as_expected", True)
         mark = "" if ok else "  <- NOT AS EXPECTED"
-        click.echo(f"{r['metric']:<11}{r['transformation']:<24}{r['kind']:<13}{r['d']:>+8.3f}  {ci:<18}"
+        click.echo(f"{r['metric']:<11}{r['transformation']:<{width}}{r['kind']:<13}{r['d']:>+8.3f}  {ci:<18}"
                    f"{r['p']:>9.2g}{r['n_papers']:>7}  {r['verdict']:<13}{expected:<22}{paper}{mark}")
         if not ok:
             fooled.append(f"{r['metric']} {r['transformation']}")
