@@ -37,16 +37,20 @@ class Sample:
 AUTO_CPU_PAPERS = 12
 
 
-#: Evaluation-LM requests per paper in the default run (GEM and GEM-S, a local candidate, the controls): measured
-#: 572 for 12 papers (README), and the whole job took 1.8-3x its score stage on 2-core machines (the local
-#: candidate's reviews and the judge's decisions are the rest; a loaded machine is at the top of the range).
-REQUESTS_PER_PAPER = 48
-JOB_OVER_SCORE = (1.8, 3.0)
+#: Calibration of the plan's range, measured on the default run (ICLR 2026, a local candidate, the controls, GEM and
+#: GEM-S) on 2-core machines: 918 evaluation-LM requests for 12 papers (266 for 3); a scored request costs 2.8 probe
+#: requests (0.70 s against the reuse probe's 0.25 s per request on the same machine: real reviews are longer than
+#: the probe's); the whole job took 1.6-2.1x its score stage (the local candidate's reviews, the judge's exam and
+#: votes), a loaded machine more.
+REQUESTS_PER_PAPER = 76
+PROBE_TO_REQUEST = 2.8
+JOB_OVER_SCORE = (1.6, 2.4)
 
 
 def expected_minutes(seconds_per_request: float, papers: int) -> tuple[float, float]:
-    """The main job's expected wall time (low, high) in minutes from a throughput measured on this machine."""
-    score = seconds_per_request * REQUESTS_PER_PAPER * papers
+    """The main job's expected wall time (low, high) in minutes from the probe's seconds per request measured on
+    this machine."""
+    score = seconds_per_request * PROBE_TO_REQUEST * REQUESTS_PER_PAPER * papers
     return score * JOB_OVER_SCORE[0] / 60, score * JOB_OVER_SCORE[1] / 60
 
 
