@@ -32,11 +32,25 @@ def board_svg(board: dict[str, Any]) -> str:
         band = board.get("human_band")
         if band and _finite(band["low"], band["high"]):
             ax.axvspan(band["low"], band["high"], color="#2e7d32", alpha=0.12, label="human baseline (95% CI)")
+        # the scale follows the contestants: a control far outside it (reference-copy scores ~10x the human) is drawn
+        # at the edge with its score written out, instead of squeezing every contestant into one corner
+        xs = [float(v) for r in rows for v in (r["score"], r.get("ci95_low"), r.get("ci95_high")) if _finite(v)]
+        if band and _finite(band["low"], band["high"]):
+            xs += [float(band["low"]), float(band["high"])]
+        low, high = (min(xs), max(xs)) if xs else (0.0, 1.0)
+        margin = max(high - low, 1.0)
+        edge_low, edge_high = low - margin, high + margin
+        clipped = False
         for i, r in enumerate(references):
-            ax.axvline(r["score"], color=_COLOURS["control"], linestyle="--", linewidth=0.8,
+            x, name = float(r["score"]), str(r["candidate"])
+            if x > edge_high or x < edge_low:
+                x, name, clipped = (edge_high if x > edge_high else edge_low), f"{name} ({x:.0f}, off scale)", True
+            ax.axvline(x, color=_COLOURS["control"], linestyle="--", linewidth=0.8,
                        label="controls (reference, not ranked)" if i == 0 else None)
-            ax.annotate(r["candidate"], (r["score"], 1.0), xycoords=("data", "axes fraction"), rotation=90,
+            ax.annotate(name, (x, 1.0), xycoords=("data", "axes fraction"), rotation=90,
                         fontsize=7, color="#555555", ha="right", va="top")
+        if clipped:
+            ax.set_xlim(edge_low - 0.05 * margin, edge_high + 0.05 * margin)
         for y, r in enumerate(reversed(rows)):
             colour = _COLOURS.get(r["kind"], "#1f5fa8")
             if _finite(r["ci95_low"], r["ci95_high"]):
