@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from grebench.scoring._request import LogprobRequest
-from grebench.scoring.estimators.tiny import build_tiny_llama, bundled_papers, judgment_corpus
+from tests.scoring.tiny_builders import build_tiny_llama, bundled_papers, judgment_corpus  # no test tooling needed
 
 if TYPE_CHECKING:
     import torch

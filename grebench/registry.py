@@ -133,10 +133,17 @@ class Registry(Generic[T]):
             raise UnknownPart(f"unknown {self.kind} {name!r} (known: {known})")
         return entry
 
-    def resolve(self, spec: str) -> tuple[Entry[T], str]:
-        """Split ``NAME[:ARG]`` into the registered entry and its argument (the one place specs are parsed)."""
+    @staticmethod
+    def split(spec: str) -> tuple[str, str]:
+        """``NAME[:ARG]`` (a spec, or a stored id such as ``hf:NAME@sha:...``) as (name, argument): the one place
+        specs are parsed."""
         name, _, arg = spec.strip().partition(":")
-        return self.get(name.strip()), arg.strip()
+        return name.strip(), arg.strip()
+
+    def resolve(self, spec: str) -> tuple[Entry[T], str]:
+        """Split ``NAME[:ARG]`` into the registered entry and its argument."""
+        name, arg = self.split(spec)
+        return self.get(name), arg
 
     def __contains__(self, name: object) -> bool:
         self._load()

@@ -1,7 +1,9 @@
 """One settings object for the whole product.
 
-Every setting is declared exactly once in :data:`SETTINGS` with its type,
-default and help text.  Values come from, in increasing priority:
+Every setting is declared exactly once, as a typed attribute of :class:`Settings` (``seed = Setting(int, ...)``)
+with its default, help text and what it accepts; :data:`SETTINGS` lists them in that order.  ``settings.seed`` is
+an ``int`` to mypy and at run time (no call site converts), and the data directory's layout is a set of properties
+(``settings.export_path``, ``settings.snapshots_path``, ...).  Values come from, in increasing priority:
 
 1. the declared default,
 2. a TOML file (``--config PATH`` or ``GREBENCH_CONFIG``),
@@ -15,28 +17,49 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Generic, Mapping, TypeVar, overload
 
 ENV_PREFIX = "GREBENCH_"
+T = TypeVar("T")
 
 
 def _num(x: float | None) -> str:
     return "" if x is None else f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
 
 
-@dataclass(frozen=True)
-class Setting:
-    """Declaration of one setting: its name, type, default and help text."""
+class Setting(Generic[T]):
+    """Declaration of one setting (a typed attribute of :class:`Settings`): its type, default, help text and what it
+    accepts.  Read on a :class:`Settings` it is the value (of type ``T``); read on the class it is the declaration."""
 
-    name: str
-    type: type
-    default: Any
-    help: str
-    choices: tuple[str, ...] = ()      # allowed values (case-insensitive), when the setting is an enumeration
-    minimum: float | None = None       # inclusive bounds of a number
-    maximum: float | None = None
+    def __init__(self, type: type[T], default: T, help: str, *, choices: tuple[str, ...] = (),
+                 minimum: float | None = None, maximum: float | None = None) -> None:
+        self.name = ""                 # the attribute's name (set when the class is made)
+        self.type = type
+        self.default = default
+        self.help = help
+        self.choices = choices         # allowed values (case-insensitive), when the setting is an enumeration
+        self.minimum = minimum         # inclusive bounds of a number
+        self.maximum = maximum
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, objtype: type | None = None) -> Setting[T]: ...
+
+    @overload
+    def __get__(self, obj: object, objtype: type | None = None) -> T: ...
+
+    def __get__(self, obj: object | None, objtype: type | None = None) -> Setting[T] | T:
+        if obj is None:
+            return self
+        value: T = obj.values[self.name]  # type: ignore[attr-defined]
+        return value
+
+    def __repr__(self) -> str:
+        return f"Setting({self.name!r}, {self.type.__name__}, {self.default!r})"
 
     def check(self, value: Any, origin: str) -> None:
         """Refuse a value outside the declared choices or bounds, naming the setting, the value and what is allowed."""
@@ -50,121 +73,7 @@ class Setting:
                 raise ValueError(f"{origin}: {self.name} = {value!r} is out of range; it must be {bounds}")
 
 
-SETTINGS: tuple[Setting, ...] = (
-    Setting("data_dir", str, "./grebench-data", "Directory holding the DuckDB file, caches, exports and the built site."),
-    Setting("log_level", str, "INFO", "Logging level (DEBUG, INFO, WARNING, ERROR)."),
-    Setting("seed", int, 20200426, "Seed for every random choice (human-baseline pick, controls, bootstrap, sampling)."),
-    # ingest
-    Setting("openreview_baseurl_v1", str, "https://api.openreview.net", "OpenReview API v1 base URL (venues up to ICLR 2023)."),
-    Setting("openreview_baseurl_v2", str, "https://api2.openreview.net", "OpenReview API v2 base URL (ICLR 2024 on)."),
-    Setting("openreview_api", str, "auto", "Which OpenReview API to use: auto (by venue year), v1 or v2."),
-    Setting("openreview_max_wait_s", float, 300.0, "Upper bound on the total time spent waiting on 429 Retry-After during one ingest."),
-    Setting("openreview_max_retries", int, 4, "Retries of one OpenReview request on 429/5xx/connection errors before it is recorded as failed."),
-    Setting("openreview_timeout_s", float, 60.0, "Timeout of one OpenReview HTTP request."),
-    Setting("ingest_max_line_bytes", int, 4 * 1024 * 1024, "Largest archive line (one paper with its reviews) ingest reads; a longer line is refused with its line number (the bundled samples' largest is 27 kB)."),
-    Setting("ingest_max_title_chars", int, 1_000, "Longest title ingest accepts; a paper over it is refused with its line or id and the reason."),
-    Setting("ingest_max_abstract_chars", int, 20_000, "Longest abstract ingest accepts (bundled samples: at most 2,457 characters)."),
-    Setting("ingest_max_review_chars", int, 100_000, "Longest review text ingest accepts (bundled samples: at most 15,701 characters; `bench import` takes 100 kB too)."),
-    Setting("ingest_max_reviews_per_paper", int, 50, "Most reviews ingest accepts for one paper (bundled samples: at most 5)."),
-    Setting("ingest_max_papers", int, 200_000, "Most papers ingest reads from one archive; the lines after that are refused (recorded once)."),
-    Setting("fetch_pdfs", bool, True, "Download and extract PDFs when ingesting from OpenReview."),
-    Setting("pdf_timeout_s", float, 60.0, "Wall-clock limit for extracting one PDF (the extractor runs in a subprocess)."),
-    Setting("pdf_memory_mb", int, 2048, "Address-space limit of the PDF extraction subprocess, in MiB."),
-    Setting("pdf_max_bytes", int, 50_000_000, "PDFs larger than this are refused without parsing."),
-    Setting("papers", str, "auto", "Papers the main job works on: all, N for a seeded sample stratified by venue and human rating, or auto (a sample of 12 when a local language model runs on a CPU; every paper on a GPU or with no local model); the plan gives the expected time measured on the machine at hand."),
-    # bench
-    Setting("bench_concurrency", int, 4, "Concurrent LLM calls per provider when generating candidate reviews."),
-    Setting("llm_timeout_s", float, 600.0, "Outer deadline of one LLM call, including a stream that goes silent."),
-    Setting("llm_max_retries", int, 3, "Retries of one LLM call on 429/5xx/timeouts."),
-    Setting("llm_max_response_chars", int, 200_000, "Cap on the size of one LLM response; longer output is cut and flagged."),
-    Setting("llm_max_retry_after_s", float, 60.0, "Largest Retry-After honoured for an LLM call; longer waits count as a failure."),
-    Setting("context_tokens", int, 32_000, "Default context window (tokens) of a candidate model when its params do not say."),
-    Setting("control_model", str, "", "litellm model for the LLM-made controls (deletion-completion, rephrase, abstract-only); empty: skip them."),
-    Setting("local_candidates", str, "smollm2-135m", "Built-in local candidates: comma-separated catalogue names (`grebench models list`) that write reviews as kind = \"local\" candidates, served by transformers serve on 127.0.0.1 (empty: none)."),
-    Setting("local_server_startup_s", float, 300.0, "Upper bound on the start of a local model server (transformers serve) before it answers /health; it only catches a hung server: readiness is observed, never timed."),
-    Setting("local_server_port", int, 0, "Port of a local model server on 127.0.0.1 (0 = a free port chosen by the OS on every start)."),
-    # scoring
-    Setting("estimator", str, "hf:smollm2-135m", "Evaluation-LM estimator: offline (a fast word-model proxy), hf:NAME (a built-in evaluation LM, `grebench models list`) or hf:PATH, vllm:URL[,URL...], sglang:URL."),
-    Setting("preprocessor", str, "rules", "Judgment-line preprocessor: rules, imported or litellm:MODEL."),
-    Setting("assw_model", str, "", "litellm model that summarises the strengths/weaknesses a paper claims (GEM-S ASSW); empty: ASSW skipped."),
-    Setting("scoring_llm_api_base", str, "", "OpenAI-compatible base URL for the preprocessing and ASSW LLMs (empty: the provider's default)."),
-    Setting("scoring_llm_api_key_env", str, "", "Name of the environment variable holding the API key of the preprocessing and ASSW LLMs."),
-    Setting("proxy_estimator", str, "offline", "A fast proxy estimator scored on the same pairs as the main one (its boards are labelled fast proxy; validate reports how well it agrees with the main estimator). Empty: none."),
-    Setting("estimator_concurrency", int, 8, "Concurrent requests to a vLLM/SGLang evaluation-LM server."),
-    Setting("estimator_tokenizer", str, "", "Local tokenizer dir of a vllm/sglang evaluation-LM (default: the served model id as a path)."),
-    Setting("estimator_timeout_s", float, 300.0, "Timeout of one request to a vLLM/SGLang evaluation-LM server."),
-    Setting("hf_dtype", str, "auto", "Torch dtype of the hf estimator and of local model servers: auto (bfloat16 on CUDA; on a CPU a measured probe picks bfloat16 only where it is ≥ 1.3× faster and within 0.05 nats of float32, cached per machine), float32, bfloat16, float16."),
-    Setting("hf_device", str, "auto", "Torch device of the hf estimator and of local model servers (auto: a GPU when there is one, cpu, cuda)."),
-    Setting("hf_batch_tokens", int, 16_384, "Token budget of one hf estimator batch."),
-    Setting("hf_prefix_reuse", str, "auto", "Prefix KV reuse of the hf estimator: auto (measured once per machine, device and model: reuse where it is >= 1.1x faster than a plain forward batched across papers and within 0.05 nats per 100 scored tokens of it; docs/estimators.md), on, off."),
-    Setting("models_dir", str, "", "Directory of the built-in evaluation LMs that `grebench models pull` (or first use of hf:NAME) materialises (default: DATA_DIR/models)."),
-    Setting("bootstrap_samples", int, 2000, "Bootstrap resamples (over papers) for confidence intervals."),
-    # panel
-    Setting("panel_pairs_per_paper", int, 0, "Pairwise comparisons per paper for the judge panel: every pair of contestants (LLMs, imported reviews, the human baseline), then contestant-vs-control anchor pairs in a seeded order up to this many (0 = all; control-vs-control pairs are never judged)."),
-    Setting("panel_llm_pairs_per_paper", int, 2, "The same cap for LLM judges, whose every comparison is a model call (0 = as panel_pairs_per_paper)."),
-    Setting("local_judges", str, "smollm2-135m", "Built-in local LLM judges: comma-separated catalogue names or checkpoint paths that judge pairs through typed decisions (/v1/systemone of a local transformers serve; empty: none)."),
-    Setting("exam_llm_pairs", int, 12, "Pairs per exam test for an LLM judge (a bounded, evenly spread part of each seeded test; half as many for the easy and hard sets; 0 = the whole exam)."),
-    Setting("exam_pairs", int, 100, "Pairs per test of the judges' qualification exam (seeded sample per venue-year)."),
-    Setting("debate_rounds", int, 2, "Maximum debate rounds for pairs on which qualified LLM judges disagree."),
-    Setting("judges_see_machine_metrics", bool, False, "Give LLM judges the machine metrics of both reviews as context."),
-    # site and app
-    Setting("site_dir", str, "", "Output directory of the static site (default: DATA_DIR/site)."),
-    Setting("app_host", str, "127.0.0.1", "Host the Gradio app binds to."),
-    Setting("app_port", int, 7860, "Port of the Gradio app."),
-    Setting("app_session_capacity", int, 256, "Sessions whose state the app keeps in memory (the oldest is dropped first; Gradio's default of 10,000 let memory grow with sessions: docs/reliability.md)."),
-    Setting("submissions_per_week", int, 3, "Submissions accepted per submitter in 7 days."),
-    Setting("submissions_per_address_per_week", int, 6, "Submissions and review uploads accepted from one network address (as the app sees it) in 7 days, whatever contact they give."),
-    Setting("app_trusted_proxies", str, "", "Comma-separated networks (CIDR) of your reverse proxies: from them the app takes the client address for the rate limit from X-Forwarded-For; empty = none (the socket's address counts, forwarded headers are ignored)."),
-    Setting("queue_max_pending", int, 50, "Submissions and review uploads waiting in the queue at most; further ones are refused until the queue drains."),
-    Setting("submission_http_allowlist", str, "", "Comma-separated hosts that submissions may reach over plain http."),
-    Setting("submission_private_allowlist", str, "", "DANGEROUS: comma-separated networks (CIDR) of loopback/private addresses that submitted endpoints may reach anyway (own services, link-local and metadata addresses stay refused); empty = none."),
-    # scheduler
-    Setting("venues", str, "", "Comma-separated OpenReview venue ids (or source specs: `openreview:ID`, `archive:PATH`, `bundled`) polled by the scheduler."),
-    Setting("poll_interval_min", float, 60.0, "Minutes between scheduler polls of the configured venues."),
-    Setting("generate_interval_min", float, 60.0, "Minutes between scheduler runs that generate LLM reviews of papers whose reviews are not public yet (sealed)."),
-    Setting("score_interval_min", float, 60.0, "Minutes between scheduler runs of bench (baseline, controls), scoring, validation and the panel."),
-    Setting("queue_interval_min", float, 5.0, "Minutes between scheduler passes over the submission queue."),
-    Setting("site_interval_min", float, 30.0, "Minutes between rebuilds of the static site and the app's Parquet exports."),
-    Setting("snapshot_check_min", float, 720.0, "Minutes between checks whether a yearly snapshot is due (or was requested)."),
-    Setting("misfire_grace_s", float, 21600.0, "How late (seconds) a scheduled job may still start; jobs wait for each other in one worker thread, so keep it above the longest job."),
-    Setting("snapshot_date", str, "01-15", "Month-day (MM-DD) of the yearly snapshot cut."),
-)
-
-#: What each setting accepts beyond its type: checked whenever a value is set (file, environment, override), so a
-#: bad value stops a command before any stage runs.  Part names (estimator, preprocessor, sources, catalogue models)
-#: are checked against the registries one layer up (``grebench.pipeline.check_setup``).
-_BOUNDS: dict[str, dict[str, Any]] = {
-    "log_level": {"choices": ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")},
-    "openreview_api": {"choices": ("auto", "v1", "v2")},
-    "hf_dtype": {"choices": ("auto", "float32", "bfloat16", "float16")},
-    "hf_prefix_reuse": {"choices": ("auto", "on", "off")},
-    "seed": {"minimum": 0},
-    "openreview_max_wait_s": {"minimum": 0}, "openreview_max_retries": {"minimum": 0, "maximum": 100},
-    "openreview_timeout_s": {"minimum": 0.1}, "pdf_timeout_s": {"minimum": 0.1}, "pdf_memory_mb": {"minimum": 64},
-    "pdf_max_bytes": {"minimum": 1}, "bench_concurrency": {"minimum": 1, "maximum": 256},
-    "llm_timeout_s": {"minimum": 0.01}, "llm_max_retries": {"minimum": 0, "maximum": 100},
-    "llm_max_response_chars": {"minimum": 1}, "llm_max_retry_after_s": {"minimum": 0},
-    "context_tokens": {"minimum": 512}, "local_server_startup_s": {"minimum": 0.1},
-    "local_server_port": {"minimum": 0, "maximum": 65535}, "estimator_concurrency": {"minimum": 1, "maximum": 1024},
-    "estimator_timeout_s": {"minimum": 0.1}, "hf_batch_tokens": {"minimum": 256},
-    "bootstrap_samples": {"minimum": 10, "maximum": 1_000_000},
-    "panel_pairs_per_paper": {"minimum": 0}, "panel_llm_pairs_per_paper": {"minimum": 0},
-    "exam_llm_pairs": {"minimum": 0}, "exam_pairs": {"minimum": 0}, "debate_rounds": {"minimum": 0, "maximum": 10},
-    "app_port": {"minimum": 1, "maximum": 65535}, "app_session_capacity": {"minimum": 1},
-    "submissions_per_week": {"minimum": 0}, "submissions_per_address_per_week": {"minimum": 0},
-    "queue_max_pending": {"minimum": 1},
-    "poll_interval_min": {"minimum": 0.001}, "generate_interval_min": {"minimum": 0.001},
-    "score_interval_min": {"minimum": 0.001}, "queue_interval_min": {"minimum": 0.001},
-    "site_interval_min": {"minimum": 0.001}, "snapshot_check_min": {"minimum": 0.001}, "misfire_grace_s": {"minimum": 0},
-    "ingest_max_line_bytes": {"minimum": 1024}, "ingest_max_title_chars": {"minimum": 1},
-    "ingest_max_abstract_chars": {"minimum": 1}, "ingest_max_review_chars": {"minimum": 1},
-    "ingest_max_reviews_per_paper": {"minimum": 1}, "ingest_max_papers": {"minimum": 1},
-}
-SETTINGS = tuple(replace(s, **_BOUNDS.get(s.name, {})) for s in SETTINGS)
-_BY_NAME = {s.name: s for s in SETTINGS}
-
-
-def _coerce(setting: Setting, value: Any, origin: str) -> Any:
+def _coerce(setting: Setting[Any], value: Any, origin: str) -> Any:
     """Convert ``value`` to the setting's type, with an error that names its origin."""
     if setting.type is bool:
         if isinstance(value, bool):
@@ -189,22 +98,97 @@ def _coerce(setting: Setting, value: Any, origin: str) -> Any:
 
 @dataclass(frozen=True)
 class Settings:
-    """Resolved settings: declared values plus the raw TOML tables (candidates, judges)."""
+    """Resolved settings: the declared values (typed attributes), the raw TOML tables (candidates, judges), and the
+    data directory's layout.  Part names (estimator, preprocessor, sources, catalogue models) are checked against
+    the registries one layer up (``grebench.pipeline.check_setup``)."""
 
     values: Mapping[str, Any]
     tables: Mapping[str, Any] = field(default_factory=dict)
     config_path: Path | None = None
 
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self.values[name]
-        except KeyError:
-            raise AttributeError(name) from None
+    data_dir = Setting(str, './grebench-data', 'Directory holding the DuckDB file, caches, exports and the built site.')
+    log_level = Setting(str, 'INFO', 'Logging level (DEBUG, INFO, WARNING, ERROR).', choices=('DEBUG', 'INFO', 'WARNING', 'ERROR', 'CRITICAL'))
+    seed = Setting(int, 20200426, 'Seed for every random choice (human-baseline pick, controls, bootstrap, sampling).', minimum=0)
+    # -- ingest --------------------------------------------------------------------------------------------------------
+    openreview_baseurl_v1 = Setting(str, 'https://api.openreview.net', 'OpenReview API v1 base URL (venues up to ICLR 2023).')
+    openreview_baseurl_v2 = Setting(str, 'https://api2.openreview.net', 'OpenReview API v2 base URL (ICLR 2024 on).')
+    openreview_api = Setting(str, 'auto', 'Which OpenReview API to use: auto (by venue year), v1 or v2.', choices=('auto', 'v1', 'v2'))
+    openreview_max_wait_s = Setting(float, 300.0, 'Upper bound on the total time spent waiting on 429 Retry-After during one ingest.', minimum=0)
+    openreview_max_retries = Setting(int, 4, 'Retries of one OpenReview request on 429/5xx/connection errors before it is recorded as failed.', minimum=0, maximum=100)
+    openreview_timeout_s = Setting(float, 60.0, 'Timeout of one OpenReview HTTP request.', minimum=0.1)
+    ingest_max_line_bytes = Setting(int, 4194304, "Largest archive line (one paper with its reviews) ingest reads; a longer line is refused with its line number (the bundled samples' largest is 27 kB).", minimum=1024)
+    ingest_max_title_chars = Setting(int, 1000, 'Longest title ingest accepts; a paper over it is refused with its line or id and the reason.', minimum=1)
+    ingest_max_abstract_chars = Setting(int, 20000, 'Longest abstract ingest accepts (bundled samples: at most 2,457 characters).', minimum=1)
+    ingest_max_review_chars = Setting(int, 100000, 'Longest review text ingest accepts (bundled samples: at most 15,701 characters; `bench import` takes 100 kB too).', minimum=1)
+    ingest_max_reviews_per_paper = Setting(int, 50, 'Most reviews ingest accepts for one paper (bundled samples: at most 5).', minimum=1)
+    ingest_max_papers = Setting(int, 200000, 'Most papers ingest reads from one archive; the lines after that are refused (recorded once).', minimum=1)
+    fetch_pdfs = Setting(bool, True, 'Download and extract PDFs when ingesting from OpenReview.')
+    pdf_timeout_s = Setting(float, 60.0, 'Wall-clock limit for extracting one PDF (the extractor runs in a subprocess).', minimum=0.1)
+    pdf_memory_mb = Setting(int, 2048, 'Address-space limit of the PDF extraction subprocess, in MiB.', minimum=64)
+    pdf_max_bytes = Setting(int, 50000000, 'PDFs larger than this are refused without parsing.', minimum=1)
+    papers = Setting(str, 'auto', 'Papers the main job works on: all, N for a seeded sample stratified by venue and human rating, or auto (a sample of 12 when a local language model runs on a CPU; every paper on a GPU or with no local model); the plan gives the expected time measured on the machine at hand.')
+    # -- bench ---------------------------------------------------------------------------------------------------------
+    bench_concurrency = Setting(int, 4, 'Concurrent LLM calls per provider when generating candidate reviews.', minimum=1, maximum=256)
+    llm_timeout_s = Setting(float, 600.0, 'Outer deadline of one LLM call, including a stream that goes silent.', minimum=0.01)
+    llm_max_retries = Setting(int, 3, 'Retries of one LLM call on 429/5xx/timeouts.', minimum=0, maximum=100)
+    llm_max_response_chars = Setting(int, 200000, 'Cap on the size of one LLM response; longer output is cut and flagged.', minimum=1)
+    llm_max_retry_after_s = Setting(float, 60.0, 'Largest Retry-After honoured for an LLM call; longer waits count as a failure.', minimum=0)
+    context_tokens = Setting(int, 32000, 'Default context window (tokens) of a candidate model when its params do not say.', minimum=512)
+    control_model = Setting(str, '', 'litellm model for the LLM-made controls (deletion-completion, rephrase, abstract-only); empty: skip them.')
+    local_candidates = Setting(str, 'smollm2-135m', 'Built-in local candidates: comma-separated catalogue names (`grebench models list`) that write reviews as kind = "local" candidates, served by transformers serve on 127.0.0.1 (empty: none).')
+    local_server_startup_s = Setting(float, 300.0, 'Upper bound on the start of a local model server (transformers serve) before it answers /health; it only catches a hung server: readiness is observed, never timed.', minimum=0.1)
+    local_server_port = Setting(int, 0, 'Port of a local model server on 127.0.0.1 (0 = a free port chosen by the OS on every start).', minimum=0, maximum=65535)
+    # -- scoring -------------------------------------------------------------------------------------------------------
+    estimator = Setting(str, 'hf:smollm2-135m', 'Evaluation-LM estimator: offline (a fast word-model proxy), hf:NAME (a built-in evaluation LM, `grebench models list`) or hf:PATH, vllm:URL[,URL...], sglang:URL.')
+    preprocessor = Setting(str, 'rules', 'Judgment-line preprocessor: rules, imported or litellm:MODEL.')
+    assw_model = Setting(str, '', 'litellm model that summarises the strengths/weaknesses a paper claims (GEM-S ASSW); empty: ASSW skipped.')
+    scoring_llm_api_base = Setting(str, '', "OpenAI-compatible base URL for the preprocessing and ASSW LLMs (empty: the provider's default).")
+    scoring_llm_api_key_env = Setting(str, '', 'Name of the environment variable holding the API key of the preprocessing and ASSW LLMs.')
+    proxy_estimator = Setting(str, 'offline', 'A fast proxy estimator scored on the same pairs as the main one (its boards are labelled fast proxy; validate reports how well it agrees with the main estimator). Empty: none.')
+    estimator_concurrency = Setting(int, 8, 'Concurrent requests to a vLLM/SGLang evaluation-LM server.', minimum=1, maximum=1024)
+    estimator_tokenizer = Setting(str, '', 'Local tokenizer dir of a vllm/sglang evaluation-LM (default: the served model id as a path).')
+    estimator_timeout_s = Setting(float, 300.0, 'Timeout of one request to a vLLM/SGLang evaluation-LM server.', minimum=0.1)
+    hf_dtype = Setting(str, 'auto', 'Torch dtype of the hf estimator and of local model servers: auto (bfloat16 on CUDA; on a CPU a measured probe picks bfloat16 only where it is ≥ 1.3× faster and within 0.05 nats of float32, cached per machine), float32, bfloat16, float16.', choices=('auto', 'float32', 'bfloat16', 'float16'))
+    hf_device = Setting(str, 'auto', 'Torch device of the hf estimator and of local model servers (auto: a GPU when there is one, cpu, cuda).')
+    hf_batch_tokens = Setting(int, 16384, 'Token budget of one hf estimator batch.', minimum=256)
+    hf_prefix_reuse = Setting(str, 'auto', 'Prefix KV reuse of the hf estimator: auto (measured once per machine, device and model: reuse where it is >= 1.1x faster than a plain forward batched across papers and within 0.05 nats per 100 scored tokens of it; docs/estimators.md), on, off.', choices=('auto', 'on', 'off'))
+    models_dir = Setting(str, '', 'Directory of the built-in evaluation LMs that `grebench models pull` (or first use of hf:NAME) materialises (default: DATA_DIR/models).')
+    bootstrap_samples = Setting(int, 2000, 'Bootstrap resamples (over papers) for confidence intervals.', minimum=10, maximum=1000000)
+    # -- panel ---------------------------------------------------------------------------------------------------------
+    panel_pairs_per_paper = Setting(int, 0, 'Pairwise comparisons per paper for the judge panel: every pair of contestants (LLMs, imported reviews, the human baseline), then contestant-vs-control anchor pairs in a seeded order up to this many (0 = all; control-vs-control pairs are never judged).', minimum=0)
+    panel_llm_pairs_per_paper = Setting(int, 2, 'The same cap for LLM judges, whose every comparison is a model call (0 = as panel_pairs_per_paper).', minimum=0)
+    local_judges = Setting(str, 'smollm2-135m', 'Built-in local LLM judges: comma-separated catalogue names or checkpoint paths that judge pairs through typed decisions (/v1/systemone of a local transformers serve; empty: none).')
+    exam_llm_pairs = Setting(int, 12, 'Pairs per exam test for an LLM judge (a bounded, evenly spread part of each seeded test; half as many for the easy and hard sets; 0 = the whole exam).', minimum=0)
+    exam_pairs = Setting(int, 100, "Pairs per test of the judges' qualification exam (seeded sample per venue-year).", minimum=0)
+    debate_rounds = Setting(int, 2, 'Maximum debate rounds for pairs on which qualified LLM judges disagree.', minimum=0, maximum=10)
+    judges_see_machine_metrics = Setting(bool, False, 'Give LLM judges the machine metrics of both reviews as context.')
+    # -- site and app --------------------------------------------------------------------------------------------------
+    site_dir = Setting(str, '', 'Output directory of the static site (default: DATA_DIR/site).')
+    app_host = Setting(str, '127.0.0.1', 'Host the Gradio app binds to.')
+    app_port = Setting(int, 7860, 'Port of the Gradio app.', minimum=1, maximum=65535)
+    app_session_capacity = Setting(int, 256, "Sessions whose state the app keeps in memory (the oldest is dropped first; Gradio's default of 10,000 let memory grow with sessions: docs/reliability.md).", minimum=1)
+    submissions_per_week = Setting(int, 3, 'Submissions accepted per submitter in 7 days.', minimum=0)
+    submissions_per_address_per_week = Setting(int, 6, 'Submissions and review uploads accepted from one network address (as the app sees it) in 7 days, whatever contact they give.', minimum=0)
+    app_trusted_proxies = Setting(str, '', "Comma-separated networks (CIDR) of your reverse proxies: from them the app takes the client address for the rate limit from X-Forwarded-For; empty = none (the socket's address counts, forwarded headers are ignored).")
+    queue_max_pending = Setting(int, 50, 'Submissions and review uploads waiting in the queue at most; further ones are refused until the queue drains.', minimum=1)
+    submission_http_allowlist = Setting(str, '', 'Comma-separated hosts that submissions may reach over plain http.')
+    submission_private_allowlist = Setting(str, '', 'DANGEROUS: comma-separated networks (CIDR) of loopback/private addresses that submitted endpoints may reach anyway (own services, link-local and metadata addresses stay refused); empty = none.')
+    # -- scheduler -----------------------------------------------------------------------------------------------------
+    venues = Setting(str, '', 'Comma-separated OpenReview venue ids (or source specs: `openreview:ID`, `archive:PATH`, `bundled`) polled by the scheduler.')
+    poll_interval_min = Setting(float, 60.0, 'Minutes between scheduler polls of the configured venues.', minimum=0.001)
+    generate_interval_min = Setting(float, 60.0, 'Minutes between scheduler runs that generate LLM reviews of papers whose reviews are not public yet (sealed).', minimum=0.001)
+    score_interval_min = Setting(float, 60.0, 'Minutes between scheduler runs of bench (baseline, controls), scoring, validation and the panel.', minimum=0.001)
+    queue_interval_min = Setting(float, 5.0, 'Minutes between scheduler passes over the submission queue.', minimum=0.001)
+    site_interval_min = Setting(float, 30.0, "Minutes between rebuilds of the static site and the app's Parquet exports.", minimum=0.001)
+    snapshot_check_min = Setting(float, 720.0, 'Minutes between checks whether a yearly snapshot is due (or was requested).', minimum=0.001)
+    misfire_grace_s = Setting(float, 21600.0, 'How late (seconds) a scheduled job may still start; jobs wait for each other in one worker thread, so keep it above the longest job.', minimum=0)
+    snapshot_date = Setting(str, '01-15', 'Month-day (MM-DD) of the yearly snapshot cut.')
 
+    # -- the data directory's layout -----------------------------------------------------------------------------------
     @property
     def data_path(self) -> Path:
         """The data directory as a path."""
-        return Path(self.values["data_dir"]).expanduser()
+        return Path(self.data_dir).expanduser()
 
     @property
     def db_path(self) -> Path:
@@ -213,9 +197,45 @@ class Settings:
 
     @property
     def site_path(self) -> Path:
-        """Output directory of the static site."""
-        return Path(self.values["site_dir"]).expanduser() if self.values["site_dir"] else self.data_path / "site"
+        """Output directory of the static site (setting ``site_dir``, by default DATA_DIR/site)."""
+        return Path(self.site_dir).expanduser() if self.site_dir else self.data_path / "site"
 
+    @property
+    def export_path(self) -> Path:
+        """The Parquet exports the app reads (DATA_DIR/export)."""
+        return self.data_path / "export"
+
+    @property
+    def snapshots_path(self) -> Path:
+        """Where snapshots are cut (DATA_DIR/snapshots)."""
+        return self.data_path / "snapshots"
+
+    @property
+    def snapshot_requests_path(self) -> Path:
+        """Where ``grebench snapshot export`` leaves a request while ``grebench serve`` holds the store."""
+        return self.data_path / "snapshot-requests.json"
+
+    @property
+    def models_path(self) -> Path:
+        """Where built-in models are materialised (setting ``models_dir``, by default DATA_DIR/models)."""
+        return Path(self.models_dir).expanduser() if self.models_dir else self.data_path / "models"
+
+    @property
+    def reuse_probes_path(self) -> Path:
+        """The hf estimator's measured reuse choices, per machine, device and model (MODELS/.reuse-probes)."""
+        return self.models_path / ".reuse-probes"
+
+    @property
+    def local_servers_path(self) -> Path:
+        """Logs of the local model servers (DATA_DIR/local-servers)."""
+        return self.data_path / "local-servers"
+
+    @property
+    def queue_path(self) -> Path:
+        """The submission queue, a DuckDB file apart from the store (the app writes it, never the store)."""
+        return self.data_path / "queue.duckdb"
+
+    # -- helpers ---------------------------------------------------------------------------------------------------
     def listed(self, name: str) -> list[str]:
         """A comma-separated setting as its non-empty, stripped items (e.g. ``local_candidates``)."""
         return [item.strip() for item in str(getattr(self, name) or "").split(",") if item.strip()]
@@ -229,6 +249,10 @@ class Settings:
             values[key] = _coerce(_BY_NAME[key], value, "override")
         return Settings(values=values, tables=self.tables, config_path=self.config_path)
 
+
+#: Every setting, in declaration order.
+SETTINGS: tuple[Setting[Any], ...] = tuple(v for v in vars(Settings).values() if isinstance(v, Setting))
+_BY_NAME = {s.name: s for s in SETTINGS}
 
 def load_settings(config: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Settings:
     """Resolve settings from defaults, the TOML file and ``GREBENCH_*`` variables."""

@@ -14,7 +14,7 @@ candidate runs):
 """
 
 from grebench.bench._baseline import Split, choose_split, make_splits
-from grebench.bench._contamination import IMPORTED_KIND, clean_pairs, is_clean, is_sealed
+from grebench.bench._contamination import clean_pairs, is_clean, is_sealed
 from grebench.bench._copies import COPY_THRESHOLD, copy_share
 from grebench.bench._import import (
     IMPORT_VERSION,
@@ -34,14 +34,24 @@ from grebench.bench._local import LocalModel, LocalServers, resolve_local
 from grebench.bench._parse import ParsedReview, parse_review
 from grebench.bench._prompt import REVIEW_PROMPT_VERSION, PaperInput, review_messages
 from grebench.bench._registry import (
+    BASELINE,
     CANDIDATE_KINDS,
+    CONTESTANT,
+    CONTROL_KIND,
     DEFAULT_MAX_TOKENS,
+    ENDPOINT_KIND,
     HUMAN,
+    HUMAN_KIND,
+    IMPORTED_KIND,
     NAME_PATTERN,
+    REFERENCE,
     Candidate,
     CandidateError,
     CandidateKind,
+    KindInfo,
     candidate_endpoints,
+    kind_info,
+    kinds_with_role,
     load_candidates,
     parse_candidate,
     sync_candidates,
@@ -52,16 +62,22 @@ from grebench.bench._unreviewed import generate_unreviewed, reseal, stored_candi
 from grebench.bench.controls import CONTROLS, Control, ControlInput, ControlSkip
 
 __all__ = [
+    "BASELINE",
     "CANDIDATE_KINDS",
+    "CONTESTANT",
     "CONTROLS",
+    "CONTROL_KIND",
     "COPY_THRESHOLD",
     "DEFAULT_MAX_TOKENS",
+    "ENDPOINT_KIND",
     "HUMAN",
+    "HUMAN_KIND",
     "IMPORTED_KIND",
     "IMPORT_VERSION",
     "MAX_FILE_BYTES",
     "MAX_REVIEW_BYTES",
     "NAME_PATTERN",
+    "REFERENCE",
     "REVIEW_PROMPT_VERSION",
     "BadLine",
     "Candidate",
@@ -73,6 +89,7 @@ __all__ = [
     "ImportFile",
     "ImportRefused",
     "ImportedReview",
+    "KindInfo",
     "LocalModel",
     "LocalServers",
     "PaperInput",
@@ -91,6 +108,8 @@ __all__ = [
     "is_clean",
     "is_sealed",
     "join_sections",
+    "kind_info",
+    "kinds_with_role",
     "load_candidates",
     "make_splits",
     "parse_candidate",

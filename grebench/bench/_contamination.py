@@ -15,6 +15,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
+from grebench.bench._registry import IMPORTED_KIND, kind_info
 from grebench.store import Store
 
 
@@ -28,21 +29,20 @@ def _day(value: date | datetime | str | None) -> date | None:
     return date.fromisoformat(str(value)[:10])
 
 
-#: The kind of candidate whose reviews were written elsewhere (``grebench bench import``).
-IMPORTED_KIND = "imported"
+__all__ = ["IMPORTED_KIND", "clean_pairs", "is_clean", "is_sealed"]
 
 
 def is_clean(cutoff: date | datetime | str | None, reviews_public_at: date | datetime | str | None,
              kind: str | None = None) -> bool:
     """True unless the cutoff is on or after the day the paper's reviews became public.
 
-    No cutoff (human, controls) is clean, except for an ``imported`` candidate (``kind``): its model is unknown,
-    so without a cutoff nothing shows it clean (its sealed reviews still count: see :func:`is_sealed`).  Reviews
-    not public yet are clean.
+    No cutoff (human, controls) is clean, except for a kind registered with ``clean_without_cutoff=False`` (imported
+    reviews: their model is unknown, so without a cutoff nothing shows them clean; their sealed reviews still
+    count: see :func:`is_sealed`).  Reviews not public yet are clean.
     """
     cut, public = _day(cutoff), _day(reviews_public_at)
     if cut is None:
-        return kind != IMPORTED_KIND
+        return kind is None or kind_info(kind).clean_without_cutoff
     return public is None or cut < public
 
 

@@ -28,6 +28,8 @@ from grebench.settings import Settings
 if TYPE_CHECKING:
     from grebench.models import LocalServer
 
+#: The kind of a model on this machine (``kind = "local"``, and setting ``local_candidates``).
+LOCAL_KIND = "local"
 LOCAL_KEYS = {"name", "kind", "model", "released", "cutoff", "family", "description", "submitter", "params"}
 LOCAL_MAX_TOKENS = 512
 LOCAL_CONTEXT_TOKENS = 8192
@@ -125,7 +127,7 @@ class LocalKind:
             ready: list[Candidate] = []
             for members in groups.values():
                 model = models[members[0].model or ""]
-                cache_tokens = max(1, int(settings.bench_concurrency)) * max(c.params["context_tokens"]
+                cache_tokens = max(1, settings.bench_concurrency) * max(c.params["context_tokens"]
                                                                               for c in members)
                 server = servers.server(model, cache_tokens=cache_tokens)
                 ready += [replace(c, model=f"openai/{server.model_id}", api_base=server.api_base, stream=True,
@@ -200,5 +202,5 @@ class LocalServers:
         self.close()
 
 
-CANDIDATE_KINDS.add("local", LocalKind(), spec="local",
+CANDIDATE_KINDS.add(LOCAL_KIND, LocalKind(), spec="local",
                     summary="a model on this machine, served by transformers serve for the bench stage")

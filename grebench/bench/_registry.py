@@ -12,11 +12,10 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import date
 from typing import Any, Protocol
 
-from grebench.bench._contamination import IMPORTED_KIND
 from grebench.registry import Registry
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
@@ -25,6 +24,10 @@ ALLOWED_KEYS = {"name", "kind", "model", "api_base", "released", "cutoff", "api_
                 "description", "submitter", "stream"}
 DEFAULT_MAX_TOKENS = 4096
 HUMAN = "human"
+#: What a kind of candidate is on a board (registration meta ``role``): a *contestant* is ranked and counts only on
+#: papers it cannot have seen reviewed; the *baseline* (the human review) is ranked and counts on every paper; a
+#: *reference* (a control) is a yardstick of the metric: counted on every paper, shown, never ranked.
+CONTESTANT, BASELINE, REFERENCE = "contestant", "baseline", "reference"
 #: A candidate's name: 1-100 letters, digits and ._:/@+- (configured, submitted or imported alike).
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}")
 HUMAN_DESCRIPTION = "A held-out human official review of the paper (seeded pick); the other reviews are references."
@@ -79,13 +82,19 @@ def parse_candidate(raw: Any, index: int, settings: Settings) -> Candidate:
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise CandidateError(f"{where}: name must be 1-100 characters of letters, digits and ._:/@+-, got {name!r}")
     where = f"candidate {name!r}"
-    kind = raw.get("kind", "llm")
-    if kind == IMPORTED_KIND:
-        raise CandidateError(f"{where}: kind 'imported' is not configured: `grebench bench import --candidate "
-                             f"{name} FILE.jsonl` stores the candidate and its reviews (docs/candidates.md)")
+    kind = raw.get("kind", ENDPOINT_KIND)
+    configurable = [e.name for e in CANDIDATE_KINDS if kind_info(e.name).configurable]
     if not isinstance(kind, str) or kind not in CANDIDATE_KINDS:
-        raise CandidateError(f"{where}: kind must be one of {', '.join(CANDIDATE_KINDS.names())} (the human "
+        raise CandidateError(f"{where}: kind must be one of {', '.join(configurable)} (the human "
                              f"baseline and the controls are bundled), got {kind!r}")
+    if not kind_info(kind).configurable:
+        try:
+            CANDIDATE_KINDS.get(kind).obj.parse(raw, where, settings)
+        except CandidateError as exc:
+            why = str(exc).removeprefix(f"{where}: ")
+        else:
+            why = "it is not configured in a settings file"
+        raise CandidateError(f"{where}: kind must be one of {', '.join(configurable)}, got {kind!r}: {why}")
     return CANDIDATE_KINDS.get(kind).obj.parse(raw, where, settings)
 
 
@@ -141,7 +150,8 @@ def _parse_llm(raw: dict[str, Any], where: str, settings: Settings) -> Candidate
             raise CandidateError(f"{where}: params.{key} must be a positive integer")
     if params["max_tokens"] >= params["context_tokens"]:
         raise CandidateError(f"{where}: params.max_tokens must be smaller than params.context_tokens")
-    return Candidate(name=name, kind="llm", model=model.strip(), api_base=raw.get("api_base"), api_key_env=api_key_env,
+    return Candidate(name=name, kind=ENDPOINT_KIND, model=model.strip(), api_base=raw.get("api_base"),
+                     api_key_env=api_key_env,
                      released=_date(raw.get("released"), where, "released"), cutoff=cutoff, family=raw.get("family"),
                      description=raw.get("description"), submitter=raw.get("submitter"), params=params,
                      stream=stream)
@@ -161,9 +171,87 @@ class CandidateKind(Protocol):
         ...
 
 
-#: Kinds of configured candidates (``llm`` and ``local`` built in; plugins may add more).
+@dataclass(frozen=True)
+class KindInfo:
+    """The facts about a kind of candidate that boards, pages and plots read (registration meta, with defaults).
+
+    ``role``: :data:`CONTESTANT`, :data:`BASELINE` or :data:`REFERENCE`.  ``tag``: the words shown after a
+    candidate's name on boards ('' for a plain model).
+    ``colour``: its colour in board plots.  ``clean_without_cutoff``: a candidate of this kind with no training
+    cutoff counts as clean (False: its model is unknown, so only its sealed reviews count).  ``configurable``: it may
+    be declared in a ``[[candidates]]`` table (bundled and imported kinds come from elsewhere).  ``generated``: the
+    bench writes its reviews (imported reviews come from ``grebench bench import``).
+    """
+
+    name: str
+    role: str = CONTESTANT
+    tag: str = ""
+    colour: str = "#1f5fa8"
+    clean_without_cutoff: bool = True
+    configurable: bool = True
+    generated: bool = True
+
+    @property
+    def ranked(self) -> bool:
+        """Whether candidates of this kind get a rank (contestants and the baseline)."""
+        return self.role != REFERENCE
+
+    @property
+    def always_clean(self) -> bool:
+        """Whether its reviews count on every paper (the baseline and references are built from human reviews)."""
+        return self.role != CONTESTANT
+
+
+class _StoredKind:
+    """A kind whose candidates are not configured: bundled (the human baseline, the controls) or imported."""
+
+    def __init__(self, name: str, refusal: str) -> None:
+        self.name, self.refusal = name, refusal
+
+    def parse(self, raw: dict[str, Any], where: str, settings: Settings) -> Candidate:
+        """Refuse the table: this kind is not declared in the settings file."""
+        raise CandidateError(f"{where}: {self.refusal}")
+
+    @contextmanager
+    def serve(self, candidates: list[Candidate], settings: Settings) -> Iterator[list[Candidate]]:
+        """Nothing to start: the candidates as they are."""
+        yield candidates
+
+
+#: Kinds of candidates (``llm`` and ``local`` configured ones, the bundled ``human`` and ``control``, ``imported``
+#: reviews; plugins may add more).  An entry's meta holds the fields of :class:`KindInfo`.
 CANDIDATE_KINDS: Registry[CandidateKind] = Registry("candidate kind", builtins=("grebench.bench._local",))
-CANDIDATE_KINDS.add("llm", LLMKind(), spec="llm", summary="a litellm model or an OpenAI-compatible endpoint")
+#: The kind of a model called at an endpoint: configured ``[[candidates]]`` by default, and submitted models.
+ENDPOINT_KIND = "llm"
+#: The kind of the human baseline and of the controls (bundled candidates).
+HUMAN_KIND, CONTROL_KIND = "human", "control"
+#: The kind of a candidate whose reviews were written elsewhere (``grebench bench import``).
+IMPORTED_KIND = "imported"
+CANDIDATE_KINDS.add(ENDPOINT_KIND, LLMKind(), spec="llm", summary="a litellm model or an OpenAI-compatible endpoint")
+CANDIDATE_KINDS.add(HUMAN_KIND, _StoredKind(HUMAN_KIND, "the human baseline is bundled"), summary="the human "
+                    "baseline", role=BASELINE, tag="human baseline", colour="#2e7d32", configurable=False)
+CANDIDATE_KINDS.add(CONTROL_KIND, _StoredKind(CONTROL_KIND, "the controls are bundled"), summary="a control",
+                    role=REFERENCE, tag="control", colour="#8a8a8a", configurable=False)
+CANDIDATE_KINDS.add(IMPORTED_KIND, _StoredKind(IMPORTED_KIND, "kind 'imported' is not configured: `grebench bench "
+                                               "import --candidate NAME FILE.jsonl` stores the candidate and its "
+                                               "reviews (docs/candidates.md)"),
+                    summary="reviews written elsewhere", tag="imported", colour="#8a4f0f",
+                    clean_without_cutoff=False, configurable=False, generated=False)
+_KIND_FIELDS = {f.name for f in fields(KindInfo)} - {"name"}
+
+
+def kind_info(kind: str | None) -> KindInfo:
+    """What the registry says about a kind of candidate; a kind no longer registered (an old store, a removed
+    plugin) is a contestant with default facts."""
+    if kind is None or kind not in CANDIDATE_KINDS:
+        return KindInfo(str(kind or "unknown"))
+    meta = CANDIDATE_KINDS.get(kind).meta
+    return KindInfo(kind, **{k: v for k, v in meta.items() if k in _KIND_FIELDS})
+
+
+def kinds_with_role(*roles: str) -> list[str]:
+    """The registered kinds whose role is one of ``roles``."""
+    return [e.name for e in CANDIDATE_KINDS if kind_info(e.name).role in roles]
 
 
 @contextmanager
@@ -187,14 +275,14 @@ def bundled_candidates(settings: Settings) -> list[Candidate]:
     """The human baseline and the controls; the LLM-made controls only with ``control_model`` set."""
     from grebench.bench.controls import CONTROLS
 
-    out = [Candidate(HUMAN, "human", description=HUMAN_DESCRIPTION)]
+    out = [Candidate(HUMAN, HUMAN_KIND, description=HUMAN_DESCRIPTION)]
     params = {"temperature": 0, "max_tokens": DEFAULT_MAX_TOKENS, "context_tokens": settings.context_tokens}
     for entry in CONTROLS:
         control = entry.obj
         if not control.needs_llm:
-            out.append(Candidate(control.name, "control", description=control.description))
+            out.append(Candidate(control.name, CONTROL_KIND, description=control.description))
         elif settings.control_model:
-            out.append(Candidate(control.name, "control", model=settings.control_model,
+            out.append(Candidate(control.name, CONTROL_KIND, model=settings.control_model,
                                  description=control.description, params=params))
     return out
 
@@ -202,13 +290,14 @@ def bundled_candidates(settings: Settings) -> list[Candidate]:
 def builtin_local_tables(settings: Settings, configured: list[Any]) -> list[dict[str, Any]]:
     """``[[candidates]]`` tables of setting ``local_candidates`` (catalogue names served as ``kind = "local"``);
     a configured table of the same name replaces the built-in one."""
+    from grebench.bench._local import LOCAL_KIND
     from grebench.models import model_family
 
     names = {e.get("name") for e in configured if isinstance(e, dict)}
     out = []
     for spec in settings.listed("local_candidates"):
         if spec not in names:
-            out.append({"name": spec, "kind": "local", "model": spec, "family": model_family(spec),
+            out.append({"name": spec, "kind": LOCAL_KIND, "model": spec, "family": model_family(spec),
                         "description": f"built-in local candidate: catalogue model {spec} (setting local_candidates)"})
     return out
 

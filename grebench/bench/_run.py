@@ -26,7 +26,15 @@ from grebench.bench._generations import (
 )
 from grebench.bench._parse import parse_review
 from grebench.bench._prompt import REVIEW_PROMPT_VERSION, PaperInput, review_messages
-from grebench.bench._registry import HUMAN, Candidate, candidate_endpoints, load_candidates, sync_candidates
+from grebench.bench._registry import (
+    CONTROL_KIND,
+    HUMAN,
+    Candidate,
+    candidate_endpoints,
+    kind_info,
+    load_candidates,
+    sync_candidates,
+)
 from grebench.bench._sections import split_sections
 from grebench.bench.controls import CONTROLS, ControlInput, ControlSkip, derangement
 from grebench.progress import NoProgress, Progress, Task
@@ -110,7 +118,7 @@ def _run_deterministic(store: Store, cands: list[Candidate], splits: list[Split]
 
 def _llm_messages(c: Candidate, inp: ControlInput) -> tuple[Any, dict[str, Any], str, str, str | None]:
     """(messages, flags, prompt version, purpose, source review id) of one LLM generation."""
-    if c.kind == "control":
+    if c.kind == CONTROL_KIND:
         control = CONTROLS.get(c.name).obj
         assert control.prompt is not None
         return control.prompt(inp), {}, control.version, "control", control.source_review_id(inp)
@@ -201,7 +209,7 @@ def run_bench(store: Store, settings: Settings, run_id: str | None, candidate_na
     """
     everyone = load_candidates(settings)
     sync_candidates(store, everyone)
-    chosen = [c for c in everyone if c.kind != "control" or CONTROLS.get(c.name).obj.default]
+    chosen = [c for c in everyone if c.kind != CONTROL_KIND or CONTROLS.get(c.name).obj.default]
     if candidate_names:
         known = {c.name: c for c in everyone}
         unknown = [n for n in candidate_names if n not in known]
@@ -216,7 +224,7 @@ def run_bench(store: Store, settings: Settings, run_id: str | None, candidate_na
     texts = review_texts(store, [r for s in splits for r in (s.candidate_review_id, *s.reference_review_ids)])
     tally = _Tally()
     display = progress or NoProgress()
-    generated = [c for c in chosen if c.kind != "imported"]  # imported reviews come from `grebench bench import`
+    generated = [c for c in chosen if kind_info(c.kind).generated]  # not imported reviews (`grebench bench import`)
     deterministic = [c for c in generated if not c.needs_llm]
     llm = [c for c in generated if c.needs_llm]
     with display.task("bench: human baseline and controls", len(deterministic) * len(splits), "reviews") as task:
@@ -239,7 +247,7 @@ def run_bench(store: Store, settings: Settings, run_id: str | None, candidate_na
         "candidates": [{"name": c.name, "kind": c.kind, "generations": counts.get(c.name, 0)} for c in chosen],
         "gave_up": tally.gave_up, "generations_written": tally.written,
         "skipped_generations": tally.skipped_generations, "papers_eligible": len(splits),
-        "llm_controls": [c.name for c in chosen if c.kind == "control" and c.needs_llm],
+        "llm_controls": [c.name for c in chosen if c.kind == CONTROL_KIND and c.needs_llm],
     }
 
 

@@ -12,7 +12,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from grebench.bench._registry import Candidate, load_candidates, sync_candidates
+from grebench.bench._registry import (
+    BASELINE,
+    CONTESTANT,
+    ENDPOINT_KIND,
+    REFERENCE,
+    Candidate,
+    kind_info,
+    kinds_with_role,
+    load_candidates,
+    sync_candidates,
+)
 from grebench.bench._run import generate_for
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
@@ -38,13 +48,14 @@ def reseal(store: Store) -> int:
                       "AND NOT generations.sealed AND p.reviews_public_at IS NOT NULL "
                       "AND generations.generated_at < p.reviews_public_at "
                       "AND generations.candidate NOT IN "
-                      "(SELECT name FROM candidates WHERE kind IN ('human', 'control'))")
+                      "(SELECT name FROM candidates WHERE kind IN (SELECT unnest(?::VARCHAR[])))",
+                      [kinds_with_role(BASELINE, REFERENCE)])
     return int(store.scalar("SELECT count(*) FROM generations WHERE sealed") - before)
 
 
 def stored_candidate(row: dict[str, Any], api_key_env: str | None = None) -> Candidate:
     """A ``candidates`` row (a submitted model) as a bench candidate."""
-    return Candidate(name=row["name"], kind="llm", model=row["model"], api_base=row["api_base"],
+    return Candidate(name=row["name"], kind=ENDPOINT_KIND, model=row["model"], api_base=row["api_base"],
                      api_key_env=api_key_env, released=row["released"], cutoff=row["cutoff"],
                      family=row["family"], description=row["description"], submitter=row["submitter"],
                      params=json.loads(row["params_json"] or "{}"), isolated=True)
@@ -57,7 +68,7 @@ def generate_unreviewed(store: Store, settings: Settings, run_id: str | None) ->
     """
     configured = load_candidates(settings)
     sync_candidates(store, configured)
-    llm = [c for c in configured if c.kind not in ("human", "control") and c.needs_llm]
+    llm = [c for c in configured if kind_info(c.kind).role == CONTESTANT and c.needs_llm]
     papers = unreviewed_paper_ids(store)
     summary = generate_for(store, settings, run_id, llm, papers)
     summary.update(papers=len(papers), candidates=[c.name for c in llm])

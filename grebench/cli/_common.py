@@ -97,24 +97,23 @@ def progress_display(as_json: bool) -> Progress:
 def run_stage(settings: Settings, command: str, names: Sequence[str], options: RunOptions, as_json: bool,
               args: dict[str, Any] | None = None,
               refusals: tuple[type[BaseException], ...] = (ValueError,)) -> tuple[dict[str, dict[str, Any]], str, str]:
-    """Run pipeline stages for a single-stage command: (summary per stage, run id, run status).
+    """Run a job of pipeline stages for a single-stage command: (summary per stage, run id, run status).
 
     An exception of a ``refusals`` type (bad input: an unknown candidate, a preprocessor that cannot be used) ends
     the command with its message and no traceback; other failures are recorded on the run like in ``grebench run``.
     """
-    from grebench.pipeline import StageContext, run_stages, stages
+    from grebench.pipeline import Job, SetupError, run_job
 
-    check_specs(settings, options, source="ingest" in names)
-    with writer_store(settings) as store:
-        run_id = store.start_run(command, args or {})
-        ctx = StageContext(store, settings, run_id, options, progress_display(as_json))
-        result = run_stages(ctx, stages(*names), stop_without_papers=False)
-        for exc in result.errors.values():
-            if isinstance(exc, refusals):
-                store.finish_run(run_id, {"error": str(exc)})
-                raise click.ClickException(str(exc)) from None
-        status = store.finish_run(run_id, result.stages)
-    return {name: {**summary, "run_id": run_id} for name, summary in result.stages.items()}, run_id, status
+    try:
+        done = run_job(settings, Job.of(*names), options, open_store=lambda: writer_store(settings), command=command,
+                       args=args or {}, progress=progress_display(as_json), refusals=refusals,
+                       summarise=lambda _store, result: result.result.stages)
+    except SetupError as exc:  # before any stage: a mistake costs nothing and is said once
+        raise click.UsageError(str(exc)) from None
+    if done.refused is not None:
+        raise click.ClickException(str(done.refused)) from None
+    stages = done.result.stages
+    return {name: {**summary, "run_id": done.run_id} for name, summary in stages.items()}, done.run_id, done.status
 
 
 def estimator_help() -> str:
@@ -129,6 +128,27 @@ def preprocessor_help() -> str:
     from grebench.scoring import PREPROCESSORS
 
     return PREPROCESSORS.help()
+
+
+def metric_choice() -> click.Choice:
+    """The registered metrics as a click choice (plugins' metrics too)."""
+    from grebench.scoring import METRICS
+
+    return click.Choice(METRICS.names())
+
+
+def default_metrics() -> tuple[str, ...]:
+    """The metrics scored unless the user chooses (from the registry)."""
+    from grebench.scoring import default_metrics as defaults
+
+    return defaults()
+
+
+def headline_metric() -> str:
+    """The metric boards lead with (from the registry)."""
+    from grebench.scoring import headline_metric as headline
+
+    return headline()
 
 
 def source_help() -> str:

@@ -19,7 +19,7 @@ from grebench.settings import Settings
 @click.pass_obj
 def command(settings: Settings, out: Path | None, as_json: bool) -> None:
     """Write each table as Parquet; readers use these, never the writer's live DuckDB file."""
-    target = out or settings.data_path / "export"
+    target = out or settings.export_path
     with writer_store(settings) as store:
         written = store.export_parquet(target)
         counts = store.counts()

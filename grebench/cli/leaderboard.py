@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from grebench.cli._common import emit_json, reader_store
+from grebench.cli._common import emit_json, headline_metric, metric_choice, reader_store
 from grebench.cli._options import settings_options
 from grebench.settings import Settings
 
@@ -28,8 +28,8 @@ def _pick(boards: list[dict[str, Any]], key: str, wanted: str | None, what: str)
 
 
 @click.command("leaderboard")
-@click.option("--metric", default="gem-s", show_default=True,
-              type=click.Choice(("gem", "gem-s", "gem-s-assw", "gem-raw")), help="Metric to rank by.")
+@click.option("--metric", default=headline_metric(), show_default=True, type=metric_choice(),
+              help="Metric to rank by.")
 @click.option("--estimator", help="Estimator id or spec prefix (default: the only one scored).")
 @click.option("--preprocessor", help="Preprocessor id or spec (default: the only one scored).")
 @click.option("--venue", help="Venue id (default: every venue-year with scores).")
@@ -46,12 +46,14 @@ def command(settings: Settings, metric: str, estimator: str | None, preprocessor
     public before their training cutoff (or whose generation was sealed before the reviews appeared).  The boards
     are computed once by the scoring stage (`grebench score` or `grebench run`); this command only reads them.
     """
-    from grebench.scoring import stored_boards
-    from grebench.site import board_text
+    from grebench.scoring import RAW_PREPROCESSOR, metric_preprocessor, stored_boards
+    from grebench.site import Labels, board_text
 
     store = reader_store(settings, "run `grebench run` first")
     try:
         boards = stored_boards(store, metric=metric, venue_id=venue, scope="sealed" if sealed else "all")
+        labels = Labels.load(store)
+        boards = [labels.annotate(b) for b in boards]
     finally:
         store.con.close()
     if not boards:
@@ -59,7 +61,8 @@ def command(settings: Settings, metric: str, estimator: str | None, preprocessor
                                    "(or `grebench run`)")
     est = _pick(boards, "estimator", estimator, "estimator")
     boards = [b for b in boards if b["estimator"] == est]
-    prep = _pick(boards, "preprocessor", None if metric == "gem-raw" else preprocessor, "preprocessor")
+    prep = _pick(boards, "preprocessor", None if metric_preprocessor(metric, "") == RAW_PREPROCESSOR else preprocessor,
+                 "preprocessor")
     boards = [b for b in boards if b["preprocessor"] == prep]
     for b in boards:
         b.pop("sample_json", None)

@@ -1,4 +1,4 @@
-"""`grebench run`: the main job — the pipeline's stages in order (:data:`grebench.pipeline.MAIN`) — then the boards.
+"""`grebench run`: the main job (:data:`grebench.pipeline.JOBS` ``run``) through :func:`grebench.pipeline.run_job`.
 
 Every stage is idempotent and keeps its progress in the store, so a rerun (or a run after a crash) repeats no
 LLM or estimator call. A stage that fails is recorded on the run and the later stages still run on what is stored.
@@ -13,8 +13,10 @@ import click
 
 from grebench.cli._common import (
     check_specs,
+    default_metrics,
     emit_json,
     estimator_help,
+    metric_choice,
     preprocessor_help,
     progress_display,
     source_help,
@@ -28,38 +30,46 @@ from grebench.store import Store
 
 def _leaderboards(store: Store, summary: dict[str, Any]) -> list[dict[str, Any]]:
     """The stored boards of the setup this run scored, one per metric and venue-year."""
-    from grebench.scoring import stored_boards
+    from grebench.scoring import metric_preprocessor, stored_boards
+    from grebench.site import Labels
 
     validation = summary["stages"].get("validate", {})
     estimator, preprocessor = validation.get("estimator"), validation.get("preprocessor")
     if not estimator:
         return []
     out = []
+    labels = Labels.load(store)
     for metric in summary["metrics"]:
         for board in stored_boards(store, metric=metric, estimator=estimator,
-                                   preprocessor="none" if metric == "gem-raw" else preprocessor):
+                                   preprocessor=metric_preprocessor(metric, preprocessor)):
             board.pop("sample_json", None)
-            out.append(board)
+            out.append(labels.annotate(board))
     return out
 
 
 def _plan(settings: Settings, opts: Any) -> str:
     """What the run will do, said before it starts: the models in each role and how many papers."""
     from grebench.pipeline import AUTO_CPU_PAPERS, expected_minutes, measured_seconds_per_request, papers_size
+    from grebench.registry import UnknownPart
+    from grebench.scoring.estimators import EstimatorInfo, estimator_info
 
     spec = opts.estimator_spec(settings)
     size, why = papers_size(opts.papers if opts.papers is not None else settings.papers, settings, spec)
     local = ", ".join(settings.listed("local_candidates")) or "none"
     judges = ", ".join(settings.listed("local_judges")) or "none"
-    proxy = " (a fast word-model proxy, not the metric's language model)" if spec.startswith("offline") else ""
+    try:
+        info = estimator_info(spec)
+    except UnknownPart:  # said by the setup check; the plan only describes
+        info = EstimatorInfo(spec)
+    proxy = " (a fast proxy, not the metric's language model)" if info.proxy else ""
     text = (f"main job: evaluation LM {spec}{proxy}; local candidates: {local}; local judges: {judges}; "
             f"papers: {'every eligible paper' if size is None else f'a seeded sample of {size}'} ({why})")
-    per_request = measured_seconds_per_request(settings, spec) if spec.startswith("hf:") else None
+    per_request = measured_seconds_per_request(settings, spec)
     if per_request is not None and size is not None:
         low, high = expected_minutes(per_request, size)
         text += (f"; expected {low:.0f}-{high:.0f} minutes here (from {per_request:.2f} s per evaluation-LM "
                  "request measured on this machine; each stage shows its ETA as it goes)")
-    elif spec.startswith("hf:"):
+    elif info.local_model:
         text += ("; the time is measured as the run goes (no throughput measured on this machine yet: the first run "
                  "probes it; each stage shows its ETA)")
     if size == AUTO_CPU_PAPERS and why.startswith("auto"):
@@ -120,8 +130,8 @@ def _print_panel(panel: dict[str, Any]) -> None:
 @click.option("--source", default="bundled", show_default=True, help="Paper source: " + source_help() + ".")
 @click.option("--estimator", default=None, help="Evaluation-LM: " + estimator_help() + " (default: setting).")
 @click.option("--preprocessor", default=None, help="Judgment lines: " + preprocessor_help() + " (default: setting).")
-@click.option("--metric", "metrics", multiple=True, default=("gem", "gem-s"), show_default=True,
-              type=click.Choice(("gem", "gem-s", "gem-s-assw", "gem-raw")), help="Metrics to score (repeatable).")
+@click.option("--metric", "metrics", multiple=True, default=default_metrics(), show_default=True,
+              type=metric_choice(), help="Metrics to score (repeatable).")
 @click.option("--papers", default=None, help="all, or N for a seeded stratified sample (default: setting `papers`).")
 @click.option("--json", "as_json", is_flag=True, help="Print the final summary as JSON.")
 @settings_options
@@ -129,26 +139,29 @@ def _print_panel(panel: dict[str, Any]) -> None:
 def command(settings: Settings, source: str, estimator: str | None, preprocessor: str | None,
             metrics: tuple[str, ...], papers: str | None, as_json: bool) -> None:
     """Run the main job on a source (default: the bundled ICLR 2026 sample) and print the leaderboard."""
-    from grebench.pipeline import MAIN, RunOptions, StageContext, run_stages
+    from grebench.pipeline import JobResult, RunOptions, run_job
 
     opts = RunOptions(source=source, estimator=estimator, preprocessor=preprocessor, metrics=tuple(metrics),
                       papers=papers)
-    check_specs(settings, opts, source=True)  # before any stage: a mistake costs nothing and is said once
+    check_specs(settings, opts, source=True)  # before the plan: a mistake costs nothing and is said once
     if not as_json:
         click.echo(_plan(settings, opts), err=True)
     summary: dict[str, Any] = {"source": source, "metrics": list(metrics)}
-    with writer_store(settings) as store:
-        run_id = store.start_run("run", {"source": source, "estimator": opts.estimator_spec(settings),
-                                         "preprocessor": opts.preprocessor_spec(settings), "metrics": list(metrics),
-                                         "papers": papers or settings.papers})
-        ctx = StageContext(store, settings, run_id, opts, progress_display(as_json))
-        marker = None if as_json else (lambda name: click.echo(f"[{name}]", err=True))
-        result = run_stages(ctx, MAIN, marker=marker)
-        summary.update(stages=result.stages, seconds=result.seconds, skipped=result.skipped)
+
+    def summarise(store: Store, done: JobResult) -> dict[str, Any]:
+        summary.update(stages=done.result.stages, seconds=done.result.seconds, skipped=done.result.skipped)
         summary["leaderboards"] = _leaderboards(store, summary)
-        summary["failures"] = store.run_failures(run_id)
-        summary["run_id"] = run_id
-        status = store.finish_run(run_id, {k: v for k, v in summary.items() if k != "leaderboards"})
+        summary["failures"] = done.failures
+        summary["run_id"] = done.run_id
+        return {k: v for k, v in summary.items() if k != "leaderboards"}
+
+    run_args = {"source": source, "estimator": opts.estimator_spec(settings),
+                "preprocessor": opts.preprocessor_spec(settings), "metrics": list(metrics),
+                "papers": papers or settings.papers}
+    done = run_job(settings, "run", opts, open_store=lambda: writer_store(settings), args=run_args,
+                   progress=progress_display(as_json), summarise=summarise,
+                   marker=None if as_json else (lambda name: click.echo(f"[{name}]", err=True)))
+    status = done.status
     if as_json:
         emit_json(summary)
     else:

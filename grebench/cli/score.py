@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import click
 
-from grebench.cli._common import emit_json, estimator_help, preprocessor_help, run_stage
+from grebench.cli._common import default_metrics, emit_json, estimator_help, metric_choice, preprocessor_help, run_stage
 from grebench.cli._options import settings_options
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
 
-METRIC_CHOICES = ("gem", "gem-s", "gem-s-assw", "gem-raw")
-
 
 @click.command("score")
-@click.option("--metric", "metrics", multiple=True, type=click.Choice(METRIC_CHOICES),
-              help="Metric to compute (repeatable; default gem and gem-s).")
+@click.option("--metric", "metrics", multiple=True, type=metric_choice(),
+              help=f"Metric to compute (repeatable; default {' and '.join(default_metrics())}).")
 @click.option("--estimator", help="Evaluation-LM: " + estimator_help() + " (default: setting `estimator`).")
 @click.option("--preprocessor", help="Judgment lines: " + preprocessor_help() + " (default: setting).")
 @click.option("--papers", default=None, help="all, or N for the main job's seeded sample (default: setting `papers`).")
@@ -28,13 +26,10 @@ def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None,
     A ranking uses one preprocessor for candidates and references alike: `imported` refuses to run when a
     reference has no imported judgment lines, and scores only the candidates whose text came with them.
     """
-    from grebench.scoring import DEFAULT_METRICS
-
-    options = RunOptions(estimator=estimator, preprocessor=preprocessor, metrics=tuple(metrics or DEFAULT_METRICS),
-                         papers=papers)
+    options = RunOptions(estimator=estimator, preprocessor=preprocessor, metrics=tuple(metrics), papers=papers)
     stages, _run_id, status = run_stage(
         settings, "score", ["score", "boards"], options, as_json,
-        {"metrics": list(options.metrics), "estimator": options.estimator_spec(settings),
+        {"metrics": list(options.metric_names()), "estimator": options.estimator_spec(settings),
          "preprocessor": options.preprocessor_spec(settings)})
     summary = {**stages["score"], "boards": stages.get("boards", {}).get("boards"), "status": status}
     if "error" in summary:

@@ -31,7 +31,6 @@ def command() -> None:
 @click.pass_obj
 def export(settings: Settings, venues: tuple[str, ...], out: str | None, replace: bool, as_json: bool) -> None:
     """Write snapshots; while `grebench serve` holds the store, queue the request for its snapshot job."""
-    from grebench.pipeline import requests_path
     from grebench.store import SnapshotError, export_snapshot, open_store, record_snapshot, venue_years
 
     try:
@@ -40,7 +39,7 @@ def export(settings: Settings, venues: tuple[str, ...], out: str | None, replace
         if not venues:
             raise click.ClickException("the store is in use (grebench serve?): name --venue-year to queue a "
                                        "snapshot request for the running service") from None
-        path = requests_path(settings)
+        path = settings.snapshot_requests_path
         try:
             queued = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
         except (OSError, ValueError):
@@ -61,7 +60,7 @@ def export(settings: Settings, venues: tuple[str, ...], out: str | None, replace
                             {v["venue_id"].lower(), str(v["venue"]).lower(), v["slug"].lower()})
             except StopIteration:
                 slug = venue
-            root = Path(out) if out else settings.data_path / "snapshots"
+            root = Path(out) if out else settings.snapshots_path
             target = root if out and len(chosen) == 1 else root / slug
             try:
                 manifest = export_snapshot(store, venue, target, replace=replace)

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import click
 
-from grebench.cli._common import emit_json, run_stage, writer_store
+from grebench.cli._common import emit_json, metric_choice, run_stage, writer_store
 from grebench.cli._options import settings_options
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
-
-METRICS = ("gem", "gem-s", "gem-s-assw", "gem-raw")
 
 
 def print_report(rows: list[dict], estimator: str, preprocessor: str) -> None:
@@ -43,7 +41,7 @@ def print_agreement(agreement: list[dict]) -> None:
 
 
 @click.command("validate")
-@click.option("--metric", "metrics", multiple=True, type=click.Choice(METRICS), help="Metrics (default: all scored).")
+@click.option("--metric", "metrics", multiple=True, type=metric_choice(), help="Metrics (default: all scored).")
 @click.option("--estimator", default=None, help="Estimator spec or id (default: the latest scored).")
 @click.option("--preprocessor", default=None, help="Preprocessor (default: the latest scored).")
 @click.option("--json", "as_json", is_flag=True, help="Print {estimator, preprocessor, rows: [...]} as JSON.")
@@ -52,16 +50,16 @@ def print_agreement(agreement: list[dict]) -> None:
 def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None, preprocessor: str | None,
             as_json: bool) -> None:
     """Check that the metric penalises degradations and does not reward manipulations; store the report."""
-    from grebench.scoring import latest_setup
+    from grebench.scoring import METRICS, RAW_PREPROCESSOR, latest_setup
 
     with writer_store(settings) as store:  # which metrics have scores in the chosen setup (default: all scored)
         try:
             estimator_id, preprocessor_id = latest_setup(store, estimator, preprocessor)
         except LookupError as exc:
             raise click.ClickException(str(exc)) from None
-        chosen = list(metrics) or [m for m in METRICS if store.scalar(
-            "SELECT count(*) FROM scores WHERE metric = ? AND estimator = ? AND preprocessor IN (?, 'none')",
-            [m, estimator_id, preprocessor_id])]
+        chosen = list(metrics) or [m for m in METRICS.names() if store.scalar(
+            "SELECT count(*) FROM scores WHERE metric = ? AND estimator = ? AND preprocessor IN (?, ?)",
+            [m, estimator_id, preprocessor_id, RAW_PREPROCESSOR])]
     options = RunOptions(estimator=estimator_id, preprocessor=preprocessor_id, metrics=tuple(chosen))
     stages, run_id, _status = run_stage(settings, "validate", ["validate"], options, as_json,
                                         {"estimator": estimator_id, "preprocessor": preprocessor_id},

@@ -291,7 +291,7 @@ def _is_ip(text: str) -> bool:
 def check_submitted_url(url: str, settings: Any,
                         resolver: Resolver | Mapping[str, Iterable[str]] | None = None) -> PinnedEndpoint:
     """:func:`check_url` with the operator's settings: http and private allowlists, the product's own services."""
-    return check_url(url, http_allowlist=str(settings.submission_http_allowlist).split(","),
+    return check_url(url, http_allowlist=settings.submission_http_allowlist.split(","),
                      own_services=own_service_urls(settings), resolver=resolver,
                      private_allowlist=str(getattr(settings, "submission_private_allowlist", "") or "").split(","))
 

@@ -141,9 +141,9 @@ class IngestLimits:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> IngestLimits:
-        return cls(int(settings.ingest_max_line_bytes), int(settings.ingest_max_title_chars),
-                   int(settings.ingest_max_abstract_chars), int(settings.ingest_max_review_chars),
-                   int(settings.ingest_max_reviews_per_paper), int(settings.ingest_max_papers))
+        return cls(settings.ingest_max_line_bytes, settings.ingest_max_title_chars,
+                   settings.ingest_max_abstract_chars, settings.ingest_max_review_chars,
+                   settings.ingest_max_reviews_per_paper, settings.ingest_max_papers)
 
     def refusal(self, paper: PaperRecord) -> str | None:
         """Why ``paper`` is over a limit, or None."""

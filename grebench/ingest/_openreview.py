@@ -61,7 +61,7 @@ class OpenReviewSource:
         self.api = choose_api(venue_id, settings.openreview_api)
         self.baseurl = settings.openreview_baseurl_v2 if self.api == "v2" else settings.openreview_baseurl_v1
         self.page_size = page_size
-        self.budget = WaitBudget(max_wait_s=float(settings.openreview_max_wait_s), sleep=sleep)
+        self.budget = WaitBudget(max_wait_s=settings.openreview_max_wait_s, sleep=sleep)
 
     # -- client ----------------------------------------------------------
     def _client(self) -> Any:
@@ -75,8 +75,8 @@ class OpenReviewSource:
         except request_errors() as exc:
             what = "OpenReview login (OPENREVIEW_USERNAME)" if username or password else "OpenReview client"
             raise SourceError(describe_error(exc, self.budget, what)) from None
-        mount_policy(client.session, self.budget, int(self.settings.openreview_max_retries),
-                     float(self.settings.openreview_timeout_s))
+        mount_policy(client.session, self.budget, self.settings.openreview_max_retries,
+                     self.settings.openreview_timeout_s)
         return client
 
     def _pages(self, client: Any, invitation: str, details: str) -> Iterator[Any]:

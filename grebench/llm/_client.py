@@ -174,9 +174,9 @@ class LLMClient:
         error = "no attempt made"
         while attempts <= s.llm_max_retries:
             attempts += 1
-            attempt = call_attempt(request, api_key, float(s.llm_timeout_s), int(s.llm_max_response_chars))
+            attempt = call_attempt(request, api_key, s.llm_timeout_s, s.llm_max_response_chars)
             try:
-                _classify(attempt, float(s.llm_timeout_s), float(s.llm_max_retry_after_s), litellm)
+                _classify(attempt, s.llm_timeout_s, s.llm_max_retry_after_s, litellm)
             except _GiveUp as exc:
                 error = str(exc)
                 break
@@ -270,7 +270,7 @@ class LLMClient:
         (a provider, a server); ``done(key, result)`` runs in the calling thread as each one completes."""
         if not keys:
             return
-        limit = max(1, int(self.settings.bench_concurrency))
+        limit = max(1, self.settings.bench_concurrency)
         gates = {g: threading.Semaphore(limit) for g in {gate(k) for k in keys}}
 
         def run(key: Any) -> Any:
@@ -314,8 +314,8 @@ class LLMClient:
         s = self.settings
 
         def call(key: str) -> DecisionResult:
-            return call_decision(requests[pending[key][0]], roots[key], float(s.llm_timeout_s),
-                                 int(s.llm_max_retries), self._sleep or _sleep, self._rng, BACKOFF_BASE_S,
+            return call_decision(requests[pending[key][0]], roots[key], s.llm_timeout_s,
+                                 s.llm_max_retries, self._sleep or _sleep, self._rng, BACKOFF_BASE_S,
                                  BACKOFF_MAX_S)
 
         def done(key: str, result: DecisionResult) -> None:

@@ -20,7 +20,15 @@ probed or loaded); other packages add entries to :data:`MODELS` through the ``gr
 from __future__ import annotations
 
 from grebench.models._dtype import DTYPE_CHOICES, cached_choice, choose_dtype, machine_key
-from grebench.models._entry import GGUF_FLOAT32, MODELS, CatalogueEntry, ModelError, catalogue_entry, models_path
+from grebench.models._entry import (
+    GGUF_FLOAT32,
+    MODELS,
+    CatalogueEntry,
+    ModelError,
+    catalogue_entry,
+    model_title,
+    models_path,
+)
 from grebench.models._manifest import MANIFEST, installed, verify
 from grebench.models._pull import pull
 from grebench.models._serve import LocalServer, LocalServerError, PortInUse, default_device, free_port
@@ -47,6 +55,7 @@ __all__ = [
     "installed",
     "machine_key",
     "model_family",
+    "model_title",
     "models_path",
     "pull",
     "resolve_checkpoint",

@@ -11,6 +11,7 @@ Entries live in :data:`MODELS`, a :class:`grebench.registry.Registry`: another p
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,22 @@ def catalogue_entry(name: str) -> CatalogueEntry:
                          "see `grebench models list`)", "unknown") from None
 
 
+_HF_CACHE_DIR = re.compile(r"models--[^/]+--(?P<name>[^/]+)")
+
+
+def model_title(model: str) -> str:
+    """A readable model name: a catalogue model's own title, a Hugging Face cache folder's model name, or the last
+    part of a checkpoint path or served model id."""
+    if model.strip().lower() in MODELS:
+        return MODELS.get(model.strip().lower()).obj.title
+    cache = _HF_CACHE_DIR.search(model)  # .../models--ORG--NAME/snapshots/<sha>
+    if cache:
+        return cache.group("name")
+    parts = [p for p in model.rstrip("/").split("/") if p]
+    name = parts[-1] if parts else model
+    return name if len(name) <= 40 else name[:39] + "…"
+
+
 def models_path(settings: Settings) -> Path:
     """Where models are materialised: setting ``models_dir``, by default ``DATA_DIR/models``."""
-    configured = str(settings.values.get("models_dir") or "")
-    return Path(configured).expanduser() if configured else settings.data_path / "models"
+    return settings.models_path

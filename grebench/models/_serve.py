@@ -191,7 +191,7 @@ class LocalServer:
         self.cache_tokens = cache_tokens
         digest = hashlib.sha256(str(self.checkpoint).encode()).hexdigest()[:8]
         slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name or self.checkpoint.name).strip("-.") or "model"
-        self.root = settings.data_path / "local-servers"
+        self.root = settings.local_servers_path
         self.log_path = self.root / f"{slug}-{digest}.log"
         self.port = 0
         self._proc: subprocess.Popen[bytes] | None = None
@@ -294,7 +294,7 @@ class LocalServer:
 
         proc = self._proc
         assert proc is not None
-        limit = float(self.settings.local_server_startup_s)
+        limit = self.settings.local_server_startup_s
         deadline = time.monotonic() + limit
         url = f"http://{HOST}:{port}/health"
         with httpx.Client(timeout=5.0, trust_env=False) as http:

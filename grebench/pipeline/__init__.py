@@ -1,12 +1,13 @@
-"""The pipeline: one stage protocol, one ordered list of stages, one runner.
+"""The pipeline: one stage protocol, the stages, the jobs as data, and the one function that runs a job.
 
-``grebench run`` runs :data:`MAIN` (ingest → bench → score → boards → validate → panel → site); each single-stage
-command runs its stage; each scheduler job is a list of stages (:data:`JOB_STAGES`).  The runner
-(:func:`run_stages`) records failures, timings and skips, and owns the progress display.  Stages talk only through
-the store.
+``grebench run`` runs the job ``run`` (ingest → bench → score → boards → validate → panel → site); each
+single-stage command runs a job of its stage; the scheduler runs its jobs by name (:data:`JOBS`).  Every one goes
+through :func:`run_job` (check the setup, open the store, start the run, run the stages, finish the run), whose
+runner (:func:`run_stages`) records failures, timings and skips.  Stages talk only through the store.
 """
 
-from grebench.pipeline._check import METRICS, SetupError, check_setup
+from grebench.pipeline._check import SetupError, check_setup
+from grebench.pipeline._jobs import JOBS, SCHEDULED, Job, JobResult, job, run_job, venue_sources
 from grebench.pipeline._runner import BaseStage, PipelineResult, RunOptions, Stage, StageContext, run_stages
 from grebench.pipeline._sample import (
     AUTO_CPU_PAPERS,
@@ -17,39 +18,36 @@ from grebench.pipeline._sample import (
     parse_papers,
     sample_papers,
 )
-from grebench.pipeline._service import SnapshotStage, SubmissionsStage, requests_path, snapshot_day
 from grebench.pipeline._stages import (
-    MAIN,
+    STAGES,
     BenchStage,
     BoardsStage,
     IngestStage,
     PanelStage,
     ScoreStage,
     SiteStage,
+    SnapshotStage,
+    SubmissionsStage,
     ValidateStage,
+    stages,
 )
 
-#: Every stage by name (the main job's, then the service's).
-STAGES: dict[str, Stage] = {s.name: s for s in (*MAIN, SubmissionsStage(), SnapshotStage())}
-
-
-def stages(*names: str) -> list[Stage]:
-    """The named stages, in the order given."""
-    unknown = [n for n in names if n not in STAGES]
-    if unknown:
-        raise ValueError(f"unknown stage(s) {unknown}: choose from {', '.join(STAGES)}")
-    return [STAGES[n] for n in names]
+#: The main job's stages, in order (``grebench run``).
+MAIN: tuple[Stage, ...] = tuple(stages(*JOBS["run"].stages))
 
 
 __all__ = [
     "AUTO_CPU_PAPERS",
+    "JOBS",
     "MAIN",
-    "METRICS",
+    "SCHEDULED",
     "STAGES",
     "BaseStage",
     "BenchStage",
     "BoardsStage",
     "IngestStage",
+    "Job",
+    "JobResult",
     "PanelStage",
     "PipelineResult",
     "RunOptions",
@@ -64,12 +62,13 @@ __all__ = [
     "ValidateStage",
     "check_setup",
     "expected_minutes",
+    "job",
     "measured_seconds_per_request",
     "papers_size",
     "parse_papers",
-    "requests_path",
+    "run_job",
     "run_stages",
     "sample_papers",
-    "snapshot_day",
     "stages",
+    "venue_sources",
 ]

@@ -15,8 +15,6 @@ from pathlib import Path
 from grebench.pipeline._runner import RunOptions
 from grebench.settings import Settings
 
-METRICS = ("gem", "gem-s", "gem-s-assw", "gem-raw")
-
 
 class SetupError(ValueError):
     """A setting or an option names something that does not exist; the message says which, and what is allowed."""
@@ -40,24 +38,24 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
     from grebench.ingest import SOURCES, SourceError, source_spec
     from grebench.pipeline._sample import parse_papers
     from grebench.registry import UnknownPart
-    from grebench.scoring import PREPROCESSORS, RULES_ID
-    from grebench.scoring.estimators import ESTIMATORS
+    from grebench.scoring import METRICS, PREPROCESSORS, RULES_ID
+    from grebench.scoring.estimators import ESTIMATORS, estimator_info
 
     opts = options or RunOptions()
     checks: list[tuple[str, str, str]] = [
         ("--estimator" if opts.estimator else "estimator", opts.estimator_spec(settings), "estimator"),
         ("--preprocessor" if opts.preprocessor else "preprocessor", opts.preprocessor_spec(settings), "preprocessor"),
     ]
-    if str(settings.proxy_estimator).strip():
-        checks.append(("proxy_estimator", str(settings.proxy_estimator), "estimator"))
+    if settings.proxy_estimator.strip():
+        checks.append(("proxy_estimator", settings.proxy_estimator, "estimator"))
     if source:
         checks.append(("--source", opts.source, "source"))
-    checks += [("venues", item.strip(), "venue") for item in str(settings.venues).split(",") if item.strip()]
+    checks += [("venues", item.strip(), "venue") for item in settings.venues.split(",") if item.strip()]
     for what, value, kind in checks:
         try:
             if kind == "estimator":
-                entry, arg = ESTIMATORS.resolve(value)
-                if entry.name == "hf" and arg:
+                _, arg = ESTIMATORS.resolve(value)
+                if estimator_info(value).catalogue_arg and arg:
                     _catalogue_or_path(what, arg, repr(value))
             elif kind == "preprocessor":
                 if value.strip() != RULES_ID:
@@ -70,9 +68,9 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
             raise
         except (UnknownPart, SourceError, ValueError) as exc:
             raise SetupError(f"{what} = {value!r}: {exc}") from None
-    for metric in opts.metrics:
+    for metric in opts.metric_names():
         if metric not in METRICS:
-            raise SetupError(f"--metric = {metric!r}: not a metric; one of: {', '.join(METRICS)}")
+            raise SetupError(f"--metric = {metric!r}: not a metric; one of: {', '.join(METRICS.names())}")
     for name in ("local_candidates", "local_judges"):
         for item in settings.listed(name):
             _catalogue_or_path(name, item)

@@ -1,4 +1,4 @@
-"""The stage protocol and the one runner every command and scheduler job goes through.
+"""The stage protocol and the runner of a list of stages (every job goes through it: :func:`run_job`).
 
 A stage is a name, an optional fingerprint of its inputs, and ``run``.  :func:`run_stages` runs stages in the order
 of :data:`grebench.pipeline.STAGES` and does, in one place, what every caller needs: a marker per stage on stderr,
@@ -31,7 +31,7 @@ class RunOptions:
     limit: int | None = None
     estimator: str | None = None
     preprocessor: str | None = None
-    metrics: tuple[str, ...] = ("gem", "gem-s")
+    metrics: tuple[str, ...] = ()          # empty: the metrics registered as default
     papers: str | None = None             # "all" | a number | None (the setting ``papers``)
     candidates: tuple[str, ...] = ()      # bench: only these
     bench_scope: str = "eligible"         # eligible: papers with human reviews | unreviewed: sealed generations only
@@ -42,11 +42,17 @@ class RunOptions:
 
     def estimator_spec(self, settings: Settings) -> str:
         """The estimator spec in force."""
-        return self.estimator or str(settings.estimator)
+        return self.estimator or settings.estimator
+
+    def metric_names(self) -> tuple[str, ...]:
+        """The metrics in force (the registry's defaults unless chosen)."""
+        from grebench.scoring import default_metrics
+
+        return self.metrics or default_metrics()
 
     def preprocessor_spec(self, settings: Settings) -> str:
         """The preprocessor spec in force."""
-        return self.preprocessor or str(settings.preprocessor)
+        return self.preprocessor or settings.preprocessor
 
 
 @dataclass
@@ -62,7 +68,6 @@ class StageContext:
     options: RunOptions = field(default_factory=RunOptions)
     progress: Progress = field(default_factory=NoProgress)
     services: dict[str, Any] = field(default_factory=dict)
-    results: dict[str, dict[str, Any]] = field(default_factory=dict)  # summaries of the stages run so far
 
 
 class Stage(Protocol):
@@ -82,6 +87,10 @@ class Stage(Protocol):
 
     def subject(self, ctx: StageContext) -> str | None:
         """What a failure of the whole stage is recorded against (e.g. the source), or None."""
+        ...
+
+    def halts_on_failure(self, ctx: StageContext) -> bool:
+        """After this stage failed: whether the stages after it have nothing to work on (the job ends)."""
         ...
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
@@ -111,6 +120,10 @@ class BaseStage:
         """No particular subject."""
         return None
 
+    def halts_on_failure(self, ctx: StageContext) -> bool:
+        """The stages after a failed one still run, on what is stored."""
+        return False
+
     def run(self, ctx: StageContext) -> dict[str, Any]:
         """Subclasses do the work."""
         raise NotImplementedError
@@ -131,12 +144,12 @@ class PipelineResult:
         return not self.errors
 
 
-def run_stages(ctx: StageContext, stages: Sequence[Stage], *, marker: Callable[[str], None] | None = None,
-               stop_without_papers: bool = True) -> PipelineResult:
-    """Run ``stages`` in order on ``ctx``; a failing stage is recorded and the next one runs on what is stored.
+def run_stages(ctx: StageContext, stages: Sequence[Stage], *,
+               marker: Callable[[str], None] | None = None) -> PipelineResult:
+    """Run ``stages`` in order on ``ctx``; a failing stage is recorded and the next one runs on what is stored
+    (unless the failed stage says nothing after it has input: :meth:`Stage.halts_on_failure`).
 
     ``marker`` is called with each stage's name before it starts (``grebench run`` prints ``[name]`` to stderr).
-    With ``stop_without_papers``, a failed ingest that left the store without any paper ends the run.
     """
     result = PipelineResult()
     store = ctx.store
@@ -150,14 +163,14 @@ def run_stages(ctx: StageContext, stages: Sequence[Stage], *, marker: Callable[[
             marker(stage.name)
         started = time.perf_counter()
         try:
-            result.stages[stage.name] = ctx.results[stage.name] = _run_one(ctx, stage)
+            result.stages[stage.name] = _run_one(ctx, stage)
         except Exception as exc:  # recorded on the run; later stages run on what is stored
             reason = str(exc) if isinstance(exc, UnknownPart) else f"{type(exc).__name__}: {exc}"
             log.debug("stage %s failed", stage.name, exc_info=True)
             store.record_failure(ctx.run_id, stage.name, stage.subject(ctx), reason)
             result.stages[stage.name] = {"error": reason}
             result.errors[stage.name] = exc
-            if stop_without_papers and stage.name == "ingest" and not store.scalar("SELECT count(*) FROM papers"):
+            if stage.halts_on_failure(ctx):
                 break
         finally:
             result.seconds[stage.name] = round(time.perf_counter() - started, 3)

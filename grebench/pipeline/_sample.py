@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from grebench.pipeline._runner import RunOptions
+from grebench.registry import Registry
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 
@@ -55,13 +56,14 @@ def expected_minutes(seconds_per_request: float, papers: int) -> tuple[float, fl
 
 
 def measured_seconds_per_request(settings: Settings, spec: str) -> float | None:
-    """Seconds per evaluation-LM request that this machine measured for ``hf:NAME`` (the estimator's reuse probe,
+    """Seconds per evaluation-LM request that this machine measured for a local-model estimator (its reuse probe,
     cached under the models directory by an earlier run), or None when nothing was measured here yet."""
-    if not spec.startswith("hf:"):
+    if not _local_model(spec):
         return None
-    from grebench.models import machine_key, models_path
+    kind, arg = Registry.split(spec)
+    from grebench.models import machine_key
 
-    folder = models_path(settings) / ".reuse-probes"
+    folder = settings.reuse_probes_path
     if not folder.is_dir():
         return None
     try:
@@ -75,12 +77,23 @@ def measured_seconds_per_request(settings: Settings, spec: str) -> float | None:
             key = json.loads(record["key"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if not str(key.get("estimator", "")).startswith(f"hf:{spec[3:]}@") or \
+        if not str(key.get("estimator", "")).startswith(f"{kind}:{arg}@") or \
                 any(key.get(k) != v for k, v in machine.items()):
             continue
         seconds = (record["reuse_s"] if record.get("reuse") else record["plain_s"]) / max(1, record["requests"])
         best = seconds if best is None else min(best, seconds)
     return best
+
+
+def _local_model(estimator_spec: str) -> bool:
+    """Whether the estimator runs a language model in this process (an unknown one: no; the setup check says so)."""
+    from grebench.registry import UnknownPart
+    from grebench.scoring.estimators import estimator_info
+
+    try:
+        return estimator_info(estimator_spec).local_model
+    except UnknownPart:
+        return False
 
 
 def parse_papers(value: str | int | None) -> int | None:
@@ -94,8 +107,9 @@ def parse_papers(value: str | int | None) -> int | None:
 
 
 def uses_local_lm(settings: Settings, estimator_spec: str) -> bool:
-    """Whether a run works with a language model on this machine (hf estimator, local candidates or judges)."""
-    return (estimator_spec.strip().startswith("hf:") or bool(settings.listed("local_candidates"))
+    """Whether a run works with a language model on this machine (a local-model estimator, local candidates or
+    judges)."""
+    return (_local_model(estimator_spec) or bool(settings.listed("local_candidates"))
             or bool(settings.listed("local_judges")))
 
 
@@ -108,7 +122,7 @@ def papers_size(value: str | int | None, settings: Settings, estimator_spec: str
         return None, "auto: no local language model, every paper"
     from grebench.models import default_device
 
-    if default_device(str(settings.hf_device)) != "cpu":
+    if default_device(settings.hf_device) != "cpu":
         return None, "auto: a GPU, every paper"
     return AUTO_CPU_PAPERS, f"auto: a local language model on a CPU, {AUTO_CPU_PAPERS} papers"
 
@@ -133,7 +147,7 @@ def sample_papers(store: Store, settings: Settings, options: RunOptions) -> Samp
     if size >= len(rows):
         store.con.execute("DELETE FROM paper_samples")
         return None
-    seed = int(settings.seed)
+    seed = settings.seed
     strata: dict[tuple[str, int], list[str]] = {}
     by_venue: dict[str, list[tuple[float, str]]] = {}
     for r in rows:

@@ -1,17 +1,17 @@
-"""The stages of the main job, in order, and the service stages the scheduler runs besides them.
+"""Every stage of the pipeline: the main job's, in order, and the service's (submissions, snapshots).
 
-``grebench run`` runs :data:`MAIN` in order; each single-stage command (``grebench ingest``, ``bench``, ``score``,
-``validate``, ``exam``/``judge``, ``site build``) runs its stage through the same runner; every scheduler job is a
-list of stage names (``poll`` = ingest per venue, ``generate`` = bench on unreviewed papers, ``score`` = bench →
-score → boards → validate → panel, ``site``, ``queue``, ``snapshot``).
+Each stage is a short adapter from :class:`StageContext` to the function of the layer that does the work; the jobs
+that run them are data (:data:`grebench.pipeline.JOBS`).  Stages talk only through the store.
 """
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from grebench.pipeline._runner import BaseStage, Stage, StageContext
+from grebench.registry import Registry
 
 
 class IngestStage(BaseStage):
@@ -22,6 +22,10 @@ class IngestStage(BaseStage):
 
     def subject(self, ctx: StageContext) -> str | None:
         return ctx.options.source
+
+    def halts_on_failure(self, ctx: StageContext) -> bool:
+        """A failed ingest that left the store without any paper ends the job: nothing after it has input."""
+        return not ctx.store.scalar("SELECT count(*) FROM papers")
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
         from grebench.ingest import resolve_source, run_ingest
@@ -48,12 +52,20 @@ class BenchStage(BaseStage):
         from grebench.bench import make_splits
         from grebench.pipeline._sample import sample_papers
 
-        make_splits(ctx.store, int(ctx.settings.seed))  # the sample is drawn from papers with a human baseline
+        make_splits(ctx.store, ctx.settings.seed)  # the sample is drawn from papers with a human baseline
         sample = sample_papers(ctx.store, ctx.settings, ctx.options)
         summary = run_bench(ctx.store, ctx.settings, ctx.run_id, list(ctx.options.candidates) or None,
                             progress=ctx.progress, paper_ids=None if sample is None else sample.paper_ids)
         summary["sample"] = None if sample is None else sample.description
         return {**summary, "resealed": resealed, "complete": not summary["failed"]}
+
+
+#: The scope under which the score stage records the setup (estimator and preprocessor ids) it last scored.
+SCORED_SETUP = "scored-setup"
+
+
+def _setup_key(ctx: StageContext) -> str:
+    return f"{ctx.options.estimator_spec(ctx.settings)}|{ctx.options.preprocessor_spec(ctx.settings)}"
 
 
 class ScoreStage(BaseStage):
@@ -69,15 +81,18 @@ class ScoreStage(BaseStage):
         o = ctx.options
         sample = sample_papers(ctx.store, ctx.settings, o)
         papers = None if sample is None else sample.paper_ids
-        main, proxy = o.estimator_spec(ctx.settings), str(ctx.settings.proxy_estimator or "").strip()
+        main, proxy = o.estimator_spec(ctx.settings), ctx.settings.proxy_estimator.strip()
         proxy_summary = None
-        if proxy and proxy.split(":", 1)[0] != main.split(":", 1)[0]:
+        if proxy and Registry.split(proxy)[0] != Registry.split(main)[0]:
             # the fast proxy first (seconds), on the same pairs: the main estimator's scores are then the latest
-            proxy_summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, list(o.metrics), proxy,
+            proxy_summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, list(o.metric_names()), proxy,
                                         o.preprocessor_spec(ctx.settings), progress=ctx.progress, paper_ids=papers)
-        summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, list(o.metrics), main,
+        summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, list(o.metric_names()), main,
                               o.preprocessor_spec(ctx.settings), progress=ctx.progress, paper_ids=papers)
         summary["sample"] = None if sample is None else sample.description
+        # what was scored, for validate and panel (in this job or a later command): read back from the store
+        ctx.store.set_stage_state(self.name, SCORED_SETUP, _setup_key(ctx),
+                                  {"estimator": summary["estimator"], "preprocessor": summary["preprocessor"]})
         if proxy_summary is not None:
             summary["proxy"] = {k: proxy_summary.get(k) for k in ("estimator", "preprocessor", "pairs_scored",
                                                                   "estimator_calls", "cache_hits")}
@@ -113,18 +128,18 @@ class ValidateStage(BaseStage):
     description = "the metric's validation: does it penalise degradations and not reward manipulations?"
 
     def _setup(self, ctx: StageContext) -> tuple[str, str, list[str]]:
-        from grebench.scoring import latest_setup
+        from grebench.scoring import RAW_PREPROCESSOR, latest_setup
 
         o = ctx.options
-        scored = ctx.results.get("score", {})
-        if scored.get("estimator") and scored.get("preprocessor") and "error" not in scored:
-            estimator_id, preprocessor_id = scored["estimator"], scored["preprocessor"]  # what this run scored with
+        scored = ctx.store.stage_state(ScoreStage.name, SCORED_SETUP)
+        if scored is not None and scored[0] == _setup_key(ctx) and scored[1]:
+            estimator_id, preprocessor_id = scored[1]["estimator"], scored[1]["preprocessor"]  # the last scoring
         else:
             estimator_id, preprocessor_id = latest_setup(ctx.store, o.estimator_spec(ctx.settings),
                                                          o.preprocessor_spec(ctx.settings))
-        metrics = [m for m in o.metrics if ctx.store.scalar(
-            "SELECT count(*) FROM scores WHERE metric = ? AND estimator = ? AND preprocessor IN (?, 'none')",
-            [m, estimator_id, preprocessor_id])]
+        metrics = [m for m in o.metric_names() if ctx.store.scalar(
+            "SELECT count(*) FROM scores WHERE metric = ? AND estimator = ? AND preprocessor IN (?, ?)",
+            [m, estimator_id, preprocessor_id, RAW_PREPROCESSOR])]
         return estimator_id, preprocessor_id, metrics
 
     def fingerprint(self, ctx: StageContext) -> tuple[str, str] | None:
@@ -140,10 +155,9 @@ class ValidateStage(BaseStage):
         from grebench.scoring import estimator_agreement, store_report, validation_rows
 
         est, prep, metrics = self._setup(ctx)
-        rows = validation_rows(ctx.store, est, prep, metrics, int(ctx.settings.bootstrap_samples),
-                               int(ctx.settings.seed))
+        rows = validation_rows(ctx.store, est, prep, metrics, ctx.settings.bootstrap_samples, ctx.settings.seed)
         store_report(ctx.store, ctx.run_id, est, prep, rows)
-        proxy = str(ctx.settings.proxy_estimator or "").strip()
+        proxy = ctx.settings.proxy_estimator.strip()
         agreement = [a for m in metrics if (a := estimator_agreement(ctx.store, m, est, prep, proxy)) is not None]
         return {"estimator": est, "preprocessor": prep, "metrics": metrics, "rows": rows, "agreement": agreement}
 
@@ -183,17 +197,60 @@ class SiteStage(BaseStage):
     def intact(self, ctx: StageContext, summary: dict[str, Any]) -> bool:
         from grebench.site import site_intact
 
-        return site_intact(self._out(ctx), summary) and (ctx.settings.data_path / "export" / "papers.parquet").is_file()
+        return site_intact(self._out(ctx), summary) and (ctx.settings.export_path / "papers.parquet").is_file()
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
         from grebench.site import build_site
 
         summary = build_site(ctx.store, ctx.settings, self._out(ctx))
         summary["out"] = str(self._out(ctx).resolve())
-        summary["exported_tables"] = len(ctx.store.export_parquet(ctx.settings.data_path / "export"))
+        summary["exported_tables"] = len(ctx.store.export_parquet(ctx.settings.export_path))
         return summary
 
 
-#: The main job, in order (``grebench run``).
-MAIN: tuple[Stage, ...] = (IngestStage(), BenchStage(), ScoreStage(), BoardsStage(), ValidateStage(), PanelStage(),
-                           SiteStage())
+class SubmissionsStage(BaseStage):
+    """Accept queued submissions, generate their reviews on clean papers, close them; queued imports.
+
+    What only the service has comes from ``ctx.services``: the submission ``queue``, the key ``vault`` and a
+    ``resolver`` (tests pass a table so that no DNS query leaves the machine).
+    """
+
+    name = "submissions"
+    description = "evaluate submitted model endpoints (pinned, key in memory only, deleted after); queued imports"
+
+    def run(self, ctx: StageContext) -> dict[str, Any]:
+        from grebench.submissions import evaluate_queued
+
+        return evaluate_queued(ctx.store, ctx.settings, ctx.run_id, ctx.services["queue"], ctx.services["vault"],
+                               ctx.services.get("resolver"), ctx.progress)
+
+
+class SnapshotStage(BaseStage):
+    """Cut the yearly snapshot of each venue-year once its day has come (year after the venue), and requested ones."""
+
+    name = "snapshot"
+    description = "frozen per-venue-year snapshots (Parquet + manifest with SHA-256)"
+
+    def __init__(self, today: date | None = None) -> None:
+        self.today = today
+
+    def run(self, ctx: StageContext) -> dict[str, Any]:
+        from grebench.store import cut_due_snapshots
+
+        s = ctx.settings
+        return cut_due_snapshots(ctx.store, ctx.run_id, s.snapshots_path, s.snapshot_requests_path, s.snapshot_date,
+                                 self.today)
+
+
+#: Every stage by name, in the order of the main job, then the service's.
+STAGES: dict[str, Stage] = {s.name: s for s in (
+    IngestStage(), BenchStage(), ScoreStage(), BoardsStage(), ValidateStage(), PanelStage(), SiteStage(),
+    SubmissionsStage(), SnapshotStage())}
+
+
+def stages(*names: str) -> list[Stage]:
+    """The named stages, in the order given."""
+    unknown = [n for n in names if n not in STAGES]
+    if unknown:
+        raise ValueError(f"unknown stage(s) {unknown}: choose from {', '.join(STAGES)}")
+    return [STAGES[n] for n in names]

@@ -1,4 +1,7 @@
-"""The scheduler service: APScheduler 3.x running the jobs on a clock, one at a time, on one store.
+"""The scheduler service: APScheduler 3.x running the pipeline's jobs on a clock, one at a time, on one store.
+
+A job is data (:data:`grebench.pipeline.JOBS`: its stages, the options it fixes, the setting of its interval) and is
+run by :func:`grebench.pipeline.run_job` like every command; the service adds the clock and the ``jobs`` table.
 
 DuckDB allows one writer, so every job runs in ONE worker thread (``ThreadPoolExecutor(1)``) on the one
 :class:`~grebench.store.Store`.  APScheduler keeps its schedule in memory (``MemoryJobStore``: SQLAlchemy is not a
@@ -15,25 +18,27 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any, Sequence
 
 from grebench.endpoints import KeyVault
-from grebench.scheduler._jobs import INTERVAL_SETTINGS, JOBS, JobContext
+from grebench.pipeline import JOBS, SCHEDULED, run_job
+from grebench.progress import PlainProgress
 from grebench.settings import Settings
 from grebench.store import Store, open_store, utcnow
 from grebench.submissions import SubmissionQueue, queue_path
 
 log = logging.getLogger(__name__)
-JOB_KINDS = tuple(JOBS)  # also the start order when several are due: queue, poll, generate, score, site, snapshot
+JOB_KINDS = SCHEDULED  # also the start order when several are due: queue, poll, generate, score, site, snapshot
 
 
 class SchedulerService:
     """The jobs, their state in the store, and the APScheduler that runs them."""
 
     def __init__(self, settings: Settings, store: Store | None = None, *, vault: KeyVault | None = None,
-                 queue: SubmissionQueue | None = None, kinds: Sequence[str] = JOB_KINDS) -> None:
-        unknown = [k for k in kinds if k not in JOBS]
+                 queue: SubmissionQueue | None = None, kinds: Sequence[str] = JOB_KINDS, resolver: Any = None) -> None:
+        unknown = [k for k in kinds if k not in JOB_KINDS]
         if unknown:
             raise ValueError(f"unknown job(s) {unknown}: choose from {', '.join(JOB_KINDS)}")
         self.settings = settings
@@ -42,7 +47,9 @@ class SchedulerService:
         self.vault = vault or KeyVault()
         self.queue = queue or SubmissionQueue(queue_path(settings))
         self.kinds = list(kinds)
-        self.context = JobContext(self.store, settings, self.vault, self.queue)
+        # what only the service has, for the stages that need it; resolver: name resolution of submitted hosts
+        # (None = the system resolver; tests pass a table)
+        self.services: dict[str, Any] = {"queue": self.queue, "vault": self.vault, "resolver": resolver}
         self.scheduler: Any = None
         self._lock = threading.Lock()  # one job at a time, even when called directly (run_job)
         self.recovered = self._recover()
@@ -51,7 +58,7 @@ class SchedulerService:
     def _recover(self) -> list[str]:
         """Jobs the previous process died in: marked interrupted; their runs rows marked crashed."""
         with self.store.transaction() as con:
-            for kind in JOBS:
+            for kind in JOB_KINDS:
                 con.execute("INSERT INTO jobs (job_id, kind, status, runs) VALUES (?, ?, 'never', 0) "
                             "ON CONFLICT DO NOTHING", [kind, kind])
             died = [r[0] for r in con.execute("SELECT job_id FROM jobs WHERE status = 'running'").fetchall()]
@@ -76,9 +83,10 @@ class SchedulerService:
 
     def interval(self, kind: str) -> timedelta:
         """How often a job runs (from its ``*_interval_min`` setting)."""
-        minutes = float(getattr(self.settings, INTERVAL_SETTINGS[kind]))
+        setting = str(JOBS[kind].interval)
+        minutes = float(getattr(self.settings, setting))
         if minutes <= 0:
-            raise ValueError(f"{INTERVAL_SETTINGS[kind]} must be positive, got {minutes}")
+            raise ValueError(f"{setting} must be positive, got {minutes}")
         return timedelta(minutes=minutes)
 
     def next_runs(self, now: datetime | None = None) -> dict[str, datetime]:
@@ -99,19 +107,24 @@ class SchedulerService:
         """Run one job now, recording its state; failures are recorded, never raised (the schedule goes on)."""
         with self._lock:
             store = self.store
-            run_id = store.start_run(f"scheduler:{kind}", {"job": kind})
-            store.con.execute("UPDATE jobs SET status = 'running', last_started_at = ?, last_run_id = ? "
-                              "WHERE job_id = ?", [utcnow(), run_id, kind])
-            store.checkpoint()
-            error = None
+            started: list[str] = []
+
+            def mark_running(_store: Store, run_id: str) -> None:
+                started.append(run_id)
+                store.con.execute("UPDATE jobs SET status = 'running', last_started_at = ?, last_run_id = ? "
+                                  "WHERE job_id = ?", [utcnow(), run_id, kind])
+                store.checkpoint()
+
+            error, run_status, summary, run_id = None, "failed", {}, None
             try:
-                summary = JOBS[kind](self.context, run_id)
-            except Exception as exc:  # a job failure must not stop the scheduler
+                done = run_job(self.settings, kind, open_store=lambda: nullcontext(store), command=f"scheduler:{kind}",
+                               progress=PlainProgress(), services=self.services, on_start=mark_running)
+                summary, run_status, run_id = done.summary(), done.status, done.run_id
+            except Exception as exc:  # a job failure must not stop the scheduler (run_job recorded it on the run)
                 log.exception("job %s failed", kind)
                 error = f"{type(exc).__name__}: {exc}"
-                store.record_failure(run_id, kind, None, error)
                 summary = {"error": error}
-            run_status = store.finish_run(run_id, summary)
+                run_id = started[0] if started else None
             store.con.execute(
                 "UPDATE jobs SET status = ?, last_finished_at = ?, last_error = ?, runs = runs + 1, "
                 "last_summary_json = ? WHERE job_id = ?",

@@ -20,9 +20,19 @@ from grebench.scoring._boards import (
     stored_boards,
     venue_scope,
 )
-from grebench.scoring._engine import DEFAULT_METRICS, METRICS, ScoringError, request_key, run_scoring
+from grebench.scoring._engine import ScoringError, request_key, run_scoring
 from grebench.scoring._judgment_lines import PHRASES, parse_judgment_output
 from grebench.scoring._leaderboard import available_tables, is_contaminated_row, leaderboard, per_paper_scores
+from grebench.scoring._metrics import (
+    METRICS,
+    RAW_PREPROCESSOR,
+    Metric,
+    SynopsisInputs,
+    default_metrics,
+    headline_metric,
+    metric,
+    metric_preprocessor,
+)
 from grebench.scoring._preprocess import (
     PREPROCESS_PROMPT_VERSION,
     PREPROCESSORS,
@@ -45,28 +55,34 @@ from grebench.scoring._validate import (
 
 __all__ = [
     "BOARD_VERSION",
-    "DEFAULT_METRICS",
     "GEM_PROMPT_VERSION",
     "METRICS",
     "PHRASES",
     "PREPROCESSORS",
     "PREPROCESS_PROMPT_VERSION",
+    "RAW_PREPROCESSOR",
     "RULES_ID",
     "SCOPES",
     "LogprobRequest",
     "LogprobResult",
+    "Metric",
     "ScoringError",
+    "SynopsisInputs",
     "available_tables",
     "board_id",
     "boards_fingerprint",
     "bootstrap_ci",
     "cohens_d",
     "compute_boards",
+    "default_metrics",
     "estimator_agreement",
+    "headline_metric",
     "is_contaminated_row",
     "latest_setup",
     "leaderboard",
     "meets_expectation",
+    "metric",
+    "metric_preprocessor",
     "paired_difference",
     "parse_judgment_output",
     "per_paper_scores",

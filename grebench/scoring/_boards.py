@@ -17,16 +17,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from grebench.bench import BASELINE, REFERENCE, kinds_with_role
 from grebench.progress import NoProgress, Progress
+from grebench.scoring._labels import label_parts, store_labels
 from grebench.scoring._leaderboard import leaderboard
+from grebench.scoring._metrics import metric_preprocessor
 from grebench.settings import Settings
 from grebench.store import Store, code_files, fingerprint, utcnow
 
-BOARD_VERSION = "boards-v1"
+BOARD_VERSION = "boards-v2"  # v2: rows carry their kind's role; labels are stored with the boards
 SCOPES = ("all", "sealed")
-ROW_COLUMNS = ("board_id", "candidate", "kind", "rank", "rank_low", "rank_high", "score", "ci90_low", "ci90_high",
-               "ci95_low", "ci95_high", "papers", "pairs", "clean_papers", "contaminated_papers", "sealed_share",
-               "diff_vs_human", "p_vs_human", "cost_usd", "latency_s")
+ROW_COLUMNS = ("board_id", "candidate", "kind", "role", "rank", "rank_low", "rank_high", "score", "ci90_low",
+               "ci90_high", "ci95_low", "ci95_high", "papers", "pairs", "clean_papers", "contaminated_papers",
+               "sealed_share", "diff_vs_human", "p_vs_human", "cost_usd", "latency_s")
 BOARD_COLUMNS = ("board_id", "venue_id", "venue", "metric", "estimator", "preprocessor", "scope", "papers",
                  "papers_eligible", "sample_json", "human_score", "human_ci95_low", "human_ci95_high",
                  "bootstrap_samples", "seed", "computed_at")
@@ -56,9 +59,13 @@ def venue_scope(store: Store, venue_id: str | None, sealed_only: bool = False) -
     cur.execute(f"CREATE OR REPLACE TEMP TABLE scope_paper_ids AS SELECT paper_id FROM {db}.main.papers "
                 "WHERE ? IS NULL OR venue_id = ?", [venue_id, venue_id])
     papers = "SELECT paper_id FROM temp.main.scope_paper_ids"
+    # kinds built from the human reviews (the baseline, the controls) count whether sealed or not
+    cur.execute("CREATE OR REPLACE TEMP TABLE scope_unsealed_kinds AS SELECT unnest(?::VARCHAR[]) AS kind",
+                [kinds_with_role(BASELINE, REFERENCE)])
     sealed = "" if not sealed_only else (
         f" AND (generation_id IN (SELECT generation_id FROM {db}.main.generations WHERE sealed) OR "
-        f"candidate NOT IN (SELECT name FROM {db}.main.candidates WHERE kind NOT IN ('human', 'control')))")
+        f"candidate IN (SELECT name FROM {db}.main.candidates WHERE kind IN "
+        "(SELECT kind FROM temp.main.scope_unsealed_kinds)))")
     try:
         cur.execute(f"CREATE TEMP VIEW papers AS SELECT * FROM {db}.main.papers WHERE paper_id IN ({papers})")
         cur.execute(f"CREATE TEMP VIEW generations AS SELECT * FROM {db}.main.generations "
@@ -93,13 +100,14 @@ def boards_fingerprint(store: Store, settings: Settings) -> str:
     """What the boards depend on: scores, candidates, generations, papers, splits, samples, settings, code."""
     return fingerprint(store, tables=("scores", "candidates", "generations", "papers", "baseline_splits",
                                       "paper_samples"),
-                       values=[BOARD_VERSION, int(settings.bootstrap_samples), int(settings.seed)],
-                       code=code_files(_HERE / "_boards.py", _HERE / "_leaderboard.py", _HERE / "_aggregate.py"))
+                       values=[BOARD_VERSION, settings.bootstrap_samples, settings.seed, label_parts()],
+                       code=code_files(_HERE / "_boards.py", _HERE / "_leaderboard.py", _HERE / "_aggregate.py",
+                                       _HERE / "_labels.py"))
 
 
 def compute_boards(store: Store, settings: Settings, progress: Progress | None = None) -> dict[str, Any]:
     """Recompute every board from the stored scores and store them (replacing the previous set)."""
-    samples, seed = int(settings.bootstrap_samples), int(settings.seed)
+    samples, seed = settings.bootstrap_samples, settings.seed
     setups = _setups(store)
     eligible = _eligible(store)
     sample = _sample(store)
@@ -117,8 +125,8 @@ def compute_boards(store: Store, settings: Settings, progress: Progress | None =
                     papers = int(scoped.scalar("SELECT count(DISTINCT paper_id) FROM scores WHERE metric = ? AND "
                                                "estimator = ? AND preprocessor = ?",
                                                [setup["metric"], setup["estimator"],
-                                                "none" if setup["metric"] == "gem-raw" else setup["preprocessor"]]))
-                human = next((r for r in ranked if r["kind"] == "human"), None)
+                                                metric_preprocessor(setup["metric"], setup["preprocessor"])]))
+                human = next((r for r in ranked if r["role"] == BASELINE), None)
                 boards.append([bid, setup["venue_id"], setup["venue"], setup["metric"], setup["estimator"],
                                setup["preprocessor"], scope, papers, eligible.get(setup["venue_id"]),
                                sample.get(setup["venue_id"]),
@@ -135,6 +143,7 @@ def compute_boards(store: Store, settings: Settings, progress: Progress | None =
         con.execute("DELETE FROM boards")
         store.insert_rows("boards", BOARD_COLUMNS, boards)
         store.insert_rows("board_rows", ROW_COLUMNS, rows)
+        store_labels(store)
     return {"boards": len(boards), "rows": len(rows)}
 
 
@@ -163,9 +172,9 @@ def stored_boards(store: Store, *, metric: str | None = None, venue_id: str | No
         return []
     by_board: dict[str, list[dict[str, Any]]] = {}
     for r in store.rows("SELECT * FROM board_rows WHERE board_id IN (SELECT unnest(?::VARCHAR[])) "
-                        # ranked rows, then LLMs with no clean paper (unranked band), then the controls
-                        "ORDER BY board_id, rank NULLS LAST, kind = 'control', score DESC, candidate",
-                        [[b["board_id"] for b in boards]]):
+                        # ranked rows, then LLMs with no clean paper (unranked band), then the references (controls)
+                        "ORDER BY board_id, rank NULLS LAST, coalesce(role = ?, false), score DESC, candidate",
+                        [[b["board_id"] for b in boards], REFERENCE]):
         by_board.setdefault(r["board_id"], []).append(r)
     for b in boards:
         b["rows"] = [{**r, "metric": b["metric"], "estimator": b["estimator"], "preprocessor": b["preprocessor"]}

@@ -16,20 +16,17 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from grebench.bench import CONTROLS
+from grebench.bench import CONTROLS, REFERENCE, kind_info
 from grebench.progress import NoProgress, Progress, Task
+from grebench.scoring._metrics import METRICS, RAW_PREPROCESSOR, SynopsisInputs, default_metrics, metric
 from grebench.scoring._preprocess import Judgment, preprocess_texts, resolve_preprocessor, text_sha256
 from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest, LogprobResult
-from grebench.scoring._synopsis import assw_synopses
 from grebench.store import Store, utcnow
 
 if TYPE_CHECKING:
     from grebench.scoring.estimators import Estimator
     from grebench.settings import Settings
 
-METRICS = ("gem", "gem-s", "gem-s-assw", "gem-raw")
-DEFAULT_METRICS = ("gem", "gem-s")
-RAW_PREPROCESSOR = "none"  # gem-raw scores unprocessed text: stored under this preprocessor id
 PAPERS_PER_BATCH = 40
 
 
@@ -100,7 +97,7 @@ def _check_no_leak(data: dict[str, Any]) -> None:
     leaking = {e.name for e in CONTROLS if e.obj.source == "reference"}
     for g in data["generations"]:
         split = data["splits"].get(g["paper_id"])
-        if g["kind"] == "control" and g["candidate"] in leaking:
+        if g["candidate"] in leaking and kind_info(g["kind"]).role == REFERENCE:  # built from the references on purpose
             continue
         if split and g["source_review_id"] and g["source_review_id"] in split[1]:
             raise ScoringError(f"generation {g['generation_id']} ({g['candidate']}, paper {g['paper_id']}) is derived "
@@ -109,30 +106,36 @@ def _check_no_leak(data: dict[str, Any]) -> None:
             raise ScoringError(f"paper {g['paper_id']}: the human baseline's review is in its own reference set")
 
 
-def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: Sequence[str] = DEFAULT_METRICS,
-                estimator_spec: str | None = None, preprocessor_spec: str | None = None,
+def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: Sequence[str] = (),
+                estimator_spec: str = "", preprocessor_spec: str = "",
                 progress: Progress | None = None, estimator: Estimator | None = None,
                 paper_ids: Collection[str] | None = None) -> dict[str, Any]:
     """Score every stored generation against its references; returns the run summary.
 
+    The specs are the ones in force (the pipeline fills in the settings' defaults, once: ``RunOptions``).
     ``estimator`` overrides ``estimator_spec`` (tests hand in a fake that speaks the same protocol); ``paper_ids``
     limits the scoring to those papers (the main job's sample).
     """
-    metrics = list(dict.fromkeys(metrics or DEFAULT_METRICS))
+    metrics = list(dict.fromkeys(metrics or default_metrics()))
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
-        raise ScoringError(f"unknown metric(s) {unknown}: choose from {', '.join(METRICS)}")
-    estimator_spec = estimator_spec or settings.estimator
-    preprocessor_spec = preprocessor_spec or settings.preprocessor
+        raise ScoringError(f"unknown metric(s) {unknown}: choose from {', '.join(METRICS.names())}")
+    if not estimator_spec or not preprocessor_spec:
+        raise ScoringError("run_scoring needs the estimator and preprocessor specs in force")
+    needs_corpus = False
+    if estimator is None:
+        from grebench.scoring.estimators import estimator_info
+
+        needs_corpus = estimator_info(estimator_spec).needs_corpus  # the registry is read once per run
     skips = _Skips()
     data = _load(store)
     _check_no_leak(data)
     splits, reviews, generations = data["splits"], data["reviews"], data["generations"]
     wanted = splits if paper_ids is None else set(paper_ids) & set(splits)
     generations = [g for g in generations if g["paper_id"] in wanted]
-    needs_lines = any(m != "gem-raw" for m in metrics)
+    needs_lines = any(not metric(m).raw for m in metrics)
     preprocessor = resolve_preprocessor(preprocessor_spec, settings, store) if needs_lines else None
-    # what each text becomes: judgment lines (or the raw text for gem-raw)
+    # what each text becomes: judgment lines (or the raw text for a raw metric)
     corpus_ids = [rid for rid, (pid, _) in reviews.items() if pid in splits]
     lines: dict[str, Judgment] = {}
     display = progress or NoProgress()
@@ -147,9 +150,8 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
         if estimator is not None:
             return estimator
         if raw not in est_cache:
-            from grebench.scoring.estimators import estimator_entry, resolve_estimator
+            from grebench.scoring.estimators import resolve_estimator
 
-            needs_corpus = bool(estimator_entry(estimator_spec).meta.get("needs_corpus"))
             if not needs_corpus and est_cache:  # one model serves raw and preprocessed texts alike
                 est_cache[raw] = next(iter(est_cache.values()))
             else:
@@ -167,37 +169,37 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
         return est_cache[raw]
 
     pairs: list[tuple[Estimator, str, _Pair]] = []
-    for metric in metrics:
-        raw = metric == "gem-raw"
+    for name in metrics:
+        raw = metric(name).raw
         prep_id = RAW_PREPROCESSOR if raw else preprocessor.id  # type: ignore[union-attr]
-        synopses = _synopses(store, settings, metric, data, skips)
+        synopses = _synopses(store, settings, name, data, skips)
         if synopses is None:
             continue
         est = estimator_for(raw)
         existing = {(r["candidate"], r["paper_id"], r["reference_review_id"]): r["generation_id"] for r in store.rows(
             "SELECT candidate, paper_id, reference_review_id, generation_id FROM scores "
-            "WHERE metric = ? AND estimator = ? AND preprocessor = ?", [metric, est.id, prep_id])}
+            "WHERE metric = ? AND estimator = ? AND preprocessor = ?", [name, est.id, prep_id])}
         for g in generations:
             pid = g["paper_id"]
             if pid not in synopses:
                 continue
-            cand_text = _text_for(g["text"], raw, lines, skips, metric, "candidate review")
+            cand_text = _text_for(g["text"], raw, lines, skips, name, "candidate review")
             if cand_text is False:
                 continue
             for ref in splits[pid][1]:
                 if ref not in reviews:
-                    skips.add(metric, "pairs", "reference review not in the store")
+                    skips.add(name, "pairs", "reference review not in the store")
                     continue
-                ref_text = _text_for(reviews[ref][1], raw, lines, skips, metric, "reference")
+                ref_text = _text_for(reviews[ref][1], raw, lines, skips, name, "reference")
                 if not ref_text:
                     if ref_text is None:
-                        skips.add(metric, "pairs", "reference has no judgment lines")
+                        skips.add(name, "pairs", "reference has no judgment lines")
                     continue
                 if existing.get((g["candidate"], pid, ref)) == g["generation_id"]:
                     continue
                 syn = synopses[pid]
                 pairs.append((est, prep_id, _Pair(
-                    metric, g["candidate"], pid, ref, g["generation_id"],
+                    name, g["candidate"], pid, ref, g["generation_id"],
                     LogprobRequest(pid, syn, cand_text or None, ref_text, GEM_PROMPT_VERSION),
                     LogprobRequest(pid, syn, None, ref_text, GEM_PROMPT_VERSION))))
     results, calls, hits, batches = _evaluate(store, [(e, p.conditional) for e, _, p in pairs]
@@ -243,22 +245,11 @@ def _refuse_mixing(prep_id: str, splits: dict[str, Any], reviews: dict[str, Any]
                            "(use rules or litellm:MODEL for all reviews)")
 
 
-def _synopses(store: Store, settings: Settings, metric: str, data: dict[str, Any],
+def _synopses(store: Store, settings: Settings, name: str, data: dict[str, Any],
               skips: _Skips) -> dict[str, str | None] | None:
-    """Synopsis per paper for this metric (None for GEM); papers left out are counted as skipped."""
-    papers = list(data["splits"])
-    if metric in ("gem", "gem-raw"):
-        return dict.fromkeys(papers)
-    with_abstract = {p: a for p in papers if (a := (data["abstracts"].get(p) or "").strip())}
-    if len(with_abstract) < len(papers):
-        skips.add(metric, "papers", "paper has no abstract (GEM only)", len(papers) - len(with_abstract))
-    if metric == "gem-s":
-        return dict(with_abstract)
-    synopses, skipped = assw_synopses(store, settings, with_abstract)
-    for reason, n in Counter(skipped.values()).items():
-        skips.add(metric, "metric" if not settings.assw_model else "papers", reason,
-                  1 if not settings.assw_model else n)
-    return dict(synopses) if synopses else None
+    """Synopsis per paper for this metric (None: nothing conditioned on); papers left out are counted as skipped."""
+    return metric(name).synopses(SynopsisInputs(store, settings, list(data["splits"]), data["abstracts"],
+                                                lambda what, reason, n: skips.add(name, what, reason, n)))
 
 
 def _evaluate(store: Store, requests: list[tuple[Estimator, LogprobRequest]],

@@ -14,17 +14,18 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from grebench.bench import CONTROLS, HUMAN, is_clean
+from grebench.bench import CONTESTANT, CONTROL_KIND, CONTROLS, HUMAN, HUMAN_KIND, REFERENCE, is_clean, kind_info
 from grebench.scoring._aggregate import bootstrap_ci, paired_difference, rank_intervals
-from grebench.scoring._engine import RAW_PREPROCESSOR
+from grebench.scoring._metrics import metric_preprocessor
 from grebench.store import Store
 
 
-def _kind(name: str, stored: str | None) -> str:
-    """The stored kind; a candidate missing from ``candidates`` (an old export) by its name."""
+def _kind(name: str, stored: str | None) -> str | None:
+    """The stored kind; a candidate missing from ``candidates`` (an old export) by its name (None: unknown, a
+    contestant)."""
     if stored:
         return stored
-    return "human" if name == HUMAN else "control" if name in CONTROLS else "llm"
+    return HUMAN_KIND if name == HUMAN else CONTROL_KIND if name in CONTROLS else None
 
 
 def available_tables(store: Store) -> list[dict[str, Any]]:
@@ -51,8 +52,7 @@ def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor:
     review that misleads on some reference.  Such a review carries no information about the paper: on each reference
     it gets the floor instead, the lowest PMI of any review with judgment lines (at most 0): :data:`FLOORED_PMI`.
     """
-    if metric == "gem-raw":
-        preprocessor = RAW_PREPROCESSOR
+    preprocessor = metric_preprocessor(metric, preprocessor)
     rows = store.rows(
         f"""SELECT s.candidate, s.paper_id, avg({FLOORED_PMI}) AS pmi, count(*) AS pairs, any_value(c.kind) AS kind,
                   any_value(c.cutoff) AS cutoff, any_value(p.reviews_public_at) AS public_at,
@@ -67,14 +67,15 @@ def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor:
     scores: dict[str, dict[str, float]] = defaultdict(dict)
     contaminated: dict[str, dict[str, float]] = defaultdict(dict)
     info: dict[str, dict[str, Any]] = defaultdict(lambda: {"pairs": 0, "sealed": 0, "papers_scored": 0, "kind": None,
-                                                           "no_lines": 0})
+                                                           "role": CONTESTANT, "no_lines": 0})
     for r in rows:
         name = r["candidate"]
         kind = _kind(name, r["kind"])
+        facts = kind_info(kind)
         entry = info[name]
-        entry["kind"] = kind
+        entry["kind"], entry["role"] = kind, facts.role
         entry["papers_scored"] += 1
-        if kind not in ("human", "control") and not (r["sealed"] or is_clean(r["cutoff"], r["public_at"], kind)):
+        if not facts.always_clean and not (r["sealed"] or is_clean(r["cutoff"], r["public_at"], kind)):
             contaminated[name][r["paper_id"]] = float(r["pmi"])  # not ranked; shown only when nothing is clean
             continue
         scores[name][r["paper_id"]] = float(r["pmi"])
@@ -85,8 +86,9 @@ def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor:
 
 
 def is_contaminated_row(row: dict[str, Any]) -> bool:
-    """Whether a leaderboard row is an LLM (or imported) candidate shown on contaminated papers only (no rank)."""
-    return row.get("kind") not in ("human", "control") and row.get("rank") is None and not row.get("clean_papers")
+    """Whether a leaderboard row is a contestant shown on contaminated papers only (no rank)."""
+    role = row.get("role") or kind_info(row.get("kind")).role
+    return role == CONTESTANT and row.get("rank") is None and not row.get("clean_papers")
 
 
 def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str, samples: int = 2000,
@@ -99,7 +101,7 @@ def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str,
     """
     data = per_paper_scores(store, metric, estimator_id, preprocessor)
     scores, info = data["scores"], data["info"]
-    ranked = {name: per_paper for name, per_paper in scores.items() if info[name]["kind"] != "control"}
+    ranked = {name: per_paper for name, per_paper in scores.items() if info[name]["role"] != REFERENCE}
     ranks: dict[str, dict[str, Any]] = dict(rank_intervals(ranked, samples=samples, seed=seed))
     for name in scores:
         ranks.setdefault(name, {"rank": None, "rank_low": None, "rank_high": None})
@@ -117,18 +119,18 @@ def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str,
         ci = bootstrap_ci(list(per_paper.values()), samples=samples, seed=seed)
         diff = paired_difference(per_paper, human, samples=samples, seed=seed) if human and name != HUMAN else None
         rows.append({
-            "candidate": name, "kind": info[name]["kind"], "metric": metric, "estimator": estimator_id,
-            "preprocessor": RAW_PREPROCESSOR if metric == "gem-raw" else preprocessor,
+            "candidate": name, "kind": info[name]["kind"], "role": info[name]["role"], "metric": metric,
+            "estimator": estimator_id,
+            "preprocessor": metric_preprocessor(metric, preprocessor),
             "score": ci["score"], "ci90_low": ci["ci90_low"], "ci90_high": ci["ci90_high"],
             "ci95_low": ci["ci95_low"], "ci95_high": ci["ci95_high"],
             "papers": len(per_paper), "pairs": info[name]["pairs"],
             "rank": ranks[name]["rank"], "rank_low": ranks[name]["rank_low"], "rank_high": ranks[name]["rank_high"],
             "clean_papers": clean, "contaminated_papers": info[name]["papers_scored"] - clean,
             # sealing is about LLMs writing before the reviews were public: no meaning for texts built from them
-            "sealed_share": None if info[name]["kind"] in ("human", "control")
-            else info[name]["sealed"] / len(per_paper),
+            "sealed_share": None if info[name]["role"] != CONTESTANT else info[name]["sealed"] / len(per_paper),
             "diff_vs_human": diff["diff"] if diff else None, "p_vs_human": diff["p"] if diff else None,
         })
     # ranked rows, then the contaminated band, then the controls (reference rows), each by score
-    rows.sort(key=lambda r: (r["rank"] is None, r["kind"] == "control", r["rank"] or 0, -r["score"], r["candidate"]))
+    rows.sort(key=lambda r: (r["rank"] is None, r["role"] == REFERENCE, r["rank"] or 0, -r["score"], r["candidate"]))
     return rows

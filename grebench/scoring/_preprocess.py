@@ -140,12 +140,26 @@ PreprocessorFactory = Callable[[str, "Settings", Store], Preprocessor]
 PREPROCESSORS: Registry[PreprocessorFactory] = Registry("preprocessor")
 
 
-@PREPROCESSORS.register("rules", spec="rules", summary=f"deterministic judgment lines ({RULES_ID}), no LLM")
+def _litellm_label(preprocessor_id: str) -> str:
+    from grebench.models import model_title
+
+    return f"LLM preprocessor ({model_title(preprocessor_id.partition(':')[2].split('@', 1)[0])})"
+
+
+def _imported_label(preprocessor_id: str) -> str:
+    name = preprocessor_id.partition(":")[2]
+    return f"imported judgment lines ({name if len(name) <= 40 else name[:39] + '…'})" if name else \
+        "imported judgment lines"
+
+
+@PREPROCESSORS.register("rules", spec="rules", summary=f"deterministic judgment lines ({RULES_ID}), no LLM",
+                        label=lambda _id: "rules preprocessor")
 def _rules(arg: str, settings: Settings, store: Store) -> Preprocessor:
     return RulesPreprocessor()
 
 
-@PREPROCESSORS.register("litellm", spec="litellm:MODEL", summary="an LLM rewrites each review into judgment lines")
+@PREPROCESSORS.register("litellm", spec="litellm:MODEL", summary="an LLM rewrites each review into judgment lines",
+                        label=_litellm_label)
 def _litellm(arg: str, settings: Settings, store: Store) -> Preprocessor:
     model = arg.split("@", 1)[0]
     if not model:
@@ -153,7 +167,8 @@ def _litellm(arg: str, settings: Settings, store: Store) -> Preprocessor:
     return LLMPreprocessor(model, settings, store)
 
 
-@PREPROCESSORS.register("imported", spec="imported[:NAME]", summary="judgment lines that came with an archive")
+@PREPROCESSORS.register("imported", spec="imported[:NAME]", summary="judgment lines that came with an archive",
+                        label=_imported_label)
 def _imported(arg: str, settings: Settings, store: Store) -> Preprocessor:
     names = imported_preprocessor_names(store)
     with_lines = {k: v for k, v in names.items() if k is not None}

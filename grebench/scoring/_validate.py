@@ -20,7 +20,9 @@ import numpy as np
 
 from grebench.bench import CONTROLS, HUMAN, Control
 from grebench.bench.controls import PENALISED
+from grebench.registry import Registry
 from grebench.scoring._leaderboard import FLOOR_JOIN, FLOORED_PMI
+from grebench.scoring._metrics import headline_metric
 from grebench.settings import Settings
 from grebench.store import Store, code_files, fingerprint, utcnow
 
@@ -111,7 +113,7 @@ def _row(metric: str, name: str, t: Control, human: dict[str, dict], other: dict
         "ci_low": round(low, 4), "ci_high": round(high, 4), "p": float(f"{p:.3g}"), "n_papers": len(s),
         "verdict": found, "expected": t.expected, "as_expected": meets_expectation(t.expected, found),
         "mean_human": round(float(a.mean()), 4), "mean_transformed": round(float(b.mean()), 4),
-        "paper_d": t.paper_d if metric == "gem-s" else None,
+        "paper_d": t.paper_d if metric == headline_metric() else None,
     }
 
 
@@ -146,8 +148,8 @@ def estimator_agreement(store: Store, metric: str, estimator: str, preprocessor:
     per-paper rho across candidates.  None when the proxy has no scores on common pairs (or is the estimator)."""
     from scipy import stats
 
-    kind = proxy_kind.split(":", 1)[0]
-    if not kind or estimator.split(":", 1)[0] == kind:
+    kind = Registry.split(proxy_kind)[0]
+    if not kind or Registry.split(estimator)[0] == kind:
         return None
     proxy = store.scalar("""SELECT estimator FROM scores WHERE metric = ? AND preprocessor = ? AND estimator LIKE ?
                             GROUP BY estimator ORDER BY max(created_at) DESC LIMIT 1""",
@@ -198,7 +200,7 @@ def latest_setup(store: Store, estimator_spec: str | None = None, preprocessor: 
         if estimator_spec:
             if loose:
                 where.append("estimator LIKE ?")
-                params.append(estimator_spec.split(":", 1)[0] + ":%")
+                params.append(Registry.split(estimator_spec)[0] + ":%")
             else:
                 where.append("(estimator = ? OR estimator LIKE ? OR estimator LIKE ?)")
                 params += [estimator_spec, f"{estimator_spec}:%", f"{estimator_spec}@%"]
@@ -222,5 +224,5 @@ def validation_fingerprint(store: Store, settings: Settings, estimator_id: str, 
                       pmi)) FROM scores WHERE estimator = ? AND preprocessor IN (?, 'none')""",
                    [estimator_id, preprocessor_id]),
         "candidates": ("SELECT count(*), bit_xor(hash(name, kind)) FROM candidates", [])},
-        values=[int(settings.bootstrap_samples), int(settings.seed), sorted(metrics), CONTROLS.names()],
+        values=[settings.bootstrap_samples, settings.seed, sorted(metrics), CONTROLS.names()],
         code=code_files(Path(__file__)))

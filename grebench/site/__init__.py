@@ -5,6 +5,7 @@ Public API (importing it never imports gradio; the app lives in :mod:`grebench.s
 * :func:`build_site` — render the static site from the store (``grebench site build``, last stage of ``run``).
 * :func:`create_app`, :func:`launch_app`, :func:`launch_kwargs` — the Gradio app over the Parquet exports.
 * :func:`board_text` — the one text formatter of a stored leaderboard (``grebench run`` and ``grebench leaderboard``).
+* :class:`Labels` — the words for stored ids, kinds' roles and colours (the store's ``labels`` table).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from grebench.site._build import SCHEMA_VERSION, build_site, leaderboard_json, site_fingerprint, site_intact
+from grebench.site._labels import Labels
 from grebench.site._text import board_text
 
 
@@ -43,5 +45,5 @@ def app_reader(*args: Any, **kwargs: Any) -> Any:
     return reader(*args, **kwargs)
 
 
-__all__ = ["SCHEMA_VERSION", "app_reader", "board_text", "build_site", "create_app", "launch_app", "launch_kwargs",
-           "leaderboard_json", "site_fingerprint", "site_intact"]
+__all__ = ["SCHEMA_VERSION", "Labels", "app_reader", "board_text", "build_site", "create_app", "launch_app",
+           "launch_kwargs", "leaderboard_json", "site_fingerprint", "site_intact"]

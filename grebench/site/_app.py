@@ -18,7 +18,7 @@ from grebench._offline import apply_offline_defaults
 from grebench.endpoints import KeyVault, Resolver
 from grebench.settings import Settings
 from grebench.site import _data
-from grebench.site._labels import metric_label, setup_label
+from grebench.site._labels import REFERENCE_ROLE, Labels
 from grebench.site._reader import (
     ReaderCache,
     Snapshot,
@@ -56,12 +56,12 @@ QUEUE_KWARGS: dict[str, Any] = {"default_concurrency_limit": READ_CONCURRENCY, "
 
 def reader_store(settings: Settings) -> Store:
     """A fresh in-memory store of every exported table (uncached; the app itself uses :func:`reader`)."""
-    return build_reader(settings.data_path / "export", tables=None)
+    return build_reader(settings.export_path, tables=None)
 
 
 def reader(settings: Settings) -> ReaderCache:
     """The shared reader cache of this data dir's export (one per process and export folder)."""
-    return reader_cache(settings.data_path / "export")
+    return reader_cache(settings.export_path)
 
 
 def blocked_paths(settings: Settings) -> list[str]:
@@ -81,7 +81,7 @@ def launch_kwargs(settings: Settings) -> dict[str, Any]:
             "blocked_paths": blocked_paths(settings), "allowed_paths": [], "show_error": False,
             "enable_monitoring": False, "mcp_server": False, "pwa": False, "ssr_mode": False, "theme": theme,
             "footer_links": ["api"], "max_file_size": UPLOAD_MAX_BYTES,
-            "state_session_capacity": int(settings.app_session_capacity)}
+            "state_session_capacity": settings.app_session_capacity}
 
 
 def _fmt(value: Any) -> Any:
@@ -101,9 +101,10 @@ def _setup_value(board: Mapping[str, Any]) -> str:
 def _board_choices(store: Store) -> tuple[list[str], list[Choice], list[Choice], list[str], list[str]]:
     """Filter choices; metrics and setups are named in words (:mod:`grebench.site._labels`), valued by their ids."""
     boards = _data.boards(store)
+    labels = Labels.load(store)
     venues = sorted({b["venue_id"] for b in boards})
-    metrics = [(metric_label(m), m) for m in sorted({b["metric"] for b in boards})]
-    setups = sorted({(setup_label(b["estimator"], b["preprocessor"]), _setup_value(b)) for b in boards})
+    metrics = [(labels.metric(m), m) for m in sorted({b["metric"] for b in boards})]
+    setups = sorted({(labels.setup(b["estimator"], b["preprocessor"]), _setup_value(b)) for b in boards})
     models = [c["name"] for c in _data.candidates(store)]
     papers = [p["paper_id"] for p in _data.paper_ids(store)]
     return venues, metrics, setups, models, papers
@@ -125,7 +126,7 @@ def board_table(settings: Settings, venue: str | None, metric: str | None, setup
              and b["metric"] == metric and _setup_value(b) == setup]
     if not match:
         return []
-    rows = [r for r in match[0]["rows"] if include_controls or r["kind"] != "control"]
+    rows = [r for r in match[0]["rows"] if include_controls or r["role"] != REFERENCE_ROLE]
     return [[("ref" if c == "rank" and r.get("rank") is None else _fmt(r.get(c))) for c in BOARD_COLUMNS]
             for r in rows]
 
@@ -137,7 +138,9 @@ def model_tables(settings: Settings, name: str) -> tuple[list[list[Any]], list[l
 
     def compute(store: Store) -> tuple[list[list[Any]], list[list[Any]], str]:
         m = _data.model_page(store, name, _boards(cache, snap))
-        scores = [[s["venue_id"], metric_label(s["metric"]), setup_label(s["estimator"], s["preprocessor"]), s["rank"],
+        labels = Labels.load(store)
+        scores = [[s["venue_id"], labels.metric(s["metric"]), labels.setup(s["estimator"], s["preprocessor"]),
+                   s["rank"],
                    _fmt(s["score"]), _fmt(s["ci95_low"]), _fmt(s["ci95_high"]), s["papers"]] for s in m["scores"]]
         window = [[w["venue_id"], str(w["public_from"])[:10], w["papers"], w["clean"], w["sealed"]]
                   for w in m["window"]]
@@ -235,7 +238,7 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
     _tab_from_query.__annotations__["request"] = gr.Request  # how Gradio knows to pass the request
     vault = vault or KeyVault()
     queue = queue or SubmissionQueue(queue_path(settings))
-    proxies = trusted_proxies(str(settings.app_trusted_proxies))  # whose X-Forwarded-For the rate limit believes
+    proxies = trusted_proxies(settings.app_trusted_proxies)  # whose X-Forwarded-For the rate limit believes
 
     def load_choices() -> tuple[Any, ...]:
         cache = reader(settings)
@@ -287,9 +290,9 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
     qfile = queue.path
     queue_cache = StampCache(lambda: file_stamp(qfile, qfile.with_name(qfile.name + ".wal")) if qfile else None,
                              public_queue, max_age_s=5.0 if qfile else 0.0)
-    snapshots_dir = settings.data_path / "snapshots"
+    snapshots_dir = settings.snapshots_path
     downloads_cache = StampCache(lambda: tree_stamp(snapshots_dir), lambda: [
-        [s["name"], s["bytes"], s["sha256"]] for s in _data.snapshot_files(settings.data_path)])
+        [s["name"], s["bytes"], s["sha256"]] for s in _data.snapshot_files(settings.snapshots_path)])
 
     def queue_rows() -> list[list[Any]]:
         return _copy(queue_cache.get())
@@ -380,7 +383,7 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
     demo.queue(**QUEUE_KWARGS)
     # per-session state (the component values Gradio keeps for every visitor) is bounded: the oldest sessions go
     # first once there are more than this many (launch sets it too; set here so the bound holds from the start)
-    demo.state_session_capacity = int(settings.app_session_capacity)
+    demo.state_session_capacity = settings.app_session_capacity
     return demo
 
 

@@ -18,7 +18,7 @@ import jinja2
 
 from grebench.settings import Settings
 from grebench.site import _data
-from grebench.site._labels import board_id, board_title, estimator_label, metric_label, preprocessor_label, setup_label
+from grebench.site._labels import Labels, board_id
 from grebench.site._plots import board_svg
 from grebench.store import Store, code_files, fingerprint, utcnow
 
@@ -53,13 +53,14 @@ def _day(value: Any) -> str:
     return str(value)[:10]
 
 
-def environment() -> jinja2.Environment:
-    """The Jinja2 environment: autoescape always on, undefined names are errors."""
+def environment(labels: Labels | None = None) -> jinja2.Environment:
+    """The Jinja2 environment: autoescape always on, undefined names are errors; ids are named by ``labels``."""
+    words = labels or Labels()
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(num=_num, pct=_pct, day=_day, metric_label=metric_label, estimator_label=estimator_label,
-                       preprocessor_label=preprocessor_label, board_title=board_title, board_id=board_id)
-    env.globals.update(setup_label=setup_label)
+    env.filters.update(num=_num, pct=_pct, day=_day, metric_label=words.metric, estimator_label=words.estimator,
+                       preprocessor_label=words.preprocessor, board_title=words.board_title, board_id=board_id)
+    env.globals.update(setup_label=words.setup)
     return env
 
 
@@ -99,10 +100,10 @@ class _Writer:
 
 
 #: Bump when what the site shows changes (code, not data): the next build renders again.
-SITE_VERSION = "site-v4"
+SITE_VERSION = "site-v5"  # v5: words for ids, kinds' roles and colours come from the stored labels
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
          "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes",
-         "boards", "board_rows")
+         "boards", "board_rows", "labels")
 
 
 def site_fingerprint(store: Store, settings: Settings) -> str:
@@ -113,7 +114,7 @@ def site_fingerprint(store: Store, settings: Settings) -> str:
                                         created_at::DATE)) FROM (SELECT * FROM validation_reports
                    QUALIFY row_number() OVER (PARTITION BY estimator, preprocessor ORDER BY created_at DESC) = 1)""",
                                  [])
-    snapshots = [(f["name"], f["bytes"], f["sha256"]) for f in _data.snapshot_files(settings.data_path)]
+    snapshots = [(f["name"], f["bytes"], f["sha256"]) for f in _data.snapshot_files(settings.snapshots_path)]
     return fingerprint(store, tables=_READ, queries=queries,
                        values=[SITE_VERSION, SCHEMA_VERSION, snapshots],
                        code=code_files(_HERE / "_build.py", _HERE / "_data.py", _HERE / "_plots.py",
@@ -147,7 +148,7 @@ def _build(store: Store, settings: Settings, out: Path) -> dict[str, Any]:
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     now = utcnow().replace(microsecond=0)
-    writer = _Writer(tmp, environment(), now.isoformat() + "Z")
+    writer = _Writer(tmp, environment(Labels.load(store)), now.isoformat() + "Z")
     shutil.copytree(_HERE / "static", tmp / "static")
 
     boards = _data.boards(store)
@@ -170,7 +171,7 @@ def _build(store: Store, settings: Settings, out: Path) -> dict[str, Any]:
 
     blob = json.dumps(leaderboard_json(boards, now), indent=2, ensure_ascii=False, default=str).encode("utf-8")
     (tmp / "leaderboard.json").write_bytes(blob)
-    writer.page("downloads.html", "downloads.html", snapshots=_data.snapshot_files(settings.data_path),
+    writer.page("downloads.html", "downloads.html", snapshots=_data.snapshot_files(settings.snapshots_path),
                 changes=_data.changelog(store), json_bytes=len(blob), json_sha256=hashlib.sha256(blob).hexdigest(),
                 schema_version=SCHEMA_VERSION)
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
+from grebench.site._labels import Labels
 from grebench.store import Store
 
 SAMPLE_REVIEWS = 3
@@ -58,7 +59,9 @@ def boards(store: Store, scope: str = "all") -> list[dict[str, Any]]:
     from grebench.scoring import stored_boards
 
     out = stored_boards(store, scope=scope)
+    labels = Labels.load(store)
     for b in out:
+        labels.annotate(b)
         b["slug"] = b["board_id"]
         for r in b["rows"]:
             r["candidate_slug"] = slug(r["candidate"])
@@ -69,8 +72,10 @@ def candidates(store: Store) -> list[dict[str, Any]]:
     """Every candidate (the api_key_env column is left out: it names a secret's place)."""
     rows = store.rows("""SELECT name, kind, model, family, released, cutoff, description, submitter
                          FROM candidates ORDER BY kind, name""")
+    labels = Labels.load(store)
     for r in rows:
         r["slug"] = slug(r["name"])
+        r["role"] = labels.role(r["kind"])
     return rows
 
 
@@ -218,9 +223,9 @@ def changelog(store: Store, limit: int = 200) -> list[dict[str, Any]]:
                  "ORDER BY changed_at DESC LIMIT ?", [limit])
 
 
-def snapshot_files(data_dir: Path) -> list[dict[str, Any]]:
-    """Files under ``DATA_DIR/snapshots`` with size and SHA-256 (empty when no snapshot was cut yet)."""
-    root = data_dir / "snapshots"
+def snapshot_files(root: Path) -> list[dict[str, Any]]:
+    """Files under the snapshots folder (``settings.snapshots_path``) with size and SHA-256 (empty when no snapshot
+    was cut yet)."""
     out = []
     if root.is_dir():
         for path in sorted(p for p in root.rglob("*") if p.is_file()):

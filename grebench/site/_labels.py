@@ -1,102 +1,104 @@
-"""Board names in words: what a metric, an estimator id and a preprocessor id mean to a reader.
+"""Board names in words: what a metric, an estimator id, a preprocessor id and a candidate kind mean to a reader.
 
 Stored ids are exact and long (``offline:wb-bigram+content-copy:lam=0.08:...``,
-``hf:/models/SmolLM2-135M@1a2b3c4d:dtype=float32:chat=...``); the pages and the app show these labels and keep the
-exact id beside them (a ``<details>`` or a ``title``), and ``leaderboard.json`` keeps the ids unchanged.  Every
-function falls back to a shortened id for formats it does not know (a plugin estimator, a future preprocessor).
+``hf:smollm2-135m@1a2b3c4d:dtype=bfloat16:chat=...``).  The words come from the store's ``labels`` table, which the
+boards stage writes from each part's registration (:mod:`grebench.scoring._labels`): the site and the app never
+import a registry of parts, and a plugin's part is named without editing this file.  The pages keep the exact id
+beside each label (a ``<details>`` or a ``title``), and ``leaderboard.json`` keeps the ids unchanged.  An id with no
+label (an old export) falls back to a shortened id.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
-_METRICS = {
-    "gem": "GEM",
-    "gem-s": "GEM-S (abstract)",
-    "gem-s-assw": "GEM-S (claimed strengths & weaknesses)",
-    "gem-raw": "GEM (raw review text)",
-}
-# Catalogue names of bundled evaluation-LMs (hf:NAME@...) as their authors write them.
-_CATALOGUE = {
-    "smollm2-135m": "SmolLM2-135M",
-    "smollm2-135m-instruct": "SmolLM2-135M-Instruct",
-    "smollm2-360m": "SmolLM2-360M",
-    "smollm2-360m-instruct": "SmolLM2-360M-Instruct",
-    "smollm2-1.7b": "SmolLM2-1.7B",
-    "gemma3-270m": "Gemma-3-270M",
-}
-_SERVERS = {"vllm": "vLLM", "sglang": "SGLang"}
-_MODEL_ID = re.compile(r"^(?P<kind>hf|vllm|sglang):(?P<model>.+)@(?P<rest>[^@/]*)$")
-_HF_CACHE_DIR = re.compile(r"models--[^/]+--(?P<name>[^/]+)")
+from grebench.store import Store
+
 _MAX_FALLBACK = 48
+#: Roles of a candidate kind on a board (``board_rows.role``); a kind with no stored label (an old export) is a
+#: contestant.
+DEFAULT_ROLE, BASELINE_ROLE, REFERENCE_ROLE = "contestant", "baseline", "reference"
+DEFAULT_COLOUR = "#1f5fa8"
+#: The plot colour of the reference rows' dashed lines and of the human baseline's band, by role.
+ROLE_COLOURS = {BASELINE_ROLE: "#2e7d32", REFERENCE_ROLE: "#8a8a8a"}
 
 
 def _short(text: str, limit: int = _MAX_FALLBACK) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def metric_label(metric: str) -> str:
-    """``gem-s`` → ``GEM-S (abstract)``; an unknown metric comes back as written."""
-    return _METRICS.get(metric, metric)
+def stored_labels(store: Store) -> dict[tuple[str, str], dict[str, Any]]:
+    """``(what, id) → {label, role, colour}`` from the store's ``labels`` table (empty when it has none)."""
+    if not store.scalar("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'labels'"):
+        return {}
+    return {(r["what"], r["id"]): r for r in store.rows("SELECT what, id, label, role, colour FROM labels")}
 
 
-def _model_name(model: str) -> str:
-    """A readable model name from a catalogue name, a checkpoint path or a served model id."""
-    if model.lower() in _CATALOGUE:
-        return _CATALOGUE[model.lower()]
-    cache = _HF_CACHE_DIR.search(model)  # .../models--ORG--NAME/snapshots/<sha>
-    if cache:
-        return cache.group("name")
-    parts = [p for p in model.rstrip("/").split("/") if p]
-    return _short(parts[-1] if parts else model, 40)
+class Labels:
+    """The words for stored ids, from ``labels`` rows."""
 
+    def __init__(self, rows: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> None:
+        self.rows = dict(rows or {})
 
-def _parse(estimator_id: str) -> tuple[str, bool]:
-    """(label, whether it is a language model that 'scores')."""
-    kind = estimator_id.split(":", 1)[0]
-    if kind == "offline":
-        return "offline word model (fast proxy)", False
-    match = _MODEL_ID.match(estimator_id)
-    if match is None:
-        return (f"estimator {_short(estimator_id.split('@', 1)[0])}" if estimator_id else "unknown estimator"), False
-    name = _model_name(match.group("model"))
-    if match.group("kind") == "hf":
-        options = dict(part.split("=", 1) for part in match.group("rest").split(":")[1:] if "=" in part)
-        dtype = options.get("dtype")
-        return f"{name} (hf{', ' + dtype if dtype else ''})", True
-    return f"{name} ({_SERVERS[match.group('kind')]})", True
+    @classmethod
+    def load(cls, store: Store) -> Labels:
+        """The labels stored with the boards."""
+        return cls(stored_labels(store))
 
+    def _get(self, what: str, key: str, field: str = "label") -> Any:
+        row = self.rows.get((what, key))
+        return None if row is None else row.get(field)
 
-def estimator_label(estimator_id: str) -> str:
-    """``hf:/m/SmolLM2-135M@ab12cd34:dtype=float32:chat=…`` → ``SmolLM2-135M (hf, float32)``."""
-    return _parse(estimator_id)[0]
+    def metric(self, metric: str) -> str:
+        """``gem-s`` → ``GEM-S (abstract)``; an unknown metric comes back as written."""
+        return self._get("metric", metric) or metric
 
+    def estimator(self, estimator_id: str) -> str:
+        """``hf:smollm2-135m@ab12cd34:dtype=bfloat16:…`` → ``SmolLM2-135M-Instruct (hf, bfloat16)``."""
+        return self._get("estimator", estimator_id) or (
+            f"estimator {_short(estimator_id.split('@', 1)[0])}" if estimator_id else "unknown estimator")
 
-def preprocessor_label(preprocessor_id: str) -> str:
-    """``rules-v3`` → ``rules preprocessor``; ``litellm:openai/gpt-4o@v1`` → ``LLM preprocessor (gpt-4o)``."""
-    kind, _, arg = preprocessor_id.partition(":")
-    if re.fullmatch(r"rules(-v\d+)?", preprocessor_id):
-        return "rules preprocessor"
-    if preprocessor_id == "none":
-        return "no preprocessor (raw text)"
-    if kind == "litellm" and arg:
-        return f"LLM preprocessor ({_model_name(arg.split('@', 1)[0])})"
-    if kind == "imported" and arg:
-        return f"imported judgment lines ({_short(arg, 40)})"
-    return f"{_short(preprocessor_id)} preprocessor"
+    def is_model(self, estimator_id: str) -> bool:
+        """Whether the estimator is a language model (a fast proxy is not: it does not 'score')."""
+        return self._get("estimator", estimator_id, "role") == "model"
 
+    def preprocessor(self, preprocessor_id: str) -> str:
+        """``rules-v5`` → ``rules preprocessor``; ``litellm:openai/gpt-4o@v1`` → ``LLM preprocessor (gpt-4o)``."""
+        return self._get("preprocessor", preprocessor_id) or f"{_short(preprocessor_id)} preprocessor"
 
-def setup_label(estimator_id: str, preprocessor_id: str) -> str:
-    """``scored by SmolLM2-135M (hf, float32) · rules preprocessor`` (estimator and preprocessor of a board)."""
-    label, is_model = _parse(estimator_id)
-    return f"{'scored by ' if is_model else ''}{label} · {preprocessor_label(preprocessor_id)}"
+    def setup(self, estimator_id: str, preprocessor_id: str) -> str:
+        """``scored by SmolLM2-135M-Instruct (hf, bfloat16) · rules preprocessor``."""
+        scored = "scored by " if self.is_model(estimator_id) else ""
+        return f"{scored}{self.estimator(estimator_id)} · {self.preprocessor(preprocessor_id)}"
 
+    def board_title(self, board: Mapping[str, Any]) -> str:
+        """``GEM-S (abstract) · scored by SmolLM2-135M-Instruct (hf, bfloat16) · rules preprocessor``."""
+        return f"{self.metric(str(board['metric']))} · " \
+               f"{self.setup(str(board['estimator']), str(board['preprocessor']))}"
 
-def board_title(board: Mapping[str, Any]) -> str:
-    """``GEM-S (abstract) · scored by SmolLM2-135M (hf, float32) · rules preprocessor``."""
-    return f"{metric_label(str(board['metric']))} · {setup_label(str(board['estimator']), str(board['preprocessor']))}"
+    def kind_tag(self, kind: str | None) -> str:
+        """The words shown after a candidate's name for its kind ('' for a plain model)."""
+        return str(self._get("candidate_kind", str(kind)) or "")
+
+    def role(self, kind: str | None) -> str:
+        """What the kind is on a board: contestant, baseline or reference."""
+        return str(self._get("candidate_kind", str(kind), "role") or DEFAULT_ROLE)
+
+    def colour(self, kind: str | None) -> str:
+        """The kind's colour in board plots."""
+        return str(self._get("candidate_kind", str(kind), "colour") or DEFAULT_COLOUR)
+
+    def annotate(self, board: dict[str, Any]) -> dict[str, Any]:
+        """Give a stored board its words (``title``, ``metric_label``) and each row its ``role``, ``tag`` and
+        ``colour`` (a row's stored role wins: it is what the board was computed with)."""
+        board["title"] = self.board_title(board)
+        board["metric_label"] = self.metric(str(board["metric"]))
+        for r in board["rows"]:
+            r["role"] = r.get("role") or self.role(r.get("kind"))
+            r["tag"] = self.kind_tag(r.get("kind"))
+            r["colour"] = self.colour(r.get("kind"))
+        return board
 
 
 def board_id(board: Mapping[str, Any]) -> str:

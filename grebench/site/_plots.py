@@ -6,9 +6,7 @@ import io
 import math
 from typing import Any
 
-from grebench.site._labels import metric_label
-
-_COLOURS = {"llm": "#1f5fa8", "imported": "#8a4f0f", "human": "#2e7d32", "control": "#8a8a8a"}
+from grebench.site._labels import BASELINE_ROLE, DEFAULT_COLOUR, REFERENCE_ROLE, ROLE_COLOURS
 
 
 def _finite(*values: Any) -> bool:
@@ -17,21 +15,23 @@ def _finite(*values: Any) -> bool:
 
 def board_svg(board: dict[str, Any]) -> str:
     """Ranked candidates with 90% (thick) and 95% (thin) bootstrap intervals; the human baseline's 95% CI as a band;
-    controls as dashed reference lines (a yardstick of the metric, never a contestant)."""
+    controls as dashed reference lines (a yardstick of the metric, never a contestant).  The board comes annotated
+    (:meth:`grebench.site.Labels.annotate`): each row's ``role`` and ``colour``, the board's ``metric_label``."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
     finite = [r for r in board["rows"] if _finite(r["score"])]
-    rows = [r for r in finite if r["kind"] != "control"]
-    references = [r for r in finite if r["kind"] == "control"]
+    rows = [r for r in finite if r.get("role") != REFERENCE_ROLE]
+    references = [r for r in finite if r.get("role") == REFERENCE_ROLE]
     with matplotlib.rc_context({"svg.hashsalt": "grebench", "svg.fonttype": "none", "font.family": "sans-serif",
                                 "font.size": 9}):
         fig, ax = plt.subplots(figsize=(7.0, 1.4 + 0.32 * max(len(rows), 1)))
         band = board.get("human_band")
         if band and _finite(band["low"], band["high"]):
-            ax.axvspan(band["low"], band["high"], color="#2e7d32", alpha=0.12, label="human baseline (95% CI)")
+            ax.axvspan(band["low"], band["high"], color=ROLE_COLOURS[BASELINE_ROLE], alpha=0.12,
+                       label="human baseline (95% CI)")
         # the scale follows the contestants: a control far outside it (reference-copy scores ~10x the human) is drawn
         # at the edge with its score written out, instead of squeezing every contestant into one corner
         xs = [float(v) for r in rows for v in (r["score"], r.get("ci95_low"), r.get("ci95_high")) if _finite(v)]
@@ -45,14 +45,14 @@ def board_svg(board: dict[str, Any]) -> str:
             x, name = float(r["score"]), str(r["candidate"])
             if x > edge_high or x < edge_low:
                 x, name, clipped = (edge_high if x > edge_high else edge_low), f"{name} ({x:.0f}, off scale)", True
-            ax.axvline(x, color=_COLOURS["control"], linestyle="--", linewidth=0.8,
+            ax.axvline(x, color=r.get("colour") or ROLE_COLOURS[REFERENCE_ROLE], linestyle="--", linewidth=0.8,
                        label="controls (reference, not ranked)" if i == 0 else None)
             ax.annotate(name, (x, 1.0), xycoords=("data", "axes fraction"), rotation=90,
                         fontsize=7, color="#555555", ha="right", va="top")
         if clipped:
             ax.set_xlim(edge_low - 0.05 * margin, edge_high + 0.05 * margin)
         for y, r in enumerate(reversed(rows)):
-            colour = _COLOURS.get(r["kind"], "#1f5fa8")
+            colour = r.get("colour") or DEFAULT_COLOUR
             if _finite(r["ci95_low"], r["ci95_high"]):
                 ax.plot([r["ci95_low"], r["ci95_high"]], [y, y], color=colour, linewidth=1)
             if _finite(r["ci90_low"], r["ci90_high"]):
@@ -62,7 +62,8 @@ def board_svg(board: dict[str, Any]) -> str:
         ax.set_yticklabels([f"{r['rank']}. {r['candidate']}" if r.get("rank") is not None
                             else f"{r['candidate']} (contaminated, not ranked)" for r in reversed(rows)])
         ax.set_ylim(-0.6, max(len(rows), 1) - 0.4 + (1.2 if references else 0.0))
-        ax.set_xlabel(f"{metric_label(board['metric'])} (PMI, nats; dot = score, thick = 90% CI, thin = 95% CI)")
+        metric = board.get("metric_label") or board["metric"]
+        ax.set_xlabel(f"{metric} (PMI, nats; dot = score, thick = 90% CI, thin = 95% CI)")
         ax.grid(axis="x", alpha=0.3)
         if band or references:
             ax.legend(loc="lower right", fontsize=8, frameon=False)

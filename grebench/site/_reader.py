@@ -38,7 +38,7 @@ T = TypeVar("T")
 # every table a query of the app reads (``_data``: boards, board_rows, candidates, model_page, paper_pages);
 # the big bookkeeping tables (llm_calls, logprob_cache, runs, ...) are not loaded
 APP_TABLES = ("papers", "reviews", "review_versions", "paper_texts", "candidates", "generations", "scores",
-              "judgments", "panel_rankings", "panel_verdicts", "panel_votes", "boards", "board_rows")
+              "judgments", "panel_rankings", "panel_verdicts", "panel_votes", "boards", "board_rows", "labels")
 MAX_VIEWS = 256
 
 Fingerprint = tuple[tuple[str, int, int, int], ...]

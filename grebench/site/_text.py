@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-MARKS = {"human": " [human baseline]", "control": " [control]", "imported": " [imported]"}
+from grebench.site._labels import REFERENCE_ROLE as REFERENCE  # a control's role: shown, never ranked
 
 
 def _sample_line(board: dict[str, Any]) -> str:
@@ -24,20 +24,21 @@ def _sample_line(board: dict[str, Any]) -> str:
 
 
 def board_text(board: dict[str, Any], title: str | None = None) -> str:
-    """A stored board (see :func:`grebench.scoring.stored_boards`) as a fixed-width text table."""
+    """A stored board (see :func:`grebench.scoring.stored_boards`, annotated by :meth:`Labels.annotate`: each row's
+    ``role`` and ``tag``) as a fixed-width text table."""
     lines = [title or f"{board['metric']} — estimator {board['estimator']} — preprocessor {board['preprocessor']} "
                       f"— {board.get('venue') or board['venue_id']}",
              _sample_line(board),
              f"{'rank':>9}  {'candidate':<44} {'score':>8}  {'95% CI':>19}  {'papers':>6}  vs human (paired)"]
     ranked = [r for r in board["rows"] if r.get("rank") is not None]
-    unranked = [r for r in board["rows"] if r.get("rank") is None and r["kind"] != "control"]
-    reference = [r for r in board["rows"] if r.get("rank") is None and r["kind"] == "control"]
+    unranked = [r for r in board["rows"] if r.get("rank") is None and r.get("role") != REFERENCE]
+    reference = [r for r in board["rows"] if r.get("rank") is None and r.get("role") == REFERENCE]
     for r in ranked + unranked + reference:
-        mark = MARKS.get(r["kind"], "")
+        mark = f" [{r['tag']}]" if r.get("tag") else ""
         if r in unranked:
             mark += " [contaminated: not ranked]"
         vs = "" if r.get("diff_vs_human") is None else f"{r['diff_vs_human']:+.2f} (p={r['p_vs_human']:.3f})"
-        rank = ("ref" if r["kind"] == "control" else "contam.") if r.get("rank") is None \
+        rank = ("ref" if r.get("role") == REFERENCE else "contam.") if r.get("rank") is None \
             else f"{r['rank']} [{r['rank_low']:.0f}-{r['rank_high']:.0f}]"
         lines.append(f"{rank:>9}  {r['candidate'] + mark:<44} {r['score']:>8.2f}  "
                      f"[{r['ci95_low']:>7.2f}, {r['ci95_high']:>7.2f}]  {r['papers']:>6}  {vs}")

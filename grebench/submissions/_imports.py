@@ -103,7 +103,7 @@ def queue_import(queue: SubmissionQueue, form: ImportForm, data: bytes, settings
         return {"ok": False, "id": None, "message": f"Rejected: {exc.message(bullet='- ')}"}
     now = utcnow()
     with queue.connect() as con:
-        if queue.recent_count(con, row["submitter"], now - timedelta(days=7)) >= int(settings.submissions_per_week):
+        if queue.recent_count(con, row["submitter"], now - timedelta(days=7)) >= settings.submissions_per_week:
             return {"ok": False, "id": None, "message": "Rejected: rate limit reached "
                     f"({settings.submissions_per_week} submissions per 7 days per submitter)"}
         if queue.name_taken(con, row["candidate"]):

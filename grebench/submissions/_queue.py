@@ -24,7 +24,9 @@ from typing import Any, cast
 
 import duckdb
 
+from grebench.bench import ENDPOINT_KIND
 from grebench.endpoints import KeyVault, Resolver, URLRejected, check_submitted_url
+from grebench.settings import Settings
 from grebench.store import Store, utcnow
 from grebench.store.migrations.m0008_submissions import SUBMISSIONS_DDL
 
@@ -243,13 +245,13 @@ class SubmissionQueue:
         pending = cast("tuple[Any, ...]", con.execute(
             "SELECT (SELECT count(*) FROM submissions WHERE status = 'queued') + "
             "(SELECT count(*) FROM import_submissions WHERE status = 'queued')").fetchone())[0]
-        if int(pending) >= int(settings.queue_max_pending):
+        if int(pending) >= settings.queue_max_pending:
             return f"Rejected: the queue is full ({pending} waiting); try again later"
         if source:
             recent = cast("tuple[Any, ...]", con.execute(
                 "SELECT count(*) FROM submission_sources WHERE address = ? AND created_at > ?",
                 [source, now - timedelta(days=7)]).fetchone())[0]
-            if int(recent) >= int(settings.submissions_per_address_per_week):
+            if int(recent) >= settings.submissions_per_address_per_week:
                 return ("Rejected: rate limit reached for your network address "
                         f"({settings.submissions_per_address_per_week} per 7 days)")
         return None
@@ -286,7 +288,7 @@ class SubmissionQueue:
         now = utcnow()
         with self.connect() as con:
             recent = self.recent_count(con, row["submitter"], now - timedelta(days=7))
-            if recent >= int(settings.submissions_per_week):
+            if recent >= settings.submissions_per_week:
                 return {"ok": False, "id": None, "message": "Rejected: rate limit reached "
                         f"({settings.submissions_per_week} submissions per 7 days per submitter)"}
             dup = con.execute("SELECT id, status FROM submissions WHERE dedup_key = ? AND status <> 'failed'",
@@ -319,9 +321,9 @@ class SubmissionQueue:
                         [status, reason, utcnow(), sub_id])
 
 
-def queue_path(settings: Any) -> Path:
+def queue_path(settings: Settings) -> Path:
     """Where the app writes submissions (a separate file: the app never opens the main store for writing)."""
-    return Path(settings.data_path) / "queue.duckdb"
+    return settings.queue_path
 
 
 def finish_submission(queue: SubmissionQueue, vault: KeyVault, sub_id: str, ok: bool, reason: str | None = None,
@@ -374,7 +376,7 @@ def accept_queued_submissions(store: Store, queue: SubmissionQueue, settings: An
                          sub["base_url"], sub["normalised_url"], sub["params_json"], sub["dedup_key"],
                          sub["released"], sub["cutoff"], status, reason, sub["created_at"], now])
             if reason is None:
-                candidate = {"name": sub["model_name"], "kind": "llm", "model": sub["model_string"],
+                candidate = {"name": sub["model_name"], "kind": ENDPOINT_KIND, "model": sub["model_string"],
                              "api_base": sub["normalised_url"], "family": None, "released": sub["released"],
                              "cutoff": sub["cutoff"], "api_key_env": None,
                              "params_json": _candidate_params(sub["params_json"], settings),

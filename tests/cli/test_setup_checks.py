@@ -120,9 +120,11 @@ def test_archive_records_over_a_limit_are_refused_with_their_line(tmp_path: Path
 def test_the_cli_says_a_stage_failure_once_and_the_stages_it_stopped(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     import grebench.pipeline
+    import grebench.pipeline._jobs
 
     # get past the setup check (it would refuse the estimator) to see how a failing stage is reported
     monkeypatch.setattr(grebench.pipeline, "check_setup", lambda *a, **k: None)
+    monkeypatch.setattr(grebench.pipeline._jobs, "check_setup", lambda *a, **k: None)
     result = _run(tmp_path, "run", "--estimator", "nosuch", "--papers", "20")
     assert result.exit_code == 1, result.output
     lines = result.output.splitlines()

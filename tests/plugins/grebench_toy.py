@@ -1,21 +1,28 @@
-"""A third-party plugin as another package would ship it: a toy venue source, estimator, control and judge.
+"""A third-party plugin as another package would ship it: a toy venue source, estimator, control, judge, candidate
+kind, judge kind and metric.
 
 Loaded only through the ``grebench`` entry-point group of a test distribution (tests/plugins/test_entry_points.py);
-grebench itself knows nothing of it.  Each part is one registration.
+grebench itself knows nothing of it.  Each part is one registration, and what the rest of the product must know
+about it (an estimator's label, a candidate kind's role, tag and colour, a judge kind's ability to debate, a
+metric's label and synopsis) is said in that registration.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from datetime import datetime
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import date, datetime
 from typing import Any
 
+from grebench.bench import CANDIDATE_KINDS, Candidate
 from grebench.bench.controls import NOT_REWARDED, ControlInput, register_control
 from grebench.ingest import SOURCES, SourceFailure
-from grebench.scoring import LogprobRequest, LogprobResult
+from grebench.scoring import METRICS, LogprobRequest, LogprobResult, Metric, SynopsisInputs
 from grebench.scoring.estimators import ESTIMATORS, EstimatorContext
-from grebench.scoring.panel import JUDGES, JudgeContext, PaperView, ReviewView, Verdict
+from grebench.scoring.panel import JUDGE_KINDS, JUDGES, JudgeContext, PaperView, ReviewView, Verdict
+from grebench.settings import Settings
 from grebench.store import PaperRecord, ReviewRecord
 
 TOPICS = ("graphs", "vision", "speech", "robots", "proteins", "markets")
@@ -61,7 +68,8 @@ class ToyEstimator:
         return out
 
 
-@ESTIMATORS.register("toy", spec="toy[:BONUS]", summary="a copy-counting toy model (plugin)")
+@ESTIMATORS.register("toy", spec="toy[:BONUS]", summary="a copy-counting toy model (plugin)",
+                     label=lambda estimator_id: f"toy copy model ({estimator_id.partition('=')[2]} per copied word)")
 def make_estimator(arg: str, context: EstimatorContext) -> ToyEstimator:
     return ToyEstimator(float(arg) if arg else 0.5)
 
@@ -85,5 +93,74 @@ class ToyJudge:
 JUDGES.add("toy-judge", lambda context: ToyJudge(), summary="plugin judge")
 
 
-def _unused(context: JudgeContext) -> None:  # keeps the import used for type checkers reading this file
-    return None
+# -- a candidate kind: reviews from a model served by the plugin itself on 127.0.0.1 (OpenAI-compatible) ---------
+class ToyWriterKind:
+    """``kind = "toy-writer"``: a reviewer this plugin serves on loopback for the bench stage."""
+
+    name = "toy-writer"
+
+    def parse(self, raw: dict[str, Any], where: str, settings: Settings) -> Candidate:
+        cutoff = raw.get("cutoff")
+        return Candidate(name=raw["name"], kind=self.name, model="openai/toy-writer",
+                         cutoff=cutoff if isinstance(cutoff, date) else date.fromisoformat(str(cutoff)),
+                         params={"temperature": 0, "max_tokens": 512, "context_tokens": 8192})
+
+    @contextmanager
+    def serve(self, candidates: list[Candidate], settings: Settings) -> Iterator[list[Candidate]]:
+        from grebench.llm import local_endpoints
+        from tests.fakes.openai_server import FakeOpenAIServer
+
+        server = FakeOpenAIServer().start()  # speaks the real protocol: grebench's own client calls it
+        try:
+            with local_endpoints([server.url]):
+                yield [replace(c, api_base=server.url, endpoint_id="toy-writer") for c in candidates]
+        finally:
+            server.stop()
+
+
+CANDIDATE_KINDS.add("toy-writer", ToyWriterKind(), spec="toy-writer", summary="a loopback toy reviewer (plugin)",
+                    tag="toy writer", colour="#aa00aa")
+
+
+# -- a judge kind whose judges debate ---------------------------------------------------------------------------
+@dataclass
+class ToyDebater:
+    """Prefers the longer (or shorter) review; in a debate it keeps its view."""
+
+    name: str
+    prefers: str = "longer"
+    kind: str = "llm"
+    judge_kind: str = "toy-debater"
+    family: str | None = None
+    description: str = "plugin debating judge"
+
+    def compare(self, paper: PaperView, review_a: ReviewView, review_b: ReviewView) -> Verdict:
+        a, b = len(review_a.text), len(review_b.text)
+        if self.prefers == "shorter":
+            a, b = b, a
+        return Verdict("tie" if a == b else "one" if a > b else "two", 0.6, f"{self.prefers} review")
+
+    def debate(self, paper: PaperView, review_a: ReviewView, review_b: ReviewView,
+               others: Sequence[tuple[str, Verdict]]) -> Verdict:
+        return self.compare(paper, review_a, review_b)
+
+
+class ToyDebaterKind:
+    """``kind = "toy-debater"`` in a ``[[judges]]`` table."""
+
+    name = "toy-debater"
+
+    def parse(self, raw: dict[str, Any], where: str, context: JudgeContext) -> ToyDebater:
+        return ToyDebater(raw["name"], str(raw.get("prefers", "longer")))
+
+
+JUDGE_KINDS.add("toy-debater", ToyDebaterKind(), spec="toy-debater", summary="plugin debating judge", debates=True)
+
+
+# -- a metric: the PMI given the paper's title -------------------------------------------------------------------
+def title_synopses(inputs: SynopsisInputs) -> dict[str, str | None]:
+    titles = {r["paper_id"]: r["title"] for r in inputs.store.rows("SELECT paper_id, title FROM papers")}
+    return {p: titles[p] for p in inputs.papers if titles.get(p)}
+
+
+METRICS.add("toy-title", Metric("toy-title", "Toy GEM-S (title)", "the paper's title", title_synopses))

@@ -66,3 +66,71 @@ def test_without_the_distribution_the_parts_are_unknown(tmp_path: Path) -> None:
     out = _grebench(["run", "--source", "toy", "--json"], tmp_path, tmp_path / "data")
     assert out.returncode != 0
     assert "unknown source 'toy'" in out.stdout + out.stderr
+
+
+CONFIG = """
+[[candidates]]
+name = "toy-writer-1"
+kind = "toy-writer"
+cutoff = "2020-01-01"
+
+[[judges]]
+name = "toy-debater-long"
+kind = "toy-debater"
+prefers = "longer"
+
+[[judges]]
+name = "toy-debater-short"
+kind = "toy-debater"
+prefers = "shorter"
+"""
+
+
+def test_a_plugin_kind_estimator_judge_kind_and_metric_are_on_the_board(plugin_path: Path, tmp_path: Path) -> None:
+    """Every per-kind fact comes from the plugin's registrations: the board names the toy estimator and metric in its
+    words, ranks the toy-writer's reviews as a contestant with its tag and colour, the toy-debater judges take the
+    exam, and the site shows it all — without a line of grebench changed."""
+    cfg = tmp_path / "toy.toml"
+    cfg.write_text(CONFIG, encoding="utf-8")
+    data = tmp_path / "data"
+    out = _grebench(["--config", str(cfg), "run", "--source", "toy", "--estimator", "toy:0.5", "--metric", "gem-s",
+                     "--metric", "toy-title", "--json"], plugin_path, data)
+    assert out.returncode == 0, out.stderr[-3000:]
+    summary = json.loads(out.stdout)
+    boards = {b["metric"]: b for b in summary["leaderboards"]}
+    assert set(boards) == {"gem-s", "toy-title"}
+    title = boards["toy-title"]["title"]
+    assert title == "Toy GEM-S (title) · scored by toy copy model (0.5 per copied word) · rules preprocessor", title
+    for board in boards.values():
+        rows = {r["candidate"]: r for r in board["rows"]}
+        writer = rows["toy-writer-1"]
+        assert (writer["kind"], writer["role"], writer["tag"], writer["colour"]) == (
+            "toy-writer", "contestant", "toy writer", "#aa00aa")
+        # ranked on clean papers only: its cutoff (2020) is before the toy venue's reviews were public (2030)
+        assert writer["rank"] is not None and writer["clean_papers"] == writer["papers"] == rows["human"]["papers"] > 0
+        assert writer["contaminated_papers"] == 0
+        assert rows["human"]["role"] == "baseline" and rows["toy-shout"]["role"] == "reference"
+    exam = {r["judge"] for r in summary["stages"]["panel"]["exam"]}
+    assert {"toy-debater-long", "toy-debater-short"} <= exam
+
+    site = data / "site"
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert "toy copy model (0.5 per copied word)" in index and "Toy GEM-S (title)" in index
+    page = next(p for p in (site / "boards").glob("*.html") if "Toy GEM-S (title)" in p.read_text(encoding="utf-8"))
+    assert "toy writer" in page.read_text(encoding="utf-8")
+    assert "#aa00aa" in page.with_suffix(".svg").read_text(encoding="utf-8")
+
+
+def test_a_plugin_judge_kind_declares_whether_its_judges_debate(plugin_path: Path, tmp_path: Path) -> None:
+    code = """
+from grebench.registry import load_plugins
+from grebench.scoring.panel import JUDGE_KINDS, LengthJudge, can_debate, parse_judges
+assert not load_plugins()
+judges = parse_judges([{"name": "a", "kind": "toy-debater"}], None)
+print(can_debate(judges[0]), can_debate(LengthJudge()), JUDGE_KINDS.get("toy-debater").meta["debates"])
+"""
+    root = Path(__file__).parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_path), str(root)])}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "False", "True"]

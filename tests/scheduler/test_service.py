@@ -6,7 +6,8 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from grebench.scheduler import SchedulerService, venue_sources
+from grebench.pipeline import venue_sources
+from grebench.scheduler import SchedulerService
 from grebench.scoring import leaderboard
 from grebench.settings import load_settings
 from grebench.store import utcnow

@@ -1,4 +1,4 @@
-"""The tiny checkpoint as a session fixture; the builders live in :mod:`grebench.scoring.estimators.tiny`."""
+"""The tiny checkpoint as a session fixture; the builders live in :mod:`tests.scoring.tiny_builders`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from grebench.scoring.estimators.tiny import (  # noqa: F401  (re-exported for the tests)
+from tests.scoring.tiny_builders import (  # noqa: F401  (re-exported for the tests)
     BUNDLED,
     CHAT_TEMPLATE,
     SPECIAL,

@@ -20,7 +20,7 @@ from cryptography.fernet import Fernet
 
 from grebench.bench import run_bench
 from grebench.endpoints import KeyVault
-from grebench.scheduler import JOBS, JobContext
+from grebench.scheduler import SchedulerService
 from grebench.settings import Settings, load_settings
 from grebench.site import build_site
 from grebench.site._app import create_app, launch_kwargs, queue_path
@@ -103,8 +103,9 @@ def test_submission_is_evaluated_through_the_pinned_endpoint_and_the_key_disappe
     sub_id = message.split()[2].rstrip(":")
     assert world["queue"].rows("SELECT key_ciphertext FROM submissions WHERE id = ?", [sub_id])[0]["key_ciphertext"]
 
-    ctx = JobContext(store, settings, world["vault"], world["queue"], resolver=RESOLVER)
-    summary = JOBS["queue"](ctx, store.start_run("queue", {}))
+    service = SchedulerService(settings, store, vault=world["vault"], queue=world["queue"], kinds=["queue"],
+                               resolver=RESOLVER)
+    summary = service.run_job("queue")["summary"]
     assert summary["accepted"] == ["Acme-Pinned"], summary
     assert [(e["id"], e["ok"], e["calls_made"]) for e in summary["evaluated"]] == [(sub_id, True, 4)], summary
 
@@ -124,7 +125,7 @@ def test_submission_is_evaluated_through_the_pinned_endpoint_and_the_key_disappe
         {"status": "finished", "key_ciphertext": None}]
     assert store.scalar("SELECT status FROM submissions WHERE id = ?", [sub_id]) == "finished"
     assert world["vault"].open(sub_id, None) is None
-    JOBS["queue"](ctx, store.start_run("queue", {}))  # a second pass makes no call and changes nothing
+    service.run_job("queue")  # a second pass makes no call and changes nothing
     assert len(fake_llm.chat_requests) == 4
 
     # the canary is nowhere: logs, every VARCHAR of every table, data-dir files, exports, the site, HTTP answers
@@ -161,8 +162,9 @@ def test_redirecting_or_rebound_endpoint_fails_without_reaching_anything(
     assert message.startswith("Queued as"), message
     # by evaluation time the name points somewhere private: the fresh check refuses it before any call
     rebound = {**RESOLVER, "redirect.example.test": ["10.1.2.3"]}
-    ctx = JobContext(store, world["settings"], world["vault"], world["queue"], resolver=rebound)
-    summary = JOBS["queue"](ctx, store.start_run("queue", {}))
+    service = SchedulerService(world["settings"], store, vault=world["vault"], queue=world["queue"], kinds=["queue"],
+                               resolver=rebound)
+    summary = service.run_job("queue")["summary"]
     assert summary["accepted"] == [], summary
     row = world["queue"].rows("SELECT status, reason, key_ciphertext FROM submissions WHERE model_name = 'Rebinder'")
     assert row[0]["status"] == "failed" and "10.1.2.3" in row[0]["reason"] and row[0]["key_ciphertext"] is None

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 import grebench.store
 from grebench.cli._main import main
-from grebench.pipeline import SnapshotStage, StageContext, requests_path
+from grebench.pipeline import SnapshotStage, StageContext
 from grebench.settings import Settings, load_settings
 from grebench.site import build_site
 from grebench.store import Store, file_sha256, open_store
@@ -177,27 +177,27 @@ def test_a_request_written_while_the_snapshot_job_runs_is_kept(scored: Store, tm
             _request_while_held(settings.data_path, "NoSuch-2031")
         return real_export(store, venue, out_dir, **kw)
 
-    monkeypatch.setattr(grebench.store, "export_snapshot", export_and_request)
+    monkeypatch.setattr(grebench.store._schedule, "export_snapshot", export_and_request)
     first = SnapshotStage(today=date(2019, 6, 1)).run(StageContext(scored, settings, "run-1"))
     assert [c["reason"] for c in first["cut"]] == ["on-demand"]
-    assert json.loads(requests_path(settings).read_text()) == ["NoSuch-2031"]  # not deleted unread
+    assert json.loads(settings.snapshot_requests_path.read_text()) == ["NoSuch-2031"]  # not deleted unread
     SnapshotStage(today=date(2019, 6, 1)).run(StageContext(scored, settings, "run-2"))
     failures = scored.rows("SELECT item, reason FROM run_failures WHERE run_id = 'run-2'")
     assert [f["item"] for f in failures] == ["NoSuch-2031"] and "no venue-year" in failures[0]["reason"]
-    assert not requests_path(settings).exists()
+    assert not settings.snapshot_requests_path.exists()
     assert not list(settings.data_path.glob("snapshot-requests.json.*"))  # every claim settled
 
 
 def test_an_unreadable_request_file_is_kept_and_recorded(scored: Store, tmp_path: Path) -> None:  # noqa: F811
     settings = _settings(tmp_path)
-    requests_path(settings).write_text('["ICLR-2020", ', encoding="utf-8")
+    settings.snapshot_requests_path.write_text('["ICLR-2020", ', encoding="utf-8")
     SnapshotStage(today=date(2019, 6, 1)).run(StageContext(scored, settings, "run-1"))
     failures = scored.rows("SELECT stage, reason FROM run_failures WHERE run_id = 'run-1'")
     assert [f["stage"] for f in failures] == ["snapshot"]
     assert "unreadable snapshot request file" in failures[0]["reason"]
     kept = list(settings.data_path.glob("snapshot-requests.json.bad-*"))
     assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == '["ICLR-2020", '
-    assert not requests_path(settings).exists()
+    assert not settings.snapshot_requests_path.exists()
     # the next cycle does not record it again
     SnapshotStage(today=date(2019, 6, 1)).run(StageContext(scored, settings, "run-2"))
     assert scored.scalar("SELECT count(*) FROM run_failures WHERE run_id = 'run-2'") == 0

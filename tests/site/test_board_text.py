@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from grebench.site import board_text
 
+#: The roles the boards stage stores with each row (annotated board rows carry them).
+ROLES = {"human": "baseline", "control": "reference"}
+
 
 def _row(name: str, kind: str, score: float, rank: int | None, clean: int) -> dict:
-    return {"candidate": name, "kind": kind, "score": score, "ci95_low": score - 1, "ci95_high": score + 1,
+    return {"candidate": name, "kind": kind, "role": ROLES.get(kind, "contestant"),
+            "score": score, "ci95_low": score - 1, "ci95_high": score + 1,
             "papers": 12, "clean_papers": clean, "rank": rank, "rank_low": rank, "rank_high": rank,
             "diff_vs_human": None if kind == "human" else score - 20, "p_vs_human": None if kind == "human" else 0.01}
 

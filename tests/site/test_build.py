@@ -84,7 +84,7 @@ def test_board_numbers_match_the_store(site: Path, small_store: Store) -> None:
     for tr, r in zip(rows, board_2024["rows"], strict=True):
         assert tr.select_one("td.score").get_text(strip=True) == f"{r['score']:.2f}"
     generic = next(tr for tr in rows if tr["data-candidate"] == "generic")
-    assert "kind-control" in generic["class"] and "control" in generic.get_text()
+    assert "role-reference" in generic["class"] and "control" in generic.get_text()
     assert page.with_suffix(".svg").read_text().lstrip().startswith(("<?xml", "<svg"))
 
 

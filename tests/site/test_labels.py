@@ -1,4 +1,8 @@
-"""Board names in words (grebench.site._labels) on the pages and in the app, with the exact ids still there."""
+"""Board names in words on the pages and in the app, with the exact ids still there.
+
+The words come from the registrations (an estimator's ``label``, a metric's ``label``, a preprocessor's ``label``),
+are stored with the boards (``labels``), and the site reads them from there (:class:`grebench.site.Labels`).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,12 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from grebench.scoring import compute_boards
+from grebench.scoring import compute_boards, metric
+from grebench.scoring._labels import label_rows, preprocessor_label
+from grebench.scoring.estimators import estimator_label
 from grebench.settings import Settings, load_settings
-from grebench.site import build_site
+from grebench.site import Labels, build_site
 from grebench.site._app import _board_choices
-from grebench.site._labels import board_title, estimator_label, metric_label, preprocessor_label, setup_label
 from grebench.store import Store
 from tests.conftest import FAST_ENV
 
@@ -25,7 +30,7 @@ HF_ID = "hf:/root/.cache/grebench/models/SmolLM2-135M@1a2b3c4d:dtype=float32:cha
     (OFFLINE_ID, "offline word model (fast proxy)"),
     ("offline", "offline word model (fast proxy)"),
     (HF_ID, "SmolLM2-135M (hf, float32)"),
-    ("hf:smollm2-135m@77aa11bb:dtype=bfloat16:chat=00ff00ff", "SmolLM2-135M (hf, bfloat16)"),
+    ("hf:smollm2-135m@77aa11bb:dtype=bfloat16:chat=00ff00ff", "SmolLM2-135M-Instruct (hf, bfloat16)"),  # its title
     ("hf:/home/u/.cache/huggingface/hub/models--HuggingFaceTB--SmolLM2-360M/snapshots/0123abcd@5e6f7a8b"
      ":dtype=float32:chat=1", "SmolLM2-360M (hf, float32)"),
     ("hf:/ckpt/my@model@5e6f7a8b:dtype=float16:chat=1", "my@model (hf, float16)"),
@@ -33,18 +38,18 @@ HF_ID = "hf:/root/.cache/grebench/models/SmolLM2-135M@1a2b3c4d:dtype=float32:cha
     ("vllm:/models/Qwen2.5-7B@ab12cd34", "Qwen2.5-7B (vLLM)"),
     ("sglang:/srv/models/gemma-2-9b@0011aabb", "gemma-2-9b (SGLang)"),
     ("toy:some-plugin-estimator:with=options:that-go-on-and-on-for-quite-a-while@abc",
-     "estimator toy:some-plugin-estimator:with=options:that-go-…"),  # a plugin's id, shortened
-    ("", "unknown estimator"),
+     "estimator toy:some-plugin-estimator:with=options:that-go-…"),  # an unregistered kind's id, shortened
 ])
 def test_estimator_ids_of_every_kind_in_words(estimator: str, label: str) -> None:
     assert estimator_label(estimator) == label
 
 
-@pytest.mark.parametrize(("metric", "label"), [
+@pytest.mark.parametrize(("name", "label"), [
     ("gem", "GEM"), ("gem-s", "GEM-S (abstract)"), ("gem-s-assw", "GEM-S (claimed strengths & weaknesses)"),
     ("gem-raw", "GEM (raw review text)"), ("gem-x", "gem-x")])
-def test_metrics_in_words(metric: str, label: str) -> None:
-    assert metric_label(metric) == label
+def test_metrics_in_words(name: str, label: str) -> None:
+    assert Labels({("metric", m): {"label": metric(m).label} for m in ("gem", "gem-s", "gem-s-assw", "gem-raw")}
+                  ).metric(name) == label
 
 
 @pytest.mark.parametrize(("preprocessor", "label"), [
@@ -56,12 +61,18 @@ def test_preprocessors_in_words(preprocessor: str, label: str) -> None:
     assert preprocessor_label(preprocessor) == label
 
 
-def test_board_titles_read_as_sentences() -> None:
-    assert board_title({"metric": "gem-s", "estimator": HF_ID, "preprocessor": "rules-v3"}) == \
-        "GEM-S (abstract) · scored by SmolLM2-135M (hf, float32) · rules preprocessor"
-    assert board_title({"metric": "gem", "estimator": OFFLINE_ID, "preprocessor": "rules-v3"}) == \
-        "GEM · offline word model (fast proxy) · rules preprocessor"
-    assert setup_label("vllm:m@1", "none") == "scored by m (vLLM) · no preprocessor (raw text)"
+def test_board_titles_read_as_sentences(small_store: Store) -> None:
+    small_store.con.execute("INSERT INTO scores SELECT * REPLACE (? AS estimator) FROM scores", [HF_ID])
+    small_store.con.execute("INSERT INTO scores SELECT DISTINCT ON (candidate, paper_id, reference_review_id) * "
+                            "REPLACE ('vllm:m@1' AS estimator, 'none' AS preprocessor) FROM scores")
+    rows = {(what, key): {"label": label, "role": role} for what, key, label, role, _ in label_rows(small_store)}
+    labels = Labels(rows)
+    assert labels.board_title({"metric": "gem-s", "estimator": HF_ID, "preprocessor": "rules-v3"}) == \
+        "GEM-S (abstract) · scored by SmolLM2-135M (hf, float32) · rules-v3 preprocessor"  # no such id stored
+    assert labels.setup("vllm:m@1", "none") == "scored by m (vLLM) · no preprocessor (raw text)"
+    assert Labels().board_title({"metric": "gem", "estimator": OFFLINE_ID, "preprocessor": "rules-v3"}) == \
+        "gem · estimator offline:wb-bigram+content-copy:lam=0.08:beta=0.… · rules-v3 preprocessor"  # no labels
+    assert Labels().estimator("") == "unknown estimator"
 
 
 def realistic_ids(store: Store) -> None:

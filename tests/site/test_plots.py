@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from grebench.site._plots import board_svg
 
+#: The roles the boards stage stores with each row (annotated board rows carry them).
+ROLES = {"human": "baseline", "control": "reference"}
+
 
 def _row(name: str, kind: str, score: float, rank: int | None = None) -> dict:
-    return {"candidate": name, "kind": kind, "score": score, "rank": rank, "ci95_low": score - 5,
+    return {"candidate": name, "kind": kind, "role": ROLES.get(kind, "contestant"),
+            "score": score, "rank": rank, "ci95_low": score - 5,
             "ci95_high": score + 5, "ci90_low": score - 3, "ci90_high": score + 3}
 
 

@@ -139,3 +139,21 @@ def test_upsert_papers_in_one_batch_equals_one_by_one() -> None:
                 "SELECT review_id, latest_version FROM reviews ORDER BY 1",
                 "SELECT review_id, version, text FROM review_versions ORDER BY 1, 2"):
         assert batch.con.execute(sql).fetchall() == single.con.execute(sql).fetchall()
+
+
+def test_rows_of_boards_stored_before_roles_get_the_role_their_kind_had(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "g.duckdb"
+    real = _migrate.all_migrations()
+    monkeypatch.setattr(_migrate, "all_migrations", lambda: [m for m in real if m.number < 16])
+    open_store(path).close()
+    con = duckdb.connect(str(path))
+    for name, kind in [("human", "human"), ("generic", "control"), ("m1", "llm"), ("up", "imported")]:
+        con.execute("INSERT INTO board_rows (board_id, candidate, kind, score, papers, pairs) "
+                    "VALUES ('b', ?, ?, 1, 1, 1)", [name, kind])
+    con.close()
+    monkeypatch.setattr(_migrate, "all_migrations", lambda: real)
+    store = open_store(path)
+    roles = {r["candidate"]: r["role"] for r in store.rows("SELECT candidate, role FROM board_rows")}
+    assert roles == {"human": "baseline", "generic": "reference", "m1": "contestant", "up": "contestant"}
+    store.close()

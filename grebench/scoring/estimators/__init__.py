@@ -13,8 +13,9 @@ package never imports torch or an HTTP client.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 from grebench.progress import NoProgress, Progress
@@ -36,10 +37,41 @@ class EstimatorContext:
 
 EstimatorFactory = Callable[[str, EstimatorContext], Estimator]
 
-#: Registered estimators.  Entry meta: ``needs_corpus`` (fitted on the human judgment lines, so gem-raw needs its
-#: own instance), ``proxy`` (a fast stand-in for a language model: labelled as such everywhere).
+#: Registered estimators; an entry's meta holds the fields of :class:`EstimatorInfo` (what the product knows about
+#: the kind without building one).
 ESTIMATORS: Registry[EstimatorFactory] = Registry("estimator", builtins=(
     "grebench.scoring.estimators._offline", "grebench.scoring.estimators._hf", "grebench.scoring.estimators._server"))
+
+
+@dataclass(frozen=True)
+class EstimatorInfo:
+    """The facts about a kind of estimator that the rest of the product reads (registration meta, with defaults).
+
+    ``proxy``: a fast stand-in for a language model, labelled so on every board, plan and report.
+    ``local_model``: runs a language model in this process (a device and a dtype; ``papers = auto`` samples on a
+    CPU; the plan's expected time comes from its measured seconds per request).
+    ``catalogue_arg``: its ARG names a built-in model (``grebench models list``) or a checkpoint directory, checked
+    before a run starts.  ``needs_corpus``: fitted on the human judgment lines (gem-raw needs its own instance).
+    ``label``: the words for one of its ids (``hf:smollm2-135m@…:dtype=bfloat16`` → ``SmolLM2-135M-Instruct (hf,
+    bfloat16)``); None: the kind's name and the shortened id.
+    """
+
+    name: str
+    proxy: bool = False
+    local_model: bool = False
+    catalogue_arg: bool = False
+    needs_corpus: bool = False
+    label: Callable[[str], str] | None = None
+
+    def describe(self, estimator_id: str) -> str:
+        """The words for an id of this kind (a readable model name; the exact id stays beside it on the pages)."""
+        if self.label is not None:
+            return self.label(estimator_id)
+        text = estimator_id.split("@", 1)[0]
+        return f"estimator {text if len(text) <= 48 else text[:47] + '…'}"
+
+
+_INFO_FIELDS = {f.name for f in fields(EstimatorInfo)} - {"name"}
 
 
 def estimator_entry(spec: str) -> Entry[EstimatorFactory]:
@@ -47,13 +79,49 @@ def estimator_entry(spec: str) -> Entry[EstimatorFactory]:
     return ESTIMATORS.resolve(spec)[0]
 
 
+def estimator_info(spec_or_id: str) -> EstimatorInfo:
+    """What the registry says about the kind of an estimator spec or stored id (``KIND[:...]``)."""
+    entry = estimator_entry(spec_or_id)
+    return EstimatorInfo(entry.name, **{k: v for k, v in entry.meta.items() if k in _INFO_FIELDS})
+
+
+def estimator_label(estimator_id: str) -> str:
+    """The words for a stored estimator id; an id of a kind no longer registered comes back shortened."""
+    from grebench.registry import UnknownPart
+
+    try:
+        return estimator_info(estimator_id).describe(estimator_id)
+    except UnknownPart:
+        return EstimatorInfo(Registry.split(estimator_id)[0]).describe(estimator_id)
+
+
+_MODEL_ID = re.compile(r"^(?P<kind>[a-z0-9_-]+):(?P<model>.+)@(?P<rest>[^@/]*)$")
+
+
+def served_model_label(server: str) -> Callable[[str], str]:
+    """A label function for ids ``KIND:MODEL@sha[:key=value...]``: ``<model name> (<server>[, dtype])``."""
+
+    def label(estimator_id: str) -> str:
+        from grebench.models import model_title
+
+        match = _MODEL_ID.match(estimator_id)
+        if match is None:
+            return EstimatorInfo(server).describe(estimator_id)
+        options = dict(part.split("=", 1) for part in match.group("rest").split(":")[1:] if "=" in part)
+        dtype = options.get("dtype")
+        return f"{model_title(match.group('model'))} ({server}{', ' + dtype if dtype else ''})"
+
+    return label
+
+
 def resolve_estimator(spec: str, settings: Settings, corpus: Mapping[str, Sequence[str]] | None = None,
                       progress: Progress | None = None) -> Estimator:
     """Build the estimator named by ``spec`` (``NAME[:ARG]``); ``corpus`` is needed by corpus-fitted ones."""
     entry, arg = ESTIMATORS.resolve(spec)
-    if entry.meta.get("needs_corpus") and corpus is None:
+    if estimator_info(spec).needs_corpus and corpus is None:
         raise ValueError(f"the {entry.name} estimator needs the corpus of human-review judgment lines")
     return entry.obj(arg, EstimatorContext(settings, corpus, progress or NoProgress()))
 
 
-__all__ = ["ESTIMATORS", "Estimator", "EstimatorContext", "EstimatorFactory", "estimator_entry", "resolve_estimator"]
+__all__ = ["ESTIMATORS", "Estimator", "EstimatorContext", "EstimatorFactory", "EstimatorInfo", "estimator_entry",
+           "estimator_info", "estimator_label", "resolve_estimator", "served_model_label"]

@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 
 from grebench._offline import apply_offline_defaults
 from grebench.scoring._request import LogprobRequest, LogprobResult
-from grebench.scoring.estimators import ESTIMATORS, EstimatorContext
+from grebench.scoring.estimators import ESTIMATORS, EstimatorContext, served_model_label
 from grebench.scoring.estimators._tokenize import RequestTokenizer, TokenizedRequest, template_sha8
 
 _DTYPES = ("float32", "bfloat16", "float16")
@@ -379,7 +379,8 @@ def choose_reuse(est: HFEstimator, setting: str, cache_dir: Path | None) -> dict
 
 
 @ESTIMATORS.register("hf", spec="hf:NAME|PATH",
-                     summary="a built-in evaluation LM (grebench models list) or a local transformers checkpoint")
+                     summary="a built-in evaluation LM (grebench models list) or a local transformers checkpoint",
+                     local_model=True, catalogue_arg=True, label=served_model_label("hf"))
 def make_hf(arg: str, context: EstimatorContext) -> HFEstimator:
     """``hf:NAME`` (a catalogue model, pulled and checked on first use) or ``hf:PATH`` (a local checkpoint).
 
@@ -387,7 +388,7 @@ def make_hf(arg: str, context: EstimatorContext) -> HFEstimator:
     model and its weights' hash, not the directory it sits in, so its scores compare across machines:
     ``hf:NAME@<checkpoint sha8>:dtype=<dtype>:chat=<template sha8>``.
     """
-    from grebench.models import MODELS, choose_dtype, installed, models_path, resolve_checkpoint
+    from grebench.models import MODELS, choose_dtype, installed, resolve_checkpoint
 
     if not arg:
         raise ValueError("hf estimator spec must be hf:NAME (a built-in evaluation LM) or hf:PATH (a local checkpoint)")
@@ -400,7 +401,7 @@ def make_hf(arg: str, context: EstimatorContext) -> HFEstimator:
         estimator.id = (f"hf:{label}@{manifest['checkpoint_sha256'][:8]}:dtype={dtype}"
                         f":chat={template_sha8(estimator.tokenizer)}")
     with context.progress.task("reuse probe", total=1, unit="steps") as task:
-        record = choose_reuse(estimator, str(s.hf_prefix_reuse), models_path(s) / ".reuse-probes")
+        record = choose_reuse(estimator, s.hf_prefix_reuse, s.reuse_probes_path)
         task.advance()
     log.info("hf estimator on %s: %s (%s%s)", estimator.device,
              "prefix reuse" if estimator.reuse_prefix else "plain forward batched across papers", record["source"],

@@ -384,7 +384,7 @@ def fit_weights(est: OfflineEstimator, requests: Sequence[LogprobRequest]) -> tu
 
 @ESTIMATORS.register("offline", spec="offline",
                      summary="embedded word-level model (bigram + content copy): a fast proxy, not a language model",
-                     proxy=True, needs_corpus=True)
+                     proxy=True, needs_corpus=True, label=lambda _id: "offline word model (fast proxy)")
 def make_offline(arg: str, context: EstimatorContext) -> OfflineEstimator:
     """The offline estimator fitted leave-paper-out on the corpus of human judgment lines (takes no argument)."""
     if arg:

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from grebench.scoring._request import LogprobRequest, LogprobResult
-from grebench.scoring.estimators import ESTIMATORS, EstimatorContext, EstimatorFactory
+from grebench.scoring.estimators import ESTIMATORS, EstimatorContext, EstimatorFactory, served_model_label
 from grebench.scoring.estimators._tokenize import RequestTokenizer, TokenizedRequest, tokenizer_sha8
 
 
@@ -115,6 +115,6 @@ def _server_factory(kind: str) -> EstimatorFactory:
 
 
 ESTIMATORS.add("vllm", _server_factory("vllm"), spec="vllm:URL[,URL...]",
-               summary="vLLM server(s): prompt log-probs over /v1/completions")
+               summary="vLLM server(s): prompt log-probs over /v1/completions", label=served_model_label("vLLM"))
 ESTIMATORS.add("sglang", _server_factory("sglang"), spec="sglang:URL",
-               summary="SGLang server: input-token log-probs over /generate")
+               summary="SGLang server: input-token log-probs over /generate", label=served_model_label("SGLang"))

@@ -1,7 +1,7 @@
 """What the panel reads from the store: papers, candidates' latest reviews, human reviews, GEM scores.
 
-GEM for the ``gem`` reference judge comes from the ``scores`` table (metric ``gem-s``, else ``gem``; the
-(estimator, preprocessor) pair scored most recently).  Exam texts that are no candidate's review of that paper (a
+GEM for the ``gem`` reference judge comes from the ``scores`` table (the headline metric, else another default one;
+the (estimator, preprocessor) pair scored most recently).  Exam texts that are no candidate's review of that paper (a
 human review of another paper, a reference review) have no stored score: :meth:`GemScores.extend` computes their
 PMI per reference with the same estimator and preprocessor (cached in ``logprob_cache`` like all scoring), never
 scoring a review against itself.  When that is impossible (another estimator, no judgment lines) they stay
@@ -114,8 +114,8 @@ class GemScores:
                  preprocessor_spec: str | None = None) -> None:
         self.store, self.settings = store, settings
         # the setup the run scored with (exam texts are scored with the same one), else the settings'
-        self.estimator_spec = estimator_spec or str(settings.estimator)
-        self.preprocessor_spec = preprocessor_spec or str(settings.preprocessor)
+        self.estimator_spec = estimator_spec or settings.estimator
+        self.preprocessor_spec = preprocessor_spec or settings.preprocessor
         self.metric, self.estimator, self.preprocessor = self._table()
         self._values: dict[tuple[str, str], dict[str, float]] | None = None
         self.estimator_calls = 0  # requests the estimator computed (not found in the log-prob cache) for exam texts
@@ -137,7 +137,10 @@ class GemScores:
         return self._values
 
     def _table(self) -> tuple[str | None, str | None, str | None]:
-        for metric in ("gem-s", "gem"):
+        from grebench.scoring._metrics import METRICS, headline_metric
+
+        # the headline metric first, then the other default ones that score judgment lines
+        for metric in dict.fromkeys([headline_metric()] + [e.name for e in METRICS if e.obj.default and not e.obj.raw]):
             row = self.store.rows(
                 """SELECT estimator, preprocessor FROM scores WHERE metric = ?
                    GROUP BY ALL ORDER BY max(created_at) DESC, count(*) DESC LIMIT 1""", [metric])
@@ -185,6 +188,11 @@ class GemScores:
             raise RuntimeError(f"stored scores use estimator {self.estimator}, this run's is {estimator.id}")
         abstracts = {r["paper_id"]: (r["abstract"] or "").strip() for r in self.store.rows(
             "SELECT paper_id, abstract FROM papers")}
+        from grebench.scoring._metrics import SynopsisInputs, metric
+
+        # the metric's own synopsis of each paper (what its stored scores are conditioned on)
+        synopses = metric(str(self.metric)).synopses(SynopsisInputs(
+            self.store, self.settings, sorted({pid for pid, _ in todo}), abstracts, lambda *_: None)) or {}
         floors = {(p, r): min(0.0, float(v)) for p, r, v in self.store.con.execute(
             """SELECT paper_id, reference_review_id, min(pmi) FROM scores WHERE metric = ? AND estimator = ?
                AND preprocessor = ? AND conditional <> marginal GROUP BY ALL""",
@@ -199,7 +207,9 @@ class GemScores:
                     if reviews.get(ref) is not None and sha(reviews[ref]) != sha(text):
                         self.values[(pid, sha(text))][ref] = floors.get((pid, ref), 0.0)
                 continue
-            synopsis = abstracts.get(pid) if self.metric == "gem-s" else None
+            if pid not in synopses:
+                continue  # the metric cannot be scored on this paper (no abstract): the judge abstains
+            synopsis = synopses[pid]
             for ref in splits[pid][1]:
                 ref_text = reviews.get(ref)
                 y = lines.get(sha(ref_text)) if ref_text else None

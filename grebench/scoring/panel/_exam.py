@@ -31,7 +31,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from grebench.bench import CONTROLS
+from grebench.bench import CONTROLS, HUMAN
 from grebench.scoring.panel._data import VenueData
 from grebench.scoring.panel._judges import Judge, PaperView, ReviewView, TfIdf, Verdict
 
@@ -129,26 +129,26 @@ def build_exam(data: VenueData, m: int, seed: int) -> ExamSets:
         ra = own[(len(own) - 1) // 2]
         ia = max(data.reviews[similar[pid]], key=lambda r: (r["words"], r["rating"], r["review_id"]))
         sets.pertinence.append((data.papers[pid], _human(ra), _human(ia)))
-    humans = [p for p in sorted(data.generations) if "human" in data.generations[p]]
+    humans = [p for p in sorted(data.generations) if HUMAN in data.generations[p]]
     for entry in CONTROLS:
         if entry.obj.exam_role != "pertinence":
             continue
         have = [p for p in humans if entry.name in data.generations[p]]
         for pid in sorted(rng.sample(have, min(max(1, m // 2), len(have)))):
             gens = data.generations[pid]
-            sets.pertinence.append((data.papers[pid], gens["human"], gens[entry.name]))
+            sets.pertinence.append((data.papers[pid], gens[HUMAN], gens[entry.name]))
     easy = [e.name for e in CONTROLS if e.obj.exam_role == "easy"]  # clearly worse than any real review
     for i, pid in enumerate(rng.sample(humans, min(max(1, m // 2), len(humans)))):
         gens = data.generations[pid]
         turn = i % len(easy) if easy else 0
         control = next((c for c in easy[turn:] + easy[:turn] if c in gens), None)
         if control is not None:
-            pair = [gens["human"], gens[control]]
+            pair = [gens[HUMAN], gens[control]]
             rng.shuffle(pair)
             sets.easy.append((data.papers[pid], pair[0], pair[1]))
     hard_papers = [p for p in humans if len(data.reviews.get(p, [])) >= 2]
     for pid in rng.sample(hard_papers, min(max(1, m // 2), len(hard_papers))):
-        human = data.generations[pid]["human"]
+        human = data.generations[pid][HUMAN]
         others = [r for r in data.reviews[pid] if r["review_id"] != human.source_review_id]
         if not others:
             continue

@@ -219,6 +219,7 @@ class GemJudge:
     """
 
     name, kind = "gem", "reference"
+    needs_gem = True  # the exam's texts are scored for it before it judges
     family: str | None = None
     description = ("Reference judge (no LLM): prefers the review with the higher GEM-S (GEM when no GEM-S) against "
                    "the paper's human references.")
@@ -275,3 +276,16 @@ JUDGES.add("length", lambda ctx: LengthJudge(), summary=LengthJudge.description)
 JUDGES.add("overlap", lambda ctx: OverlapJudge(ctx.tfidf), summary=OverlapJudge.description)
 JUDGES.add("gem", lambda ctx: GemJudge(ctx.gem), summary=GemJudge.description)
 REFERENCE_JUDGES = ("position", "length", "overlap", "gem")
+
+
+def can_debate(judge: Judge) -> bool:
+    """Whether a judge takes part in debates: the kind that made it is registered with ``debates=True`` (meta of
+    :data:`JUDGE_KINDS`; the judge names its kind in ``judge_kind``) and it has a ``debate`` method."""
+    kind = getattr(judge, "judge_kind", None)
+    return (isinstance(kind, str) and kind in JUDGE_KINDS and bool(JUDGE_KINDS.get(kind).meta.get("debates"))
+            and callable(getattr(judge, "debate", None)))
+
+
+def needs_gem_scores(judges: Iterable[Judge]) -> bool:
+    """Whether a judge reads GEM scores of the exam's texts (a judge says so with ``needs_gem = True``)."""
+    return any(getattr(j, "needs_gem", False) for j in judges)

@@ -95,7 +95,8 @@ class LLMJudge:
     params: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     show_metrics: bool = False
-    kind: str = "llm"
+    kind: str = "llm"          # its role in the judges table: an LLM judge (not a reference judge)
+    judge_kind: str = "llm"    # the JUDGE_KINDS entry that made it
     calls_made: int = 0
     cached: int = 0
 
@@ -163,10 +164,11 @@ class LLMJudgeKind:
         return LLMJudge(name=name, model=model.strip(), client=context.client, family=raw.get("family"),
                         api_base=raw.get("api_base"), api_key_env=key_env, params=params,
                         description=raw.get("description") or f"LLM judge {model.strip()} ({PROMPT_VERSION})",
-                        show_metrics=bool(context.settings.judges_see_machine_metrics))
+                        show_metrics=context.settings.judges_see_machine_metrics)
 
 
-JUDGE_KINDS.add("llm", LLMJudgeKind(), spec="llm", summary="a litellm model judging with the product's prompt")
+JUDGE_KINDS.add("llm", LLMJudgeKind(), spec="llm", summary="a litellm model judging with the product's prompt",
+                debates=True)
 
 
 def parse_judges(raw: Any, context: JudgeContext) -> list[Judge]:

@@ -69,7 +69,8 @@ class LocalJudge:
     settings: Any
     family: str | None = None
     description: str = ""
-    kind: str = "llm"
+    kind: str = "llm"          # its role in the judges table: an LLM judge (not a reference judge)
+    judge_kind: str = "local"  # the JUDGE_KINDS entry that made it
     calls_made: int = 0
     cached: int = 0
     _resolved: LocalModel | None = field(default=None, repr=False)
@@ -152,7 +153,7 @@ class LocalJudgeKind:
 
 
 JUDGE_KINDS.add("local", LocalJudgeKind(), spec="local",
-                summary="a model on this machine answering typed decisions (transformers serve)")
+                summary="a model on this machine answering typed decisions (transformers serve)", debates=True)
 
 
 def builtin_local_judges(context: JudgeContext) -> list[Judge]:

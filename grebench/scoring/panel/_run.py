@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, cast
 
-from grebench.bench import LocalServers
+from grebench.bench import LocalServers, kind_info
 from grebench.llm import LLMClient
 from grebench.progress import NoProgress, Progress
 from grebench.scoring.panel import _state
@@ -22,7 +22,15 @@ from grebench.scoring.panel._aggregate import agreement, judge_score, outcome, r
 from grebench.scoring.panel._data import GemScores, VenueData, load_venue, sha, venues
 from grebench.scoring.panel._debate import Debater, run_debate
 from grebench.scoring.panel._exam import ask, build_exam, exam_size, examine, grade, self_preference
-from grebench.scoring.panel._judges import JUDGES, Judge, JudgeContext, TfIdf, Verdict
+from grebench.scoring.panel._judges import (
+    JUDGES,
+    Judge,
+    JudgeContext,
+    TfIdf,
+    Verdict,
+    can_debate,
+    needs_gem_scores,
+)
 from grebench.scoring.panel._llm_judge import parse_judges
 from grebench.scoring.panel._local_judge import builtin_local_judges
 from grebench.scoring.panel._machine_metrics import common_words, measure
@@ -96,8 +104,8 @@ def _pairs(data: VenueData, per_paper: int, seed: int) -> list[tuple[str, str, s
     out = []
     for pid in sorted(data.generations):
         names = sorted(data.generations[pid])
-        contestants = [c for c in names if data.kinds.get(c) != "control"]
-        controls = [c for c in names if data.kinds.get(c) == "control"]
+        contestants = [c for c in names if kind_info(data.kinds.get(c)).ranked]
+        controls = [c for c in names if not kind_info(data.kinds.get(c)).ranked]
         ranked = list(itertools.combinations(contestants, 2))
         anchors = sorted((min(a, b), max(a, b)) for a in contestants for b in controls)
         rng.shuffle(anchors)
@@ -111,7 +119,7 @@ def _judge_pairs(judge: Judge, pairs: list[tuple[str, str, str]], data: VenueDat
                  seed: int) -> list[tuple[str, str, str]]:
     """The pairs one judge is asked: LLM judges (every comparison a model call) get at most
     ``panel_llm_pairs_per_paper`` per paper, the first ones of :func:`_pairs`' order (contestant pairs first)."""
-    cap = int(settings.panel_llm_pairs_per_paper)
+    cap = settings.panel_llm_pairs_per_paper
     if judge.kind == "reference" or cap <= 0:
         return pairs
     taken: dict[str, int] = defaultdict(int)
@@ -191,14 +199,14 @@ def _verdicts(store: Store, settings: Settings, data: VenueData, judges: dict[st
             continue
         scores = {j: judge_score(a) for j, a in answers[key].items()}
         debated = flagged = False
-        llm = [judges[j] for j in scores if judges[j].kind == "llm" and hasattr(judges[j], "debate")]
+        llm = [judges[j] for j in scores if can_debate(judges[j])]
         initial = {j.name: Verdict("one" if scores[j.name] > 0 else "two" if scores[j.name] < 0 else "tie", 1.0,
                                    reasons.get((*key, j.name), "")) for j in llm}
         if len(llm) >= 2 and len({v.preference for v in initial.values()}) > 1:
             pid, a, b = key
-            debaters = cast("list[Debater]", llm)  # every one has .debate (checked above)
+            debaters = cast("list[Debater]", llm)  # every one has .debate (can_debate)
             result = run_debate(debaters, data.papers[pid], data.generations[pid][a], data.generations[pid][b], initial,
-                                int(settings.debate_rounds))
+                                settings.debate_rounds)
             debated, flagged = True, not result.resolved
             for name, verdict in result.final.items():
                 scores[name] = {"one": 1.0, "two": -1.0, "tie": 0.0}[verdict.preference]
@@ -319,14 +327,14 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
     judges = build_judges(settings, client, gem, tfidf, judge_names, servers)
     _sync_judges(store, judges)
     part: dict[str, Any] = {"votes": 0, "machine_metrics": _machine_metrics(
-        store, data, bool(settings.judges_see_machine_metrics))}
-    sets = build_exam(data, int(settings.exam_pairs), int(settings.seed))
-    if any(j.name == "gem" for j in judges):
+        store, data, settings.judges_see_machine_metrics)}
+    sets = build_exam(data, settings.exam_pairs, settings.seed)
+    if needs_gem_scores(judges):
         texts = {r["review_id"]: r["text"] for rs in data.reviews.values() for r in rs}
         gem.extend(sets.texts(), data.splits, texts)
     with progress.task(f"panel: exam, {venue_id}", len(judges), "judges") as task:
         results = []
-        llm_pairs = int(settings.exam_llm_pairs)
+        llm_pairs = settings.exam_llm_pairs
         for j in judges:  # an LLM judge's every answer is a model call: it takes a bounded, seeded part of each test
             if j.kind == "reference":
                 results.append(examine(j, sets))
@@ -337,7 +345,7 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
             task.advance()
     graded, eta_c, eta_p = grade(results)
     llm_judges = any(j.kind != "reference" for j in judges)
-    bias = self_preference(judges, data, int(settings.seed),
+    bias = self_preference(judges, data, settings.seed,
                            papers=min(20, max(1, llm_pairs // 6)) if llm_judges and llm_pairs > 0 else 20)
     _write_exam(store, venue_id, graded, bias)
     by_name = {j.name: j for j in judges}
@@ -349,18 +357,18 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
         return judges, part, True
     weights = {r["judge"]: r["weight"] for r in graded if r["passed"] and r["weight"] > 0}
     part["qualified"] = [{"venue_id": venue_id, "qualified": sorted(weights), "examined": len(judges)}]
-    pairs = _pairs(data, int(settings.panel_pairs_per_paper), int(settings.seed))
+    pairs = _pairs(data, settings.panel_pairs_per_paper, settings.seed)
     missing = 0
     with progress.task(f"panel: votes, {venue_id}", len(weights), "judges") as task:
         for name in sorted(weights):
-            judge_pairs = _judge_pairs(by_name[name], pairs, data, settings, int(settings.seed))
+            judge_pairs = _judge_pairs(by_name[name], pairs, data, settings, settings.seed)
             written, failed = _vote(store, data, by_name[name], judge_pairs, run_id, progress)
             part["votes"] += written
             missing += failed
             task.advance()
     verdicts = _verdicts(store, settings, data, by_name, weights, pairs)
-    contestants = {c for c, kind in data.kinds.items() if kind != "control"}
-    rankings = rank_with_bootstrap(verdicts, int(settings.bootstrap_samples), int(settings.seed),
+    contestants = {c for c, kind in data.kinds.items() if kind_info(kind).ranked}
+    rankings = rank_with_bootstrap(verdicts, settings.bootstrap_samples, settings.seed,
                                    ranked=contestants)
     per_paper, gem_score = _gem_tables(store, gem, data)
     agree = agreement(verdicts, per_paper, {r["candidate"]: r["strength"] for r in rankings}, gem_score) \

@@ -139,7 +139,7 @@ def test_verdicts_debate_llm_disagreements_and_flag_the_unresolved(store: Store,
                                    flipped, 0.9, "r", utcnow()])
 
     class LLM(Scripted):
-        kind, family, description = "llm", None, ""
+        kind, judge_kind, family, description = "llm", "llm", None, ""
 
     # llm-b is convinced in round 1 on paper0; llm-c never moves: paper0 pairs stay split -> flagged
     judges = {"llm-a": LLM("llm-a", ["one"]), "llm-b": LLM("llm-b", ["one"]), "llm-c": LLM("llm-c", ["two"]),

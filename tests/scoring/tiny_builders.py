@@ -2,8 +2,8 @@
 
 Nothing is downloaded: the BPE tokenizer is trained here on bundled review text, the model has random weights
 from a fixed seed.  Used by the estimator tests, the fake vLLM/SGLang servers and ``benchmarks/scoring_engine.py``
-(which runs with the product's own install, so this lives in the package, not under tests/).  torch, tokenizers and
-transformers are imported inside the functions.
+(which runs with the product's own install: this module imports nothing of the test tooling, so the benchmark can
+import it from a checkout without pytest).  torch, tokenizers and transformers are imported inside the functions.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 
-BUNDLED = Path(__file__).resolve().parents[2] / "ingest" / "data" / "iclr2020_reviews.jsonl"
+BUNDLED = Path(str(resources.files("grebench.ingest") / "data" / "iclr2020_reviews.jsonl"))
 
 # Llama-3-style chat template with a date-injection variable, as Llama-3.1 templates have.
 CHAT_TEMPLATE = (

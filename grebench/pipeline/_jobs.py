@@ -1,0 +1,174 @@
+"""Jobs as data, and the one function that runs a job: :func:`run_job`.
+
+A job is a name, the stages it runs (names of :data:`grebench.pipeline.STAGES`, in order), the options it fixes
+(the scheduler's ``score`` scores every paper; ``generate`` writes sealed reviews only) and, for the scheduler, the
+setting that holds its interval.  ``grebench run`` runs the job ``run``; every single-stage command runs a job made
+of its stage (:meth:`Job.of`); the scheduler runs its jobs by name.  :func:`run_job` does for all of them, in one
+place: check the setup (before the store is opened: a mistake costs nothing), open the store, start the run, run the
+stages through :func:`run_stages`, finish the run with its status.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from grebench.pipeline._check import check_setup
+from grebench.pipeline._runner import PipelineResult, RunOptions, StageContext, run_stages
+from grebench.progress import NoProgress, Progress
+from grebench.settings import Settings
+from grebench.store import Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A named list of stages with the options it fixes.
+
+    ``per_venue``: the stages run once per configured venue (setting ``venues``), with that venue as the source.
+    ``interval``: the setting holding the minutes between two scheduled runs (None: not scheduled).
+    """
+
+    name: str
+    stages: tuple[str, ...]
+    description: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    per_venue: bool = False
+    interval: str | None = None
+
+    @classmethod
+    def of(cls, *stages: str) -> Job:
+        """A job of the named stages (a single-stage command)."""
+        return cls(stages[0] if len(stages) == 1 else "+".join(stages), tuple(stages))
+
+    @property
+    def uses_source(self) -> bool:
+        """Whether the job reads ``options.source`` (it ingests, and not per configured venue)."""
+        return "ingest" in self.stages and not self.per_venue
+
+
+#: The main job (``grebench run``) and the scheduler's jobs; the scheduler starts due jobs in this order after
+#: ``run`` (which it does not schedule: its ``score`` job is the main job without ingest, on every paper).
+JOBS: dict[str, Job] = {j.name: j for j in (
+    Job("run", ("ingest", "bench", "score", "boards", "validate", "panel", "site"),
+        "the main job: ingest a source, generate, score, boards, validation, judge panel, site"),
+    Job("queue", ("submissions",), "accept queued submissions and evaluate them on clean papers",
+        interval="queue_interval_min"),
+    Job("poll", ("ingest",), "ingest new papers, reviews and review edits of every configured venue",
+        per_venue=True, interval="poll_interval_min"),
+    Job("generate", ("bench",), "LLM reviews of papers whose reviews are not public yet (sealed)",
+        options={"bench_scope": "unreviewed"}, interval="generate_interval_min"),
+    Job("score", ("bench", "score", "boards", "validate", "panel"),
+        "once reviews appear: bench, scoring, boards, validation and the panel on every paper",
+        options={"papers": "all"}, interval="score_interval_min"),
+    Job("site", ("site",), "rebuild the static site and the Parquet exports the app reads",
+        interval="site_interval_min"),
+    Job("snapshot", ("snapshot",), "cut due yearly snapshots and requested ones", interval="snapshot_check_min"),
+)}
+#: The jobs the scheduler runs, in their start order.
+SCHEDULED: tuple[str, ...] = tuple(name for name, job in JOBS.items() if job.interval)
+
+
+def job(name: str | Job) -> Job:
+    """The job of that name (a :class:`Job` comes back as it is)."""
+    if isinstance(name, Job):
+        return name
+    if name not in JOBS:
+        raise ValueError(f"unknown job {name!r}: choose from {', '.join(JOBS)}")
+    return JOBS[name]
+
+
+def venue_sources(settings: Settings) -> list[str]:
+    """Source specs of ``settings.venues`` (a bare venue id is an OpenReview venue; unknown kinds are errors)."""
+    from grebench.ingest import source_spec
+
+    return [source_spec(item) for item in settings.listed("venues")]
+
+
+@dataclass
+class JobResult:
+    """What a job did: its run, the run's status, and the pipeline's result (per venue for a per-venue job)."""
+
+    job: Job
+    run_id: str
+    status: str
+    result: PipelineResult
+    venues: dict[str, PipelineResult] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    refused: BaseException | None = None
+
+    def summary(self) -> dict[str, Any]:
+        """The job's summary: the stage's own for one stage, per stage for several, per venue for ``poll``."""
+        if self.job.per_venue:
+            return {"venues": {spec: _stages_summary(self.job, r) for spec, r in self.venues.items()}}
+        return _stages_summary(self.job, self.result)
+
+
+def _stages_summary(job: Job, result: PipelineResult) -> dict[str, Any]:
+    if len(job.stages) == 1:
+        return result.stages.get(job.stages[0], {})
+    return dict(result.stages)
+
+
+def run_job(settings: Settings, which: str | Job, options: RunOptions | None = None, *,
+            open_store: Callable[[], AbstractContextManager[Store]], command: str | None = None,
+            args: Mapping[str, Any] | None = None, progress: Progress | None = None,
+            services: Mapping[str, Any] | None = None, marker: Callable[[str], None] | None = None,
+            on_start: Callable[[Store, str], None] | None = None,
+            refusals: Sequence[type[BaseException]] = (),
+            summarise: Callable[[Store, JobResult], Mapping[str, Any]] | None = None) -> JobResult:
+    """Run a job: check the setup, open the store, start the run, run the stages, finish the run.
+
+    ``open_store`` opens the one writer store (the CLI opens the file with its own messages; the scheduler hands in
+    the store it holds).  ``on_start(store, run_id)`` is called once the run is recorded (the scheduler marks its
+    job running).  A stage exception of a ``refusals`` type (bad input a command reports as a usage error) finishes
+    the run with that error and comes back as ``refused``.  ``summarise(store, result)`` gives the summary stored
+    with the run instead of :meth:`JobResult.summary` (``grebench run`` stores its timings and failures too).
+    :class:`~grebench.pipeline.SetupError` is raised before the store is opened.
+    """
+    spec = job(which)
+    opts = replace(options or RunOptions(), **spec.options)
+    check_setup(settings, opts, source=spec.uses_source)
+    with open_store() as store:
+        run_id = store.start_run(command or spec.name, dict(args if args is not None else {"job": spec.name}))
+        if on_start is not None:
+            on_start(store, run_id)
+        try:
+            out = _run(store, settings, spec, opts, run_id, progress or NoProgress(), dict(services or {}), marker)
+        except Exception as exc:  # outside any stage (e.g. a venue that cannot be read): recorded, then raised
+            store.record_failure(run_id, spec.name, None, f"{type(exc).__name__}: {exc}")
+            store.finish_run(run_id, {"error": f"{type(exc).__name__}: {exc}"})
+            raise
+        refused = next((exc for exc in out.result.errors.values() if isinstance(exc, tuple(refusals))), None)
+        if refused is not None:
+            out.refused = refused
+            out.status = store.finish_run(run_id, {"error": str(refused)})
+            return out
+        out.failures = store.run_failures(run_id)
+        out.status = store.finish_run(run_id, dict(summarise(store, out)) if summarise is not None else out.summary())
+        return out
+
+
+def _run(store: Store, settings: Settings, spec: Job, opts: RunOptions, run_id: str, display: Progress,
+         services: dict[str, Any], marker: Callable[[str], None] | None) -> JobResult:
+    if not spec.per_venue:
+        ctx = StageContext(store, settings, run_id, opts, display, services)
+        return JobResult(spec, run_id, "", run_stages(ctx, _stages(spec), marker=marker))
+    venues: dict[str, PipelineResult] = {}
+    for source in venue_sources(settings):  # one failing venue fails only its own ingest
+        ctx = StageContext(store, settings, run_id, replace(opts, source=source), display, services)
+        venues[source] = run_stages(ctx, _stages(spec), marker=marker)
+    result = PipelineResult()
+    for r in venues.values():
+        result.errors.update(r.errors)
+    return JobResult(spec, run_id, "", result, venues)
+
+
+def _stages(spec: Job) -> list[Any]:
+    from grebench.pipeline import stages
+
+    return stages(*spec.stages)
