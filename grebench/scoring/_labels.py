@@ -21,7 +21,7 @@ MODEL_ROLE, PROXY_ROLE = "model", "proxy"
 
 
 def preprocessor_label(preprocessor_id: str) -> str:
-    """``rules-v5`` → ``rules preprocessor``; ``litellm:openai/gpt-4o@v1`` → ``LLM preprocessor (gpt-4o)``."""
+    """``rules-v6`` → ``rules preprocessor``; ``litellm:openai/gpt-4o@v1`` → ``LLM preprocessor (gpt-4o)``."""
     from grebench.registry import UnknownPart
     from grebench.scoring._metrics import RAW_PREPROCESSOR
     from grebench.scoring._preprocess import PREPROCESSORS

@@ -8,8 +8,10 @@ suggests) and, outside such sections, from cue words.  Only the reviewer's own j
 speech such as "according to the paper" or "the authors claim that", quotations of the authors' own words) and
 meta-commentary about the review itself ("In this part of the review I …") are dropped.  Paper-specific details a
 rule can see (math, numbers, citations, parentheses, URLs) are removed.  A line made only of generic review vocabulary
-(:mod:`grebench.scoring._vocabulary`) carries no information about the paper and is dropped (rules-v5).  Rules and
-their measured effect on the metric's validation: docs/scoring.md.
+(:mod:`grebench.scoring._vocabulary`) carries no information about the paper and is dropped (rules-v5).  A summary
+section with a heading may run on for paragraphs (the Summary field of a review form): after its first paragraph,
+up to the next heading, only a sentence with a visible judgment cue becomes a line (rules-v6).  Rules and their
+measured effect on the metric's validation: docs/scoring.md.
 """
 
 from __future__ import annotations
@@ -19,12 +21,15 @@ from functools import lru_cache
 
 from grebench.scoring._vocabulary import is_content_free
 
-RULES_ID = "rules-v5"
+RULES_ID = "rules-v6"
 MAX_WORDS = 30
 MIN_WORDS = 3
 # Uncued sentences outside any section: in peer reviews these are mostly detailed critique (documented choice,
 # re-checked against dropping them for rules-v2 in docs/scoring.md).  None would drop them.
 DEFAULT_VERB: str | None = "criticizes"
+# Sections where the review may be describing the paper rather than judging it: an unheaded opening summary, and the
+# paragraphs after the first of a headed summary.  An uncued sentence there is no judgment.
+_SUMMARY_LIKE = ("opening-summary", "after-summary")
 
 # Headings of the OpenReview review forms 2018-2025 (v1 and v2 field names, ICLR/NeurIPS/ICML/TMLR/COLM) as well as
 # free-form ones.  "neutral": a judgment section without a fixed polarity (cue words decide each sentence).
@@ -269,8 +274,8 @@ def choose_verb(sentence: str, section: str | None, contrasted: bool = False) ->
     evaluative = positive or negative or suggest or is_question
     if section == "describe" and not (evaluative and _FIRST_PERSON.search(lowered)):
         return None  # a summary section describes the paper; only the reviewer's own voice is a judgment there
-    if (section == "opening-summary" or _DESCRIPTIVE_RE.match(sentence)) and not evaluative:
-        return None
+    if (section in _SUMMARY_LIKE or _DESCRIPTIVE_RE.match(sentence)) and not evaluative:
+        return None  # where the review may still be describing the paper, a judgment needs a visible cue
     if is_question:
         return "questions"
     if _REJECT.search(lowered):
@@ -300,8 +305,12 @@ def rules_judgment_lines(text: str, drop_content_free: bool = True) -> list[str]
     text = _SOFT_WRAP_RE.sub(" ", text.replace("\r", "").replace("’", "'"))
     for raw_line in text.split("\n"):
         if not raw_line.strip():
-            if section in ("opening-summary", "describe") and section_content:
-                section = None  # a summary is one paragraph; what follows without a heading is the review proper
+            if section == "opening-summary" and section_content:
+                section = None  # an unheaded summary is one paragraph; what follows is the review proper
+            elif section == "describe" and section_content:
+                # a headed summary may run on for paragraphs (the Summary field of a review form): until the next
+                # heading, a sentence is a judgment only with a visible cue (rules-v6)
+                section = "after-summary"
             continue
         if set(raw_line.strip()) <= set("#*=-_~ "):
             continue

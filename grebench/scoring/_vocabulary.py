@@ -96,7 +96,7 @@ def is_content_free(line: str) -> bool:
 
 
 def main() -> None:
-    """Regenerate ``data/generic_vocabulary.txt`` from the bundled sample (rules-v4 lines)."""
+    """Regenerate ``data/generic_vocabulary.txt`` from the bundled sample (lines before the generic-vocabulary drop)."""
     from pathlib import Path
 
     from grebench.scoring._rules import rules_judgment_lines
@@ -108,7 +108,8 @@ def main() -> None:
     print(f"{path}: {len(words)} words")
 
 
-HEADER = ("# Generic review vocabulary (grebench.scoring._vocabulary): content words in the rules-v4 judgment lines\n"
+HEADER = ("# Generic review vocabulary (grebench.scoring._vocabulary): content words in the rules judgment lines\n"
+          "# (rules-v6 before this list's own drop, drop_content_free=False)\n"
           "# of at least {df:.0%} of the papers' human reviews in the bundled ICLR 2020 sample (400 papers);\n"
           "# {n} words. Regenerate: python -m grebench.scoring._vocabulary")
 

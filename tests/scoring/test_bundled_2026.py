@@ -11,12 +11,12 @@ from grebench.ingest import resolve_source, run_ingest
 from grebench.models import catalogue_entry
 from grebench.pipeline import RunOptions
 from grebench.pipeline._sample import _rating, sample_papers
-from grebench.scoring import is_contaminated_row, leaderboard, run_scoring
+from grebench.scoring import RULES_ID, is_contaminated_row, leaderboard, run_scoring
 from grebench.settings import Settings
 from grebench.store import Store, open_store
 from tests.scoring.conftest import FakeEstimator, add_generation, seed_baseline
 
-RULES = "rules-v5"
+RULES = RULES_ID
 CUTOFF = catalogue_entry("smollm2-135m").cutoff.isoformat()  # 2024-10-31
 
 

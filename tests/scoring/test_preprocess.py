@@ -231,9 +231,36 @@ def test_lines_of_generic_review_vocabulary_only_are_dropped() -> None:
 
 
 def test_generic_vocabulary_is_what_the_bundled_reviews_give() -> None:
-    """The shipped list is reproducible: recomputed from the bundled ICLR 2020 reviews (rules-v4 lines)."""
+    """The shipped list is reproducible: recomputed from the bundled ICLR 2020 reviews
+    (the rules lines before the generic-vocabulary drop)."""
     from grebench.scoring._vocabulary import build_generic_vocabulary, bundled_lines_by_paper, generic_vocabulary
 
     corpus = bundled_lines_by_paper(lambda text: rules_judgment_lines(text, drop_content_free=False))
     assert len(corpus) == 400
     assert set(build_generic_vocabulary(corpus)) == generic_vocabulary()
+
+
+# The Summary field of a review form (ICLR 2024-2026) may run on for paragraphs: they describe the paper too.
+FORM_SUMMARIES = [
+    ("The work studies sparse attention for long documents.\n\nA routing network picks the blocks each head reads. "
+     "Training uses a distillation loss from the dense teacher.\n\nExperiments cover three retrieval benchmarks.",
+     "The ablation of the routing temperature is missing."),
+    ("This submission targets protein docking with diffusion.\n\nThe score model is equivariant to rotations, and "
+     "sampling runs for fifty steps.\n\nResults are reported on PDBBind splits by sequence identity.",
+     "The docking success rates are not compared with AlphaFold-Multimer."),
+]
+
+
+@pytest.mark.parametrize(("summary", "weakness"), FORM_SUMMARIES)
+def test_a_form_summary_of_several_paragraphs_gives_no_line(summary: str, weakness: str) -> None:
+    """rules-v6: after the first paragraph of a headed summary, up to the next heading, an uncued sentence is still
+    description (no default verb); a cued judgment there is kept."""
+    review = f"Summary:\n{summary}\n\nStrengths:\nThe method is simple.\n\nWeaknesses:\n{weakness}"
+    lines = rules_judgment_lines(review, drop_content_free=False)
+    described = [s.strip().rstrip(".").lower() for p in summary.split("\n\n") for s in p.split(". ")]
+    assert not [x for x in lines if any(d[:30] in x.lower() for d in described)], lines
+    assert any(weakness.rstrip(".").lower()[:30] in x.lower() and "criticizes" in x for x in lines), lines
+    judged = review.replace("\n\nStrengths:", "\n\nHowever, I doubt the benchmarks reflect real workloads."
+                            "\n\nStrengths:")
+    assert any("doubt the benchmarks reflect real workloads" in x and "criticizes" in x
+               for x in rules_judgment_lines(judged, drop_content_free=False))
