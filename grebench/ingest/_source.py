@@ -59,10 +59,10 @@ def source_spec(item: str) -> str:
     An entry ``NAME:ARG`` whose NAME is not registered is an error, never silently an OpenReview venue.
     """
     item = item.strip()
-    name, colon, _ = item.partition(":")
+    name, _ = SOURCES.split(item)
     if name in SOURCES:
         return item
-    if colon and "/" not in name:  # NAME:ARG with an unknown NAME (venue ids have a '/' before any colon)
+    if ":" in item and "/" not in name:  # NAME:ARG with an unknown NAME (venue ids have a '/' before any colon)
         raise SourceError(f"unknown source {name!r} in venues entry {item!r} (known: {SOURCES.help()})")
     venue = [e for e in SOURCES.entries() if e.meta.get("venue_id")]
     if not venue:

@@ -143,11 +143,11 @@ PREPROCESSORS: Registry[PreprocessorFactory] = Registry("preprocessor")
 def _litellm_label(preprocessor_id: str) -> str:
     from grebench.models import model_title
 
-    return f"LLM preprocessor ({model_title(preprocessor_id.partition(':')[2].split('@', 1)[0])})"
+    return f"LLM preprocessor ({model_title(PREPROCESSORS.split(preprocessor_id)[1].split('@', 1)[0])})"
 
 
 def _imported_label(preprocessor_id: str) -> str:
-    name = preprocessor_id.partition(":")[2]
+    name = PREPROCESSORS.split(preprocessor_id)[1]
     return f"imported judgment lines ({name if len(name) <= 40 else name[:39] + '…'})" if name else \
         "imported judgment lines"
 
