@@ -69,12 +69,22 @@ class ReviewView:
     metrics: Mapping[str, float] = field(default_factory=dict)
 
 
+#: A judge's role in the ``judges`` table: a deterministic reference judge, or an LLM judge (every answer a model
+#: call, so it is asked a bounded, seeded part of the pairs).
+REFERENCE_JUDGE, LLM_JUDGE = "reference", "llm"
+
+
+def is_reference(judge: Judge) -> bool:
+    """Whether the judge is a deterministic reference judge (no model call)."""
+    return judge.kind == REFERENCE_JUDGE
+
+
 @runtime_checkable
 class Judge(Protocol):
     """Anything that compares two reviews of one paper."""
 
     name: str
-    kind: str            # reference | llm
+    kind: str            # REFERENCE_JUDGE | LLM_JUDGE
     family: str | None
     description: str
 
@@ -140,7 +150,7 @@ def _pick(score_a: float, score_b: float, confidence: float, reason: str) -> Ver
 class PositionJudge:
     """Always prefers the review shown first, always equally sure: the position bias the exam must catch."""
 
-    name, kind = "position", "reference"
+    name, kind = "position", REFERENCE_JUDGE
     family: str | None = None
     description = "Reference judge (no LLM): always prefers the first review shown. Biased on purpose."
 
@@ -152,7 +162,7 @@ class PositionJudge:
 class LengthJudge:
     """Prefers the longer review; confidence = the relative length gap (verbosity bias made explicit)."""
 
-    name, kind = "length", "reference"
+    name, kind = "length", REFERENCE_JUDGE
     family: str | None = None
     description = "Reference judge (no LLM): prefers the longer review (by words). Biased on purpose."
 
@@ -170,7 +180,7 @@ class OverlapJudge:
     so a longer review gains nothing by being long.  Confidence = the margin relative to the larger similarity.
     """
 
-    name, kind = "overlap", "reference"
+    name, kind = "overlap", REFERENCE_JUDGE
     family: str | None = None
     description = ("Reference judge (no LLM): prefers the review whose content words are closer (TF-IDF cosine) to "
                    "the paper's title, abstract and text.")
@@ -218,7 +228,7 @@ class GemJudge:
     confidence 0 (the judge abstains).  Confidence = 1 - exp(-|margin| / 5 nats).
     """
 
-    name, kind = "gem", "reference"
+    name, kind = "gem", REFERENCE_JUDGE
     needs_gem = True  # the exam's texts are scored for it before it judges
     family: str | None = None
     description = ("Reference judge (no LLM): prefers the review with the higher GEM-S (GEM when no GEM-S) against "

@@ -17,7 +17,15 @@ from importlib import resources
 from typing import Any
 
 from grebench.llm import ChatRequest, ChatResult, LLMClient, fill
-from grebench.scoring.panel._judges import JUDGE_KINDS, Judge, JudgeContext, PaperView, ReviewView, Verdict
+from grebench.scoring.panel._judges import (
+    JUDGE_KINDS,
+    LLM_JUDGE,
+    Judge,
+    JudgeContext,
+    PaperView,
+    ReviewView,
+    Verdict,
+)
 
 PROMPT_VERSION = "judge-v2"  # v2: untrusted text fenced (grebench.llm.fill)
 DEBATE_PROMPT_VERSION = "judge-debate-v2"
@@ -95,7 +103,7 @@ class LLMJudge:
     params: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     show_metrics: bool = False
-    kind: str = "llm"          # its role in the judges table: an LLM judge (not a reference judge)
+    kind: str = LLM_JUDGE      # its role in the judges table: an LLM judge (not a reference judge)
     judge_kind: str = "llm"    # the JUDGE_KINDS entry that made it
     calls_made: int = 0
     cached: int = 0

@@ -28,7 +28,15 @@ from typing import Any
 from grebench.bench import LocalModel, LocalServers, resolve_local
 from grebench.llm import DecisionRequest, DecisionResult, LLMClient, fill
 from grebench.models import model_family
-from grebench.scoring.panel._judges import JUDGE_KINDS, Judge, JudgeContext, PaperView, ReviewView, Verdict
+from grebench.scoring.panel._judges import (
+    JUDGE_KINDS,
+    LLM_JUDGE,
+    Judge,
+    JudgeContext,
+    PaperView,
+    ReviewView,
+    Verdict,
+)
 from grebench.scoring.panel._llm_judge import JudgeError
 
 DECISION_VERSION = "judge-decision-v2"  # v2: fenced texts
@@ -69,7 +77,7 @@ class LocalJudge:
     settings: Any
     family: str | None = None
     description: str = ""
-    kind: str = "llm"          # its role in the judges table: an LLM judge (not a reference judge)
+    kind: str = LLM_JUDGE      # its role in the judges table: an LLM judge (not a reference judge)
     judge_kind: str = "local"  # the JUDGE_KINDS entry that made it
     calls_made: int = 0
     cached: int = 0

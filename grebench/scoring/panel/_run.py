@@ -29,6 +29,7 @@ from grebench.scoring.panel._judges import (
     TfIdf,
     Verdict,
     can_debate,
+    is_reference,
     needs_gem_scores,
 )
 from grebench.scoring.panel._llm_judge import parse_judges
@@ -120,7 +121,7 @@ def _judge_pairs(judge: Judge, pairs: list[tuple[str, str, str]], data: VenueDat
     """The pairs one judge is asked: LLM judges (every comparison a model call) get at most
     ``panel_llm_pairs_per_paper`` per paper, the first ones of :func:`_pairs`' order (contestant pairs first)."""
     cap = settings.panel_llm_pairs_per_paper
-    if judge.kind == "reference" or cap <= 0:
+    if is_reference(judge) or cap <= 0:
         return pairs
     taken: dict[str, int] = defaultdict(int)
     out = []
@@ -150,7 +151,7 @@ def _vote(store: Store, data: VenueData, judge: Judge, pairs: list[tuple[str, st
                 todo.append((pid, a, b, order))
                 paper = data.papers[pid]
                 items.append((paper, ga, gb) if order == "ab" else (paper, gb, ga))
-    if judge.kind == "reference" or progress is None or not items:
+    if is_reference(judge) or progress is None or not items:
         answers = ask(judge, items)
     else:  # every answer a model call: in chunks, with progress
         answers = []
@@ -336,7 +337,7 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
         results = []
         llm_pairs = settings.exam_llm_pairs
         for j in judges:  # an LLM judge's every answer is a model call: it takes a bounded, seeded part of each test
-            if j.kind == "reference":
+            if is_reference(j):
                 results.append(examine(j, sets))
             else:
                 part_sets = sets.limited(llm_pairs) if llm_pairs > 0 else sets
@@ -344,7 +345,7 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
                     results.append(examine(j, part_sets, answers))
             task.advance()
     graded, eta_c, eta_p = grade(results)
-    llm_judges = any(j.kind != "reference" for j in judges)
+    llm_judges = any(not is_reference(j) for j in judges)
     bias = self_preference(judges, data, settings.seed,
                            papers=min(20, max(1, llm_pairs // 6)) if llm_judges and llm_pairs > 0 else 20)
     _write_exam(store, venue_id, graded, bias)
