@@ -18,16 +18,12 @@ from typing import Any, Protocol
 
 from grebench.registry import Registry
 from grebench.settings import Settings
-from grebench.store import Store, utcnow
+from grebench.store import BASELINE, CONTESTANT, REFERENCE, Store, utcnow
 
 ALLOWED_KEYS = {"name", "kind", "model", "api_base", "released", "cutoff", "api_key_env", "params", "family",
                 "description", "submitter", "stream"}
 DEFAULT_MAX_TOKENS = 4096
 HUMAN = "human"
-#: What a kind of candidate is on a board (registration meta ``role``): a *contestant* is ranked and counts only on
-#: papers it cannot have seen reviewed; the *baseline* (the human review) is ranked and counts on every paper; a
-#: *reference* (a control) is a yardstick of the metric: counted on every paper, shown, never ranked.
-CONTESTANT, BASELINE, REFERENCE = "contestant", "baseline", "reference"
 #: A candidate's name: 1-100 letters, digits and ._:/@+- (configured, submitted or imported alike).
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}")
 HUMAN_DESCRIPTION = "A held-out human official review of the paper (seeded pick); the other reviews are references."

@@ -14,10 +14,7 @@ import re
 from typing import Any
 
 from grebench.registry import Registry
-from grebench.store import Store
-
-#: Estimator roles stored in ``labels.role``.
-MODEL_ROLE, PROXY_ROLE = "model", "proxy"
+from grebench.store import MODEL_ROLE, PROXY_ROLE, Store
 
 
 def preprocessor_label(preprocessor_id: str) -> str:

@@ -18,7 +18,7 @@ from grebench._offline import apply_offline_defaults
 from grebench.endpoints import KeyVault, Resolver
 from grebench.settings import Settings
 from grebench.site import _data
-from grebench.site._labels import REFERENCE_ROLE, Labels
+from grebench.site._labels import Labels
 from grebench.site._reader import (
     ReaderCache,
     Snapshot,
@@ -28,7 +28,7 @@ from grebench.site._reader import (
     reader_cache,
     tree_stamp,
 )
-from grebench.store import Store
+from grebench.store import REFERENCE, Store
 from grebench.submissions import (
     UPLOAD_MAX_BYTES,
     ImportForm,
@@ -126,7 +126,7 @@ def board_table(settings: Settings, venue: str | None, metric: str | None, setup
              and b["metric"] == metric and _setup_value(b) == setup]
     if not match:
         return []
-    rows = [r for r in match[0]["rows"] if include_controls or r["role"] != REFERENCE_ROLE]
+    rows = [r for r in match[0]["rows"] if include_controls or r["role"] != REFERENCE]
     return [[("ref" if c == "rank" and r.get("rank") is None else _fmt(r.get(c))) for c in BOARD_COLUMNS]
             for r in rows]
 

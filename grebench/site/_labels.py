@@ -13,15 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from grebench.store import Store
+from grebench.store import BASELINE, CONTESTANT, MODEL_ROLE, REFERENCE, Store
 
 _MAX_FALLBACK = 48
-#: Roles of a candidate kind on a board (``board_rows.role``); a kind with no stored label (an old export) is a
-#: contestant.
-DEFAULT_ROLE, BASELINE_ROLE, REFERENCE_ROLE = "contestant", "baseline", "reference"
+#: Plot colours of a row whose kind has no stored label (an old export): by the row's stored role.
 DEFAULT_COLOUR = "#1f5fa8"
-#: The plot colour of the reference rows' dashed lines and of the human baseline's band, by role.
-ROLE_COLOURS = {BASELINE_ROLE: "#2e7d32", REFERENCE_ROLE: "#8a8a8a"}
+_FALLBACK_COLOURS = {BASELINE: "#2e7d32", REFERENCE: "#8a8a8a"}
 
 
 def _short(text: str, limit: int = _MAX_FALLBACK) -> str:
@@ -61,7 +58,7 @@ class Labels:
 
     def is_model(self, estimator_id: str) -> bool:
         """Whether the estimator is a language model (a fast proxy is not: it does not 'score')."""
-        return self._get("estimator", estimator_id, "role") == "model"
+        return self._get("estimator", estimator_id, "role") == MODEL_ROLE
 
     def preprocessor(self, preprocessor_id: str) -> str:
         """``rules-v5`` → ``rules preprocessor``; ``litellm:openai/gpt-4o@v1`` → ``LLM preprocessor (gpt-4o)``."""
@@ -82,12 +79,13 @@ class Labels:
         return str(self._get("candidate_kind", str(kind)) or "")
 
     def role(self, kind: str | None) -> str:
-        """What the kind is on a board: contestant, baseline or reference."""
-        return str(self._get("candidate_kind", str(kind), "role") or DEFAULT_ROLE)
+        """What the kind is on a board: contestant, baseline or reference (a kind with no stored label: contestant)."""
+        return str(self._get("candidate_kind", str(kind), "role") or CONTESTANT)
 
-    def colour(self, kind: str | None) -> str:
-        """The kind's colour in board plots."""
-        return str(self._get("candidate_kind", str(kind), "colour") or DEFAULT_COLOUR)
+    def colour(self, kind: str | None, role: str | None = None) -> str:
+        """The kind's colour in board plots (with no stored label: the colour of its role)."""
+        return str(self._get("candidate_kind", str(kind), "colour")
+                   or _FALLBACK_COLOURS.get(role or self.role(kind), DEFAULT_COLOUR))
 
     def annotate(self, board: dict[str, Any]) -> dict[str, Any]:
         """Give a stored board its words (``title``, ``metric_label``) and each row its ``role``, ``tag`` and
@@ -97,8 +95,13 @@ class Labels:
         for r in board["rows"]:
             r["role"] = r.get("role") or self.role(r.get("kind"))
             r["tag"] = self.kind_tag(r.get("kind"))
-            r["colour"] = self.colour(r.get("kind"))
+            r["colour"] = self.colour(r.get("kind"), r["role"])
         return board
+
+
+def row_colour(row: Mapping[str, Any]) -> str:
+    """A board row's plot colour: the annotated one, else its role's."""
+    return str(row.get("colour") or _FALLBACK_COLOURS.get(str(row.get("role")), DEFAULT_COLOUR))
 
 
 def board_id(board: Mapping[str, Any]) -> str:

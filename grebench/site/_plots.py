@@ -6,7 +6,8 @@ import io
 import math
 from typing import Any
 
-from grebench.site._labels import BASELINE_ROLE, DEFAULT_COLOUR, REFERENCE_ROLE, ROLE_COLOURS
+from grebench.site._labels import row_colour
+from grebench.store import BASELINE, REFERENCE
 
 
 def _finite(*values: Any) -> bool:
@@ -23,14 +24,15 @@ def board_svg(board: dict[str, Any]) -> str:
     import matplotlib.pyplot as plt
 
     finite = [r for r in board["rows"] if _finite(r["score"])]
-    rows = [r for r in finite if r.get("role") != REFERENCE_ROLE]
-    references = [r for r in finite if r.get("role") == REFERENCE_ROLE]
+    rows = [r for r in finite if r.get("role") != REFERENCE]
+    references = [r for r in finite if r.get("role") == REFERENCE]
     with matplotlib.rc_context({"svg.hashsalt": "grebench", "svg.fonttype": "none", "font.family": "sans-serif",
                                 "font.size": 9}):
         fig, ax = plt.subplots(figsize=(7.0, 1.4 + 0.32 * max(len(rows), 1)))
         band = board.get("human_band")
         if band and _finite(band["low"], band["high"]):
-            ax.axvspan(band["low"], band["high"], color=ROLE_COLOURS[BASELINE_ROLE], alpha=0.12,
+            baseline = next((r for r in board["rows"] if r.get("role") == BASELINE), {"role": BASELINE})
+            ax.axvspan(band["low"], band["high"], color=row_colour(baseline), alpha=0.12,
                        label="human baseline (95% CI)")
         # the scale follows the contestants: a control far outside it (reference-copy scores ~10x the human) is drawn
         # at the edge with its score written out, instead of squeezing every contestant into one corner
@@ -45,14 +47,14 @@ def board_svg(board: dict[str, Any]) -> str:
             x, name = float(r["score"]), str(r["candidate"])
             if x > edge_high or x < edge_low:
                 x, name, clipped = (edge_high if x > edge_high else edge_low), f"{name} ({x:.0f}, off scale)", True
-            ax.axvline(x, color=r.get("colour") or ROLE_COLOURS[REFERENCE_ROLE], linestyle="--", linewidth=0.8,
+            ax.axvline(x, color=row_colour(r), linestyle="--", linewidth=0.8,
                        label="controls (reference, not ranked)" if i == 0 else None)
             ax.annotate(name, (x, 1.0), xycoords=("data", "axes fraction"), rotation=90,
                         fontsize=7, color="#555555", ha="right", va="top")
         if clipped:
             ax.set_xlim(edge_low - 0.05 * margin, edge_high + 0.05 * margin)
         for y, r in enumerate(reversed(rows)):
-            colour = r.get("colour") or DEFAULT_COLOUR
+            colour = row_colour(r)
             if _finite(r["ci95_low"], r["ci95_high"]):
                 ax.plot([r["ci95_low"], r["ci95_high"]], [y, y], color=colour, linewidth=1)
             if _finite(r["ci90_low"], r["ci90_high"]):

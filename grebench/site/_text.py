@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grebench.site._labels import REFERENCE_ROLE as REFERENCE  # a control's role: shown, never ranked
+from grebench.store import REFERENCE  # a control's role: shown, never ranked
 
 
 def _sample_line(board: dict[str, Any]) -> str:

@@ -6,7 +6,16 @@ Readers never open the writer's live file (DuckDB forbids a second process on a 
 
 from grebench.store._fingerprint import BOOKKEEPING_COLUMNS, code_files, fingerprint, table_digests
 from grebench.store._migrate import migrate
-from grebench.store._records import PaperRecord, ReviewRecord, utcnow
+from grebench.store._records import (
+    BASELINE,
+    CONTESTANT,
+    MODEL_ROLE,
+    PROXY_ROLE,
+    REFERENCE,
+    PaperRecord,
+    ReviewRecord,
+    utcnow,
+)
 from grebench.store._schedule import cut_due_snapshots, snapshot_day
 from grebench.store._snapshot import (
     SnapshotError,
@@ -20,7 +29,34 @@ from grebench.store._snapshot import (
 )
 from grebench.store._store import PRIVATE_COLUMNS, Store, ident, open_store, public_select, schema_tables
 
-__all__ = ["BOOKKEEPING_COLUMNS", "PRIVATE_COLUMNS", "PaperRecord", "ReviewRecord", "SnapshotError", "Store",
-           "code_files", "cut_due_snapshots", "export_snapshot", "file_sha256", "find_venue", "fingerprint", "ident",
-           "import_snapshot", "migrate", "open_store", "public_select", "record_snapshot", "schema_tables",
-           "snapshot_day", "table_digests", "utcnow", "venue_years", "verify_snapshot"]
+__all__ = [
+    "BASELINE",
+    "BOOKKEEPING_COLUMNS",
+    "CONTESTANT",
+    "MODEL_ROLE",
+    "PRIVATE_COLUMNS",
+    "PROXY_ROLE",
+    "REFERENCE",
+    "PaperRecord",
+    "ReviewRecord",
+    "SnapshotError",
+    "Store",
+    "code_files",
+    "cut_due_snapshots",
+    "export_snapshot",
+    "file_sha256",
+    "find_venue",
+    "fingerprint",
+    "ident",
+    "import_snapshot",
+    "migrate",
+    "open_store",
+    "public_select",
+    "record_snapshot",
+    "schema_tables",
+    "snapshot_day",
+    "table_digests",
+    "utcnow",
+    "venue_years",
+    "verify_snapshot",
+]

@@ -8,6 +8,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Callable
 
+#: What a kind of candidate is on a board (``board_rows.role``, ``labels.role`` of a candidate kind): a *contestant*
+#: is ranked and counts only on papers it cannot have seen reviewed; the *baseline* (the human review) is ranked and
+#: counts on every paper; a *reference* (a control) is a yardstick of the metric: counted on every paper, shown,
+#: never ranked.  The registries say which kind has which role; readers read the stored word.
+CONTESTANT, BASELINE, REFERENCE = "contestant", "baseline", "reference"
+#: What an estimator is (``labels.role`` of an estimator id): a language model, or a fast proxy for one.
+MODEL_ROLE, PROXY_ROLE = "model", "proxy"
+
 
 def utcnow() -> datetime:
     """Current UTC time as a naive datetime (DuckDB TIMESTAMP convention here)."""
