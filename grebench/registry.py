@@ -15,8 +15,9 @@ import runs its registrations::
     [project.entry-points.grebench]
     toy = "grebench_toy.estimator"
 
-A spec string such as ``hf:smollm2-135m`` is split in exactly one place (:meth:`Registry.resolve`): the part's
-name before the first colon, its argument after it.
+A spec string such as ``hf:smollm2-135m`` is split in exactly one place (:meth:`Registry.split`): the part's
+name before the first colon, its argument after it.  What the product knows about a part without building it is
+its registration's metadata, read as a facts dataclass (:meth:`Entry.facts`: ``EstimatorInfo``, ``KindInfo``).
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ import importlib
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
 
 log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "grebench"
 T = TypeVar("T")
+F = TypeVar("F")
 
 _PLUGINS_LOCK = threading.RLock()
 _PLUGINS_LOADED = False
@@ -52,6 +54,12 @@ class Entry(Generic[T]):
     spec: str = ""
     origin: str = ""
     meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def facts(self, cls: Callable[..., F]) -> F:
+        """The entry's metadata as a facts dataclass ``cls`` (first field: the name; fields missing from the meta
+        keep their defaults; meta keys that are not fields are left out)."""
+        names = {f.name for f in fields(cls)} - {"name"}  # type: ignore[arg-type]
+        return cls(self.name, **{k: v for k, v in self.meta.items() if k in names})
 
 
 def load_plugins() -> dict[str, str]:

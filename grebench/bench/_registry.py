@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Protocol
 
@@ -233,7 +233,6 @@ CANDIDATE_KINDS.add(IMPORTED_KIND, _StoredKind(IMPORTED_KIND, "kind 'imported' i
                                                "reviews (docs/candidates.md)"),
                     summary="reviews written elsewhere", tag="imported", colour="#8a4f0f",
                     clean_without_cutoff=False, configurable=False, generated=False)
-_KIND_FIELDS = {f.name for f in fields(KindInfo)} - {"name"}
 
 
 def kind_info(kind: str | None) -> KindInfo:
@@ -241,8 +240,7 @@ def kind_info(kind: str | None) -> KindInfo:
     plugin) is a contestant with default facts."""
     if kind is None or kind not in CANDIDATE_KINDS:
         return KindInfo(str(kind or "unknown"))
-    meta = CANDIDATE_KINDS.get(kind).meta
-    return KindInfo(kind, **{k: v for k, v in meta.items() if k in _KIND_FIELDS})
+    return CANDIDATE_KINDS.get(kind).facts(KindInfo)
 
 
 def kinds_with_role(*roles: str) -> list[str]:

@@ -50,17 +50,13 @@ def _leaderboards(store: Store, summary: dict[str, Any]) -> list[dict[str, Any]]
 def _plan(settings: Settings, opts: Any) -> str:
     """What the run will do, said before it starts: the models in each role and how many papers."""
     from grebench.pipeline import AUTO_CPU_PAPERS, expected_minutes, measured_seconds_per_request, papers_size
-    from grebench.registry import UnknownPart
-    from grebench.scoring.estimators import EstimatorInfo, estimator_info
+    from grebench.scoring.estimators import estimator_info
 
     spec = opts.estimator_spec(settings)
     size, why = papers_size(opts.papers if opts.papers is not None else settings.papers, settings, spec)
     local = ", ".join(settings.listed("local_candidates")) or "none"
     judges = ", ".join(settings.listed("local_judges")) or "none"
-    try:
-        info = estimator_info(spec)
-    except UnknownPart:  # said by the setup check; the plan only describes
-        info = EstimatorInfo(spec)
+    info = estimator_info(spec)
     proxy = " (a fast proxy, not the metric's language model)" if info.proxy else ""
     text = (f"main job: evaluation LM {spec}{proxy}; local candidates: {local}; local judges: {judges}; "
             f"papers: {'every eligible paper' if size is None else f'a seeded sample of {size}'} ({why})")

@@ -39,7 +39,7 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
     from grebench.pipeline._sample import parse_papers
     from grebench.registry import UnknownPart
     from grebench.scoring import METRICS, PREPROCESSORS, RULES_ID
-    from grebench.scoring.estimators import ESTIMATORS, estimator_info
+    from grebench.scoring.estimators import ESTIMATORS, EstimatorInfo
 
     opts = options or RunOptions()
     checks: list[tuple[str, str, str]] = [
@@ -54,8 +54,8 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
     for what, value, kind in checks:
         try:
             if kind == "estimator":
-                _, arg = ESTIMATORS.resolve(value)
-                if estimator_info(value).catalogue_arg and arg:
+                entry, arg = ESTIMATORS.resolve(value)
+                if entry.facts(EstimatorInfo).catalogue_arg and arg:
                     _catalogue_or_path(what, arg, repr(value))
             elif kind == "preprocessor":
                 if value.strip() != RULES_ID:

@@ -87,13 +87,9 @@ def measured_seconds_per_request(settings: Settings, spec: str) -> float | None:
 
 def _local_model(estimator_spec: str) -> bool:
     """Whether the estimator runs a language model in this process (an unknown one: no; the setup check says so)."""
-    from grebench.registry import UnknownPart
     from grebench.scoring.estimators import estimator_info
 
-    try:
-        return estimator_info(estimator_spec).local_model
-    except UnknownPart:
-        return False
+    return estimator_info(estimator_spec).local_model
 
 
 def parse_papers(value: str | int | None) -> int | None:

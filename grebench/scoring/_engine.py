@@ -124,9 +124,10 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
         raise ScoringError("run_scoring needs the estimator and preprocessor specs in force")
     needs_corpus = False
     if estimator is None:
-        from grebench.scoring.estimators import estimator_info
+        from grebench.scoring.estimators import EstimatorInfo, estimator_entry
 
-        needs_corpus = estimator_info(estimator_spec).needs_corpus  # the registry is read once per run
+        # the registry is read once per run; an unknown kind fails here, before any text is preprocessed
+        needs_corpus = estimator_entry(estimator_spec).facts(EstimatorInfo).needs_corpus
     skips = _Skips()
     data = _load(store)
     _check_no_leak(data)

@@ -40,7 +40,7 @@ def label_rows(store: Store) -> list[list[Any]]:
     """``[what, id, label, role, colour]`` for every metric, estimator, preprocessor and candidate kind in use."""
     from grebench.bench import kind_info
     from grebench.scoring._metrics import METRICS
-    from grebench.scoring.estimators import EstimatorInfo, estimator_info, estimator_label
+    from grebench.scoring.estimators import estimator_info
 
     out: list[list[Any]] = []
     for entry in METRICS:
@@ -49,11 +49,8 @@ def label_rows(store: Store) -> list[list[Any]]:
     for name in sorted({r["metric"] for r in in_use} - set(METRICS.names())):
         out.append(["metric", name, name, None, None])  # a metric no longer registered: its own name
     for est in sorted({r["estimator"] for r in in_use}):
-        try:
-            info = estimator_info(est)
-        except ValueError:  # a kind no longer registered
-            info = EstimatorInfo(Registry.split(est)[0])
-        out.append(["estimator", est, estimator_label(est), PROXY_ROLE if info.proxy else MODEL_ROLE, None])
+        info = estimator_info(est)
+        out.append(["estimator", est, info.describe(est), PROXY_ROLE if info.proxy else MODEL_ROLE, None])
     for prep in sorted({r["preprocessor"] for r in in_use}):
         out.append(["preprocessor", prep, preprocessor_label(prep), None, None])
     kinds = {r["kind"] for r in store.rows("SELECT DISTINCT kind FROM candidates")}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from grebench.progress import NoProgress, Progress
@@ -71,28 +71,21 @@ class EstimatorInfo:
         return f"estimator {text if len(text) <= 48 else text[:47] + '…'}"
 
 
-_INFO_FIELDS = {f.name for f in fields(EstimatorInfo)} - {"name"}
-
-
 def estimator_entry(spec: str) -> Entry[EstimatorFactory]:
     """The registry entry of an estimator spec (its metadata without building it)."""
     return ESTIMATORS.resolve(spec)[0]
 
 
 def estimator_info(spec_or_id: str) -> EstimatorInfo:
-    """What the registry says about the kind of an estimator spec or stored id (``KIND[:...]``)."""
-    entry = estimator_entry(spec_or_id)
-    return EstimatorInfo(entry.name, **{k: v for k, v in entry.meta.items() if k in _INFO_FIELDS})
+    """What the registry says about the kind of an estimator spec or stored id (``KIND[:...]``); a kind that is not
+    registered (a removed plugin's stored id; a mistyped spec, which the setup check refuses) gets default facts."""
+    name = Registry.split(spec_or_id)[0]
+    return ESTIMATORS.get(name).facts(EstimatorInfo) if name in ESTIMATORS else EstimatorInfo(name)
 
 
 def estimator_label(estimator_id: str) -> str:
     """The words for a stored estimator id; an id of a kind no longer registered comes back shortened."""
-    from grebench.registry import UnknownPart
-
-    try:
-        return estimator_info(estimator_id).describe(estimator_id)
-    except UnknownPart:
-        return EstimatorInfo(Registry.split(estimator_id)[0]).describe(estimator_id)
+    return estimator_info(estimator_id).describe(estimator_id)
 
 
 _MODEL_ID = re.compile(r"^(?P<kind>[a-z0-9_-]+):(?P<model>.+)@(?P<rest>[^@/]*)$")
@@ -118,7 +111,7 @@ def resolve_estimator(spec: str, settings: Settings, corpus: Mapping[str, Sequen
                       progress: Progress | None = None) -> Estimator:
     """Build the estimator named by ``spec`` (``NAME[:ARG]``); ``corpus`` is needed by corpus-fitted ones."""
     entry, arg = ESTIMATORS.resolve(spec)
-    if estimator_info(spec).needs_corpus and corpus is None:
+    if entry.facts(EstimatorInfo).needs_corpus and corpus is None:
         raise ValueError(f"the {entry.name} estimator needs the corpus of human-review judgment lines")
     return entry.obj(arg, EstimatorContext(settings, corpus, progress or NoProgress()))
 
