@@ -12,7 +12,6 @@ from typing import Any
 import click
 
 from grebench.cli._common import (
-    check_specs,
     default_metrics,
     emit_json,
     estimator_help,
@@ -135,13 +134,10 @@ def _print_panel(panel: dict[str, Any]) -> None:
 def command(settings: Settings, source: str, estimator: str | None, preprocessor: str | None,
             metrics: tuple[str, ...], papers: str | None, as_json: bool) -> None:
     """Run the main job on a source (default: the bundled ICLR 2026 sample) and print the leaderboard."""
-    from grebench.pipeline import JobResult, RunOptions, run_job
+    from grebench.pipeline import JobResult, RunOptions, SetupError, run_job
 
     opts = RunOptions(source=source, estimator=estimator, preprocessor=preprocessor, metrics=tuple(metrics),
                       papers=papers)
-    check_specs(settings, opts, source=True)  # before the plan: a mistake costs nothing and is said once
-    if not as_json:
-        click.echo(_plan(settings, opts), err=True)
     summary: dict[str, Any] = {"source": source, "metrics": list(metrics)}
 
     def summarise(store: Store, done: JobResult) -> dict[str, Any]:
@@ -154,9 +150,13 @@ def command(settings: Settings, source: str, estimator: str | None, preprocessor
     run_args = {"source": source, "estimator": opts.estimator_spec(settings),
                 "preprocessor": opts.preprocessor_spec(settings), "metrics": list(metrics),
                 "papers": papers or settings.papers}
-    done = run_job(settings, "run", opts, open_store=lambda: writer_store(settings), args=run_args,
-                   progress=progress_display(as_json), summarise=summarise,
-                   marker=None if as_json else (lambda name: click.echo(f"[{name}]", err=True)))
+    try:
+        done = run_job(settings, "run", opts, open_store=lambda: writer_store(settings), args=run_args,
+                       progress=progress_display(as_json), summarise=summarise,
+                       marker=None if as_json else (lambda name: click.echo(f"[{name}]", err=True)),
+                       on_checked=None if as_json else (lambda: click.echo(_plan(settings, opts), err=True)))
+    except SetupError as exc:  # before the plan and the store: a mistake costs nothing and is said once
+        raise click.UsageError(str(exc)) from None
     status = done.status
     if as_json:
         emit_json(summary)

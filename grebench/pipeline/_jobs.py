@@ -120,7 +120,8 @@ def run_job(settings: Settings, which: str | Job, options: RunOptions | None = N
             services: Mapping[str, Any] | None = None, marker: Callable[[str], None] | None = None,
             on_start: Callable[[Store, str], None] | None = None,
             refusals: Sequence[type[BaseException]] = (),
-            summarise: Callable[[Store, JobResult], Mapping[str, Any]] | None = None) -> JobResult:
+            summarise: Callable[[Store, JobResult], Mapping[str, Any]] | None = None,
+            on_checked: Callable[[], None] | None = None) -> JobResult:
     """Run a job: check the setup, open the store, start the run, run the stages, finish the run.
 
     ``open_store`` opens the one writer store (the CLI opens the file with its own messages; the scheduler hands in
@@ -128,11 +129,14 @@ def run_job(settings: Settings, which: str | Job, options: RunOptions | None = N
     job running).  A stage exception of a ``refusals`` type (bad input a command reports as a usage error) finishes
     the run with that error and comes back as ``refused``.  ``summarise(store, result)`` gives the summary stored
     with the run instead of :meth:`JobResult.summary` (``grebench run`` stores its timings and failures too).
-    :class:`~grebench.pipeline.SetupError` is raised before the store is opened.
+    :class:`~grebench.pipeline.SetupError` is raised before the store is opened; ``on_checked()`` is called once
+    the setup passed, before the store is opened (``grebench run`` prints its plan there).
     """
     spec = job(which)
     opts = replace(options or RunOptions(), **spec.options)
     check_setup(settings, opts, source=spec.uses_source)
+    if on_checked is not None:
+        on_checked()
     with open_store() as store:
         run_id = store.start_run(command or spec.name, dict(args if args is not None else {"job": spec.name}))
         if on_start is not None:
