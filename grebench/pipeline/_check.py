@@ -38,7 +38,7 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
     from grebench.ingest import SOURCES, SourceError, source_spec
     from grebench.pipeline._sample import parse_papers
     from grebench.registry import UnknownPart
-    from grebench.scoring import METRICS, PREPROCESSORS, RULES_ID
+    from grebench.scoring import METRICS, preprocessor_entry
     from grebench.scoring.estimators import ESTIMATORS, EstimatorInfo
 
     opts = options or RunOptions()
@@ -50,7 +50,7 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
         checks.append(("proxy_estimator", settings.proxy_estimator, "estimator"))
     if source:
         checks.append(("--source", opts.source, "source"))
-    checks += [("venues", item.strip(), "venue") for item in settings.venues.split(",") if item.strip()]
+    checks += [("venues", item, "venue") for item in settings.listed("venues")]
     for what, value, kind in checks:
         try:
             if kind == "estimator":
@@ -58,8 +58,7 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
                 if entry.facts(EstimatorInfo).catalogue_arg and arg:
                     _catalogue_or_path(what, arg, repr(value))
             elif kind == "preprocessor":
-                if value.strip() != RULES_ID:
-                    PREPROCESSORS.resolve(value)
+                preprocessor_entry(value)
             elif kind == "source":
                 SOURCES.resolve(value)
             else:

@@ -37,6 +37,7 @@ from grebench.scoring._preprocess import (
     PREPROCESS_PROMPT_VERSION,
     PREPROCESSORS,
     preprocess_texts,
+    preprocessor_entry,
     resolve_preprocessor,
 )
 from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest, LogprobResult
@@ -87,6 +88,7 @@ __all__ = [
     "parse_judgment_output",
     "per_paper_scores",
     "preprocess_texts",
+    "preprocessor_entry",
     "rank_intervals",
     "request_key",
     "resolve_preprocessor",

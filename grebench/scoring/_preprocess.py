@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Protocol
 
-from grebench.registry import Registry
+from grebench.registry import Entry, Registry
 from grebench.scoring._judgment_lines import parse_judgment_output
 from grebench.scoring._rules import RULES_ID, rules_judgment_lines
 from grebench.store import Store, utcnow
@@ -185,12 +185,16 @@ def _imported(arg: str, settings: Settings, store: Store) -> Preprocessor:
     return ImportedPreprocessor(store, name)
 
 
-def resolve_preprocessor(spec: str, settings: Settings, store: Store) -> Preprocessor:
-    """The preprocessor named by ``spec`` (``NAME[:ARG]``; the rules id, e.g. ``rules-v3``, names ``rules``)."""
+def preprocessor_entry(spec: str) -> tuple[Entry[PreprocessorFactory], str]:
+    """The registration and argument of a preprocessor spec (``NAME[:ARG]``; the current rules id, e.g.
+    ``rules-v6``, names ``rules``)."""
     spec = spec.strip()
-    if spec == RULES_ID:
-        spec = "rules"
-    entry, arg = PREPROCESSORS.resolve(spec)
+    return PREPROCESSORS.resolve("rules" if spec == RULES_ID else spec)
+
+
+def resolve_preprocessor(spec: str, settings: Settings, store: Store) -> Preprocessor:
+    """The preprocessor named by ``spec`` (see :func:`preprocessor_entry`)."""
+    entry, arg = preprocessor_entry(spec)
     return entry.obj(arg, settings, store)
 
 
