@@ -229,3 +229,18 @@ def test_reuse_choice_is_measured_once_and_cached(tiny_llama_dir: Path, tmp_path
     assert off.reuse_prefix is False and off.id.endswith(":kv=plain")
     with pytest.raises(ValueError, match="hf_prefix_reuse"):
         _hf.choose_reuse(off, "sometimes", None)
+
+
+def test_reuse_probe_covers_the_plain_paths_batch_on_a_gpu() -> None:
+    """On a GPU the probe scores as many papers as one plain call gets (a one-paper probe chose reuse on an H100,
+    which then ran 2.6x slower than the plain path); on a CPU it stays one paper, and so do its cached records."""
+    from types import SimpleNamespace
+
+    from grebench.scoring.estimators._hf import probe_papers, probe_requests
+
+    cpu = SimpleNamespace(device=SimpleNamespace(type="cpu"), batch_tokens=16_384)
+    gpu = SimpleNamespace(device=SimpleNamespace(type="cuda"), batch_tokens=32_768)
+    assert probe_papers(cpu) == 1  # type: ignore[arg-type]
+    assert probe_papers(gpu) == 16  # type: ignore[arg-type]
+    reqs = probe_requests(probe_papers(gpu))  # type: ignore[arg-type]
+    assert len({r.paper_id for r in reqs}) == 16 and len(reqs) == 16 * 12
