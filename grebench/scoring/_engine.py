@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
+from grebench import stop
 from grebench.bench import CONTROLS, REFERENCE, kind_info
 from grebench.progress import NoProgress, Progress, Task
 from grebench.scoring._metrics import METRICS, RAW_PREPROCESSOR, SynopsisInputs, default_metrics, metric
@@ -291,6 +292,7 @@ def _batch(store: Store, chunk: list[tuple[int, str]], todo: dict[tuple[int, str
     for est_id, pid in chunk:
         by_est[est_id].extend(todo[(est_id, pid)])
     for est_id, keys in by_est.items():
+        stop.check()  # a batch boundary: every earlier batch's answers are cached already
         est = ests[est_id]
         answers = est.logprobs([keyed[k][1] for k in keys])
         if len(answers) != len(keys):
