@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 
 from grebench import stop
 from grebench._offline import apply_offline_defaults
+from grebench.endpoints import describe_network_error
 from grebench.llm import _cache
 from grebench.llm._call import Attempt, call_attempt
 from grebench.llm._decide import call_decision
@@ -101,7 +102,8 @@ def _classify(attempt: Attempt, timeout_s: float, max_retry_after_s: float, lite
                               f"{max_retry_after_s:g} s): gave up without waiting")
             raise _Retry(f"HTTP 429: {message}", wait)
         if isinstance(exc, (litellm.Timeout, litellm.APIConnectionError)) or (status is not None and status >= 500):
-            raise _Retry(f"HTTP {status}: {message}" if status else message)
+            cause = describe_network_error(exc) if status is None else None  # DNS, refused, closed, TLS, timeout
+            raise _Retry(f"HTTP {status}: {message}" if status else f"{message} ({cause})" if cause else message)
         raise _GiveUp(f"HTTP {status}: {message}" if status else f"{type(exc).__name__}: {message}")
     if content_type == "text/html" or attempt.text.lstrip().lower().startswith(("<!doctype html", "<html")):
         raise _GiveUp(_HTML)

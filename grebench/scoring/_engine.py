@@ -171,7 +171,7 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
         return est_cache[raw]
 
     pairs: list[tuple[Estimator, str, _Pair]] = []
-    for name in metrics:
+    for name in metrics if generations else ():  # nothing to score: no model is pulled, loaded or locked
         raw = metric(name).raw
         prep_id = RAW_PREPROCESSOR if raw else preprocessor.id  # type: ignore[union-attr]
         synopses = _synopses(store, settings, name, data, skips)
@@ -215,6 +215,8 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
         "pairs_scored": len(pairs), "estimator_calls": calls, "estimator_batches": batches, "cache_hits": hits,
         "skipped": skips.report(),
     }
+    if not generations:
+        summary["nothing_to_score"] = True
     if run_id is not None:
         for item in summary["skipped"]:
             if item["what"] == "metric":
