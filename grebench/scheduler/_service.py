@@ -110,10 +110,12 @@ class SchedulerService:
         After a stop (:mod:`grebench.stop`) no job starts (``status: not started``); a job the stop reaches stops at
         its next request boundary and is recorded ``interrupted`` (run at once by the next start)."""
         if stop.stopping():
+            log.info("job %s not started (%s)", kind, stop.reason_text())
             return {"job": kind, "run_id": None, "status": "not started", "run_status": None, "summary": {},
                     "failures": []}
         with self._lock:
             if stop.stopping():  # the stop came while this job waited for the one before it
+                log.info("job %s not started (%s)", kind, stop.reason_text())
                 return {"job": kind, "run_id": None, "status": "not started", "run_status": None, "summary": {},
                         "failures": []}
             store = self.store
