@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import weakref
 from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any, Sequence
@@ -54,6 +55,27 @@ class SchedulerService:
         self.scheduler: Any = None
         self._lock = threading.Lock()  # one job at a time, even when called directly (run_job)
         self.recovered = self._recover()
+        ref = weakref.WeakMethod(self._forced_exit)
+
+        def forced_exit() -> None:
+            method = ref()
+            if method is not None:
+                method()
+
+        stop.at_forced_exit(forced_exit)
+
+    def _forced_exit(self) -> None:
+        """At a forced exit (a job reached no request boundary within ``stop_grace_s``; the watchdog thread): the
+        running job is recorded ``interrupted`` through a cursor of its own, like its run (the store does that)."""
+        if not self._lock.locked():
+            return
+        cur = self.store.con.cursor()
+        try:
+            cur.execute("UPDATE jobs SET status = 'interrupted', last_finished_at = ?, last_error = ? "
+                        "WHERE status = 'running'",
+                        [utcnow(), f"{stop.reason_text()}; no request boundary was reached within stop_grace_s"])
+        finally:
+            cur.close()
 
     # -- state -------------------------------------------------------------
     def _recover(self) -> list[str]:

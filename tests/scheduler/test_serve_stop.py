@@ -6,6 +6,10 @@ signal and measures the time to exit.  Then: exit status 0 after SIGTERM and 130
 recorded ``interrupted`` (never ``running``), no job started after the signal, and a restart resumes the job to
 ``ok``.  The held request is released only after the process has exited: it cannot be what ends the job.
 The measured times are printed (``-s``) for docs/operations.md.
+
+``poll`` is the case with no boundary in reach: its thread is blocked in the held HTTP read (openreview-py's
+``requests``), so the watchdog ends the process ``stop_grace_s`` (8 s) after the signal, recording the job and its
+run ``interrupted`` on the way out.
 """
 
 from __future__ import annotations
@@ -117,7 +121,6 @@ def test_serve_stops_mid_job_within_10_s(tmp_path: Path, job: str, signum: int, 
         log = err.read_text(encoding="utf-8", errors="replace")
         print(json.dumps({"job": job, "signal": signal.Signals(signum).name, "app": app,
                           "seconds_to_exit": round(seconds, 2), "rc": rc}))
-        print(log[-1200:]) if os.environ.get("H1DEBUG") else None
         assert seconds < LIMIT_S, log[-3000:]
         assert rc == STATUS[signum], log[-3000:]
         assert "job site finished" not in log  # nothing starts after the signal
