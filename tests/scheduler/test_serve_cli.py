@@ -47,3 +47,16 @@ def test_serve_prints_its_plan_and_scores_the_runs_sample(tmp_path: Path, openre
     assert score["summary"]["bench"]["sample"].startswith("seeded sample of 2 of 4 papers")
     assert score["summary"]["score"]["sample"].startswith("seeded sample of 2 of 4 papers")
     assert len(llm.chat_requests) == 2  # the candidate reviewed the sample, not every paper
+
+
+def test_a_job_with_nothing_to_do_pulls_and_locks_no_model(tmp_path: Path) -> None:
+    # the default setup (a local evaluation LM, local candidate and judge) on an empty store: nothing to score
+    env = {"GREBENCH_ESTIMATOR": "hf:smollm2-135m", "GREBENCH_LOCAL_CANDIDATES": "smollm2-135m",
+           "GREBENCH_LOCAL_JUDGES": "smollm2-135m", "GREBENCH_PAPERS": "auto", "HF_HUB_OFFLINE": "1",
+           "GREBENCH_MODELS_DIR": str(tmp_path / "models")}
+    result = CliRunner().invoke(main, ["--data-dir", str(tmp_path / "data"), "serve", "--once", "--json", "--job",
+                                       "score"], env=env)
+    assert result.exit_code == 0, result.output
+    assert [r["status"] for r in json.loads(result.stdout)] == ["ok"]
+    models = tmp_path / "models"
+    assert not models.exists() or not any(models.iterdir())  # nothing pulled, no lock file taken
