@@ -102,8 +102,11 @@ def _classify(attempt: Attempt, timeout_s: float, max_retry_after_s: float, lite
                               f"{max_retry_after_s:g} s): gave up without waiting")
             raise _Retry(f"HTTP 429: {message}", wait)
         if isinstance(exc, (litellm.Timeout, litellm.APIConnectionError)) or (status is not None and status >= 500):
-            cause = describe_network_error(exc) if status is None else None  # DNS, refused, closed, TLS, timeout
-            raise _Retry(f"HTTP {status}: {message}" if status else f"{message} ({cause})" if cause else message)
+            # litellm reports a failed connection as "HTTP 500 … Connection error.": name DNS, refused, closed, TLS
+            network = status is None or isinstance(exc, litellm.APIConnectionError) or "Connection error" in message
+            cause = describe_network_error(exc) if network else None
+            text = f"HTTP {status}: {message}" if status else message
+            raise _Retry(f"{text} ({cause})" if cause else text)
         raise _GiveUp(f"HTTP {status}: {message}" if status else f"{type(exc).__name__}: {message}")
     if content_type == "text/html" or attempt.text.lstrip().lower().startswith(("<!doctype html", "<html")):
         raise _GiveUp(_HTML)

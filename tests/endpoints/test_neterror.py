@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+from pathlib import Path
 
 import httpx
 import pytest
@@ -55,3 +56,17 @@ def test_tls_and_timeout_and_closed_are_told_apart() -> None:
     assert network_cause(closed) == "closed"
     assert describe_network_error(ValueError("not a network error")) is None
     assert len(set(CAUSE_TEXT.values())) == len(CAUSE_TEXT)
+
+
+def test_an_llm_call_to_a_closed_port_says_connection_refused(tmp_path: Path) -> None:
+    from grebench.llm import ChatRequest, LLMClient
+    from grebench.settings import load_settings
+    from tests.conftest import FAST_ENV
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_LLM_MAX_RETRIES": "0", "GREBENCH_DATA_DIR": str(tmp_path)})
+    result = LLMClient(settings).complete(ChatRequest(model="openai/x", messages=(("user", "hi"),), purpose="review",
+                                                      prompt_version="v", api_base=f"http://127.0.0.1:{port}/v1"))
+    assert result.status == "failed" and CAUSE_TEXT["refused"] in (result.error or ""), result.error
