@@ -148,3 +148,29 @@ def test_serve_stops_mid_job_within_10_s(tmp_path: Path, job: str, signum: int, 
                 assert calls <= 2 and len(llm.chat_requests) <= PAPERS + 2
         finally:
             store.close()
+
+
+@pytest.mark.slow
+def test_serve_once_stops_mid_job_and_says_so(tmp_path: Path) -> None:
+    gate = CallGate()
+    gate.arm(2)
+    with FakeOpenReview("v1") as openreview, FakeOpenAIServer(reply=gate) as llm:
+        add_papers(openreview, PAPERS)
+        cfg = tmp_path / "grebench.toml"
+        cfg.write_text(config_text(tmp_path / "data", openreview.url, llm.url, bench_concurrency=1), encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if k not in ("GREBENCH_DATA_DIR", "GREBENCH_CONFIG")}
+        proc = subprocess.Popen([sys.executable, "-m", "grebench.cli", "--config", str(cfg), "serve", "--once",
+                                 "--job", "poll", "--job", "generate", "--job", "site"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert gate.reached.wait(timeout=300), "generate never made its held call"
+            seconds, rc = _stop(proc, signal.SIGTERM)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            gate.released.set()
+    print(json.dumps({"job": "generate", "signal": "SIGTERM", "once": True, "seconds_to_exit": round(seconds, 2)}))
+    assert seconds < LIMIT_S and rc == 0, err[-3000:]
+    assert out.splitlines() == ["poll: ok", "generate: interrupted (stopped by SIGTERM)"], out  # site never started
+    assert _state(tmp_path / "data" / "grebench.duckdb", "generate")["job"] == "interrupted"
