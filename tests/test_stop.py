@@ -152,3 +152,17 @@ def test_a_snapshot_stops_between_members_and_leaves_nothing_half_cut(tmp_path: 
     assert not out.exists() and list(tmp_path.glob(".snap.tmp-*")) == []
     stop.reset()
     assert export_snapshot(store, venue, out)["files"]  # resumes: the whole snapshot is cut
+
+
+def test_stats_never_shows_a_gone_writers_run_as_running(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from grebench.cli._main import main
+
+    store = open_store(tmp_path / "grebench.duckdb")
+    run_id = store.start_run("run", {})  # a writer killed mid-run: the row says running
+    store.close()
+    result = CliRunner().invoke(main, ["--data-dir", str(tmp_path), "stats"])
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.output.splitlines() if run_id in line)
+    assert "run: interrupted" in line and "running" not in line
