@@ -166,3 +166,14 @@ def test_stats_never_shows_a_gone_writers_run_as_running(tmp_path: Path) -> None
     assert result.exit_code == 0, result.output
     line = next(line for line in result.output.splitlines() if run_id in line)
     assert "run: interrupted" in line and "running" not in line
+
+
+def test_the_terminal_bar_leaves_an_aborted_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from grebench.progress import RichProgress
+
+    with pytest.raises(stop.Interrupted), RichProgress().task("bench: LLM reviews", 12, "reviews") as task:
+        task.advance(6)
+        stop.request_stop()
+        stop.check()
+    err = capsys.readouterr().err
+    assert "bench: LLM reviews: 6/12 reviews (aborted)" in err and "(done)" not in err
