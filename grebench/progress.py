@@ -7,7 +7,8 @@ Every stage that can take more than a few seconds reports through a :class:`Prog
             ...
             task.advance(len(batch))
 
-On a terminal (stderr is a TTY) the bar shows counts, rate and ETA and disappears when done.  Elsewhere (CI, a log
+On a terminal (stderr is a TTY) the bar shows counts, rate and ETA and disappears when done (a task ended by an
+exception, a stop included, leaves one line ending in ``(aborted)``: never ``(done)``).  Elsewhere (CI, a log
 file, ``grebench serve``) one line is written each time another 10% is done — ``score: 120/400 requests (30%),
 41 s elapsed, ETA 96 s`` — plus a final line.  ``--json`` output gets none of it (:class:`NoProgress`).
 """
@@ -89,7 +90,7 @@ class _PlainTask:
     def set_total(self, total: int | None) -> None:
         self.total = total
 
-    def _line(self, final: bool = False) -> None:
+    def _line(self, final: bool = False, aborted: bool = False) -> None:
         elapsed = time.monotonic() - self.started
         if self.total:
             text = f"{self.label}: {self.done}/{self.total} {self.unit} ({100 * self.done / self.total:.0f}%), " \
@@ -98,11 +99,12 @@ class _PlainTask:
                 text += f", ETA {_seconds(elapsed * (self.total - self.done) / self.done)}"
         else:
             text = f"{self.label}: {self.done} {self.unit}, {_seconds(elapsed)} elapsed"
-        print(text + (" (done)" if final else ""), file=self.stream, flush=True)
+        print(text + (" (aborted)" if aborted else " (done)" if final else ""), file=self.stream, flush=True)
 
-    def finish(self) -> None:
-        if self.done or self.total:
-            self._line(final=True)
+    def finish(self, aborted: bool = False) -> None:
+        """The final line: ``(done)``, or ``(aborted)`` when the task ended by an exception (a stop, a failure)."""
+        if self.done or self.total or aborted:
+            self._line(final=True, aborted=aborted)
 
 
 class PlainProgress:
@@ -117,8 +119,10 @@ class PlainProgress:
         task = _PlainTask(label, total, unit, self.stream or sys.stderr, self.step)
         try:
             yield task
-        finally:
-            task.finish()
+        except BaseException:
+            task.finish(aborted=True)
+            raise
+        task.finish()
 
 
 class _RichTask:
@@ -153,7 +157,13 @@ class RichProgress:
                   transient=True, console=Console(stderr=True))
         task_id = bar.add_task(label, total=total)
         with bar:
-            yield _RichTask(bar, task_id)
+            try:
+                yield _RichTask(bar, task_id)
+            except BaseException:  # the transient bar vanishes: say where the task stopped
+                done = bar.tasks[0].completed
+                shown = f"{done:.0f}/{total}" if total else f"{done:.0f}"
+                bar.console.print(f"{label}: {shown} {unit} (aborted)")
+                raise
 
 
 def progress_for(as_json: bool = False, stream: IO[str] | None = None) -> Progress:

@@ -9,7 +9,7 @@ again on later runs until it has been tried :data:`MAX_TRIES` times.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,38 +126,53 @@ def _llm_messages(c: Candidate, inp: ControlInput) -> tuple[Any, dict[str, Any],
     return messages, flags, REVIEW_PROMPT_VERSION, "review", None
 
 
-def _run_llm(store: Store, settings: Settings, run_id: str | None, cands: list[Candidate], splits: list[Split],
-             papers: dict[str, Any], texts: dict[str, str], tally: _Tally, progress: Task) -> None:
-    from grebench.llm import ChatRequest, ChatResult, LLMClient
-
+def _llm_jobs(store: Store, settings: Settings, cands: list[Candidate], splits: list[Split], papers: dict[str, Any],
+              texts: dict[str, str]) -> Iterator[tuple[Candidate, dict[str, Any], Any, dict[str, Any] | None]]:
+    """(candidate, job, messages, stored row or None) of every (LLM candidate, paper) pair; the generation id does
+    not depend on where the candidate is served, so this runs before any model is pulled or started."""
     have = existing(store, [c.name for c in cands])
-    jobs: dict[str, list[dict[str, Any]]] = {}
-    requests: list[ChatRequest] = []
     for c in cands:
         for split in splits:
             paper, public_at = papers[split.paper_id]
             inp = _control_input(split, paper, texts, {}, settings.seed)
             messages, flags, version, purpose, source = _llm_messages(c, inp)
             job = {"candidate": c.name, "paper_id": split.paper_id, "prompt_version": version, "params": c.params,
-                   "source_review_id": source, "flags": flags, "public_at": public_at}
+                   "source_review_id": source, "flags": flags, "public_at": public_at, "purpose": purpose}
             gid = make_row(**_row_args(job), status="ok", text=None, sections=None, parse_ok=None, error=None,
                            attempts=0, generated_at=utcnow())["generation_id"]
-            old = have.get(gid)
-            if old is not None and old["status"] == "ok":
-                tally.cached += 1
-                progress.advance()
-                continue
-            if old is not None and old["attempts"] >= MAX_TRIES:
-                tally.gave_up += 1
-                progress.advance()
-                continue
-            job["tries"] = 0 if old is None else old["attempts"]
-            request = ChatRequest(model=c.model or "", messages=messages, purpose=purpose, prompt_version=version,
-                                  api_base=c.api_base, api_key_env=c.api_key_env, params=tuple(c.params.items()),
-                                  stream=c.stream, endpoint_id=c.endpoint_id, isolated=c.isolated)
-            if request.cache_key() not in jobs:
-                requests.append(request)
-            jobs.setdefault(request.cache_key(), []).append(job)
+            yield c, job, messages, have.get(gid)
+
+
+def _llm_todo(store: Store, settings: Settings, cands: list[Candidate], splits: list[Split], papers: dict[str, Any],
+              texts: dict[str, str]) -> bool:
+    """Whether some LLM generation is still to be made (none: no model is pulled, locked or served)."""
+    return any(old is None or (old["status"] != "ok" and old["attempts"] < MAX_TRIES)
+               for _c, _job, _m, old in _llm_jobs(store, settings, cands, splits, papers, texts))
+
+
+def _run_llm(store: Store, settings: Settings, run_id: str | None, cands: list[Candidate], splits: list[Split],
+             papers: dict[str, Any], texts: dict[str, str], tally: _Tally, progress: Task) -> None:
+    from grebench.llm import ChatRequest, ChatResult, LLMClient
+
+    jobs: dict[str, list[dict[str, Any]]] = {}
+    requests: list[ChatRequest] = []
+    for c, job, messages, old in _llm_jobs(store, settings, cands, splits, papers, texts):
+        purpose, version = job.pop("purpose"), job["prompt_version"]
+        if old is not None and old["status"] == "ok":
+            tally.cached += 1
+            progress.advance()
+            continue
+        if old is not None and old["attempts"] >= MAX_TRIES:
+            tally.gave_up += 1
+            progress.advance()
+            continue
+        job["tries"] = 0 if old is None else old["attempts"]
+        request = ChatRequest(model=c.model or "", messages=messages, purpose=purpose, prompt_version=version,
+                              api_base=c.api_base, api_key_env=c.api_key_env, params=tuple(c.params.items()),
+                              stream=c.stream, endpoint_id=c.endpoint_id, isolated=c.isolated)
+        if request.cache_key() not in jobs:
+            requests.append(request)
+        jobs.setdefault(request.cache_key(), []).append(job)
 
     def done(result: ChatResult) -> None:
         if result.cached:
@@ -229,10 +244,16 @@ def run_bench(store: Store, settings: Settings, run_id: str | None, candidate_na
     llm = [c for c in generated if c.needs_llm]
     with display.task("bench: human baseline and controls", len(deterministic) * len(splits), "reviews") as task:
         _run_deterministic(store, deterministic, splits, papers, texts, settings.seed, tally, task)
-    if llm:
+    if llm and _llm_todo(store, settings, llm, splits, papers, texts):
         with candidate_endpoints(llm, settings) as served, \
                 display.task("bench: LLM reviews", len(llm) * len(splits), "reviews") as task:
             _run_llm(store, settings, run_id, served, splits, papers, texts, tally, task)
+    elif llm:  # every review made (or given up on): the same tallies, and no model pulled, locked or served
+        for _c, _job, _m, old in _llm_jobs(store, settings, llm, splits, papers, texts):
+            if old is not None and old["status"] == "ok":
+                tally.cached += 1
+            else:
+                tally.gave_up += 1
     for skip in tally.skipped_generations:
         log.info("no %s generation for %s: %s", skip["candidate"], skip["paper_id"], skip["reason"])
     store.checkpoint()

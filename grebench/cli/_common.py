@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 import time
 from collections.abc import Sequence
 from contextlib import contextmanager
@@ -84,6 +86,25 @@ def _store_failure(settings: Settings, exc: BaseException) -> str:
             "kept; free space (or fix the cause) and run the command again to resume.")
 
 
+@contextmanager
+def stoppable(settings: Settings) -> Iterator[None]:
+    """SIGTERM / SIGINT stop the work of the block at its next request boundary (:mod:`grebench.stop`): the run is
+    recorded ``interrupted``, one line says so, and the command exits 0 after SIGTERM, 130 after SIGINT."""
+    from grebench import stop
+
+    with stop.handling_signals(settings.stop_grace_s):
+        try:
+            yield
+        except stop.Interrupted as exc:
+            click.echo(f"{exc}: stopped at a request boundary; what finished is stored and the run is recorded as "
+                       "interrupted (run the same command again to resume)", err=True)
+            if stop.stop_signal() is not None:  # the store is closed: skip the interpreter's slow teardown
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(stop.exit_status(130))
+            sys.exit(stop.exit_status(130))
+
+
 def emit_json(obj: Any) -> None:
     """Print one JSON object on stdout (machine-readable output)."""
     click.echo(json.dumps(obj, indent=2, default=str, ensure_ascii=False))
@@ -105,9 +126,10 @@ def run_stage(settings: Settings, command: str, names: Sequence[str], options: R
     from grebench.pipeline import Job, SetupError, run_job
 
     try:
-        done = run_job(settings, Job.of(*names), options, open_store=lambda: writer_store(settings), command=command,
-                       args=args or {}, progress=progress_display(as_json), refusals=refusals,
-                       summarise=lambda _store, result: result.result.stages)
+        with stoppable(settings):
+            done = run_job(settings, Job.of(*names), options, open_store=lambda: writer_store(settings),
+                           command=command, args=args or {}, progress=progress_display(as_json), refusals=refusals,
+                           summarise=lambda _store, result: result.result.stages)
     except SetupError as exc:  # before any stage: a mistake costs nothing and is said once
         raise click.UsageError(str(exc)) from None
     if done.refused is not None:

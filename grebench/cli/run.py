@@ -19,9 +19,11 @@ from grebench.cli._common import (
     preprocessor_help,
     progress_display,
     source_help,
+    stoppable,
     writer_store,
 )
 from grebench.cli._options import settings_options
+from grebench.cli._plan import plan_text
 from grebench.settings import Settings
 from grebench.site import board_text
 from grebench.store import Store
@@ -44,34 +46,6 @@ def _leaderboards(store: Store, summary: dict[str, Any]) -> list[dict[str, Any]]
             board.pop("sample_json", None)
             out.append(labels.annotate(board))
     return out
-
-
-def _plan(settings: Settings, opts: Any) -> str:
-    """What the run will do, said before it starts: the models in each role and how many papers."""
-    from grebench.pipeline import AUTO_CPU_PAPERS, expected_minutes, measured_seconds_per_request, papers_size
-    from grebench.scoring.estimators import estimator_info
-
-    spec = opts.estimator_spec(settings)
-    size, why = papers_size(opts.papers if opts.papers is not None else settings.papers, settings, spec)
-    local = ", ".join(settings.listed("local_candidates")) or "none"
-    judges = ", ".join(settings.listed("local_judges")) or "none"
-    info = estimator_info(spec)
-    proxy = " (a fast proxy, not the metric's language model)" if info.proxy else ""
-    text = (f"main job: evaluation LM {spec}{proxy}; local candidates: {local}; local judges: {judges}; "
-            f"papers: {'every eligible paper' if size is None else f'a seeded sample of {size}'} ({why})")
-    per_request = measured_seconds_per_request(settings, spec)
-    if per_request is not None and size is not None:
-        low, high = expected_minutes(per_request, size)
-        text += (f"; expected {low:.0f}-{high:.0f} minutes here (from {per_request:.2f} s per evaluation-LM "
-                 "request measured on this machine; each stage shows its ETA as it goes)")
-    elif info.local_model:
-        text += ("; the time is measured as the run goes (no throughput measured on this machine yet: the first run "
-                 "probes it; each stage shows its ETA)")
-    if size == AUTO_CPU_PAPERS and why.startswith("auto"):
-        text += "; `--papers all` scores every paper"
-    elif size is None and why.startswith("auto: a GPU"):
-        text += "; on a GPU every paper is scored (papers = auto)"
-    return text
 
 
 def _print(summary: dict[str, Any]) -> None:
@@ -151,10 +125,11 @@ def command(settings: Settings, source: str, estimator: str | None, preprocessor
                 "preprocessor": opts.preprocessor_spec(settings), "metrics": list(metrics),
                 "papers": papers or settings.papers}
     try:
-        done = run_job(settings, "run", opts, open_store=lambda: writer_store(settings), args=run_args,
-                       progress=progress_display(as_json), summarise=summarise,
-                       marker=None if as_json else (lambda name: click.echo(f"[{name}]", err=True)),
-                       on_checked=None if as_json else (lambda: click.echo(_plan(settings, opts), err=True)))
+        with stoppable(settings):
+            done = run_job(settings, "run", opts, open_store=lambda: writer_store(settings), args=run_args,
+                           progress=progress_display(as_json), summarise=summarise,
+                           marker=None if as_json else (lambda name: click.echo(f"[{name}]", err=True)),
+                           on_checked=None if as_json else (lambda: click.echo(plan_text(settings, opts), err=True)))
     except SetupError as exc:  # before the plan and the store: a mistake costs nothing and is said once
         raise click.UsageError(str(exc)) from None
     status = done.status

@@ -1,9 +1,18 @@
-"""`grebench serve`: the scheduler and the Gradio app in one process (the production entry point)."""
+"""`grebench serve`: the scheduler and the Gradio app in one process (the production entry point).
+
+Stopping (docs/operations.md): SIGTERM (``docker stop``, systemd) or SIGINT (Ctrl-C) sets the process's stop token
+(:mod:`grebench.stop`): the running job stops at its next request boundary, what it finished is stored, its run
+and job are recorded ``interrupted`` (the next start runs it first), no job starts after the signal and the app is
+closed.  Exit status 0 after SIGTERM, 130 after SIGINT; a job that reaches no boundary within ``stop_grace_s``
+does not hold the process (it exits anyway; the run is marked interrupted).  ``--once`` exits 1 when a job failed.
+"""
 
 from __future__ import annotations
 
-import signal
-import threading
+import logging
+import os
+import sys
+import time
 from typing import Any
 
 import click
@@ -12,18 +21,45 @@ from grebench.cli._common import emit_json
 from grebench.cli._options import settings_options
 from grebench.settings import Settings
 
+log = logging.getLogger(__name__)
 
-def _stop_on_sigterm(stop: threading.Event) -> None:
-    def handler(_signum: int, _frame: Any) -> None:
-        stop.set()
-        raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, handler)
+def _plan(settings: Settings, service: Any) -> list[str]:
+    from grebench.cli._plan import serve_plan
+
+    papers = service.store.scalar("SELECT count(DISTINCT paper_id) FROM reviews WHERE kind = 'official_review'")
+    return serve_plan(settings, service.kinds, {k: service.interval(k).total_seconds() / 60 for k in service.kinds},
+                      int(papers or 0) or None)
+
+
+def _result_line(r: dict[str, Any]) -> str:
+    """``poll: failed`` with the first failure named, ``score: ok``, ``site: interrupted (stopped by SIGTERM)``."""
+    status = r["status"]
+    if status == "ok" and r["run_status"] not in (None, "ok"):
+        status = r["run_status"]  # the job ran to its end, but some item of it failed
+    line = f"{r['job']}: {status}"
+    if status == "failed":
+        failures = r.get("failures") or []
+        if failures:
+            first = failures[0]
+            item = f"{first['item']}: " if first.get("item") else ""
+            more = f" (+{len(failures) - 1} more)" if len(failures) > 1 else ""
+            line += f" — [{first['stage']}] {item}{first['reason']}{more}"
+        elif r["summary"].get("error"):
+            line += f" — {r['summary']['error']}"
+    elif status == "interrupted":
+        line += f" ({r['summary'].get('interrupted', '')})"
+    return line
+
+
+def _failed(results: list[dict[str, Any]]) -> bool:
+    return any(r["status"] == "failed" or r["run_status"] == "failed" for r in results)
 
 
 @click.command("serve")
 @click.option("--no-app", is_flag=True, help="Run the scheduler only (no Gradio app).")
-@click.option("--once", is_flag=True, help="Run every job once, in order, and exit (a cron-style cycle).")
+@click.option("--once", is_flag=True, help="Run every job once, in order, and exit (a cron-style cycle); exit "
+              "status 1 when a job failed.")
 @click.option("--job", "jobs", multiple=True, help="Only these jobs (repeatable): queue, poll, generate, score, "
               "site, snapshot. Default: all.")
 @click.option("--json", "as_json", is_flag=True, help="With --once: print the job summaries as JSON.")
@@ -34,43 +70,74 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
     and the app's exports, cut yearly snapshots — and serve the app.
 
     All jobs run one at a time in one worker thread on the one DuckDB writer; their state is in the store's
-    `jobs` table, so after a crash or restart the schedule resumes and nothing is repeated.
+    `jobs` table, so after a crash or restart the schedule resumes and nothing is repeated. SIGTERM or Ctrl-C
+    stops the running job at its next request boundary (exit status 0 after SIGTERM, 130 after Ctrl-C).
     """
+    from grebench import stop
     from grebench.scheduler import JOB_KINDS, SchedulerService
 
     try:
         service = SchedulerService(settings, kinds=list(jobs) or JOB_KINDS)
     except (RuntimeError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
-    try:
-        if service.recovered:
-            click.echo(f"resuming after a crash in: {', '.join(service.recovered)}", err=True)
-        if once:
-            results = service.run_all_once()
-            if as_json:
-                emit_json(results)
-            else:
-                for r in results:
-                    click.echo(f"{r['job']}: {r['status']} ({r['run_status']})")
-            return
-        stop = threading.Event()
-        _stop_on_sigterm(stop)
-        service.start()
-        if no_app:
-            click.echo("scheduler running (Ctrl-C to stop)", err=True)
-            try:
-                while not stop.wait(3600):
-                    pass
-            except KeyboardInterrupt:
-                pass
-            return
-        from grebench.site import create_app, launch_kwargs
-
-        # one vault: in-memory keys work; create_app already configured the Gradio queue (docs/site.md)
-        demo = create_app(settings, vault=service.vault, queue=service.queue)
+    failed = False
+    with stop.handling_signals(settings.stop_grace_s):
         try:
-            demo.launch(**launch_kwargs(settings))
-        except KeyboardInterrupt:
-            pass
+            if service.recovered:
+                click.echo(f"resuming after a crash in: {', '.join(service.recovered)}", err=True)
+            for line in _plan(settings, service):
+                click.echo(line, err=True)
+            if once:
+                results = service.run_all_once()
+                if as_json:
+                    emit_json(results)
+                else:
+                    for r in results:
+                        click.echo(_result_line(r))
+                failed = _failed(results)
+            else:
+                _serve(settings, service, no_app)
+        finally:
+            if stop.stopping():
+                click.echo(f"{stop.reason_text()}: no job starts any more; the running one stops at its next "
+                           "request boundary (what it finished is stored; the next start resumes it)", err=True)
+            service.close()  # waits for the running job: bounded by stop_grace_s after a signal
+
+    if stop.stopping():
+        # the store is closed and the app too: exit now.  The interpreter's own teardown (seconds of C-level
+        # finalisation of the libraries an app process loads, measured 6 s here) is not worth docker's 10 s grace
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(stop.exit_status())
+    if failed:
+        sys.exit(1)
+
+
+def _serve(settings: Settings, service: Any, no_app: bool) -> None:
+    """Run the scheduler (and the app) until a signal sets the stop token."""
+    from grebench import stop
+
+    service.start()
+    demo = None
+    try:
+        if no_app:
+            click.echo("scheduler running (SIGTERM or Ctrl-C to stop)", err=True)
+        else:
+            from grebench.site import create_app, launch_kwargs
+
+            # one vault: in-memory keys work; create_app already configured the Gradio queue (docs/site.md)
+            demo = create_app(settings, vault=service.vault, queue=service.queue)
+            # the main thread keeps waiting on the stop token, not in Gradio's own loop
+            demo.launch(**launch_kwargs(settings), prevent_thread_lock=True)
+        stop.wait_for_stop()
     finally:
-        service.close()
+        service.shutdown(wait=False)  # nothing new starts
+        if demo is not None:
+            _close_app(demo)
+
+
+def _close_app(demo: Any) -> None:
+    """Close the app (Gradio's ``close``: uvicorn stops serving; its thread is joined for at most 5 s)."""
+    started = time.monotonic()
+    demo.close(verbose=False)
+    log.info("app closed in %.1f s", time.monotonic() - started)

@@ -32,6 +32,12 @@ def command(settings: Settings, as_json: bool) -> None:
         }
     finally:
         store.con.close()
+    for run in result["runs"]:
+        if run["status"] == "running":
+            # the store opened read-only, so no writer holds it: the process of a `running` run is gone (the
+            # next writer records it `interrupted`); say so rather than pretend it still runs
+            run["status"] = "interrupted"
+            run["note"] = "its process ended without recording how (killed); the next writer records it"
     if as_json:
         emit_json(result)
         return
@@ -42,4 +48,5 @@ def command(settings: Settings, as_json: bool) -> None:
         click.echo(f"venue {venue['venue_id']}: {venue['papers']} papers, {venue['with_abstract']} with abstract, "
                    f"{venue['with_text']} with PDF text")
     for run in result["runs"]:
-        click.echo(f"run {run['run_id']} {run['command']}: {run['status']} ({run['started_at']})")
+        note = f" — {run['note']}" if run.get("note") else ""
+        click.echo(f"run {run['run_id']} {run['command']}: {run['status']} ({run['started_at']}){note}")

@@ -7,6 +7,7 @@ lookup, no redirect), and its API key is sealed at rest (:class:`KeyVault`).  Th
 and the submission queue (:mod:`grebench.submissions`) use these; nothing here imports a stage.
 """
 
+from grebench.endpoints._neterror import CAUSE_TEXT, describe_network_error, network_cause
 from grebench.endpoints._pinned import pinned_async_transport, pinned_transport
 from grebench.endpoints._secrets import KeyVault, Secret
 from grebench.endpoints._urlcheck import (
@@ -19,5 +20,6 @@ from grebench.endpoints._urlcheck import (
     own_service_urls,
 )
 
-__all__ = ["KeyVault", "PinnedEndpoint", "Resolver", "Secret", "URLRejected", "check_redirect",
-           "check_submitted_url", "check_url", "own_service_urls", "pinned_async_transport", "pinned_transport"]
+__all__ = ["CAUSE_TEXT", "KeyVault", "PinnedEndpoint", "Resolver", "Secret", "URLRejected", "check_redirect",
+           "check_submitted_url", "check_url", "describe_network_error", "network_cause", "own_service_urls",
+           "pinned_async_transport", "pinned_transport"]

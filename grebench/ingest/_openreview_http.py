@@ -165,6 +165,16 @@ def _plain(text: str, limit: int = 200) -> str:
     return text[:limit] + ("..." if len(text) > limit else "")
 
 
+def _at(exc: BaseException) -> str:
+    """`` at HOST`` of the failed request (never its path or query: they may carry credentials), or nothing."""
+    from urllib.parse import urlsplit
+
+    request = getattr(exc, "request", None)
+    url = getattr(request, "url", None)
+    host = urlsplit(url).hostname if isinstance(url, str) else None
+    return f" at {host}" if host else ""
+
+
 def describe_error(exc: BaseException, budget: WaitBudget, what: str) -> str:
     """One clear line for a failed OpenReview request (never a traceback, never credentials)."""
     from openreview import OpenReviewException
@@ -187,9 +197,14 @@ def describe_error(exc: BaseException, budget: WaitBudget, what: str) -> str:
         extra = f" after {budget.retries} retries" if isinstance(status, int) and status >= 500 else ""
         return f"{what}: OpenReview answered HTTP {status} {info.get('name', '')}{extra}: {_plain(str(message))}"
     if isinstance(exc, requests.Timeout):
-        return f"{what}: OpenReview did not answer in time (openreview_timeout_s)"
-    if isinstance(exc, requests.ConnectionError):
-        return f"{what}: cannot talk to OpenReview: connection refused or closed ({budget.retries} retries)"
+        return f"{what}: OpenReview{_at(exc)} did not answer in time (openreview_timeout_s)"
+    if isinstance(exc, requests.ConnectionError):  # DNS, refused, closed and TLS are told apart
+        from grebench.endpoints import CAUSE_TEXT, network_cause
+
+        cause = network_cause(exc)
+        text = CAUSE_TEXT[cause] if cause is not None else f"connection failed ({_plain(str(exc), 120)})"
+        retries = "" if cause in ("dns", "tls") else f" ({budget.retries} retries)"
+        return f"{what}: cannot talk to OpenReview{_at(exc)}: {text}{retries}"
     if isinstance(exc, ValueError):  # includes requests' JSONDecodeError (also a RequestException)
         kind = last.get("content_type") or "unknown content type"
         return f"{what}: OpenReview answered HTTP {last.get('status')} with something that is not JSON ({kind})"

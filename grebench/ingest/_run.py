@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from grebench import stop
 from grebench.ingest._source import PaperSource, SourceFailure
 from grebench.settings import Settings
 from grebench.store import PaperRecord, Store
@@ -116,6 +117,10 @@ def run_ingest(
         batch.clear()
 
     for item in source.fetch(limit=limit):
+        if stop.stopping():  # a request boundary: what was read so far is written, nothing more is read
+            flush()
+            store.checkpoint()
+            stop.check()
         if isinstance(item, SourceFailure):
             fail(item.item, item.reason)
             continue

@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from grebench import stop
 from grebench.llm._plain import (
     CappedClient,
     body_cap,
@@ -244,7 +245,12 @@ def call_attempt(request: ChatRequest, api_key: str | None, timeout_s: float, ma
 
     worker = threading.Thread(target=work, name="grebench-llm-call", daemon=True)
     worker.start()
-    if not finished.wait(timeout_s):
+    try:
+        done = stop.wait(finished, timeout_s)
+    except stop.Interrupted:
+        abandoned.set()  # a stop: the daemon worker and its HTTP request are abandoned, never waited for
+        raise
+    if not done:
         abandoned.set()  # the worker may still write to `attempt`: hand back a fresh record
         return Attempt(timed_out=True, idle_s=time.monotonic() - last_data[0])
     return attempt

@@ -7,11 +7,14 @@ import os
 import random
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from dataclasses import replace
 from typing import Any, Callable, Sequence
 
+from grebench import stop
 from grebench._offline import apply_offline_defaults
+from grebench.endpoints import describe_network_error
 from grebench.llm import _cache
 from grebench.llm._call import Attempt, call_attempt
 from grebench.llm._decide import call_decision
@@ -29,8 +32,8 @@ BACKOFF_MAX_S = 30.0
 
 
 def _sleep(seconds: float) -> None:
-    """Back-off sleep; tests replace this module attribute to make retries instant."""
-    time.sleep(seconds)
+    """Back-off sleep (ends at once on a stop); tests replace this module attribute to make retries instant."""
+    stop.sleep(seconds)
 
 
 _HTML = "the endpoint returned HTML instead of JSON (wrong api_base, or a proxy error page)"
@@ -99,7 +102,11 @@ def _classify(attempt: Attempt, timeout_s: float, max_retry_after_s: float, lite
                               f"{max_retry_after_s:g} s): gave up without waiting")
             raise _Retry(f"HTTP 429: {message}", wait)
         if isinstance(exc, (litellm.Timeout, litellm.APIConnectionError)) or (status is not None and status >= 500):
-            raise _Retry(f"HTTP {status}: {message}" if status else message)
+            # litellm reports a failed connection as "HTTP 500 … Connection error.": name DNS, refused, closed, TLS
+            network = status is None or isinstance(exc, litellm.APIConnectionError) or "Connection error" in message
+            cause = describe_network_error(exc) if network else None
+            text = f"HTTP {status}: {message}" if status else message
+            raise _Retry(f"{text} ({cause})" if cause else text)
         raise _GiveUp(f"HTTP {status}: {message}" if status else f"{type(exc).__name__}: {message}")
     if content_type == "text/html" or attempt.text.lstrip().lower().startswith(("<!doctype html", "<html")):
         raise _GiveUp(_HTML)
@@ -173,6 +180,7 @@ class LLMClient:
         attempts = 0
         error = "no attempt made"
         while attempts <= s.llm_max_retries:
+            stop.check()  # a request boundary: after a stop no new attempt is sent
             attempts += 1
             attempt = call_attempt(request, api_key, s.llm_timeout_s, s.llm_max_response_chars)
             try:
@@ -275,12 +283,24 @@ class LLMClient:
 
         def run(key: Any) -> Any:
             with gates[gate(key)]:
+                stop.check()  # queued behind the gate while a stop came: send nothing
                 return call(key)
 
-        with ThreadPoolExecutor(max_workers=min(len(keys), limit * len(gates))) as pool:
+        pool = ThreadPoolExecutor(max_workers=min(len(keys), limit * len(gates)))
+        try:
             futures = {pool.submit(run, k): k for k in keys}
-            for future in as_completed(futures):
-                done(futures[future], future.result())
+            pending = set(futures)
+            while pending:  # wait in short slices so that a stop is seen while every worker is busy
+                finished, pending = wait_futures(pending, timeout=stop.POLL_S, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    done(futures[future], future.result())
+                stop.check()
+        except BaseException:
+            # a stop (or a failure): queued calls never start; running ones end at their next boundary, and their
+            # HTTP requests live on daemon threads that do not keep the process alive
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
 
     # -- typed decisions ---------------------------------------------------
     def decide_many(self, requests: Sequence[DecisionRequest],

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from grebench import stop
 from grebench.llm._decision import DecisionRequest, DecisionResult, MalformedDecision, choose, parse_reply
 from grebench.llm._plain import BodyTooLarge, ReadStopped, read_body
 from grebench.store import utcnow
@@ -64,7 +65,12 @@ def _post(url: str, payload: dict, timeout_s: float) -> _Reply:
             finished.set()
 
     threading.Thread(target=work, name="grebench-decision", daemon=True).start()
-    if not finished.wait(timeout_s):
+    try:
+        done = stop.wait(finished, timeout_s)
+    except stop.Interrupted:
+        abandoned.set()  # the daemon worker is left behind: it ends with its request or with the process
+        raise
+    if not done:
         abandoned.set()
         return _Reply(error=f"timed out after {timeout_s:g} s", retry=True)
     return reply
@@ -83,6 +89,7 @@ def call_decision(request: DecisionRequest, root: str, timeout_s: float, max_ret
     attempts = 0
     error = "no attempt made"
     while attempts <= max_retries:
+        stop.check()  # a request boundary: a stop requested before (or during a back-off) sends nothing more
         attempts += 1
         reply = _post(root + PATH, request.body(), timeout_s)
         retry = reply.retry

@@ -41,6 +41,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from grebench import stop
 from grebench.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -299,6 +300,7 @@ class LocalServer:
         url = f"http://{HOST}:{port}/health"
         with httpx.Client(timeout=5.0, trust_env=False) as http:
             while True:
+                stop.check()  # a stop while the server loads: the child is stopped by the caller's except below
                 ended = _exit_status(proc.pid)
                 if ended is not None:
                     tail = self.log_tail()

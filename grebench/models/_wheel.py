@@ -18,6 +18,7 @@ import zlib
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from grebench import stop
 from grebench.models._entry import CatalogueEntry, ModelError
 from grebench.progress import NoProgress, Progress, Task
 
@@ -88,6 +89,7 @@ def _run_watching(cmd: list[str], env: dict[str, str], out: IO[bytes], watch: tu
                 rc = proc.wait(timeout=0.5)
                 break
             except subprocess.TimeoutExpired:
+                stop.check()  # a stop during a download: the finally below ends the child
                 now = min(max(_tree_bytes(p) for p in watch), total)
                 if now > shown:
                     task.advance(now - shown)

@@ -1,7 +1,8 @@
 """Jobs as data, and the one function that runs a job: :func:`run_job`.
 
 A job is a name, the stages it runs (names of :data:`grebench.pipeline.STAGES`, in order), the options it fixes
-(the scheduler's ``score`` scores every paper; ``generate`` writes sealed reviews only) and, for the scheduler, the
+(``generate`` writes sealed reviews only; the scheduler's ``score`` works on the same paper sample as
+``grebench run``: the setting ``papers``) and, for the scheduler, the
 setting that holds its interval.  ``grebench run`` runs the job ``run``; every single-stage command runs a job made
 of its stage (:meth:`Job.of`); the scheduler runs its jobs by name.  :func:`run_job` does for all of them, in one
 place: check the setup (before the store is opened: a mistake costs nothing), open the store, start the run, run the
@@ -16,6 +17,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from grebench import stop
 from grebench.pipeline._check import check_setup
 from grebench.pipeline._runner import PipelineResult, RunOptions, StageContext, run_stages
 from grebench.progress import NoProgress, Progress
@@ -52,7 +54,7 @@ class Job:
 
 
 #: The main job (``grebench run``) and the scheduler's jobs; the scheduler starts due jobs in this order after
-#: ``run`` (which it does not schedule: its ``score`` job is the main job without ingest, on every paper).
+#: ``run`` (which it does not schedule: its ``score`` job is the main job without ingest, on the same sample).
 JOBS: dict[str, Job] = {j.name: j for j in (
     Job("run", ("ingest", "bench", "score", "boards", "validate", "panel", "site"),
         "the main job: ingest a source, generate, score, boards, validation, judge panel, site"),
@@ -63,8 +65,8 @@ JOBS: dict[str, Job] = {j.name: j for j in (
     Job("generate", ("bench",), "LLM reviews of papers whose reviews are not public yet (sealed)",
         options={"bench_scope": "unreviewed"}, interval="generate_interval_min"),
     Job("score", ("bench", "score", "boards", "validate", "panel"),
-        "once reviews appear: bench, scoring, boards, validation and the panel on every paper",
-        options={"papers": "all"}, interval="score_interval_min"),
+        "once reviews appear: bench, scoring, boards, validation and the panel on the main job's paper sample",
+        interval="score_interval_min"),
     Job("site", ("site",), "rebuild the static site and the Parquet exports the app reads",
         interval="site_interval_min"),
     Job("snapshot", ("snapshot",), "cut due yearly snapshots and requested ones", interval="snapshot_check_min"),
@@ -143,6 +145,15 @@ def run_job(settings: Settings, which: str | Job, options: RunOptions | None = N
             on_start(store, run_id)
         try:
             out = _run(store, settings, spec, opts, run_id, progress or NoProgress(), dict(services or {}), marker)
+        except (stop.Interrupted, KeyboardInterrupt) as exc:  # a signal: what finished is stored; resumable
+            partial = getattr(exc, "pipeline_result", None)
+            reason = str(exc) if isinstance(exc, stop.Interrupted) else "stopped by KeyboardInterrupt"
+            summary: dict[str, Any] = {"interrupted": reason}
+            if partial is not None:
+                summary.update(stages=partial.stages, seconds=partial.seconds)
+            store.finish_run(run_id, summary, status="interrupted")
+            store.checkpoint()
+            raise
         except Exception as exc:  # outside any stage (e.g. a venue that cannot be read): recorded, then raised
             store.record_failure(run_id, spec.name, None, f"{type(exc).__name__}: {exc}")
             store.finish_run(run_id, {"error": f"{type(exc).__name__}: {exc}"})

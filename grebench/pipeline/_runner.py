@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from grebench import stop
 from grebench.progress import NoProgress, Progress
 from grebench.registry import UnknownPart
 from grebench.settings import Settings
@@ -154,6 +155,7 @@ def run_stages(ctx: StageContext, stages: Sequence[Stage], *,
     result = PipelineResult()
     store = ctx.store
     for stage in stages:
+        stop.check()  # a stage boundary: after a stop no stage starts
         failed = [dep for dep in getattr(stage, "requires", ()) if dep in result.errors or dep in result.skipped]
         if failed:
             result.skipped[stage.name] = failed[0]
@@ -164,6 +166,10 @@ def run_stages(ctx: StageContext, stages: Sequence[Stage], *,
         started = time.perf_counter()
         try:
             result.stages[stage.name] = _run_one(ctx, stage)
+        except (stop.Interrupted, KeyboardInterrupt) as exc:  # what the stage finished is stored; nothing more runs
+            result.stages[stage.name] = {"interrupted": str(exc) or type(exc).__name__}
+            exc.pipeline_result = result  # type: ignore[union-attr]  # the partial result, for the run's summary
+            raise
         except Exception as exc:  # recorded on the run; later stages run on what is stored
             reason = str(exc) if isinstance(exc, UnknownPart) else f"{type(exc).__name__}: {exc}"
             log.debug("stage %s failed", stage.name, exc_info=True)

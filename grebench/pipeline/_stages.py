@@ -91,8 +91,9 @@ class ScoreStage(BaseStage):
                               o.preprocessor_spec(ctx.settings), progress=ctx.progress, paper_ids=papers)
         summary["sample"] = None if sample is None else sample.description
         # what was scored, for validate and panel (in this job or a later command): read back from the store
-        ctx.store.set_stage_state(self.name, SCORED_SETUP, _setup_key(ctx),
-                                  {"estimator": summary["estimator"], "preprocessor": summary["preprocessor"]})
+        if not summary.get("nothing_to_score"):  # with nothing to score no estimator was made: no id to record
+            ctx.store.set_stage_state(self.name, SCORED_SETUP, _setup_key(ctx),
+                                      {"estimator": summary["estimator"], "preprocessor": summary["preprocessor"]})
         if proxy_summary is not None:
             summary["proxy"] = {k: proxy_summary.get(k) for k in ("estimator", "preprocessor", "pairs_scored",
                                                                   "estimator_calls", "cache_hits")}
@@ -154,6 +155,8 @@ class ValidateStage(BaseStage):
     def run(self, ctx: StageContext) -> dict[str, Any]:
         from grebench.scoring import estimator_agreement, store_report, validation_rows
 
+        if not ctx.store.scalar("SELECT count(*) FROM scores"):  # an empty store (a first serve): nothing to check
+            return {"rows": [], "agreement": [], "nothing_to_validate": "no scores in the store yet"}
         est, prep, metrics = self._setup(ctx)
         rows = validation_rows(ctx.store, est, prep, metrics, ctx.settings.bootstrap_samples, ctx.settings.seed)
         store_report(ctx.store, ctx.run_id, est, prep, rows)

@@ -6,8 +6,8 @@ run by :func:`grebench.pipeline.run_job` like every command; the service adds th
 DuckDB allows one writer, so every job runs in ONE worker thread (``ThreadPoolExecutor(1)``) on the one
 :class:`~grebench.store.Store`.  APScheduler keeps its schedule in memory (``MemoryJobStore``: SQLAlchemy is not a
 dependency); what must survive a restart lives in the store's ``jobs`` table instead: when each job last started and
-finished, and whether the process died in it.  On start the service marks such jobs ``interrupted`` (and their
-``runs`` rows ``crashed``) and schedules them at once; the others resume ``interval`` after their last finish.
+finished, and whether the process died in it.  On start the service marks such jobs ``interrupted`` (like their
+``runs`` rows) and schedules them at once; the others resume ``interval`` after their last finish.
 Jobs use stable ids with ``replace_existing``, ``max_instances=1`` (never two of one kind), ``coalesce`` (a backlog
 runs once) and ``misfire_grace_time`` = ``misfire_grace_s``: jobs queue behind each other in the single worker, so
 the grace must exceed the longest job or a queued job would be dropped as missed.
@@ -18,10 +18,12 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import weakref
 from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any, Sequence
 
+from grebench import stop
 from grebench.endpoints import KeyVault
 from grebench.pipeline import JOBS, SCHEDULED, run_job
 from grebench.progress import PlainProgress
@@ -53,10 +55,31 @@ class SchedulerService:
         self.scheduler: Any = None
         self._lock = threading.Lock()  # one job at a time, even when called directly (run_job)
         self.recovered = self._recover()
+        ref = weakref.WeakMethod(self._forced_exit)
+
+        def forced_exit() -> None:
+            method = ref()
+            if method is not None:
+                method()
+
+        stop.at_forced_exit(forced_exit)
+
+    def _forced_exit(self) -> None:
+        """At a forced exit (a job reached no request boundary within ``stop_grace_s``; the watchdog thread): the
+        running job is recorded ``interrupted`` through a cursor of its own, like its run (the store does that)."""
+        if not self._lock.locked():
+            return
+        cur = self.store.con.cursor()
+        try:
+            cur.execute("UPDATE jobs SET status = 'interrupted', last_finished_at = ?, last_error = ? "
+                        "WHERE status = 'running'",
+                        [utcnow(), f"{stop.reason_text()}; no request boundary was reached within stop_grace_s"])
+        finally:
+            cur.close()
 
     # -- state -------------------------------------------------------------
     def _recover(self) -> list[str]:
-        """Jobs the previous process died in: marked interrupted; their runs rows marked crashed."""
+        """Jobs the previous process died in: marked interrupted, like their runs rows (any writer marks those)."""
         with self.store.transaction() as con:
             for kind in JOB_KINDS:
                 con.execute("INSERT INTO jobs (job_id, kind, status, runs) VALUES (?, ?, 'never', 0) "
@@ -65,7 +88,7 @@ class SchedulerService:
             con.execute("UPDATE jobs SET status = 'interrupted', last_error = 'the process stopped during this job' "
                         "WHERE status = 'running'")
             # we hold the writer lock: any run still 'running' belongs to a process that is gone
-            con.execute("UPDATE runs SET status = 'crashed', finished_at = ? WHERE status = 'running'", [utcnow()])
+            self.store.mark_stale_runs()
         if died:
             log.warning("resuming after a crash in job(s): %s", ", ".join(died))
         return died
@@ -104,8 +127,19 @@ class SchedulerService:
 
     # -- running -----------------------------------------------------------
     def run_job(self, kind: str) -> dict[str, Any]:
-        """Run one job now, recording its state; failures are recorded, never raised (the schedule goes on)."""
+        """Run one job now, recording its state; failures are recorded, never raised (the schedule goes on).
+
+        After a stop (:mod:`grebench.stop`) no job starts (``status: not started``); a job the stop reaches stops at
+        its next request boundary and is recorded ``interrupted`` (run at once by the next start)."""
+        if stop.stopping():
+            log.info("job %s not started (%s)", kind, stop.reason_text())
+            return {"job": kind, "run_id": None, "status": "not started", "run_status": None, "summary": {},
+                    "failures": []}
         with self._lock:
+            if stop.stopping():  # the stop came while this job waited for the one before it
+                log.info("job %s not started (%s)", kind, stop.reason_text())
+                return {"job": kind, "run_id": None, "status": "not started", "run_status": None, "summary": {},
+                        "failures": []}
             store = self.store
             started: list[str] = []
 
@@ -116,27 +150,42 @@ class SchedulerService:
                 store.checkpoint()
 
             error, run_status, summary, run_id = None, "failed", {}, None
+            status = "ok"
             try:
                 done = run_job(self.settings, kind, open_store=lambda: nullcontext(store), command=f"scheduler:{kind}",
                                progress=PlainProgress(), services=self.services, on_start=mark_running)
                 summary, run_status, run_id = done.summary(), done.status, done.run_id
+            except (stop.Interrupted, KeyboardInterrupt) as exc:  # run_job recorded the run as interrupted
+                status = run_status = "interrupted"
+                error = str(exc) or type(exc).__name__
+                summary = {"interrupted": error}
+                run_id = started[0] if started else None
             except Exception as exc:  # a job failure must not stop the scheduler (run_job recorded it on the run)
                 log.exception("job %s failed", kind)
-                error = f"{type(exc).__name__}: {exc}"
+                status, error = "failed", f"{type(exc).__name__}: {exc}"
                 summary = {"error": error}
                 run_id = started[0] if started else None
             store.con.execute(
                 "UPDATE jobs SET status = ?, last_finished_at = ?, last_error = ?, runs = runs + 1, "
                 "last_summary_json = ? WHERE job_id = ?",
-                ["failed" if error else "ok", utcnow(), error, json.dumps(summary, default=str)[:100_000], kind])
+                [status, utcnow(), error, json.dumps(summary, default=str)[:100_000], kind])
             store.checkpoint()
-            log.info("job %s finished (%s)", kind, "failed: " + error if error else run_status)
-            return {"job": kind, "run_id": run_id, "status": "failed" if error else "ok", "run_status": run_status,
-                    "summary": summary}
+            failures = store.run_failures(run_id) if run_id is not None else []
+            log.info("job %s %s (%s)", kind, "interrupted" if status == "interrupted" else "finished",
+                     f"failed: {error}" if status == "failed" else run_status)
+            return {"job": kind, "run_id": run_id, "status": status, "run_status": run_status, "summary": summary,
+                    "failures": failures}
 
     def run_all_once(self) -> list[dict[str, Any]]:
-        """Every job once, in order (``grebench serve --once``: a cron-style cycle)."""
-        return [self.run_job(kind) for kind in self.kinds]
+        """Every job once, in order (``grebench serve --once``: a cron-style cycle); after a stop none starts."""
+        return [self.run_job(kind) for kind in self.kinds if not stop.stopping()]
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until no job runs (at most ``timeout_s``); whether none does."""
+        if self._lock.acquire(timeout=timeout_s):
+            self._lock.release()
+            return True
+        return False
 
     def start(self) -> None:
         """Start APScheduler in a background thread with every job on its interval."""
@@ -156,12 +205,16 @@ class SchedulerService:
         log.info("scheduler started: %s", ", ".join(f"{k} every {self.interval(k)}" for k in self.kinds))
 
     def shutdown(self, wait: bool = True) -> None:
-        """Stop scheduling; with ``wait`` the running job finishes first."""
+        """Stop scheduling (nothing new starts); with ``wait``, wait for the running job (after a stop it ends at its
+        next request boundary)."""
         if self.scheduler is not None and self.scheduler.running:
             self.scheduler.shutdown(wait=wait)
 
     def close(self) -> None:
-        """Stop and close the store (if the service opened it)."""
+        """Stop, wait for the running job (after a stop it ends at its next request boundary), and close the store
+        (if the service opened it)."""
         self.shutdown(wait=True)
+        with self._lock:  # a job left running by shutdown(wait=False) must not lose its store under it
+            pass
         if self._owns_store:
             self.store.close()

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from grebench import stop
 from grebench.bench import BASELINE, REFERENCE, kinds_with_role
 from grebench.progress import NoProgress, Progress
 from grebench.scoring._labels import label_parts, store_labels
@@ -138,6 +139,7 @@ def compute_boards(store: Store, settings: Settings, progress: Progress | None =
                     row = {**r, "board_id": bid, "cost_usd": cost.get("cost_usd"), "latency_s": cost.get("latency_s")}
                     rows.append([row.get(c) for c in ROW_COLUMNS])
                 task.advance()
+                stop.check()  # a board boundary: nothing is stored before every board is computed
     with store.transaction() as con:
         con.execute("DELETE FROM board_rows")
         con.execute("DELETE FROM boards")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
+from grebench import stop
 from grebench.bench import CONTROLS, REFERENCE, kind_info
 from grebench.progress import NoProgress, Progress, Task
 from grebench.scoring._metrics import METRICS, RAW_PREPROCESSOR, SynopsisInputs, default_metrics, metric
@@ -170,7 +171,7 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
         return est_cache[raw]
 
     pairs: list[tuple[Estimator, str, _Pair]] = []
-    for name in metrics:
+    for name in metrics if generations else ():  # nothing to score: no model is pulled, loaded or locked
         raw = metric(name).raw
         prep_id = RAW_PREPROCESSOR if raw else preprocessor.id  # type: ignore[union-attr]
         synopses = _synopses(store, settings, name, data, skips)
@@ -214,6 +215,8 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
         "pairs_scored": len(pairs), "estimator_calls": calls, "estimator_batches": batches, "cache_hits": hits,
         "skipped": skips.report(),
     }
+    if not generations:
+        summary["nothing_to_score"] = True
     if run_id is not None:
         for item in summary["skipped"]:
             if item["what"] == "metric":
@@ -291,6 +294,7 @@ def _batch(store: Store, chunk: list[tuple[int, str]], todo: dict[tuple[int, str
     for est_id, pid in chunk:
         by_est[est_id].extend(todo[(est_id, pid)])
     for est_id, keys in by_est.items():
+        stop.check()  # a batch boundary: every earlier batch's answers are cached already
         est = ests[est_id]
         answers = est.logprobs([keyed[k][1] for k in keys])
         if len(answers) != len(keys):

@@ -211,6 +211,8 @@ def preprocess_texts(store: Store, preprocessor: Preprocessor, texts: Sequence[s
             if row["status"] == "ok":  # rejected/failed outputs are retried on the next run
                 out[row["text_sha256"]] = Judgment("ok", tuple(json.loads(row["lines_json"] or "[]")))
     todo = [sha for sha in by_sha if sha not in out]
+    if progress is not None and out:
+        progress(len(out))  # cached texts count as done: a finished task ends at 100 %, never "(done)" at 66 %
     for start in range(0, len(todo), chunk):
         shas = todo[start:start + chunk]
         results = preprocessor.preprocess([by_sha[s] for s in shas])

@@ -17,6 +17,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from grebench import stop
 from grebench.store._records import utcnow
 from grebench.store._snapshot import (
     SnapshotError,
@@ -81,6 +82,7 @@ def cut_due_snapshots(store: Store, run_id: str, root: Path, requests: Path, mon
         todo.append((venue["venue_id"], root / f"{venue['slug']}-{today.isoformat()}", "on-demand"))
     cut = []
     for venue_id, out_dir, reason in todo:
+        stop.check()
         try:
             if out_dir.exists() and reason == "yearly" and verify_snapshot(out_dir)["ok"]:
                 manifest = json.loads((out_dir / "manifest.json").read_text(encoding="utf-8"))  # cut, unrecorded

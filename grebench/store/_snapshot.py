@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any, cast
 
+from grebench import stop
 from grebench.store._records import utcnow
 from grebench.store._store import Store, ident, public_select, write_parquet
 
@@ -169,6 +170,7 @@ def export_snapshot(store: Store, venue: str, out_dir: Path, *, replace: bool = 
         files: dict[str, dict[str, Any]] = {}
         present = _tables(store)
         for table, sql in TABLES.items():
+            stop.check()  # a member boundary: the temporary folder is removed below, nothing half-cut is kept
             if table not in present:
                 continue
             target = tmp / f"{table}.parquet"

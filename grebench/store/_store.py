@@ -15,6 +15,7 @@ from typing import Any, Iterator, Sequence
 
 import duckdb
 
+from grebench import stop
 from grebench.store._migrate import migrate
 from grebench.store._records import PaperRecord, utcnow
 
@@ -209,13 +210,26 @@ class Store:
 
     # -- runs --------------------------------------------------------------
     def start_run(self, command: str, args: dict[str, Any]) -> str:
-        """Record the start of a command and return its run id."""
+        """Record the start of a command and return its run id (live until :meth:`finish_run`)."""
         run_id = uuid.uuid4().hex[:16]
         self.con.execute(
             "INSERT INTO runs VALUES (?, ?, ?, ?, NULL, 'running', NULL)",
             [run_id, command, json.dumps(args, default=str), utcnow()],
         )
+        _LIVE_RUNS[run_id] = self
         return run_id
+
+    def mark_stale_runs(self) -> list[str]:
+        """Runs still ``running`` that no live command of this process owns: their writer is gone (the caller
+        holds the writer lock), so they are marked ``interrupted``.  Returns their ids."""
+        stale = [r[0] for r in self.con.execute("SELECT run_id FROM runs WHERE status = 'running'").fetchall()
+                 if r[0] not in _LIVE_RUNS]
+        if stale:
+            self.con.execute(
+                "UPDATE runs SET status = 'interrupted', finished_at = ?, summary_json = coalesce(summary_json, ?) "
+                "WHERE run_id IN (SELECT unnest(?::VARCHAR[]))",
+                [utcnow(), json.dumps({"interrupted": STALE_REASON}), stale])
+        return stale
 
     def record_failure(self, run_id: str, stage: str, item: str | None, reason: str) -> None:
         """Record one failed item of a run, with its reason."""
@@ -223,14 +237,17 @@ class Store:
             "INSERT INTO run_failures VALUES (?, ?, ?, ?, ?)", [run_id, stage, item, reason[:4000], utcnow()]
         )
 
-    def finish_run(self, run_id: str, summary: dict[str, Any]) -> str:
-        """Close a run record: status ok, or failed when anything failed."""
-        failures = self.scalar("SELECT count(*) FROM run_failures WHERE run_id = ?", [run_id])
-        status = "failed" if failures else "ok"
+    def finish_run(self, run_id: str, summary: dict[str, Any], status: str | None = None) -> str:
+        """Close a run record: status ok, or failed when anything failed (or the ``status`` given:
+        ``interrupted`` for a run stopped by a signal)."""
+        if status is None:
+            failures = self.scalar("SELECT count(*) FROM run_failures WHERE run_id = ?", [run_id])
+            status = "failed" if failures else "ok"
         self.con.execute(
             "UPDATE runs SET finished_at = ?, status = ?, summary_json = ? WHERE run_id = ?",
             [utcnow(), status, json.dumps(summary, default=str), run_id],
         )
+        _LIVE_RUNS.pop(run_id, None)
         return status
 
     def run_failures(self, run_id: str) -> list[dict[str, Any]]:
@@ -373,6 +390,30 @@ class Store:
         return target
 
 
+#: What a stale run's summary says (its process ended without recording how: killed, or a power cut).
+STALE_REASON = "the process ended during this run (killed, or stopped before it could record how)"
+#: Runs started by this process and not finished yet (a stale-run sweep never touches them).
+_LIVE_RUNS: dict[str, Store] = {}
+
+
+def _mark_live_runs_interrupted() -> None:
+    """At a forced exit (the watchdog thread): mark this process's live runs interrupted through a cursor of their
+    store (a connection of its own: the thread stuck in the job keeps its own)."""
+    for run_id, store in list(_LIVE_RUNS.items()):
+        cur = store.con.cursor()
+        try:
+            cur.execute("UPDATE runs SET status = 'interrupted', finished_at = ?, summary_json = ? WHERE run_id = ? "
+                        "AND status = 'running'",
+                        [utcnow(), json.dumps({"interrupted": f"{stop.reason_text()}; no request boundary was "
+                                               "reached within stop_grace_s"}), run_id])
+            cur.execute("CHECKPOINT")
+        finally:
+            cur.close()
+
+
+stop.at_forced_exit(_mark_live_runs_interrupted)
+
+
 @functools.cache
 def schema_tables() -> frozenset[str]:
     """Names of the tables (and views) the store's migrations create: the allow-list for names read from files."""
@@ -406,4 +447,6 @@ def open_store(path: str | Path | None, read_only: bool = False) -> Store:
             "readers use `grebench export` Parquet files."
         ) from None
     migrate(con, db_file)
-    return Store(con, db_file)
+    store = Store(con, db_file)
+    store.mark_stale_runs()  # we hold the writer lock: a run still 'running' belongs to a writer that is gone
+    return store

@@ -257,7 +257,7 @@ def test_malformed_notes(fake: FakeOpenReview, store: Store, tmp_path: Path) -> 
     (dict(status=500, retry_after=0), "HTTP 500 InternalServerError after 2 retries"),
     (dict(mode="html", status=200), "not JSON (text/html"),
     (dict(mode="html", status=502, retry_after=None), "HTTP 502 with an HTML page"),
-    (dict(mode="close"), "connection refused or closed"),
+    (dict(mode="close"), "the connection was closed by the other side"),
 ])
 def test_listing_failures_are_clear(fake: FakeOpenReview, tmp_path: Path, fault: dict[str, Any],
                                     expected: str) -> None:

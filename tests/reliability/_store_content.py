@@ -3,7 +3,7 @@
 Compared: every table of the store except :data:`BOOKKEEPING_TABLES`, every column except
 :data:`WALL_CLOCK_COLUMNS` and :data:`RUN_COLUMNS`. Why those are left out:
 
-* ``runs``, ``run_failures``: one row per command run (a killed run leaves a ``crashed``/``running`` row), so a run
+* ``runs``, ``run_failures``: one row per command run (a killed run leaves an ``interrupted`` row), so a run
   interrupted N times has N more of them by design; ``jobs`` (scheduler state, its counters count runs),
   ``stage_state`` (skip fingerprints whose summaries carry timings), ``migrations`` (applied-at times; the
   migration *set* is checked separately by :func:`migration_ids`), ``snapshots`` (none in these runs).

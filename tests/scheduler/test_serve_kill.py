@@ -56,7 +56,7 @@ def test_sigkill_mid_generate_then_restart_repeats_no_llm_call(tmp_path: Path) -
                               "GROUP BY paper_id", [CANDIDATE])
             assert len(rows) == PAPERS and {r["n"] for r in rows} == {1}
             assert store.scalar("SELECT count(*) FROM papers") == PAPERS
-            assert store.scalar("SELECT count(*) FROM runs WHERE status = 'crashed'") >= 1
+            assert store.scalar("SELECT count(*) FROM runs WHERE status = 'interrupted'") >= 1
             assert store.scalar("SELECT status FROM jobs WHERE job_id = 'generate'") == "ok"
         finally:
             store.close()

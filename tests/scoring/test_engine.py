@@ -198,3 +198,28 @@ def test_offline_estimator_ranks_human_above_generic_and_other_paper(bundled_sto
         assert rows["human"]["rank"] == 1 and rows["generic"]["p_vs_human"] < 0.05
     again = run_scoring(bundled_store, settings, None, ["gem", "gem-s"], "offline", "rules")
     assert again["estimator_calls"] == 0 and again["pairs_scored"] == 0
+
+
+def test_a_stop_ends_scoring_at_a_batch_boundary_and_keeps_the_answers(small_store: Store, settings: Settings,
+                                                                        fake_estimator: FakeEstimator) -> None:
+    from grebench import stop
+
+    fake_estimator.papers_per_batch = 1  # type: ignore[attr-defined]  # one paper per batch: two batches
+    asked = fake_estimator.logprobs
+
+    def logprobs_then_signal(requests: list) -> list:  # the signal arrives while the first batch is answered
+        stop.request_stop()
+        return asked(requests)
+
+    fake_estimator.logprobs = logprobs_then_signal  # type: ignore[method-assign]
+    try:
+        with pytest.raises(stop.Interrupted):
+            run_scoring(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
+    finally:
+        stop.reset()
+    assert fake_estimator.batches == 1  # the second batch was never sent
+    first = fake_estimator.calls
+    assert small_store.scalar("SELECT count(*) FROM logprob_cache") == first  # what was answered is stored
+    fake_estimator.logprobs = asked  # type: ignore[method-assign]
+    resumed = run_scoring(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
+    assert resumed["cache_hits"] == first and fake_estimator.calls == first + resumed["estimator_calls"]

@@ -142,8 +142,10 @@ def test_preprocess_cache_by_text_hash(store: Store, settings: Settings) -> None
     first = preprocess_texts(store, rules, texts)
     assert store.scalar("SELECT count(*) FROM judgments WHERE preprocessor = ?", [RULES_ID]) == 2
     store.con.execute("UPDATE judgments SET lines_json = '[\"The reviewer suggests cached.\"]'")
-    second = preprocess_texts(store, rules, texts)
+    counted: list[int] = []
+    second = preprocess_texts(store, rules, texts, counted.append)
     assert all(j.lines == ("The reviewer suggests cached.",) for j in second.values())
+    assert sum(counted) == len(texts)  # cached texts count as done: the progress line ends at 100 %
     assert all(j.status == "ok" for j in first.values())
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from grebench import stop
 from grebench._offline import apply_offline_defaults
 from grebench.scoring._request import LogprobRequest, LogprobResult
 from grebench.scoring.estimators import ESTIMATORS, EstimatorContext, served_model_label
@@ -169,6 +170,7 @@ class HFEstimator:
             out = self.model.base_model(input_ids=torch.tensor([prefix], device=self.device), use_cache=True)
             past = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
         for chunk in _cut(sorted(groups, key=len), len, self.batch_tokens):
+            stop.check()
             kv = self._group_cache(past, len(prefix), chunk)
             rows = [_Row(i, k, len(prefix) + len(s) - 1, [s[-1], *toks[i].rest[len(s):-1]],
                          list(toks[i].rest[len(s):])) for k, s in enumerate(chunk) for i in groups[s]]
@@ -200,6 +202,7 @@ class HFEstimator:
         """Sort rows by length, cut into batches of ≤ batch_tokens padded input tokens, add each row's sum."""
         rows.sort(key=lambda r: (len(r.inputs), r.ctx))
         for batch in _cut(rows, lambda r: len(r.inputs), self.batch_tokens):
+            stop.check()  # a forward batch is the request boundary of a local model
             for row, val in zip(batch, self._score_batch(batch, kv), strict=True):
                 sums[row.req] = val
 

@@ -9,14 +9,14 @@ paper, spread round-robin over the URLs, ``concurrency`` at a time, retried with
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from grebench import stop
 from grebench.scoring._request import LogprobRequest, LogprobResult
 from grebench.scoring.estimators import ESTIMATORS, EstimatorContext, EstimatorFactory, served_model_label
 from grebench.scoring.estimators._tokenize import RequestTokenizer, TokenizedRequest, tokenizer_sha8
@@ -59,6 +59,7 @@ class ServerEstimator:
 
     def _call(self, method: str, url: str, body: dict[str, Any] | None) -> Any:
         for attempt in range(self.max_retries + 1):
+            stop.check()  # a request boundary (also after a back-off)
             try:
                 resp = self.client.request(method, url, json=body)
                 if resp.status_code == 429 or resp.status_code >= 500:
@@ -70,7 +71,7 @@ class ServerEstimator:
                 retryable = not (isinstance(exc, ServerError) and "HTTP 4" in str(exc) and "429" not in str(exc))
                 if not retryable or attempt >= self.max_retries:
                     raise ServerError(f"{url}: {exc}") from exc
-                time.sleep(self.backoff_s * 2**attempt)
+                stop.sleep(self.backoff_s * 2**attempt)
         raise ServerError(f"{url}: retries exhausted")
 
     def _one(self, k: int, t: TokenizedRequest) -> LogprobResult:
@@ -96,9 +97,18 @@ class ServerEstimator:
         """Summed log-probs of each target, in request order (sent paper by paper, round-robin over URLs)."""
         toks = [self.encode(r) for r in requests]
         order = sorted(range(len(requests)), key=lambda i: (requests[i].paper_id, i))
-        with ThreadPoolExecutor(self.concurrency) as pool:
+        pool = ThreadPoolExecutor(self.concurrency)
+        try:
             futures = {i: pool.submit(self._one, k, toks[i]) for k, i in enumerate(order)}
+            waiting = set(futures.values())
+            while waiting:  # short slices: a stop is seen while every request is in flight
+                waiting = wait(waiting, timeout=stop.POLL_S, return_when=FIRST_COMPLETED)[1]
+                stop.check()
             return [futures[i].result() for i in range(len(requests))]
+        finally:
+            # on a stop or a failure nothing queued starts; requests in flight end at their own timeout on worker
+            # threads nobody waits for
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _server_factory(kind: str) -> EstimatorFactory:

@@ -31,6 +31,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from grebench import stop
 from grebench.bench import CONTROLS, HUMAN
 from grebench.scoring.panel._data import VenueData
 from grebench.scoring.panel._judges import Judge, PaperView, ReviewView, TfIdf, Verdict
@@ -163,6 +164,7 @@ def ask(judge: Judge, items: Sequence[Item], guard: bool = True) -> list[Verdict
 
     ``guard=False`` only for measuring self-preference bias; those answers never become votes.
     """
+    stop.check()  # a comparison boundary: after a stop no judge is asked anything more
     allowed = [not (guard and judge.family and (a.family == judge.family or b.family == judge.family))
                for _, a, b in items]
     todo = [it for it, ok in zip(items, allowed, strict=True) if ok]
