@@ -19,12 +19,19 @@ from grebench.store import Store, open_store
 
 @contextmanager
 def writer_store(settings: Settings) -> Iterator[Store]:
-    """Open the writer's store, with a clear message when another writer holds it."""
+    """Open the writer's store, with a clear message when another writer holds it; a data directory that cannot
+    hold it (a file, read-only, cannot be created) is a usage error, said in one line before anything is written."""
+    from grebench.pipeline import SetupError, check_data_dir
+
+    try:
+        check_data_dir(settings)
+    except SetupError as exc:
+        raise click.UsageError(str(exc)) from None
     try:
         store = open_store(settings.db_path)
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from None
-    except duckdb.Error as exc:
+    except (duckdb.Error, OSError) as exc:
         raise click.ClickException(_store_failure(settings, exc)) from None
     try:
         yield store

@@ -36,8 +36,13 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
     All jobs run one at a time in one worker thread on the one DuckDB writer; their state is in the store's
     `jobs` table, so after a crash or restart the schedule resumes and nothing is repeated.
     """
+    from grebench.pipeline import SetupError, check_data_dir
     from grebench.scheduler import JOB_KINDS, SchedulerService
 
+    try:
+        check_data_dir(settings)
+    except SetupError as exc:
+        raise click.UsageError(str(exc)) from None
     try:
         service = SchedulerService(settings, kinds=list(jobs) or JOB_KINDS)
     except (RuntimeError, ValueError) as exc:

@@ -6,7 +6,7 @@ through :func:`run_job` (check the setup, open the store, start the run, run the
 runner (:func:`run_stages`) records failures, timings and skips.  Stages talk only through the store.
 """
 
-from grebench.pipeline._check import SetupError, check_setup
+from grebench.pipeline._check import SetupError, check_data_dir, check_setup
 from grebench.pipeline._jobs import JOBS, SCHEDULED, Job, JobResult, job, run_job, venue_sources
 from grebench.pipeline._runner import BaseStage, PipelineResult, RunOptions, Stage, StageContext, run_stages
 from grebench.pipeline._sample import (
@@ -60,6 +60,7 @@ __all__ = [
     "StageContext",
     "SubmissionsStage",
     "ValidateStage",
+    "check_data_dir",
     "check_setup",
     "expected_minutes",
     "job",
