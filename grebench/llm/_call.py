@@ -153,6 +153,8 @@ class Attempt:
     exception: BaseException | None = None
     timed_out: bool = False
     idle_s: float = 0.0
+    limit_s: float = 0.0  # the deadline that ended it: the total (``llm_timeout_s``) or the idle limit
+    idle_limit: bool = False  # ended by no data for ``llm_idle_timeout_s`` (a local server), not by a total deadline
 
 
 def _logprob_entries(choice: Any) -> list[dict[str, Any]]:
@@ -172,8 +174,14 @@ def _logprob_entries(choice: Any) -> list[dict[str, Any]]:
     return out
 
 
-def call_attempt(request: ChatRequest, api_key: str | None, timeout_s: float, max_chars: int) -> Attempt:
-    """Run one call (streamed unless ``request.stream`` is false); never blocks longer than ``timeout_s`` + a few ms."""
+def call_attempt(request: ChatRequest, api_key: str | None, timeout_s: float, max_chars: int,
+                 idle_timeout_s: float | None = None) -> Attempt:
+    """Run one call (streamed unless ``request.stream`` is false); never blocks longer than ``timeout_s`` + a few ms.
+
+    ``idle_timeout_s`` (a model server grebench started on this machine): no total deadline; the call is given up
+    only when no data arrived for that long, so a slow CPU server still producing tokens is never cut off (the
+    size cap and the request's ``max_tokens`` bound its length).  Remote endpoints keep ``timeout_s`` as a total.
+    """
     import litellm
 
     attempt = Attempt()
@@ -244,10 +252,18 @@ def call_attempt(request: ChatRequest, api_key: str | None, timeout_s: float, ma
 
     worker = threading.Thread(target=work, name="grebench-llm-call", daemon=True)
     worker.start()
-    if not finished.wait(timeout_s):
-        abandoned.set()  # the worker may still write to `attempt`: hand back a fresh record
-        return Attempt(timed_out=True, idle_s=time.monotonic() - last_data[0])
-    return attempt
+    if idle_timeout_s is None:
+        if not finished.wait(timeout_s):
+            abandoned.set()  # the worker may still write to `attempt`: hand back a fresh record
+            return Attempt(timed_out=True, idle_s=time.monotonic() - last_data[0], limit_s=timeout_s)
+        return attempt
+    while True:  # wait as long as data keeps arriving: each arrival moves the idle deadline
+        idle = time.monotonic() - last_data[0]
+        if idle >= idle_timeout_s:
+            abandoned.set()
+            return Attempt(timed_out=True, idle_s=idle, limit_s=idle_timeout_s, idle_limit=True)
+        if finished.wait(idle_timeout_s - idle):
+            return attempt
 
 
 def _read_stream(attempt: Attempt, response: Any, arrived: Callable[[], bool], max_chars: int) -> None:

@@ -19,6 +19,7 @@ probed or loaded); other packages add entries to :data:`MODELS` through the ``gr
 
 from __future__ import annotations
 
+from grebench.models._concurrency import server_concurrency, usable_cores
 from grebench.models._dtype import DTYPE_CHOICES, cached_choice, choose_dtype, machine_key
 from grebench.models._entry import (
     GGUF_FLOAT32,
@@ -59,5 +60,7 @@ __all__ = [
     "models_path",
     "pull",
     "resolve_checkpoint",
+    "server_concurrency",
+    "usable_cores",
     "verify",
 ]

@@ -29,6 +29,8 @@ from grebench.pipeline._stages import (
     SnapshotStage,
     SubmissionsStage,
     ValidateStage,
+    scored_setup,
+    setup_in_force,
     stages,
 )
 
@@ -70,6 +72,8 @@ __all__ = [
     "run_job",
     "run_stages",
     "sample_papers",
+    "scored_setup",
+    "setup_in_force",
     "stages",
     "venue_sources",
 ]
