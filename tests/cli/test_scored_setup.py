@@ -78,3 +78,12 @@ def test_a_fresh_run_scores_the_exam_texts_without_a_corpus_mismatch(tmp_path: P
     assert _gem_warnings(caplog) == [], _gem_warnings(caplog)
     panel = json.loads(result.stdout)["stages"]["panel"]
     assert panel["estimator_calls"] > 0  # the exam texts were scored (by the stored scores' estimator), not skipped
+
+
+def test_site_build_reads_the_stored_boards_and_loads_no_model(offline_store: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["--data-dir", str(offline_store), "site", "build", "--out",
+                                       str(tmp_path / "site"), "--json"], env=LM_ENV)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["boards"] > 0
+    assert "offline word model" in (tmp_path / "site" / "index.html").read_text()  # the scored estimator's words
+    assert not (offline_store / "models" / "smollm2-135m").exists()
