@@ -45,8 +45,8 @@ AUTO_MIN_PAPERS = 3
 #: 1.76x slower than bfloat16 on that EPYC: 41 minutes (on a 2-core AVX2-only EPYC beside another job the bench
 #: stage alone ran 33 minutes).  A CPU with more cores is taken to scale with them.
 CLASS_MINUTES = {"amx": 13.0, "avx512-bf16": 23.5, "float32": 41.0}
-_CLASS_WORDS = {"amx": "an AMX CPU (fast bfloat16)", "avx512-bf16": "an AVX-512-BF16 CPU without AMX",
-                "float32": "a CPU that runs only float32 fast (no AVX-512-BF16, no AMX; estimated)"}
+_CLASS_WORDS = {"amx": "an AMX CPU", "avx512-bf16": "an AVX-512-BF16 CPU without AMX",
+                "float32": "a CPU that runs only float32 fast (estimated)"}
 
 
 #: Calibration of the plan's range, measured on the default run (ICLR 2026, a local candidate, the controls, GEM and
@@ -162,12 +162,11 @@ def auto_cpu_size(settings: Settings) -> tuple[int, str]:
     per_paper = CLASS_MINUTES[klass] / AUTO_CPU_PAPERS * 2 / max(2, cores)
     size = max(AUTO_MIN_PAPERS, min(AUTO_CPU_PAPERS, int(AUTO_CPU_MINUTES // per_paper)))
     minutes = per_paper * size
-    basis = f"{_CLASS_WORDS[klass]} with {cores} usable cores: about {per_paper:.1f} minutes per paper"
+    basis = f"{_CLASS_WORDS[klass]}, {cores} usable cores, {per_paper:.1f} minutes per paper"
     if minutes > AUTO_CPU_MINUTES * 1.05:
         return size, (f"auto: a local language model on a CPU, {size} papers, the fewest that still rank: about "
-                      f"{minutes:.0f} minutes here, longer than the {AUTO_CPU_MINUTES:.0f} aimed at ({basis})")
-    return size, (f"auto: a local language model on a CPU, {size} papers, about {minutes:.0f} minutes here "
-                  f"({basis})")
+                      f"{minutes:.0f} minutes here, longer than the {AUTO_CPU_MINUTES:.0f} aimed at: {basis}")
+    return size, f"auto: a local language model on a CPU, {size} papers, about {minutes:.0f} minutes here: {basis}"
 
 
 def _rating(texts: list[str | None]) -> float | None:
