@@ -129,7 +129,8 @@ class Settings:
     papers = Setting(str, 'auto', 'Papers the main job works on: all, N for a seeded sample stratified by venue and human rating, or auto (a sample of 12 when a local language model runs on a CPU; every paper on a GPU or with no local model); the plan gives the expected time measured on the machine at hand.')
     # -- bench ---------------------------------------------------------------------------------------------------------
     bench_concurrency = Setting(int, 4, 'Concurrent LLM calls per provider when generating candidate reviews.', minimum=1, maximum=256)
-    llm_timeout_s = Setting(float, 600.0, 'Outer deadline of one LLM call, including a stream that goes silent.', minimum=0.01)
+    llm_timeout_s = Setting(float, 600.0, 'Outer deadline of one LLM call to a remote endpoint, including a stream that goes silent.', minimum=0.01)
+    llm_idle_timeout_s = Setting(float, 600.0, 'A call to a local model server grebench started (local candidates and judges) is given up only when no data arrived for this long: a slow CPU still streaming tokens is never cut off by a total deadline.', minimum=0.01)
     llm_max_retries = Setting(int, 3, 'Retries of one LLM call on 429/5xx/timeouts.', minimum=0, maximum=100)
     llm_max_response_chars = Setting(int, 200000, 'Cap on the size of one LLM response; longer output is cut and flagged.', minimum=1)
     llm_max_retry_after_s = Setting(float, 60.0, 'Largest Retry-After honoured for an LLM call; longer waits count as a failure.', minimum=0)

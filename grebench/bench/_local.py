@@ -15,6 +15,7 @@ sampling settings, so accepting them would record settings that were not used.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
@@ -27,6 +28,8 @@ from grebench.settings import Settings
 
 if TYPE_CHECKING:
     from grebench.models import LocalServer
+
+log = logging.getLogger(__name__)
 
 #: The kind of a model on this machine (``kind = "local"``, and setting ``local_candidates``).
 LOCAL_KIND = "local"
@@ -127,9 +130,9 @@ class LocalKind:
             ready: list[Candidate] = []
             for members in groups.values():
                 model = models[members[0].model or ""]
-                cache_tokens = max(1, settings.bench_concurrency) * max(c.params["context_tokens"]
-                                                                              for c in members)
-                server = servers.server(model, cache_tokens=cache_tokens)
+                context = max(c.params["context_tokens"] for c in members)
+                concurrency, _why = model.concurrency(settings, context)
+                server = servers.server(model, cache_tokens=concurrency * context, concurrency=concurrency)
                 ready += [replace(c, model=f"openai/{server.model_id}", api_base=server.api_base, stream=True,
                                   endpoint_id=model.endpoint_id) for c in members]
             yield ready
@@ -144,6 +147,13 @@ class LocalModel:
     label: str
     device: str
     dtype: str
+    probe: dict[str, Any] | None = None  # the dtype choice's record (a CPU's measured tokens/s), when there is one
+
+    def concurrency(self, settings: Settings, context_tokens: int = LOCAL_CONTEXT_TOKENS) -> tuple[int, str]:
+        """How many calls at once its server is sent, and why (:func:`grebench.models.server_concurrency`)."""
+        from grebench.models import server_concurrency
+
+        return server_concurrency(settings, self.device, self.dtype, self.probe, context_tokens)
 
     @property
     def endpoint_id(self) -> str:
@@ -158,8 +168,8 @@ def resolve_local(settings: Settings, spec: str) -> LocalModel:
 
     path, label = resolve_checkpoint(settings, spec)
     device = default_device(settings.hf_device)
-    dtype, _why = choose_dtype(settings, spec, device, settings.hf_dtype)
-    return LocalModel(spec, path, label, device, dtype)
+    dtype, record = choose_dtype(settings, spec, device, settings.hf_dtype)
+    return LocalModel(spec, path, label, device, dtype, record)
 
 
 class LocalServers:
@@ -176,17 +186,24 @@ class LocalServers:
         """The servers started so far."""
         return list(self._servers.values())
 
-    def server(self, model: LocalModel, cache_tokens: int | None = None) -> LocalServer:
-        """The running server of ``model`` (started now if it is not)."""
+    def server(self, model: LocalModel, cache_tokens: int | None = None,
+               concurrency: int | None = None) -> LocalServer:
+        """The running server of ``model`` (started now if it is not), sent ``concurrency`` calls at once (default:
+        what this machine can take, :meth:`LocalModel.concurrency`)."""
         from grebench.llm import local_endpoints
         from grebench.models import LocalServer
 
         key = (model.path, model.dtype)
         if key not in self._servers:
+            if concurrency is None:
+                concurrency, why = model.concurrency(self.settings)
+            else:
+                why = ""
             server = self._stack.enter_context(LocalServer(
                 model.path, self.settings, device=model.device, dtype=model.dtype, cache_tokens=cache_tokens,
                 name=Path(model.spec).name or model.spec))
-            self._stack.enter_context(local_endpoints([server.api_base]))
+            log.info("local server %s: %d call(s) at once%s", model.label, concurrency, f" ({why})" if why else "")
+            self._stack.enter_context(local_endpoints([server.api_base], concurrency=concurrency))
             self._servers[key] = server
         return self._servers[key]
 

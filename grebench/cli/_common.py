@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, Iterator
 
 import click
@@ -21,12 +22,19 @@ from grebench.store import Store, open_store
 
 @contextmanager
 def writer_store(settings: Settings) -> Iterator[Store]:
-    """Open the writer's store, with a clear message when another writer holds it."""
+    """Open the writer's store, with a clear message when another writer holds it; a data directory that cannot
+    hold it (a file, read-only, cannot be created) is a usage error, said in one line before anything is written."""
+    from grebench.pipeline import SetupError, check_data_dir
+
+    try:
+        check_data_dir(settings)
+    except SetupError as exc:
+        raise click.UsageError(str(exc)) from None
     try:
         store = open_store(settings.db_path)
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from None
-    except duckdb.Error as exc:
+    except (duckdb.Error, OSError) as exc:
         raise click.ClickException(_store_failure(settings, exc)) from None
     try:
         yield store
@@ -189,3 +197,40 @@ def check_specs(settings: Settings, options: RunOptions | None = None, source: b
         check_setup(settings, options, source=source)
     except SetupError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def scored_setup_options(settings: Settings, command: str, options: RunOptions) -> tuple[RunOptions, str]:
+    """The options of a command that works on the stored scores (exam, judge) with the setup the store was scored
+    with filled in (unless the user named one), and the plan line that says what it will run, printed first.
+
+    On a store scored with ``--estimator offline`` the gem judge uses ``offline``, never the settings' default LM.
+    """
+    from grebench.pipeline import scored_setup
+    from grebench.scoring.estimators import estimator_info
+
+    check_specs(settings, options)  # a named spec that cannot work is refused before the plan
+    scored = None
+    if settings.db_path.is_file():
+        try:
+            store = open_store(settings.db_path, read_only=True)
+        except (duckdb.Error, OSError):  # busy or unreadable: the job itself says so when it opens the store
+            store = None
+        if store is not None:
+            try:
+                scored = scored_setup(store)
+            finally:
+                store.close()
+    estimator = options.estimator or (scored[0] if scored else None)
+    preprocessor = options.preprocessor or (scored[1] if scored else None)
+    spec = estimator or settings.estimator
+    whence = ("as named" if options.estimator else "the setup this store was scored with" if scored
+              else "the setting: nothing scored yet")
+    info = estimator_info(spec)
+    loads = [f"evaluation LM {spec}"] if info.local_model else []
+    judges = settings.listed("local_judges")
+    loads += [f"local judge {name}" for name in judges]
+    text = (f"{command}: the gem judge scores with evaluation LM {spec}"
+            f"{' (a fast proxy, not a language model)' if info.proxy else ''}, preprocessor "
+            f"{preprocessor or settings.preprocessor} ({whence}); local judges: {', '.join(judges) or 'none'}; "
+            + (f"loads {', '.join(loads)} on first use" if loads else "loads no model"))
+    return replace(options, estimator=estimator, preprocessor=preprocessor), text

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from grebench.cli._common import emit_json, run_stage
+from grebench.cli._common import emit_json, estimator_help, preprocessor_help, run_stage, scored_setup_options
 from grebench.cli._options import settings_options
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
@@ -42,17 +42,28 @@ def print_exam(tables: list[dict[str, Any]]) -> None:
 @click.option("--judge", "judges", multiple=True, help="Examine only these judges (repeatable; default: all).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print {venue_id, eta_c, eta_p, rows: [{judge, p_c, p_p, p_s, passed, weight, failed}], venues}.")
+@click.option("--estimator", default=None,
+              help="Evaluation-LM of the gem judge: " + estimator_help() + " (default: the one the store was scored "
+                   "with).")
+@click.option("--preprocessor", default=None,
+              help="Judgment lines: " + preprocessor_help() + " (default: the one the store was scored with).")
 @settings_options
 @click.pass_obj
-def command(settings: Settings, judges: tuple[str, ...], as_json: bool) -> None:
+def command(settings: Settings, judges: tuple[str, ...], estimator: str | None, preprocessor: str | None,
+            as_json: bool) -> None:
     """Run the judges' qualification exam (no human labels) and show who may vote.
 
     Consistency: the preference must survive swapping the two reviews.  Pertinence: a review of this paper must beat
     a strong review of the most similar other paper.  Self-confidence: a judge must be surer on easy pairs than on
     hard ones.  A judge passes with consistency and pertinence at or above the mean over all judges.
     """
-    stages, _run_id, _status = run_stage(settings, "exam", ["panel"], RunOptions(judges=judges, exam_only=True),
-                                         as_json, {"judges": list(judges)})
+    options, plan = scored_setup_options(settings, "exam", RunOptions(judges=judges, exam_only=True,
+                                                                      estimator=estimator, preprocessor=preprocessor))
+    if not as_json:
+        click.echo(plan, err=True)
+    stages, _run_id, _status = run_stage(settings, "exam", ["panel"], options, as_json,
+                                         {"judges": list(judges), "estimator": options.estimator_spec(settings),
+                                          "preprocessor": options.preprocessor_spec(settings)})
     summary = stages["panel"]
     if "error" in summary:
         raise click.ClickException(summary["error"])

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from grebench.cli._common import emit_json, run_stage
+from grebench.cli._common import emit_json, estimator_help, preprocessor_help, run_stage, scored_setup_options
 from grebench.cli._options import settings_options
 from grebench.cli.exam import exam_tables, print_exam
 from grebench.pipeline import RunOptions
@@ -44,17 +44,28 @@ def print_panel(summary: dict[str, Any]) -> None:
 @click.option("--judge", "judges", multiple=True, help="Use only these judges (repeatable; default: all).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print {exam, rankings, agreement, votes, calls_made, cached, ...} as JSON.")
+@click.option("--estimator", default=None,
+              help="Evaluation-LM of the gem judge: " + estimator_help() + " (default: the one the store was scored "
+                   "with).")
+@click.option("--preprocessor", default=None,
+              help="Judgment lines: " + preprocessor_help() + " (default: the one the store was scored with).")
 @settings_options
 @click.pass_obj
-def command(settings: Settings, judges: tuple[str, ...], as_json: bool) -> None:
+def command(settings: Settings, judges: tuple[str, ...], estimator: str | None, preprocessor: str | None,
+            as_json: bool) -> None:
     """Rank the candidates by the judge panel's pairwise votes, beside GEM-S.
 
     Only judges that pass the qualification exam vote, weighted by their exam score; every pair is asked in both
     orders; LLM judges that disagree debate (debate_rounds); pairs still split are flagged for a human.  Reference
     judges (position, length, overlap, gem) need no LLM; LLM judges come from [[judges]] in the settings file.
     """
-    stages, run_id, status = run_stage(settings, "judge", ["panel"], RunOptions(judges=judges), as_json,
-                                       {"judges": list(judges)})
+    options, plan = scored_setup_options(settings, "judge", RunOptions(judges=judges, estimator=estimator,
+                                                                       preprocessor=preprocessor))
+    if not as_json:
+        click.echo(plan, err=True)
+    stages, run_id, status = run_stage(settings, "judge", ["panel"], options, as_json,
+                                       {"judges": list(judges), "estimator": options.estimator_spec(settings),
+                                        "preprocessor": options.preprocessor_spec(settings)})
     summary = stages["panel"]
     if "error" in summary:
         raise click.ClickException(summary["error"])

@@ -74,8 +74,13 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
     stops the running job at its next request boundary (exit status 0 after SIGTERM, 130 after Ctrl-C).
     """
     from grebench import stop
+    from grebench.pipeline import SetupError, check_data_dir
     from grebench.scheduler import JOB_KINDS, SchedulerService
 
+    try:
+        check_data_dir(settings)
+    except SetupError as exc:
+        raise click.UsageError(str(exc)) from None
     try:
         service = SchedulerService(settings, kinds=list(jobs) or JOB_KINDS)
     except (RuntimeError, ValueError) as exc:

@@ -60,7 +60,9 @@ def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None,
         chosen = list(metrics) or [m for m in METRICS.names() if store.scalar(
             "SELECT count(*) FROM scores WHERE metric = ? AND estimator = ? AND preprocessor IN (?, ?)",
             [m, estimator_id, preprocessor_id, RAW_PREPROCESSOR])]
-    options = RunOptions(estimator=estimator_id, preprocessor=preprocessor_id, metrics=tuple(chosen))
+    # the specs as named (nothing named: the stage validates the setup the store was scored with); a stored id such
+    # as offline:wb-bigram… is no spec the setup check accepts
+    options = RunOptions(estimator=estimator, preprocessor=preprocessor, metrics=tuple(chosen))
     stages, run_id, _status = run_stage(settings, "validate", ["validate"], options, as_json,
                                         {"estimator": estimator_id, "preprocessor": preprocessor_id},
                                         refusals=(LookupError, ValueError))

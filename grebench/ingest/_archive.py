@@ -271,18 +271,34 @@ def bundled_source(name: str = DEFAULT_BUNDLED, limits: IngestLimits | None = No
                          meta={"reviews_public_at": BUNDLED[name][1]}, limits=limits)
 
 
+def check_bundled_arg(arg: str) -> None:
+    """``bundled[:NAME]`` names a bundled sample (checked before any work)."""
+    if (arg.strip().lower() or DEFAULT_BUNDLED) not in BUNDLED:
+        raise SourceError(f"unknown bundled sample {arg!r}; bundled samples: {', '.join(BUNDLED)}")
+
+
 @SOURCES.register("bundled", spec="bundled[:iclr2026|iclr2020]",
                   summary="a bundled real sample: ICLR 2026 (default; reviews public 2025-11-12, after every "
-                          "built-in model's cutoff) or ICLR 2020")
+                          "built-in model's cutoff) or ICLR 2020", check_arg=check_bundled_arg)
 def make_bundled(arg: str, settings: Settings) -> ArchiveSource:
     """``bundled`` (the default sample) or ``bundled:NAME``."""
-    name = arg.strip().lower() or DEFAULT_BUNDLED
-    if name not in BUNDLED:
-        raise SourceError(f"unknown bundled sample {arg!r}; bundled samples: {', '.join(BUNDLED)}")
-    return bundled_source(name, IngestLimits.from_settings(settings))
+    check_bundled_arg(arg)
+    return bundled_source(arg.strip().lower() or DEFAULT_BUNDLED, IngestLimits.from_settings(settings))
 
 
-@SOURCES.register("archive", spec="archive:PATH", summary="a JSON Lines archive (docs/archive-format.md)")
+def check_archive_arg(arg: str) -> None:
+    """``archive:PATH`` names a file that exists (checked before any work; reading it is ingest's)."""
+    if not arg:
+        raise SourceError("archive source spec must be archive:PATH")
+    path = Path(arg).expanduser()
+    if not path.exists():
+        raise SourceError(f"{path}: no such file")
+    if not path.is_file():
+        raise SourceError(f"{path} is not a file")
+
+
+@SOURCES.register("archive", spec="archive:PATH", summary="a JSON Lines archive (docs/archive-format.md)",
+                  check_arg=check_archive_arg)
 def make_archive(arg: str, settings: Settings) -> ArchiveSource:
     """``archive:PATH``: a JSON Lines file of papers with their reviews."""
     if not arg:

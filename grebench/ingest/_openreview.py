@@ -193,10 +193,15 @@ class OpenReviewSource:
             self._check_venue(client)
 
 
-@SOURCES.register("openreview", spec="openreview:VENUE_ID", summary="a venue on OpenReview (API v1 or v2)",
-                  venue_id=True)
-def make_openreview(arg: str, settings: Settings) -> OpenReviewSource:
-    """``openreview:VENUE_ID``, e.g. ``openreview:ICLR.cc/2024/Conference``."""
+def check_openreview_arg(arg: str) -> None:
+    """``openreview:VENUE_ID`` needs a venue id (checked before any work)."""
     if not arg:
         raise SourceError("openreview source spec must be openreview:VENUE_ID (e.g. ICLR.cc/2024/Conference)")
+
+
+@SOURCES.register("openreview", spec="openreview:VENUE_ID", summary="a venue on OpenReview (API v1 or v2)",
+                  venue_id=True, check_arg=check_openreview_arg)
+def make_openreview(arg: str, settings: Settings) -> OpenReviewSource:
+    """``openreview:VENUE_ID``, e.g. ``openreview:ICLR.cc/2024/Conference``."""
+    check_openreview_arg(arg)
     return OpenReviewSource(arg, settings)

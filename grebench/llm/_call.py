@@ -154,6 +154,8 @@ class Attempt:
     exception: BaseException | None = None
     timed_out: bool = False
     idle_s: float = 0.0
+    limit_s: float = 0.0  # the deadline that ended it: the total (``llm_timeout_s``) or the idle limit
+    idle_limit: bool = False  # ended by no data for ``llm_idle_timeout_s`` (a local server), not by a total deadline
 
 
 def _logprob_entries(choice: Any) -> list[dict[str, Any]]:
@@ -173,8 +175,14 @@ def _logprob_entries(choice: Any) -> list[dict[str, Any]]:
     return out
 
 
-def call_attempt(request: ChatRequest, api_key: str | None, timeout_s: float, max_chars: int) -> Attempt:
-    """Run one call (streamed unless ``request.stream`` is false); never blocks longer than ``timeout_s`` + a few ms."""
+def call_attempt(request: ChatRequest, api_key: str | None, timeout_s: float, max_chars: int,
+                 idle_timeout_s: float | None = None) -> Attempt:
+    """Run one call (streamed unless ``request.stream`` is false); never blocks longer than ``timeout_s`` + a few ms.
+
+    ``idle_timeout_s`` (a model server grebench started on this machine): no total deadline; the call is given up
+    only when no data arrived for that long, so a slow CPU server still producing tokens is never cut off (the
+    size cap and the request's ``max_tokens`` bound its length).  Remote endpoints keep ``timeout_s`` as a total.
+    """
     import litellm
 
     attempt = Attempt()
@@ -246,14 +254,21 @@ def call_attempt(request: ChatRequest, api_key: str | None, timeout_s: float, ma
     worker = threading.Thread(target=work, name="grebench-llm-call", daemon=True)
     worker.start()
     try:
-        done = stop.wait(finished, timeout_s)
+        if idle_timeout_s is None:
+            if not stop.wait(finished, timeout_s):
+                abandoned.set()  # the worker may still write to `attempt`: hand back a fresh record
+                return Attempt(timed_out=True, idle_s=time.monotonic() - last_data[0], limit_s=timeout_s)
+            return attempt
+        while True:  # wait as long as data keeps arriving: each arrival moves the idle deadline
+            idle = time.monotonic() - last_data[0]
+            if idle >= idle_timeout_s:
+                abandoned.set()
+                return Attempt(timed_out=True, idle_s=idle, limit_s=idle_timeout_s, idle_limit=True)
+            if stop.wait(finished, idle_timeout_s - idle):
+                return attempt
     except stop.Interrupted:
         abandoned.set()  # a stop: the daemon worker and its HTTP request are abandoned, never waited for
         raise
-    if not done:
-        abandoned.set()  # the worker may still write to `attempt`: hand back a fresh record
-        return Attempt(timed_out=True, idle_s=time.monotonic() - last_data[0])
-    return attempt
 
 
 def _read_stream(attempt: Attempt, response: Any, arrived: Callable[[], bool], max_chars: int) -> None:

@@ -19,7 +19,7 @@ from grebench.llm import _cache
 from grebench.llm._call import Attempt, call_attempt
 from grebench.llm._decide import call_decision
 from grebench.llm._decision import DecisionRequest, DecisionResult
-from grebench.llm._local import check_local
+from grebench.llm._local import check_local, is_local, local_concurrency
 from grebench.llm._plain import NOT_STREAMED, PlainReplyError, is_json
 from grebench.llm._tokens import count_tokens
 from grebench.llm._types import SUBMISSION_KEY_PREFIX, ChatRequest, ChatResult
@@ -82,6 +82,9 @@ def _retry_after(exc: BaseException) -> float | None:
 
 def _classify(attempt: Attempt, timeout_s: float, max_retry_after_s: float, litellm: Any) -> None:
     """Raise _Retry or _GiveUp for a failed attempt; return for a usable one."""
+    if attempt.timed_out and attempt.idle_limit:
+        raise _Retry(f"no data for {attempt.idle_s:.1f} s (llm_idle_timeout_s = {attempt.limit_s:g} s): the local "
+                     "server stopped sending")
     if attempt.timed_out:
         raise _Retry(f"timed out after {timeout_s:g} s (no data for {attempt.idle_s:.1f} s)")
     exc = attempt.exception
@@ -182,7 +185,10 @@ class LLMClient:
         while attempts <= s.llm_max_retries:
             stop.check()  # a request boundary: after a stop no new attempt is sent
             attempts += 1
-            attempt = call_attempt(request, api_key, s.llm_timeout_s, s.llm_max_response_chars)
+            # a model server grebench started here: the idle limit decides (a slow CPU still sending is not cut
+            # off); every other endpoint has a total budget per attempt
+            attempt = call_attempt(request, api_key, s.llm_timeout_s, s.llm_max_response_chars,
+                                   idle_timeout_s=s.llm_idle_timeout_s if is_local(request.api_base) else None)
             try:
                 _classify(attempt, s.llm_timeout_s, s.llm_max_retry_after_s, litellm)
             except _GiveUp as exc:
@@ -275,18 +281,21 @@ class LLMClient:
     def _fan_out(self, keys: Sequence[Any], gate: Callable[[Any], str], call: Callable[[Any], Any],
                  done: Callable[[Any, Any], None]) -> None:
         """``call(key)`` for every key in worker threads, at most ``bench_concurrency`` at a time per ``gate(key)``
-        (a provider, a server); ``done(key, result)`` runs in the calling thread as each one completes."""
+        (a provider, a server; a local server grebench started: the concurrency measured for it); ``done(key,
+        result)`` runs in the calling thread as each one completes."""
         if not keys:
             return
         limit = max(1, self.settings.bench_concurrency)
-        gates = {g: threading.Semaphore(limit) for g in {gate(k) for k in keys}}
+        # a model server grebench started on this machine takes what the machine can (measured when it started)
+        limits = {g: local_concurrency(g) or limit for g in {gate(k) for k in keys}}
+        gates = {g: threading.Semaphore(n) for g, n in limits.items()}
 
         def run(key: Any) -> Any:
             with gates[gate(key)]:
                 stop.check()  # queued behind the gate while a stop came: send nothing
                 return call(key)
 
-        pool = ThreadPoolExecutor(max_workers=min(len(keys), limit * len(gates)))
+        pool = ThreadPoolExecutor(max_workers=min(len(keys), sum(limits.values())))
         try:
             futures = {pool.submit(run, k): k for k in keys}
             pending = set(futures)
@@ -313,7 +322,8 @@ class LLMClient:
         keys name the endpoint by ``endpoint_id``, not by address).  Every uncached one must go to a loopback server
         grebench started
         (:func:`grebench.llm.local_endpoints`): otherwise :class:`grebench.llm.LocalEndpointError` is raised
-        before any call.  At most ``bench_concurrency`` calls run at once per server, each under ``llm_timeout_s``,
+        before any call.  At most the server's measured concurrency (:func:`grebench.models.server_concurrency`;
+        else ``bench_concurrency``) calls run at once per server, each under ``llm_timeout_s``,
         retried on 5xx/timeouts up to ``llm_max_retries`` times (see :mod:`grebench.llm._decide`).  The same
         request twice is called once.  Store access and ``on_done`` stay in the calling thread.
         """

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 _LOCAL: dict[str, int] = {}
+_LIMITS: dict[str, int] = {}  # concurrent calls a registered server is given (measured for its machine)
 _LOCK = threading.Lock()
 
 
@@ -44,8 +45,9 @@ def is_loopback(api_base: str) -> bool:
 
 
 @contextmanager
-def local_endpoints(api_bases: Iterable[str]) -> Iterator[None]:
-    """Mark these loopback servers as grebench's own for the duration of the block (nesting is counted)."""
+def local_endpoints(api_bases: Iterable[str], concurrency: int | None = None) -> Iterator[None]:
+    """Mark these loopback servers as grebench's own for the duration of the block (nesting is counted);
+    ``concurrency``: how many calls each is sent at once (what the machine can take; None: ``bench_concurrency``)."""
     roots = [server_root(a) for a in api_bases]
     for root in roots:
         if not is_loopback(root):
@@ -54,6 +56,8 @@ def local_endpoints(api_bases: Iterable[str]) -> Iterator[None]:
     with _LOCK:
         for root in roots:
             _LOCAL[root] = _LOCAL.get(root, 0) + 1
+            if concurrency is not None:
+                _LIMITS[root] = max(1, concurrency)
     try:
         yield
     finally:
@@ -62,6 +66,24 @@ def local_endpoints(api_bases: Iterable[str]) -> Iterator[None]:
                 _LOCAL[root] -= 1
                 if not _LOCAL[root]:
                     del _LOCAL[root]
+                    _LIMITS.pop(root, None)
+
+
+def local_concurrency(api_base: str | None) -> int | None:
+    """How many calls at once a registered local server takes (None: not set, or not a local server)."""
+    if not api_base:
+        return None
+    with _LOCK:
+        return _LIMITS.get(server_root(api_base))
+
+
+def is_local(api_base: str | None) -> bool:
+    """Whether ``api_base`` is a model server grebench started on this machine (registered, loopback)."""
+    if not api_base:
+        return False
+    root = server_root(api_base)
+    with _LOCK:
+        return root in _LOCAL
 
 
 def check_local(api_base: str | None) -> str:

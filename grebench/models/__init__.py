@@ -19,7 +19,8 @@ probed or loaded); other packages add entries to :data:`MODELS` through the ``gr
 
 from __future__ import annotations
 
-from grebench.models._dtype import DTYPE_CHOICES, cached_choice, choose_dtype, machine_key
+from grebench.models._concurrency import server_concurrency, usable_cores
+from grebench.models._dtype import DTYPE_CHOICES, cached_choice, choose_dtype, cpu_flags, machine_key
 from grebench.models._entry import (
     GGUF_FLOAT32,
     MODELS,
@@ -49,6 +50,7 @@ __all__ = [
     "cached_choice",
     "catalogue_entry",
     "choose_dtype",
+    "cpu_flags",
     "default_device",
     "ensure_model",
     "free_port",
@@ -59,5 +61,7 @@ __all__ = [
     "models_path",
     "pull",
     "resolve_checkpoint",
+    "server_concurrency",
+    "usable_cores",
     "verify",
 ]

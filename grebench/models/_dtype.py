@@ -126,6 +126,11 @@ def machine_key() -> dict[str, Any]:
             "threads": torch.get_num_threads()}
 
 
+def cpu_flags() -> list[str]:
+    """The CPU's flags that decide how fast a model runs on it (AVX2, AVX-512-BF16, AMX, ...; from /proc/cpuinfo)."""
+    return _cpu()[1]
+
+
 def _cpu() -> tuple[str, list[str]]:
     model, flags = "", set[str]()
     try:

@@ -6,7 +6,7 @@ through :func:`run_job` (check the setup, open the store, start the run, run the
 runner (:func:`run_stages`) records failures, timings and skips.  Stages talk only through the store.
 """
 
-from grebench.pipeline._check import SetupError, check_setup
+from grebench.pipeline._check import SetupError, check_data_dir, check_setup
 from grebench.pipeline._jobs import JOBS, SCHEDULED, Job, JobResult, job, run_job, venue_sources
 from grebench.pipeline._runner import BaseStage, PipelineResult, RunOptions, Stage, StageContext, run_stages
 from grebench.pipeline._sample import (
@@ -29,6 +29,8 @@ from grebench.pipeline._stages import (
     SnapshotStage,
     SubmissionsStage,
     ValidateStage,
+    scored_setup,
+    setup_in_force,
     stages,
 )
 
@@ -60,6 +62,7 @@ __all__ = [
     "StageContext",
     "SubmissionsStage",
     "ValidateStage",
+    "check_data_dir",
     "check_setup",
     "expected_minutes",
     "job",
@@ -69,6 +72,8 @@ __all__ = [
     "run_job",
     "run_stages",
     "sample_papers",
+    "scored_setup",
+    "setup_in_force",
     "stages",
     "venue_sources",
 ]

@@ -10,6 +10,7 @@ as ``what = value: why``.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from grebench.pipeline._runner import RunOptions
@@ -28,6 +29,36 @@ def _catalogue_or_path(what: str, value: str, shown: str | None = None) -> None:
     named = shown or repr(value)
     raise SetupError(f"{what} = {named}: {value!r} is not a built-in model ({', '.join(MODELS.names())}) nor a "
                      "checkpoint directory")
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    return path
+
+
+def check_data_dir(settings: Settings) -> None:
+    """Raise :class:`SetupError` when the data directory cannot hold the writer's store: a file, a read-only
+    directory or store file, or a directory that cannot be created (a file or a read-only directory above it).
+
+    Writers call it before any work (readers may read a read-only data directory); nothing is created here.
+    """
+    path = settings.data_path
+    shown = f"data_dir = {str(path)!r}"
+    if path.exists():
+        if not path.is_dir():
+            raise SetupError(f"{shown}: it is a file, not a directory")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise SetupError(f"{shown}: the directory is read-only for this user (grebench writes its store there)")
+        db = settings.db_path
+        if db.exists() and not (db.is_file() and os.access(db, os.R_OK | os.W_OK)):
+            raise SetupError(f"{shown}: the store {db} is {'read-only' if db.is_file() else 'not a file'}")
+        return
+    above = _nearest_existing(path.parent)
+    if not above.is_dir():
+        raise SetupError(f"{shown}: it cannot be created: {above} is a file, not a directory")
+    if not os.access(above, os.W_OK | os.X_OK):
+        raise SetupError(f"{shown}: it cannot be created: {above} is read-only for this user")
 
 
 def check_setup(settings: Settings, options: RunOptions | None = None, *, source: bool = False) -> None:
@@ -55,14 +86,17 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
         try:
             if kind == "estimator":
                 entry, arg = ESTIMATORS.resolve(value)
-                if entry.facts(EstimatorInfo).catalogue_arg and arg:
+                info = entry.facts(EstimatorInfo)
+                if info.check_arg is not None:
+                    info.check_arg(arg)
+                if info.catalogue_arg and arg:
                     _catalogue_or_path(what, arg, repr(value))
-            elif kind == "preprocessor":
-                preprocessor_entry(value)
-            elif kind == "source":
-                SOURCES.resolve(value)
             else:
-                SOURCES.resolve(source_spec(value))
+                part, arg = (preprocessor_entry(value) if kind == "preprocessor" else
+                             SOURCES.resolve(value if kind == "source" else source_spec(value)))
+                check_arg = part.meta.get("check_arg")  # sources and preprocessors check their ARG the same way
+                if check_arg is not None:
+                    check_arg(arg)
         except SetupError:
             raise
         except (UnknownPart, SourceError, ValueError) as exc:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from grebench import stop
-from grebench.pipeline._check import check_setup
+from grebench.pipeline._check import check_data_dir, check_setup
 from grebench.pipeline._runner import PipelineResult, RunOptions, StageContext, run_stages
 from grebench.progress import NoProgress, Progress
 from grebench.settings import Settings
@@ -131,12 +131,14 @@ def run_job(settings: Settings, which: str | Job, options: RunOptions | None = N
     job running).  A stage exception of a ``refusals`` type (bad input a command reports as a usage error) finishes
     the run with that error and comes back as ``refused``.  ``summarise(store, result)`` gives the summary stored
     with the run instead of :meth:`JobResult.summary` (``grebench run`` stores its timings and failures too).
-    :class:`~grebench.pipeline.SetupError` is raised before the store is opened; ``on_checked()`` is called once
-    the setup passed, before the store is opened (``grebench run`` prints its plan there).
+    :class:`~grebench.pipeline.SetupError` (a bad data directory too) is raised before the store is opened;
+    ``on_checked()`` is called once the setup passed, before the store is opened (``grebench run`` prints its plan
+    there).
     """
     spec = job(which)
     opts = replace(options or RunOptions(), **spec.options)
     check_setup(settings, opts, source=spec.uses_source)
+    check_data_dir(settings)
     if on_checked is not None:
         on_checked()
     with open_store() as store:

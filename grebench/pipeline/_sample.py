@@ -31,11 +31,22 @@ class Sample:
     eligible: int
 
 
-#: ``papers = auto`` with a language model on a CPU: sized so that the whole default main job (a local candidate
-#: writing reviews, GEM and GEM-S with the real evaluation LM, the local judge's exam and votes) takes about 15
-#: minutes on a 2-core machine (9 measured there with fast bfloat16: README).  With a GPU, or with no local model,
-#: ``auto`` is every paper.
+#: ``papers = auto`` with a language model on a CPU: at most this many papers, sized so that the whole default main
+#: job (a local candidate writing reviews, GEM and GEM-S with the real evaluation LM, the local judge's exam and
+#: votes) takes about :data:`AUTO_CPU_MINUTES` on the machine at hand (:func:`auto_cpu_size`).  With a GPU, or with
+#: no local model, ``auto`` is every paper.
 AUTO_CPU_PAPERS = 12
+AUTO_CPU_MINUTES = 15.0
+AUTO_MIN_PAPERS = 3
+
+#: Minutes the default run of :data:`AUTO_CPU_PAPERS` papers takes on 2 cores, per CPU class (what runs fast there):
+#: measured on an Intel Xeon with AMX (12.6 and 13.1 minutes from a fresh clone, README) and an AMD EPYC with
+#: AVX-512-BF16 and no AMX (23.5 minutes); a CPU with neither runs only float32, which the dtype probe measured
+#: 1.76x slower than bfloat16 on that EPYC: 41 minutes (on a 2-core AVX2-only EPYC beside another job the bench
+#: stage alone ran 33 minutes).  A CPU with more cores is taken to scale with them.
+CLASS_MINUTES = {"amx": 13.0, "avx512-bf16": 23.5, "float32": 41.0}
+_CLASS_WORDS = {"amx": "an AMX CPU", "avx512-bf16": "an AVX-512-BF16 CPU without AMX",
+                "float32": "a CPU that runs only float32 fast (estimated)"}
 
 
 #: Calibration of the plan's range, measured on the default run (ICLR 2026, a local candidate, the controls, GEM and
@@ -120,7 +131,42 @@ def papers_size(value: str | int | None, settings: Settings, estimator_spec: str
 
     if default_device(settings.hf_device) != "cpu":
         return None, "auto: a GPU, every paper"
-    return AUTO_CPU_PAPERS, f"auto: a local language model on a CPU, {AUTO_CPU_PAPERS} papers"
+    if not _local_model(estimator_spec):  # local candidates or judges beside a fast estimator: the fixed size
+        return AUTO_CPU_PAPERS, f"auto: a local language model on a CPU, {AUTO_CPU_PAPERS} papers"
+    return auto_cpu_size(settings)
+
+
+def cpu_class(settings: Settings) -> str:
+    """What runs fast on this CPU: ``amx``, ``avx512-bf16`` (bfloat16 without AMX) or ``float32`` (neither, or
+    ``hf_dtype = float32`` set)."""
+    from grebench.models import cpu_flags
+
+    flags = set(cpu_flags())
+    if settings.hf_dtype == "float32":
+        return "float32"
+    if "amx_bf16" in flags:
+        return "amx"
+    return "avx512-bf16" if "avx512_bf16" in flags else "float32"
+
+
+def auto_cpu_size(settings: Settings) -> tuple[int, str]:
+    """(papers, why) for ``papers = auto`` with a local evaluation LM on a CPU: the most papers (at most
+    :data:`AUTO_CPU_PAPERS`, at least :data:`AUTO_MIN_PAPERS`) whose default run takes about
+    :data:`AUTO_CPU_MINUTES` here, from the CPU class's measured minutes and the usable cores.  The same machine
+    always gets the same size (a rerun repeats nothing); where even the smallest sample takes longer, the reason
+    says how long, up front."""
+    from grebench.models import usable_cores
+
+    klass = cpu_class(settings)
+    cores = usable_cores()
+    per_paper = CLASS_MINUTES[klass] / AUTO_CPU_PAPERS * 2 / max(2, cores)
+    size = max(AUTO_MIN_PAPERS, min(AUTO_CPU_PAPERS, int(AUTO_CPU_MINUTES // per_paper)))
+    minutes = per_paper * size
+    basis = f"{_CLASS_WORDS[klass]}, {cores} usable cores, {per_paper:.1f} minutes per paper"
+    if minutes > AUTO_CPU_MINUTES * 1.05:
+        return size, (f"auto: a local language model on a CPU, {size} papers, the fewest that still rank: about "
+                      f"{minutes:.0f} minutes here, longer than the {AUTO_CPU_MINUTES:.0f} aimed at: {basis}")
+    return size, f"auto: a local language model on a CPU, {size} papers, about {minutes:.0f} minutes here: {basis}"
 
 
 def _rating(texts: list[str | None]) -> float | None:

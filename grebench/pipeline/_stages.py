@@ -10,8 +10,10 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from grebench.pipeline._runner import BaseStage, Stage, StageContext
+from grebench.pipeline._runner import BaseStage, RunOptions, Stage, StageContext
 from grebench.registry import Registry
+from grebench.settings import Settings
+from grebench.store import Store
 
 
 class IngestStage(BaseStage):
@@ -66,6 +68,28 @@ SCORED_SETUP = "scored-setup"
 
 def _setup_key(ctx: StageContext) -> str:
     return f"{ctx.options.estimator_spec(ctx.settings)}|{ctx.options.preprocessor_spec(ctx.settings)}"
+
+
+def scored_setup(store: Store) -> tuple[str, str] | None:
+    """The (estimator spec, preprocessor spec) the score stage last scored with, as the store records it; None
+    before any scoring."""
+    state = store.stage_state(ScoreStage.name, SCORED_SETUP)
+    if state is None or not state[1]:
+        return None
+    estimator, sep, preprocessor = state[0].rpartition("|")
+    return (estimator, preprocessor) if sep and estimator and preprocessor else None
+
+
+def setup_in_force(store: Store, settings: Settings, options: RunOptions) -> tuple[str, str]:
+    """The (estimator spec, preprocessor spec) a command that reads the scores works with: what the user named
+    (``--estimator``/``--preprocessor``), else the setup the store was scored with, else the settings'.
+
+    On a store scored with ``--estimator offline``, ``grebench exam`` uses ``offline``, not the settings' default
+    language model (issue 26).
+    """
+    scored = scored_setup(store)
+    return (options.estimator or (scored[0] if scored else settings.estimator),
+            options.preprocessor or (scored[1] if scored else settings.preprocessor))
 
 
 class ScoreStage(BaseStage):
@@ -132,12 +156,14 @@ class ValidateStage(BaseStage):
         from grebench.scoring import RAW_PREPROCESSOR, latest_setup
 
         o = ctx.options
+        estimator_spec, preprocessor_spec = setup_in_force(ctx.store, ctx.settings, o)
         scored = ctx.store.stage_state(ScoreStage.name, SCORED_SETUP)
-        if scored is not None and scored[0] == _setup_key(ctx) and scored[1]:
+        if scored is not None and scored[0] == f"{estimator_spec}|{preprocessor_spec}" and scored[1]:
             estimator_id, preprocessor_id = scored[1]["estimator"], scored[1]["preprocessor"]  # the last scoring
+        elif scored is None and not (o.estimator or o.preprocessor):  # a store scored before the setup was recorded
+            estimator_id, preprocessor_id = latest_setup(ctx.store)
         else:
-            estimator_id, preprocessor_id = latest_setup(ctx.store, o.estimator_spec(ctx.settings),
-                                                         o.preprocessor_spec(ctx.settings))
+            estimator_id, preprocessor_id = latest_setup(ctx.store, estimator_spec, preprocessor_spec)
         metrics = [m for m in o.metric_names() if ctx.store.scalar(
             "SELECT count(*) FROM scores WHERE metric = ? AND estimator = ? AND preprocessor IN (?, ?)",
             [m, estimator_id, preprocessor_id, RAW_PREPROCESSOR])]
@@ -178,9 +204,11 @@ class PanelStage(BaseStage):
         from grebench.scoring.panel import run_panel
 
         o = ctx.options
+        # the gem judge scores its exam texts with the setup the stored scores were made with
+        estimator_spec, preprocessor_spec = setup_in_force(ctx.store, ctx.settings, o)
         return run_panel(ctx.store, ctx.settings, ctx.run_id, judge_names=list(o.judges) or None,
-                         progress=ctx.progress, exam_only=o.exam_only, estimator_spec=o.estimator_spec(ctx.settings),
-                         preprocessor_spec=o.preprocessor_spec(ctx.settings))
+                         progress=ctx.progress, exam_only=o.exam_only, estimator_spec=estimator_spec,
+                         preprocessor_spec=preprocessor_spec)
 
 
 class SiteStage(BaseStage):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
@@ -75,13 +75,39 @@ class _Skips:
         return [{"metric": m, "what": w, "reason": r, "count": n} for (m, w, r), n in sorted(self.counts.items())]
 
 
-def _load(store: Store) -> dict[str, Any]:
+def _splits_and_reviews(store: Store) -> tuple[dict[str, tuple[str, list[str]]], dict[str, tuple[str, str]]]:
     splits = {r["paper_id"]: (r["candidate_review_id"], json.loads(r["reference_review_ids_json"]))
               for r in store.rows("SELECT * FROM baseline_splits")}
-    abstracts = {r["paper_id"]: r["abstract"] for r in store.rows("SELECT paper_id, abstract FROM papers")}
     reviews = {r["review_id"]: (r["paper_id"], r["text"]) for r in store.rows(
         """SELECT r.review_id, r.paper_id, v.text FROM reviews r JOIN review_versions v
            ON v.review_id = r.review_id AND v.version = r.latest_version WHERE r.kind = 'official_review'""")}
+    return splits, reviews
+
+
+def corpus_texts(store: Store) -> dict[str, tuple[str, str]]:
+    """The human reviews a corpus-fitted estimator is fitted on, by review id: (paper id, text) of the latest
+    version of every official review of every paper with a baseline split.  The score stage and the gem judge
+    (which scores exam texts with the same estimator) both fit on exactly these, so their estimator ids agree."""
+    splits, reviews = _splits_and_reviews(store)
+    return {rid: (pid, text) for rid, (pid, text) in reviews.items() if pid in splits}
+
+
+def estimator_corpus(texts: Mapping[str, tuple[str, str]], lines: Mapping[str, Judgment] | None
+                     ) -> dict[str, list[str]]:
+    """The corpus per paper from :func:`corpus_texts`: the raw texts (``lines`` None: a raw metric) or their
+    judgment lines (reviews without any are left out)."""
+    corpus: dict[str, list[str]] = defaultdict(list)
+    for pid, text in texts.values():
+        if lines is None:
+            corpus[pid].append(text)
+        elif (j := lines.get(text_sha256(text))) is not None and j.status == "ok" and j.lines:
+            corpus[pid].append(j.text)
+    return dict(corpus)
+
+
+def _load(store: Store) -> dict[str, Any]:
+    splits, reviews = _splits_and_reviews(store)
+    abstracts = {r["paper_id"]: r["abstract"] for r in store.rows("SELECT paper_id, abstract FROM papers")}
     generations = store.rows(
         """SELECT g.generation_id, g.candidate, g.paper_id, g.text, g.source_review_id, c.kind FROM generations g
            LEFT JOIN candidates c ON c.name = g.candidate
@@ -159,14 +185,7 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
             else:
                 corpus: dict[str, list[str]] | None = None
                 if needs_corpus:
-                    corpus = defaultdict(list)
-                    for rid in corpus_ids:
-                        pid, text = reviews[rid]
-                        if raw:
-                            corpus[pid].append(text)
-                        elif (j := lines.get(text_sha256(text))) is not None and j.status == "ok" and j.lines:
-                            corpus[pid].append(j.text)
-                    corpus = dict(corpus)
+                    corpus = estimator_corpus({rid: reviews[rid] for rid in corpus_ids}, None if raw else lines)
                 est_cache[raw] = resolve_estimator(estimator_spec, settings, corpus=corpus, progress=display)
         return est_cache[raw]
 

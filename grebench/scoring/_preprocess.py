@@ -152,18 +152,27 @@ def _imported_label(preprocessor_id: str) -> str:
         "imported judgment lines"
 
 
+def _check_rules_arg(arg: str) -> None:
+    if arg:
+        raise ValueError(f"the rules preprocessor takes no argument (write `rules` or `{RULES_ID}`), got rules:{arg}")
+
+
+def _check_litellm_arg(arg: str) -> None:
+    if not arg.split("@", 1)[0]:
+        raise ValueError("litellm preprocessor spec must be litellm:MODEL (a litellm model string)")
+
+
 @PREPROCESSORS.register("rules", spec="rules", summary=f"deterministic judgment lines ({RULES_ID}), no LLM",
-                        label=lambda _id: "rules preprocessor")
+                        label=lambda _id: "rules preprocessor", check_arg=_check_rules_arg)
 def _rules(arg: str, settings: Settings, store: Store) -> Preprocessor:
     return RulesPreprocessor()
 
 
 @PREPROCESSORS.register("litellm", spec="litellm:MODEL", summary="an LLM rewrites each review into judgment lines",
-                        label=_litellm_label)
+                        label=_litellm_label, check_arg=_check_litellm_arg)
 def _litellm(arg: str, settings: Settings, store: Store) -> Preprocessor:
+    _check_litellm_arg(arg)
     model = arg.split("@", 1)[0]
-    if not model:
-        raise ValueError("litellm preprocessor spec must be litellm:MODEL (a litellm model string)")
     return LLMPreprocessor(model, settings, store)
 
 

@@ -442,6 +442,8 @@ def open_store(path: str | Path | None, read_only: bool = False) -> Store:
     try:
         con = duckdb.connect(str(db_file))
     except duckdb.IOException as exc:
+        if "lock" not in str(exc).lower():  # permissions, a full disk: not another writer
+            raise RuntimeError(f"cannot open {db_file} for writing: {str(exc).splitlines()[0][:300]}") from None
         raise RuntimeError(
             f"cannot open {db_file} for writing: {exc}. Only one grebench writer may run at a time; "
             "readers use `grebench export` Parquet files."

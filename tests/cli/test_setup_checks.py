@@ -4,6 +4,7 @@ a failed stage is reported once and the stages that need it are skipped because 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,104 @@ def test_the_cli_says_a_stage_failure_once_and_the_stages_it_stopped(tmp_path: P
     assert "skipped: [boards] because [score] failed" in lines
     assert "skipped: [score]" not in result.output  # the score stage's own "skipped" counts are no stage skip
     assert "None:" not in result.output and "no scores match" not in result.output
+
+
+STAGE_MARKERS = ("[ingest]", "[bench]", "[panel]", "[score]", "[site]", "[boards]", "[validate]")
+
+
+def _one_line_refusal(result, needle: str) -> None:
+    """Exit 2, one error line naming what and why, no traceback, no stage started."""
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and needle in errors[0], result.output
+    assert "Traceback" not in result.output
+    assert not any(marker in result.output for marker in STAGE_MARKERS), result.output
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--estimator", "vllm:"], "--estimator = 'vllm:': vllm estimator spec must be vllm:URL"),
+    (["--estimator", "vllm: , "], "vllm estimator spec must be vllm:URL"),
+    (["--estimator", "vllm:http://127.0.0.1:8000,"], "empty URL between commas"),
+    (["--estimator", "vllm:ftp://127.0.0.1:8000"], "must start with http:// or https://"),
+    (["--estimator", "vllm:127.0.0.1:8000"], "must start with http:// or https://"),
+    (["--estimator", "vllm:http://"], "'http://' is not a URL with a host"),
+    (["--estimator", "vllm:http://127.0.0.1:port"], "'http://127.0.0.1:port' is not a URL"),
+    (["--estimator", "sglang:"], "--estimator = 'sglang:': sglang estimator spec must be sglang:URL"),
+    (["--estimator", "sglang:http://127.0.0.1:99999"], "is not a URL (Port out of range"),
+    (["--estimator", "offline:foo"], "--estimator = 'offline:foo': the offline estimator takes no argument"),
+    (["--estimator", "hf:"], "--estimator = 'hf:': hf estimator spec must be hf:NAME"),
+    (["--preprocessor", "rules:x"], "--preprocessor = 'rules:x': the rules preprocessor takes no argument"),
+    (["--preprocessor", "litellm:"], "litellm preprocessor spec must be litellm:MODEL"),
+    (["--source", "bundled:iclr1999"], "unknown bundled sample 'iclr1999'"),
+    (["--source", "archive:/nonexistent/papers.jsonl"], "/nonexistent/papers.jsonl: no such file"),
+    (["--source", "openreview:"], "openreview source spec must be openreview:VENUE_ID"),
+])
+def test_each_kind_checks_its_argument_before_any_stage(tmp_path: Path, args: list[str], needle: str) -> None:
+    result = _run(tmp_path, "run", "--papers", "4", *args)
+    _one_line_refusal(result, needle)
+    assert not (tmp_path / "data").exists()  # nothing ran, nothing was written
+
+
+def test_the_server_estimators_accept_a_list_of_urls() -> None:
+    from grebench.scoring.estimators import estimator_info
+    from grebench.scoring.estimators._server import server_urls
+
+    assert server_urls("vllm", " http://127.0.0.1:8000 ,https://gpu-2.lan/base ") == [
+        "http://127.0.0.1:8000", "https://gpu-2.lan/base"]
+    check = estimator_info("vllm").check_arg
+    assert check is not None
+    check("http://localhost:30000")  # passes
+    with pytest.raises(ValueError, match="query or fragment"):
+        check("http://localhost:30000/?x=1")
+    assert estimator_info("offline").check_arg is not None and estimator_info("hf").check_arg is not None
+
+
+@pytest.mark.parametrize("case", ["a file", "under a file"])
+def test_a_data_dir_that_cannot_hold_the_store_is_one_line(tmp_path: Path, case: str) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("not a directory")
+    data_dir = afile if case == "a file" else afile / "data"
+    for command in (["run", "--estimator", "offline", "--papers", "4"], ["ingest"], ["score"], ["export"]):
+        result = CliRunner().invoke(main, ["--data-dir", str(data_dir), *command], env=FAST_ENV)
+        _one_line_refusal(result, f"data_dir = '{data_dir}': " + (
+            "it is a file, not a directory" if case == "a file" else f"it cannot be created: {afile} is a file"))
+    assert afile.read_text() == "not a directory"
+
+
+def _read_only_dir(tmp_path: Path) -> Path:
+    """A directory this process cannot write: a 0555 one, or (as root, whom permissions do not stop) /proc/sys."""
+    if os.geteuid() != 0:
+        path = tmp_path / "ro"
+        path.mkdir()
+        path.chmod(0o555)
+        return path
+    if Path("/proc/sys").is_dir() and not os.access("/proc/sys", os.W_OK):
+        return Path("/proc/sys")
+    pytest.skip("running as root and no read-only directory to try (permissions do not stop root's writes)")
+
+
+@pytest.mark.parametrize("case", ["read-only dir", "read-only parent"])
+def test_a_read_only_data_dir_is_one_line_not_a_writer_conflict(tmp_path: Path, case: str) -> None:
+    ro = _read_only_dir(tmp_path)
+    data_dir = ro if case == "read-only dir" else ro / "grebench-data"
+    try:
+        for command in (["run", "--estimator", "offline", "--papers", "4"], ["serve", "--once"], ["export"]):
+            result = CliRunner().invoke(main, ["--data-dir", str(data_dir), *command], env=FAST_ENV)
+            why = ("the directory is read-only" if case == "read-only dir" else
+                   f"it cannot be created: {ro} is read-only")
+            _one_line_refusal(result, f"data_dir = '{data_dir}': {why}")
+            assert "Only one grebench writer" not in result.output
+        assert not (data_dir / "grebench.duckdb").exists()
+    finally:
+        if ro != Path("/proc/sys"):
+            ro.chmod(0o755)
+
+
+def test_a_read_only_store_file_is_one_line(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("running as root: a 0444 store file is writable for root, so there is no read-only store here")
+    (tmp_path / "grebench.duckdb").write_bytes(b"")
+    (tmp_path / "grebench.duckdb").chmod(0o444)
+    result = CliRunner().invoke(main, ["--data-dir", str(tmp_path), "run", "--estimator", "offline", "--papers", "4"],
+                                env=FAST_ENV)
+    _one_line_refusal(result, f"the store {tmp_path / 'grebench.duckdb'} is read-only")

@@ -18,6 +18,9 @@ Modes (``server.mode`` for every request, ``server.script(...)`` for the next on
 ``hang``          accept the connection, never send headers
 ``drip``          send headers, then one byte every ``drip_interval_s`` (never a full event)
 ``endless``       stream content chunks without end
+``slow``          a well-formed stream of the reply, one chunk every ``drip_interval_s`` (a slow CPU server still
+                  producing tokens); the seconds from its first to its last chunk go to ``stream_seconds``
+``stall``         a stream that sends one content chunk, then nothing (a server that stopped)
 ``huge``          a 50 MB answer (streamed as chunks, or one JSON body when not streaming)
 ``html``          an HTML error page with status 200
 ``bad_json``      invalid JSON / invalid SSE data with status 200
@@ -46,8 +49,8 @@ from typing import Any, Callable
 
 from tests.fakes._loopback import LoopbackServer
 
-MODES = ("ok", "hang", "drip", "endless", "huge", "html", "bad_json", "http500", "ratelimit", "ratelimit_short",
-         "empty", "whitespace", "ignore_format", "wrong_json")
+MODES = ("ok", "hang", "drip", "endless", "slow", "stall", "huge", "html", "bad_json", "http500", "ratelimit",
+         "ratelimit_short", "empty", "whitespace", "ignore_format", "wrong_json")
 
 DEFAULT_REVIEW = (
     "<summary>The paper proposes a method and evaluates it on standard benchmarks.</summary>\n"
@@ -85,6 +88,7 @@ class FakeOpenAIServer:
         self.streams = streams
         self.event_content_type = event_content_type
         self.requests: list[dict[str, Any]] = []
+        self.stream_seconds: list[float] = []  # per ``slow`` stream: first chunk to last, as sent
         self._script: deque[str] = deque()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -234,6 +238,13 @@ class _Handler(BaseHTTPRequestHandler):
                 while time.monotonic() < end and not fake.stopping(started):
                     time.sleep(0.02)
             return
+        if mode == "stall" and stream:
+            self._start_stream()
+            self._event(_chunk(fake.model, [{"index": 0, "delta": {"role": "assistant", "content": "<summary>"},
+                                              "finish_reason": None}]))
+            while not fake.stopping(started):
+                time.sleep(0.02)
+            return
         if mode == "html":
             self._send(200, b"<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>", "text/html")
             return
@@ -258,7 +269,7 @@ class _Handler(BaseHTTPRequestHandler):
         messages = body.get("messages") or []
         text = {"empty": "", "whitespace": "   \n\t \n", "ignore_format": IGNORE_FORMAT_REVIEW}.get(mode)
         if text is None:
-            text = fake.reply(messages) if mode == "ok" else ""
+            text = fake.reply(messages) if mode in ("ok", "slow") else ""
         want_logprobs = bool(body.get("logprobs"))
         top = int(body.get("top_logprobs") or 0)
         if mode == "endless" and stream:
@@ -268,17 +279,23 @@ class _Handler(BaseHTTPRequestHandler):
         elif mode == "huge":
             self._huge(stream, started)
         elif stream:
-            self._stream(text, messages, want_logprobs, top, body)
+            self._stream(text, messages, want_logprobs, top, body, pace_s=fake.drip_interval_s if mode == "slow"
+                         else 0.0, started=started)
         else:
             self._json(200, _completion(fake.model, text, messages, want_logprobs, top))
 
     def _stream(self, text: str, messages: list[dict[str, Any]], want_logprobs: bool, top: int,
-                body: dict[str, Any]) -> None:
+                body: dict[str, Any], pace_s: float = 0.0, started: float = 0.0) -> None:
         fake = self.fake
         self._start_stream()
         step = fake.chunk_chars
         pieces = [text[i:i + step] for i in range(0, len(text), step)] or [""]
+        first_sent = time.monotonic()
         for i, piece in enumerate(pieces):
+            if pace_s and i:
+                end = time.monotonic() + pace_s
+                while time.monotonic() < end and not fake.stopping(started):
+                    time.sleep(0.01)
             delta: dict[str, Any] = {"content": piece}
             if i == 0:
                 delta["role"] = "assistant"
@@ -287,6 +304,9 @@ class _Handler(BaseHTTPRequestHandler):
                 choice["logprobs"] = {"content": _token_logprobs(piece, top)}
             self._event(_chunk(fake.model, [choice]))
         self._event(_chunk(fake.model, [{"index": 0, "delta": {}, "finish_reason": "stop"}]))
+        if pace_s:
+            with fake._lock:
+                fake.stream_seconds.append(time.monotonic() - first_sent)
         if (body.get("stream_options") or {}).get("include_usage"):
             self._event(_chunk(fake.model, [], usage=_usage(messages, text)))
         self._event("[DONE]")

@@ -114,7 +114,7 @@ def test_cli_exits_non_zero_when_something_failed(tmp_path: Path) -> None:
     assert code == 1
     assert summary["papers_added"] == 1 and len(summary["failures"]) == 1
     code, summary = _ingest(["--source", f"archive:{tmp_path / 'missing.jsonl'}"], tmp_path / "d")
-    assert code == 1 and "cannot read archive" in summary["error"]
+    assert code == 1 and "missing.jsonl: no such file" in summary["error"]  # refused by the setup check
     result = CliRunner().invoke(main, ["--data-dir", str(tmp_path / "d"), "ingest", "--source", "nonsense:x"])
     assert result.exit_code != 0 and "unknown source" in result.output
 

@@ -37,3 +37,43 @@ def test_the_plan_reads_this_machines_probe_and_only_it(tmp_path: Path) -> None:
     assert measured_seconds_per_request(settings, "hf:smollm2-135m") == pytest.approx(0.4)
     assert measured_seconds_per_request(settings, "hf:other-model") is None
     assert measured_seconds_per_request(settings, "offline") is None
+
+
+@pytest.mark.parametrize(("flags", "cores", "dtype", "size", "words"), [
+    (["avx2", "avx512_bf16", "amx_bf16"], 2, "auto", 12, "an AMX CPU"),                 # the README Xeon
+    (["avx2", "avx512f", "avx512_bf16"], 2, "auto", 7, "an AVX-512-BF16 CPU"),          # the EPYC: 23.5 min for 12
+    (["avx2", "fma"], 2, "auto", 4, "runs only float32"),                               # an AVX2-only EPYC
+    (["avx2", "fma"], 8, "auto", 12, "runs only float32"),                              # more cores, more papers
+    (["avx2", "avx512_bf16", "amx_bf16"], 2, "float32", 4, "runs only float32"),       # float32 chosen by hand
+])
+def test_auto_sizes_the_sample_to_the_machine_at_hand(monkeypatch: pytest.MonkeyPatch, flags: list[str],
+                                                      cores: int, dtype: str, size: int, words: str) -> None:
+    from grebench.models import _dtype
+    from grebench.pipeline import papers_size
+    from grebench.pipeline._sample import AUTO_CPU_MINUTES
+
+    monkeypatch.setattr(_dtype, "_cpu", lambda: ("a CPU", flags))
+    monkeypatch.setattr("grebench.models.usable_cores", lambda: cores)
+    monkeypatch.setattr("grebench.models.default_device", lambda _device: "cpu")
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_HF_DTYPE": dtype})
+    got, why = papers_size("auto", settings, "hf:smollm2-135m")
+    assert got == size and words in why, why
+    minutes = float(why.split("about ")[1].split(" minutes")[0])
+    assert minutes <= AUTO_CPU_MINUTES  # within the default run's aim on every class of machine
+    assert papers_size("auto", settings, "offline")[0] is None  # no local model at all: every paper
+    with_candidate = settings.replace(local_candidates="smollm2-135m")
+    assert papers_size("auto", with_candidate, "offline")[0] == 12  # a fast estimator: the fixed size
+    assert papers_size("5", settings, "hf:smollm2-135m") == (5, "as set")
+
+
+def test_auto_says_up_front_when_even_the_smallest_sample_is_slow(monkeypatch: pytest.MonkeyPatch) -> None:
+    from grebench.models import _dtype
+    from grebench.pipeline import papers_size
+    from grebench.pipeline._sample import AUTO_MIN_PAPERS, CLASS_MINUTES
+
+    monkeypatch.setattr(_dtype, "_cpu", lambda: ("a CPU", ["avx2"]))
+    monkeypatch.setattr("grebench.models.usable_cores", lambda: 1)
+    monkeypatch.setattr("grebench.models.default_device", lambda _device: "cpu")
+    monkeypatch.setitem(CLASS_MINUTES, "float32", 90.0)
+    got, why = papers_size("auto", load_settings(env=dict(FAST_ENV)), "hf:smollm2-135m")
+    assert got == AUTO_MIN_PAPERS and "longer than the 15 aimed at" in why and "about 22 minutes here" in why, why

@@ -52,6 +52,8 @@ class EstimatorInfo:
     CPU; the plan's expected time comes from its measured seconds per request).
     ``catalogue_arg``: its ARG names a built-in model (``grebench models list``) or a checkpoint directory, checked
     before a run starts.  ``needs_corpus``: fitted on the human judgment lines (gem-raw needs its own instance).
+    ``check_arg``: validates a spec's ARG before any work (the setup check calls it), raising ``ValueError(reason)``
+    for one the kind cannot use (``offline:foo``, ``vllm:`` without a URL); None: any ARG passes the check.
     ``label``: the words for one of its ids (``hf:smollm2-135m@…:dtype=bfloat16`` → ``SmolLM2-135M-Instruct (hf,
     bfloat16)``); None: the kind's name and the shortened id.
     """
@@ -61,6 +63,7 @@ class EstimatorInfo:
     local_model: bool = False
     catalogue_arg: bool = False
     needs_corpus: bool = False
+    check_arg: Callable[[str], None] | None = None
     label: Callable[[str], str] | None = None
 
     def describe(self, estimator_id: str) -> str:

@@ -397,9 +397,16 @@ def choose_reuse(est: HFEstimator, setting: str, cache_dir: Path | None) -> dict
     return record
 
 
+def check_hf_arg(arg: str) -> None:
+    """``hf:`` needs a NAME or PATH (whether the name is a built-in model or the path a checkpoint directory is
+    checked too: ``catalogue_arg``)."""
+    if not arg:
+        raise ValueError("hf estimator spec must be hf:NAME (a built-in evaluation LM) or hf:PATH (a local checkpoint)")
+
+
 @ESTIMATORS.register("hf", spec="hf:NAME|PATH",
                      summary="a built-in evaluation LM (grebench models list) or a local transformers checkpoint",
-                     local_model=True, catalogue_arg=True, label=served_model_label("hf"))
+                     local_model=True, catalogue_arg=True, check_arg=check_hf_arg, label=served_model_label("hf"))
 def make_hf(arg: str, context: EstimatorContext) -> HFEstimator:
     """``hf:NAME`` (a catalogue model, pulled and checked on first use) or ``hf:PATH`` (a local checkpoint).
 
@@ -409,8 +416,7 @@ def make_hf(arg: str, context: EstimatorContext) -> HFEstimator:
     """
     from grebench.models import MODELS, choose_dtype, installed, resolve_checkpoint
 
-    if not arg:
-        raise ValueError("hf estimator spec must be hf:NAME (a built-in evaluation LM) or hf:PATH (a local checkpoint)")
+    check_hf_arg(arg)
     s = context.settings
     path, label = resolve_checkpoint(s, arg, context.progress)
     dtype, _why = choose_dtype(s, arg, s.hf_device, s.hf_dtype, context.progress)

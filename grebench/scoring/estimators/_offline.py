@@ -382,12 +382,18 @@ def fit_weights(est: OfflineEstimator, requests: Sequence[LogprobRequest]) -> tu
     return best[1], best[2], best[0]
 
 
+def check_offline_arg(arg: str) -> None:
+    """The offline estimator takes no argument (``offline:foo`` is refused by the setup check)."""
+    if arg:
+        raise ValueError(f"the offline estimator takes no argument (write `offline`), got offline:{arg}")
+
+
 @ESTIMATORS.register("offline", spec="offline",
                      summary="embedded word-level model (bigram + content copy): a fast proxy, not a language model",
-                     proxy=True, needs_corpus=True, label=lambda _id: "offline word model (fast proxy)")
+                     proxy=True, needs_corpus=True, check_arg=check_offline_arg,
+                     label=lambda _id: "offline word model (fast proxy)")
 def make_offline(arg: str, context: EstimatorContext) -> OfflineEstimator:
     """The offline estimator fitted leave-paper-out on the corpus of human judgment lines (takes no argument)."""
-    if arg:
-        raise ValueError(f"the offline estimator takes no argument, got offline:{arg}")
+    check_offline_arg(arg)
     assert context.corpus is not None  # resolve_estimator checks needs_corpus
     return OfflineEstimator(context.corpus)

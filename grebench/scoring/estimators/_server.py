@@ -9,10 +9,11 @@ paper, spread round-robin over the URLs, ``concurrency`` at a time, retried with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -111,11 +112,33 @@ class ServerEstimator:
             pool.shutdown(wait=False, cancel_futures=True)
 
 
+def server_urls(kind: str, arg: str) -> list[str]:
+    """The base URLs of a ``KIND:URL[,URL...]`` spec, each an ``http(s)://HOST[:PORT][/PATH]`` URL; ``ValueError``
+    naming the first one that is not (an empty list, another scheme, no host, a bad port, spaces)."""
+    parts = [u.strip() for u in arg.split(",")]
+    if not any(parts):
+        raise ValueError(f"{kind} estimator spec must be {kind}:URL[,URL...] (e.g. {kind}:http://127.0.0.1:8000)")
+    for url in parts:
+        if not url:
+            raise ValueError(f"{kind} estimator spec has an empty URL between commas: {kind}:{arg}")
+        try:
+            split = urlsplit(url)
+            port = split.port  # raises ValueError for a port that is not a number in 0-65535
+        except ValueError as exc:
+            raise ValueError(f"{url!r} is not a URL ({exc})") from None
+        if split.scheme not in ("http", "https"):
+            raise ValueError(f"{url!r}: the {kind} server URL must start with http:// or https://")
+        if not split.hostname or any(c.isspace() for c in url):
+            raise ValueError(f"{url!r} is not a URL with a host (http://HOST[:PORT])")
+        if port == 0 or split.query or split.fragment:
+            raise ValueError(f"{url!r}: a {kind} server URL is http(s)://HOST[:PORT][/PATH], without "
+                             f"{'port 0' if port == 0 else 'a query or fragment'}")
+    return parts
+
+
 def _server_factory(kind: str) -> EstimatorFactory:
     def make(arg: str, context: EstimatorContext) -> ServerEstimator:
-        urls = [u.strip() for u in arg.split(",") if u.strip()]
-        if not urls:
-            raise ValueError(f"{kind} estimator spec must be {kind}:URL[,URL...]")
+        urls = server_urls(kind, arg)
         s = context.settings
         return ServerEstimator(kind, urls, tokenizer=s.estimator_tokenizer or None,
                                concurrency=s.estimator_concurrency, timeout_s=s.estimator_timeout_s)
@@ -124,7 +147,16 @@ def _server_factory(kind: str) -> EstimatorFactory:
     return make
 
 
+def _url_check(kind: str) -> Callable[[str], None]:
+    def check(arg: str) -> None:
+        server_urls(kind, arg)
+
+    return check
+
+
 ESTIMATORS.add("vllm", _server_factory("vllm"), spec="vllm:URL[,URL...]",
-               summary="vLLM server(s): prompt log-probs over /v1/completions", label=served_model_label("vLLM"))
+               summary="vLLM server(s): prompt log-probs over /v1/completions", label=served_model_label("vLLM"),
+               check_arg=_url_check("vllm"))
 ESTIMATORS.add("sglang", _server_factory("sglang"), spec="sglang:URL",
-               summary="SGLang server: input-token log-probs over /generate", label=served_model_label("SGLang"))
+               summary="SGLang server: input-token log-probs over /generate", label=served_model_label("SGLang"),
+               check_arg=_url_check("sglang"))

@@ -167,7 +167,7 @@ class GemScores:
     def _compute(self, todo: list[tuple[str, str]], splits: dict[str, tuple[str, list[str]]],
                  reviews: dict[str, str]) -> int:
         from grebench.progress import NoProgress
-        from grebench.scoring._engine import _evaluate, request_key
+        from grebench.scoring._engine import _evaluate, corpus_texts, estimator_corpus, request_key
         from grebench.scoring._preprocess import preprocess_texts, resolve_preprocessor
         from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest
         from grebench.scoring.estimators import resolve_estimator
@@ -175,15 +175,12 @@ class GemScores:
         preprocessor = resolve_preprocessor(self.preprocessor_spec, self.settings, self.store)
         if preprocessor.id != self.preprocessor:
             raise RuntimeError(f"stored scores use preprocessor {self.preprocessor}, this run's is {preprocessor.id}")
-        all_reviews = {rid: text for rid, text in reviews.items()}
-        lines = preprocess_texts(self.store, preprocessor, list(all_reviews.values()) + [t for _, t in todo])
-        review_paper = {rid: pid for pid, (cand, refs) in splits.items() for rid in [cand, *refs]}
-        corpus: dict[str, list[str]] = defaultdict(list)
-        for rid, text in all_reviews.items():
-            j = lines.get(sha(text))
-            if rid in review_paper and j is not None and j.status == "ok" and j.lines:
-                corpus[review_paper[rid]].append(j.text)
-        estimator = resolve_estimator(self.estimator_spec, self.settings, corpus=dict(corpus))
+        # the corpus the score stage fitted on (every paper with a split, not only this venue's): the same
+        # estimator id as the stored scores, so exam texts are comparable with them
+        fitted_on = corpus_texts(self.store)
+        lines = preprocess_texts(self.store, preprocessor, [t for _, t in fitted_on.values()]
+                                 + list(reviews.values()) + [t for _, t in todo])
+        estimator = resolve_estimator(self.estimator_spec, self.settings, corpus=estimator_corpus(fitted_on, lines))
         if estimator.id != self.estimator:
             raise RuntimeError(f"stored scores use estimator {self.estimator}, this run's is {estimator.id}")
         abstracts = {r["paper_id"]: (r["abstract"] or "").strip() for r in self.store.rows(
