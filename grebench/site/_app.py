@@ -463,7 +463,8 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                 gr.Markdown("Snapshots (one per venue-year, frozen) with their SHA-256. Pick one, download its files "
                             "into a folder of its name and import it with the command shown. The static site's "
                             "`leaderboard.json` holds every board in a documented schema.")
-                d_choice = gr.Dropdown(label="Snapshot", choices=[], elem_id="snapshot-choice")
+                # custom values reach the handler, which serves only a published snapshot by its folder name
+                d_choice = gr.Dropdown(label="Snapshot", choices=[], elem_id="snapshot-choice", allow_custom_value=True)
                 d_info = gr.Markdown(elem_id="snapshot-info")
                 d_files = gr.File(label="Files of this snapshot", file_count="multiple", interactive=False,
                                   elem_id="snapshot-files")
