@@ -112,10 +112,21 @@ def import_command(settings: Settings, name: str, file: str, as_json: bool, trus
                f"reviews; {summary['added']} added, {summary['replaced']} replaced, {summary['removed']} removed "
                f"({state}).")
     click.echo(f"  clean {summary['clean']} (sealed {summary['sealed']}), contaminated {summary['contaminated']}; "
-               f"cutoff {summary['cutoff'] or 'none'}; {summary['papers_with_split']} papers with a human-baseline "
+               f"{_cutoff_words(summary)}; {summary['papers_with_split']} papers with a human-baseline "
                "split. `grebench score` (or `grebench run`) scores them.")
     for warning in summary["warnings"]:
         click.echo(f"  warning: {warning}", err=True)
+
+
+def _cutoff_words(summary: dict[str, Any]) -> str:
+    """What decides cleanliness, truthfully: a trusted cutoff, or (untrusted) only when each review was received."""
+    declared = (summary.get("declared") or {}).get("cutoff")
+    if summary.get("cutoff"):
+        return f"cutoff {summary['cutoff']} (trusted)"
+    if declared:
+        return (f"declared cutoff {declared} not trusted (information only): a review is clean only if it was "
+                "received before the paper's human reviews were public")
+    return "no cutoff: a review is clean only if it was received before the paper's human reviews were public"
 
 
 def _refuse(report: dict[str, Any], as_json: bool) -> NoReturn:

@@ -33,6 +33,12 @@ def print_panel(summary: dict[str, Any]) -> None:
             gem = "-" if r["gem_score"] is None else f"{r['gem_score']:9.2f}"
             rank = "ref" if r["rank"] is None else str(r["rank"])
             click.echo(f"{rank:>4}  {r['candidate']:<24}{r['strength']:>+9.3f}  {ci:<17}{ranks:>7}{gem:>9}")
+        for u in (u for u in summary.get("unjudged", []) if u["venue_id"] == venue):
+            click.echo(f"{'-':>4}  {u['candidate']:<24}not judged: {u['reason']}")
+        if any(r["rank"] is None for r in summary["rankings"] if r["venue_id"] == venue):
+            click.echo("ref: a control (a manipulated or built review) judged only against contestants as a yardstick: "
+                       "shown beside the ranking, never ranked among them; a control stronger than the human "
+                       "baseline means the judges preferred that manipulation.")
         for a in (a for a in summary["agreement"] if a["venue_id"] == venue):
             tau = "-" if a["kendall_tau"] is None else f"{a['kendall_tau']:+.3f}"
             share = "-" if a["pair_agreement"] is None else f"{a['pair_agreement']:.1%}"

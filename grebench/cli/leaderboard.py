@@ -12,7 +12,8 @@ from grebench.settings import Settings
 
 
 def _pick(boards: list[dict[str, Any]], key: str, wanted: str | None, what: str) -> str:
-    """The stored id matching an option (exact, or the only id starting with it), or the only one there is."""
+    """The stored id matching an option (exact, or the only id starting with it), else the headline board's
+    (``boards`` come in headline order: :func:`grebench.scoring.headline_first`)."""
     ids = sorted({b[key] for b in boards})
     if wanted:
         if wanted in ids:
@@ -22,16 +23,17 @@ def _pick(boards: list[dict[str, Any]], key: str, wanted: str | None, what: str)
         if len(matches) == 1:
             return matches[0]
         raise click.ClickException(f"no single {what} matches {wanted!r}; scored with: {', '.join(ids) or 'none'}")
-    if len(ids) == 1:
-        return ids[0]
-    raise click.ClickException(f"boards exist for several {what}s ({', '.join(ids)}): choose one with --{what}")
+    if not boards:
+        raise click.ClickException(f"no board was scored with any {what}")
+    return str(boards[0][key])
 
 
 @click.command("leaderboard")
 @click.option("--metric", default=headline_metric(), show_default=True, type=metric_choice(),
               help="Metric to rank by.")
-@click.option("--estimator", help="Estimator id or spec prefix (default: the only one scored).")
-@click.option("--preprocessor", help="Preprocessor id or spec (default: the only one scored).")
+@click.option("--estimator", help="Estimator id or spec prefix (default: the headline board's: a language model "
+              "before a fast proxy).")
+@click.option("--preprocessor", help="Preprocessor id or spec (default: the headline board's).")
 @click.option("--venue", help="Venue id (default: every venue-year with scores).")
 @click.option("--sealed", is_flag=True, help="LLM candidates only on reviews written before the human reviews "
               "were public.")
@@ -46,28 +48,39 @@ def command(settings: Settings, metric: str, estimator: str | None, preprocessor
     public before their training cutoff (or whose generation was sealed before the reviews appeared).  The boards
     are computed once by the scoring stage (`grebench score` or `grebench run`); this command only reads them.
     """
-    from grebench.scoring import RAW_PREPROCESSOR, metric_preprocessor, stored_boards
+    from grebench.scoring import RAW_PREPROCESSOR, headline_first, metric_preprocessor, sample_facts, stored_boards
     from grebench.site import Labels, board_text
 
     store = reader_store(settings, "run `grebench run` first")
     try:
         boards = stored_boards(store, metric=metric, venue_id=venue, scope="sealed" if sealed else "all")
         labels = Labels.load(store)
-        boards = [labels.annotate(b) for b in boards]
+        boards = headline_first([labels.annotate(b) for b in boards], labels.is_proxy)
     finally:
         store.con.close()
     if not boards:
         raise click.ClickException(f"no {metric} board in the store: run `grebench score --metric {metric}` "
                                    "(or `grebench run`)")
+    others = sorted({(b["estimator"], labels.estimator(b["estimator"])) for b in boards})
     est = _pick(boards, "estimator", estimator, "estimator")
+    others = [o for o in others if o[0] != est]
     boards = [b for b in boards if b["estimator"] == est]
     prep = _pick(boards, "preprocessor", None if metric_preprocessor(metric, "") == RAW_PREPROCESSOR else preprocessor,
                  "preprocessor")
     boards = [b for b in boards if b["preprocessor"] == prep]
     for b in boards:
         b.pop("sample_json", None)
+        b["sample_text"] = sample_facts(b)["text"]
     if as_json:
         emit_json({"metric": metric, "estimator": est, "preprocessor": prep, "boards": boards,
-                   "rows": [r for b in boards for r in b["rows"]]})
+                   "rows": [r for b in boards for r in b["rows"]],
+                   "other_estimators": [o[0] for o in others]})
         return
-    click.echo("\n\n".join(board_text(b) for b in boards))
+    click.echo("\n\n".join(board_text(b, title=_title(b)) for b in boards))
+    for other, label in others:
+        click.echo(f"\nalso scored by {label}: `grebench leaderboard --estimator {other.split('@')[0]}`")
+
+
+def _title(board: dict[str, Any]) -> str:
+    """``ICLR 2026 — GEM-S (abstract) · scored by SmolLM2-135M-Instruct (hf, bfloat16) · rules preprocessor``."""
+    return f"{board.get('venue') or board['venue_id']} — {board.get('title') or board['metric']}"

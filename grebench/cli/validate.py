@@ -15,7 +15,7 @@ def print_report(rows: list[dict], estimator: str, preprocessor: str) -> None:
     click.echo(f"validation (estimator {estimator}, preprocessor {preprocessor}); Cohen's d vs the human review")
     width = max([24, *(len(str(r["transformation"])) + 2 for r in rows)])
     click.echo(f"{'metric':<11}{'control':<{width}}{'kind':<13}{'d':>8}  {'95% CI':<18}{'p':>9}{'papers':>7}  "
-               f"{'verdict':<13}{'expected':<22}(paper's d)")
+               f"{'verdict':<27}{'expected':<22}(paper's d)")
     fooled = []
     for r in rows:
         ci = f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
@@ -24,7 +24,7 @@ def print_report(rows: list[dict], estimator: str, preprocessor: str) -> None:
         ok = r.get("as_expected", True)
         mark = "" if ok else "  <- NOT AS EXPECTED"
         click.echo(f"{r['metric']:<11}{r['transformation']:<{width}}{r['kind']:<13}{r['d']:>+8.3f}  {ci:<18}"
-                   f"{r['p']:>9.2g}{r['n_papers']:>7}  {r['verdict']:<13}{expected:<22}{paper}{mark}")
+                   f"{r['p']:>9.2g}{r['n_papers']:>7}  {r['verdict']:<27}{expected:<22}{paper}{mark}")
         if not ok:
             fooled.append(f"{r['metric']} {r['transformation']}")
     if fooled:

@@ -17,12 +17,24 @@ from grebench.scoring._boards import (
     board_id,
     boards_fingerprint,
     compute_boards,
+    headline_board,
+    headline_first,
+    sample_facts,
     stored_boards,
     venue_scope,
 )
 from grebench.scoring._engine import ScoringError, request_key, run_scoring
 from grebench.scoring._judgment_lines import PHRASES, parse_judgment_output
-from grebench.scoring._leaderboard import available_tables, is_contaminated_row, leaderboard, per_paper_scores
+from grebench.scoring._leaderboard import (
+    CONTAMINATED,
+    CONTAMINATED_NOTE,
+    REFERENCE_WORD,
+    available_tables,
+    is_contaminated_row,
+    leaderboard,
+    per_paper_scores,
+    rank_word,
+)
 from grebench.scoring._metrics import (
     METRICS,
     RAW_PREPROCESSOR,
@@ -56,12 +68,15 @@ from grebench.scoring._validate import (
 
 __all__ = [
     "BOARD_VERSION",
+    "CONTAMINATED",
+    "CONTAMINATED_NOTE",
     "GEM_PROMPT_VERSION",
     "METRICS",
     "PHRASES",
     "PREPROCESSORS",
     "PREPROCESS_PROMPT_VERSION",
     "RAW_PREPROCESSOR",
+    "REFERENCE_WORD",
     "RULES_ID",
     "SCOPES",
     "LogprobRequest",
@@ -77,6 +92,8 @@ __all__ = [
     "compute_boards",
     "default_metrics",
     "estimator_agreement",
+    "headline_board",
+    "headline_first",
     "headline_metric",
     "is_contaminated_row",
     "latest_setup",
@@ -90,10 +107,12 @@ __all__ = [
     "preprocess_texts",
     "preprocessor_entry",
     "rank_intervals",
+    "rank_word",
     "request_key",
     "resolve_preprocessor",
     "rules_judgment_lines",
     "run_scoring",
+    "sample_facts",
     "store_report",
     "stored_boards",
     "transformations",

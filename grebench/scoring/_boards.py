@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,11 +22,11 @@ from grebench.bench import BASELINE, REFERENCE, kinds_with_role
 from grebench.progress import NoProgress, Progress
 from grebench.scoring._labels import label_parts, store_labels
 from grebench.scoring._leaderboard import leaderboard
-from grebench.scoring._metrics import metric_preprocessor
+from grebench.scoring._metrics import headline_metric, metric_preprocessor
 from grebench.settings import Settings
 from grebench.store import Store, code_files, fingerprint, utcnow
 
-BOARD_VERSION = "boards-v2"  # v2: rows carry their kind's role; labels are stored with the boards
+BOARD_VERSION = "boards-v3"  # v3: a board's sample_json holds its venue's share of the paper sample
 SCOPES = ("all", "sealed")
 ROW_COLUMNS = ("board_id", "candidate", "kind", "role", "rank", "rank_low", "rank_high", "score", "ci90_low",
                "ci90_high", "ci95_low", "ci95_high", "papers", "pairs", "clean_papers", "contaminated_papers",
@@ -150,11 +150,72 @@ def compute_boards(store: Store, settings: Settings, progress: Progress | None =
 
 
 def _sample(store: Store) -> dict[str, str]:
-    """The paper sample each venue's scores were restricted to (JSON), where a run used one."""
+    """The paper sample each venue's scores were restricted to (JSON: the run's description, size and eligible
+    papers, plus ``venue_size``: how many of the sampled papers belong to that venue), where a run used one."""
     if not store.scalar("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'paper_samples'"):
         return {}
-    return {r["venue_id"]: r["sample_json"] for r in store.rows(
-        "SELECT venue_id, any_value(sample_json) AS sample_json FROM paper_samples GROUP BY venue_id")}
+    out = {}
+    for r in store.rows("SELECT venue_id, any_value(sample_json) AS sample_json, count(*) AS n FROM paper_samples "
+                        "GROUP BY venue_id"):
+        try:
+            info = json.loads(r["sample_json"])
+        except (TypeError, ValueError):
+            info = {}
+        out[r["venue_id"]] = json.dumps({**(info if isinstance(info, dict) else {}), "venue_size": int(r["n"])})
+    return out
+
+
+def sample_facts(board: Mapping[str, Any]) -> dict[str, Any]:
+    """What a board covers, as facts and one sentence (the page, the app, the CLI and leaderboard.json all show
+    it): ``{"papers", "eligible", "sampled", "seed", "text"}``, e.g. text ``12 of 300 papers, seeded (seed 7),
+    stratified by rating`` for a run on a paper sample, ``all 300 papers`` for a run on every eligible paper."""
+    sample = board.get("sample")
+    if sample is None and board.get("sample_json"):
+        try:
+            sample = json.loads(str(board["sample_json"]))
+        except ValueError:
+            sample = None
+    papers = int(board.get("papers") or 0)
+    eligible = board.get("papers_eligible")
+    eligible = None if eligible is None else int(eligible)
+    sampled = isinstance(sample, dict)
+    seed = board.get("seed")
+    if sampled:
+        of = f"{papers} of {eligible} papers" if eligible else f"{papers} papers"
+        text = f"{of}, seeded (seed {seed}), stratified by rating" if seed is not None else \
+            f"{of}, seeded, stratified by rating"
+    elif eligible is not None and papers == eligible:
+        text = f"all {eligible} papers"
+    elif eligible:
+        text = f"{papers} of {eligible} papers (no sample: every eligible paper; the others have no scores here)"
+    else:
+        text = f"{papers} papers"
+    return {"papers": papers, "eligible": eligible, "sampled": sampled, "seed": seed if sampled else None,
+            "description": sample.get("description") if isinstance(sample, dict) else None, "text": text}
+
+
+def headline_key(board: Mapping[str, Any], is_proxy: Callable[[str], bool]) -> tuple[Any, ...]:
+    """Sort key putting the headline board first: the headline metric (GEM-S), then a language-model estimator
+    before a fast proxy, then the latest venue-year, then the board with the most papers."""
+    year = board.get("venue_year")
+    if year is None:
+        found = re.search(r"(19|20)\d{2}", f"{board.get('venue') or ''} {board.get('venue_id') or ''}")
+        year = int(found.group(0)) if found else 0
+    return (board.get("metric") != headline_metric(), bool(is_proxy(str(board.get("estimator") or ""))),
+            -int(year), -int(board.get("papers") or 0), str(board.get("estimator")), str(board.get("preprocessor")),
+            str(board.get("venue_id")))
+
+
+def headline_first(boards: Sequence[Mapping[str, Any]], is_proxy: Callable[[str], bool]) -> list[Any]:
+    """The boards with the headline board first and the rest in headline order (see :func:`headline_key`); the
+    site's front page, the app's first screen and ``grebench leaderboard`` with no options open on ``[0]``."""
+    return sorted(boards, key=lambda b: headline_key(b, is_proxy))
+
+
+def headline_board(boards: Sequence[Mapping[str, Any]], is_proxy: Callable[[str], bool]) -> Any:
+    """The headline board (None when there is none): :func:`headline_first`'s first."""
+    ordered = headline_first(boards, is_proxy)
+    return ordered[0] if ordered else None
 
 
 def stored_boards(store: Store, *, metric: str | None = None, venue_id: str | None = None, scope: str = "all",
@@ -168,7 +229,10 @@ def stored_boards(store: Store, *, metric: str | None = None, venue_id: str | No
             params.append(value)
     if not store.scalar("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'boards'"):
         return []
-    boards = store.rows(f"SELECT * FROM boards WHERE {' AND '.join(where)} "
+    year = ("(SELECT max(p.venue_year) FROM papers p WHERE p.venue_id = boards.venue_id)"
+            if store.scalar("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'papers'")
+            or store.scalar("SELECT count(*) FROM duckdb_views() WHERE view_name = 'papers'") else "NULL")
+    boards = store.rows(f"SELECT *, {year} AS venue_year FROM boards WHERE {' AND '.join(where)} "
                         "ORDER BY venue_id, metric, estimator, preprocessor", params)
     if not boards:
         return []
@@ -184,6 +248,7 @@ def stored_boards(store: Store, *, metric: str | None = None, venue_id: str | No
         b["candidates"] = len(b["rows"])
         b["pairs"] = sum(int(r["pairs"]) for r in b["rows"])
         b["sample"] = json.loads(b["sample_json"]) if b.get("sample_json") else None
+        b["sample_facts"] = sample_facts(b)
         b["human_band"] = None if b["human_score"] is None else {
             "score": b["human_score"], "low": b["human_ci95_low"], "high": b["human_ci95_high"]}
     return boards

@@ -91,6 +91,29 @@ def is_contaminated_row(row: dict[str, Any]) -> bool:
     return role == CONTESTANT and row.get("rank") is None and not row.get("clean_papers")
 
 
+#: The one word for an unranked row, in the rank column of the site, the app and the CLI (and leaderboard.json's
+#: ``status``): a contestant with no clean paper, and a control (a reference point of the metric, never ranked).
+CONTAMINATED = "contaminated"
+REFERENCE_WORD = "reference"
+#: Why a contaminated row is not ranked, true for every way a paper is clean: a trusted training cutoff before the
+#: paper's reviews were public, or a review written/received before then (sealed).  An untrusted import has no
+#: cutoff at all, so blaming "the model's training cutoff" would be false for it.
+CONTAMINATED_NOTE = ("contaminated: on every paper of this board the human reviews were already public before the "
+                     "candidate's review was written or received, and no trusted training cutoff predates them, so it "
+                     "may have seen them; scored for reference, never ranked.")
+
+
+def rank_word(row: dict[str, Any]) -> str | None:
+    """What the rank column says for a row without a rank (None for a ranked row): :data:`CONTAMINATED` for a
+    contestant with no clean paper, :data:`REFERENCE_WORD` for a control, ``not ranked`` otherwise."""
+    if row.get("rank") is not None:
+        return None
+    if is_contaminated_row(row):
+        return CONTAMINATED
+    role = row.get("role") or kind_info(row.get("kind")).role
+    return REFERENCE_WORD if role == REFERENCE else "not ranked"
+
+
 def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str, samples: int = 2000,
                 seed: int = 20200426) -> list[dict[str, Any]]:
     """Rows of the leaderboard, best first (field names are a stable contract: see docs/scoring.md).

@@ -7,7 +7,9 @@ CI by bootstrap over papers, and a paired t-test p-value.  Verdicts:
 
 - ``penalised``: d < 0 and p < 0.05 (what a degradation should get);
 - ``rewarded``: d > 0 and p < 0.05 (a manipulation that gains: a failure of the metric);
-- ``not rewarded``: no significant increase.
+- ``penalised, not significant``: d < 0 but p >= 0.05 (lower, not significantly: short of what a degradation
+  should get);
+- ``not rewarded``: d >= 0 and p >= 0.05 (no significant increase).
 """
 
 from __future__ import annotations
@@ -64,12 +66,12 @@ def _paired_p(s: np.ndarray, s_prime: np.ndarray) -> float:
 
 
 def verdict(d: float, p: float) -> str:
-    """Penalised, rewarded, or not rewarded (see module docstring)."""
+    """Penalised, rewarded, penalised but not significantly, or not rewarded (see module docstring)."""
     if p < 0.05 and d < 0:
         return "penalised"
     if p < 0.05 and d > 0:
         return "rewarded"
-    return "not rewarded"
+    return "penalised, not significant" if d < 0 else "not rewarded"
 
 
 def _per_paper(store: Store, metric: str, estimator: str, preprocessor: str, candidate: str) -> dict[str, dict]:

@@ -10,14 +10,20 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import shutil
+import tempfile
+import threading
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 from grebench._offline import apply_offline_defaults
 from grebench.endpoints import KeyVault, Resolver
+from grebench.scoring import CONTAMINATED_NOTE, headline_first, rank_word, sample_facts
 from grebench.settings import Settings
 from grebench.site import _data
+from grebench.site._build import publish_snapshots
 from grebench.site._labels import Labels
 from grebench.site._reader import (
     ReaderCache,
@@ -99,12 +105,14 @@ def _setup_value(board: Mapping[str, Any]) -> str:
 
 
 def _board_choices(store: Store) -> tuple[list[str], list[Choice], list[Choice], list[str], list[str]]:
-    """Filter choices; metrics and setups are named in words (:mod:`grebench.site._labels`), valued by their ids."""
-    boards = _data.boards(store)
+    """Filter choices, each list in headline order (:func:`grebench.scoring.headline_first`: GEM-S, a language-model
+    estimator before a fast proxy, the latest venue-year), so that the first of each is the headline board; metrics
+    and setups are named in words (:mod:`grebench.site._labels`), valued by their ids."""
     labels = Labels.load(store)
-    venues = sorted({b["venue_id"] for b in boards})
-    metrics = [(labels.metric(m), m) for m in sorted({b["metric"] for b in boards})]
-    setups = sorted({(labels.setup(b["estimator"], b["preprocessor"]), _setup_value(b)) for b in boards})
+    boards = headline_first(_data.boards(store), labels.is_proxy)
+    venues = list(dict.fromkeys(b["venue_id"] for b in boards))
+    metrics = list(dict.fromkeys((labels.metric(b["metric"]), b["metric"]) for b in boards))
+    setups = list(dict.fromkeys((labels.setup(b["estimator"], b["preprocessor"]), _setup_value(b)) for b in boards))
     models = [c["name"] for c in _data.candidates(store)]
     papers = [p["paper_id"] for p in _data.paper_ids(store)]
     return venues, metrics, setups, models, papers
@@ -117,18 +125,76 @@ def _boards(cache: ReaderCache, snap: Snapshot, sealed_only: bool = False) -> li
                                                    snap=snap))
 
 
-def board_table(settings: Settings, venue: str | None, metric: str | None, setup: str | None,
-                include_controls: bool, only_sealed: bool) -> list[list[Any]]:
-    """The Leaderboard tab's rows for one filter choice (empty when the choice has no scores)."""
+def _match(settings: Settings, venue: str | None, metric: str | None, setup: str | None,
+           only_sealed: bool) -> dict[str, Any] | None:
     cache = reader(settings)
     snap = cache.snapshot()
-    match = [b for b in _boards(cache, snap, bool(only_sealed)) if b["venue_id"] == venue
-             and b["metric"] == metric and _setup_value(b) == setup]
-    if not match:
+    return next((b for b in _boards(cache, snap, bool(only_sealed)) if b["venue_id"] == venue
+                 and b["metric"] == metric and _setup_value(b) == setup), None)
+
+
+def board_table(settings: Settings, venue: str | None, metric: str | None, setup: str | None,
+                include_controls: bool, only_sealed: bool) -> list[list[Any]]:
+    """The Leaderboard tab's rows for one filter choice (empty when the choice has no scores); an unranked row's
+    rank cell says why, in the words of the site and the CLI (``contaminated``, ``reference``)."""
+    board = _match(settings, venue, metric, setup, only_sealed)
+    if board is None:
         return []
-    rows = [r for r in match[0]["rows"] if include_controls or r["role"] != REFERENCE]
-    return [[("ref" if c == "rank" and r.get("rank") is None else _fmt(r.get(c))) for c in BOARD_COLUMNS]
-            for r in rows]
+    rows = [r for r in board["rows"] if include_controls or r["role"] != REFERENCE]
+    return [[((r.get("rank_word") or rank_word(r)) if c == "rank" and r.get("rank") is None else _fmt(r.get(c)))
+             for c in BOARD_COLUMNS] for r in rows]
+
+
+def board_info(settings: Settings, venue: str | None, metric: str | None, setup: str | None,
+               only_sealed: bool) -> str:
+    """The line above the Leaderboard tab's table: which board it is, its paper sample, a proxy's label and why a
+    contaminated row is not ranked."""
+    board = _match(settings, venue, metric, setup, only_sealed)
+    if board is None:
+        return "No scores for this choice."
+    parts = [f"**{board.get('venue') or board['venue_id']} · {board.get('title') or board['metric']}**",
+             f"Sample: **{sample_facts(board)['text']}**."]
+    if board.get("proxy"):
+        parts.append("Scored by a fast proxy, not by the metric's language model: a quick stand-in, not the "
+                     "headline result.")
+    if any((r.get("rank_word") or rank_word(r)) == "contaminated" for r in board["rows"]):
+        parts.append(CONTAMINATED_NOTE[0].upper() + CONTAMINATED_NOTE[1:])
+    return "\n\n".join(parts)
+
+
+def board_view(settings: Settings, venue: str | None, metric: str | None, setup: str | None,
+               include_controls: bool, only_sealed: bool) -> tuple[list[list[Any]], str]:
+    """The Leaderboard tab for one filter choice: the rows and the line above them."""
+    return (board_table(settings, venue, metric, setup, include_controls, only_sealed),
+            board_info(settings, venue, metric, setup, only_sealed))
+
+
+class SnapshotDownloads:
+    """The snapshots the Downloads tab serves, and nothing else.
+
+    The data dir stays blocked for Gradio (:func:`blocked_paths`): its files are published into a folder of their
+    own (hard-linked where the file system allows, else copied), rebuilt when the snapshots folder changes, and only
+    that folder is a Gradio static path.  So ``/gradio_api/file=`` serves a snapshot file from the published copy,
+    and still answers 403 for every other path, the snapshot's own path in the data dir included.
+    """
+
+    def __init__(self, source: Path) -> None:
+        self.source = source
+        self.root = Path(tempfile.mkdtemp(prefix="grebench-downloads-"))
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._finalizer = weakref.finalize(self, shutil.rmtree, self.root, True)
+
+    def publish(self) -> list[dict[str, Any]]:
+        """Publish the current snapshots (a fresh sub-folder; the previous one is removed): listing with paths."""
+        with self._lock:
+            self._generation += 1
+            target = self.root / str(self._generation)
+            files = publish_snapshots(self.source, target)
+            for old in self.root.iterdir():
+                if old != target:
+                    shutil.rmtree(old, ignore_errors=True)
+            return [{**f, "path": str(target / f["name"])} for f in files]
 
 
 def model_tables(settings: Settings, name: str) -> tuple[list[list[Any]], list[list[Any]], str]:
@@ -243,11 +309,14 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
     def load_choices() -> tuple[Any, ...]:
         cache = reader(settings)
         venues, metrics, setups, models, papers = cache.view("choices", None, _board_choices)
+        # the headline board first (GEM-S, a language model, the latest venue): _board_choices orders the choices
         first = (venues[0] if venues else None, metrics[0][1] if metrics else None, setups[0][1] if setups else None)
-        rows = board_table(settings, *first, True, False)
+        rows, info = board_view(settings, *first, True, False)
+        folders = snapshot_folders()
         return (gr.update(choices=venues, value=first[0]), gr.update(choices=metrics, value=first[1]),
                 gr.update(choices=setups, value=first[2]), rows, gr.update(choices=list(models)),
-                gr.update(choices=list(papers)), queue_rows(), downloads())
+                gr.update(choices=list(papers)), queue_rows(), downloads(), info,
+                gr.update(choices=folders, value=folders[0] if folders else None))
 
     def model_view(name: str | None) -> tuple[list[list[Any]], list[list[Any]], str]:
         return model_tables(settings, name) if name else ([], [], "")
@@ -291,14 +360,29 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
     queue_cache = StampCache(lambda: file_stamp(qfile, qfile.with_name(qfile.name + ".wal")) if qfile else None,
                              public_queue, max_age_s=5.0 if qfile else 0.0)
     snapshots_dir = settings.snapshots_path
-    downloads_cache = StampCache(lambda: tree_stamp(snapshots_dir), lambda: [
-        [s["name"], s["bytes"], s["sha256"]] for s in _data.snapshot_files(settings.snapshots_path)])
+    published = SnapshotDownloads(snapshots_dir)
+    gr.set_static_paths([published.root])  # the published copies only (see SnapshotDownloads)
+    downloads_cache = StampCache(lambda: tree_stamp(snapshots_dir), published.publish)
 
     def queue_rows() -> list[list[Any]]:
         return _copy(queue_cache.get())
 
     def downloads() -> list[list[Any]]:
-        return _copy(downloads_cache.get())
+        return [[s["name"], s["bytes"], s["sha256"]] for s in downloads_cache.get()]
+
+    def snapshot_folders() -> list[str]:
+        return [m["folder"] for m in _data.snapshot_manifests(downloads_cache.get())]
+
+    def snapshot_view(folder: str | None) -> tuple[list[str], str]:
+        """One snapshot's files (real downloads) and the exact command that imports them."""
+        manifest = next((m for m in _data.snapshot_manifests(downloads_cache.get()) if m["folder"] == folder), None)
+        if manifest is None:
+            return [], "No snapshots yet." if not folder else f"No snapshot {folder!r}."
+        text = (f"**{manifest['folder']}**: {len(manifest['files'])} files, {manifest['bytes']} bytes. Download every "
+                f"file into a folder named `{manifest['folder']}`, then:\n\n```\n{manifest['command']}\n```\n\n"
+                f"`manifest.json` SHA-256: `{manifest['sha256']}` (the manifest holds the SHA-256 of every other "
+                "file; the import refuses any other manifest).")
+        return [f["path"] for f in manifest["files"]], text
 
     read: dict[str, Any] = {"concurrency_limit": READ_CONCURRENCY, "concurrency_id": "read"}
     with gr.Blocks(title="GRE-bench", analytics_enabled=False) as demo:
@@ -311,11 +395,13 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                     setup = gr.Dropdown(label="Evaluation model · preprocessor", choices=[])
                     controls = gr.Checkbox(label="Include controls", value=True)
                     sealed = gr.Checkbox(label="Only sealed generations", value=False)
-                board = gr.Dataframe(headers=BOARD_COLUMNS, interactive=False, label="Leaderboard")
-                filtered = _bind(board_table, settings)
+                info = gr.Markdown(elem_id="board-info")
+                board = gr.Dataframe(headers=BOARD_COLUMNS, interactive=False, label="Leaderboard",
+                                     elem_id="board-table")
+                filtered = _bind(board_view, settings)
                 for widget in (venue, metric, setup, controls, sealed):
                     # Gradio accepts api_name=False (no API endpoint) at runtime; its stubs say str | None
-                    widget.change(filtered, [venue, metric, setup, controls, sealed], board, api_name=False,  # type: ignore[arg-type]
+                    widget.change(filtered, [venue, metric, setup, controls, sealed], [board, info], api_name=False,  # type: ignore[arg-type]
                                   **read)
             with gr.Tab("Model", id="model"):
                 model = gr.Dropdown(label="Candidate", choices=[], allow_custom_value=True)
@@ -374,11 +460,19 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                                        interactive=False)
                 gr.Button("Refresh").click(queue_rows, None, q_table, api_name="queue", **read)
             with gr.Tab("Downloads", id="downloads"):
-                gr.Markdown("Snapshots (one per venue-year, frozen) with their SHA-256. The static site's "
+                gr.Markdown("Snapshots (one per venue-year, frozen) with their SHA-256. Pick one, download its files "
+                            "into a folder of its name and import it with the command shown. The static site's "
                             "`leaderboard.json` holds every board in a documented schema.")
-                d_table = gr.Dataframe(headers=["file", "bytes", "sha256"], interactive=False)
-        demo.load(load_choices, None, [venue, metric, setup, board, model, paper, q_table, d_table], api_name=False,
-                  **read)
+                # custom values reach the handler, which serves only a published snapshot by its folder name
+                d_choice = gr.Dropdown(label="Snapshot", choices=[], elem_id="snapshot-choice", allow_custom_value=True)
+                d_info = gr.Markdown(elem_id="snapshot-info")
+                d_files = gr.File(label="Files of this snapshot", file_count="multiple", interactive=False,
+                                  elem_id="snapshot-files")
+                d_choice.change(snapshot_view, d_choice, [d_files, d_info], api_name="snapshot", **read)
+                d_table = gr.Dataframe(headers=["file", "bytes", "sha256"], interactive=False,
+                                       label="Every snapshot file")
+        demo.load(load_choices, None, [venue, metric, setup, board, model, paper, q_table, d_table, info, d_choice],
+                  api_name=False, **read)
         demo.load(_tab_from_query, None, tabs, api_name=False, **read)
     demo.queue(**QUEUE_KWARGS)
     # per-session state (the component values Gradio keeps for every visitor) is bounded: the oldest sessions go

@@ -16,6 +16,7 @@ from typing import Any
 
 import jinja2
 
+from grebench.scoring import CONTAMINATED_NOTE, headline_first, rank_word, sample_facts
 from grebench.settings import Settings
 from grebench.site import _data
 from grebench.site._labels import Labels, board_id
@@ -24,8 +25,8 @@ from grebench.store import Store, code_files, fingerprint, utcnow
 
 SCHEMA_VERSION = 1
 #: Fields of one row in leaderboard.json, in order (a stable contract: docs/site.md).
-ROW_FIELDS = ("rank", "candidate", "kind", "score", "ci90_low", "ci90_high", "ci95_low", "ci95_high", "rank_low",
-              "rank_high", "papers", "pairs", "clean_papers", "sealed_share", "diff_vs_human", "p_vs_human",
+ROW_FIELDS = ("rank", "status", "candidate", "kind", "score", "ci90_low", "ci90_high", "ci95_low", "ci95_high",
+              "rank_low", "rank_high", "papers", "pairs", "clean_papers", "sealed_share", "diff_vs_human", "p_vs_human",
               "cost_usd", "latency_s")
 _HERE = Path(__file__).parent
 
@@ -60,7 +61,7 @@ def environment(labels: Labels | None = None) -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(num=_num, pct=_pct, day=_day, metric_label=words.metric, estimator_label=words.estimator,
                        preprocessor_label=words.preprocessor, board_title=words.board_title, board_id=board_id)
-    env.globals.update(setup_label=words.setup)
+    env.globals.update(setup_label=words.setup, contaminated_note=CONTAMINATED_NOTE)
     return env
 
 
@@ -73,17 +74,47 @@ def _clean(value: Any) -> Any:
 
 
 def leaderboard_json(boards: list[dict[str, Any]], generated_at: datetime) -> dict[str, Any]:
-    """The machine-readable leaderboard (schema documented in docs/site.md)."""
+    """The machine-readable leaderboard (schema documented in docs/site.md): boards in headline order (``boards[0]``
+    is the headline board when ``headline`` is true), each with its ``sample`` and whether it is a ``proxy``; a row's
+    ``status`` is ``ranked``, ``contaminated`` or ``reference`` (the word the pages use)."""
     out = []
-    for b in boards:
+    for i, b in enumerate(boards):
         band = b.get("human_band")
+        facts = sample_facts(b)
         out.append({
             "venue_id": b["venue_id"], "venue": b["venue"], "metric": b["metric"], "estimator": b["estimator"],
-            "preprocessor": b["preprocessor"],
+            "preprocessor": b["preprocessor"], "headline": i == 0,
+            "proxy": bool(b.get("proxy")),
+            "sample": {k: facts[k] for k in ("text", "papers", "eligible", "sampled", "seed")},
             "human_band": None if band is None else {k: _clean(v) for k, v in band.items()},
-            "rows": [{f: _clean(r.get(f)) for f in ROW_FIELDS} for r in b["rows"]],
+            "rows": [{f: _clean(_row_status(r) if f == "status" else r.get(f)) for f in ROW_FIELDS}
+                     for r in b["rows"]],
         })
     return {"schema_version": SCHEMA_VERSION, "generated_at": generated_at.isoformat(), "boards": out}
+
+
+def _row_status(row: dict[str, Any]) -> str:
+    return rank_word(row) or "ranked"
+
+
+def publish_snapshots(source: Path, target: Path) -> list[dict[str, Any]]:
+    """Put every snapshot file under ``target`` (the site's ``snapshots/``), hard-linked where the file system
+    allows (snapshots are frozen: a re-cut replaces files by rename, so a link never changes under a reader), copied
+    otherwise; the listing of :func:`grebench.site._data.snapshot_files`, each entry with its site-relative ``href``.
+    Only regular files are published (a symbolic link in the snapshots folder is skipped, never followed)."""
+    files = []
+    for f in _data.snapshot_files(source):
+        src = source / f["name"]
+        if src.is_symlink() or not src.is_file():
+            continue
+        dst = target / f["name"]
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            dst.hardlink_to(src)
+        except OSError:
+            shutil.copy2(src, dst)
+        files.append({**f, "href": f"snapshots/{f['name']}"})
+    return files
 
 
 class _Writer:
@@ -100,7 +131,7 @@ class _Writer:
 
 
 #: Bump when what the site shows changes (code, not data): the next build renders again.
-SITE_VERSION = "site-v5"  # v5: words for ids, kinds' roles and colours come from the stored labels
+SITE_VERSION = "site-v6"  # v6: snapshots published in the site; boards in headline order, with their sample
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
          "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes",
          "boards", "board_rows", "labels")
@@ -149,9 +180,11 @@ def _build(store: Store, settings: Settings, out: Path) -> dict[str, Any]:
     tmp.mkdir(parents=True)
     now = utcnow().replace(microsecond=0)
     writer = _Writer(tmp, environment(Labels.load(store)), now.isoformat() + "Z")
+    snapshots = publish_snapshots(settings.snapshots_path, tmp / "snapshots")
     shutil.copytree(_HERE / "static", tmp / "static")
 
-    boards = _data.boards(store)
+    labels = Labels.load(store)
+    boards = headline_first(_data.boards(store), labels.is_proxy)  # the headline board first (GEM-S, a real LM)
     venues = _data.venues(store)
     cands = _data.candidates(store)
     for b in boards:
@@ -171,7 +204,10 @@ def _build(store: Store, settings: Settings, out: Path) -> dict[str, Any]:
 
     blob = json.dumps(leaderboard_json(boards, now), indent=2, ensure_ascii=False, default=str).encode("utf-8")
     (tmp / "leaderboard.json").write_bytes(blob)
-    writer.page("downloads.html", "downloads.html", snapshots=_data.snapshot_files(settings.snapshots_path),
+    manifests = _data.snapshot_manifests(snapshots)
+    in_snapshot = {f["name"] for m in manifests for f in m["files"]}
+    writer.page("downloads.html", "downloads.html", manifests=manifests,
+                loose=[f for f in snapshots if f["name"] not in in_snapshot],
                 changes=_data.changelog(store), json_bytes=len(blob), json_sha256=hashlib.sha256(blob).hexdigest(),
                 schema_version=SCHEMA_VERSION)
 

@@ -228,13 +228,31 @@ def snapshot_files(root: Path) -> list[dict[str, Any]]:
     was cut yet)."""
     out = []
     if root.is_dir():
-        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        # a snapshot being cut is written under a hidden ``.NAME.tmp-…`` folder: not published until renamed
+        for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()
+                           and not any(part.startswith(".") for part in p.relative_to(root).parts)):
             digest = hashlib.sha256()
             with path.open("rb") as fh:
                 for block in iter(cast("Callable[[], bytes]", lambda fh=fh: fh.read(1 << 20)), b""):
                     digest.update(block)
             out.append({"name": path.relative_to(root).as_posix(), "bytes": path.stat().st_size,
                         "sha256": digest.hexdigest()})
+    return out
+
+
+def snapshot_manifests(files: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per snapshot folder (a ``DIR/manifest.json`` in :func:`snapshot_files`' listing): its folder name,
+    the manifest's SHA-256, its files, total bytes and the exact import command (the folder is the one a visitor
+    downloads the files into)."""
+    out = []
+    for m in files:
+        parts = m["name"].split("/")
+        if len(parts) == 2 and parts[1] == "manifest.json":
+            folder = parts[0]
+            members = [f for f in files if f["name"].startswith(folder + "/")]
+            out.append({"folder": folder, "sha256": m["sha256"], "href": m.get("href"), "files": members,
+                        "bytes": sum(int(f["bytes"]) for f in members),
+                        "command": f"grebench snapshot import --manifest-sha256 {m['sha256']} {folder}"})
     return out
 
 

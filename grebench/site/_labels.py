@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from grebench.store import BASELINE, CONTESTANT, MODEL_ROLE, REFERENCE, Store
+from grebench.scoring import rank_word
+from grebench.store import BASELINE, CONTESTANT, MODEL_ROLE, PROXY_ROLE, REFERENCE, Store
 
 _MAX_FALLBACK = 48
 #: Plot colours of a row whose kind has no stored label (an old export): by the row's stored role.
@@ -60,6 +61,10 @@ class Labels:
         """Whether the estimator is a language model (a fast proxy is not: it does not 'score')."""
         return self._get("estimator", estimator_id, "role") == MODEL_ROLE
 
+    def is_proxy(self, estimator_id: str) -> bool:
+        """Whether the estimator is labelled a fast proxy (an id with no stored label is not: an old export)."""
+        return self._get("estimator", estimator_id, "role") == PROXY_ROLE
+
     def preprocessor(self, preprocessor_id: str) -> str:
         """``rules-v5`` → ``rules preprocessor``; ``litellm:openai/gpt-4o@v1`` → ``LLM preprocessor (gpt-4o)``."""
         return self._get("preprocessor", preprocessor_id) or f"{_short(preprocessor_id)} preprocessor"
@@ -92,10 +97,12 @@ class Labels:
         ``colour`` (a row's stored role wins: it is what the board was computed with)."""
         board["title"] = self.board_title(board)
         board["metric_label"] = self.metric(str(board["metric"]))
+        board["proxy"] = self.is_proxy(str(board["estimator"]))
         for r in board["rows"]:
             r["role"] = r.get("role") or self.role(r.get("kind"))
             r["tag"] = self.kind_tag(r.get("kind"))
             r["colour"] = self.colour(r.get("kind"), r["role"])
+            r["rank_word"] = rank_word(r)
         return board
 
 

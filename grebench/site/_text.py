@@ -2,25 +2,21 @@
 
 One CI convention everywhere a board is shown as a table: the 95% bootstrap CI over papers (the plots on the site
 add the 90% interval as the thick bar).  Ranked rows (LLMs, imported reviews, the human baseline) come first with
-their rank interval; then LLMs with no clean paper (scored on contaminated papers, not ranked: "contam."); then
-controls as reference rows without a rank.
+their rank interval; then LLMs with no clean paper (scored on contaminated papers, not ranked: "contaminated", the
+word the site and the app use too); then controls as reference rows without a rank ("reference").
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from grebench.scoring import CONTAMINATED_NOTE, rank_word, sample_facts
 from grebench.store import REFERENCE  # a control's role: shown, never ranked
 
 
 def _sample_line(board: dict[str, Any]) -> str:
-    sample = board.get("sample")
-    eligible = board.get("papers_eligible")
-    of = f" of {eligible}" if eligible else ""
-    if sample:
-        return (f"papers: {board['papers']}{of} ({sample.get('description') or 'a sample'}; `--papers all` "
-                "scores every paper)")
-    return f"papers: {board['papers']}{of}"
+    facts = sample_facts(board)
+    return f"sample: {facts['text']}" + ("; `--papers all` scores every paper" if facts["sampled"] else "")
 
 
 def board_text(board: dict[str, Any], title: str | None = None) -> str:
@@ -29,20 +25,16 @@ def board_text(board: dict[str, Any], title: str | None = None) -> str:
     lines = [title or f"{board['metric']} — estimator {board['estimator']} — preprocessor {board['preprocessor']} "
                       f"— {board.get('venue') or board['venue_id']}",
              _sample_line(board),
-             f"{'rank':>9}  {'candidate':<44} {'score':>8}  {'95% CI':>19}  {'papers':>6}  vs human (paired)"]
+             f"{'rank':>12}  {'candidate':<44} {'score':>8}  {'95% CI':>19}  {'papers':>6}  vs human (paired)"]
     ranked = [r for r in board["rows"] if r.get("rank") is not None]
     unranked = [r for r in board["rows"] if r.get("rank") is None and r.get("role") != REFERENCE]
     reference = [r for r in board["rows"] if r.get("rank") is None and r.get("role") == REFERENCE]
     for r in ranked + unranked + reference:
         mark = f" [{r['tag']}]" if r.get("tag") else ""
-        if r in unranked:
-            mark += " [contaminated: not ranked]"
         vs = "" if r.get("diff_vs_human") is None else f"{r['diff_vs_human']:+.2f} (p={r['p_vs_human']:.3f})"
-        rank = ("ref" if r.get("role") == REFERENCE else "contam.") if r.get("rank") is None \
-            else f"{r['rank']} [{r['rank_low']:.0f}-{r['rank_high']:.0f}]"
-        lines.append(f"{rank:>9}  {r['candidate'] + mark:<44} {r['score']:>8.2f}  "
+        rank = rank_word(r) if r.get("rank") is None else f"{r['rank']} [{r['rank_low']:.0f}-{r['rank_high']:.0f}]"
+        lines.append(f"{rank:>12}  {r['candidate'] + mark:<44} {r['score']:>8.2f}  "
                      f"[{r['ci95_low']:>7.2f}, {r['ci95_high']:>7.2f}]  {r['papers']:>6}  {vs}")
-    if unranked:
-        lines.append("contam.: no paper on this board is newer than the model's training cutoff (or sealed), so it "
-                     "may have seen the papers' reviews; scored on them for reference, never ranked.")
+    if any(rank_word(r) == "contaminated" for r in unranked):
+        lines.append(CONTAMINATED_NOTE)
     return "\n".join(lines)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grebench.scoring import cohens_d, latest_setup, store_report, validation_rows, verdict
+from grebench.scoring import cohens_d, latest_setup, meets_expectation, store_report, validation_rows, verdict
 from grebench.store import Store, utcnow
 
 
@@ -29,7 +29,10 @@ def test_verdicts() -> None:
     assert verdict(-0.4, 0.001) == "penalised"
     assert verdict(0.4, 0.001) == "rewarded"
     assert verdict(0.4, 0.2) == "not rewarded"
-    assert verdict(-0.4, 0.2) == "not rewarded"
+    # lower but not significantly: says so (a degradation that is not significantly penalised is not as expected)
+    assert verdict(-0.4, 0.2) == "penalised, not significant"
+    assert not meets_expectation("penalised", verdict(-0.4, 0.2))
+    assert meets_expectation("not rewarded", verdict(-0.4, 0.2)) and meets_expectation("not rewarded", "not rewarded")
 
 
 def test_rows_use_common_papers_and_references(store: Store) -> None:
@@ -50,7 +53,8 @@ def test_rows_use_common_papers_and_references(store: Store) -> None:
     assert deletion["ci_low"] <= deletion["d"] <= deletion["ci_high"] < 0
     assert deletion["n_papers"] == 60 and deletion["paper_d"] == -0.409
     elong = rows["elongation"]
-    assert elong["verdict"] == "not rewarded" and abs(elong["d"]) < 0.2
+    assert elong["verdict"] == ("not rewarded" if elong["d"] >= 0 else "penalised, not significant")
+    assert abs(elong["d"]) < 0.2 and elong["p"] >= 0.05
     store_report(store, "run1", "est", "rules-v1", list(rows.values()))
     assert store.scalar("SELECT count(*) FROM validation_reports") == 1
     assert latest_setup(store) == ("est", "rules-v1")

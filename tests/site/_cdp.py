@@ -73,13 +73,35 @@ class Browser:
                 raise RuntimeError(f"Chromium closed the pipe (exit code {self.proc.poll()})")
             self._buf += chunk
 
-    def evaluate(self, session: str, expression: str) -> Any:
-        """Run JavaScript in the page and return its (JSON) value; a page exception is raised here."""
+    def evaluate(self, session: str, expression: str, user_gesture: bool = False) -> Any:
+        """Run JavaScript in the page and return its (JSON) value; a page exception is raised here.
+        ``user_gesture``: as if the user did it (a click that downloads a file needs one)."""
         result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                                "awaitPromise": True}, session)
+                                                "awaitPromise": True, "userGesture": user_gesture}, session)
         if "exceptionDetails" in result:
             raise RuntimeError(f"page exception: {result['exceptionDetails']}")
         return result["result"].get("value")
+
+    def wait_event(self, method: str, match: Any = None, timeout: float = 30.0) -> dict[str, Any]:
+        """The first event ``method`` (seen already or arriving within ``timeout`` s) whose params ``match``
+        accepts; it is removed from :attr:`events`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\0" in self._buf:
+                raw, self._buf = self._buf.split(b"\0", 1)
+                reply = json.loads(raw)
+                if "method" in reply:
+                    self.events.append(reply)
+            for i, event in enumerate(self.events):
+                if event["method"] == method and (match is None or match(event.get("params", {}))):
+                    return self.events.pop(i)
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self._in], [], [], left)[0]:
+                raise TimeoutError(f"no {method} event within {timeout} s")
+            chunk = os.read(self._in, 1 << 20)
+            if not chunk:
+                raise RuntimeError(f"Chromium closed the pipe (exit code {self.proc.poll()})")
+            self._buf += chunk
 
     def close(self) -> None:
         """Kill Chromium and close the pipe ends."""

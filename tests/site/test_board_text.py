@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from grebench.scoring import CONTAMINATED_NOTE
 from grebench.site import board_text
 
 #: The roles the boards stage stores with each row (annotated board rows carry them).
@@ -23,8 +24,20 @@ def test_a_contaminated_llm_is_shown_below_the_ranking_and_labelled_never_ranked
     at = {name: next(i for i, line in enumerate(lines) if i > 2 and f" {name} " in line)
           for name in ("human", "smollm2-135m", "elongation")}
     assert at["human"] < at["smollm2-135m"] < at["elongation"]  # a control never above, even with a higher score
-    assert "contam." in lines[at["smollm2-135m"]] and "[contaminated: not ranked]" in lines[at["smollm2-135m"]]
-    assert lines[at["elongation"]].lstrip().startswith("ref") and lines[at["human"]].lstrip().startswith("1 [1-1]")
-    assert lines[-1].startswith("contam.: no paper on this board is newer than the model's training cutoff")
+    # one word for the row, the same the site and the app show (grebench.scoring.CONTAMINATED)
+    assert lines[at["smollm2-135m"]].lstrip().startswith("contaminated ")
+    assert lines[at["elongation"]].lstrip().startswith("reference ")
+    assert lines[at["human"]].lstrip().startswith("1 [1-1]")
+    assert "contam." not in "\n".join(lines)
+    # the footnote names the true reason for any candidate (an untrusted import has no cutoff to blame)
+    assert lines[-1] == CONTAMINATED_NOTE and "before the candidate's review was written or received" in lines[-1]
     plain = {**board, "rows": board["rows"][:2]}
-    assert "contam." not in board_text(plain)
+    assert "contaminated" not in board_text(plain)
+
+
+def test_the_board_text_says_its_sample() -> None:
+    base = {"metric": "gem-s", "estimator": "e", "preprocessor": "p", "venue_id": "V", "rows": [], "seed": 7}
+    sampled = {**base, "papers": 12, "papers_eligible": 300, "sample": {"description": "seeded sample"}}
+    assert board_text(sampled).splitlines()[1] == ("sample: 12 of 300 papers, seeded (seed 7), stratified by rating; "
+                                                   "`--papers all` scores every paper")
+    assert board_text({**base, "papers": 300, "papers_eligible": 300}).splitlines()[1] == "sample: all 300 papers"

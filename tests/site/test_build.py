@@ -163,3 +163,20 @@ def test_unchanged_rebuild_writes_nothing_and_a_change_rebuilds(small_store: Sto
     (out / "leaderboard.json").unlink()
     assert _site_stage(small_store, settings, out)["unchanged"] is False
     assert _site_stage(small_store, settings, out, force=True)["unchanged"] is False
+
+
+def test_only_finished_snapshot_files_are_published(tmp_path: Path) -> None:
+    from grebench.site._build import publish_snapshots
+
+    source = tmp_path / "snapshots"
+    (source / "iclr-2020").mkdir(parents=True)
+    (source / "iclr-2020" / "manifest.json").write_text("{}")
+    (source / ".iclr-2024.tmp-1a2b3c4d").mkdir()  # a snapshot being cut: not published until renamed
+    (source / ".iclr-2024.tmp-1a2b3c4d" / "papers.parquet").write_bytes(b"half")
+    (tmp_path / "secret").write_text("not a snapshot")
+    (source / "iclr-2020" / "link.parquet").symlink_to(tmp_path / "secret")  # never followed
+    files = publish_snapshots(source, tmp_path / "site" / "snapshots")
+    assert [(f["name"], f["href"]) for f in files] == [("iclr-2020/manifest.json", "snapshots/iclr-2020/manifest.json")]
+    published = sorted(p.relative_to(tmp_path / "site").as_posix() for p in (tmp_path / "site").rglob("*")
+                       if p.is_file())
+    assert published == ["snapshots/iclr-2020/manifest.json"]

@@ -145,5 +145,6 @@ def test_app_board_selector_shows_words_and_keeps_ids_as_values(small_store: Sto
     realistic_ids(small_store)
     _venues, metrics, setups, _models, _papers = _board_choices(small_store)
     assert metrics == [("GEM-S (abstract)", "gem-s")]
-    assert setups == [("offline word model (fast proxy) · rules preprocessor", f"{OFFLINE_ID} / rules-v3"),
-                      ("scored by SmolLM2-135M (hf, float32) · rules preprocessor", f"{HF_ID} / rules-v3")]
+    # headline order: the language model's setup first, the fast proxy after it (labelled so)
+    assert setups == [("scored by SmolLM2-135M (hf, float32) · rules preprocessor", f"{HF_ID} / rules-v3"),
+                      ("offline word model (fast proxy) · rules preprocessor", f"{OFFLINE_ID} / rules-v3")]

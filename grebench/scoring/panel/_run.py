@@ -116,6 +116,18 @@ def _pairs(data: VenueData, per_paper: int, seed: int) -> list[tuple[str, str, s
     return out
 
 
+def _unjudged(store: Store, venue_id: str, judged: set[str]) -> list[dict[str, Any]]:
+    """Candidates with reviews in the venue that no verdict covers, and why (the panel's table lists them too: an
+    ``empty`` control has nothing a judge can compare, so it is never in a pair)."""
+    rows = store.rows("""SELECT g.candidate, bool_and(g.text IS NULL OR length(trim(g.text)) = 0) AS blank
+                         FROM generations g JOIN papers p ON p.paper_id = g.paper_id
+                         WHERE p.venue_id = ? AND g.status = 'ok' GROUP BY g.candidate ORDER BY g.candidate""",
+                      [venue_id])
+    return [{"venue_id": venue_id, "candidate": r["candidate"],
+             "reason": "every review is empty: nothing for a judge to compare" if r["blank"] else "in no judged pair"}
+            for r in rows if r["candidate"] not in judged]
+
+
 def _judge_pairs(judge: Judge, pairs: list[tuple[str, str, str]], data: VenueData, settings: Settings,
                  seed: int) -> list[tuple[str, str, str]]:
     """The pairs one judge is asked: LLM judges (every comparison a model call) get at most
@@ -277,7 +289,8 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, judge_names:
     """
     client = LLMClient(settings, store)
     gem = GemScores(store, settings, estimator_spec, preprocessor_spec)
-    summary: dict[str, Any] = {"venues": [], "exam": [], "rankings": [], "agreement": [], "qualified": [], "votes": 0,
+    summary: dict[str, Any] = {"venues": [], "exam": [], "rankings": [], "agreement": [], "qualified": [],
+                               "unjudged": [], "votes": 0,
                                "votes_total": 0, "machine_metrics": 0, "gem_metric": gem.metric,
                                "verdicts": 0, "flagged": 0, "debated": 0, "skipped_venues": []}
     all_judges: list[Judge] = []
@@ -313,7 +326,7 @@ def _run_venues(store: Store, settings: Settings, client: LLMClient, gem: GemSco
         else:
             summary["skipped_venues"].append(venue_id)
         summary["venues"].append(venue_id)
-        for key in ("exam", "rankings", "agreement", "qualified"):
+        for key in ("exam", "rankings", "agreement", "qualified", "unjudged"):
             summary[key] += part.get(key, [])
         for key in ("verdicts", "flagged", "debated"):
             summary[key] += part.get(key, 0)
@@ -376,6 +389,7 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
         if verdicts and gem_score else None
     _write_results(store, venue_id, verdicts, rankings, agree, gem.metric)
     part["rankings"] = [{"venue_id": venue_id, **r, "gem_score": gem_score.get(r["candidate"])} for r in rankings]
+    part["unjudged"] = _unjudged(store, venue_id, {r["candidate"] for r in rankings})
     part["agreement"] = [] if agree is None else [{"venue_id": venue_id, "gem_metric": gem.metric, **agree}]
     part["verdicts"] = len(verdicts)
     part["flagged"] = sum(v["flagged"] for v in verdicts)
