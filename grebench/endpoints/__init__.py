@@ -8,7 +8,7 @@ and the submission queue (:mod:`grebench.submissions`) use these; nothing here i
 """
 
 from grebench.endpoints._pinned import pinned_async_transport, pinned_transport
-from grebench.endpoints._secrets import KeyVault, Secret
+from grebench.endpoints._secrets import KeyUnreadable, KeyVault, Secret
 from grebench.endpoints._urlcheck import (
     PinnedEndpoint,
     Resolver,
@@ -19,5 +19,5 @@ from grebench.endpoints._urlcheck import (
     own_service_urls,
 )
 
-__all__ = ["KeyVault", "PinnedEndpoint", "Resolver", "Secret", "URLRejected", "check_redirect",
+__all__ = ["KeyUnreadable", "KeyVault", "PinnedEndpoint", "Resolver", "Secret", "URLRejected", "check_redirect",
            "check_submitted_url", "check_url", "own_service_urls", "pinned_async_transport", "pinned_transport"]
