@@ -215,7 +215,9 @@ def test_an_endpoint_serving_the_public_reviews_is_refused_from_the_app_and_the_
                           released="2019-01-01")
         assert message.startswith("Queued as") and "not trusted" in message, message
 
-        def table_gai(host: str, port: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        def table_gai(host: str, port: Any, *args: Any, **kwargs: Any) -> list[Any]:  # the CLI's resolver
+            if host not in RESOLVER:
+                raise socket.gaierror(f"{host} does not resolve")
             return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port)) for ip in RESOLVER[host]]
 
         monkeypatch.setattr("grebench.endpoints._urlcheck.socket.getaddrinfo", table_gai)
