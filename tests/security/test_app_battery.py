@@ -53,6 +53,8 @@ def world(tmp_path_factory: pytest.TempPathFactory, fake_llm: FakeOpenAIServer) 
     config.write_text(f'app_host = "{APP_HOST}"\napp_port = {free_port()}\nestimator = "vllm:{EVAL_LM}"\n'
                       f'submission_http_allowlist = "models.example.test,redirect.example.test,{HTTP_OK}"\n'
                       'submission_private_allowlist = "127.0.0.1/32"\nllm_max_retries = 0\nllm_timeout_s = 30\n'
+                      # every test here submits from 127.0.0.1, refusals included (they count toward the limit)
+                      'submissions_per_address_per_week = 1000\n'
                       'bootstrap_samples = 20\n')
     settings = load_settings(config, env={"GREBENCH_DATA_DIR": str(root / "data")})
     store = open_store(settings.db_path)
