@@ -19,6 +19,7 @@ from grebench.bench import Candidate, ImportRefused, is_clean, is_vouched, read_
 from grebench.bench._generations import make_row, write_rows
 from grebench.cli._main import main
 from grebench.endpoints import KeyUnreadable, KeyVault
+from grebench.scoring._leaderboard import leaderboard
 from grebench.settings import Settings
 from grebench.store import Store, open_store
 from grebench.submissions import (
@@ -78,12 +79,20 @@ def test_declared_cutoff_counts_only_once_the_operator_vouches_and_the_approval_
     clean = {r["paper_id"]: r["clean"] for r in store.rows("SELECT paper_id, clean FROM clean_pairs "
                                                             "WHERE candidate = 'Honest 1'")}
     assert clean == {"paper0": True, "paper1": False}
+    for row in rows:  # both reviews scored: the board decides which count
+        store.con.execute("INSERT INTO scores VALUES ('gem', 'offline', 'rules', 'gem-v1', 'Honest 1', ?, ?, ?, "
+                          "-1.0, -2.0, 1.0, 5, ?)", [row["paper_id"], f"{row['paper_id']}-r1", row["generation_id"],
+                                                    datetime(2020, 1, 1)])
+    [board] = leaderboard(store, "gem", "offline", "rules", samples=20)
+    assert (board["vouched"], board["clean_papers"], board["papers"]) == (False, 1, 1)  # the sealed paper only
 
     result = approve_submission(store, sub_id, note="checked the model card")
     assert result["cutoff"] == "2000-01-01"
     clean = {r["paper_id"]: r["clean"] for r in store.rows("SELECT paper_id, clean FROM clean_pairs "
                                                             "WHERE candidate = 'Honest 1'")}
     assert clean == {"paper0": True, "paper1": True}
+    [board] = leaderboard(store, "gem", "offline", "rules", samples=20)
+    assert (board["vouched"], board["clean_papers"], board["papers"]) == (True, 2, 2)
     cand = store.rows("SELECT kind, cutoff, params_json FROM candidates WHERE name = 'Honest 1'")[0]
     assert is_vouched(cand["kind"], cand["cutoff"], cand["params_json"]) is True
     audit = store.rows("SELECT kind, detail FROM board_changes WHERE subject = 'Honest 1' ORDER BY changed_at")
