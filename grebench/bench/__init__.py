@@ -14,7 +14,7 @@ candidate runs):
 """
 
 from grebench.bench._baseline import Split, choose_split, make_splits
-from grebench.bench._contamination import clean_pairs, is_clean, is_sealed
+from grebench.bench._contamination import clean_pairs, is_clean, is_sealed, is_vouched
 from grebench.bench._copies import COPY_THRESHOLD, copy_share
 from grebench.bench._import import (
     IMPORT_VERSION,
@@ -28,7 +28,9 @@ from grebench.bench._import import (
     check_meta,
     copied_shares,
     import_reviews,
+    is_reserved_name,
     read_import,
+    reserved_names,
 )
 from grebench.bench._local import LocalModel, LocalServers, resolve_local
 from grebench.bench._parse import ParsedReview, parse_review
@@ -45,6 +47,7 @@ from grebench.bench._registry import (
     IMPORTED_KIND,
     NAME_PATTERN,
     REFERENCE,
+    SUBMITTED_KIND,
     Candidate,
     CandidateError,
     CandidateKind,
@@ -79,6 +82,7 @@ __all__ = [
     "NAME_PATTERN",
     "REFERENCE",
     "REVIEW_PROMPT_VERSION",
+    "SUBMITTED_KIND",
     "BadLine",
     "Candidate",
     "CandidateError",
@@ -106,7 +110,9 @@ __all__ = [
     "generate_unreviewed",
     "import_reviews",
     "is_clean",
+    "is_reserved_name",
     "is_sealed",
+    "is_vouched",
     "join_sections",
     "kind_info",
     "kinds_with_role",
@@ -116,6 +122,7 @@ __all__ = [
     "parse_review",
     "read_import",
     "reseal",
+    "reserved_names",
     "resolve_local",
     "review_messages",
     "run_bench",

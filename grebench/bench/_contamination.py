@@ -12,10 +12,11 @@ the store applies the same rule.
 
 from __future__ import annotations
 
+import json
 from datetime import date, datetime
 from typing import Any
 
-from grebench.bench._registry import IMPORTED_KIND, kind_info
+from grebench.bench._registry import CONTESTANT, IMPORTED_KIND, kind_info
 from grebench.store import Store
 
 
@@ -29,7 +30,7 @@ def _day(value: date | datetime | str | None) -> date | None:
     return date.fromisoformat(str(value)[:10])
 
 
-__all__ = ["IMPORTED_KIND", "clean_pairs", "is_clean", "is_sealed"]
+__all__ = ["IMPORTED_KIND", "clean_pairs", "is_clean", "is_sealed", "is_vouched"]
 
 
 def is_clean(cutoff: date | datetime | str | None, reviews_public_at: date | datetime | str | None,
@@ -44,6 +45,27 @@ def is_clean(cutoff: date | datetime | str | None, reviews_public_at: date | dat
     if cut is None:
         return kind is None or kind_info(kind).clean_without_cutoff
     return public is None or cut < public
+
+
+def is_vouched(kind: str | None, cutoff: date | datetime | str | None, params_json: str | None) -> bool | None:
+    """Whether the operator vouches for a contestant's cutoff: a configured model (its kind is clean without one), a
+    submitted model the operator approved (it has a cutoff), an import the operator trusted (``cutoff_trusted``).
+
+    None for the baseline and the references (built from human reviews: no cutoff to vouch for).  An unvouched
+    contestant counts only on its sealed reviews.
+    """
+    facts = kind_info(kind)
+    if facts.role != CONTESTANT:
+        return None
+    if facts.clean_without_cutoff:
+        return True
+    try:
+        params = json.loads(params_json or "{}")
+    except ValueError:
+        params = {}
+    if isinstance(params, dict) and "cutoff_trusted" in params:
+        return bool(params["cutoff_trusted"])
+    return cutoff is not None
 
 
 def is_sealed(generated_at: datetime | None, reviews_public_at: datetime | None) -> bool:

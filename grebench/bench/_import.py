@@ -36,6 +36,7 @@ MAX_REVIEW_BYTES = 100_000  # one review's text, UTF-8
 MAX_FILE_BYTES = 64 * 1024 * 1024  # the whole file (400 papers of 100 kB fit with room to spare)
 MAX_LISTED = 20  # bad lines named in the message (the rest are counted)
 MAX_KEPT = 1000  # bad lines kept on the exception
+MAX_REASON = 500  # characters of one bad line's reasons (a refusal message stays a few kB whatever the file holds)
 LINE_KEYS = ("paper_id", "review", "generated_at")
 META_KEYS = ("cutoff", "released", "model", "family", "description", "url", "submitter")
 _DATE_KEYS = ("cutoff", "released")
@@ -104,6 +105,12 @@ def _show(value: Any, limit: int = 60) -> str:
     return repr(text[:limit] + "…") if len(text) > limit else repr(text)
 
 
+def _listed(keys: Sequence[Any], limit: int = 10) -> str:
+    """The first ``limit`` keys quoted, then a count: a line with a million unknown keys gets a short message."""
+    shown = ", ".join(_show(k) for k in keys[:limit])
+    return shown + (f" ... and {len(keys) - limit:,} more" if len(keys) > limit else "")
+
+
 def _type(value: Any) -> str:
     return _JSON_TYPES.get(type(value), type(value).__name__)
 
@@ -164,7 +171,7 @@ def check_meta(raw: Any, where: str = "_meta") -> tuple[dict[str, Any], list[str
     reasons: list[str] = []
     unknown = sorted(set(raw) - set(META_KEYS))
     if unknown:
-        reasons.append(f"unknown {where} key(s) {', '.join(_show(k) for k in unknown)} "
+        reasons.append(f"unknown {where} key(s) {_listed(unknown)} "
                        f"(allowed: {', '.join(META_KEYS)})")
     meta: dict[str, Any] = {}
     for key in META_KEYS:
@@ -202,7 +209,7 @@ def _review_line(obj: Any, number: int, known: Collection[str], first_line: dict
     reasons: list[str] = []
     unknown = sorted(set(obj) - set(LINE_KEYS))
     if unknown:
-        reasons.append(f"unknown key(s) {', '.join(_show(k) for k in unknown)} (allowed: {', '.join(LINE_KEYS)})")
+        reasons.append(f"unknown key(s) {_listed(unknown)} (allowed: {', '.join(LINE_KEYS)})")
     paper_id = obj.get("paper_id")
     if paper_id is None:
         reasons.append("missing paper_id")
@@ -270,7 +277,7 @@ def read_import(data: bytes, paper_ids: Collection[str], *, now: datetime | None
                 if seen_line:
                     reasons = ["the _meta line must be the first line of the file"]
                 elif set(obj) != {"_meta"}:
-                    reasons = [f"a _meta line holds only _meta (found also {', '.join(sorted(set(obj) - {'_meta'}))})"]
+                    reasons = [f"a _meta line holds only _meta (found also {_listed(sorted(set(obj) - {'_meta'}))})"]
                 else:
                     meta, reasons = check_meta(obj["_meta"])
             else:
@@ -281,7 +288,8 @@ def read_import(data: bytes, paper_ids: Collection[str], *, now: datetime | None
         if reasons:
             total += 1
             if len(problems) < MAX_KEPT:
-                problems.append(BadLine(number, "; ".join(reasons)))
+                reason = "; ".join(reasons)
+                problems.append(BadLine(number, reason if len(reason) <= MAX_REASON else reason[:MAX_REASON] + "…"))
     if not problems and not reviews:
         problems, total = [BadLine(0, "the file holds no reviews")], 1
     if problems:
@@ -289,15 +297,27 @@ def read_import(data: bytes, paper_ids: Collection[str], *, now: datetime | None
     return ImportFile(meta, tuple(reviews), hashlib.sha256(data).hexdigest())
 
 
+def reserved_names(settings: Settings) -> set[str]:
+    """Names nobody may submit or import under, from the registries: the human baseline, every registered control
+    (plugins' too) and every candidate configured in the settings."""
+    from grebench.bench.controls import CONTROLS
+
+    return {HUMAN, *CONTROLS.names(), *(c.name for c in load_candidates(settings))}
+
+
+def is_reserved_name(settings: Settings, name: str) -> bool:
+    """Whether ``name`` is one of :func:`reserved_names`, in any case (and with spaces as dashes: a submitted
+    model's name becomes its model id that way)."""
+    wanted = {name.strip().lower(), name.strip().lower().replace(" ", "-")}
+    return bool(wanted & {r.lower() for r in reserved_names(settings)})
+
+
 def check_candidate_name(store: Store, settings: Settings, name: str) -> None:
     """Refuse a name that is malformed or belongs to a bundled, configured, submitted or LLM candidate."""
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise CandidateError(f"candidate name must be 1-100 characters of letters, digits and ._:/@+-, got "
                              f"{_show(name)}")
-    from grebench.bench.controls import CONTROLS
-
-    reserved = {HUMAN, *CONTROLS.names(), *(c.name for c in load_candidates(settings))}
-    if name.lower() in {r.lower() for r in reserved}:
+    if is_reserved_name(settings, name):
         raise CandidateError(f"candidate {name!r}: name already used by a bundled or configured candidate")
     for row in store.rows("SELECT name, kind FROM candidates WHERE lower(name) = lower(?)", [name]):
         if row["kind"] != IMPORTED_KIND or row["name"] != name:

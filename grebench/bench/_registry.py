@@ -223,6 +223,10 @@ ENDPOINT_KIND = "llm"
 HUMAN_KIND, CONTROL_KIND = "human", "control"
 #: The kind of a candidate whose reviews were written elsewhere (``grebench bench import``).
 IMPORTED_KIND = "imported"
+#: The kind of a model submitted by the public (the app, ``grebench submit``): called like an ``llm`` endpoint, but
+#: its declared cutoff is information only until the operator vouches for it (``grebench submissions approve``):
+#: until then the candidate has no cutoff and only its sealed reviews count.
+SUBMITTED_KIND = "submitted"
 CANDIDATE_KINDS.add(ENDPOINT_KIND, LLMKind(), spec="llm", summary="a litellm model or an OpenAI-compatible endpoint")
 CANDIDATE_KINDS.add(HUMAN_KIND, _StoredKind(HUMAN_KIND, "the human baseline is bundled"), summary="the human "
                     "baseline", role=BASELINE, tag="human baseline", colour="#2e7d32", configurable=False)
@@ -233,6 +237,10 @@ CANDIDATE_KINDS.add(IMPORTED_KIND, _StoredKind(IMPORTED_KIND, "kind 'imported' i
                                                "reviews (docs/candidates.md)"),
                     summary="reviews written elsewhere", tag="imported", colour="#8a4f0f",
                     clean_without_cutoff=False, configurable=False, generated=False)
+CANDIDATE_KINDS.add(SUBMITTED_KIND, _StoredKind(SUBMITTED_KIND, "submitted models come from the submission queue "
+                                                "(`grebench submit`, the app's Submit tab)"),
+                    summary="a model submitted through the queue", tag="submitted", colour="#5e35b1",
+                    clean_without_cutoff=False, configurable=False)
 
 
 def kind_info(kind: str | None) -> KindInfo:

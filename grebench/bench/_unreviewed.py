@@ -55,8 +55,8 @@ def reseal(store: Store) -> int:
 
 def stored_candidate(row: dict[str, Any], api_key_env: str | None = None) -> Candidate:
     """A ``candidates`` row (a submitted model) as a bench candidate."""
-    return Candidate(name=row["name"], kind=ENDPOINT_KIND, model=row["model"], api_base=row["api_base"],
-                     api_key_env=api_key_env, released=row["released"], cutoff=row["cutoff"],
+    return Candidate(name=row["name"], kind=row.get("kind") or ENDPOINT_KIND, model=row["model"],
+                     api_base=row["api_base"], api_key_env=api_key_env, released=row["released"], cutoff=row["cutoff"],
                      family=row["family"], description=row["description"], submitter=row["submitter"],
                      params=json.loads(row["params_json"] or "{}"), isolated=True)
 

@@ -27,6 +27,7 @@ COMMANDS = {
     "serve": "serve",
     "snapshot": "snapshot",
     "submit": "submit",
+    "submissions": "submissions",
     "models": "models",
 }
 

@@ -21,7 +21,8 @@ from grebench.settings import Settings
 @click.option("--model", "model_string", default="", help="litellm model string (hosted providers), e.g. openai/x.")
 @click.option("--base-url", default="", help="OpenAI-compatible base URL (https, public address).")
 @click.option("--released", default="", help="Release date YYYY-MM-DD.")
-@click.option("--cutoff", required=True, help="Training-data cutoff YYYY-MM-DD.")
+@click.option("--cutoff", required=True, help="Training-data cutoff YYYY-MM-DD (shown, not trusted until the operator "
+              "runs `grebench submissions approve ID`).")
 @click.option("--contact", required=True, help="E-mail address or handle of the submitter.")
 @click.option("--api-key-env", default=None, help="NAME of an environment variable holding the API key.")
 @click.option("--params", default="", help='Generation parameters as JSON, e.g. {"temperature": 0.7}.')

@@ -9,7 +9,7 @@ and the submission queue (:mod:`grebench.submissions`) use these; nothing here i
 
 from grebench.endpoints._neterror import CAUSE_TEXT, describe_network_error, network_cause
 from grebench.endpoints._pinned import pinned_async_transport, pinned_transport
-from grebench.endpoints._secrets import KeyVault, Secret
+from grebench.endpoints._secrets import KeyUnreadable, KeyVault, Secret
 from grebench.endpoints._urlcheck import (
     PinnedEndpoint,
     Resolver,
@@ -20,6 +20,6 @@ from grebench.endpoints._urlcheck import (
     own_service_urls,
 )
 
-__all__ = ["CAUSE_TEXT", "KeyVault", "PinnedEndpoint", "Resolver", "Secret", "URLRejected", "check_redirect",
-           "check_submitted_url", "check_url", "describe_network_error", "network_cause", "own_service_urls",
-           "pinned_async_transport", "pinned_transport"]
+__all__ = ["CAUSE_TEXT", "KeyUnreadable", "KeyVault", "PinnedEndpoint", "Resolver", "Secret", "URLRejected",
+           "check_redirect", "check_submitted_url", "check_url", "describe_network_error", "network_cause",
+           "own_service_urls", "pinned_async_transport", "pinned_transport"]

@@ -34,6 +34,11 @@ class Secret:
     __str__ = __repr__
 
 
+class KeyUnreadable(ValueError):
+    """A submission's stored key cannot be read with this process's ``GREBENCH_SECRET_KEY`` (a different key, or
+    none): the ciphertext is kept so that the operator can fix the setting and run the queue again."""
+
+
 class KeyVault:
     """Where submitted API keys live between submission and the end of their evaluation."""
 
@@ -69,14 +74,22 @@ class KeyVault:
         return None
 
     def open(self, submission_id: str, ciphertext: str | None) -> Secret | None:
-        """The key of a submission, or None when it had none (or it was lost with a restart)."""
-        if ciphertext and self._fernet is not None:
+        """The key of a submission, or None when it had none (or an in-memory key was lost with a restart).
+
+        A stored ciphertext that this vault cannot decrypt raises :class:`KeyUnreadable` (a wrong or missing
+        ``GREBENCH_SECRET_KEY``): that is the operator's error to fix, not a submission without a key.
+        """
+        if ciphertext:
+            if self._fernet is None:
+                raise KeyUnreadable(f"the submitted API key is stored encrypted but {SECRET_KEY_ENV} is not set in "
+                                    "this process")
             from cryptography.fernet import InvalidToken
 
             try:
                 return Secret(self._fernet.decrypt(ciphertext.encode("ascii")).decode("utf-8"))
-            except InvalidToken:
-                return None
+            except (InvalidToken, UnicodeError):
+                raise KeyUnreadable(f"the submitted API key cannot be decrypted with this {SECRET_KEY_ENV} (a "
+                                    "different key from the one it was stored with?)") from None
         with self._lock:
             value = self._memory.get(submission_id)
         return None if value is None else Secret(value)

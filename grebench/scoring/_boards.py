@@ -26,11 +26,11 @@ from grebench.scoring._metrics import headline_metric, metric_preprocessor
 from grebench.settings import Settings
 from grebench.store import Store, code_files, fingerprint, utcnow
 
-BOARD_VERSION = "boards-v3"  # v3: a board's sample_json holds its venue's share of the paper sample
+BOARD_VERSION = "boards-v4"  # v3: sample_json holds its venue's share of the paper sample; v4: rows say `vouched`
 SCOPES = ("all", "sealed")
 ROW_COLUMNS = ("board_id", "candidate", "kind", "role", "rank", "rank_low", "rank_high", "score", "ci90_low",
                "ci90_high", "ci95_low", "ci95_high", "papers", "pairs", "clean_papers", "contaminated_papers",
-               "sealed_share", "diff_vs_human", "p_vs_human", "cost_usd", "latency_s")
+               "sealed_share", "diff_vs_human", "p_vs_human", "cost_usd", "latency_s", "vouched")
 BOARD_COLUMNS = ("board_id", "venue_id", "venue", "metric", "estimator", "preprocessor", "scope", "papers",
                  "papers_eligible", "sample_json", "human_score", "human_ci95_low", "human_ci95_high",
                  "bootstrap_samples", "seed", "computed_at")

@@ -14,7 +14,17 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from grebench.bench import CONTESTANT, CONTROL_KIND, CONTROLS, HUMAN, HUMAN_KIND, REFERENCE, is_clean, kind_info
+from grebench.bench import (
+    CONTESTANT,
+    CONTROL_KIND,
+    CONTROLS,
+    HUMAN,
+    HUMAN_KIND,
+    REFERENCE,
+    is_clean,
+    is_vouched,
+    kind_info,
+)
 from grebench.scoring._aggregate import bootstrap_ci, paired_difference, rank_intervals
 from grebench.scoring._metrics import metric_preprocessor
 from grebench.store import Store
@@ -55,7 +65,8 @@ def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor:
     preprocessor = metric_preprocessor(metric, preprocessor)
     rows = store.rows(
         f"""SELECT s.candidate, s.paper_id, avg({FLOORED_PMI}) AS pmi, count(*) AS pairs, any_value(c.kind) AS kind,
-                  any_value(c.cutoff) AS cutoff, any_value(p.reviews_public_at) AS public_at,
+                  any_value(c.cutoff) AS cutoff, any_value(c.params_json) AS candidate_params,
+                  any_value(p.reviews_public_at) AS public_at,
                   bool_or(coalesce(g.sealed, false)) AS sealed, bool_and(s.conditional = s.marginal) AS no_lines
            FROM scores s LEFT JOIN candidates c ON c.name = s.candidate
            LEFT JOIN papers p ON p.paper_id = s.paper_id
@@ -67,13 +78,14 @@ def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor:
     scores: dict[str, dict[str, float]] = defaultdict(dict)
     contaminated: dict[str, dict[str, float]] = defaultdict(dict)
     info: dict[str, dict[str, Any]] = defaultdict(lambda: {"pairs": 0, "sealed": 0, "papers_scored": 0, "kind": None,
-                                                           "role": CONTESTANT, "no_lines": 0})
+                                                           "role": CONTESTANT, "no_lines": 0, "vouched": None})
     for r in rows:
         name = r["candidate"]
         kind = _kind(name, r["kind"])
         facts = kind_info(kind)
         entry = info[name]
         entry["kind"], entry["role"] = kind, facts.role
+        entry["vouched"] = is_vouched(kind, r["cutoff"], r["candidate_params"])
         entry["papers_scored"] += 1
         if not facts.always_clean and not (r["sealed"] or is_clean(r["cutoff"], r["public_at"], kind)):
             contaminated[name][r["paper_id"]] = float(r["pmi"])  # not ranked; shown only when nothing is clean
@@ -150,6 +162,8 @@ def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str,
             "papers": len(per_paper), "pairs": info[name]["pairs"],
             "rank": ranks[name]["rank"], "rank_low": ranks[name]["rank_low"], "rank_high": ranks[name]["rank_high"],
             "clean_papers": clean, "contaminated_papers": info[name]["papers_scored"] - clean,
+            # whether the operator vouches for the cutoff (None: baseline, references); unvouched: sealed papers only
+            "vouched": info[name]["vouched"],
             # sealing is about LLMs writing before the reviews were public: no meaning for texts built from them
             "sealed_share": None if info[name]["role"] != CONTESTANT else info[name]["sealed"] / len(per_paper),
             "diff_vs_human": diff["diff"] if diff else None, "p_vs_human": diff["p"] if diff else None,

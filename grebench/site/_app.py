@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import os
 import shutil
 import tempfile
 import threading
@@ -34,6 +35,7 @@ from grebench.site._reader import (
     reader_cache,
     tree_stamp,
 )
+from grebench.site._uploads import discard_upload, upload_gate
 from grebench.store import REFERENCE, Store
 from grebench.submissions import (
     UPLOAD_MAX_BYTES,
@@ -47,7 +49,7 @@ from grebench.submissions import (
 )
 
 BOARD_COLUMNS = ["rank", "candidate", "kind", "score", "ci95_low", "ci95_high", "rank_low", "rank_high", "papers",
-                 "clean_papers", "sealed_share", "cost_usd", "latency_s"]
+                 "clean_papers", "vouched", "sealed_share", "cost_usd", "latency_s"]
 
 
 TAB_IDS = ("leaderboard", "model", "paper", "submit", "queue", "downloads")
@@ -79,15 +81,23 @@ def blocked_paths(settings: Settings) -> list[str]:
 
 
 def launch_kwargs(settings: Settings) -> dict[str, Any]:
-    """Keyword arguments of ``Blocks.launch``: no share link, no telemetry, nothing served from the data dir."""
+    """Keyword arguments of ``Blocks.launch``: no share link, no telemetry, nothing served from the data dir.
+
+    Also points uvicorn's proxy-header handling at ``app_trusted_proxies``: Gradio builds its ``uvicorn.Config``
+    without ``forwarded_allow_ips``, so uvicorn reads ``FORWARDED_ALLOW_IPS`` (default ``127.0.0.1,::1``) and would
+    rewrite the client address from X-Forwarded-For of any same-host peer before the app's rule runs.
+    """
     import gradio as gr
+
+    os.environ["FORWARDED_ALLOW_IPS"] = forwarded_allow_ips(settings)
 
     theme = gr.themes.Default(font=["system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
     return {"server_name": settings.app_host, "server_port": settings.app_port, "share": False,
             "blocked_paths": blocked_paths(settings), "allowed_paths": [], "show_error": False,
             "enable_monitoring": False, "mcp_server": False, "pwa": False, "ssr_mode": False, "theme": theme,
             "footer_links": ["api"], "max_file_size": UPLOAD_MAX_BYTES,
-            "state_session_capacity": settings.app_session_capacity}
+            "state_session_capacity": settings.app_session_capacity,
+            "app_kwargs": {"middleware": [upload_gate(settings)]}}
 
 
 def _fmt(value: Any) -> Any:
@@ -268,6 +278,12 @@ def trusted_proxies(spec: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Ne
     return tuple(nets)
 
 
+def forwarded_allow_ips(settings: Settings) -> str:
+    """uvicorn's ``forwarded_allow_ips`` for these settings: exactly the ``app_trusted_proxies`` networks ('' when
+    none: uvicorn then believes no forwarded header)."""
+    return ",".join(str(net) for net in trusted_proxies(settings.app_trusted_proxies))
+
+
 def client_address(request: Any, proxies: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network] = ()) -> str | None:
     """The address the request came from, as the app's socket saw it.  Forwarded headers are believed only when the
     socket's peer is one of the operator's ``proxies``: then the rightmost X-Forwarded-For entry that is not a
@@ -337,10 +353,14 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                       request: Any = None) -> str:
         form = ImportForm(candidate=candidate or "", contact=contact or "", cutoff=cutoff or "", model=model or "",
                           description=description or "")
+        path = _upload_path(upload)
         try:
-            data = read_upload(_upload_path(upload))
+            data = read_upload(path)
         except SubmissionError as exc:
+            queue.record_refusal(client_address(request, proxies))
             return f"Rejected: {exc}"
+        finally:
+            discard_upload(path)  # the bytes are read (or refused): the uploaded copy goes now
         papers, names = reader(settings).view("import-check", None, _import_check)
         message = str(queue_import(queue, form, data, settings, papers, names,
                                    source=client_address(request, proxies))["message"])
@@ -385,7 +405,8 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
         return [f["path"] for f in manifest["files"]], text
 
     read: dict[str, Any] = {"concurrency_limit": READ_CONCURRENCY, "concurrency_id": "read"}
-    with gr.Blocks(title="GRE-bench", analytics_enabled=False) as demo:
+    with gr.Blocks(title="GRE-bench", analytics_enabled=False,
+                   delete_cache=(settings.app_upload_ttl_s, settings.app_upload_ttl_s)) as demo:
         gr.Markdown("# GRE-bench\nLLMs ranked by how much information their peer reviews share with human reviews.")
         with gr.Tabs() as tabs:
             with gr.Tab("Leaderboard", id="leaderboard"):

@@ -27,7 +27,7 @@ SCHEMA_VERSION = 1
 #: Fields of one row in leaderboard.json, in order (a stable contract: docs/site.md).
 ROW_FIELDS = ("rank", "status", "candidate", "kind", "score", "ci90_low", "ci90_high", "ci95_low", "ci95_high",
               "rank_low", "rank_high", "papers", "pairs", "clean_papers", "sealed_share", "diff_vs_human", "p_vs_human",
-              "cost_usd", "latency_s")
+              "cost_usd", "latency_s", "vouched")
 _HERE = Path(__file__).parent
 
 

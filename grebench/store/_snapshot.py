@@ -28,6 +28,16 @@ from grebench.store._records import utcnow
 from grebench.store._store import Store, ident, public_select, write_parquet
 
 FORMAT = "grebench-snapshot/1"
+#: Import reads each member in record batches of this many rows (memory stays bounded whatever the file decodes to).
+BATCH_ROWS = 8192
+#: The most one member may decode to (Arrow bytes), whatever its manifest says.
+MAX_DECODED_BYTES = 2 * 1024 ** 3
+#: A member whose manifest does not declare ``decoded_bytes`` (snapshots cut before it was written) may decode to
+#: this many times its file size, and at least :data:`UNDECLARED_MIN_BYTES`.
+UNDECLARED_RATIO = 50
+UNDECLARED_MIN_BYTES = 64 * 1024 ** 2
+MAX_MANIFEST_BYTES = 1024 ** 2
+MAX_MANIFEST_DEPTH = 8
 MANIFEST = "manifest.json"
 README = "README.md"
 _P = "(SELECT paper_id FROM papers WHERE venue_id = $venue)"
@@ -178,7 +188,7 @@ def export_snapshot(store: Store, venue: str, out_dir: Path, *, replace: bool = 
             query, extra = public_select(store, table, sql)
             rows = write_parquet(store.con.execute(query, {**params, **extra}), target)
             files[target.name] = {"table": table, "rows": rows, "bytes": target.stat().st_size,
-                                  "sha256": file_sha256(target)}
+                                  "decoded_bytes": decoded_bytes(target), "sha256": file_sha256(target)}
         manifest: dict[str, Any] = {
             "format": FORMAT, "venue_id": venue_id, "venue": info["venue"], "venue_year": info["venue_year"],
             "slug": info["slug"], "product_version": grebench.__version__, "created_at": utcnow().isoformat(),
@@ -198,6 +208,72 @@ def export_snapshot(store: Store, venue: str, out_dir: Path, *, replace: bool = 
     return manifest
 
 
+def decoded_bytes(path: Path) -> int:
+    """What a Parquet file decodes to, in Arrow bytes, read the way import reads it (:data:`BATCH_ROWS` at a time)."""
+    import pyarrow.parquet as pq
+
+    return sum(_dense_nbytes(batch) for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS))
+
+
+def decoded_bound(info: dict[str, Any]) -> int:
+    """The most a member may decode to: its declared ``decoded_bytes`` (a little slack for another pyarrow's
+    buffers), else :data:`UNDECLARED_RATIO` times its file size (at least :data:`UNDECLARED_MIN_BYTES`); never more
+    than :data:`MAX_DECODED_BYTES`."""
+    declared = info.get("decoded_bytes")
+    if isinstance(declared, int) and not isinstance(declared, bool) and declared >= 0:
+        bound = declared + declared // 10 + 1024 ** 2
+    else:
+        size = info.get("bytes")
+        size = size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else 0
+        bound = max(UNDECLARED_MIN_BYTES, UNDECLARED_RATIO * size)
+    return min(bound, MAX_DECODED_BYTES)
+
+
+def _dense_nbytes(batch: Any) -> int:
+    """Bytes a record batch takes once every dictionary-encoded column is expanded (what the store will hold),
+    computed from the value lengths without expanding anything."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    total = 0
+    for column in batch.columns:
+        if pa.types.is_dictionary(column.type):
+            values = column.dictionary
+            if pa.types.is_binary(values.type) or pa.types.is_string(values.type) \
+                    or pa.types.is_large_binary(values.type) or pa.types.is_large_string(values.type):
+                lengths = pc.fill_null(pc.binary_length(values), 0)
+                per_row = pc.fill_null(pc.take(lengths, column.indices), 0)
+                total += int(pc.sum(per_row).as_py() or 0) + 8 * len(column)
+            else:
+                total += values.type.bit_width // 8 * len(column) if hasattr(values.type, "bit_width") \
+                    else column.nbytes
+        else:
+            total += column.nbytes
+    return total
+
+
+def _footer_bytes(parquet: Any) -> int:
+    """Uncompressed bytes of every column chunk, from the Parquet footer (before any page is read)."""
+    meta = parquet.metadata
+    return sum(meta.row_group(g).column(c).total_uncompressed_size
+               for g in range(meta.num_row_groups) for c in range(meta.num_columns))
+
+
+def _depth(value: Any, limit: int) -> int:
+    """Nesting depth of a parsed JSON value, counted up to ``limit + 1`` (no recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
+
+
 def _manifest_bytes(root: Path) -> tuple[bytes, str]:
     """The manifest's bytes and their SHA-256, read once (the hash and the parsed manifest are of the same bytes)."""
     path = root / MANIFEST
@@ -205,14 +281,36 @@ def _manifest_bytes(root: Path) -> tuple[bytes, str]:
         raise SnapshotError(f"{MANIFEST}: is a symbolic link (refused)")
     if not path.is_file() or path.resolve().parent != root:
         raise SnapshotError(f"{MANIFEST}: missing or not a plain file in the snapshot folder")
+    if path.stat().st_size > MAX_MANIFEST_BYTES:
+        raise SnapshotError(f"{MANIFEST}: larger than {MAX_MANIFEST_BYTES:,} bytes (refused)")
     raw = path.read_bytes()
     return raw, hashlib.sha256(raw).hexdigest()
 
 
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise SnapshotError(f"{MANIFEST}: duplicate key {key[:60]!r}")
+        out[key] = value
+    return out
+
+
 def _parse_manifest(raw: bytes) -> dict[str, Any]:
-    manifest = json.loads(raw.decode("utf-8"))
+    """The manifest as an object; :class:`SnapshotError` (one line) for anything else: bad UTF-8 or JSON, a
+    duplicate key, nesting deeper than :data:`MAX_MANIFEST_DEPTH`, a top level that is not an object."""
+    try:
+        manifest = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique)
+    except SnapshotError:
+        raise
+    except RecursionError:
+        raise SnapshotError(f"{MANIFEST}: nested too deeply (refused)") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise SnapshotError(f"{MANIFEST}: not valid UTF-8 JSON: {str(exc).splitlines()[0][:120]}") from None
     if not isinstance(manifest, dict):
         raise SnapshotError(f"{MANIFEST}: not a JSON object")
+    if _depth(manifest, MAX_MANIFEST_DEPTH) > MAX_MANIFEST_DEPTH:
+        raise SnapshotError(f"{MANIFEST}: nested deeper than {MAX_MANIFEST_DEPTH} levels (refused)")
     return manifest
 
 
@@ -260,6 +358,7 @@ def verify_snapshot(snapshot_dir: Path, manifest_sha256: str | None = None) -> d
         if path is None:
             problems.append(str(why))
             continue
+        assert isinstance(info, dict)
         if file_sha256(path) != info.get("sha256"):
             problems.append(f"{name}: SHA-256 mismatch (file changed)")
             continue
@@ -268,13 +367,17 @@ def verify_snapshot(snapshot_dir: Path, manifest_sha256: str | None = None) -> d
         except Exception as exc:  # pyarrow raises several types for a bad file
             problems.append(f"{name}: not a readable Parquet file ({type(exc).__name__})")
             continue
-        if rows != info.get("rows"):
-            problems.append(f"{name}: {rows} rows, manifest says {info.get('rows')}")
+        declared_rows = info.get("rows")
+        if isinstance(declared_rows, bool) or rows != declared_rows:
+            problems.append(f"{name}: {rows} rows, manifest says {str(declared_rows)[:40]}")
     readme = root / README
     if readme.is_symlink() or not readme.is_file() or file_sha256(readme) != manifest.get("readme_sha256"):
         problems.append(f"{README}: missing or changed" + (" (a symbolic link)" if readme.is_symlink() else ""))
     extra = sorted(p.name for p in root.iterdir() if p.name not in files and p.name not in (MANIFEST, README))
     problems += [f"{name[:60]}: not in the manifest" for name in extra]
+    for key in ("venue_id", "product_version"):
+        if not isinstance(manifest.get(key), str):
+            problems.append(f"{MANIFEST}: {key!r} is missing or not a string")
     ok = not problems
     return {**base, "ok": ok, "problems": problems, "files": len(files), "manifest_sha256": digest,
             "authenticated": ok and anchor is not None,
@@ -299,14 +402,33 @@ def _primary_key(store: Store, table: str) -> list[str]:
 def import_snapshot(store: Store, snapshot_dir: Path, manifest_sha256: str | None = None) -> dict[str, Any]:
     """Load a verified snapshot into the store; rows already there are kept, so importing twice adds nothing.
 
-    With ``manifest_sha256`` the manifest must be the published one; the report says ``authenticated``.
+    With ``manifest_sha256`` the manifest must be the published one; the report says ``authenticated``.  Each member
+    is streamed in record batches of :data:`BATCH_ROWS` rows and refused as soon as it holds more rows than its
+    manifest says or decodes to more than :func:`decoded_bound` (a small file can decode to gigabytes); the whole
+    import is one transaction, so a refusal writes nothing.  Every refusal is one :class:`SnapshotError` line.
     """
+    import duckdb
+    import pyarrow as pa
+
+    try:
+        return _import(store, snapshot_dir, manifest_sha256)
+    except SnapshotError:
+        raise
+    except (pa.ArrowException, duckdb.Error, OSError, ValueError, TypeError, KeyError, RecursionError,
+            MemoryError) as exc:
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise SnapshotError(f"{snapshot_dir}: refused, nothing imported: {type(exc).__name__}: {first}") from None
+
+
+def _import(store: Store, snapshot_dir: Path, manifest_sha256: str | None) -> dict[str, Any]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     report = verify_snapshot(snapshot_dir, manifest_sha256)
     if not report["ok"]:
-        raise SnapshotError(f"{snapshot_dir}: verification failed: {'; '.join(report['problems'])}")
+        problems = report["problems"]
+        shown = "; ".join(problems[:10]) + (f"; ... and {len(problems) - 10} more" if len(problems) > 10 else "")
+        raise SnapshotError(f"{snapshot_dir}: verification failed: {shown}")
     root = Path(snapshot_dir).resolve()
     raw, digest = _manifest_bytes(root)
     if digest != report["manifest_sha256"]:
@@ -314,6 +436,7 @@ def import_snapshot(store: Store, snapshot_dir: Path, manifest_sha256: str | Non
     manifest = _parse_manifest(raw)
     present = _tables(store)
     added: dict[str, int] = {}
+    decoded: dict[str, int] = {}
     with store.transaction() as con:
         for name, info in manifest["files"].items():
             path, why = _member(root, name, info)
@@ -325,28 +448,50 @@ def import_snapshot(store: Store, snapshot_dir: Path, manifest_sha256: str | Non
             blob = path.read_bytes()  # hashed and parsed from the same bytes: a file swapped after verify is refused
             if hashlib.sha256(blob).hexdigest() != info.get("sha256"):
                 raise SnapshotError(f"{name}: changed while it was being imported (refused)")
-            data = pq.read_table(pa.BufferReader(blob))
+            parquet = pq.ParquetFile(pa.BufferReader(blob))
+            names = list(parquet.schema_arrow.names)
+            doubled = sorted({c for c in names if names.count(c) > 1})
+            if doubled:
+                raise SnapshotError(f"{name}: duplicate column name(s) {', '.join(repr(c[:40]) for c in doubled[:5])}")
             known = _columns(store, table)
-            unknown = [c for c in data.column_names if c not in known]
+            unknown = [c for c in names if c not in known]
             if unknown:
                 raise SnapshotError(f"{name}: column(s) not in table {table}: "
                                     f"{', '.join(repr(c[:40]) for c in unknown[:5])}")
-            cols = ", ".join(ident(c) for c in known if c in data.column_names)
+            cols = ", ".join(ident(c) for c in known if c in names)
+            keyed = bool(_primary_key(store, table))
+            bound, most_rows = decoded_bound(info), int(info["rows"])
+            if any(pa.types.is_nested(t) for t in parquet.schema_arrow.types):
+                raise SnapshotError(f"{name}: nested column types are not part of a snapshot (refused)")
+            stored = _footer_bytes(parquet)
+            if stored > bound:
+                raise SnapshotError(f"{name}: decodes to more than {bound:,} bytes (its pages alone hold {stored:,}; "
+                                    "refused after 0 bytes)")
             before = int(cast("tuple[Any, ...]", con.execute(f"SELECT count(*) FROM {ident(table)}").fetchone())[0])
-            con.register("grebench_snapshot_src", data)
-            try:
-                if _primary_key(store, table):
-                    con.execute(f"INSERT OR IGNORE INTO {ident(table)} ({cols}) "
-                                f"SELECT {cols} FROM grebench_snapshot_src")
-                else:  # no key: add only rows not already present (set difference on every column)
-                    con.execute(f"INSERT INTO {ident(table)} ({cols}) SELECT {cols} FROM grebench_snapshot_src "
-                                f"EXCEPT SELECT {cols} FROM {ident(table)}")
-            finally:
-                con.unregister("grebench_snapshot_src")
+            rows = size = 0
+            for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
+                rows += batch.num_rows
+                size += _dense_nbytes(batch)
+                if rows > most_rows:
+                    raise SnapshotError(f"{name}: holds more than the {most_rows:,} rows its manifest says (refused)")
+                if size > bound:
+                    raise SnapshotError(f"{name}: decodes to more than {bound:,} bytes (its manifest allows; "
+                                        f"refused after {size:,} bytes, {rows:,} rows)")
+                con.register("grebench_snapshot_src", pa.Table.from_batches([batch]))
+                try:
+                    if keyed:
+                        con.execute(f"INSERT OR IGNORE INTO {ident(table)} ({cols}) "
+                                    f"SELECT {cols} FROM grebench_snapshot_src")
+                    else:  # no key: add only rows not already present (set difference on every column)
+                        con.execute(f"INSERT INTO {ident(table)} ({cols}) SELECT {cols} FROM grebench_snapshot_src "
+                                    f"EXCEPT SELECT {cols} FROM {ident(table)}")
+                finally:
+                    con.unregister("grebench_snapshot_src")
             after = int(cast("tuple[Any, ...]", con.execute(f"SELECT count(*) FROM {ident(table)}").fetchone())[0])
             added[table] = after - before
+            decoded[table] = size
     store.checkpoint()
-    return {"venue_id": manifest["venue_id"], "path": str(root), "rows_added": added,
+    return {"venue_id": manifest["venue_id"], "path": str(root), "rows_added": added, "decoded_bytes": decoded,
             "product_version": manifest["product_version"], "authenticated": report["authenticated"],
             "manifest_sha256": digest}
 

@@ -7,7 +7,7 @@ reviews written elsewhere is checked with the bench's validator and queued the s
 the scheduler imports it as a candidate of kind ``imported`` (:func:`accept_queued_imports`).
 """
 
-from grebench.submissions._evaluate import evaluate_queued
+from grebench.submissions._evaluate import approve_submission, evaluate_queued, refuse_copied_generations
 from grebench.submissions._imports import (
     UPLOAD_MAX_BYTES,
     ImportForm,
@@ -27,6 +27,22 @@ from grebench.submissions._queue import (
     validate_submission,
 )
 
-__all__ = ["UPLOAD_MAX_BYTES", "ImportForm", "SubmissionError", "SubmissionForm", "SubmissionQueue",
-           "accept_queued_imports", "accept_queued_submissions", "evaluate_queued", "finish_submission", "key_in_env",
-           "queue_import", "queue_path", "read_upload", "validate_import", "validate_submission"]
+__all__ = [
+    "UPLOAD_MAX_BYTES",
+    "ImportForm",
+    "SubmissionError",
+    "SubmissionForm",
+    "SubmissionQueue",
+    "accept_queued_imports",
+    "accept_queued_submissions",
+    "approve_submission",
+    "evaluate_queued",
+    "finish_submission",
+    "key_in_env",
+    "queue_import",
+    "queue_path",
+    "read_upload",
+    "refuse_copied_generations",
+    "validate_import",
+    "validate_submission",
+]

@@ -20,7 +20,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from grebench.bench import NAME_PATTERN, CandidateError, ImportRefused, check_meta, import_reviews, read_import
+from grebench.bench import (
+    NAME_PATTERN,
+    CandidateError,
+    ImportRefused,
+    check_meta,
+    import_reviews,
+    is_reserved_name,
+    read_import,
+)
 from grebench.store import Store, utcnow
 from grebench.submissions._queue import _CONTACT, SubmissionError, SubmissionQueue
 
@@ -95,11 +103,16 @@ def queue_import(queue: SubmissionQueue, form: ImportForm, data: bytes, settings
     if refused:
         return {"ok": False, "id": None, "message": refused}
     try:
+        if is_reserved_name(settings, form.candidate or ""):
+            raise SubmissionError(f"candidate name {(form.candidate or '').strip()[:100]!r} is reserved (the human "
+                                  "baseline, a control or a configured candidate)")
         row = validate_import(form, data, paper_ids, taken)
     except SubmissionError as exc:
+        queue.record_refusal(source)
         return {"ok": False, "id": None, "message": f"Rejected: {exc}"}
     except ImportRefused as exc:
         log.info("import refused: %s bad line(s)", exc.total)
+        queue.record_refusal(source)
         return {"ok": False, "id": None, "message": f"Rejected: {exc.message(bullet='- ')}"}
     now = utcnow()
     with queue.connect() as con:

@@ -3,7 +3,7 @@
 Every check runs here, server-side: a Gradio handler is also a public API endpoint, so nothing may rely on the
 form.  The app writes to a small separate DuckDB file (``DATA_DIR/queue.duckdb``) with short-lived connections,
 so it never holds the main store's writer lock; the scheduler calls :func:`accept_queued_submissions`, which
-turns queued submissions into ``llm`` candidates of the main store.
+turns queued submissions into ``submitted`` candidates of the main store.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any, cast
 
 import duckdb
 
-from grebench.bench import ENDPOINT_KIND
+from grebench.bench import SUBMITTED_KIND, is_reserved_name
 from grebench.endpoints import KeyVault, Resolver, URLRejected, check_submitted_url
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
@@ -139,6 +139,9 @@ def validate_submission(form: SubmissionForm, settings: Any,
     name = (form.model_name or "").strip()
     if not _NAME.match(name):
         raise SubmissionError("model name: 1-80 characters, letters, digits and . _ : + - or space")
+    if isinstance(settings, Settings) and is_reserved_name(settings, name):
+        raise SubmissionError(f"model name {name!r} is reserved (the human baseline, a control or a configured "
+                              "candidate)")
     contact = (form.contact or "").strip()
     if not _CONTACT.match(contact):
         raise SubmissionError("contact: an e-mail address or handle (3-200 characters, no spaces)")
@@ -170,6 +173,9 @@ def validate_submission(form: SubmissionForm, settings: Any,
     key = form.api_key or ""
     if len(key) > 1000 or any(ord(c) < 32 for c in key):
         raise SubmissionError("the API key is too long or contains control characters")
+    if not base_url and not key.strip():
+        raise SubmissionError(f"a hosted model ({match.group(1)}) is called with your own API key, and none was "
+                              "given (the operator's keys are never used for submissions)")
     params = _params(form.params)
     params_json = json.dumps(params, sort_keys=True)
     dedup = hashlib.sha256(json.dumps([normalised or model_string, model_string, name.lower(), params],
@@ -241,7 +247,8 @@ class SubmissionQueue:
     def admission(con: duckdb.DuckDBPyConnection, settings: Any, source: str | None, now: Any) -> str | None:
         """Why a new submission or upload is refused before anything else is looked at, or None: the queue holds
         ``queue_max_pending`` waiting entries already, or the source address sent
-        ``submissions_per_address_per_week`` in 7 days (the contact a form gives is the submitter's to choose)."""
+        ``submissions_per_address_per_week`` in 7 days, accepted or refused (the contact a form gives is the
+        submitter's to choose)."""
         pending = cast("tuple[Any, ...]", con.execute(
             "SELECT (SELECT count(*) FROM submissions WHERE status = 'queued') + "
             "(SELECT count(*) FROM import_submissions WHERE status = 'queued')").fetchone())[0]
@@ -261,6 +268,13 @@ class SubmissionQueue:
         """Remember where an accepted entry came from (for :meth:`admission`)."""
         if source:
             con.execute("INSERT INTO submission_sources VALUES (?, ?, ?)", [sub_id, source[:100], now])
+
+    def record_refusal(self, source: str | None) -> None:
+        """Count a refused submission or upload against its address (:meth:`admission`): probing the checks
+        costs the same allowance as submitting."""
+        if source:
+            with self.connect() as con:
+                self.record_source(con, f"refused-{uuid.uuid4().hex[:12]}", source, utcnow())
 
     @staticmethod
     def name_taken(con: duckdb.DuckDBPyConnection, name: str) -> bool:
@@ -284,6 +298,7 @@ class SubmissionQueue:
             row = validate_submission(form, settings, resolver)
         except SubmissionError as exc:
             log.info("submission refused: %s", exc)
+            self.record_refusal(source)
             return {"ok": False, "id": None, "message": f"Rejected: {exc}"}
         now = utcnow()
         with self.connect() as con:
@@ -308,7 +323,9 @@ class SubmissionQueue:
                  ciphertext, now, now])
         log.info("submission %s queued (%s)", sub_id, row["model_name"])
         return {"ok": True, "id": sub_id, "message": f"Queued as {sub_id}: {row['model_name']} will be evaluated "
-                f"on papers whose reviews became public after {row['cutoff']}."}
+                f"on papers whose reviews became public after its declared cutoff {row['cutoff']}, and on papers "
+                "whose reviews are not public yet; the declared cutoff is shown, not trusted: until the operator "
+                "vouches for it, only reviews written before a paper's reviews were public count."}
 
     def set_status(self, sub_id: str, status: str, reason: str | None = None) -> None:
         """Move a submission to running / finished / failed; the stored key goes when it ends."""
@@ -351,7 +368,9 @@ def _candidate_params(params_json: str | None, settings: Any) -> str:
 
 def accept_queued_submissions(store: Store, queue: SubmissionQueue, settings: Any = None,
                               resolver: Resolver | Mapping[str, Iterable[str]] | None = None) -> list[dict[str, Any]]:
-    """Turn queued submissions into ``llm`` candidates of the main store (called by the scheduler).
+    """Turn queued submissions into ``submitted`` candidates of the main store (called by the scheduler); the
+    declared cutoff stays in ``submissions.cutoff`` until the operator vouches for it
+    (:func:`grebench.submissions.approve_submission`).
 
     A base URL is checked again (its DNS may have changed since it was queued); the bench stage must still pin
     the address at call time (:func:`grebench.endpoints.pinned_transport`).  The main store's copy of a submission
@@ -376,16 +395,18 @@ def accept_queued_submissions(store: Store, queue: SubmissionQueue, settings: An
                          sub["base_url"], sub["normalised_url"], sub["params_json"], sub["dedup_key"],
                          sub["released"], sub["cutoff"], status, reason, sub["created_at"], now])
             if reason is None:
-                candidate = {"name": sub["model_name"], "kind": ENDPOINT_KIND, "model": sub["model_string"],
+                # the declared cutoff stays in `submissions.cutoff`: information only until the operator vouches
+                candidate = {"name": sub["model_name"], "kind": SUBMITTED_KIND, "model": sub["model_string"],
                              "api_base": sub["normalised_url"], "family": None, "released": sub["released"],
-                             "cutoff": sub["cutoff"], "api_key_env": None,
+                             "cutoff": None, "api_key_env": None,
                              "params_json": _candidate_params(sub["params_json"], settings),
                              "description": f"submission {sub['id']}", "submitter": sub["submitter"],
                              "updated_at": now}
                 con.execute(f"INSERT INTO candidates ({', '.join(candidate)}) VALUES "
                             f"({', '.join('?' * len(candidate))})", list(candidate.values()))
                 con.execute("INSERT INTO board_changes VALUES (?, 'submission', ?, ?)",
-                            [now, sub["model_name"], f"submission {sub['id']} accepted, cutoff {sub['cutoff']}"])
+                            [now, sub["model_name"], f"submission {sub['id']} accepted, declared cutoff "
+                             f"{sub['cutoff']} (not vouched: ranked on sealed reviews only until approved)"])
                 accepted.append(candidate)
         queue.set_status(sub["id"], status, reason)
     return accepted

@@ -9,16 +9,20 @@ with the (documented as dangerous) ``submission_private_allowlist = "127.0.0.1/3
 
 from __future__ import annotations
 
+import json
 import logging
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from click.testing import CliRunner
 from cryptography.fernet import Fernet
 
 from grebench.bench import run_bench
+from grebench.cli._main import main
 from grebench.endpoints import KeyVault
 from grebench.scheduler import SchedulerService
 from grebench.settings import Settings, load_settings
@@ -49,6 +53,8 @@ def world(tmp_path_factory: pytest.TempPathFactory, fake_llm: FakeOpenAIServer) 
     config.write_text(f'app_host = "{APP_HOST}"\napp_port = {free_port()}\nestimator = "vllm:{EVAL_LM}"\n'
                       f'submission_http_allowlist = "models.example.test,redirect.example.test,{HTTP_OK}"\n'
                       'submission_private_allowlist = "127.0.0.1/32"\nllm_max_retries = 0\nllm_timeout_s = 30\n'
+                      # every test here submits from 127.0.0.1, refusals included (they count toward the limit)
+                      'submissions_per_address_per_week = 1000\n'
                       'bootstrap_samples = 20\n')
     settings = load_settings(config, env={"GREBENCH_DATA_DIR": str(root / "data")})
     store = open_store(settings.db_path)
@@ -110,8 +116,7 @@ def test_submission_is_evaluated_through_the_pinned_endpoint_and_the_key_disappe
     assert [(e["id"], e["ok"], e["calls_made"]) for e in summary["evaluated"]] == [(sub_id, True, 4)], summary
 
     cand = store.rows("SELECT kind, cutoff, api_base, api_key_env FROM candidates WHERE name = 'Acme-Pinned'")[0]
-    assert (cand["kind"], str(cand["cutoff"]), cand["api_base"], cand["api_key_env"]) == ("llm", "2019-06-01", url,
-                                                                                          None)
+    assert (cand["kind"], cand["cutoff"], cand["api_base"], cand["api_key_env"]) == ("submitted", None, url, None)
     gens = store.rows("SELECT paper_id, status FROM generations WHERE candidate = 'Acme-Pinned' ORDER BY paper_id")
     assert [(g["paper_id"], g["status"]) for g in gens] == [(f"paper{i}", "ok") for i in range(4)]  # paper4: no split
     chats = fake_llm.chat_requests
@@ -188,3 +193,51 @@ def test_file_routes_cannot_read_the_store_the_queue_or_secrets(world: dict[str,
                 assert response.status_code in (400, 403, 404, 405), (prefix, path, response.status_code)
                 for marker in (b"DUCK", b"PAR1", b"root:", b"estimator", b"GREBENCH", b"PATH="):
                     assert marker not in response.content, (prefix, path, marker)
+
+
+def _copier(messages: list[dict[str, Any]]) -> str:
+    """The bought-rank endpoint: answers each review prompt with that paper's first public human review."""
+    prompt = json.dumps(messages)
+    for paper in tiny_papers():
+        if f"{paper.title}\\n" in prompt or f"{paper.title}<" in prompt or f"{paper.title}\"" in prompt:
+            return paper.reviews[0].text
+    return "Summary: nothing to copy."
+
+
+def test_an_endpoint_serving_the_public_reviews_is_refused_from_the_app_and_the_cli(
+        world: dict[str, Any], guard: OutboundGuard, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reproduction of issue 27: a fake endpoint that copies each paper's first human review, declared cutoff
+    2000-01-01, submitted through the app's API and through `grebench submit` (the same queue), ends refused."""
+    guard.allow(APP_HOST, world["port"])
+    store: Store = world["store"]
+    with FakeOpenAIServer(reply=_copier) as copier:
+        guard.allow("127.0.0.1", copier.port)
+        url = f"http://models.example.test:{copier.port}/v1"
+        message = _submit(world["client"], model_name="Copycat-App", base_url=url, cutoff="2000-01-01",
+                          released="2019-01-01")
+        assert message.startswith("Queued as") and "not trusted" in message, message
+
+        guarded = socket.getaddrinfo  # the guard's: numbers pass, names are refused and recorded
+
+        def table_gai(host: str, port: Any, *args: Any, **kwargs: Any) -> list[Any]:  # the CLI's resolver
+            if host not in RESOLVER:
+                return guarded(host, port, *args, **kwargs)  # type: ignore[no-any-return]
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port)) for ip in RESOLVER[host]]
+
+        monkeypatch.setattr("grebench.endpoints._urlcheck.socket.getaddrinfo", table_gai)
+        cli = CliRunner().invoke(main, ["submit", "--config", str(world["config"]), "--name", "Copycat-CLI",
+                                        "--base-url", url, "--cutoff", "2000-01-01", "--contact", "m@example.org",
+                                        "--json"], env={"GREBENCH_DATA_DIR": str(world["settings"].data_path)})
+        assert cli.exit_code == 0 and json.loads(cli.stdout)["ok"], cli.output
+        service = SchedulerService(world["settings"], store, vault=world["vault"], queue=world["queue"],
+                                   kinds=["queue"], resolver=RESOLVER)
+        summary = service.run_job("queue")["summary"]
+        assert sorted(summary["accepted"]) == ["Copycat-App", "Copycat-CLI"], summary
+        assert len(copier.chat_requests) == 8  # both were called on the four papers their declared cutoff allows
+    for name in ("Copycat-App", "Copycat-CLI"):
+        row = world["queue"].rows("SELECT status, reason FROM submissions WHERE model_name = ?", [name])[0]
+        assert row["status"] == "failed" and "4 of 4 reviews copy their paper's public reviews" in row["reason"], row
+        assert store.scalar("SELECT count(*) FROM generations WHERE candidate = ? AND status = 'ok'", [name]) == 0
+        assert store.scalar("SELECT count(*) FROM generations WHERE candidate = ?", [name]) == 4
+        assert store.rows("SELECT kind, cutoff FROM candidates WHERE name = ?", [name]) == [
+            {"kind": "submitted", "cutoff": None}]  # the declared cutoff bought nothing either

@@ -36,7 +36,8 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The app on a free loopback port, reading an export of the small store."""
     root = tmp_path_factory.mktemp("app")
     config = root / "grebench.toml"
-    config.write_text('estimator = "vllm:http://eval.example:8000"\n')
+    # every test submits from 127.0.0.1 and refused submissions count toward the address limit
+    config.write_text('estimator = "vllm:http://eval.example:8000"\nsubmissions_per_address_per_week = 1000\n')
     settings = load_settings(config, env={"GREBENCH_DATA_DIR": str(root / "data"),
                                           "GREBENCH_APP_PORT": str(_free_port())})
     store = open_store(settings.db_path)

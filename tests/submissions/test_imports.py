@@ -69,8 +69,11 @@ def test_a_valid_upload_is_queued_and_a_bad_one_lists_its_lines(settings: Settin
                          (_form(candidate="x", cutoff="soon"), "form cutoff must be a date")]:
         message = queue_import(queue, form, GOOD, settings, PAPERS)["message"]
         assert message.startswith("Rejected:") and reason in message, message
-    taken = queue_import(queue, _form(candidate="generic"), GOOD, settings, PAPERS, taken={"generic"})
-    assert "candidate name 'generic' is taken" in taken["message"]
+    taken = queue_import(queue, _form(candidate="someone"), GOOD, settings, PAPERS, taken={"someone"})
+    assert "candidate name 'someone' is taken" in taken["message"]
+    for reserved in ("generic", "Abstract-Only", "rephrase", "human"):  # the registries' names, any case
+        message = queue_import(queue, _form(candidate=reserved), GOOD, settings, PAPERS)["message"]
+        assert message.startswith("Rejected:") and "is reserved" in message, message
     assert queue.rows("SELECT count(*) AS n FROM import_submissions")[0]["n"] == 1
 
 

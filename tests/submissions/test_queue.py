@@ -91,10 +91,12 @@ def test_key_is_encrypted_at_rest_and_never_leaks(settings: Settings, tmp_path: 
     assert CANARY.encode() not in (tmp_path / "queue.duckdb").read_bytes()
 
     accepted = accept_queued_submissions(store, queue, settings, RESOLVER)
-    assert [(c["name"], c["kind"], str(c["cutoff"]), c["api_base"]) for c in accepted] == [
-        ("My Model 1", "llm", "2024-12-01", "https://api.model.example/v1")]
+    # the declared cutoff is information only (in `submissions.cutoff`) until the operator vouches for it
+    assert [(c["name"], c["kind"], c["cutoff"], c["api_base"]) for c in accepted] == [
+        ("My Model 1", "submitted", None, "https://api.model.example/v1")]
     cand = store.rows("SELECT kind, model, cutoff, api_key_env FROM candidates WHERE name = 'My Model 1'")[0]
-    assert cand["kind"] == "llm" and cand["model"] == "openai/My-Model-1" and cand["api_key_env"] is None
+    assert cand["kind"] == "submitted" and cand["model"] == "openai/My-Model-1" and cand["api_key_env"] is None
+    assert str(store.scalar("SELECT cutoff FROM submissions")) == "2024-12-01"
     assert store.scalar("SELECT key_ciphertext FROM submissions") is None
     assert queue.public_rows()[0]["status"] == "running"
     assert accept_queued_submissions(store, queue, settings, RESOLVER) == []  # nothing queued any more

@@ -1,0 +1,58 @@
+"""`grebench submissions`: the operator's view of submitted models, and vouching for a declared cutoff.
+
+A submitted model's declared training cutoff is information only: until the operator vouches for it
+(``grebench submissions approve ID``), the model counts only on papers whose reviews were still hidden when it
+wrote its review (sealed).  Every approval is recorded in the store (``board_changes``).
+"""
+
+from __future__ import annotations
+
+import click
+
+from grebench.cli._common import emit_json, writer_store
+from grebench.cli._options import settings_options
+from grebench.settings import Settings
+
+
+@click.group("submissions")
+def command() -> None:
+    """Submitted models: list them, vouch for a declared cutoff."""
+
+
+@command.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+@settings_options
+@click.pass_obj
+def list_command(settings: Settings, as_json: bool) -> None:
+    """Accepted submissions: id, model, status, declared cutoff, whether it is vouched for."""
+    with writer_store(settings) as store:
+        rows = store.rows("SELECT s.id, s.model_name, s.status, s.cutoff AS declared_cutoff, c.cutoff AS "
+                          "vouched_cutoff, s.reason FROM submissions s LEFT JOIN candidates c ON c.name = "
+                          "s.model_name ORDER BY s.created_at")
+    if as_json:
+        emit_json([{k: (None if v is None else str(v)) for k, v in r.items()} for r in rows])
+        return
+    for r in rows:
+        vouched = f"vouched (cutoff {r['vouched_cutoff']})" if r["vouched_cutoff"] else "not vouched: sealed only"
+        click.echo(f"{r['id']}  {r['model_name']}  {r['status']}  declared cutoff {r['declared_cutoff']}  {vouched}")
+
+
+@command.command("approve")
+@click.argument("submission_id")
+@click.option("--note", default="", help="Why the operator vouches (kept in the store's board changes).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@settings_options
+@click.pass_obj
+def approve_command(settings: Settings, submission_id: str, note: str, as_json: bool) -> None:
+    """Vouch for the declared cutoff of submission SUBMISSION_ID (its model then counts on papers after it)."""
+    from grebench.submissions import SubmissionError, approve_submission
+
+    with writer_store(settings) as store:
+        try:
+            result = approve_submission(store, submission_id, note)
+        except SubmissionError as exc:
+            raise click.ClickException(str(exc)) from None
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(f"{result['detail']}; recompute the boards (`grebench score`) to rank it on those papers")
