@@ -55,8 +55,11 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
         try:
             if kind == "estimator":
                 entry, arg = ESTIMATORS.resolve(value)
-                if entry.facts(EstimatorInfo).catalogue_arg and arg:
+                facts = entry.facts(EstimatorInfo)
+                if facts.catalogue_arg and arg:
                     _catalogue_or_path(what, arg, repr(value))
+                if facts.check_arg is not None:
+                    facts.check_arg(arg)
             elif kind == "preprocessor":
                 preprocessor_entry(value)
             elif kind == "source":

@@ -54,6 +54,8 @@ class EstimatorInfo:
     before a run starts.  ``needs_corpus``: fitted on the human judgment lines (gem-raw needs its own instance).
     ``label``: the words for one of its ids (``hf:smollm2-135m@…:dtype=bfloat16`` → ``SmolLM2-135M-Instruct (hf,
     bfloat16)``); None: the kind's name and the shortened id.
+    ``check_arg``: called by the setup check with the spec's ARG; raises ValueError(reason) for an ARG the kind
+    cannot use (an empty one, a malformed URL, an unknown model), before anything runs.
     """
 
     name: str
@@ -62,6 +64,7 @@ class EstimatorInfo:
     catalogue_arg: bool = False
     needs_corpus: bool = False
     label: Callable[[str], str] | None = None
+    check_arg: Callable[[str], None] | None = None
 
     def describe(self, estimator_id: str) -> str:
         """The words for an id of this kind (a readable model name; the exact id stays beside it on the pages)."""
@@ -116,5 +119,13 @@ def resolve_estimator(spec: str, settings: Settings, corpus: Mapping[str, Sequen
     return entry.obj(arg, EstimatorContext(settings, corpus, progress or NoProgress()))
 
 
-__all__ = ["ESTIMATORS", "Estimator", "EstimatorContext", "EstimatorFactory", "EstimatorInfo", "estimator_entry",
-           "estimator_info", "estimator_label", "resolve_estimator", "served_model_label"]
+def close_estimator(estimator: Estimator) -> None:
+    """Release what an estimator holds: the local servers a ``vllm-local`` estimator started and its HTTP client (an
+    estimator without a ``close`` method holds nothing to release)."""
+    close = getattr(estimator, "close", None)
+    if callable(close):
+        close()
+
+
+__all__ = ["ESTIMATORS", "Estimator", "EstimatorContext", "EstimatorFactory", "EstimatorInfo", "close_estimator",
+           "estimator_entry", "estimator_info", "estimator_label", "resolve_estimator", "served_model_label"]
