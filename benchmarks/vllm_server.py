@@ -11,8 +11,10 @@ Reuse on vLLM: the tokens each path computes for the same request set (hf: each 
 once, each target once; vLLM: every prompt in full, because vLLM skips its prefix cache for requests with
 ``prompt_logprobs``), and the server's own prefix-cache counters from ``/metrics`` before and after.
 
-Scale out (``--servers 1,2``): float32 through ``vllm_servers = N`` local servers, each bound to its share of the
-cores, against one server with all of them.
+vLLM runs compiled (its default, ``vllm_compile = true``) and eager (``--enforce-eager``) in float32; the scale-out
+(``--servers 2``: float32 through ``vllm_servers = N`` local servers, each bound to its share of the cores) and
+bfloat16 run eager, against the eager single server (the same mode on both sides; eager starts in a fraction of
+the time).
 
 Requests: ``benchmarks/scoring_engine.py``'s ``bench_requests`` (bundled papers, rules judgment lines).  bfloat16
 runs ``--bf16-papers`` papers (fewer: its start-up is twice as long on a CPU).  Ends with one JSON line.
@@ -117,11 +119,11 @@ def prefix_cache_counters(url: str) -> dict[str, float]:
     return out
 
 
-def run_vllm(n_papers: int, dtype: str, servers: int, python: str) -> dict[str, Any]:
+def run_vllm(n_papers: int, dtype: str, servers: int, python: str, compile: bool) -> dict[str, Any]:
     from grebench.scoring.estimators import close_estimator, resolve_estimator
 
     settings = _settings(hf_dtype=dtype, vllm_servers=servers, vllm_python=python, local_server_startup_s=3600.0,
-                         estimator_concurrency=8 * servers)
+                         estimator_concurrency=8 * servers, vllm_compile=compile)
     t = time.perf_counter()
     est = resolve_estimator(f"vllm-local:{MODEL}", settings)
     start_s = time.perf_counter() - t
@@ -137,7 +139,7 @@ def run_vllm(n_papers: int, dtype: str, servers: int, python: str) -> dict[str, 
     finally:
         close_estimator(est)
     cache = {k: sum(a[k] - b[k] for a, b in zip(after, before, strict=True)) for k in before[0]}
-    return {"id": est.id, "servers": servers, "start_s": start_s, "run_s": run_s, "peak_mib": peak,
+    return {"id": est.id, "servers": servers, "compile": compile, "start_s": start_s, "run_s": run_s, "peak_mib": peak,
             "values": [r.logprob for r in res], "tokens": [r.n_tokens for r in res], "prefix_cache": cache}
 
 
@@ -167,17 +169,18 @@ def summarise(run: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]:
             "peak_mib": round(run["peak_mib"]), "max_abs_diff_sum": float(f"{max(diffs):.3g}"),
             "mean_abs_diff_per_token": float(f"{sum(diffs) / n_tok:.3g}"),
             "max_abs_diff_per_token": float(f"{max(per_tok):.3g}"),
-            **({"servers": run["servers"], "prefix_cache": run["prefix_cache"]} if "servers" in run else {}),
+            **({"servers": run["servers"], "compile": run["compile"], "prefix_cache": run["prefix_cache"]}
+               if "servers" in run else {}),
             **({"hf_prefix_reuse": run["reuse"]} if "reuse" in run else {})}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--vllm-python", default=os.environ.get("GREBENCH_VLLM_PYTHON", ""))
-    parser.add_argument("--papers", type=int, default=3)
-    parser.add_argument("--bf16-papers", type=int, default=1)
+    parser.add_argument("--papers", type=int, default=6)
+    parser.add_argument("--bf16-papers", type=int, default=2)
     parser.add_argument("--dtypes", default="float32,bfloat16")
-    parser.add_argument("--servers", default="1,2", help="vLLM server counts for the float32 scale-out runs")
+    parser.add_argument("--servers", default="2", help="vLLM server counts (> 1) for the float32 scale-out runs")
     parser.add_argument("--child-hf", default="", help=argparse.SUPPRESS)
     parser.add_argument("--reuse", default="auto", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -190,15 +193,21 @@ def main() -> None:
     result: dict[str, Any] = {"model": MODEL, "cores": len(os.sched_getaffinity(0)), "papers": args.papers,
                               "computed_tokens": computed_tokens(args.papers), "runs": []}
     print(json.dumps(result["computed_tokens"]), file=sys.stderr, flush=True)
+    plan: list[tuple[str, str, int, bool]] = []  # engine, dtype, servers, compile
     for dtype in args.dtypes.split(","):
+        plan.append(("hf", dtype, 0, False))
+        if dtype == "float32":  # compiled (vLLM's default) and eager; scale-out eager (the same mode on both sides)
+            plan += [("vllm", dtype, 1, True), ("vllm", dtype, 1, False)]
+            plan += [("vllm", dtype, int(c), False) for c in args.servers.split(",") if int(c) > 1]
+        else:
+            plan.append(("vllm", dtype, 1, False))
+    for engine, dtype, count, compile in plan:
         n = args.papers if dtype == "float32" else min(args.papers, args.bf16_papers)
-        for engine, counts in (("hf", [0]), ("vllm", [int(c) for c in args.servers.split(",")]
-                                              if dtype == "float32" else [1])):
-            for count in counts:
-                run = run_child(n, dtype, "auto") if engine == "hf" else run_vllm(n, dtype, count, args.vllm_python)
-                row = {"engine": engine, "dtype": dtype, "papers": n, **summarise(run, ref)}
-                result["runs"].append(row)
-                print(json.dumps(row), file=sys.stderr, flush=True)
+        run = (run_child(n, dtype, "auto") if engine == "hf"
+               else run_vllm(n, dtype, count, args.vllm_python, compile))
+        row = {"engine": engine, "dtype": dtype, "papers": n, **summarise(run, ref)}
+        result["runs"].append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
     print(json.dumps(result))
 
 

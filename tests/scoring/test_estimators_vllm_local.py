@@ -69,7 +69,9 @@ def test_the_server_command_binds_loopback_sizes_its_cache_and_drops_our_path(se
     os.environ["PYTHONPATH"] = os.environ.get("PYTHONPATH", "") or "/somewhere"
     env = server.environment()
     assert "PYTHONPATH" not in env and env["VLLM_CPU_OMP_THREADS_BIND"] == "0-3" and env["HF_HUB_OFFLINE"] == "1"
-    assert "--kv-cache-memory-bytes" not in VLLMServer("/m", settings, python=Path("/p")).command(1)
+    plain = VLLMServer("/m", settings, python=Path("/p")).command(1)
+    assert "--kv-cache-memory-bytes" not in plain and "--enforce-eager" not in plain
+    assert "--enforce-eager" in VLLMServer("/m", settings, python=Path("/p"), compile=False).command(1)
 
 
 def test_cores_are_shared_out_contiguously(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -211,7 +211,7 @@ def make_vllm_local(arg: str, context: EstimatorContext) -> ServerEstimator:
     slug = Path(label).name
     servers = [VLLMServer(path, s, dtype=dtype, python=python, name=f"vllm-{slug}-{i}",
                           port=s.local_server_port + i if s.local_server_port else None, threads=threads[i],
-                          kv_cache_gib=kv_gib,
+                          kv_cache_gib=kv_gib, compile=s.vllm_compile,
                           cuda_devices=str(i) if device == "cuda" and n > 1 else None) for i in range(n)]
     try:
         with context.progress.task("vLLM start", total=n, unit="servers") as task, ThreadPoolExecutor(n) as pool:
