@@ -201,7 +201,7 @@ def main() -> None:
             plan += [("vllm", dtype, int(c), False) for c in args.servers.split(",") if int(c) > 1]
         else:
             plan.append(("vllm", dtype, 1, False))
-    for engine, dtype, count, compile in plan:
+    for engine, dtype, count, compile in sorted(plan, key=lambda p: p[0] != "hf"):  # the hf runs first
         n = args.papers if dtype == "float32" else min(args.papers, args.bf16_papers)
         run = (run_child(n, dtype, "auto") if engine == "hf"
                else run_vllm(n, dtype, count, args.vllm_python, compile))
