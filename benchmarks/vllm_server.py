@@ -4,8 +4,9 @@ For each dtype (``--dtypes``, default float32 and bfloat16): start-up (model loa
 answers), scored tokens/s, requests/s, peak memory (hf: the child process's max RSS; vLLM: the highest sum of the
 PSS of the server's process group, sampled every 0.5 s) and the deviation from the float32 forward (hf with
 ``reuse_prefix=False`` in float32: the reference every estimator is compared with), per scored token.
-The hf engine runs as the product runs it (``hf:smollm2-135m``, prefix reuse as measured for this machine), in a
-child process of its own; vLLM runs as ``vllm-local:smollm2-135m`` (``vllm_python``), started here.
+The hf engine runs as the product runs it on a CPU (``hf:smollm2-135m`` with prefix reuse; ``--hf-reuse auto``
+measures it first), in a child process of its own; vLLM runs as ``vllm-local:smollm2-135m`` (``vllm_python``),
+started here.
 
 Reuse on vLLM: the tokens each path computes for the same request set (hf: each paper prefix once, each first review
 once, each target once; vLLM: every prompt in full, because vLLM skips its prefix cache for requests with
@@ -181,6 +182,8 @@ def main() -> None:
     parser.add_argument("--bf16-papers", type=int, default=2)
     parser.add_argument("--dtypes", default="float32,bfloat16")
     parser.add_argument("--servers", default="2", help="vLLM server counts (> 1) for the float32 scale-out runs")
+    parser.add_argument("--hf-reuse", default="on", choices=["auto", "on", "off"],
+                        help="hf_prefix_reuse of the hf runs (on: what auto measures on a CPU, without the probe)")
     parser.add_argument("--child-hf", default="", help=argparse.SUPPRESS)
     parser.add_argument("--reuse", default="auto", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -203,7 +206,7 @@ def main() -> None:
             plan.append(("vllm", dtype, 1, False))
     for engine, dtype, count, compile in sorted(plan, key=lambda p: p[0] != "hf"):  # the hf runs first
         n = args.papers if dtype == "float32" else min(args.papers, args.bf16_papers)
-        run = (run_child(n, dtype, "auto") if engine == "hf"
+        run = (run_child(n, dtype, args.hf_reuse) if engine == "hf"
                else run_vllm(n, dtype, count, args.vllm_python, compile))
         row = {"engine": engine, "dtype": dtype, "papers": n, **summarise(run, ref)}
         result["runs"].append(row)
