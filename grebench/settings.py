@@ -139,8 +139,12 @@ class Settings:
     local_candidates = Setting(str, 'smollm2-135m', 'Built-in local candidates: comma-separated catalogue names (`grebench models list`) that write reviews as kind = "local" candidates, served by transformers serve on 127.0.0.1 (empty: none).')
     local_server_startup_s = Setting(float, 300.0, 'Upper bound on the start of a local model server (transformers serve) before it answers /health; it only catches a hung server: readiness is observed, never timed.', minimum=0.1)
     local_server_port = Setting(int, 0, 'Port of a local model server on 127.0.0.1 (0 = a free port chosen by the OS on every start).', minimum=0, maximum=65535)
+    vllm_python = Setting(str, '', 'Interpreter of the environment vLLM is installed in (scripts/install-vllm.sh prints it; vLLM pins an older transformers than grebench, so it cannot share this one); used by the vllm-local estimator.')
+    vllm_servers = Setting(int, 1, 'vLLM servers the vllm-local estimator starts on this machine (requests are spread over them; on a CPU each gets its share of the cores, on GPUs each its own GPU).', minimum=1, maximum=64)
+    vllm_kv_cache_gib = Setting(float, 0.0, "KV-cache memory of each vllm-local server, GiB (vLLM's --kv-cache-memory-bytes); 0 = 2 GiB on a CPU (vLLM's CPU build would otherwise reserve 92% of the RAM and refuse to start on a shared machine), vLLM's own sizing on a GPU.", minimum=0, maximum=4096)
+    vllm_compile = Setting(bool, True, "Let vllm-local servers torch.compile the model at start (vLLM's default: faster scoring, minutes more start-up on a CPU); false: --enforce-eager.")
     # -- scoring -------------------------------------------------------------------------------------------------------
-    estimator = Setting(str, 'hf:smollm2-135m', 'Evaluation-LM estimator: offline (a fast word-model proxy), hf:NAME (a built-in evaluation LM, `grebench models list`) or hf:PATH, vllm:URL[,URL...], sglang:URL.')
+    estimator = Setting(str, 'hf:smollm2-135m', 'Evaluation-LM estimator: offline (a fast word-model proxy), hf:NAME (a built-in evaluation LM, `grebench models list`) or hf:PATH, vllm:URL[,URL...] (running vLLM servers), vllm-local:NAME|PATH (vLLM servers started here, vllm_python), sglang:URL.')
     preprocessor = Setting(str, 'rules', 'Judgment-line preprocessor: rules, imported or litellm:MODEL.')
     assw_model = Setting(str, '', 'litellm model that summarises the strengths/weaknesses a paper claims (GEM-S ASSW); empty: ASSW skipped.')
     scoring_llm_api_base = Setting(str, '', "OpenAI-compatible base URL for the preprocessing and ASSW LLMs (empty: the provider's default).")

@@ -34,6 +34,7 @@ from grebench.models._manifest import MANIFEST, installed, verify
 from grebench.models._pull import pull
 from grebench.models._serve import LocalServer, LocalServerError, PortInUse, default_device, free_port
 from grebench.models._use import ensure_model, model_family, resolve_checkpoint
+from grebench.models._vllm import VLLMServer, vllm_interpreter
 from grebench.models._wheel import WHEELS_ENV
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "LocalServerError",
     "ModelError",
     "PortInUse",
+    "VLLMServer",
     "cached_choice",
     "catalogue_entry",
     "choose_dtype",
@@ -64,4 +66,5 @@ __all__ = [
     "server_concurrency",
     "usable_cores",
     "verify",
+    "vllm_interpreter",
 ]

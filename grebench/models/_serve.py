@@ -179,6 +179,9 @@ class LocalServer:
     ``cache_tokens`` sizes the batching KV cache (None: the server's own sizing from free memory).
     """
 
+    #: What the log and the errors call the server.
+    program = "transformers serve"
+
     def __init__(self, checkpoint: str | os.PathLike[str], settings: Settings, *, port: int | None = None,
                  device: str = "cpu", dtype: str = "float32", continuous_batching: bool = True,
                  cache_tokens: int | None = None, name: str | None = None) -> None:
@@ -232,6 +235,10 @@ class LocalServer:
                     "--cb-max-batch-tokens", str(min(MAX_BATCH_TOKENS, blocks * PAGE_TOKENS))]
         return cmd
 
+    def argv(self, watch_fd: int, port: int) -> list[str]:
+        """What the child runs: :data:`LAUNCHER` (watching ``watch_fd``) in this interpreter, then the command."""
+        return [sys.executable, "-c", LAUNCHER, str(watch_fd), *self.command(port)[1:]]
+
     def environment(self) -> dict[str, str]:
         """The child's environment: offline, an HF cache of its own under the data dir (``/v1/models`` scans it)."""
         hub = self.root / "hf-hub"
@@ -266,7 +273,7 @@ class LocalServer:
 
     def _start_once(self, port: int) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        log.info("starting transformers serve for %s on %s:%d (%s, %s; log: %s)", self.checkpoint, HOST, port,
+        log.info("starting %s for %s on %s:%d (%s, %s; log: %s)", self.program, self.checkpoint, HOST, port,
                  self.device, self.dtype, self.log_path)
         command = self.command(port)
         watch_fd, self._lifeline = os.pipe()  # both non-inheritable: only the child gets the read end (pass_fds)
@@ -274,7 +281,7 @@ class LocalServer:
             with open(self.log_path, "wb") as out:
                 out.write(f"$ {' '.join(command)}\n".encode())
                 out.flush()
-                self._proc = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(watch_fd), *command[1:]],
+                self._proc = subprocess.Popen(self.argv(watch_fd, port),
                                               stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                               env=self.environment(), start_new_session=True, pass_fds=(watch_fd,))
         except BaseException:
@@ -307,20 +314,19 @@ class LocalServer:
                     if _PORT_TAKEN.search(tail):
                         raise PortInUse(port, f"port {port} on {HOST} was taken by another program before the "
                                               "local server could bind it")
-                    raise LocalServerError(f"transformers serve for {self.checkpoint} exited ({ended}) before it "
+                    raise LocalServerError(f"{self.program} for {self.checkpoint} exited ({ended}) before it "
                                            f"was ready; the end of its log ({self.log_path}):\n{tail}")
                 if _owns_listener(proc.pid, port) and self._healthy(http, url):
                     log.info("local server for %s is ready at http://%s:%d", self.checkpoint, HOST, port)
                     return
                 if time.monotonic() >= deadline:
                     raise LocalServerError(
-                        f"transformers serve for {self.checkpoint} did not answer /health within "
+                        f"{self.program} for {self.checkpoint} did not answer /health within "
                         f"local_server_startup_s = {limit:g} s (a hung server?); the end of its log "
                         f"({self.log_path}):\n{self.log_tail()}")
                 _wait_exit(proc.pid, POLL_S)  # returns as soon as the child exits
 
-    @staticmethod
-    def _healthy(http: Any, url: str) -> bool:
+    def _healthy(self, http: Any, url: str) -> bool:
         import httpx
 
         try:

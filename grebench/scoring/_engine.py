@@ -173,74 +173,81 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
             lines = preprocess_texts(store, preprocessor, texts, task.advance)
         _refuse_mixing(preprocessor.id, splits, reviews, lines)
     est_cache: dict[bool, Estimator] = {}
+    try:
 
-    def estimator_for(raw: bool) -> Estimator:
-        if estimator is not None:
-            return estimator
-        if raw not in est_cache:
-            from grebench.scoring.estimators import resolve_estimator
+        def estimator_for(raw: bool) -> Estimator:
+            if estimator is not None:
+                return estimator
+            if raw not in est_cache:
+                from grebench.scoring.estimators import resolve_estimator
 
-            if not needs_corpus and est_cache:  # one model serves raw and preprocessed texts alike
-                est_cache[raw] = next(iter(est_cache.values()))
-            else:
-                corpus: dict[str, list[str]] | None = None
-                if needs_corpus:
-                    corpus = estimator_corpus({rid: reviews[rid] for rid in corpus_ids}, None if raw else lines)
-                est_cache[raw] = resolve_estimator(estimator_spec, settings, corpus=corpus, progress=display)
-        return est_cache[raw]
+                if not needs_corpus and est_cache:  # one model serves raw and preprocessed texts alike
+                    est_cache[raw] = next(iter(est_cache.values()))
+                else:
+                    corpus: dict[str, list[str]] | None = None
+                    if needs_corpus:
+                        corpus = estimator_corpus({rid: reviews[rid] for rid in corpus_ids}, None if raw else lines)
+                    est_cache[raw] = resolve_estimator(estimator_spec, settings, corpus=corpus, progress=display)
+            return est_cache[raw]
 
-    pairs: list[tuple[Estimator, str, _Pair]] = []
-    for name in metrics if generations else ():  # nothing to score: no model is pulled, loaded or locked
-        raw = metric(name).raw
-        prep_id = RAW_PREPROCESSOR if raw else preprocessor.id  # type: ignore[union-attr]
-        synopses = _synopses(store, settings, name, data, skips)
-        if synopses is None:
-            continue
-        est = estimator_for(raw)
-        existing = {(r["candidate"], r["paper_id"], r["reference_review_id"]): r["generation_id"] for r in store.rows(
-            "SELECT candidate, paper_id, reference_review_id, generation_id FROM scores "
-            "WHERE metric = ? AND estimator = ? AND preprocessor = ?", [name, est.id, prep_id])}
-        for g in generations:
-            pid = g["paper_id"]
-            if pid not in synopses:
+        pairs: list[tuple[Estimator, str, _Pair]] = []
+        for name in metrics if generations else ():  # nothing to score: no model is pulled, loaded or locked
+            raw = metric(name).raw
+            prep_id = RAW_PREPROCESSOR if raw else preprocessor.id  # type: ignore[union-attr]
+            synopses = _synopses(store, settings, name, data, skips)
+            if synopses is None:
                 continue
-            cand_text = _text_for(g["text"], raw, lines, skips, name, "candidate review")
-            if cand_text is False:
-                continue
-            for ref in splits[pid][1]:
-                if ref not in reviews:
-                    skips.add(name, "pairs", "reference review not in the store")
+            est = estimator_for(raw)
+            existing = {(r["candidate"], r["paper_id"], r["reference_review_id"]): r["generation_id"]
+                        for r in store.rows("SELECT candidate, paper_id, reference_review_id, generation_id "
+                                            "FROM scores WHERE metric = ? AND estimator = ? AND preprocessor = ?",
+                                            [name, est.id, prep_id])}
+            for g in generations:
+                pid = g["paper_id"]
+                if pid not in synopses:
                     continue
-                ref_text = _text_for(reviews[ref][1], raw, lines, skips, name, "reference")
-                if not ref_text:
-                    if ref_text is None:
-                        skips.add(name, "pairs", "reference has no judgment lines")
+                cand_text = _text_for(g["text"], raw, lines, skips, name, "candidate review")
+                if cand_text is False:
                     continue
-                if existing.get((g["candidate"], pid, ref)) == g["generation_id"]:
-                    continue
-                syn = synopses[pid]
-                pairs.append((est, prep_id, _Pair(
-                    name, g["candidate"], pid, ref, g["generation_id"],
-                    LogprobRequest(pid, syn, cand_text or None, ref_text, GEM_PROMPT_VERSION),
-                    LogprobRequest(pid, syn, None, ref_text, GEM_PROMPT_VERSION))))
-    results, calls, hits, batches = _evaluate(store, [(e, p.conditional) for e, _, p in pairs]
-                                              + [(e, p.marginal) for e, _, p in pairs], display)
-    _write_scores(store, pairs, results)
-    summary: dict[str, Any] = {
-        "metrics": metrics,
-        "estimator": estimator.id if estimator
-        else (next(iter(est_cache.values())).id if est_cache else estimator_spec),
-        "preprocessor": preprocessor.id if preprocessor else RAW_PREPROCESSOR,
-        "pairs_scored": len(pairs), "estimator_calls": calls, "estimator_batches": batches, "cache_hits": hits,
-        "skipped": skips.report(),
-    }
-    if not generations:
-        summary["nothing_to_score"] = True
-    if run_id is not None:
-        for item in summary["skipped"]:
-            if item["what"] == "metric":
-                store.record_failure(run_id, "score", item["metric"], item["reason"])
-    return summary
+                for ref in splits[pid][1]:
+                    if ref not in reviews:
+                        skips.add(name, "pairs", "reference review not in the store")
+                        continue
+                    ref_text = _text_for(reviews[ref][1], raw, lines, skips, name, "reference")
+                    if not ref_text:
+                        if ref_text is None:
+                            skips.add(name, "pairs", "reference has no judgment lines")
+                        continue
+                    if existing.get((g["candidate"], pid, ref)) == g["generation_id"]:
+                        continue
+                    syn = synopses[pid]
+                    pairs.append((est, prep_id, _Pair(
+                        name, g["candidate"], pid, ref, g["generation_id"],
+                        LogprobRequest(pid, syn, cand_text or None, ref_text, GEM_PROMPT_VERSION),
+                        LogprobRequest(pid, syn, None, ref_text, GEM_PROMPT_VERSION))))
+        results, calls, hits, batches = _evaluate(store, [(e, p.conditional) for e, _, p in pairs]
+                                                  + [(e, p.marginal) for e, _, p in pairs], display)
+        _write_scores(store, pairs, results)
+        summary: dict[str, Any] = {
+            "metrics": metrics,
+            "estimator": estimator.id if estimator
+            else (next(iter(est_cache.values())).id if est_cache else estimator_spec),
+            "preprocessor": preprocessor.id if preprocessor else RAW_PREPROCESSOR,
+            "pairs_scored": len(pairs), "estimator_calls": calls, "estimator_batches": batches, "cache_hits": hits,
+            "skipped": skips.report(),
+        }
+        if not generations:
+            summary["nothing_to_score"] = True
+        if run_id is not None:
+            for item in summary["skipped"]:
+                if item["what"] == "metric":
+                    store.record_failure(run_id, "score", item["metric"], item["reason"])
+        return summary
+    finally:  # local servers the estimator started (vllm-local) stop with the scoring
+        from grebench.scoring.estimators import close_estimator
+
+        for made in {id(e): e for e in est_cache.values()}.values():
+            close_estimator(made)
 
 
 def _text_for(text: str, raw: bool, lines: dict[str, Judgment], skips: _Skips, metric: str,

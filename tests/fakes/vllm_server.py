@@ -1,14 +1,18 @@
-"""A fake vLLM OpenAI-compatible server: ``/v1/models`` and ``/v1/completions`` with ``prompt_logprobs``.
+"""A fake vLLM OpenAI-compatible server: ``/health``, ``/v1/models`` and ``/v1/completions`` with ``prompt_logprobs``.
 
 Response shape as vLLM returns it: ``choices[0].prompt_logprobs`` is a list aligned with the prompt tokens, ``None``
 for the first, then a dict keyed by token id (a string once JSON-encoded) of ``{logprob, rank, decoded_token}``
 holding the actual prompt token (plus the top-k when ``prompt_logprobs`` > 0; this fake only sends the actual one).
 ``fail_first`` makes the first N completion calls answer 503 to exercise the client's retries.
+
+``python -m tests.fakes.vllm_server --model PATH --port N [--host 127.0.0.1 ...]`` runs it the way vLLM's
+``api_server`` module is run (the vllm-local tests start it through a fake ``vllm`` package).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import argparse
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -16,14 +20,16 @@ from typing import Any
 from tests.fakes._lm_server import TinyLM, serve
 
 
-@contextmanager
-def fake_vllm(checkpoint: Path, model_name: str | None = None, fail_first: int = 0) -> Iterator[str]:
-    """Run the fake on a loopback port; yields its base URL.  Records calls in ``state`` for assertions."""
+def vllm_handler(checkpoint: Path, model_name: str | None = None,
+                 fail_first: int = 0) -> Callable[[str, str, dict[str, Any] | None], tuple[int, Any]]:
+    """The fake's request handler (``state`` on it counts calls and the failures left)."""
     lm = TinyLM(checkpoint)
     name = model_name or str(checkpoint)
     state = {"fails": fail_first, "calls": 0}
 
     def handle(method: str, path: str, body: dict[str, Any] | None) -> tuple[int, Any]:
+        if method == "GET" and path == "/health":
+            return 200, None
         if method == "GET" and path == "/v1/models":
             return 200, {"object": "list", "data": [{"id": name, "object": "model", "owned_by": "vllm"}]}
         if method == "POST" and path == "/v1/completions" and body is not None:
@@ -42,5 +48,53 @@ def fake_vllm(checkpoint: Path, model_name: str | None = None, fail_first: int =
                          "usage": {"prompt_tokens": len(ids), "completion_tokens": 1}}
         return 404, {"error": f"no route {method} {path}"}
 
-    with serve(handle) as url:
+    handle.state = state  # type: ignore[attr-defined]
+    return handle
+
+
+@contextmanager
+def fake_vllm(checkpoint: Path, model_name: str | None = None, fail_first: int = 0) -> Iterator[str]:
+    """Run the fake on a loopback port; yields its base URL."""
+    with serve(vllm_handler(checkpoint, model_name, fail_first)) as url:
         yield url
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve on ``--host``:``--port`` until killed, as ``python -m vllm.entrypoints.openai.api_server`` does."""
+    import json
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    args, _rest = parser.parse_known_args(argv)  # --dtype, --kv-cache-memory-bytes: accepted, not used
+    handler = vllm_handler(Path(args.model))
+
+    class _H(BaseHTTPRequestHandler):
+        def _reply(self, method: str) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            status, payload = handler(method, self.path, json.loads(self.rfile.read(length)) if length else None)
+            data = b"" if payload is None else json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            self._reply("GET")
+
+        def do_POST(self) -> None:
+            self._reply("POST")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer((args.host, args.port), _H)
+    print(f"fake vLLM serving {args.model} on {args.host}:{args.port}", flush=True)
+    httpd.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -119,5 +119,13 @@ def resolve_estimator(spec: str, settings: Settings, corpus: Mapping[str, Sequen
     return entry.obj(arg, EstimatorContext(settings, corpus, progress or NoProgress()))
 
 
-__all__ = ["ESTIMATORS", "Estimator", "EstimatorContext", "EstimatorFactory", "EstimatorInfo", "estimator_entry",
-           "estimator_info", "estimator_label", "resolve_estimator", "served_model_label"]
+def close_estimator(estimator: Estimator) -> None:
+    """Release what an estimator holds: the local servers a ``vllm-local`` estimator started and its HTTP client (an
+    estimator without a ``close`` method holds nothing to release)."""
+    close = getattr(estimator, "close", None)
+    if callable(close):
+        close()
+
+
+__all__ = ["ESTIMATORS", "Estimator", "EstimatorContext", "EstimatorFactory", "EstimatorInfo", "close_estimator",
+           "estimator_entry", "estimator_info", "estimator_label", "resolve_estimator", "served_model_label"]

@@ -5,6 +5,10 @@ ids are exactly those of the hf estimator.  vLLM: ``POST /v1/completions`` with 
 and ``prompt_logprobs=0`` (each position's dict holds the actual prompt token).  SGLang: ``POST /generate`` with
 ``input_ids``, ``return_logprob`` and ``logprob_start_len`` one token before the target.  Requests are sent paper by
 paper, spread round-robin over the URLs, ``concurrency`` at a time, retried with back-off on 429/5xx/network errors.
+
+``vllm-local:NAME|PATH`` starts the vLLM server(s) itself (:class:`grebench.models.VLLMServer`, in the
+``vllm_python`` environment) on 127.0.0.1 for a catalogue model or a checkpoint, ``vllm_servers`` of them, and stops
+them when the scoring ends (:meth:`ServerEstimator.close`) or the process dies.
 """
 
 from __future__ import annotations
@@ -50,6 +54,16 @@ class ServerEstimator:
         self.tokenizer = AutoTokenizer.from_pretrained(Path(path).expanduser(), local_files_only=True)
         self.encode = RequestTokenizer(self.tokenizer)
         self.id = f"{kind}:{self.model}@{tokenizer_sha8(self.tokenizer)}"
+        self.servers: list[Any] = []  # local servers this estimator started (vllm-local), stopped by close()
+
+    def close(self) -> None:
+        """Stop the local servers this estimator started (none for a remote URL) and close the HTTP client."""
+        servers, self.servers = self.servers, []
+        try:
+            for server in servers:
+                server.stop()
+        finally:
+            self.client.close()
 
     def _model_id(self) -> str:
         if self.kind == "vllm":
@@ -154,9 +168,93 @@ def _url_check(kind: str) -> Callable[[str], None]:
     return check
 
 
+def check_local_model(arg: str) -> None:
+    """The spec check of ``vllm-local:NAME|PATH``: a catalogue model or a checkpoint directory."""
+    from grebench.models import MODELS
+
+    if not arg.strip():
+        raise ValueError("vllm-local estimator spec must be vllm-local:NAME (a built-in evaluation LM) or "
+                         "vllm-local:PATH (a local checkpoint)")
+    if arg.strip() not in MODELS and not Path(arg.strip()).expanduser().is_dir():
+        raise ValueError(f"{arg!r} is not a built-in model ({', '.join(MODELS.names())}) nor a checkpoint directory")
+
+
+#: KV cache of a vllm-local server on a CPU when ``vllm_kv_cache_gib = 0``: 2 GiB hold ~45k float32 tokens of
+#: SmolLM2-135M, several times what ``estimator_concurrency`` paper-sized prompts take at once.
+CPU_KV_CACHE_GIB = 2.0
+
+
+def _core_shares(n: int) -> list[str]:
+    """This process's CPU cores cut into ``n`` contiguous shares, as ``VLLM_CPU_OMP_THREADS_BIND`` lists."""
+    import os
+
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    if len(cores) < n:
+        raise ValueError(f"vllm_servers = {n} needs at least {n} CPU cores; this process may use {len(cores)}")
+    size, extra = divmod(len(cores), n)
+    shares, start = [], 0
+    for i in range(n):
+        end = start + size + (1 if i < extra else 0)
+        shares.append(",".join(str(c) for c in cores[start:end]))
+        start = end
+    return shares
+
+
+def make_vllm_local(arg: str, context: EstimatorContext) -> ServerEstimator:
+    """``vllm-local:NAME|PATH``: ``vllm_servers`` vLLM servers started here for a catalogue model or a checkpoint.
+
+    dtype: ``hf_dtype``, where ``auto`` is bfloat16 on CUDA and float32 on a CPU (vLLM's CPU bfloat16 drifts 0.03
+    nats per token from the float32 forward and starts twice as slowly: docs/estimators.md).  On a CPU the servers
+    get contiguous shares of the cores (one server all of them); on CUDA, with several servers, server i gets GPU i.
+    The id names the model the way ``hf:NAME`` does (``vllm:NAME@<checkpoint sha8>:dtype=...:chat=...``), so its
+    scores compare across machines.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from grebench.models import MODELS, VLLMServer, default_device, installed, resolve_checkpoint, vllm_interpreter
+    from grebench.scoring.estimators._tokenize import template_sha8
+
+    check_local_model(arg)
+    s = context.settings
+    python = vllm_interpreter(s)
+    path, label = resolve_checkpoint(s, arg.strip(), context.progress)
+    device = default_device(s.hf_device)
+    dtype = s.hf_dtype if s.hf_dtype != "auto" else ("bfloat16" if device == "cuda" else "float32")
+    n = s.vllm_servers
+    # on a CPU the servers share out this process's cores (one server gets them all: vLLM's own binding would keep
+    # one core for its HTTP front end, half of a 2-core machine); on CUDA each server gets its GPU
+    threads: list[str | None] = list(_core_shares(n)) if device != "cuda" else [None] * n
+    kv_gib = s.vllm_kv_cache_gib or (None if device == "cuda" else CPU_KV_CACHE_GIB)
+    slug = Path(label).name
+    servers = [VLLMServer(path, s, dtype=dtype, python=python, name=f"vllm-{slug}-{i}",
+                          port=s.local_server_port + i if s.local_server_port else None, threads=threads[i],
+                          kv_cache_gib=kv_gib, compile=s.vllm_compile,
+                          cuda_devices=str(i) if device == "cuda" and n > 1 else None) for i in range(n)]
+    try:
+        with context.progress.task("vLLM start", total=n, unit="servers") as task, ThreadPoolExecutor(n) as pool:
+            for future in [pool.submit(server.start) for server in servers]:
+                future.result()
+                task.advance()
+        estimator = ServerEstimator("vllm", [server.base_url for server in servers], tokenizer=str(path),
+                                    concurrency=s.estimator_concurrency, timeout_s=s.estimator_timeout_s)
+    except BaseException:
+        for server in servers:
+            server.stop()
+        raise
+    estimator.servers = servers
+    manifest = installed(s, label) if label in MODELS else None
+    sha8 = manifest["checkpoint_sha256"][:8] if manifest is not None else tokenizer_sha8(estimator.tokenizer)
+    estimator.id = f"vllm:{label}@{sha8}:dtype={dtype}:chat={template_sha8(estimator.tokenizer)}"
+    return estimator
+
+
 ESTIMATORS.add("vllm", _server_factory("vllm"), spec="vllm:URL[,URL...]",
                summary="vLLM server(s): prompt log-probs over /v1/completions", label=served_model_label("vLLM"),
                check_arg=_url_check("vllm"))
+ESTIMATORS.add("vllm-local", make_vllm_local, spec="vllm-local:NAME|PATH",
+               summary="vLLM server(s) started on 127.0.0.1 for a built-in evaluation LM or a checkpoint "
+                       "(vllm_python, vllm_servers)",
+               label=served_model_label("vLLM"), catalogue_arg=True, check_arg=check_local_model)
 ESTIMATORS.add("sglang", _server_factory("sglang"), spec="sglang:URL",
                summary="SGLang server: input-token log-probs over /generate", label=served_model_label("SGLang"),
                check_arg=_url_check("sglang"))

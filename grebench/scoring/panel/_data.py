@@ -170,7 +170,7 @@ class GemScores:
         from grebench.scoring._engine import _evaluate, corpus_texts, estimator_corpus, request_key
         from grebench.scoring._preprocess import preprocess_texts, resolve_preprocessor
         from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest
-        from grebench.scoring.estimators import resolve_estimator
+        from grebench.scoring.estimators import close_estimator, resolve_estimator
 
         preprocessor = resolve_preprocessor(self.preprocessor_spec, self.settings, self.store)
         if preprocessor.id != self.preprocessor:
@@ -182,6 +182,7 @@ class GemScores:
                                  + list(reviews.values()) + [t for _, t in todo])
         estimator = resolve_estimator(self.estimator_spec, self.settings, corpus=estimator_corpus(fitted_on, lines))
         if estimator.id != self.estimator:
+            close_estimator(estimator)
             raise RuntimeError(f"stored scores use estimator {self.estimator}, this run's is {estimator.id}")
         abstracts = {r["paper_id"]: (r["abstract"] or "").strip() for r in self.store.rows(
             "SELECT paper_id, abstract FROM papers")}
@@ -215,8 +216,11 @@ class GemScores:
                 pending.append((pid, text, ref,
                                 LogprobRequest(pid, synopsis, x.text or None, y.text, GEM_PROMPT_VERSION),
                                 LogprobRequest(pid, synopsis, None, y.text, GEM_PROMPT_VERSION)))
-        results, calls, _, _ = _evaluate(self.store, [(estimator, c) for *_, c, _ in pending]
-                                     + [(estimator, m) for *_, m in pending], NoProgress())
+        try:
+            results, calls, _, _ = _evaluate(self.store, [(estimator, c) for *_, c, _ in pending]
+                                         + [(estimator, m) for *_, m in pending], NoProgress())
+        finally:  # local servers the estimator started (vllm-local) stop here
+            close_estimator(estimator)
         for pid, text, ref, cond, marg in pending:
             value = results[request_key(estimator.id, cond)].logprob - results[request_key(estimator.id, marg)].logprob
             self.values[(pid, sha(text))][ref] = float(value)
