@@ -15,6 +15,7 @@ from grebench.settings import Settings
 
 
 @click.group("submissions")
+@settings_options
 def command() -> None:
     """Submitted models: list them, vouch for a declared cutoff."""
 

@@ -28,8 +28,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("arg, reason", [
-    ("", "must be vllm:URL"), ("localhost:8000", "not an http"), ("http://", "with a host"),
-    ("http://127.0.0.1:99999", "not a URL"), ("http://127.0.0.1:8000,", "empty URL"), ("ftp://h/x", "not an http")])
+    ("", "must be vllm:URL"), ("localhost:8000", "must start with http"), ("http://", "with a host"),
+    ("http://127.0.0.1:99999", "not a URL"), ("http://127.0.0.1:8000,", "empty URL"),
+    ("ftp://h/x", "must start with http")])
 def test_vllm_urls_are_checked(arg: str, reason: str) -> None:
     check = estimator_info("vllm").check_arg
     assert check is not None
@@ -45,7 +46,7 @@ def test_good_vllm_urls_and_models_pass(tiny_llama_dir: Path) -> None:  # noqa: 
 
 @pytest.mark.parametrize("spec, reason", [
     ("vllm-local:", "must be vllm-local:NAME"), ("vllm-local:no-such-model", "not a built-in model"),
-    ("vllm:localhost:8000", "not an http"), ("sglang:", "must be sglang:URL")])
+    ("vllm:localhost:8000", "must start with http"), ("sglang:", "must be sglang:URL")])
 def test_the_setup_check_refuses_bad_server_specs(spec: str, reason: str, settings: Settings) -> None:
     with pytest.raises(SetupError, match=reason):
         check_setup(settings, RunOptions(estimator=spec))

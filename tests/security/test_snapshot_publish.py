@@ -90,13 +90,15 @@ def test_the_downloads_page_hash_anchors_the_import(scored: Store, tmp_path: Pat
     export_snapshot(scored, VENUE, settings.data_path / "snapshots" / SLUG)
     build_site(scored, settings, tmp_path / "site")
     page = BeautifulSoup((tmp_path / "site" / "downloads.html").read_text(encoding="utf-8"), "html.parser")
-    table = page.select_one("table#snapshot-manifests")
-    assert table is not None, "the Downloads page lists each snapshot's manifest hash"
-    cells = [td.get_text(strip=True) for td in table.select("tbody td")]
-    assert cells[0] == SLUG
-    published = cells[1]
+    section = page.select_one(f"section.snapshot#snapshot-{SLUG}")
+    assert section is not None, "the Downloads page lists each snapshot with its manifest hash"
+    code = section.select_one("code.manifest-sha256")
+    assert code is not None
+    published = code.get_text(strip=True)
     assert published == file_sha256(settings.data_path / "snapshots" / SLUG / "manifest.json")
-    assert cells[2] == f"grebench snapshot import {SLUG} --manifest-sha256 {published}"
+    command = section.select_one("code.import-command")
+    assert command is not None
+    assert command.get_text(strip=True) == f"grebench snapshot import --manifest-sha256 {published} {SLUG}"
     out = _cli("snapshot", "import", str(settings.data_path / "snapshots" / SLUG), "--manifest-sha256", published,
                "--data-dir", str(tmp_path / "fresh"), "--json")
     assert out.exit_code == 0, out.output
