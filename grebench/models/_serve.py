@@ -51,8 +51,9 @@ STOP_GRACE_S = 20.0  # SIGTERM lets uvicorn finish; after this the group is kill
 POLL_S = 0.2  # how often /health is asked while the child is alive
 PAGE_TOKENS = 256  # transformers' continuous-batching page size (ContinuousBatchingConfig.page_size)
 MAX_BATCH_TOKENS = 2048  # tokens of one continuous-batching step (longer prompts are prefilled in chunks)
-#: The child's program: watch the parent's pipe (fd in argv[1]) in a thread, then run the transformers CLI in-process.
-LAUNCHER = """\
+#: The start of every child's program: watch the parent's pipe (fd in argv[1]) in a thread; at its end of file the
+#: parent is gone and the whole process group is killed.
+PARENT_WATCH = """\
 import os, signal, sys, threading
 fd = int(sys.argv[1])
 def watch():
@@ -63,6 +64,9 @@ def watch():
         pass
     os.killpg(0, signal.SIGKILL)  # end of file: the parent is gone, take the whole group down
 threading.Thread(target=watch, name="grebench-parent-watch", daemon=True).start()
+"""
+#: The child's program: the parent watch, then the transformers CLI in-process.
+LAUNCHER = PARENT_WATCH + """\
 sys.argv = ["transformers", *sys.argv[2:]]
 from transformers.cli.transformers import main
 sys.exit(main())

@@ -24,22 +24,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from grebench.models._serve import LocalServer, LocalServerError
+from grebench.models._serve import PARENT_WATCH, LocalServer, LocalServerError
 from grebench.settings import Settings
 
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"
 #: The child's program: the launcher's parent watch (argv[1]: the pipe), then ``-m vllm...api_server`` in-process.
-VLLM_LAUNCHER = """\
-import os, runpy, signal, sys, threading
-fd = int(sys.argv[1])
-def watch():
-    try:
-        while os.read(fd, 1):
-            pass
-    except OSError:
-        pass
-    os.killpg(0, signal.SIGKILL)  # end of file: the parent is gone, take the whole group down
-threading.Thread(target=watch, name="grebench-parent-watch", daemon=True).start()
+VLLM_LAUNCHER = PARENT_WATCH + """\
+import runpy
 sys.argv = [sys.argv[2], *sys.argv[3:]]
 runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
 """

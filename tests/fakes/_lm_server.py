@@ -38,16 +38,15 @@ class TinyLM:
         return out
 
 
-@contextmanager
-def serve(handler: Handler) -> Iterator[str]:
-    """Serve ``handler(method, path, json_body)`` on 127.0.0.1:<ephemeral>; yields the base URL."""
+def handler_class(handler: Handler) -> type[BaseHTTPRequestHandler]:
+    """A request handler class answering ``handler(method, path, json_body)`` with JSON (an empty body for None)."""
 
     class _H(BaseHTTPRequestHandler):
         def _reply(self, method: str) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length)) if length else None
             status, payload = handler(method, self.path, body)
-            data = json.dumps(payload).encode()
+            data = b"" if payload is None else json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -63,7 +62,13 @@ def serve(handler: Handler) -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = LoopbackServer(_H)
+    return _H
+
+
+@contextmanager
+def serve(handler: Handler) -> Iterator[str]:
+    """Serve ``handler(method, path, json_body)`` on 127.0.0.1:<ephemeral>; yields the base URL."""
+    server = LoopbackServer(handler_class(handler))
     try:
         yield server.base_url
     finally:

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.fakes._lm_server import TinyLM, serve
+from tests.fakes._lm_server import TinyLM, handler_class, serve
 
 
 def vllm_handler(checkpoint: Path, model_name: str | None = None,
@@ -61,8 +61,7 @@ def fake_vllm(checkpoint: Path, model_name: str | None = None, fail_first: int =
 
 def main(argv: list[str] | None = None) -> None:
     """Serve on ``--host``:``--port`` until killed, as ``python -m vllm.entrypoints.openai.api_server`` does."""
-    import json
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from http.server import ThreadingHTTPServer
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True)
@@ -71,27 +70,7 @@ def main(argv: list[str] | None = None) -> None:
     args, _rest = parser.parse_known_args(argv)  # --dtype, --kv-cache-memory-bytes: accepted, not used
     handler = vllm_handler(Path(args.model))
 
-    class _H(BaseHTTPRequestHandler):
-        def _reply(self, method: str) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            status, payload = handler(method, self.path, json.loads(self.rfile.read(length)) if length else None)
-            data = b"" if payload is None else json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self) -> None:
-            self._reply("GET")
-
-        def do_POST(self) -> None:
-            self._reply("POST")
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer((args.host, args.port), _H)
+    httpd = ThreadingHTTPServer((args.host, args.port), handler_class(handler))
     print(f"fake vLLM serving {args.model} on {args.host}:{args.port}", flush=True)
     httpd.serve_forever()
 
