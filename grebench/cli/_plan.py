@@ -33,12 +33,39 @@ def plan_text(settings: Settings, opts: Any, what: str = "main job", papers_know
     elif info.local_model:
         text += ("; the time is measured as the run goes (no throughput measured on this machine yet: the first run "
                  "probes it; each stage shows its ETA)")
+    busy = busy_note()
+    if busy and (info.local_model or settings.listed("local_candidates") or settings.listed("local_judges")):
+        text += busy
     if size == AUTO_CPU_PAPERS and why.startswith("auto"):
         text += "; `--papers all` scores every paper" if what == "main job" else \
             "; the setting `papers = all` scores every paper"
     elif size is None and why.startswith("auto: a GPU"):
         text += "; on a GPU every paper is scored (papers = auto)"
     return text
+
+
+#: Load beyond which the plan says the machine is busy: other work already holds this share of the usable cores.
+BUSY_LOAD_SHARE = 0.75
+
+
+def busy_note() -> str:
+    """A warning for the plan when other work already keeps the cores busy (the 1-minute load average before this
+    run's own work starts): the sample and its expected minutes assume idle cores and stay as they are (the same
+    machine always draws the same sample), so the plan says the run will take longer and why (what two CPU-bound
+    processes beside the default run cost on 2 cores: docs/operations.md)."""
+    import os
+
+    from grebench.models import usable_cores
+
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average on this platform
+        return ""
+    cores = usable_cores()
+    if load < BUSY_LOAD_SHARE * cores:
+        return ""
+    return (f"; the machine is busy now (1-minute load average {load:.1f} on {cores} usable cores): the times above "
+            "assume idle cores, so expect it to take longer (several times with every core taken)")
 
 
 def serve_plan(settings: Settings, kinds: Sequence[str], intervals: dict[str, float],

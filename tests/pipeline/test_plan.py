@@ -77,3 +77,24 @@ def test_auto_says_up_front_when_even_the_smallest_sample_is_slow(monkeypatch: p
     monkeypatch.setitem(CLASS_MINUTES, "float32", 90.0)
     got, why = papers_size("auto", load_settings(env=dict(FAST_ENV)), "hf:smollm2-135m")
     assert got == AUTO_MIN_PAPERS and "longer than the 15 aimed at" in why and "about 22 minutes here" in why, why
+
+
+@pytest.mark.parametrize("load, busy", [(0.2, False), (1.4, False), (1.6, True), (4.0, True)])
+def test_the_plan_says_when_other_work_keeps_the_cores_busy(monkeypatch: pytest.MonkeyPatch, load: float,
+                                                            busy: bool) -> None:
+    """The sample does not follow the load (the same machine draws the same sample), but the plan says that its
+    times assume idle cores when other work already holds three quarters of them."""
+    from grebench.cli._plan import plan_text
+    from grebench.pipeline import RunOptions
+
+    monkeypatch.setattr("os.getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr("grebench.models.usable_cores", lambda: 2)
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_ESTIMATOR": "hf:smollm2-135m"})
+    text = plan_text(settings, RunOptions())
+    assert ("the machine is busy now" in text) is busy, text
+    if busy:
+        assert f"load average {load:.1f} on 2 usable cores" in text
+    offline = plan_text(load_settings(env={**FAST_ENV, "GREBENCH_ESTIMATOR": "offline",
+                                           "GREBENCH_LOCAL_CANDIDATES": "", "GREBENCH_LOCAL_JUDGES": ""}),
+                        RunOptions())
+    assert "busy" not in offline  # no language model on this machine: the load does not change the plan
