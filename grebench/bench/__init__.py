@@ -9,13 +9,14 @@ candidate runs):
 * :func:`import_reviews` — reviews written elsewhere as a candidate of kind ``imported`` (``grebench bench import``);
   :func:`read_import` checks a file without writing (:class:`ImportRefused` lists the bad lines).
 * contamination rules (:func:`is_clean`, :func:`is_sealed`), the human-baseline splits, review parsing.
-* the copy detector: :func:`copied_shares` (texts against the store's public reviews of their papers, used by every
-  import and upload), :func:`copy_share`, :data:`COPY_THRESHOLD`.
+* the copy detector: :func:`copy_findings` / :func:`copied_shares` (texts against the store's public reviews of their
+  papers, with evidence; used by every import, upload, submission and approval), :func:`copy_evidence`,
+  :func:`copy_share`, :data:`COPY_THRESHOLD`.
 """
 
 from grebench.bench._baseline import Split, choose_split, make_splits
 from grebench.bench._contamination import clean_pairs, is_clean, is_sealed, is_vouched
-from grebench.bench._copies import COPY_THRESHOLD, copy_share
+from grebench.bench._copies import COPY_THRESHOLD, CopyEvidence, copy_evidence, copy_share
 from grebench.bench._import import (
     IMPORT_VERSION,
     MAX_FILE_BYTES,
@@ -27,6 +28,7 @@ from grebench.bench._import import (
     check_candidate_name,
     check_meta,
     copied_shares,
+    copy_findings,
     import_reviews,
     is_reserved_name,
     read_import,
@@ -71,6 +73,7 @@ __all__ = [
     "CONTROLS",
     "CONTROL_KIND",
     "COPY_THRESHOLD",
+    "CopyEvidence",
     "DEFAULT_MAX_TOKENS",
     "ENDPOINT_KIND",
     "HUMAN",
@@ -105,6 +108,8 @@ __all__ = [
     "choose_split",
     "clean_pairs",
     "copied_shares",
+    "copy_findings",
+    "copy_evidence",
     "copy_share",
     "generate_for",
     "generate_unreviewed",

@@ -24,7 +24,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from grebench.bench._contamination import IMPORTED_KIND, is_clean
-from grebench.bench._copies import COPY_THRESHOLD, N, copy_share
+from grebench.bench._copies import COPY_THRESHOLD, Background, CopyEvidence, bundled_background, copy_evidence
 from grebench.bench._generations import COLUMNS, make_row
 from grebench.bench._parse import parse_review
 from grebench.bench._registry import HUMAN, NAME_PATTERN, CandidateError, load_candidates
@@ -373,21 +373,51 @@ def paper_own_texts(store: Store, paper_ids: Collection[str]) -> dict[str, str]:
         [sorted(set(paper_ids))])}
 
 
-def copied_shares(store: Store, reviews: Sequence[tuple[str, str]]) -> list[float]:
-    """:func:`copy_share` of each (paper id, text) against every version of every review of its paper in the store
-    (the paper's own text excepted): the copy detector, for imports, uploads and anyone scoring a text."""
+#: At most this many of the store's papers join the bundled samples' background (a season of 20,000 papers would
+#: take minutes to read for every check; a few thousand papers already tell generic review language apart).
+STORE_BACKGROUND_PAPERS = 2000
+
+
+def store_background(store: Store) -> Background:
+    """The bundled samples' background plus the reviews of up to :data:`STORE_BACKGROUND_PAPERS` of the store's
+    papers (those not bundled): what counts as generic review language in this store's venues."""
+    bundled = bundled_background()
+    background = Background(bundled.papers.copy(), set(bundled.seen))
+    rows = store.rows("SELECT p.venue_id, p.paper_id, v.text FROM papers p JOIN reviews r USING (paper_id) "
+                      "JOIN review_versions v USING (review_id) WHERE v.text IS NOT NULL AND p.paper_id IN "
+                      "(SELECT paper_id FROM papers ORDER BY paper_id LIMIT ?)", [STORE_BACKGROUND_PAPERS])
+    by_paper: dict[str, list[str]] = {}
+    for row in rows:
+        by_paper.setdefault(f"{row['venue_id']}/{row['paper_id']}", []).append(row["text"])
+    for key, texts in by_paper.items():
+        background.add(key, texts)
+    return background
+
+
+def copy_findings(store: Store, reviews: Sequence[tuple[str, str]]) -> list[CopyEvidence]:
+    """:func:`copy_evidence` of each (paper id, text) against every version of every review of its paper in the
+    store (the paper's own text excepted): the copy detector, for imports, uploads, submissions and approvals."""
+    if not reviews:
+        return []
     ids = [pid for pid, _ in reviews]
     public, own = public_review_texts(store, ids), paper_own_texts(store, ids)
-    return [copy_share(text, public.get(pid, ()), own.get(pid, "")) for pid, text in reviews]
+    background = store_background(store)
+    return [copy_evidence(text, public.get(pid, ()), own.get(pid, ""), background) for pid, text in reviews]
+
+
+def copied_shares(store: Store, reviews: Sequence[tuple[str, str]]) -> list[float]:
+    """The detector's score of each (paper id, text) (:func:`copy_findings`); a copy scores :data:`COPY_THRESHOLD`
+    or more."""
+    return [finding.score for finding in copy_findings(store, reviews)]
 
 
 def refuse_copies(store: Store, reviews: Sequence[ImportedReview], source: str) -> None:
-    """:class:`ImportRefused` naming every review that copies the paper's public reviews (:func:`copy_share` at or
-    above :data:`COPY_THRESHOLD`): a copy carries no information of its own and would outscore every model."""
-    shares = copied_shares(store, [(r.paper_id, r.text) for r in reviews])
-    bad = [BadLine(review.line, f"review of {review.paper_id} copies its public reviews: {share:.0%} of its words "
-                                f"are in {N}-word sequences found in them (limit {COPY_THRESHOLD:.0%})")
-           for review, share in zip(reviews, shares, strict=True) if share >= COPY_THRESHOLD]
+    """:class:`ImportRefused` naming every review that carries its paper's public reviews' content (a detector score
+    at or above :data:`COPY_THRESHOLD`): a copy carries no information of its own and would outscore every model."""
+    findings = copy_findings(store, [(r.paper_id, r.text) for r in reviews])
+    bad = [BadLine(review.line, f"review of {review.paper_id} copies its public reviews: {finding.describe()} "
+                                f"(limit {COPY_THRESHOLD:.0%})")
+           for review, finding in zip(reviews, findings, strict=True) if finding.copied]
     if bad:
         raise ImportRefused(bad[:MAX_KEPT], len(bad), source)
 

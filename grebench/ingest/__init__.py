@@ -20,6 +20,8 @@ _EXPORTS = {
     "SOURCES": "grebench.ingest._source",
     "extract_pdf": "grebench.ingest._pdf",
     "bundled_path": "grebench.ingest._archive",
+    "bundled_source": "grebench.ingest._archive",
+    "BUNDLED": "grebench.ingest._archive",
 }
 
 __all__ = sorted(_EXPORTS)
