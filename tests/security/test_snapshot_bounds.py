@@ -22,12 +22,12 @@ import pyarrow.parquet as pq
 from grebench.store import file_sha256, open_store
 from grebench.store._snapshot import BATCH_ROWS, FORMAT, MIN_DECODED_BYTES, import_bound
 
-WIDE = 64 * 1024  # each abstract: 64 KiB of one repeated letter
+WIDE = 16 * 1024  # each abstract: 16 KiB of one repeated letter (a 256-row batch: 4 MiB)
 HUGE = 2 ** 40  # what the attacker's manifest declares
 
 
 def papers(rows: int, prefix: str = "p") -> pa.Table:
-    """``papers`` rows with distinct ids and one 64 KiB abstract: plain Arrow strings (no dictionary type), the
+    """``papers`` rows with distinct ids and one 16 KiB abstract: plain Arrow strings (no dictionary type), the
     Parquet writer dictionary-encodes and compresses them to a few kB."""
     now = datetime(2024, 1, 1)
     return pa.table({"paper_id": [f"{prefix}{i}" for i in range(rows)], "venue_id": ["V"] * rows,
@@ -36,7 +36,7 @@ def papers(rows: int, prefix: str = "p") -> pa.Table:
 
 
 def reviews(rows: int) -> pa.Table:
-    """``reviews`` rows with distinct ids and one 64 KiB signature each."""
+    """``reviews`` rows with distinct ids and one 16 KiB signature each."""
     return pa.table({"review_id": [f"r{i}" for i in range(rows)], "paper_id": ["p0"] * rows,
                      "kind": ["official_review"] * rows, "signature": ["s" * WIDE] * rows,
                      "first_seen_at": [datetime(2024, 1, 1)] * rows, "latest_version": pa.array([1] * rows, pa.int32())})
@@ -96,7 +96,7 @@ def _counts(data: Path) -> tuple[int, int]:
 
 
 def test_a_declared_huge_bound_is_not_the_importers(tmp_path: Path) -> None:
-    rows = 8192  # 512 MiB decoded: under the 2 GiB the manifest's word used to allow
+    rows = 32768  # 512 MiB decoded: under the 2 GiB the manifest's word used to allow
     snap = snapshot(tmp_path / "snap", {"papers.parquet": papers(rows)})
     size = (snap / "papers.parquet").stat().st_size
     assert size < 256 * 1024
