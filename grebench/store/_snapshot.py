@@ -453,6 +453,11 @@ def _insert(con: Any, table: str, cols: str, keyed: bool, batches: list[Any]) ->
         con.unregister("grebench_snapshot_src")
 
 
+def _refusal(name: str, size: int, rows: int, why: str) -> SnapshotError:
+    """One refusal line: the member, why, and how far import had got (all rolled back)."""
+    return SnapshotError(f"{name}: {why}; refused after {size:,} bytes, {rows:,} rows: nothing imported")
+
+
 def _import(store: Store, snapshot_dir: Path, manifest_sha256: str | None, max_expansion: int,
             max_decoded_bytes: int) -> dict[str, Any]:
     import pyarrow as pa
@@ -506,16 +511,13 @@ def _import(store: Store, snapshot_dir: Path, manifest_sha256: str | None, max_e
             if any(pa.types.is_nested(t) for t in schema.types):
                 raise SnapshotError(f"{name}: nested column types are not part of a snapshot (refused)")
 
-            def refuse(size: int, rows: int, why: str) -> SnapshotError:
-                return SnapshotError(f"{name}: {why}; refused after {size:,} bytes, {rows:,} rows: nothing imported")
-
             limit = total_bound - total if declared is None else min(total_bound - total, declared)
             why = (f"the snapshot decodes to more than the importer's bound of {total_bound:,} bytes"
                    if declared is None or total_bound - total <= declared
                    else f"decodes to more than {declared:,} bytes (its manifest's decoded_bytes)")
             stored = _footer_bytes(parquet)
             if stored > limit:
-                raise refuse(total, 0, f"{why} (its pages alone hold {stored:,})")
+                raise _refusal(name, total, 0, f"{why} (its pages alone hold {stored:,})")
             before = int(cast("tuple[Any, ...]", con.execute(f"SELECT count(*) FROM {ident(table)}").fetchone())[0])
             rows = size = 0
             pending: list[Any] = []
@@ -524,10 +526,10 @@ def _import(store: Store, snapshot_dir: Path, manifest_sha256: str | None, max_e
             for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
                 grown = _dense_nbytes(batch)  # counted before the batch is kept: the bound holds inside a member
                 if rows + batch.num_rows > most_rows:
-                    raise refuse(total + size, rows,
+                    raise _refusal(name, total + size, rows,
                                  f"holds more than the {most_rows:,} rows its manifest says")
                 if size + grown > limit:
-                    raise refuse(total + size, rows, why)
+                    raise _refusal(name, total + size, rows, why)
                 rows, size = rows + batch.num_rows, size + grown
                 pending.append(batch)
                 pending_rows, pending_size = pending_rows + batch.num_rows, pending_size + grown

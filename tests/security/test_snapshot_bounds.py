@@ -39,7 +39,8 @@ def reviews(rows: int) -> pa.Table:
     """``reviews`` rows with distinct ids and one 16 KiB signature each."""
     return pa.table({"review_id": [f"r{i}" for i in range(rows)], "paper_id": ["p0"] * rows,
                      "kind": ["official_review"] * rows, "signature": ["s" * WIDE] * rows,
-                     "first_seen_at": [datetime(2024, 1, 1)] * rows, "latest_version": pa.array([1] * rows, pa.int32())})
+                     "first_seen_at": [datetime(2024, 1, 1)] * rows,
+                     "latest_version": pa.array([1] * rows, pa.int32())})
 
 
 def snapshot(root: Path, members: dict[str, pa.Table]) -> Path:
