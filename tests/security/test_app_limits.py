@@ -167,3 +167,14 @@ def _env() -> dict[str, Any]:
     import os
 
     return {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}
+
+
+@pytest.mark.parametrize("step", [1, 7, 70, 4096])
+def test_parts_are_counted_across_message_edges(step: int) -> None:
+    request = httpx.Request("POST", "http://x/upload", files=[("files", (f"r{i}.jsonl", b"--{}\n")) for i in range(5)])
+    body, kind = request.read(), request.headers["content-type"]
+    boundary = kind.split("boundary=")[1].encode()
+    counter = _limits.PartCounter(boundary)
+    for at in range(0, len(body), step):  # a delimiter split over two messages is still counted once
+        counter.feed(body[at:at + step], final=at + step >= len(body))
+    assert counter.parts == 5
