@@ -175,6 +175,11 @@ class Settings:
     app_uploads_per_address_per_hour = Setting(int, 20, "Requests to Gradio's upload route (POST /gradio_api/upload) accepted from one client address per hour, refused ones included.", minimum=1, maximum=10000)
     app_upload_max_files = Setting(int, 200, "Uploaded files kept in Gradio's upload folder at once; further uploads are refused until some are removed.", minimum=1, maximum=100000)
     app_upload_max_bytes = Setting(int, 1073741824, "Bytes of uploaded files kept in Gradio's upload folder at once.", minimum=16777216)
+    app_upload_files_per_request = Setting(int, 1, "Files (multipart parts) one request may carry, to the upload route or any other; a request with more is refused before any is stored.", minimum=1, maximum=100)
+    app_upload_files_per_address_per_hour = Setting(int, 10, "Each client address's share of the upload space: files it may upload per hour (the space holds app_upload_max_files in all).", minimum=1, maximum=100000)
+    app_upload_bytes_per_address_per_hour = Setting(int, 67108864, "Each client address's share of the upload space: bytes of upload requests it may make per hour.", minimum=17825792)
+    app_max_body_bytes = Setting(int, 1048576, 'Largest request body any app route accepts (the upload route has its own cap: one file of the import form\'s limit); larger ones are refused with 413 before they are read.', minimum=65536, maximum=16777216)
+    app_requests_per_address_per_min = Setting(int, 600, 'HTTP requests (pages, assets, API calls) the app accepts from one client address per minute, in bursts of as many; more are refused with 429.', minimum=10, maximum=1000000)
     app_upload_ttl_s = Setting(int, 3600, "Seconds an uploaded file may stay in Gradio's upload folder (the import handler removes it at once after reading it).", minimum=60, maximum=86400)
     submissions_per_week = Setting(int, 3, 'Submissions accepted per submitter in 7 days.', minimum=0)
     submissions_per_address_per_week = Setting(int, 6, 'Submissions and review uploads accepted from one network address (as the app sees it) in 7 days, whatever contact they give.', minimum=0)
@@ -196,6 +201,8 @@ class Settings:
     snapshot_check_min = Setting(float, 720.0, 'Minutes between checks whether a yearly snapshot is due (or was requested).', minimum=0.001)
     misfire_grace_s = Setting(float, 21600.0, 'How late (seconds) a scheduled job may still start; jobs wait for each other in one worker thread, so keep it above the longest job.', minimum=0)
     snapshot_date = Setting(str, '01-15', 'Month-day (MM-DD) of the yearly snapshot cut.')
+    snapshot_import_max_expansion = Setting(int, 50, 'A snapshot being imported may decode to at most this many times the bytes of its Parquet files, all members together (at least 16 MiB; a manifest\'s decoded_bytes can only lower it).', minimum=1, maximum=10000)
+    snapshot_import_max_mb = Setting(int, 2048, 'Most MiB a snapshot being imported may decode to, all members together, whatever its file sizes or manifest say.', minimum=16, maximum=1048576)
     stop_grace_s = Setting(float, 8.0, 'After SIGTERM/SIGINT: seconds the running job has to reach its next request boundary before the process exits anyway (its run is then marked interrupted); docker stop waits 10 s.', minimum=0.5, maximum=3600)
 
     # -- the data directory's layout -----------------------------------------------------------------------------------

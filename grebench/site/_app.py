@@ -26,6 +26,7 @@ from grebench.settings import Settings
 from grebench.site import _data
 from grebench.site._build import publish_snapshots
 from grebench.site._labels import Labels
+from grebench.site._limits import request_limits
 from grebench.site._reader import (
     ReaderCache,
     Snapshot,
@@ -35,7 +36,7 @@ from grebench.site._reader import (
     reader_cache,
     tree_stamp,
 )
-from grebench.site._uploads import discard_upload, upload_gate
+from grebench.site._uploads import discard_upload
 from grebench.store import REFERENCE, Store
 from grebench.submissions import (
     UPLOAD_MAX_BYTES,
@@ -97,7 +98,7 @@ def launch_kwargs(settings: Settings) -> dict[str, Any]:
             "enable_monitoring": False, "mcp_server": False, "pwa": False, "ssr_mode": False, "theme": theme,
             "footer_links": ["api"], "max_file_size": UPLOAD_MAX_BYTES,
             "state_session_capacity": settings.app_session_capacity,
-            "app_kwargs": {"middleware": [upload_gate(settings)]}}
+            "app_kwargs": {"middleware": [request_limits(settings)]}}
 
 
 def _fmt(value: Any) -> Any:

@@ -2,12 +2,14 @@
 needs, per address and in all, and uploaded copies do not stay.
 
 Gradio stores any file posted to its upload route (``max_file_size`` each) before any handler runs, serves it back
-at ``/gradio_api/file=``, and never removes it.  :class:`UploadGate` (an ASGI middleware, given to Gradio's FastAPI
-app through ``launch(app_kwargs=...)``) answers before Gradio reads the body:
+at ``/gradio_api/file=``, and never removes it.  :class:`UploadQuota` is what the app's request limits
+(:mod:`grebench.site._limits`, an ASGI middleware that answers before Gradio reads a byte of the body) ask about an
+upload request:
 
-* one file of at most the import form's limit per request (``Content-Length`` bound; a chunked body is refused);
 * ``app_uploads_per_address_per_hour`` requests per client address, refused ones included (the address is the one
   the app's rate limit uses: uvicorn's proxy handling follows ``app_trusted_proxies``);
+* each address's own share of the upload space: ``app_upload_files_per_address_per_hour`` files and
+  ``app_upload_bytes_per_address_per_hour`` bytes, so one address cannot fill the space for everyone;
 * at most ``app_upload_max_files`` files and ``app_upload_max_bytes`` bytes in Gradio's upload folder at once.
 
 Uploaded copies go when the import handler has read them (:func:`discard_upload`) and, whatever happens, after
@@ -20,15 +22,10 @@ import collections
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-MULTIPART_OVERHEAD = 64 * 1024  # form boundaries and headers around the one file
-_clock = time.monotonic  # the rate window's clock (tests replace it)
+_clock = time.monotonic  # the hour window's clock (tests replace it)
 
 
 def upload_folder() -> Path:
@@ -71,65 +68,75 @@ def _folder_usage(root: Path, stop_after: int) -> tuple[int, int]:
     return files, size
 
 
-class UploadGate:
-    """ASGI middleware in front of Gradio's upload route (see the module docstring)."""
+class UploadQuota:
+    """Per-address and global limits of the upload route (see the module docstring); thread-safe."""
 
-    def __init__(self, app: Any, max_file_bytes: int, per_hour: int, max_files: int, max_bytes: int) -> None:
-        self.app = app
-        self.max_request = max_file_bytes + MULTIPART_OVERHEAD
-        self.per_hour, self.max_files, self.max_bytes = per_hour, max_files, max_bytes
-        self._seen: dict[str, collections.deque[float]] = {}
+    def __init__(self, per_hour: int, files_per_hour: int, bytes_per_hour: int, max_files: int,
+                 max_bytes: int) -> None:
+        self.per_hour, self.files_per_hour, self.bytes_per_hour = per_hour, files_per_hour, bytes_per_hour
+        self.max_files, self.max_bytes = max_files, max_bytes
+        self._requests: dict[str, collections.deque[float]] = {}
+        self._stored: dict[str, collections.deque[tuple[float, int, int]]] = {}
         self._lock = threading.Lock()
 
-    def _count(self, address: str) -> int:
-        """Record one upload request of ``address``; how many it made in the last hour (this one included)."""
+    @staticmethod
+    def _recent(table: dict[str, collections.deque[Any]], address: str, now: float) -> collections.deque[Any]:
+        """The address's entries of the last hour (older ones dropped); idle addresses are forgotten in bulk."""
+        if len(table) > 100_000:  # forget idle addresses rather than grow without end
+            for key in [a for a, q in table.items() if not q or now - _when(q[-1]) >= 3600]:
+                del table[key]
+        seen = table.setdefault(address, collections.deque())
+        while seen and now - _when(seen[0]) >= 3600:
+            seen.popleft()
+        return seen
+
+    def count(self, address: str) -> tuple[int, str] | None:
+        """Record one upload request of ``address`` (before anything else is checked: refusals count); (status,
+        message) when it is over ``per_hour``, else None."""
         now = _clock()
         with self._lock:
-            if len(self._seen) > 100_000:  # forget idle addresses rather than grow without end
-                self._seen = {a: q for a, q in self._seen.items() if q and now - q[-1] < 3600}
-            seen = self._seen.setdefault(address, collections.deque())
-            while seen and now - seen[0] >= 3600:
-                seen.popleft()
-            seen.append(now)
-            return len(seen)
+            requests = self._recent(self._requests, address, now)
+            requests.append(now)
+            if len(requests) > self.per_hour:
+                return 429, f"upload refused: more than {self.per_hour} uploads per hour from your address"
+        return None
 
-    def refusal(self, scope: Scope) -> tuple[int, str] | None:
-        """(status, message) refusing this upload request, or None to let Gradio take it."""
-        client = scope.get("client")  # uvicorn already applied app_trusted_proxies (FORWARDED_ALLOW_IPS)
-        address = str(client[0]) if client else "unknown"
-        if self._count(address) > self.per_hour:
-            return 429, f"upload refused: more than {self.per_hour} uploads per hour from your address"
-        headers = dict(scope.get("headers") or [])
-        length = headers.get(b"content-length")
-        if length is None or not length.strip().isdigit():
-            return 411, "upload refused: a Content-Length is required"
-        if int(length) > self.max_request:
-            return 413, f"upload refused: one file of at most {self.max_request - MULTIPART_OVERHEAD:,} bytes"
+    def before(self, address: str, length: int) -> tuple[int, str] | None:
+        """(status, message) refusing an upload request of ``address`` declaring ``length`` body bytes before its
+        body is read (the address's share or the space is used up), or None."""
+        now = _clock()
+        with self._lock:
+            stored = self._recent(self._stored, address, now)
+            files, size = sum(e[1] for e in stored), sum(e[2] for e in stored)
+        if files >= self.files_per_hour or size + length > self.bytes_per_hour:
+            return 429, (f"upload refused: your address's share of the upload space is {self.files_per_hour} files "
+                         f"and {self.bytes_per_hour:,} bytes per hour")
         files, size = _folder_usage(upload_folder(), self.max_files)
-        if files >= self.max_files or size + int(length) > self.max_bytes:
+        if files >= self.max_files or size + length > self.max_bytes:
             return 503, "upload refused: the upload space is full, try again later"
         return None
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope.get("type") == "http" and scope.get("method") == "POST" \
-                and str(scope.get("path", "")).rstrip("/").endswith("/upload"):
-            refused = self.refusal(scope)
-            if refused is not None:
-                status, message = refused
-                body = message.encode("utf-8")
-                await send({"type": "http.response.start", "status": status,
-                            "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                                        (b"content-length", str(len(body)).encode("ascii"))]})
-                await send({"type": "http.response.body", "body": body})
-                return
-        await self.app(scope, receive, send)
+    def accept(self, address: str, files: int, length: int) -> tuple[int, str] | None:
+        """Once the body is read and its parts counted: charge ``files`` and ``length`` bytes to the address's share,
+        or (status, message) refusing the request when they do not fit in it."""
+        now = _clock()
+        with self._lock:
+            stored = self._recent(self._stored, address, now)
+            if sum(e[1] for e in stored) + files > self.files_per_hour \
+                    or sum(e[2] for e in stored) + length > self.bytes_per_hour:
+                return 429, (f"upload refused: your address's share of the upload space is {self.files_per_hour} "
+                             f"files and {self.bytes_per_hour:,} bytes per hour")
+            stored.append((now, files, length))
+        return None
 
 
-def upload_gate(settings: Any) -> Any:
-    """The :class:`UploadGate` of these settings as a Starlette ``Middleware`` entry (for ``app_kwargs``)."""
-    from starlette.middleware import Middleware
+def _when(entry: float | tuple[float, int, int]) -> float:
+    return entry[0] if isinstance(entry, tuple) else entry
 
-    from grebench.submissions import UPLOAD_MAX_BYTES
 
-    return Middleware(UploadGate, max_file_bytes=UPLOAD_MAX_BYTES, per_hour=settings.app_uploads_per_address_per_hour,
-                      max_files=settings.app_upload_max_files, max_bytes=settings.app_upload_max_bytes)
+def upload_quota(settings: Any) -> UploadQuota:
+    """The :class:`UploadQuota` of these settings."""
+    return UploadQuota(per_hour=settings.app_uploads_per_address_per_hour,
+                       files_per_hour=settings.app_upload_files_per_address_per_hour,
+                       bytes_per_hour=settings.app_upload_bytes_per_address_per_hour,
+                       max_files=settings.app_upload_max_files, max_bytes=settings.app_upload_max_bytes)

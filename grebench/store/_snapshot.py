@@ -28,14 +28,18 @@ from grebench.store._records import utcnow
 from grebench.store._store import Store, ident, public_select, write_parquet
 
 FORMAT = "grebench-snapshot/1"
-#: Import reads each member in record batches of this many rows (memory stays bounded whatever the file decodes to).
-BATCH_ROWS = 8192
-#: The most one member may decode to (Arrow bytes), whatever its manifest says.
+#: Import decodes each member this many rows at a time (small: the byte bound is checked before each is kept) ...
+BATCH_ROWS = 256
+#: ... and inserts the checked batches into the store in groups of at most this many rows or bytes.
+INSERT_ROWS = 8192
+INSERT_BYTES = 16 * 1024 ** 2
+#: The importer's own bound on what a whole snapshot may decode to (Arrow bytes, every member together):
+#: ``max_expansion`` times the bytes of its Parquet files, at least :data:`MIN_DECODED_BYTES`, never more than
+#: ``max_decoded_bytes`` (settings ``snapshot_import_max_expansion`` and ``snapshot_import_max_mb``).  The
+#: manifest's ``decoded_bytes`` may only lower it: the manifest is the snapshot's, not the importer's word.
+MAX_EXPANSION = 50
 MAX_DECODED_BYTES = 2 * 1024 ** 3
-#: A member whose manifest does not declare ``decoded_bytes`` (snapshots cut before it was written) may decode to
-#: this many times its file size, and at least :data:`UNDECLARED_MIN_BYTES`.
-UNDECLARED_RATIO = 50
-UNDECLARED_MIN_BYTES = 64 * 1024 ** 2
+MIN_DECODED_BYTES = 16 * 1024 ** 2
 MAX_MANIFEST_BYTES = 1024 ** 2
 MAX_MANIFEST_DEPTH = 8
 MANIFEST = "manifest.json"
@@ -209,24 +213,26 @@ def export_snapshot(store: Store, venue: str, out_dir: Path, *, replace: bool = 
 
 
 def decoded_bytes(path: Path) -> int:
-    """What a Parquet file decodes to, in Arrow bytes, read the way import reads it (:data:`BATCH_ROWS` at a time)."""
+    """What a Parquet file decodes to, in Arrow bytes, counted the way import counts it (dictionaries expanded)."""
     import pyarrow.parquet as pq
 
-    return sum(_dense_nbytes(batch) for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS))
+    return sum(_dense_nbytes(batch) for batch in pq.ParquetFile(path).iter_batches(batch_size=INSERT_ROWS))
 
 
-def decoded_bound(info: dict[str, Any]) -> int:
-    """The most a member may decode to: its declared ``decoded_bytes`` (a little slack for another pyarrow's
-    buffers), else :data:`UNDECLARED_RATIO` times its file size (at least :data:`UNDECLARED_MIN_BYTES`); never more
-    than :data:`MAX_DECODED_BYTES`."""
+def decoded_bound(info: dict[str, Any]) -> int | None:
+    """What a member's manifest lets it decode to: its declared ``decoded_bytes`` with a little slack for another
+    pyarrow's buffers; None when it declares none.  Only ever a further limit below :func:`import_bound`."""
     declared = info.get("decoded_bytes")
     if isinstance(declared, int) and not isinstance(declared, bool) and declared >= 0:
-        bound = declared + declared // 10 + 1024 ** 2
-    else:
-        size = info.get("bytes")
-        size = size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else 0
-        bound = max(UNDECLARED_MIN_BYTES, UNDECLARED_RATIO * size)
-    return min(bound, MAX_DECODED_BYTES)
+        return int(declared + declared // 10 + 1024 ** 2)
+    return None
+
+
+def import_bound(file_bytes: int, max_expansion: int = MAX_EXPANSION,
+                 max_decoded_bytes: int = MAX_DECODED_BYTES) -> int:
+    """The most a whole snapshot whose Parquet files hold ``file_bytes`` may decode to, by the importer's own rule
+    (the files' sizes as measured here and the settings, never the manifest)."""
+    return min(max_decoded_bytes, max(MIN_DECODED_BYTES, max_expansion * file_bytes))
 
 
 def _dense_nbytes(batch: Any) -> int:
@@ -399,19 +405,23 @@ def _primary_key(store: Store, table: str) -> list[str]:
     return []
 
 
-def import_snapshot(store: Store, snapshot_dir: Path, manifest_sha256: str | None = None) -> dict[str, Any]:
+def import_snapshot(store: Store, snapshot_dir: Path, manifest_sha256: str | None = None, *,
+                    max_expansion: int = MAX_EXPANSION, max_decoded_bytes: int = MAX_DECODED_BYTES) -> dict[str, Any]:
     """Load a verified snapshot into the store; rows already there are kept, so importing twice adds nothing.
 
-    With ``manifest_sha256`` the manifest must be the published one; the report says ``authenticated``.  Each member
-    is streamed in record batches of :data:`BATCH_ROWS` rows and refused as soon as it holds more rows than its
-    manifest says or decodes to more than :func:`decoded_bound` (a small file can decode to gigabytes); the whole
-    import is one transaction, so a refusal writes nothing.  Every refusal is one :class:`SnapshotError` line.
+    With ``manifest_sha256`` the manifest must be the published one; the report says ``authenticated``.  The whole
+    snapshot may decode to :func:`import_bound` of its files' total size (and each member to its manifest's
+    ``decoded_bytes``, :func:`decoded_bound`, where it declares one).  Members are decoded :data:`BATCH_ROWS` rows
+    at a time with dictionary-encoded text kept as dictionaries, and each batch's expanded size is added *before*
+    the batch is kept, so a refusal comes at most one small batch past the bound, and a member holding more rows
+    than its manifest says is refused too.  The whole import is one transaction: a refusal writes nothing.  Every
+    refusal is one :class:`SnapshotError` line.
     """
     import duckdb
     import pyarrow as pa
 
     try:
-        return _import(store, snapshot_dir, manifest_sha256)
+        return _import(store, snapshot_dir, manifest_sha256, max_expansion, max_decoded_bytes)
     except SnapshotError:
         raise
     except (pa.ArrowException, duckdb.Error, OSError, ValueError, TypeError, KeyError, RecursionError,
@@ -420,7 +430,36 @@ def import_snapshot(store: Store, snapshot_dir: Path, manifest_sha256: str | Non
         raise SnapshotError(f"{snapshot_dir}: refused, nothing imported: {type(exc).__name__}: {first}") from None
 
 
-def _import(store: Store, snapshot_dir: Path, manifest_sha256: str | None) -> dict[str, Any]:
+def _text_columns(schema: Any) -> list[str]:
+    """Columns pyarrow can hand over as dictionaries (text and binary): read so, a repeated value is decoded once."""
+    import pyarrow as pa
+
+    kinds = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary)
+    return [f.name for f in schema if any(kind(f.type) for kind in kinds)]
+
+
+def _insert(con: Any, table: str, cols: str, keyed: bool, batches: list[Any]) -> None:
+    """Insert checked record batches into ``table`` (keyed: rows whose key is there are kept; else set difference)."""
+    import pyarrow as pa
+
+    con.register("grebench_snapshot_src", pa.Table.from_batches(batches))
+    try:
+        if keyed:
+            con.execute(f"INSERT OR IGNORE INTO {ident(table)} ({cols}) SELECT {cols} FROM grebench_snapshot_src")
+        else:  # no key: add only rows not already present (set difference on every column)
+            con.execute(f"INSERT INTO {ident(table)} ({cols}) SELECT {cols} FROM grebench_snapshot_src "
+                        f"EXCEPT SELECT {cols} FROM {ident(table)}")
+    finally:
+        con.unregister("grebench_snapshot_src")
+
+
+def _refusal(name: str, size: int, rows: int, why: str) -> SnapshotError:
+    """One refusal line: the member, why, and how far import had got (all rolled back)."""
+    return SnapshotError(f"{name}: {why}; refused after {size:,} bytes, {rows:,} rows: nothing imported")
+
+
+def _import(store: Store, snapshot_dir: Path, manifest_sha256: str | None, max_expansion: int,
+            max_decoded_bytes: int) -> dict[str, Any]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -435,21 +474,29 @@ def _import(store: Store, snapshot_dir: Path, manifest_sha256: str | None) -> di
         raise SnapshotError(f"{MANIFEST}: changed while it was being imported (refused)")
     manifest = _parse_manifest(raw)
     present = _tables(store)
+    members: list[tuple[str, dict[str, Any], Path]] = []
+    for name, info in manifest["files"].items():
+        path, why = _member(root, name, info)
+        if path is None:
+            raise SnapshotError(str(why))
+        members.append((name, info, path))
+    # the importer's bound: from the files' sizes as measured here, over all members together
+    total_bound = import_bound(sum(path.stat().st_size for _, _, path in members), max_expansion, max_decoded_bytes)
+    total = 0
     added: dict[str, int] = {}
     decoded: dict[str, int] = {}
     with store.transaction() as con:
-        for name, info in manifest["files"].items():
-            path, why = _member(root, name, info)
-            if path is None:
-                raise SnapshotError(str(why))
+        for name, info, path in members:
             table = name.removesuffix(".parquet")
             if table not in present:
                 raise SnapshotError(f"{name}: this store has no table {table!r} (upgrade grebench)")
             blob = path.read_bytes()  # hashed and parsed from the same bytes: a file swapped after verify is refused
             if hashlib.sha256(blob).hexdigest() != info.get("sha256"):
                 raise SnapshotError(f"{name}: changed while it was being imported (refused)")
+            declared = decoded_bound(info)
             parquet = pq.ParquetFile(pa.BufferReader(blob))
-            names = list(parquet.schema_arrow.names)
+            schema = parquet.schema_arrow
+            names = list(schema.names)
             doubled = sorted({c for c in names if names.count(c) > 1})
             if doubled:
                 raise SnapshotError(f"{name}: duplicate column name(s) {', '.join(repr(c[:40]) for c in doubled[:5])}")
@@ -460,40 +507,45 @@ def _import(store: Store, snapshot_dir: Path, manifest_sha256: str | None) -> di
                                     f"{', '.join(repr(c[:40]) for c in unknown[:5])}")
             cols = ", ".join(ident(c) for c in known if c in names)
             keyed = bool(_primary_key(store, table))
-            bound, most_rows = decoded_bound(info), int(info["rows"])
-            if any(pa.types.is_nested(t) for t in parquet.schema_arrow.types):
+            most_rows = int(info["rows"])
+            if any(pa.types.is_nested(t) for t in schema.types):
                 raise SnapshotError(f"{name}: nested column types are not part of a snapshot (refused)")
+
+            limit = total_bound - total if declared is None else min(total_bound - total, declared)
+            why = (f"the snapshot decodes to more than the importer's bound of {total_bound:,} bytes"
+                   if declared is None or total_bound - total <= declared
+                   else f"decodes to more than {declared:,} bytes (its manifest's decoded_bytes)")
             stored = _footer_bytes(parquet)
-            if stored > bound:
-                raise SnapshotError(f"{name}: decodes to more than {bound:,} bytes (its pages alone hold {stored:,}; "
-                                    "refused after 0 bytes)")
+            if stored > limit:
+                raise _refusal(name, total, 0, f"{why} (its pages alone hold {stored:,})")
             before = int(cast("tuple[Any, ...]", con.execute(f"SELECT count(*) FROM {ident(table)}").fetchone())[0])
             rows = size = 0
+            pending: list[Any] = []
+            pending_rows = pending_size = 0
+            parquet = pq.ParquetFile(pa.BufferReader(blob), read_dictionary=_text_columns(schema))
             for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
-                rows += batch.num_rows
-                size += _dense_nbytes(batch)
-                if rows > most_rows:
-                    raise SnapshotError(f"{name}: holds more than the {most_rows:,} rows its manifest says (refused)")
-                if size > bound:
-                    raise SnapshotError(f"{name}: decodes to more than {bound:,} bytes (its manifest allows; "
-                                        f"refused after {size:,} bytes, {rows:,} rows)")
-                con.register("grebench_snapshot_src", pa.Table.from_batches([batch]))
-                try:
-                    if keyed:
-                        con.execute(f"INSERT OR IGNORE INTO {ident(table)} ({cols}) "
-                                    f"SELECT {cols} FROM grebench_snapshot_src")
-                    else:  # no key: add only rows not already present (set difference on every column)
-                        con.execute(f"INSERT INTO {ident(table)} ({cols}) SELECT {cols} FROM grebench_snapshot_src "
-                                    f"EXCEPT SELECT {cols} FROM {ident(table)}")
-                finally:
-                    con.unregister("grebench_snapshot_src")
+                grown = _dense_nbytes(batch)  # counted before the batch is kept: the bound holds inside a member
+                if rows + batch.num_rows > most_rows:
+                    raise _refusal(name, total + size, rows,
+                                 f"holds more than the {most_rows:,} rows its manifest says")
+                if size + grown > limit:
+                    raise _refusal(name, total + size, rows, why)
+                rows, size = rows + batch.num_rows, size + grown
+                pending.append(batch)
+                pending_rows, pending_size = pending_rows + batch.num_rows, pending_size + grown
+                if pending_rows >= INSERT_ROWS or pending_size >= INSERT_BYTES:
+                    _insert(con, table, cols, keyed, pending)
+                    pending, pending_rows, pending_size = [], 0, 0
+            if pending:
+                _insert(con, table, cols, keyed, pending)
             after = int(cast("tuple[Any, ...]", con.execute(f"SELECT count(*) FROM {ident(table)}").fetchone())[0])
             added[table] = after - before
             decoded[table] = size
+            total += size
     store.checkpoint()
     return {"venue_id": manifest["venue_id"], "path": str(root), "rows_added": added, "decoded_bytes": decoded,
-            "product_version": manifest["product_version"], "authenticated": report["authenticated"],
-            "manifest_sha256": digest}
+            "decoded_bound": total_bound, "product_version": manifest["product_version"],
+            "authenticated": report["authenticated"], "manifest_sha256": digest}
 
 
 def record_snapshot(store: Store, manifest: dict[str, Any], reason: str) -> None:

@@ -21,7 +21,7 @@ from grebench.store import Store, file_sha256, open_store
 from grebench.store._snapshot import (
     BATCH_ROWS,
     FORMAT,
-    UNDECLARED_MIN_BYTES,
+    MIN_DECODED_BYTES,
     SnapshotError,
     decoded_bound,
     import_snapshot,
@@ -89,7 +89,7 @@ print(json.dumps({{"message": message, "rss_kib": [before, after],
     assert message and "\n" not in message and "decodes to more than" in message, result
     refused_after = int(message.split("refused after ")[1].split(" bytes")[0].replace(",", ""))
     batch = BATCH_ROWS * (WIDE + 128)
-    assert UNDECLARED_MIN_BYTES < refused_after <= UNDECLARED_MIN_BYTES + batch  # stopped at the bound
+    assert MIN_DECODED_BYTES - batch < refused_after <= MIN_DECODED_BYTES  # stopped at the bound, never past it
     assert refused_after < ROWS * WIDE / 10  # far from the 1.6 GB the file decodes to
     before, after = result["rss_kib"]
     assert (after - before) * 1024 < 400 * 1024 ** 2, result  # peak memory grew by well under what it decodes to
