@@ -5,7 +5,7 @@ Readers never open the writer's live file (DuckDB forbids a second process on a 
 """
 
 from grebench.store._fingerprint import BOOKKEEPING_COLUMNS, code_files, fingerprint, table_digests
-from grebench.store._links import PUBLIC_SINCE_VIEW, Link, linked_versions, public_since
+from grebench.store._links import EXPLICIT, PUBLIC_SINCE_VIEW, Link, linked_versions, public_since, put_links
 from grebench.store._migrate import migrate
 from grebench.store._records import (
     BASELINE,
@@ -34,6 +34,7 @@ __all__ = [
     "BASELINE",
     "BOOKKEEPING_COLUMNS",
     "CONTESTANT",
+    "EXPLICIT",
     "MODEL_ROLE",
     "PRIVATE_COLUMNS",
     "PROXY_ROLE",
@@ -57,6 +58,7 @@ __all__ = [
     "open_store",
     "public_select",
     "public_since",
+    "put_links",
     "record_snapshot",
     "schema_tables",
     "snapshot_day",

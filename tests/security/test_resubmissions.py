@@ -37,7 +37,7 @@ EARLIER_PUBLIC = datetime(2019, 11, 8)
 
 
 def _earlier_reviews() -> list[str]:
-    record = json.loads(bundled_path("iclr2020").read_text(encoding="utf-8").splitlines()[0])
+    record = json.loads(bundled_path("iclr2020").read_text(encoding="utf-8").split("\n")[0])
     assert record["id"] == EARLIER
     return [r["content"]["review"] for r in record["reviews"]]
 
