@@ -25,6 +25,8 @@ from grebench.endpoints import KeyVault
 from grebench.ingest import bundled_path
 from grebench.settings import Settings
 from grebench.site import build_site
+from grebench.site._data import paper_page, version_line
+from grebench.site._reader import build_reader
 from grebench.store import open_store, public_since
 from grebench.submissions import SubmissionForm, SubmissionQueue, evaluate_queued
 from tests.conftest import DATA_DIR
@@ -179,8 +181,15 @@ def test_paper_page_names_the_earlier_version(settings: Settings) -> None:
     try:
         out = settings.data_path / "site"
         build_site(store, settings, out)
+        store.export_parquet(settings.data_path / "export")
     finally:
         store.close()
     page = next((out / "papers").glob("resubarml26-*.html")).read_text(encoding="utf-8")
     assert "earlier version: ICLR 2020" in page and "Automated Relational Meta-learning" in page
     assert "reviews public since 2019-11-08" in page
+    # the app's Paper tab reads the export: the same line, and the same date for the contamination window
+    reader = build_reader(settings.data_path / "export")
+    [version] = paper_page(reader, RESUB)["versions"]
+    assert version_line(version) == ("earlier version: ICLR 2020 Automated Relational Meta-learning "
+                                     "(reviews public since 2019-11-08)")
+    assert public_since(reader, [RESUB]) == {RESUB: EARLIER_PUBLIC}
