@@ -24,7 +24,7 @@ from difflib import SequenceMatcher
 from functools import cached_property
 from typing import Any
 
-from grebench.store import EXPLICIT, Link, Store, put_links
+from grebench.store import EXPLICIT, Link, Store, put_links, utcnow
 
 TITLE_MIN = 0.80            # title similarity (SequenceMatcher ratio of normalised titles) for a title+abstract link
 ABSTRACT_WITH_TITLE = 0.50  # abstract similarity (cosine of content words) needed with such a title
@@ -171,6 +171,14 @@ def explicit_links(pairs: Iterable[tuple[str, str]]) -> list[Link]:
     return [Link(a, b, EXPLICIT) for a, b in pairs if a and b and a != b]
 
 
+def unchecked_paper_ids(store: Store) -> set[str]:
+    """Papers whose current version was never compared with the store (new, changed, or ingested by a run that
+    stopped before linking)."""
+    return {r["paper_id"] for r in store.rows(
+        "SELECT p.paper_id FROM papers p LEFT JOIN paper_link_checks c ON c.paper_id = p.paper_id "
+        "WHERE c.content_sha256 IS DISTINCT FROM p.content_sha256")}
+
+
 def link_papers(store: Store, paper_ids: Collection[str] | None = None,
                 explicit: Iterable[tuple[str, str]] = ()) -> dict[str, Any]:
     """Recompute the similarity links of these papers (all when None) against every stored paper, add the explicit
@@ -181,6 +189,8 @@ def link_papers(store: Store, paper_ids: Collection[str] | None = None,
         replace = set(paper_ids) if paper_ids is not None else {r["paper_id"] for r in store.rows(
             "SELECT paper_id FROM papers")}
         written = put_links(store, [*found, *named], replace_computed_of=replace)
+        store.con.execute("INSERT OR REPLACE INTO paper_link_checks SELECT paper_id, content_sha256, ? FROM papers "
+                          "WHERE paper_id IN (SELECT unnest(?::VARCHAR[]))", [utcnow(), sorted(replace)])
     by_method = Counter(link.method for link in [*found, *named])
     return {"papers": len(replace), "links": written, "by_method": dict(sorted(by_method.items())),
             "links_total": int(store.scalar("SELECT count(*) FROM paper_links") or 0)}

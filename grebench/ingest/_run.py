@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from grebench import stop
-from grebench.ingest._links import link_papers
+from grebench.ingest._links import link_papers, unchecked_paper_ids
 from grebench.ingest._source import PaperSource, SourceFailure
 from grebench.settings import Settings
 from grebench.store import PaperRecord, Store
@@ -154,8 +154,9 @@ def run_ingest(
         if len(batch) >= BATCH:
             flush()
     flush()
-    if written or named:
+    pending = written | unchecked_paper_ids(store)  # a run stopped before this point left some unlinked
+    if pending or named:
         # versions of the same work: the contamination window and the copy check read every linked version
-        summary.links = link_papers(store, written, named)
+        summary.links = link_papers(store, pending, named)
     store.checkpoint()
     return summary

@@ -202,9 +202,9 @@ def paper_pages(store: Store, paper_ids: list[str] | None = None) -> dict[str, d
         for v in linked:
             v["slug"] = slug(v["paper_id"])
             v["earlier"] = earlier_version(v["reviews_public_at"], paper["reviews_public_at"])
-        out[pid] = {"versions": linked, "public_since": min(
-                        [d for d in [paper["reviews_public_at"], *(v["reviews_public_at"] for v in linked)] if d],
-                        default=None),"paper": paper, "humans": humans.get(pid, []), "generations": gens.get(pid, []),
+        dates = [d for d in [paper["reviews_public_at"], *(v["reviews_public_at"] for v in linked)] if d]
+        out[pid] = {"versions": linked, "public_since": min(dates, default=None),
+                    "paper": paper, "humans": humans.get(pid, []), "generations": gens.get(pid, []),
                     "pair_scores": pair_scores.get(pid, []), "votes": votes.get(pid, []),
                     "hidden": _json(text[0]["hidden_json"], []) if text else [],
                     "flags": _json(text[0]["flags_json"], []) if text else []}

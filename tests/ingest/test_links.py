@@ -86,3 +86,20 @@ def test_a_bad_previous_versions_field_refuses_the_line_with_its_reason(settings
     assert out["papers_added"] == 1 and "previous_versions" in out["failures"][0]["reason"], out
     unknown = CliRunner().invoke(main, ["links", "--paper", "nope"], env=env)
     assert unknown.exit_code == 2 and "unknown paper id" in unknown.output
+
+
+def test_papers_left_unlinked_by_a_stopped_run_are_linked_by_the_next_ingest(settings: Settings,
+                                                                              tmp_path: Path) -> None:
+    env = {"GREBENCH_DATA_DIR": str(settings.data_path)}
+    path = _archive(tmp_path, [_paper("old", "Sparse Routing of Tokens to Memory Slots", "2019-05-01"),
+                               _paper("new", "Sparse routing of tokens to memory slots", None)])
+    assert CliRunner().invoke(main, ["ingest", "--source", f"archive:{path}"], env=env).exit_code == 0
+    store = open_store(settings.db_path)
+    try:  # what a run killed after writing its papers and before linking them leaves
+        store.con.execute("DELETE FROM paper_links")
+        store.con.execute("DELETE FROM paper_link_checks")
+    finally:
+        store.close()
+    again = CliRunner().invoke(main, ["ingest", "--source", f"archive:{path}", "--json"], env=env)
+    out = json.loads(again.stdout)
+    assert out["papers_added"] == 0 and out["links"]["by_method"] == {"title": 1}, out

@@ -1,11 +1,14 @@
 """Versions of the same work across venues and years, and the date from which any of them had public reviews.
 
 A paper rejected at one venue and resubmitted to the next has public reviews from the first round under another
-paper id.  ``paper_links`` holds one row per pair of papers found to be the same work (``paper_id`` < ``linked_id``):
+paper id. ``paper_links`` holds one row per pair of papers found to be the same work (``paper_id`` < ``linked_id``):
 ``method`` says how (``explicit``: the source named the earlier version; ``title``, ``title+abstract``,
-``abstract``: by similarity, computed at ingest and recomputable with ``grebench links``).  ``paper_versions`` is the
-transitive closure (every other version of a paper's work) and ``paper_public_since`` the earliest date any version's
-reviews were public: the one date the contamination window and sealing use (``clean_pairs`` is redefined on it).
+``abstract``: by similarity, computed at ingest and recomputable with ``grebench links``). ``paper_link_checks``
+says which version of each paper (its metadata hash) was last compared with the store: an ingest links every paper
+not checked yet, so a run killed before linking (or a store from before this migration) is linked by the next.
+``paper_versions`` is the transitive closure (every other version of a paper's work) and ``paper_public_since`` the
+earliest date any version's reviews were public: the one date the contamination window and sealing use
+(``clean_pairs`` is redefined on it).
 """
 
 LINKS_TABLE = """
@@ -17,6 +20,13 @@ CREATE TABLE IF NOT EXISTS paper_links (
     abstract_similarity DOUBLE,
     linked_at TIMESTAMP NOT NULL,
     PRIMARY KEY (paper_id, linked_id)
+)
+"""
+CHECKS_TABLE = """
+CREATE TABLE IF NOT EXISTS paper_link_checks (
+    paper_id VARCHAR PRIMARY KEY,
+    content_sha256 VARCHAR NOT NULL,     -- the paper's metadata hash when its links were computed
+    checked_at TIMESTAMP NOT NULL
 )
 """
 VERSIONS_VIEW = """
@@ -47,5 +57,5 @@ JOIN paper_public_since ps ON ps.paper_id = g.paper_id
 """
 
 #: In order: what a store, or a reader built from an export (``grebench.site``), needs for the one public-since date.
-STATEMENTS = (LINKS_TABLE, VERSIONS_VIEW, PUBLIC_SINCE_VIEW, CLEAN_PAIRS_VIEW)
+STATEMENTS = (LINKS_TABLE, CHECKS_TABLE, VERSIONS_VIEW, PUBLIC_SINCE_VIEW, CLEAN_PAIRS_VIEW)
 SQL = ";".join(STATEMENTS)
