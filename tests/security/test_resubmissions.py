@@ -142,14 +142,14 @@ def endpoint() -> Iterator[FakeOpenAIServer]:
         yield server
 
 
-def _evaluate(settings: Settings, server: FakeOpenAIServer) -> dict[str, Any]:
+def _evaluate(settings: Settings, server: FakeOpenAIServer, cutoff: str = "2024-12-01") -> dict[str, Any]:
     settings = settings.replace(submission_private_allowlist="127.0.0.1/32",
                                 submission_http_allowlist="models.example.test", llm_max_retries=0,
                                 app_host="127.0.0.2")  # the app's own host stays refused, as in the app battery
     vault = KeyVault(env={"GREBENCH_SECRET_KEY": Fernet.generate_key().decode()})
     queue = SubmissionQueue(None)
     form = SubmissionForm(model_name="Resubmitter", base_url=f"http://models.example.test:{server.port}/v1",
-                          released="2025-03-01", cutoff="2024-12-01", contact="mallory@example.org",
+                          released="2019-09-01", cutoff=cutoff, contact="mallory@example.org",
                           api_key="sk-resub")
     assert queue.submit(form, settings, vault, RESOLVER)["ok"]
     store = open_store(settings.db_path)
@@ -172,6 +172,36 @@ def test_a_submitted_endpoint_gets_no_sealed_review_of_a_resubmitted_paper(setti
     assert summary["generations"] == {FRESH: True}, summary
     [entry] = summary["evaluated"]
     assert entry["ok"], entry
+
+
+def test_an_endpoint_answering_a_reviewed_resubmission_with_the_first_rounds_review_is_refused(
+        settings: Settings, tmp_path: Path) -> None:
+    """The issue's attack: the resubmission has public reviews of its own (a human-baseline split, scored), and the
+    endpoint answers it with the earlier version's review (the earlier paper itself honestly)."""
+    record = json.loads(RESUBMISSION.read_text(encoding="utf-8").split("\n")[0])
+    record.update(reviews_public_at="2025-11-12", reviews=[
+        {"id": f"resub-r{i}", "content": {"summary": {"value": f"Reviewer {i} summarises the meta-knowledge graph."},
+                                          "weaknesses": {"value": f"Reviewer {i} asks for more baselines."}}}
+        for i in range(3)])
+    reviewed = tmp_path / "reviewed.jsonl"
+    reviewed.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    _ingest_earlier(settings)
+    assert _cli(settings, "ingest", "--source", f"archive:{reviewed}").exit_code == 0
+    bench = _cli(settings, "bench", "--json")
+    assert bench.exit_code == 0, bench.output
+    earlier = _earlier_reviews()[0]
+    title = record["title"]  # only the resubmission's prompt carries it; the earlier paper is answered honestly
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        return earlier if title in json.dumps(messages) else DEFAULT_REVIEW
+
+    # a declared cutoff before every review was public: the queue generates for both papers
+    with FakeOpenAIServer(reply=reply) as server:
+        summary = _evaluate(settings, server, cutoff="2019-06-01")
+        assert len(server.chat_requests) == 2
+    [entry] = summary["evaluated"]
+    assert not entry["ok"] and "copy their paper's public reviews" in entry["copied"], entry
+    assert summary["generations"] == {}, summary  # no review of the refused submission is scored
 
 
 def test_paper_page_names_the_earlier_version(settings: Settings) -> None:
