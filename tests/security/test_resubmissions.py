@@ -149,7 +149,7 @@ def _evaluate(settings: Settings, server: FakeOpenAIServer, cutoff: str = "2024-
     vault = KeyVault(env={"GREBENCH_SECRET_KEY": Fernet.generate_key().decode()})
     queue = SubmissionQueue(None)
     form = SubmissionForm(model_name="Resubmitter", base_url=f"http://models.example.test:{server.port}/v1",
-                          released="2019-09-01", cutoff=cutoff, contact="mallory@example.org",
+                          released="2025-03-01", cutoff=cutoff, contact="mallory@example.org",
                           api_key="sk-resub")
     assert queue.submit(form, settings, vault, RESOLVER)["ok"]
     store = open_store(settings.db_path)
