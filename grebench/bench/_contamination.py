@@ -8,6 +8,11 @@ baseline and the controls have no cutoff and are always clean; an ``imported``
 candidate (reviews written elsewhere) without a cutoff is a model that may have
 read anything: only its sealed reviews are clean.  The ``clean_pairs`` view of
 the store applies the same rule.
+
+"The day the paper's reviews became public" is always the paper's *public since*
+date (:func:`grebench.store.public_since`, the ``paper_public_since`` view): the
+earliest ``reviews_public_at`` of the paper and of every linked version of the
+same work (a resubmission's earlier venue); callers pass that date here.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from typing import Any
 
 from grebench.bench._contamination import is_sealed
 from grebench.bench._prompt import PaperInput
-from grebench.store import Store
+from grebench.store import PUBLIC_SINCE_VIEW, Store
 
 COLUMNS = ("generation_id", "candidate", "paper_id", "prompt_version", "params_json", "source_review_id", "status",
            "text", "sections_json", "parse_ok", "flags_json", "error", "attempts", "tokens_in", "tokens_out",
@@ -71,11 +71,13 @@ def existing(store: Store, candidates: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def load_papers(store: Store) -> dict[str, tuple[PaperInput, datetime | None]]:
-    """Every paper as the candidates see it, with when its reviews became public."""
+    """Every paper as the candidates see it, with when reviews of its work became public (any linked version's:
+    :func:`grebench.store.public_since`)."""
     rows = store.rows(
-        "SELECT p.paper_id, p.title, p.abstract, p.reviews_public_at, "
+        "SELECT p.paper_id, p.title, p.abstract, ps.public_since AS reviews_public_at, "
         "CASE WHEN t.status = 'ok' THEN t.text END AS full_text "
-        "FROM papers p LEFT JOIN paper_texts t ON t.paper_id = p.paper_id")
+        f"FROM papers p JOIN {PUBLIC_SINCE_VIEW} ps ON ps.paper_id = p.paper_id "
+        "LEFT JOIN paper_texts t ON t.paper_id = p.paper_id")
     return {r["paper_id"]: (PaperInput(r["paper_id"], r["title"], r["abstract"], r["full_text"]),
                             r["reviews_public_at"]) for r in rows}
 

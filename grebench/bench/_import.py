@@ -29,7 +29,7 @@ from grebench.bench._generations import COLUMNS, make_row
 from grebench.bench._parse import parse_review
 from grebench.bench._registry import HUMAN, NAME_PATTERN, CandidateError, load_candidates
 from grebench.settings import Settings
-from grebench.store import Store, utcnow
+from grebench.store import Store, linked_versions, public_since, utcnow
 
 IMPORT_VERSION = "imported-v1"  # prompt_version of imported generations
 MAX_REVIEW_BYTES = 100_000  # one review's text, UTF-8
@@ -355,22 +355,38 @@ def _generation(name: str, review: ImportedReview, generated_at: datetime,
                     reviews_public_at=public_at)
 
 
+def _with_versions(store: Store, paper_ids: Collection[str]) -> dict[str, list[str]]:
+    """paper id → itself and every linked version of its work (:func:`grebench.store.linked_versions`)."""
+    linked = linked_versions(store, paper_ids)
+    return {pid: [pid, *linked.get(pid, [])] for pid in set(paper_ids)}
+
+
 def public_review_texts(store: Store, paper_ids: Collection[str]) -> dict[str, list[str]]:
-    """Every version of every review of these papers in the store, per paper: what a copy would come from."""
-    out: dict[str, list[str]] = {}
+    """Every version of every review of these papers in the store, per paper: what a copy would come from.
+
+    A paper's linked versions (the same work at an earlier or later venue, another paper id) count as the paper:
+    the reviews of a resubmission's first round are as public as its own.
+    """
+    versions = _with_versions(store, paper_ids)
+    by_paper: dict[str, list[str]] = {}
     for row in store.rows("SELECT r.paper_id, v.text FROM review_versions v JOIN reviews r USING (review_id) "
-                          "WHERE r.paper_id IN (SELECT unnest(?::VARCHAR[])) AND v.text IS NOT NULL",
-                          [sorted(set(paper_ids))]):
-        out.setdefault(row["paper_id"], []).append(row["text"])
-    return out
+                          "WHERE r.paper_id IN (SELECT unnest(?::VARCHAR[])) AND v.text IS NOT NULL "
+                          "ORDER BY r.paper_id, v.review_id, v.version",
+                          [sorted({v for vs in versions.values() for v in vs})]):
+        by_paper.setdefault(row["paper_id"], []).append(row["text"])
+    out = {pid: [t for v in vs for t in by_paper.get(v, [])] for pid, vs in versions.items()}
+    return {pid: texts for pid, texts in out.items() if texts}
 
 
 def paper_own_texts(store: Store, paper_ids: Collection[str]) -> dict[str, str]:
-    """Title, abstract and extracted text of these papers: what any review may quote without copying a review."""
-    return {r["paper_id"]: "\n".join(t for t in (r["title"], r["abstract"], r["text"]) if t) for r in store.rows(
+    """Title, abstract and extracted text of these papers (and of their linked versions): what any review may quote
+    without copying a review."""
+    versions = _with_versions(store, paper_ids)
+    own = {r["paper_id"]: "\n".join(t for t in (r["title"], r["abstract"], r["text"]) if t) for r in store.rows(
         "SELECT p.paper_id, p.title, p.abstract, t.text FROM papers p LEFT JOIN paper_texts t "
         "ON t.paper_id = p.paper_id AND t.status = 'ok' WHERE p.paper_id IN (SELECT unnest(?::VARCHAR[]))",
-        [sorted(set(paper_ids))])}
+        [sorted({v for vs in versions.values() for v in vs})])}
+    return {pid: "\n".join(own[v] for v in vs if v in own) for pid, vs in versions.items() if pid in own}
 
 
 #: At most this many of the store's papers join the bundled samples' background (a season of 20,000 papers would
@@ -445,8 +461,7 @@ def import_reviews(store: Store, settings: Settings, name: str, data: bytes,
     overrides, reasons = check_meta({k: v for k, v in (options or {}).items() if v is not None}, "option")
     if reasons:
         raise CandidateError(f"candidate {name!r}: {'; '.join(reasons)}")
-    papers = {r["paper_id"]: r["reviews_public_at"] for r in store.rows("SELECT paper_id, reviews_public_at "
-                                                                          "FROM papers")}
+    papers = public_since(store)  # the earliest public reviews of each paper's work, any version
     parsed = read_import(data, papers, now=now, source=source)
     refuse_copies(store, parsed.reviews, source)
     meta = {**parsed.meta, **overrides}

@@ -25,14 +25,16 @@ from grebench.bench._registry import (
 )
 from grebench.bench._run import generate_for
 from grebench.settings import Settings
-from grebench.store import Store, utcnow
+from grebench.store import PUBLIC_SINCE_VIEW, Store, utcnow
 
 
 def unreviewed_paper_ids(store: Store) -> list[str]:
-    """Papers whose human reviews are not public yet (none visible, or a release date still ahead)."""
+    """Papers whose human reviews are not public yet (none visible, or a release date still ahead), nor those of any
+    linked version of the same work."""
     return [r["paper_id"] for r in store.rows(
-        "SELECT p.paper_id FROM papers p WHERE NOT p.withdrawn AND (p.reviews_public_at IS NULL "
-        "OR p.reviews_public_at > ?) AND NOT EXISTS (SELECT 1 FROM reviews r WHERE r.paper_id = p.paper_id "
+        f"SELECT p.paper_id FROM papers p JOIN {PUBLIC_SINCE_VIEW} ps ON ps.paper_id = p.paper_id "
+        "WHERE NOT p.withdrawn AND (ps.public_since IS NULL "
+        "OR ps.public_since > ?) AND NOT EXISTS (SELECT 1 FROM reviews r WHERE r.paper_id = p.paper_id "
         "AND r.kind = 'official_review') ORDER BY p.paper_id", [utcnow()])]
 
 
@@ -44,9 +46,10 @@ def reseal(store: Store) -> int:
     baseline and the controls are built from the human reviews, so they are never sealed.
     """
     before = store.scalar("SELECT count(*) FROM generations WHERE sealed")
-    store.con.execute("UPDATE generations SET sealed = true FROM papers p WHERE p.paper_id = generations.paper_id "
-                      "AND NOT generations.sealed AND p.reviews_public_at IS NOT NULL "
-                      "AND generations.generated_at < p.reviews_public_at "
+    store.con.execute(f"UPDATE generations SET sealed = true FROM {PUBLIC_SINCE_VIEW} p "
+                      "WHERE p.paper_id = generations.paper_id "
+                      "AND NOT generations.sealed AND p.public_since IS NOT NULL "
+                      "AND generations.generated_at < p.public_since "
                       "AND generations.candidate NOT IN "
                       "(SELECT name FROM candidates WHERE kind IN (SELECT unnest(?::VARCHAR[])))",
                       [kinds_with_role(BASELINE, REFERENCE)])

@@ -12,6 +12,7 @@ from grebench.cli._options import settings_options
 # command name -> module under grebench.cli that defines a click command called `command`
 COMMANDS = {
     "ingest": "ingest",
+    "links": "links",
     "extract": "extract",
     "stats": "stats",
     "export": "export",

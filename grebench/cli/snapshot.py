@@ -119,6 +119,12 @@ def import_(settings: Settings, directory: str, manifest_sha256: str | None, as_
                                      max_decoded_bytes=settings.snapshot_import_max_mb * 1024 ** 2)
         except SnapshotError as exc:
             raise click.ClickException(str(exc)) from None
+        if report["rows_added"].get("papers"):
+            from grebench.ingest import link_papers
+
+            # imported papers are linked to their versions like ingested ones (the contamination date, copies)
+            report["links"] = link_papers(store, {r["paper_id"] for r in store.rows(
+                "SELECT paper_id FROM papers WHERE venue_id = ?", [report["venue_id"]])})
     if not report["authenticated"]:
         report["warning"] = ("authenticity NOT checked: the files match their manifest, but nothing says the "
                              "manifest is the published one; pass --manifest-sha256 with the SHA-256 of this "

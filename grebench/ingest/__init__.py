@@ -12,6 +12,8 @@ from typing import Any
 _EXPORTS = {
     "IngestSummary": "grebench.ingest._run",
     "run_ingest": "grebench.ingest._run",
+    "link_papers": "grebench.ingest._links",
+    "find_links": "grebench.ingest._links",
     "PaperSource": "grebench.ingest._source",
     "SourceError": "grebench.ingest._source",
     "SourceFailure": "grebench.ingest._source",

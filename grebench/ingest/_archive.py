@@ -78,6 +78,9 @@ def parse_record(record: Any, meta: dict[str, Any], source: str) -> PaperRecord:
     default_pre = record.get("judgments_preprocessor") or meta.get("judgments_preprocessor") or IMPORTED
     reviews = [_parse_review(r, i, paper_id, default_pre, where) for i, r in enumerate(reviews_raw)]
     public = record.get("reviews_public_at", meta.get("reviews_public_at"))
+    previous = _expect(record, "previous_versions", list, where, required=False) or []
+    if not all(isinstance(p, str) and p.strip() and len(p) <= 200 for p in previous) or len(previous) > 50:
+        raise ValueError(f"{where}: 'previous_versions' must be a list of at most 50 paper ids (strings)")
     return PaperRecord(
         paper_id=paper_id,
         venue_id=venue_id,
@@ -93,6 +96,7 @@ def parse_record(record: Any, meta: dict[str, Any], source: str) -> PaperRecord:
         reviews_public_at=_parse_time(public, f"{where}: reviews_public_at"),
         source=source,
         reviews=reviews,
+        previous_versions=tuple(dict.fromkeys(p.strip() for p in previous if p.strip() != paper_id)),
     )
 
 

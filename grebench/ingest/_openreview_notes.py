@@ -29,6 +29,10 @@ from grebench.store import PaperRecord, ReviewRecord
 REVIEW_KINDS = {"Official_Review": "official_review", "Meta_Review": "meta_review"}
 WITHDRAWN_SUFFIXES = ("Withdrawal", "Withdrawn_Submission")
 DESK_REJECT_SUFFIXES = ("Desk_Rejection", "Desk_Rejected_Submission")
+# Submission fields naming an earlier version: TMLR's form has ``previous_TMLR_submission_url``; ICLR's and
+# NeurIPS's forms have no such field (nothing in the API links a resubmission to its earlier venue's note).
+_PREVIOUS_FIELD = re.compile(r"previous.*submission|resubmission.*(url|link|id)", re.IGNORECASE)
+_FORUM_ID = re.compile(r"(?:forum|pdf)\?(?:[^#\s]*&)?id=([A-Za-z0-9_-]{1,100})")
 
 
 def note_dict(note: Any) -> dict[str, Any]:
@@ -180,6 +184,7 @@ def parse_submission(note: dict[str, Any], venue_id: str, source: str) -> tuple[
         decision = "Desk Reject"
     visible = [r.visible_at for r in reviews if r.visible_at is not None]
     pdf = field_value(content, "pdf")
+    previous = previous_versions(content, paper_id)
     paper = PaperRecord(
         paper_id=paper_id,
         venue_id=venue_id,
@@ -196,5 +201,18 @@ def parse_submission(note: dict[str, Any], venue_id: str, source: str) -> tuple[
         source=source,
         reviews=reviews,
         pdf_ref=pdf if isinstance(pdf, str) and pdf else None,
+        previous_versions=previous,
     )
     return paper, failures
+
+
+def previous_versions(content: dict[str, Any], paper_id: str) -> tuple[str, ...]:
+    """Forum ids of earlier versions a submission names in a field like TMLR's ``previous_TMLR_submission_url``."""
+    found: list[str] = []
+    for key in content:
+        if isinstance(key, str) and _PREVIOUS_FIELD.search(key):
+            value = field_value(content, key)
+            for text in value if isinstance(value, list) else [value]:
+                if isinstance(text, str):
+                    found += [m for m in _FORUM_ID.findall(text) if m != paper_id]
+    return tuple(dict.fromkeys(found))

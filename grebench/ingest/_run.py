@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from grebench import stop
+from grebench.ingest._links import link_papers, unchecked_paper_ids
 from grebench.ingest._source import PaperSource, SourceFailure
 from grebench.settings import Settings
 from grebench.store import PaperRecord, Store
@@ -31,6 +32,7 @@ class IngestSummary:
     reviews_added: int = 0
     versions_added: int = 0
     pdfs_extracted: int = 0
+    links: dict[str, Any] = field(default_factory=dict)
     failures: list[dict[str, str]] = field(default_factory=list)
 
     def as_json(self, store: Store) -> dict[str, Any]:
@@ -43,6 +45,7 @@ class IngestSummary:
             "reviews_added": self.reviews_added,
             "versions_added": self.versions_added,
             "pdfs_extracted": self.pdfs_extracted,
+            "links": self.links,
             "failures": self.failures,
             "papers_total": int(store.scalar("SELECT count(*) FROM papers")),
             "reviews_total": int(store.scalar("SELECT count(*) FROM reviews")),
@@ -92,6 +95,8 @@ def run_ingest(
     # a review id names one review of one paper: a record that reuses another paper's is refused, never merged
     owners = {r["review_id"]: r["paper_id"] for r in store.rows("SELECT review_id, paper_id FROM reviews")}
     batch: list[tuple[PaperRecord, dict[str, Any] | None]] = []
+    written: set[str] = set()  # papers added or changed: linked against every stored paper at the end
+    named: list[tuple[str, str]] = []  # (paper, earlier version) the source names
 
     def flush() -> None:
         if not batch:
@@ -112,6 +117,8 @@ def run_ingest(
             summary.papers_updated += write.paper_updated
             summary.reviews_added += write.reviews_added
             summary.versions_added += write.versions_added
+            if write.paper_added or write.paper_updated:
+                written.add(paper.paper_id)
             if on_item is not None:
                 on_item(paper.paper_id)
         batch.clear()
@@ -132,6 +139,7 @@ def run_ingest(
                                 "(a review id names one review of one paper)")
             continue
         owners.update((r.review_id, item.paper_id) for r in item.reviews)
+        named.extend((item.paper_id, earlier) for earlier in item.previous_versions)
         extraction = _extract(item, texts_done, settings)
         if extraction is None and papers_known.get(item.paper_id) == item.content_sha256 and all(
                 reviews_known.get(r.review_id) == r.content_sha256 for r in item.reviews):
@@ -146,5 +154,9 @@ def run_ingest(
         if len(batch) >= BATCH:
             flush()
     flush()
+    pending = written | unchecked_paper_ids(store)  # a run stopped before this point left some unlinked
+    if pending or named:
+        # versions of the same work: the contamination window and the copy check read every linked version
+        summary.links = link_papers(store, pending, named)
     store.checkpoint()
     return summary

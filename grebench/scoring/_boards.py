@@ -100,7 +100,7 @@ def _eligible(store: Store) -> dict[str, int]:
 def boards_fingerprint(store: Store, settings: Settings) -> str:
     """What the boards depend on: scores, candidates, generations, papers, splits, samples, settings, code."""
     return fingerprint(store, tables=("scores", "candidates", "generations", "papers", "baseline_splits",
-                                      "paper_samples"),
+                                      "paper_samples", "paper_links"),
                        values=[BOARD_VERSION, settings.bootstrap_samples, settings.seed, label_parts()],
                        code=code_files(_HERE / "_boards.py", _HERE / "_leaderboard.py", _HERE / "_aggregate.py",
                                        _HERE / "_labels.py"))

@@ -27,7 +27,7 @@ from grebench.bench import (
 )
 from grebench.scoring._aggregate import bootstrap_ci, paired_difference, rank_intervals
 from grebench.scoring._metrics import metric_preprocessor
-from grebench.store import Store
+from grebench.store import PUBLIC_SINCE_VIEW, Store
 
 
 def _kind(name: str, stored: str | None) -> str | None:
@@ -66,10 +66,10 @@ def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor:
     rows = store.rows(
         f"""SELECT s.candidate, s.paper_id, avg({FLOORED_PMI}) AS pmi, count(*) AS pairs, any_value(c.kind) AS kind,
                   any_value(c.cutoff) AS cutoff, any_value(c.params_json) AS candidate_params,
-                  any_value(p.reviews_public_at) AS public_at,
+                  any_value(p.public_since) AS public_at,
                   bool_or(coalesce(g.sealed, false)) AS sealed, bool_and(s.conditional = s.marginal) AS no_lines
            FROM scores s LEFT JOIN candidates c ON c.name = s.candidate
-           LEFT JOIN papers p ON p.paper_id = s.paper_id
+           LEFT JOIN {PUBLIC_SINCE_VIEW} p ON p.paper_id = s.paper_id
            LEFT JOIN generations g ON g.generation_id = s.generation_id
            {FLOOR_JOIN}
            WHERE s.metric = ? AND s.estimator = ? AND s.preprocessor = ?

@@ -239,7 +239,8 @@ def paper_tables(settings: Settings, paper_id: str) -> tuple[str, list[list[Any]
         reviews += [[g["candidate"], g["status"], g["text"] or g["error"] or "", "\n".join(g["lines"])]
                     for g in p["generations"]]
         pairs = [[s["metric"], s["candidate"], s["reference_review_id"], _fmt(s["pmi"])] for s in p["pair_scores"]]
-        return f"{p['paper']['title']}\n\n{p['paper']['abstract'] or ''}", reviews, pairs
+        versions = "".join(f"\n{_data.version_line(v)}" for v in p.get("versions", []))
+        return f"{p['paper']['title']}{versions}\n\n{p['paper']['abstract'] or ''}", reviews, pairs
 
     head, reviews, pairs = reader(settings).view("paper", paper_id, compute)
     return head, _copy(reviews), _copy(pairs)

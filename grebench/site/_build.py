@@ -134,7 +134,7 @@ class _Writer:
 SITE_VERSION = "site-v6"  # v6: snapshots published in the site; boards in headline order, with their sample
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
          "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes",
-         "boards", "board_rows", "labels")
+         "boards", "board_rows", "labels", "paper_links")
 
 
 def site_fingerprint(store: Store, settings: Settings) -> str:

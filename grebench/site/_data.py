@@ -158,7 +158,8 @@ def _grouped(store: Store, table: str, sql: str, ids: list[str] | None) -> dict[
     return out
 
 
-_COLUMN = {"papers": "paper_id", "reviews": "r.paper_id", "generations": "paper_id", "scores": "paper_id",
+_COLUMN = {"paper_versions": "v.paper_id",
+           "papers": "paper_id", "reviews": "r.paper_id", "generations": "paper_id", "scores": "paper_id",
            "panel_votes": "paper_id", "paper_texts": "paper_id"}
 
 
@@ -181,6 +182,10 @@ def paper_pages(store: Store, paper_ids: list[str] | None = None) -> dict[str, d
                                                      preference, confidence, reason FROM panel_votes WHERE {where}
                                               ORDER BY paper_id, candidate_a, candidate_b, judge, order_ab""",
                      paper_ids)
+    versions = _grouped(store, "paper_versions", """
+        SELECT v.paper_id AS _paper, q.paper_id, q.venue, q.venue_id, q.title, q.reviews_public_at
+        FROM paper_versions v JOIN papers q ON q.paper_id = v.version_id
+        WHERE {where} ORDER BY v.paper_id, q.reviews_public_at NULLS LAST, q.paper_id""", paper_ids)
     texts = _grouped(store, "paper_texts", """SELECT paper_id AS _paper, status, hidden_json, flags_json
                                               FROM paper_texts WHERE {where}""", paper_ids)
     all_texts = [r["text"] for rs in humans.values() for r in rs] + [g["text"] or "" for gs in gens.values()
@@ -193,11 +198,31 @@ def paper_pages(store: Store, paper_ids: list[str] | None = None) -> dict[str, d
         for g in gens.get(pid, []):
             g["candidate_slug"] = slug(g["candidate"])
         text = texts.get(pid)
-        out[pid] = {"paper": paper, "humans": humans.get(pid, []), "generations": gens.get(pid, []),
+        linked = versions.get(pid, [])
+        for v in linked:
+            v["slug"] = slug(v["paper_id"])
+            v["earlier"] = earlier_version(v["reviews_public_at"], paper["reviews_public_at"])
+        dates = [d for d in [paper["reviews_public_at"], *(v["reviews_public_at"] for v in linked)] if d]
+        out[pid] = {"versions": linked, "public_since": min(dates, default=None),
+                    "paper": paper, "humans": humans.get(pid, []), "generations": gens.get(pid, []),
                     "pair_scores": pair_scores.get(pid, []), "votes": votes.get(pid, []),
                     "hidden": _json(text[0]["hidden_json"], []) if text else [],
                     "flags": _json(text[0]["flags_json"], []) if text else []}
     return out
+
+
+def earlier_version(version_public_at: Any, paper_public_at: Any) -> bool:
+    """Whether a linked version's reviews were public before this paper's (or this paper's are not public)."""
+    return version_public_at is not None and (paper_public_at is None or version_public_at < paper_public_at)
+
+
+def version_line(version: dict[str, Any]) -> str:
+    """One linked version as the paper page and the app say it: ``earlier version: VENUE TITLE (reviews public
+    since DATE)``."""
+    when = version["reviews_public_at"]
+    since = f"reviews public since {str(when)[:10]}" if when else "reviews not public"
+    return (f"{'earlier' if version['earlier'] else 'other'} version: {version['venue'] or version['venue_id']} "
+            f"{version['title']} ({since})")
 
 
 def methodology(store: Store) -> dict[str, Any]:

@@ -38,7 +38,8 @@ T = TypeVar("T")
 # every table a query of the app reads (``_data``: boards, board_rows, candidates, model_page, paper_pages);
 # the big bookkeeping tables (llm_calls, logprob_cache, runs, ...) are not loaded
 APP_TABLES = ("papers", "reviews", "review_versions", "paper_texts", "candidates", "generations", "scores",
-              "judgments", "panel_rankings", "panel_verdicts", "panel_votes", "boards", "board_rows", "labels")
+              "judgments", "panel_rankings", "panel_verdicts", "panel_votes", "boards", "board_rows", "labels",
+              "paper_links")
 MAX_VIEWS = 256
 
 Fingerprint = tuple[tuple[str, int, int, int], ...]
@@ -72,7 +73,7 @@ def export_digest(export_dir: Path, fingerprint: Fingerprint) -> str:
 def build_reader(export_dir: Path, tables: tuple[str, ...] | None = APP_TABLES) -> Store:
     """An in-memory store loaded from the export (``tables=None``: every file); the schema alone when none."""
     from grebench.site._data import has_table
-    from grebench.store.migrations import m0013_imported
+    from grebench.store.migrations import m0019_paper_links
 
     con = duckdb.connect(":memory:")
     paths = sorted(export_dir.glob("*.parquet")) if export_dir.is_dir() else []
@@ -89,8 +90,13 @@ def build_reader(export_dir: Path, tables: tuple[str, ...] | None = APP_TABLES) 
         from grebench.store import migrate
 
         migrate(con)
-    elif not has_table(store, "clean_pairs") and all(has_table(store, t) for t in ("generations", "candidates")):
-        con.execute(m0013_imported.CLEAN_PAIRS_VIEW)
+    else:
+        # the one public-since date (linked versions of a paper's work) and the clean pairs built on it, as in the store
+        con.execute(m0019_paper_links.LINKS_TABLE)
+        con.execute(m0019_paper_links.VERSIONS_VIEW)
+        con.execute(m0019_paper_links.PUBLIC_SINCE_VIEW)
+        if not has_table(store, "clean_pairs") and all(has_table(store, t) for t in ("generations", "candidates")):
+            con.execute(m0019_paper_links.CLEAN_PAIRS_VIEW)
     return store
 
 

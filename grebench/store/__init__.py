@@ -5,6 +5,7 @@ Readers never open the writer's live file (DuckDB forbids a second process on a 
 """
 
 from grebench.store._fingerprint import BOOKKEEPING_COLUMNS, code_files, fingerprint, table_digests
+from grebench.store._links import EXPLICIT, PUBLIC_SINCE_VIEW, Link, linked_versions, public_since, put_links
 from grebench.store._migrate import migrate
 from grebench.store._records import (
     BASELINE,
@@ -33,10 +34,13 @@ __all__ = [
     "BASELINE",
     "BOOKKEEPING_COLUMNS",
     "CONTESTANT",
+    "EXPLICIT",
     "MODEL_ROLE",
     "PRIVATE_COLUMNS",
     "PROXY_ROLE",
+    "PUBLIC_SINCE_VIEW",
     "REFERENCE",
+    "Link",
     "PaperRecord",
     "ReviewRecord",
     "SnapshotError",
@@ -49,9 +53,12 @@ __all__ = [
     "fingerprint",
     "ident",
     "import_snapshot",
+    "linked_versions",
     "migrate",
     "open_store",
     "public_select",
+    "public_since",
+    "put_links",
     "record_snapshot",
     "schema_tables",
     "snapshot_day",

@@ -76,6 +76,7 @@ class PaperRecord:
     reviews_public_at: datetime | None = None
     reviews: list[ReviewRecord] = field(default_factory=list)
     pdf_ref: str | None = None
+    previous_versions: tuple[str, ...] = ()  # ids of earlier versions of this work the source names (paper_links)
     pdf_loader: Callable[[], bytes] | None = field(default=None, repr=False, compare=False)
 
     @property

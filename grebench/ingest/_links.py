@@ -1,0 +1,196 @@
+"""Finding versions of the same work across venues and years: title and abstract similarity, blocked by rare words.
+
+A resubmission keeps most of its abstract and usually its title (lightly edited, sometimes replaced).  Two papers
+are linked when their normalised titles are equal (and the abstracts do not disagree), when the titles are close and
+the abstracts similar, or when the abstracts alone are nearly the same.  Thresholds (:data:`TITLE_MIN`,
+:data:`ABSTRACT_WITH_TITLE`, :data:`ABSTRACT_ALONE`, :data:`ABSTRACT_SAME_TITLE`) were calibrated on the bundled
+ICLR 2020 and 2026 samples (docs/security.md, "Resubmissions").
+
+Comparing every pair of a 20,000-paper season is 2*10^8 comparisons of long texts; instead the candidates of a paper
+are the papers sharing at least :data:`MIN_SHARED` of its rare words (a word in at most :data:`MAX_DF_SHARE` of the
+papers), found by a join in the store (an inverted index), and only the best :data:`MAX_CANDIDATES` of those are
+compared in full.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from functools import cached_property
+from typing import Any
+
+from grebench.store import EXPLICIT, Link, Store, put_links, utcnow
+
+TITLE_MIN = 0.80            # title similarity (SequenceMatcher ratio of normalised titles) for a title+abstract link
+ABSTRACT_WITH_TITLE = 0.50  # abstract similarity (cosine of content words) needed with such a title
+ABSTRACT_SAME_TITLE = 0.30  # an identical normalised title, unless the abstracts clearly differ
+ABSTRACT_ALONE = 0.75       # a new title, the abstract nearly unchanged
+MIN_SHARED = 3              # rare words two papers must share to be compared
+MAX_DF_SHARE = 0.01         # a word in more than this share of the papers (and more than MIN_DF) is not a key
+MIN_DF = 20
+MAX_CANDIDATES = 20         # papers compared in full per paper
+
+_WORD = re.compile(r"\w+")
+_STOP = frozenset("""
+a about above after again against all also among an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have having here
+how however i if in into is it its itself just more most much no nor not of off on once only or other our ours
+out over own same should so some such than that the their them then there these they this those through to too
+under until up very via was we were what when where which while who whom why will with would yet you your
+paper propose proposed show shows method methods approach results
+""".split())  # noqa: SIM905 (a word list reads best as text)
+
+
+def normalise_title(title: str | None) -> str:
+    """Title compared: NFKC, case-folded, punctuation as spaces, whitespace collapsed."""
+    text = unicodedata.normalize("NFKC", title or "").casefold()
+    return " ".join(_WORD.findall(text.replace("_", " ")))
+
+
+def content_words(text: str | None) -> list[str]:
+    """Words of a text that say what it is about: NFKC, case-folded, two letters or more, not a stop word."""
+    words = _WORD.findall(unicodedata.normalize("NFKC", text or "").casefold())
+    return [w for w in words if len(w) > 2 and w not in _STOP and not w.isdigit()]
+
+
+def title_similarity(a: str | None, b: str | None) -> float:
+    """Similarity of two titles in [0, 1]: difflib's ratio of the normalised titles."""
+    na, nb = normalise_title(a), normalise_title(b)
+    if not na or not nb:
+        return 0.0
+    return SequenceMatcher(None, na, nb, autojunk=False).ratio()
+
+
+def _cosine(a: Counter[str], b: Counter[str]) -> float:
+    if not a or not b:
+        return 0.0
+    dot = sum(n * b[w] for w, n in a.items() if w in b)
+    return dot / math.sqrt(sum(n * n for n in a.values()) * sum(n * n for n in b.values()))
+
+
+def abstract_similarity(a: str | None, b: str | None) -> float:
+    """Cosine similarity of the content-word counts of two abstracts (0 when either is missing)."""
+    return _cosine(Counter(content_words(a)), Counter(content_words(b)))
+
+
+@dataclass(frozen=True)
+class PaperText:
+    """What linking reads of a paper: its title and abstract, normalised once."""
+
+    paper_id: str
+    title: str
+    abstract: str | None
+
+    @cached_property
+    def norm_title(self) -> str:
+        """:func:`normalise_title` of the title."""
+        return normalise_title(self.title)
+
+    @cached_property
+    def words(self) -> Counter[str] | None:
+        """Content-word counts of the abstract; None without one."""
+        return Counter(content_words(self.abstract)) if self.abstract and self.abstract.strip() else None
+
+
+def match(a: PaperText, b: PaperText) -> Link | None:
+    """The link between two papers if they are versions of the same work by this module's rule.
+
+    The abstracts are compared first (cheap on counted words); the titles' edit ratio only where it can decide.
+    """
+    abstract = _cosine(a.words, b.words) if a.words is not None and b.words is not None else None
+    same_title = bool(a.norm_title) and a.norm_title == b.norm_title
+    method = None
+    if same_title and (abstract is None or abstract >= ABSTRACT_SAME_TITLE):
+        method = "title"
+    elif abstract is not None and abstract >= ABSTRACT_ALONE:
+        method = "abstract"
+    elif abstract is not None and abstract >= ABSTRACT_WITH_TITLE and title_similarity(a.title, b.title) >= TITLE_MIN:
+        method = "title+abstract"
+    if method is None:
+        return None
+    title = 1.0 if same_title else title_similarity(a.title, b.title)
+    if method == "abstract" and title >= TITLE_MIN:
+        method = "title+abstract"
+    return Link(a.paper_id, b.paper_id, method, round(title, 4), None if abstract is None else round(abstract, 4))
+
+
+def _candidates(store: Store, paper_ids: Collection[str] | None) -> list[tuple[str, str]]:
+    """Pairs (paper, candidate) sharing at least MIN_SHARED rare words, the best MAX_CANDIDATES per paper.
+
+    The word index is built in the store (one row per paper and distinct word) and joined on itself restricted to
+    rare words: linear in the papers' words, never a comparison of every pair.
+    """
+    con = store.con
+    papers = int(store.scalar("SELECT count(*) FROM papers") or 0)
+    max_df = max(MIN_DF, int(papers * MAX_DF_SHARE))
+    con.execute("CREATE OR REPLACE TEMP TABLE _link_words AS SELECT DISTINCT paper_id, w FROM ("
+                "SELECT paper_id, unnest(regexp_split_to_array(lower(title || ' ' || coalesce(abstract, '')), "
+                "'[^[:alnum:]]+')) AS w FROM papers) WHERE length(w) > 3")
+    con.execute("CREATE OR REPLACE TEMP TABLE _link_keys AS SELECT w.paper_id, w.w FROM _link_words w "
+                "JOIN (SELECT w FROM _link_words GROUP BY w HAVING count(*) <= ?) k USING (w)", [max_df])
+    want = "" if paper_ids is None else "WHERE a.paper_id IN (SELECT unnest(?::VARCHAR[]))"
+    rows = con.execute(
+        f"""SELECT paper_id, other FROM (
+                SELECT a.paper_id, b.paper_id AS other, count(*) AS shared,
+                       row_number() OVER (PARTITION BY a.paper_id ORDER BY count(*) DESC, b.paper_id) AS k
+                FROM _link_keys a JOIN _link_keys b ON a.w = b.w AND a.paper_id <> b.paper_id {want}
+                GROUP BY a.paper_id, b.paper_id HAVING count(*) >= ?)
+            WHERE k <= ? ORDER BY paper_id, other""",
+        ([sorted(paper_ids)] if paper_ids is not None else []) + [MIN_SHARED, MAX_CANDIDATES]).fetchall()
+    con.execute("DROP TABLE IF EXISTS _link_words")
+    con.execute("DROP TABLE IF EXISTS _link_keys")
+    return [(a, b) for a, b in rows]
+
+
+def find_links(store: Store, paper_ids: Collection[str] | None = None) -> list[Link]:
+    """Links by similarity between these papers (all when None) and every stored paper."""
+    pairs = _candidates(store, paper_ids)
+    ids = sorted({x for pair in pairs for x in pair})
+    texts = {r["paper_id"]: PaperText(r["paper_id"], r["title"], r["abstract"]) for r in store.rows(
+        "SELECT paper_id, title, abstract FROM papers WHERE paper_id IN (SELECT unnest(?::VARCHAR[]))", [ids])}
+    seen: set[tuple[str, str]] = set()
+    links = []
+    for a, b in pairs:
+        key = (min(a, b), max(a, b))
+        if key in seen:
+            continue
+        seen.add(key)
+        link = match(texts[a], texts[b])
+        if link is not None:
+            links.append(link)
+    return links
+
+
+def explicit_links(pairs: Iterable[tuple[str, str]]) -> list[Link]:
+    """Links the source named (paper id, earlier version id)."""
+    return [Link(a, b, EXPLICIT) for a, b in pairs if a and b and a != b]
+
+
+def unchecked_paper_ids(store: Store) -> set[str]:
+    """Papers whose current version was never compared with the store (new, changed, or ingested by a run that
+    stopped before linking)."""
+    return {r["paper_id"] for r in store.rows(
+        "SELECT p.paper_id FROM papers p LEFT JOIN paper_link_checks c ON c.paper_id = p.paper_id "
+        "WHERE c.content_sha256 IS DISTINCT FROM p.content_sha256")}
+
+
+def link_papers(store: Store, paper_ids: Collection[str] | None = None,
+                explicit: Iterable[tuple[str, str]] = ()) -> dict[str, Any]:
+    """Recompute the similarity links of these papers (all when None) against every stored paper, add the explicit
+    ones, and unseal what the links show was public; one transaction.  The summary: links by method."""
+    found = find_links(store, paper_ids) if paper_ids is None or paper_ids else []
+    named = explicit_links(explicit)
+    with store.transaction():
+        replace = set(paper_ids) if paper_ids is not None else {r["paper_id"] for r in store.rows(
+            "SELECT paper_id FROM papers")}
+        written = put_links(store, [*found, *named], replace_computed_of=replace)
+        store.con.execute("INSERT OR REPLACE INTO paper_link_checks SELECT paper_id, content_sha256, ? FROM papers "
+                          "WHERE paper_id IN (SELECT unnest(?::VARCHAR[]))", [utcnow(), sorted(replace)])
+    by_method = Counter(link.method for link in [*found, *named])
+    return {"papers": len(replace), "links": written, "by_method": dict(sorted(by_method.items())),
+            "links_total": int(store.scalar("SELECT count(*) FROM paper_links") or 0)}
