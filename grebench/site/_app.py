@@ -21,7 +21,7 @@ from typing import Any, cast
 
 from grebench._offline import apply_offline_defaults
 from grebench.endpoints import KeyVault, Resolver
-from grebench.scoring import CONTAMINATED_NOTE, headline_first, rank_word, sample_facts
+from grebench.scoring import CONTAMINATED_NOTE, INCOMPLETE_NOTE, headline_first, rank_word, sample_facts
 from grebench.settings import Settings
 from grebench.site import _data
 from grebench.site._build import publish_snapshots
@@ -49,7 +49,7 @@ from grebench.submissions import (
 )
 
 BOARD_COLUMNS = ["rank", "candidate", "kind", "score", "ci95_low", "ci95_high", "rank_low", "rank_high", "papers",
-                 "clean_papers", "vouched", "sealed_share", "cost_usd", "latency_s"]
+                 "clean_papers", "complete", "missing_papers", "vouched", "sealed_share", "cost_usd", "latency_s"]
 
 
 TAB_IDS = ("leaderboard", "model", "paper", "submit", "queue", "downloads")
@@ -167,6 +167,8 @@ def board_info(settings: Settings, venue: str | None, metric: str | None, setup:
     if board.get("proxy"):
         parts.append("Scored by a fast proxy, not by the metric's language model: a quick stand-in, not the "
                      "headline result.")
+    if any((r.get("rank_word") or rank_word(r)) == "incomplete" for r in board["rows"]):
+        parts.append(INCOMPLETE_NOTE[0].upper() + INCOMPLETE_NOTE[1:])
     if any((r.get("rank_word") or rank_word(r)) == "contaminated" for r in board["rows"]):
         parts.append(CONTAMINATED_NOTE[0].upper() + CONTAMINATED_NOTE[1:])
     return "\n\n".join(parts)
