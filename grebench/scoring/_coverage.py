@@ -5,7 +5,9 @@ over the papers it kept is not comparable with a mean over the board's sample.  
 when it has an ``ok`` review of (nearly) every board paper it was *due* to review:
 
 * the board papers clean for it by its cutoff (the vouched one; for a submission not vouched yet, the declared
-  cutoff that chose the papers it was asked to review: its ``submissions.cutoff``), and
+  cutoff that chose the papers it was asked to review: its ``submissions.cutoff``; for imported reviews without a
+  cutoff, the day the file was received: every paper whose reviews were still hidden then, where a review in the
+  file would have been sealed), and
 * every board paper on which it has a sealed generation (written before the reviews were public), whatever its
   status.
 
@@ -67,9 +69,12 @@ def coverage(store: Store, board_papers: Collection[str], kinds: dict[str, str |
         [sorted(papers)])}
     answered: dict[str, set[str]] = {}
     sealed: dict[str, set[str]] = {}
-    for r in store.rows("SELECT candidate, paper_id, bool_or(status = 'ok') AS ok, bool_or(sealed) AS sealed "
-                        "FROM generations WHERE candidate IN (SELECT unnest(?::VARCHAR[])) "
+    received: dict[str, Any] = {}
+    for r in store.rows("SELECT candidate, paper_id, bool_or(status = 'ok') AS ok, bool_or(sealed) AS sealed, "
+                        "max(generated_at) AS at FROM generations WHERE candidate IN (SELECT unnest(?::VARCHAR[])) "
                         "AND paper_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL", [sorted(kinds), sorted(papers)]):
+        if r["at"] is not None and (r["candidate"] not in received or r["at"] > received[r["candidate"]]):
+            received[r["candidate"]] = r["at"]
         if r["ok"]:
             answered.setdefault(r["candidate"], set()).add(r["paper_id"])
         if r["sealed"]:
@@ -82,6 +87,8 @@ def coverage(store: Store, board_papers: Collection[str], kinds: dict[str, str |
             due = papers
         else:
             cutoff = cand.get("cutoff") or cand.get("declared")
+            if cutoff is None and not kind_info(kind).generated:  # a file: it could have sealed what was hidden
+                cutoff = received.get(name)
             due = {p for p in papers if is_clean(cutoff, public.get(p), kind)} | sealed.get(name, set())
         missing = len(due - answered.get(name, set()))
         allowed = allowed_missing(kind, cand.get("submission"), len(due), max_missing_share)
