@@ -29,7 +29,7 @@ from grebench.bench import run_bench
 from grebench.cli._main import main
 from grebench.endpoints import KeyVault
 from grebench.scheduler import SchedulerService
-from grebench.settings import Settings, load_settings
+from grebench.settings import load_settings
 from grebench.store import PaperRecord, ReviewRecord, open_store
 from grebench.submissions import SubmissionForm, SubmissionQueue, queue_path
 from tests.conftest import FAST_ENV, subject
@@ -72,7 +72,7 @@ def _original(messages: list[dict[str, Any]]) -> str:
 def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
     """A store with eight benched papers (human baseline and controls), the queue file, an encrypting vault."""
     config = tmp_path / "grebench.toml"
-    # the app's own address stays refused (127.0.0.2); the fake endpoint's 127.0.0.1 is opted in, as the app battery does
+    # the app binds 127.0.0.2 (its own address stays refused); the fake endpoint's 127.0.0.1 is opted in
     config.write_text('app_host = "127.0.0.2"\nsubmission_http_allowlist = "models.example.test"\n'
                       'submission_private_allowlist = "127.0.0.1/32"\nllm_max_retries = 0\nllm_timeout_s = 30\n'
                       "bench_concurrency = 1\nsubmission_max_consecutive_failures = 2\nbootstrap_samples = 50\n")
