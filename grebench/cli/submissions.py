@@ -68,4 +68,4 @@ def approve_command(settings: Settings, submission_id: str, note: str, as_json: 
     if as_json:
         emit_json(result)
     else:
-        click.echo(f"{result['detail']}; recompute the boards (`grebench score`) to rank it on those papers")
+        click.echo(f"{result['detail']}; recompute the boards (`grebench score`) to count it on those papers")

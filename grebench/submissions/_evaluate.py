@@ -208,6 +208,9 @@ def approve_submission(store: Store, sub_id: str, note: str = "") -> dict[str, A
     detail = (f"submission {sub_id} vouched for by the operator: declared cutoff {sub['cutoff']} trusted"
               + (f" ({note.strip()[:500]})" if note.strip() else "")
               + f"; copy check passed on {check.checked} stored reviews")
+    if sub["status"] != "finished":  # the cutoff is trusted, but a failed or stopped run chose its papers
+        detail += (f"; the submission is {sub['status']}: it stays unranked on every board whose sample it did not "
+                   "review (grebench/scoring/_coverage.py)")
     with store.transaction() as con:
         con.execute("UPDATE candidates SET cutoff = ?, updated_at = ? WHERE name = ?",
                     [sub["cutoff"], now, sub["model_name"]])

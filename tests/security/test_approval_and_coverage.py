@@ -150,7 +150,8 @@ def test_an_endpoint_that_answers_five_papers_then_fails_is_shown_incomplete_and
     assert before["human"]["rank"] == 1 and before["human"]["complete"] is True
     assert all(r["complete"] for name, r in before.items() if name != "Picky")  # the baseline and controls cover all
 
-    _cli(world, "submissions", "approve", sub_id)  # vouching for the cutoff: its 5 papers are now clean
+    approved = _cli(world, "submissions", "approve", sub_id)  # vouching for the cutoff: its 5 papers are now clean
+    assert "the submission is failed: it stays unranked" in " ".join(approved.output.split()), approved.output
     _cli(world, "score")
     after = _rows(world)
     row = after["Picky"]
