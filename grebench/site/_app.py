@@ -218,7 +218,7 @@ def model_tables(settings: Settings, name: str) -> tuple[list[list[Any]], list[l
         m = _data.model_page(store, name, _boards(cache, snap))
         labels = Labels.load(store)
         scores = [[s["venue_id"], labels.metric(s["metric"]), labels.setup(s["estimator"], s["preprocessor"]),
-                   s["rank"],
+                   s["rank"] if s["rank"] is not None else (s.get("rank_word") or rank_word(s)),
                    _fmt(s["score"]), _fmt(s["ci95_low"]), _fmt(s["ci95_high"]), s["papers"]] for s in m["scores"]]
         window = [[w["venue_id"], str(w["public_from"])[:10], w["papers"], w["clean"], w["sealed"]]
                   for w in m["window"]]

@@ -126,6 +126,8 @@ def _site_rows(world: dict[str, Any]) -> dict[str, dict[str, Any]]:
     out = Path(world["settings"].data_path) / "site-test"
     _cli(world, "site", "build", "--out", str(out), "--force")
     data = json.loads((out / "leaderboard.json").read_text())
+    page = (out / "index.html").read_text()
+    assert ("3 of 8 papers missing" in page) == any(r.get("complete") is False for r in data["boards"][0]["rows"])
     return {r["candidate"]: r for r in data["boards"][0]["rows"]}
 
 
