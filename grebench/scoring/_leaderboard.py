@@ -154,7 +154,7 @@ def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str,
     Ranks (and rank intervals) are computed among the ranked candidates only — LLMs, imported reviews and the
     human baseline; controls are reference rows with ``rank`` None, listed after them by score: a control is a
     yardstick of the metric, never a contestant.  A contestant that misses more than ``max_missing_share`` of the
-    board papers it was due to review (none for a failed or stopped submission) is not ranked either
+    board papers it was due to review (none for a submitted model or imported reviews) is not ranked either
     (:func:`grebench.scoring._coverage.coverage`).
     """
     data = per_paper_scores(store, metric, estimator_id, preprocessor)

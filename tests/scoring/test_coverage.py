@@ -53,7 +53,7 @@ def _board(store: Store, share: float = 0.05) -> dict[str, dict[str, Any]]:
                                                    max_missing_share=share)}
 
 
-def test_an_operator_model_may_miss_a_small_share_a_failed_submission_none(store: Store) -> None:
+def test_an_operator_model_may_miss_a_small_share_a_submitted_one_none(store: Store) -> None:
     _store(store, 20)
     _candidate(store, "human", "human")
     _reviews(store, "human", list(range(20)), pmi=0.5)
@@ -69,7 +69,7 @@ def test_an_operator_model_may_miss_a_small_share_a_failed_submission_none(store
     assert rows["human"]["complete"] is True and rows["human"]["rank"] is not None
     assert _board(store, share=0.0)["ours"]["rank"] is None  # the setting at its bound: nothing may be missing
 
-    # a submission: the same one missing paper is enough when it failed or was stopped, never when it finished
+    # a submitted model: the same one missing paper unranks it, failed or finished (its failures may be chosen)
     _candidate(store, "sub", "submitted", cutoff="2000-01-01")
     store.con.execute("INSERT INTO submissions (id, submitter, contact, model_name, model_string, params_json, "
                       "dedup_key, cutoff, status, created_at, updated_at) VALUES ('s1', 'a', 'a', 'sub', 'openai/x', "
@@ -77,6 +77,8 @@ def test_an_operator_model_may_miss_a_small_share_a_failed_submission_none(store
     _reviews(store, "sub", list(range(19)))
     assert (_board(store)["sub"]["complete"], _board(store)["sub"]["rank"]) == (False, None)
     store.con.execute("UPDATE submissions SET status = 'finished'")
+    assert (_board(store)["sub"]["complete"], _board(store)["sub"]["rank"]) == (False, None)
+    _reviews(store, "sub", [19])
     assert _board(store)["sub"]["complete"] is True and _board(store)["sub"]["rank"] is not None
 
 
@@ -94,7 +96,8 @@ def test_a_file_of_reviews_cannot_choose_among_the_papers_it_could_have_sealed(s
 
 
 @pytest.mark.parametrize(("kind", "submission", "due", "allowed"), [
-    ("llm", None, 12, 0), ("llm", None, 60, 3), ("llm", None, 100, 5), ("submitted", "finished", 60, 3),
-    ("submitted", "failed", 60, 0), ("submitted", "running", 60, 0), ("imported", None, 60, 0)])
+    ("llm", None, 12, 0), ("llm", None, 60, 3), ("llm", None, 100, 5), ("submitted", "finished", 60, 0),
+    ("submitted", "failed", 60, 0), ("submitted", "running", 60, 0), ("imported", None, 60, 0),
+    ("local", None, 60, 3)])
 def test_allowed_missing(kind: str, submission: str | None, due: int, allowed: int) -> None:
     assert allowed_missing(kind, submission, due, 0.05) == allowed
