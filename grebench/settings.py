@@ -158,6 +158,7 @@ class Settings:
     hf_batch_tokens = Setting(int, 16384, 'Token budget of one hf estimator batch.', minimum=256)
     hf_prefix_reuse = Setting(str, 'auto', 'Prefix KV reuse of the hf estimator: auto (measured once per machine, device and model: reuse where it is >= 1.1x faster than a plain forward batched across papers and within 0.05 nats per 100 scored tokens of it; docs/estimators.md), on, off.', choices=('auto', 'on', 'off'))
     models_dir = Setting(str, '', 'Directory of the built-in evaluation LMs that `grebench models pull` (or first use of hf:NAME) materialises (default: DATA_DIR/models).')
+    board_max_missing_share = Setting(float, 0.05, "Share of the board papers an operator-configured model was due to review that it may lack a review of and still be ranked (rounded down): room for generations that failed on our side, never enough to choose a sample. Submitted models and imported reviews may miss none.", minimum=0.0, maximum=0.2)
     bootstrap_samples = Setting(int, 2000, 'Bootstrap resamples (over papers) for confidence intervals.', minimum=10, maximum=1000000)
     # -- panel ---------------------------------------------------------------------------------------------------------
     panel_pairs_per_paper = Setting(int, 0, 'Pairwise comparisons per paper for the judge panel: every pair of contestants (LLMs, imported reviews, the human baseline), then contestant-vs-control anchor pairs in a seeded order up to this many (0 = all; control-vs-control pairs are never judged).', minimum=0)

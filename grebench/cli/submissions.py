@@ -2,7 +2,9 @@
 
 A submitted model's declared training cutoff is information only: until the operator vouches for it
 (``grebench submissions approve ID``), the model counts only on papers whose reviews were still hidden when it
-wrote its review (sealed).  Every approval is recorded in the store (``board_changes``).
+wrote its review (sealed).  Every approval is recorded in the store (``board_changes``).  Approval runs the copy
+check again on the stored reviews; a flag refuses it with the evidence and holds the submission (``list`` shows
+why).  A submission that failed or was stopped is never ranked, approved or not (it did not review the sample).
 """
 
 from __future__ import annotations
@@ -25,17 +27,27 @@ def command() -> None:
 @settings_options
 @click.pass_obj
 def list_command(settings: Settings, as_json: bool) -> None:
-    """Accepted submissions: id, model, status, declared cutoff, whether it is vouched for."""
+    """Accepted submissions: id, model, status, declared cutoff, whether it is vouched for, and why one failed or
+    is held (an approval the copy check refused, with its evidence)."""
+    from grebench.submissions import held_submissions
+
     with writer_store(settings) as store:
         rows = store.rows("SELECT s.id, s.model_name, s.status, s.cutoff AS declared_cutoff, c.cutoff AS "
                           "vouched_cutoff, s.reason FROM submissions s LEFT JOIN candidates c ON c.name = "
                           "s.model_name ORDER BY s.created_at")
+        held = held_submissions(store)
+    for r in rows:
+        r["held"] = held.get(r["model_name"])
     if as_json:
         emit_json([{k: (None if v is None else str(v)) for k, v in r.items()} for r in rows])
         return
     for r in rows:
         vouched = f"vouched (cutoff {r['vouched_cutoff']})" if r["vouched_cutoff"] else "not vouched: sealed only"
         click.echo(f"{r['id']}  {r['model_name']}  {r['status']}  declared cutoff {r['declared_cutoff']}  {vouched}")
+        if r["held"]:
+            click.echo(f"    HELD: {r['held']}")
+        elif r["status"] == "failed" and r["reason"]:
+            click.echo(f"    failed (never ranked): {r['reason']}")
 
 
 @command.command("approve")
@@ -56,4 +68,4 @@ def approve_command(settings: Settings, submission_id: str, note: str, as_json: 
     if as_json:
         emit_json(result)
     else:
-        click.echo(f"{result['detail']}; recompute the boards (`grebench score`) to rank it on those papers")
+        click.echo(f"{result['detail']}; recompute the boards (`grebench score`) to count it on those papers")

@@ -26,11 +26,14 @@ from grebench.scoring._metrics import headline_metric, metric_preprocessor
 from grebench.settings import Settings
 from grebench.store import Store, code_files, fingerprint, utcnow
 
-BOARD_VERSION = "boards-v4"  # v3: sample_json holds its venue's share of the paper sample; v4: rows say `vouched`
+# v3: sample_json holds its venue's share of the paper sample; v4: rows say `vouched`; v5: rows say whether they
+# cover the board's sample (`due_papers`, `missing_papers`, `complete`), an incomplete contestant is not ranked
+BOARD_VERSION = "boards-v5"
 SCOPES = ("all", "sealed")
 ROW_COLUMNS = ("board_id", "candidate", "kind", "role", "rank", "rank_low", "rank_high", "score", "ci90_low",
                "ci90_high", "ci95_low", "ci95_high", "papers", "pairs", "clean_papers", "contaminated_papers",
-               "sealed_share", "diff_vs_human", "p_vs_human", "cost_usd", "latency_s", "vouched")
+               "sealed_share", "diff_vs_human", "p_vs_human", "cost_usd", "latency_s", "vouched", "due_papers",
+               "missing_papers", "complete")
 BOARD_COLUMNS = ("board_id", "venue_id", "venue", "metric", "estimator", "preprocessor", "scope", "papers",
                  "papers_eligible", "sample_json", "human_score", "human_ci95_low", "human_ci95_high",
                  "bootstrap_samples", "seed", "computed_at")
@@ -101,9 +104,10 @@ def boards_fingerprint(store: Store, settings: Settings) -> str:
     """What the boards depend on: scores, candidates, generations, papers, splits, samples, settings, code."""
     return fingerprint(store, tables=("scores", "candidates", "generations", "papers", "baseline_splits",
                                       "paper_samples", "paper_links"),
-                       values=[BOARD_VERSION, settings.bootstrap_samples, settings.seed, label_parts()],
+                       values=[BOARD_VERSION, settings.bootstrap_samples, settings.seed, label_parts(),
+                               settings.board_max_missing_share],
                        code=code_files(_HERE / "_boards.py", _HERE / "_leaderboard.py", _HERE / "_aggregate.py",
-                                       _HERE / "_labels.py"))
+                                       _HERE / "_labels.py", _HERE / "_coverage.py"))
 
 
 def compute_boards(store: Store, settings: Settings, progress: Progress | None = None) -> dict[str, Any]:
@@ -121,7 +125,8 @@ def compute_boards(store: Store, settings: Settings, progress: Progress | None =
                 bid = board_id(setup["venue_id"], setup["metric"], setup["estimator"], setup["preprocessor"], scope)
                 with venue_scope(store, setup["venue_id"], scope == "sealed") as scoped:
                     ranked = leaderboard(scoped, setup["metric"], setup["estimator"], setup["preprocessor"],
-                                         samples=samples, seed=seed)
+                                         samples=samples, seed=seed,
+                                         max_missing_share=settings.board_max_missing_share)
                     costs = _costs(scoped)
                     papers = int(scoped.scalar("SELECT count(DISTINCT paper_id) FROM scores WHERE metric = ? AND "
                                                "estimator = ? AND preprocessor = ?",

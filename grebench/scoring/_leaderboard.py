@@ -6,7 +6,9 @@ only on papers they cannot have seen reviewed (clean by training cutoff, or seal
 were public); the human baseline and the controls count on every paper.  An LLM with no clean paper at all (e.g. a
 model trained after every paper's reviews were public) is not hidden: it gets a row scored on its contaminated
 papers, with ``clean_papers = 0`` and no rank (:func:`is_contaminated_row`): shown in a labelled band below the
-ranking, never ranked with the clean candidates.
+ranking, never ranked with the clean candidates.  A contestant that did not review the board's sample (it failed on
+papers it was due to review) is shown too, ``complete`` false and no rank (:mod:`grebench.scoring._coverage`):
+failing on the papers it would do badly on must not buy a rank.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from grebench.bench import (
     kind_info,
 )
 from grebench.scoring._aggregate import bootstrap_ci, paired_difference, rank_intervals
+from grebench.scoring._coverage import DEFAULT_MAX_MISSING_SHARE, coverage
 from grebench.scoring._metrics import metric_preprocessor
 from grebench.store import PUBLIC_SINCE_VIEW, Store
 
@@ -97,15 +100,24 @@ def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor:
     return {"scores": dict(scores), "info": dict(info), "contaminated": dict(contaminated)}
 
 
+def is_incomplete_row(row: dict[str, Any]) -> bool:
+    """Whether a leaderboard row is a contestant that did not review the board's sample (no rank); a row stored
+    before completeness was recorded (``complete`` NULL) is not."""
+    role = row.get("role") or kind_info(row.get("kind")).role
+    return role == CONTESTANT and row.get("rank") is None and row.get("complete") is False
+
+
 def is_contaminated_row(row: dict[str, Any]) -> bool:
     """Whether a leaderboard row is a contestant shown on contaminated papers only (no rank)."""
     role = row.get("role") or kind_info(row.get("kind")).role
-    return role == CONTESTANT and row.get("rank") is None and not row.get("clean_papers")
+    return (role == CONTESTANT and row.get("rank") is None and not row.get("clean_papers")
+            and not is_incomplete_row(row))
 
 
 #: The one word for an unranked row, in the rank column of the site, the app and the CLI (and leaderboard.json's
 #: ``status``): a contestant with no clean paper, and a control (a reference point of the metric, never ranked).
 CONTAMINATED = "contaminated"
+INCOMPLETE = "incomplete"
 REFERENCE_WORD = "reference"
 #: Why a contaminated row is not ranked, true for every way a paper is clean: a trusted training cutoff before the
 #: paper's reviews were public, or a review written/received before then (sealed).  An untrusted import has no
@@ -115,11 +127,20 @@ CONTAMINATED_NOTE = ("contaminated: on every paper of this board the human revie
                      "may have seen them; scored for reference, never ranked.")
 
 
+#: Why an incomplete row is not ranked.
+INCOMPLETE_NOTE = ("incomplete: the candidate has no review of some papers of this board's sample that it was due to "
+                   "review (it failed or stopped on them, or was not run on them); a row that could choose its papers "
+                   "by failing on the rest is never ranked; scored for reference on the papers it answered.")
+
+
 def rank_word(row: dict[str, Any]) -> str | None:
-    """What the rank column says for a row without a rank (None for a ranked row): :data:`CONTAMINATED` for a
-    contestant with no clean paper, :data:`REFERENCE_WORD` for a control, ``not ranked`` otherwise."""
+    """What the rank column says for a row without a rank (None for a ranked row): :data:`INCOMPLETE` for a
+    contestant that did not review the board's sample, :data:`CONTAMINATED` for a contestant with no clean paper,
+    :data:`REFERENCE_WORD` for a control, ``not ranked`` otherwise."""
     if row.get("rank") is not None:
         return None
+    if is_incomplete_row(row):
+        return INCOMPLETE
     if is_contaminated_row(row):
         return CONTAMINATED
     role = row.get("role") or kind_info(row.get("kind")).role
@@ -127,16 +148,21 @@ def rank_word(row: dict[str, Any]) -> str | None:
 
 
 def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str, samples: int = 2000,
-                seed: int = 20200426) -> list[dict[str, Any]]:
+                seed: int = 20200426, max_missing_share: float = DEFAULT_MAX_MISSING_SHARE) -> list[dict[str, Any]]:
     """Rows of the leaderboard, best first (field names are a stable contract: see docs/scoring.md).
 
     Ranks (and rank intervals) are computed among the ranked candidates only — LLMs, imported reviews and the
     human baseline; controls are reference rows with ``rank`` None, listed after them by score: a control is a
-    yardstick of the metric, never a contestant.
+    yardstick of the metric, never a contestant.  A contestant that misses more than ``max_missing_share`` of the
+    board papers it was due to review (none for a submitted model or imported reviews) is not ranked either
+    (:func:`grebench.scoring._coverage.coverage`).
     """
     data = per_paper_scores(store, metric, estimator_id, preprocessor)
     scores, info = data["scores"], data["info"]
-    ranked = {name: per_paper for name, per_paper in scores.items() if info[name]["role"] != REFERENCE}
+    board_papers = {p for per_paper in (*scores.values(), *data["contaminated"].values()) for p in per_paper}
+    covered = coverage(store, board_papers, {name: info[name]["kind"] for name in info}, max_missing_share)
+    ranked = {name: per_paper for name, per_paper in scores.items() if info[name]["role"] != REFERENCE
+              and (info[name]["role"] != CONTESTANT or covered.get(name, {}).get("complete", True))}
     ranks: dict[str, dict[str, Any]] = dict(rank_intervals(ranked, samples=samples, seed=seed))
     for name in scores:
         ranks.setdefault(name, {"rank": None, "rank_low": None, "rank_high": None})
@@ -164,6 +190,8 @@ def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str,
             "clean_papers": clean, "contaminated_papers": info[name]["papers_scored"] - clean,
             # whether the operator vouches for the cutoff (None: baseline, references); unvouched: sealed papers only
             "vouched": info[name]["vouched"],
+            # whether it reviewed the board's sample (papers it was due to review, how many it has no review of)
+            **{k: covered.get(name, {}).get(k) for k in ("due_papers", "missing_papers", "complete")},
             # sealing is about LLMs writing before the reviews were public: no meaning for texts built from them
             "sealed_share": None if info[name]["role"] != CONTESTANT else info[name]["sealed"] / len(per_paper),
             "diff_vs_human": diff["diff"] if diff else None, "p_vs_human": diff["p"] if diff else None,

@@ -21,7 +21,7 @@ from typing import Any, cast
 
 from grebench._offline import apply_offline_defaults
 from grebench.endpoints import KeyVault, Resolver
-from grebench.scoring import CONTAMINATED_NOTE, headline_first, rank_word, sample_facts
+from grebench.scoring import CONTAMINATED_NOTE, INCOMPLETE_NOTE, headline_first, rank_word, sample_facts
 from grebench.settings import Settings
 from grebench.site import _data
 from grebench.site._build import publish_snapshots
@@ -50,7 +50,7 @@ from grebench.submissions import (
 )
 
 BOARD_COLUMNS = ["rank", "candidate", "kind", "score", "ci95_low", "ci95_high", "rank_low", "rank_high", "papers",
-                 "clean_papers", "vouched", "sealed_share", "cost_usd", "latency_s"]
+                 "clean_papers", "complete", "missing_papers", "vouched", "sealed_share", "cost_usd", "latency_s"]
 
 
 TAB_IDS = ("leaderboard", "model", "paper", "submit", "queue", "downloads")
@@ -168,6 +168,8 @@ def board_info(settings: Settings, venue: str | None, metric: str | None, setup:
     if board.get("proxy"):
         parts.append("Scored by a fast proxy, not by the metric's language model: a quick stand-in, not the "
                      "headline result.")
+    if any((r.get("rank_word") or rank_word(r)) == "incomplete" for r in board["rows"]):
+        parts.append(INCOMPLETE_NOTE[0].upper() + INCOMPLETE_NOTE[1:])
     if any((r.get("rank_word") or rank_word(r)) == "contaminated" for r in board["rows"]):
         parts.append(CONTAMINATED_NOTE[0].upper() + CONTAMINATED_NOTE[1:])
     return "\n\n".join(parts)
@@ -217,7 +219,7 @@ def model_tables(settings: Settings, name: str) -> tuple[list[list[Any]], list[l
         m = _data.model_page(store, name, _boards(cache, snap))
         labels = Labels.load(store)
         scores = [[s["venue_id"], labels.metric(s["metric"]), labels.setup(s["estimator"], s["preprocessor"]),
-                   s["rank"],
+                   s["rank"] if s["rank"] is not None else (s.get("rank_word") or rank_word(s)),
                    _fmt(s["score"]), _fmt(s["ci95_low"]), _fmt(s["ci95_high"]), s["papers"]] for s in m["scores"]]
         window = [[w["venue_id"], str(w["public_from"])[:10], w["papers"], w["clean"], w["sealed"]]
                   for w in m["window"]]

@@ -16,7 +16,7 @@ from typing import Any
 
 import jinja2
 
-from grebench.scoring import CONTAMINATED_NOTE, headline_first, rank_word, sample_facts
+from grebench.scoring import CONTAMINATED_NOTE, INCOMPLETE_NOTE, headline_first, rank_word, sample_facts
 from grebench.settings import Settings
 from grebench.site import _data
 from grebench.site._labels import Labels, board_id
@@ -27,7 +27,7 @@ SCHEMA_VERSION = 1
 #: Fields of one row in leaderboard.json, in order (a stable contract: docs/site.md).
 ROW_FIELDS = ("rank", "status", "candidate", "kind", "score", "ci90_low", "ci90_high", "ci95_low", "ci95_high",
               "rank_low", "rank_high", "papers", "pairs", "clean_papers", "sealed_share", "diff_vs_human", "p_vs_human",
-              "cost_usd", "latency_s", "vouched")
+              "cost_usd", "latency_s", "vouched", "complete", "due_papers", "missing_papers")
 _HERE = Path(__file__).parent
 
 
@@ -61,7 +61,7 @@ def environment(labels: Labels | None = None) -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(num=_num, pct=_pct, day=_day, metric_label=words.metric, estimator_label=words.estimator,
                        preprocessor_label=words.preprocessor, board_title=words.board_title, board_id=board_id)
-    env.globals.update(setup_label=words.setup, contaminated_note=CONTAMINATED_NOTE)
+    env.globals.update(setup_label=words.setup, contaminated_note=CONTAMINATED_NOTE, incomplete_note=INCOMPLETE_NOTE)
     return env
 
 
@@ -76,7 +76,7 @@ def _clean(value: Any) -> Any:
 def leaderboard_json(boards: list[dict[str, Any]], generated_at: datetime) -> dict[str, Any]:
     """The machine-readable leaderboard (schema documented in docs/site.md): boards in headline order (``boards[0]``
     is the headline board when ``headline`` is true), each with its ``sample`` and whether it is a ``proxy``; a row's
-    ``status`` is ``ranked``, ``contaminated`` or ``reference`` (the word the pages use)."""
+    ``status`` is ``ranked``, ``incomplete``, ``contaminated`` or ``reference`` (the word the pages use)."""
     out = []
     for i, b in enumerate(boards):
         band = b.get("human_band")
@@ -131,7 +131,7 @@ class _Writer:
 
 
 #: Bump when what the site shows changes (code, not data): the next build renders again.
-SITE_VERSION = "site-v6"  # v6: snapshots published in the site; boards in headline order, with their sample
+SITE_VERSION = "site-v7"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
          "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes",
          "boards", "board_rows", "labels", "paper_links")

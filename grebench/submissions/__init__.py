@@ -7,7 +7,14 @@ reviews written elsewhere is checked with the bench's validator and queued the s
 the scheduler imports it as a candidate of kind ``imported`` (:func:`accept_queued_imports`).
 """
 
-from grebench.submissions._evaluate import approve_submission, evaluate_queued, refuse_copied_generations
+from grebench.submissions._copycheck import CopiedReview, CopyCheck, check_copies
+from grebench.submissions._evaluate import (
+    APPROVAL_REFUSED,
+    approve_submission,
+    evaluate_queued,
+    held_submissions,
+    refuse_copied_generations,
+)
 from grebench.submissions._imports import (
     UPLOAD_MAX_BYTES,
     ImportForm,
@@ -28,7 +35,10 @@ from grebench.submissions._queue import (
 )
 
 __all__ = [
+    "APPROVAL_REFUSED",
     "UPLOAD_MAX_BYTES",
+    "CopiedReview",
+    "CopyCheck",
     "ImportForm",
     "SubmissionError",
     "SubmissionForm",
@@ -36,8 +46,10 @@ __all__ = [
     "accept_queued_imports",
     "accept_queued_submissions",
     "approve_submission",
+    "check_copies",
     "evaluate_queued",
     "finish_submission",
+    "held_submissions",
     "key_in_env",
     "queue_import",
     "queue_path",

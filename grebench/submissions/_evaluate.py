@@ -29,6 +29,7 @@ from grebench.endpoints import KeyUnreadable, KeyVault
 from grebench.progress import NoProgress, Progress
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
+from grebench.submissions._copycheck import check_copies
 from grebench.submissions._imports import accept_queued_imports
 from grebench.submissions._keys import key_in_env
 from grebench.submissions._queue import SubmissionError, SubmissionQueue, accept_queued_submissions, finish_submission
@@ -101,21 +102,13 @@ def _generate_within_budget(store: Store, settings: Settings, run_id: str, candi
 def refuse_copied_generations(store: Store, name: str) -> str | None:
     """Why a candidate's reviews are refused (some copy their paper's public reviews), or None.
 
-    The copy detector of uploads (:func:`grebench.bench.copied_shares`, :data:`grebench.bench.COPY_THRESHOLD`) on
-    every ``ok`` review of the candidate; on a copy, every review of the candidate is marked failed (never scored).
+    The copy check (:func:`grebench.submissions._copycheck.check_copies`, the one approval runs too) on every ``ok``
+    review of the candidate; on a copy, every review of the candidate is marked failed (never scored).
     """
-    from grebench.bench import COPY_THRESHOLD, copied_shares
-
-    rows = store.rows("SELECT generation_id, paper_id, text FROM generations WHERE candidate = ? AND status = 'ok' "
-                      "ORDER BY paper_id", [name])
-    shares = copied_shares(store, [(r["paper_id"], r["text"] or "") for r in rows])
-    copies = [(r["paper_id"], s) for r, s in zip(rows, shares, strict=True) if s >= COPY_THRESHOLD]
-    if not copies:
+    check = check_copies(store, name)
+    if not check.flagged:
         return None
-    shown = ", ".join(f"{pid} ({share:.0%})" for pid, share in copies[:5])
-    reason = (f"refused: {len(copies)} of {len(rows)} reviews copy their paper's public reviews (share of words in "
-              f"5-word sequences of them at or above {COPY_THRESHOLD:.0%}: {shown}{', ...' if len(copies) > 5 else ''})"
-              "; none of its reviews is scored")
+    reason = f"refused: {check.summary()}; none of its reviews is scored"
     with store.transaction() as con:
         con.execute("UPDATE generations SET status = 'failed', error = ? WHERE candidate = ?", [reason[:500], name])
         con.execute("DELETE FROM scores WHERE candidate = ?", [name])
@@ -177,10 +170,20 @@ def evaluate_queued(store: Store, settings: Settings, run_id: str, queue: Submis
     return {"accepted": [c["name"] for c in accepted], "evaluated": done, "imported": imported}
 
 
+#: ``board_changes.kind`` of an approval the copy check refused: the submission is held for the operator, with the
+#: evidence (``grebench submissions list`` shows the latest).
+APPROVAL_REFUSED = "approval_refused"
+
+
 def approve_submission(store: Store, sub_id: str, note: str = "") -> dict[str, Any]:
     """The operator vouches for a submitted model's declared cutoff: its candidate gets that cutoff (its reviews
     on papers whose reviews became public after it count from the next board computation).  Audited in the store
-    (``board_changes``).  :class:`SubmissionError` when there is nothing to approve."""
+    (``board_changes``).  :class:`SubmissionError` when there is nothing to approve.
+
+    Approval first runs the copy check of evaluation again on what is stored now (:func:`check_copies`: every ``ok``
+    review of the candidate, including any added since it was evaluated, against today's public reviews): a flag
+    refuses the approval with the evidence (:class:`SubmissionError`) and changes nothing but an audit row
+    (``board_changes`` kind :data:`APPROVAL_REFUSED`), so the submission stays held for the operator."""
     rows = store.rows("SELECT s.id, s.model_name, s.cutoff, s.status, c.kind, c.cutoff AS vouched "
                       "FROM submissions s LEFT JOIN candidates c ON c.name = s.model_name WHERE s.id = ?", [sub_id])
     if not rows:
@@ -194,11 +197,32 @@ def approve_submission(store: Store, sub_id: str, note: str = "") -> dict[str, A
     if sub["cutoff"] is None:
         raise SubmissionError(f"submission {sub_id} declared no cutoff")
     now = utcnow()
+    check = check_copies(store, sub["model_name"])
+    if check.flagged:
+        detail = (f"approval of submission {sub_id} refused, held for the operator: {check.summary()}; the declared "
+                  f"cutoff {sub['cutoff']} is not trusted")
+        store.con.execute("INSERT INTO board_changes VALUES (?, ?, ?, ?)",
+                          [now, APPROVAL_REFUSED, sub["model_name"], detail[:2000]])
+        log.warning("%s", detail)
+        raise SubmissionError(detail)
     detail = (f"submission {sub_id} vouched for by the operator: declared cutoff {sub['cutoff']} trusted"
-              + (f" ({note.strip()[:500]})" if note.strip() else ""))
+              + (f" ({note.strip()[:500]})" if note.strip() else "")
+              + f"; copy check passed on {check.checked} stored reviews")
+    if sub["status"] != "finished":  # the cutoff is trusted, but a failed or stopped run chose its papers
+        detail += (f"; the submission is {sub['status']}: it stays unranked on every board whose sample it did not "
+                   "review (grebench/scoring/_coverage.py)")
     with store.transaction() as con:
         con.execute("UPDATE candidates SET cutoff = ?, updated_at = ? WHERE name = ?",
                     [sub["cutoff"], now, sub["model_name"]])
         con.execute("INSERT INTO board_changes VALUES (?, 'submission', ?, ?)", [now, sub["model_name"], detail])
     log.info("%s", detail)
-    return {"id": sub_id, "candidate": sub["model_name"], "cutoff": str(sub["cutoff"]), "detail": detail}
+    return {"id": sub_id, "candidate": sub["model_name"], "cutoff": str(sub["cutoff"]), "detail": detail,
+            "checked": check.checked}
+
+
+def held_submissions(store: Store) -> dict[str, str]:
+    """Submissions held for the operator (candidate name → why): the latest audit row of each candidate is an
+    approval the copy check refused (an approval that passed later writes a newer row)."""
+    rows = store.rows("SELECT subject, arg_max(kind, changed_at) AS kind, arg_max(detail, changed_at) AS detail "
+                      "FROM board_changes WHERE kind IN ('submission', ?) GROUP BY subject", [APPROVAL_REFUSED])
+    return {r["subject"]: r["detail"] for r in rows if r["kind"] == APPROVAL_REFUSED}

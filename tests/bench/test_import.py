@@ -104,9 +104,15 @@ def test_imported_candidate_is_scored_and_ranked_like_an_llm(tiny_benched: Store
     assert tiny_benched.scalar("SELECT count(*) FROM scores WHERE candidate = 'agent'") == 3 * 2
     rows = {r["candidate"]: r for r in leaderboard(tiny_benched, "gem-s", estimator.id, summary["preprocessor"],
                                                    samples=200)}
-    assert rows["agent"]["kind"] == "imported" and rows["agent"]["rank"] in (1, 2)
-    assert rows["agent"]["papers"] == 3 and rows["agent"]["contaminated_papers"] == 0
-    assert {r["rank"] for r in rows.values() if r["kind"] in ("human", "imported")} == {1, 2}
+    # three of the four papers: a file chooses its papers, so it is shown incomplete, never ranked (issue 31)
+    assert rows["agent"]["rank"] is None and (rows["agent"]["complete"], rows["agent"]["missing_papers"]) == (False, 1)
+    import_reviews(tiny_benched, settings, "agent", trust_declared=True, data=GOOD + _jsonl(_review(3)))
+    summary = run_scoring(tiny_benched, settings, None, ["gem-s"], "offline", "rules", estimator=estimator)
+    rows = {r["candidate"]: r for r in leaderboard(tiny_benched, "gem-s", estimator.id, summary["preprocessor"],
+                                                   samples=200)}
+    assert rows["agent"]["kind"] == "imported" and rows["agent"]["rank"] in (1, 2) and rows["agent"]["complete"]
+    assert rows["agent"]["papers"] == 4 and rows["agent"]["contaminated_papers"] == 0
+    assert {r["rank"] for r in rows.values() if r["kind"] in ("human", "imported")} <= {1, 2}  # both ranked (ties)
     compute_boards(tiny_benched, settings)
     assert tiny_benched.scalar("SELECT kind FROM board_rows WHERE candidate = 'agent' LIMIT 1") == "imported"
 
@@ -341,17 +347,17 @@ def test_cli_import_then_score_puts_the_candidate_on_the_board(data_dir: Path, t
     reviews = tmp_path / "agent.jsonl"
     reviews.write_bytes(_jsonl({"_meta": {"model": "agent-x", "cutoff": "2018-06-01"}},
                                *({"paper_id": p, "review": f"Summary: a paper. Weaknesses: baselines {i}."}
-                                 for i, p in enumerate(papers[:4]))))
+                                 for i, p in enumerate(papers))))  # the whole sample (issue 31)
     # without --trust-cutoff the declared cutoff is information: the papers' reviews were public, nothing is clean
     untrusted = _cli(data_dir, "bench", "import", "--candidate", "agent", str(reviews), "--json")
     assert untrusted.exit_code == 0, untrusted.output
     summary = json.loads(untrusted.stdout)
-    assert (summary["clean"], summary["contaminated"], summary["cutoff_trusted"]) == (0, 4, False)
+    assert (summary["clean"], summary["contaminated"], summary["cutoff_trusted"]) == (0, 6, False)
     assert summary["declared"] == {"cutoff": "2018-06-01"} and summary["cutoff"] is None
     result = _cli(data_dir, "bench", "import", "--candidate", "agent", str(reviews), "--trust-cutoff", "--json")
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
-    assert (summary["reviews"], summary["clean"], summary["papers_with_split"]) == (4, 4, 4)
+    assert (summary["reviews"], summary["clean"], summary["papers_with_split"]) == (6, 6, 6)
     assert summary["cutoff_trusted"] is True and summary["cutoff"] == "2018-06-01"
     text = _cli(data_dir, "bench", "import", "--candidate", "agent", str(reviews), "--trust-cutoff")
     assert text.exit_code == 0 and "nothing changed" in text.output
@@ -360,7 +366,7 @@ def test_cli_import_then_score_puts_the_candidate_on_the_board(data_dir: Path, t
     assert scored.exit_code == 0, scored.output
     board = _cli(data_dir, "leaderboard", "--json", "--metric", "gem-s")
     rows = {r["candidate"]: r for r in json.loads(board.stdout)["rows"]}
-    assert rows["agent"]["kind"] == "imported" and rows["agent"]["papers"] == 4
+    assert rows["agent"]["kind"] == "imported" and rows["agent"]["papers"] == 6
     assert rows["agent"]["rank"] is not None and rows["human"]["rank"] is not None
     assert {r["rank"] for r in rows.values() if r["kind"] == "control"} == {None}
     shown = _cli(data_dir, "leaderboard", "--metric", "gem-s")
@@ -374,7 +380,7 @@ def test_cli_import_then_score_puts_the_candidate_on_the_board(data_dir: Path, t
     assert again["pairs_scored"] == 0 and again["boards"]
     store = open_store(data_dir / "grebench.duckdb")
     try:
-        assert store.scalar("SELECT count(*) FROM generations WHERE candidate = 'agent'") == 4
+        assert store.scalar("SELECT count(*) FROM generations WHERE candidate = 'agent'") == 6
         assert store.scalar("SELECT kind FROM candidates WHERE name = 'agent'") == "imported"
     finally:
         store.close()

@@ -57,6 +57,9 @@ def test_a_model_with_an_earlier_cutoff_is_ranked_on_iclr_2026_and_contaminated_
     recent, old = boards["bundled"]["smollm2-135m"], boards["bundled:iclr2020"]["smollm2-135m"]
     assert recent["rank"] is not None and not is_contaminated_row(recent)
     assert recent["clean_papers"] == recent["papers"] > 0 and recent["contaminated_papers"] == 0
+    # the default run's board under the coverage rule (issue 31): every row covers the sample, nothing unranked by it
+    assert all(r["complete"] for r in boards["bundled"].values())
+    assert (recent["due_papers"], recent["missing_papers"]) == (recent["papers"], 0)
     assert old["rank"] is None and is_contaminated_row(old) and old["clean_papers"] == 0
 
 
