@@ -4,6 +4,7 @@ Public API (importing it never imports torch or litellm):
 
 * :func:`run_scoring` — score every stored generation against its references, with caching.
 * :func:`compute_boards` / :func:`stored_boards` — the leaderboards, computed once and stored; readers read them.
+* :func:`information_flags` — the information view of a copy (one reference explained far beyond any human review).
 * :func:`validation_rows` — the metric's validation (Cohen's d of every control vs the human review).
 * :func:`leaderboard` — the ranked rows of one (metric, estimator, preprocessor) table.
 * :func:`bootstrap_ci`, :func:`paired_difference`, :func:`rank_intervals` — the bootstrap over papers.
@@ -48,6 +49,7 @@ from grebench.scoring._metrics import (
     metric,
     metric_preprocessor,
 )
+from grebench.scoring._outliers import InformationFlag, information_flags
 from grebench.scoring._preprocess import (
     PREPROCESS_PROMPT_VERSION,
     PREPROCESSORS,
@@ -84,6 +86,7 @@ __all__ = [
     "REFERENCE_WORD",
     "RULES_ID",
     "SCOPES",
+    "InformationFlag",
     "LogprobRequest",
     "LogprobResult",
     "Metric",
@@ -100,6 +103,7 @@ __all__ = [
     "headline_board",
     "headline_first",
     "headline_metric",
+    "information_flags",
     "is_contaminated_row",
     "is_incomplete_row",
     "latest_setup",

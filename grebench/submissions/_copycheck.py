@@ -4,7 +4,7 @@ Evaluation refuses a candidate whose reviews copy their papers' public reviews; 
 cutoff) runs the same check again on what is stored *then*: every ``ok`` review of the candidate, including any added
 after its evaluation, against the public reviews the store holds then (reviews that became public since, linked
 earlier versions of the paper, a stronger detector).  The flag itself is the bench's copy detector
-(:func:`grebench.bench.copied_shares` at or above :data:`grebench.bench.COPY_THRESHOLD`), so replacing the detector
+(:func:`grebench.bench.copy_findings`: a score at or above :data:`grebench.bench.COPY_THRESHOLD`), so replacing the detector
 changes both callers at once.  The evidence names, for each flagged review, the paper, the share and the public
 review it carries most of (:func:`_closest_reference`).
 """
@@ -23,11 +23,13 @@ class CopiedReview:
     paper_id: str
     share: float
     reference: str | None  # review id (with its paper when that is another one: a linked earlier version)
+    detail: str = ""  # the detector's own account (:meth:`grebench.bench.CopyEvidence.describe`)
 
     def text(self) -> str:
-        """``paper (share, closest public review ...)``."""
+        """``paper (share, closest public review ...: what the detector found)``."""
         ref = f", closest public review {self.reference}" if self.reference else ""
-        return f"{self.paper_id} ({self.share:.0%}{ref})"
+        detail = f": {self.detail}" if self.detail else ""
+        return f"{self.paper_id} ({self.share:.0%}{ref}{detail})"
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ class CopyCheck:
         """``N of M reviews copy their paper's public reviews (...)``: what a refusal says."""
         from grebench.bench import COPY_THRESHOLD
 
-        return (f"{len(self.copies)} of {self.checked} reviews copy their paper's public reviews (copy detector share "
+        return (f"{len(self.copies)} of {self.checked} reviews copy their paper's public reviews (copy detector score "
                 f"at or above {COPY_THRESHOLD:.0%}: {self.evidence()})")
 
 
@@ -82,11 +84,12 @@ def check_copies(store: Store, candidate: str) -> CopyCheck:
 
     Writes nothing: evaluation (:func:`grebench.submissions.refuse_copied_generations`) and approval
     (:func:`grebench.submissions.approve_submission`) decide what a flag does."""
-    from grebench.bench import COPY_THRESHOLD, copied_shares
+    from grebench.bench import copy_findings
 
     rows = store.rows("SELECT paper_id, text FROM generations WHERE candidate = ? AND status = 'ok' "
                       "ORDER BY paper_id, generation_id", [candidate])
-    shares = copied_shares(store, [(r["paper_id"], r["text"] or "") for r in rows])
-    copies = tuple(CopiedReview(r["paper_id"], share, _closest_reference(store, r["paper_id"], r["text"] or ""))
-                   for r, share in zip(rows, shares, strict=True) if share >= COPY_THRESHOLD)
+    findings = copy_findings(store, [(r["paper_id"], r["text"] or "") for r in rows])
+    copies = tuple(CopiedReview(r["paper_id"], found.score, _closest_reference(store, r["paper_id"], r["text"] or ""),
+                                found.describe())
+                   for r, found in zip(rows, findings, strict=True) if found.copied)
     return CopyCheck(candidate, len(rows), copies)

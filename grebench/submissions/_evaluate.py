@@ -27,6 +27,7 @@ from typing import Any
 
 from grebench.endpoints import KeyUnreadable, KeyVault
 from grebench.progress import NoProgress, Progress
+from grebench.scoring import information_flags
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 from grebench.submissions._copycheck import check_copies
@@ -182,7 +183,9 @@ def approve_submission(store: Store, sub_id: str, note: str = "") -> dict[str, A
 
     Approval first runs the copy check of evaluation again on what is stored now (:func:`check_copies`: every ``ok``
     review of the candidate, including any added since it was evaluated, against today's public reviews): a flag
-    refuses the approval with the evidence (:class:`SubmissionError`) and changes nothing but an audit row
+    refuses the approval with the evidence (:class:`SubmissionError`) and changes nothing but an audit row; so does the
+    information view of a copy (:func:`grebench.scoring.information_flags`: a scored review that explains one
+    reference far beyond what the human review of that paper explains of any other)
     (``board_changes`` kind :data:`APPROVAL_REFUSED`), so the submission stays held for the operator."""
     rows = store.rows("SELECT s.id, s.model_name, s.cutoff, s.status, c.kind, c.cutoff AS vouched "
                       "FROM submissions s LEFT JOIN candidates c ON c.name = s.model_name WHERE s.id = ?", [sub_id])
@@ -198,9 +201,15 @@ def approve_submission(store: Store, sub_id: str, note: str = "") -> dict[str, A
         raise SubmissionError(f"submission {sub_id} declared no cutoff")
     now = utcnow()
     check = check_copies(store, sub["model_name"])
-    if check.flagged:
-        detail = (f"approval of submission {sub_id} refused, held for the operator: {check.summary()}; the declared "
-                  f"cutoff {sub['cutoff']} is not trusted")
+    informed = information_flags(store, sub["model_name"])
+    if check.flagged or informed:
+        found = [check.summary()] if check.flagged else []
+        if informed:
+            shown = "; ".join(flag.describe() for flag in informed[:3])
+            found.append(f"{len({f.paper_id for f in informed})} of its scored reviews explain one reference far "
+                         f"beyond any human review of the paper ({shown}{'; ...' if len(informed) > 3 else ''})")
+        detail = (f"approval of submission {sub_id} refused, held for the operator: {'; '.join(found)}; the "
+                  f"declared cutoff {sub['cutoff']} is not trusted")
         store.con.execute("INSERT INTO board_changes VALUES (?, ?, ?, ?)",
                           [now, APPROVAL_REFUSED, sub["model_name"], detail[:2000]])
         log.warning("%s", detail)

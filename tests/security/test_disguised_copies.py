@@ -1,0 +1,242 @@
+"""Issue 31 §1: copies in disguise are copies.
+
+The attacks of the issue (one inserted word every three, all public reviews concatenated with filler, two reviews
+mixed with filler, adjacent words swapped) passed the old 5-gram detector on 60 of 60 papers and, once an operator
+approved, took rank #1.  Here they are served by a fake OpenAI-compatible endpoint on 127.0.0.1 to the real queue
+job (and uploaded through the app's import queue), on real bundled ICLR 2026 papers, and must be refused.  The
+disguises draw their filler from *other* papers' reviews, seeded, so no test recognises a text of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from cryptography.fernet import Fernet
+
+from grebench.bench import COPY_THRESHOLD, copy_evidence, run_bench
+from grebench.cli._main import main
+from grebench.endpoints import KeyVault
+from grebench.ingest import bundled_source
+from grebench.scheduler import SchedulerService
+from grebench.scoring import information_flags
+from grebench.settings import load_settings
+from grebench.store import PaperRecord, open_store
+from grebench.submissions import (
+    ImportForm,
+    SubmissionForm,
+    SubmissionQueue,
+    accept_queued_imports,
+    queue_import,
+    queue_path,
+)
+from tests.conftest import FAST_ENV
+from tests.fakes.openai_server import FakeOpenAIServer
+from tests.security.conftest import RESOLVER
+
+PAPERS = 4
+
+
+def _sample(name: str = "iclr2026", count: int = PAPERS, skip: int = 0) -> list[PaperRecord]:
+    papers = [p for p in bundled_source(name).fetch() if isinstance(p, PaperRecord) and len(p.reviews) >= 3]
+    return papers[skip:skip + count]
+
+
+def _vocabulary() -> list[str]:
+    """Filler words: the words of reviews of papers *not* in the store."""
+    return sorted({w for p in _sample(count=20, skip=50) for r in p.reviews for w in r.text.split() if w.isalpha()})
+
+
+def _filler(text: str, rng: random.Random, every: int = 3) -> str:
+    out: list[str] = []
+    for i, word in enumerate(text.split(), 1):
+        out.append(word)
+        if i % every == 0:
+            out.append(rng.choice(_VOCAB))
+    return " ".join(out)
+
+
+def _mixed(a: str, b: str) -> str:
+    sa, sb = a.split(". "), b.split(". ")
+    return ". ".join(s for pair in zip(sa, sb, strict=False) for s in pair)
+
+
+def _swapped(text: str) -> str:
+    words = text.split()
+    for i in range(0, len(words) - 1, 2):
+        words[i], words[i + 1] = words[i + 1], words[i]
+    return " ".join(words)
+
+
+_VOCAB = _vocabulary()
+#: The issue's table, first four rows: each passed the old detector on 60 of 60 papers.
+DISGUISES: dict[str, Callable[[list[str], random.Random], str]] = {
+    "first review, a filler word every 3": lambda texts, rng: _filler(texts[0], rng),
+    "all reviews concatenated, with filler": lambda texts, rng: _filler("\n\n".join(texts), rng),
+    "two reviews mixed, with filler": lambda texts, rng: _filler(_mixed(texts[0], texts[1]), rng),
+    "adjacent words swapped pairwise": lambda texts, rng: _swapped(texts[0]),
+}
+
+
+def _disguised(kind: str, paper: PaperRecord) -> str:
+    return DISGUISES[kind]([r.text for r in paper.reviews], random.Random(f"{kind}/{paper.paper_id}"))
+
+
+@pytest.mark.parametrize("sample", ["iclr2020", "iclr2026"])
+def test_the_disguises_are_caught_on_real_papers_and_real_reviews_are_not(sample: str) -> None:
+    """The detector itself, on 15 papers of each bundled sample: every disguise caught; and no honest review of
+    those papers is flagged against the other reviews of its paper (the full figures: benchmarks/copy_detection.py)."""
+    papers = _sample(sample, count=15, skip=100)
+    for kind in DISGUISES:
+        scores = [copy_evidence(_disguised(kind, p), [r.text for r in p.reviews], f"{p.title}\n{p.abstract}").score
+                  for p in papers]
+        assert min(scores) >= COPY_THRESHOLD, (kind, scores)
+    for p in papers:
+        texts = [r.text for r in p.reviews]
+        for i, text in enumerate(texts):
+            found = copy_evidence(text, texts[:i] + texts[i + 1:], f"{p.title}\n{p.abstract}")
+            assert not found.copied, (p.paper_id, i, found)
+
+
+def test_look_alike_letters_zero_width_and_spelt_out_words_fold_back() -> None:
+    paper = _sample()[0]
+    text = paper.reviews[0].text
+    table = str.maketrans({"a": "а", "e": "е", "o": "о", "p": "р", "c": "с", "i": "і"})
+    games = " ".join(("\u200b".join(w) if k % 7 == 0 else w[:2] + "." + w[2:] if k % 5 == 0 else w.upper())
+                     .translate(table) for k, w in enumerate(text.split()))
+    found = copy_evidence(games, [r.text for r in paper.reviews], f"{paper.title}\n{paper.abstract}")
+    assert found.copied and found.reference == 0, found
+    assert found.passages and "copies" not in found.describe() and "own content" in found.describe()
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """A store with four real ICLR 2026 papers (public reviews, human baseline, controls), the queue, a vault."""
+    config = tmp_path / "grebench.toml"
+    config.write_text('app_host = "127.0.0.2"\nsubmission_http_allowlist = "models.example.test"\n'
+                      'submission_private_allowlist = "127.0.0.1/32"\nllm_max_retries = 0\nllm_timeout_s = 30\n'
+                      "bench_concurrency = 1\n")
+    env = {**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "data")}
+    settings = load_settings(config, env=env)
+    store = open_store(settings.db_path)
+    with store.transaction():
+        for paper in _sample():
+            store.upsert_paper(paper)
+    run_bench(store, settings, store.start_run("bench", {}))
+    store.close()
+    yield {"settings": settings, "queue": SubmissionQueue(queue_path(settings)), "config": config, "env": env,
+           "vault": KeyVault(env={"GREBENCH_SECRET_KEY": Fernet.generate_key().decode()})}
+
+
+def _copier(kind: str) -> Callable[[list[dict[str, Any]]], str]:
+    def reply(messages: list[dict[str, Any]]) -> str:
+        prompt = json.dumps(messages)
+        for paper in _sample():
+            if paper.title in prompt or json.dumps(paper.title)[1:-1] in prompt:
+                return _disguised(kind, paper)
+        return "Summary: nothing to copy."
+    return reply
+
+
+@pytest.mark.parametrize("kind", list(DISGUISES))
+def test_an_endpoint_serving_disguised_copies_is_refused(world: dict[str, Any], kind: str) -> None:
+    settings = world["settings"]
+    with FakeOpenAIServer(reply=_copier(kind)) as server:
+        form = SubmissionForm(model_name="Disguised", base_url=f"http://models.example.test:{server.port}/v1",
+                              released="2019-01-01", cutoff="2000-01-01", contact="owner@example.org", api_key="")
+        queued = world["queue"].submit(form, settings, world["vault"], RESOLVER)
+        assert queued["ok"], queued
+        store = open_store(settings.db_path)
+        try:
+            service = SchedulerService(settings, store, vault=world["vault"], queue=world["queue"], kinds=["queue"],
+                                       resolver={**RESOLVER, "models.example.test": ["127.0.0.1"]})
+            service.run_job("queue")
+            served = len(server.chat_requests)
+            ok = store.scalar("SELECT count(*) FROM generations WHERE candidate = 'Disguised' AND status = 'ok'")
+        finally:
+            store.close()
+    row = world["queue"].rows("SELECT status, reason FROM submissions WHERE model_name = 'Disguised'")[0]
+    assert served == PAPERS
+    assert row["status"] == "failed" and f"{PAPERS} of {PAPERS} reviews copy their paper's public reviews" in \
+        row["reason"], row
+    assert "own content" in row["reason"]  # the evidence is shown, not only the verdict
+    assert ok == 0
+
+
+@pytest.mark.parametrize("kind", list(DISGUISES))
+def test_an_upload_of_disguised_copies_is_refused(world: dict[str, Any], kind: str) -> None:
+    settings = world["settings"]
+    papers = _sample()
+    lines = [{"_meta": {"cutoff": "2018-01-01"}}] + [
+        {"paper_id": p.paper_id, "review": _disguised(kind, p), "generated_at": "2018-06-01T00:00:00Z"} for p in papers]
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    store = open_store(settings.db_path)
+    try:
+        form = ImportForm(candidate="disguised-upload", contact="eve@example.org", cutoff="2018-01-01", model="m")
+        queued = queue_import(world["queue"], form, data, settings, {p.paper_id for p in papers},
+                              source="203.0.113.7")
+        assert queued["ok"], queued
+        [done] = accept_queued_imports(store, world["queue"], settings)
+        assert not done["ok"] and done["reason"].count("copies its public reviews") == PAPERS, done
+        assert store.scalar("SELECT count(*) FROM candidates WHERE name = 'disguised-upload'") == 0
+    finally:
+        store.close()
+
+
+def test_approval_is_held_by_the_information_a_stored_review_carries(world: dict[str, Any]) -> None:
+    """The information view of a copy (:func:`grebench.scoring.information_flags`) at approval: a submission that
+    passed evaluation with reviews of its own, whose stored reviews are then the papers' references (what a
+    paraphrase beyond the words, or a generation stored after evaluation, would carry), is scored and then refused
+    at approval with the information evidence; the human review and the controls raise no such flag."""
+    settings = world["settings"]
+    store = open_store(settings.db_path)
+    try:
+        splits = {r["paper_id"]: json.loads(r["reference_review_ids_json"])[0]
+                  for r in store.rows("SELECT paper_id, reference_review_ids_json FROM baseline_splits")}
+    finally:
+        store.close()
+    titles = {p.title: p.paper_id for p in _sample()}
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        prompt = json.dumps(messages)
+        pid = next((pid for title, pid in titles.items() if json.dumps(title)[1:-1] in prompt), "none")
+        return f"Summary: the submission {pid} is reviewed here in words of my own, briefly. It seems fine."
+
+    with FakeOpenAIServer(reply=reply) as server:
+        form = SubmissionForm(model_name="Later", base_url=f"http://models.example.test:{server.port}/v1",
+                              released="2019-01-01", cutoff="2000-01-01", contact="owner@example.org", api_key="")
+        queued = world["queue"].submit(form, settings, world["vault"], RESOLVER)
+        store = open_store(settings.db_path)
+        try:
+            SchedulerService(settings, store, vault=world["vault"], queue=world["queue"], kinds=["queue"],
+                             resolver={**RESOLVER, "models.example.test": ["127.0.0.1"]}).run_job("queue")
+            for pid, ref in splits.items():
+                store.con.execute("UPDATE generations SET text = (SELECT text FROM review_versions WHERE review_id = ? "
+                                  "ORDER BY version DESC LIMIT 1) WHERE candidate = 'Later' AND paper_id = ?",
+                                  [ref, pid])
+        finally:
+            store.close()
+    assert world["queue"].rows("SELECT status FROM submissions WHERE model_name = 'Later'")[0]["status"] == "finished"
+    env = world["env"]
+    scored = CliRunner().invoke(main, ["score", "--config", str(world["config"])], env=env)
+    assert scored.exit_code == 0, scored.output
+    approved = CliRunner().invoke(main, ["submissions", "approve", str(queued["id"]), "--config",
+                                         str(world["config"])], env=env)
+    assert approved.exit_code == 1, approved.output
+    assert f"{PAPERS} of its scored reviews explain one reference far beyond any human review" in approved.output
+    store = open_store(settings.db_path)
+    try:
+        assert store.scalar("SELECT cutoff FROM candidates WHERE name = 'Later'") is None
+        flags = information_flags(store, "Later")
+        assert {f.paper_id for f in flags} == set(splits)
+        assert all(f.reference_review_id == splits[f.paper_id] for f in flags if f.share == max(
+            g.share for g in flags if g.paper_id == f.paper_id))
+        for name in ("human", "sentence-shuffle", "elongation", "repetition", "keyword-stuffing"):
+            assert information_flags(store, name) == [], name
+    finally:
+        store.close()
