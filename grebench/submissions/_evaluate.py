@@ -101,7 +101,7 @@ class _Running:
 def _prepare(store: Store, settings: Settings, queue: SubmissionQueue, vault: KeyVault, resolver: Any,
              sub: dict[str, Any]) -> tuple[_Running | None, dict[str, Any] | None]:
     """A running submission ready for its turns, or the report of why it cannot have one (None: nothing to say)."""
-    from grebench.bench import stored_candidate, unreviewed_paper_ids
+    from grebench.bench import is_clean, stored_candidate, unreviewed_paper_ids
 
     row = store.rows("SELECT * FROM candidates WHERE name = ?", [sub["model_name"]])
     if not row:
@@ -122,6 +122,10 @@ def _prepare(store: Store, settings: Settings, queue: SubmissionQueue, vault: Ke
     papers += unreviewed_paper_ids(store)
     # the declared cutoff chooses where to generate (its clean papers); the board trusts it only once vouched
     declared = replace(stored_candidate(row[0]), cutoff=row[0]["cutoff"] or sub["cutoff"])
+    # only those papers (as generate_for's clean_only): a paper it would skip is not offered turn after turn
+    public = {r["paper_id"]: r["reviews_public_at"] for r in store.rows("SELECT paper_id, reviews_public_at "
+                                                                        "FROM papers")}
+    papers = [p for p in papers if p in public and is_clean(declared.cutoff, public[p])]
     return _Running(sub["id"], sub["model_name"], declared, pins, secret, papers), None
 
 
