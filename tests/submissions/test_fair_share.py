@@ -208,6 +208,32 @@ def test_own_wall_time_counts_only_its_own_turns(world: dict[str, Any]) -> None:
     assert evaluated[ids["C"]]["ok"] and evaluated[ids["C"]]["turns"] == 4, evaluated
 
 
+def test_a_submission_queued_during_a_pass_joins_the_next_round(world: dict[str, Any]) -> None:
+    """An honest submission queued while a slow one is evaluated waits for the rest of that turn and one more turn
+    of it, not for its whole evaluation."""
+    log: CallLog = world["log"]
+    clock: FakeClock = world["clock"]
+    once = threading.Lock()
+
+    with ExitStack() as stack:
+        c = stack.enter_context(FakeOpenAIServer(mode_of=log.endpoint("C", lambda paper, index: "ok")))
+
+        def slow(paper: int, index: int) -> str:
+            clock.advance(100.0)
+            if once.acquire(blocking=False):  # the honest one is submitted while B's first batch runs
+                _submit(world, "Honest C", HOSTS[2], c)
+            return "ok"
+
+        b = stack.enter_context(FakeOpenAIServer(mode_of=log.endpoint("B", slow)))
+        _submit(world, "Hostile B", HOSTS[1], b)
+        job = _queue_job(world)
+    assert job["summary"]["accepted"] == ["Hostile B", "Honest C"], job["summary"]
+    assert [e["ok"] for e in job["summary"]["evaluated"]] == [True, True], job["summary"]["evaluated"]
+    last_honest = max(i for i, (who, _) in enumerate(log.calls) if who == "C")
+    assert [who for who, _ in log.calls[:last_honest]].count("B") == 8, log.calls  # B's first two turns
+    assert sorted(log.of("C")) == list(range(PAPERS)) and sorted(log.of("B")) == list(range(PAPERS))
+
+
 def test_a_resumed_submission_after_a_stop_repeats_no_answered_call(world: dict[str, Any]) -> None:
     """A stop (SIGTERM) in the middle of a submission; the next queue pass finishes it without asking again any
     prompt that was answered, a failed one included, and counts every call once."""
