@@ -5,12 +5,13 @@ pinned (:func:`grebench.llm.pinned_endpoints`): no second DNS lookup, no redirec
 memory only for the evaluation and is deleted with the submission; a stored key this process cannot decrypt (a
 wrong ``GREBENCH_SECRET_KEY``) leaves the submission running with its ciphertext, and says so.
 
-Nobody blocks the service: the calls of one submission run under their own budgets
-(``submission_call_timeout_s``, ``submission_max_retries``, ``submission_max_consecutive_failures``,
-``submission_max_wall_s``), checked between batches of calls; a submission that spends one is stopped and failed
-with the reason.  Nothing anonymous buys rank: the reviews are generated on the papers the *declared* cutoff calls
-clean (and on papers whose reviews are not public yet), then pass the copy detector that uploads pass
-(:func:`grebench.bench.copied_shares`); one copy fails the whole submission and none of its reviews is scored.
+Nobody blocks the service: running submissions take turns on the worker (round robin, one time slice each per
+round: :mod:`grebench.submissions._turns`), and the calls of each run under its own budgets (call deadline and
+retries, failures in a row and the failure rate over a window, wall time of its own turns); a submission that
+spends one is stopped and failed with the reason.  Nothing anonymous buys rank: the reviews are generated on the
+papers the *declared* cutoff calls clean (and on papers whose reviews are not public yet), then pass the copy
+detector that uploads pass (:func:`grebench.bench.copied_shares`); one copy fails the whole submission and none of
+its reviews is scored.
 The candidate itself (kind ``submitted``) has no cutoff until the operator vouches for it
 (:func:`approve_submission`), so until then only its sealed reviews count.
 
@@ -21,8 +22,7 @@ against the live store and written in one transaction each (:func:`grebench.subm
 from __future__ import annotations
 
 import logging
-import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from grebench.endpoints import KeyUnreadable, KeyVault
@@ -34,9 +34,10 @@ from grebench.submissions._copycheck import check_copies
 from grebench.submissions._imports import accept_queued_imports
 from grebench.submissions._keys import key_in_env
 from grebench.submissions._queue import SubmissionError, SubmissionQueue, accept_queued_submissions, finish_submission
+from grebench.submissions._turns import TALLY_KEYS, stored_totals, submission_settings, take_turn, turn_state
 
+__all__ = ["approve_submission", "evaluate_queued", "refuse_copied_generations", "submission_settings"]
 log = logging.getLogger(__name__)
-_clock = time.monotonic  # the wall-time budget's clock (tests replace it)
 
 
 def _pin_submitted(settings: Settings, resolver: Any, api_base: str | None) -> tuple[list[Any], str | None]:
@@ -58,48 +59,6 @@ def _pin_submitted(settings: Settings, resolver: Any, api_base: str | None) -> t
     return [endpoint], None
 
 
-def submission_settings(settings: Settings) -> Settings:
-    """The settings one submission's calls run under: the call deadline and retries capped by the submission
-    budgets (a submitted endpoint never gets the operator's long deadlines)."""
-    return settings.replace(llm_timeout_s=min(settings.llm_timeout_s, settings.submission_call_timeout_s),
-                            llm_max_retries=min(settings.llm_max_retries, settings.submission_max_retries))
-
-
-def _generate_within_budget(store: Store, settings: Settings, run_id: str, candidate: Any, papers: list[str],
-                            progress: Progress) -> dict[str, Any]:
-    """Generate in batches of ``bench_concurrency`` papers; stop when a budget is spent (``stopped``: why)."""
-    from grebench.bench import generate_for
-
-    capped = submission_settings(settings)
-    batch_size = max(1, settings.bench_concurrency)
-    started = _clock()
-    total: dict[str, Any] = {"calls_made": 0, "cached": 0, "failed": 0, "gave_up": 0, "tokens_in": 0,
-                             "tokens_out": 0, "cost_usd": 0.0}
-    in_a_row = 0
-    for i in range(0, len(papers), batch_size):
-        elapsed = _clock() - started
-        if elapsed >= settings.submission_max_wall_s:
-            total["stopped"] = (f"stopped: wall-time budget spent ({elapsed:.0f} s of "
-                                f"submission_max_wall_s = {settings.submission_max_wall_s:.0f} s) after {i} of "
-                                f"{len(papers)} papers")
-            break
-        part = generate_for(store, capped, run_id, [candidate], papers[i:i + batch_size], clean_only=True,
-                            progress=progress)
-        for key in total:
-            total[key] += part.get(key, 0)
-        made = part["calls_made"] + part["cached"]
-        in_a_row = in_a_row + part["failed"] + part["gave_up"] if part["failed"] + part["gave_up"] >= made else 0
-        if in_a_row >= settings.submission_max_consecutive_failures:
-            last = store.scalar("SELECT error FROM generations WHERE candidate = ? AND status = 'failed' "
-                                "ORDER BY generated_at DESC LIMIT 1", [candidate.name])
-            total["stopped"] = (f"stopped: {in_a_row} failed calls in a row (submission_max_consecutive_failures = "
-                                f"{settings.submission_max_consecutive_failures}); last error: "
-                                f"{str(last or 'unknown')[:300]}")
-            break
-    total["cost_usd"] = round(total["cost_usd"], 6)
-    return total
-
-
 def refuse_copied_generations(store: Store, name: str) -> str | None:
     """Why a candidate's reviews are refused (some copy their paper's public reviews), or None.
 
@@ -117,58 +76,127 @@ def refuse_copied_generations(store: Store, name: str) -> str | None:
     return reason
 
 
-def evaluate_queued(store: Store, settings: Settings, run_id: str, queue: SubmissionQueue, vault: KeyVault,
-                    resolver: Any = None, progress: Progress | None = None) -> dict[str, Any]:
-    """Accept queued submissions, evaluate the running ones, import queued review files; the summary.
+@dataclass
+class _Running:
+    """A running submission taking turns in this queue pass: what its turns need, and what they did."""
 
-    ``resolver`` resolves submitted host names (None: the system resolver; tests pass a table so that no DNS
-    query leaves the machine).
-    """
-    from grebench.bench import stored_candidate, unreviewed_paper_ids
+    sub_id: str
+    name: str
+    candidate: Any                      # the declared candidate (its cutoff chooses the papers)
+    pins: list[Any]
+    secret: Any
+    papers: list[str]
+    tally: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TALLY_KEYS, 0))
+    turns: int = 0
+    stopped: str | None = None
+    error: str | None = None
+
+
+def _prepare(store: Store, settings: Settings, queue: SubmissionQueue, vault: KeyVault, resolver: Any,
+             sub: dict[str, Any]) -> tuple[_Running | None, dict[str, Any] | None]:
+    """A running submission ready for its turns, or the report of why it cannot have one (None: nothing to say)."""
+    from grebench.bench import is_clean, stored_candidate, unreviewed_paper_ids
+
+    row = store.rows("SELECT * FROM candidates WHERE name = ?", [sub["model_name"]])
+    if not row:
+        finish_submission(queue, vault, sub["id"], False, "candidate missing from the store", store)
+        return None, None
+    pins, refused = _pin_submitted(settings, resolver, row[0]["api_base"])
+    if refused is not None:
+        finish_submission(queue, vault, sub["id"], False, refused, store)
+        return None, {"id": sub["id"], "ok": False, "error": refused}
+    stored = queue.rows("SELECT key_ciphertext FROM submissions WHERE id = ?", [sub["id"]])
+    try:
+        secret = vault.open(sub["id"], stored[0]["key_ciphertext"] if stored else None)
+    except KeyUnreadable as exc:  # the operator's setting is wrong: keep the ciphertext, try again next pass
+        log.error("submission %s not evaluated: %s", sub["id"], exc)
+        return None, {"id": sub["id"], "ok": False, "error": f"{exc}; the submission stays running and its stored "
+                      "key is kept: fix GREBENCH_SECRET_KEY and run the queue again"}
+    papers = [r["paper_id"] for r in store.rows("SELECT paper_id FROM baseline_splits ORDER BY paper_id")]
+    papers += unreviewed_paper_ids(store)
+    # the declared cutoff chooses where to generate (its clean papers); the board trusts it only once vouched
+    declared = replace(stored_candidate(row[0]), cutoff=row[0]["cutoff"] or sub["cutoff"])
+    # only those papers (as generate_for's clean_only): a paper it would skip is not offered turn after turn
+    public = {r["paper_id"]: r["reviews_public_at"] for r in store.rows("SELECT paper_id, reviews_public_at "
+                                                                        "FROM papers")}
+    papers = [p for p in papers if p in public and is_clean(declared.cutoff, public[p])]
+    return _Running(sub["id"], sub["model_name"], declared, pins, secret, papers), None
+
+
+def _turn(store: Store, settings: Settings, run_id: str, sub: _Running, progress: Progress) -> bool:
+    """Give one submission its turn; whether its evaluation is over."""
     from grebench.llm import pinned_endpoints
 
-    accepted = accept_queued_submissions(store, queue, settings, resolver)
-    done = []
-    for sub in store.rows("SELECT id, model_name, cutoff FROM submissions WHERE status = 'running' "
-                          "ORDER BY created_at"):
-        row = store.rows("SELECT * FROM candidates WHERE name = ?", [sub["model_name"]])
-        if not row:
-            finish_submission(queue, vault, sub["id"], False, "candidate missing from the store", store)
-            continue
-        pins, refused = _pin_submitted(settings, resolver, row[0]["api_base"])
-        if refused is not None:
-            finish_submission(queue, vault, sub["id"], False, refused, store)
-            done.append({"id": sub["id"], "ok": False, "error": refused})
-            continue
-        stored = queue.rows("SELECT key_ciphertext FROM submissions WHERE id = ?", [sub["id"]])
-        try:
-            secret = vault.open(sub["id"], stored[0]["key_ciphertext"] if stored else None)
-        except KeyUnreadable as exc:  # the operator's setting is wrong: keep the ciphertext, try again next pass
-            log.error("submission %s not evaluated: %s", sub["id"], exc)
-            done.append({"id": sub["id"], "ok": False, "error": f"{exc}; the submission stays running and its "
-                         "stored key is kept: fix GREBENCH_SECRET_KEY and run the queue again"})
-            continue
-        papers = [r["paper_id"] for r in store.rows("SELECT paper_id FROM baseline_splits ORDER BY paper_id")]
-        papers += unreviewed_paper_ids(store)
-        # the declared cutoff chooses where to generate (its clean papers); the board trusts it only once vouched
-        declared = replace(stored_candidate(row[0]), cutoff=row[0]["cutoff"] or sub["cutoff"])
-        try:
-            with pinned_endpoints(pins), key_in_env(sub["id"], None if secret is None else secret.reveal()) as env:
-                summary = _generate_within_budget(store, settings, run_id, replace(declared, api_key_env=env),
-                                                  papers, progress or NoProgress())
-        except Exception as exc:  # a hostile or broken endpoint fails its own submission, never the job
-            summary = {"error": f"{type(exc).__name__}: {exc}"[:2000], "failed": 1}
-        copied = refuse_copied_generations(store, sub["model_name"])
-        if copied is not None:
-            summary["copied"] = copied
-        ok = not (summary.get("failed") or summary.get("gave_up") or "error" in summary or "stopped" in summary
-                  or copied)
-        reason = None if ok else (copied or summary.get("stopped") or summary.get("error")
-                                  or f"{summary.get('failed', 0)} generation(s) failed")
-        finish_submission(queue, vault, sub["id"], ok, reason, store)
-        done.append({"id": sub["id"], "ok": ok, **summary})
+    sub.turns += 1
+    try:
+        with pinned_endpoints(sub.pins), key_in_env(sub.sub_id, None if sub.secret is None else
+                                                    sub.secret.reveal()) as env:
+            result = take_turn(store, settings, run_id, sub.sub_id, replace(sub.candidate, api_key_env=env),
+                               sub.papers, progress)
+    except Exception as exc:  # a hostile or broken endpoint fails its own submission, never the job
+        sub.error = f"{type(exc).__name__}: {exc}"[:2000]
+        return True
+    for key, value in result.tally.items():
+        sub.tally[key] += value
+    sub.stopped = result.stopped
+    return result.finished
+
+
+def _close(store: Store, queue: SubmissionQueue, vault: KeyVault, sub: _Running) -> dict[str, Any]:
+    """End a submission's evaluation: the copy check, its status and reason, the key deleted; its summary."""
+    # calls made in this pass; reviews, failures, tokens and cost of every stored call (exact over passes)
+    summary: dict[str, Any] = {**sub.tally, **stored_totals(store, sub.name), "turns": sub.turns,
+                               "own_s": round(turn_state(store, sub.sub_id)[1], 1)}
+    if sub.stopped is not None:
+        summary["stopped"] = sub.stopped
+    if sub.error is not None:
+        summary["error"] = sub.error
+        summary["failed"] = summary["failed"] or 1
+    copied = refuse_copied_generations(store, sub.name)
+    if copied is not None:
+        summary["copied"] = copied
+    ok = not (summary.get("failed") or summary.get("gave_up") or "error" in summary or "stopped" in summary
+              or copied)
+    reason = None if ok else (copied or summary.get("stopped") or summary.get("error")
+                              or f"{summary.get('failed', 0)} generation(s) failed")
+    finish_submission(queue, vault, sub.sub_id, ok, reason, store)
+    return {"id": sub.sub_id, "ok": ok, **summary}
+
+
+def evaluate_queued(store: Store, settings: Settings, run_id: str, queue: SubmissionQueue, vault: KeyVault,
+                    resolver: Any = None, progress: Progress | None = None) -> dict[str, Any]:
+    """Accept queued submissions, evaluate the running ones in turns, import queued review files; the summary.
+
+    Round robin: every running submission gets one turn (:func:`grebench.submissions._turns.take_turn`) per
+    round, oldest first, until each is finished or stopped; submissions queued meanwhile are accepted between
+    rounds and join the next one.  ``resolver`` resolves submitted host names (None: the system resolver; tests
+    pass a table so that no DNS query leaves the machine).
+    """
+    display = progress or NoProgress()
+    accepted: list[str] = []
+    done: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    running: dict[str, _Running] = {}
+    while True:
+        accepted += [c["name"] for c in accept_queued_submissions(store, queue, settings, resolver)]
+        for sub in store.rows("SELECT id, model_name, cutoff FROM submissions WHERE status = 'running' "
+                              "ORDER BY created_at, id"):
+            if sub["id"] in seen:
+                continue
+            seen.add(sub["id"])
+            ready, report = _prepare(store, settings, queue, vault, resolver, sub)
+            if report is not None:
+                done.append(report)
+            if ready is not None:
+                running[ready.sub_id] = ready
+        if not running:
+            break
+        for sub_id, sub_state in list(running.items()):
+            if _turn(store, settings, run_id, sub_state, display):
+                done.append(_close(store, queue, vault, sub_state))
+                del running[sub_id]
     imported = accept_queued_imports(store, queue, settings)
-    return {"accepted": [c["name"] for c in accepted], "evaluated": done, "imported": imported}
+    return {"accepted": accepted, "evaluated": done, "imported": imported}
 
 
 #: ``board_changes.kind`` of an approval the copy check refused: the submission is held for the operator, with the

@@ -36,6 +36,8 @@ A server made with ``streams=False`` never streams, like several OpenAI-compatib
 mode answers as if the request said ``"stream": false`` (``ok`` is one JSON ``chat.completion``, ``huge`` one 50 MB
 JSON body, ``endless`` a JSON body that never ends, ``drip`` a JSON body of one blank every ``drip_interval_s``).
 ``event_content_type`` is the Content-Type of a stream (``text/event-stream``; a mislabelled stream says otherwise).
+``mode_of``, when given, picks the mode of each request from its JSON body (after any scripted modes): an endpoint
+that hangs on some prompts and answers others, whatever the order in which a client sends them.
 """
 
 from __future__ import annotations
@@ -77,7 +79,8 @@ class FakeOpenAIServer:
 
     def __init__(self, reply: Callable[[list[dict[str, Any]]], str] | None = None, mode: str = "ok",
                  model: str = "fake-model", drip_interval_s: float = 0.5, chunk_chars: int = 40,
-                 streams: bool = True, event_content_type: str = "text/event-stream") -> None:
+                 streams: bool = True, event_content_type: str = "text/event-stream",
+                 mode_of: Callable[[dict[str, Any]], str] | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}")
         self.reply = reply or default_reply
@@ -87,6 +90,7 @@ class FakeOpenAIServer:
         self.chunk_chars = chunk_chars
         self.streams = streams
         self.event_content_type = event_content_type
+        self.mode_of = mode_of
         self.requests: list[dict[str, Any]] = []
         self.stream_seconds: list[float] = []  # per ``slow`` stream: first chunk to last, as sent
         self._script: deque[str] = deque()
@@ -145,6 +149,19 @@ class FakeOpenAIServer:
         """The mode of the request being handled now."""
         with self._lock:
             return self._script.popleft() if self._script else self.mode
+
+    def mode_for(self, body: dict[str, Any]) -> str:
+        """The mode of a request with this JSON body: a scripted one first, then ``mode_of(body)`` when given, else
+        :meth:`next_mode` (which subclasses may override)."""
+        if self.mode_of is None:
+            return self.next_mode()
+        with self._lock:
+            if self._script:
+                return self._script.popleft()
+        mode = self.mode_of(body)
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}")
+        return mode
 
     def record(self, entry: dict[str, Any]) -> None:
         """Remember one request (body and headers)."""
@@ -216,7 +233,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": "not found"}})
             return
         try:
-            self._chat(body, self.fake.next_mode())
+            self._chat(body, self.fake.mode_for(body))
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             pass  # the client hung up (expected for hostile modes)
 

@@ -19,6 +19,7 @@ from grebench.bench import Candidate, ImportRefused, is_clean, is_vouched, read_
 from grebench.bench._generations import make_row, write_rows
 from grebench.cli._main import main
 from grebench.endpoints import KeyUnreadable, KeyVault
+from grebench.progress import NoProgress
 from grebench.scoring._leaderboard import leaderboard
 from grebench.settings import Settings
 from grebench.store import Store, open_store
@@ -27,6 +28,7 @@ from grebench.submissions import (
     SubmissionForm,
     SubmissionQueue,
     _evaluate,
+    _turns,
     accept_queued_submissions,
     approve_submission,
     evaluate_queued,
@@ -184,9 +186,9 @@ def test_a_hanging_endpoint_is_stopped_after_the_consecutive_failure_budget(
         papered: Store, settings: Settings, hanging: FakeOpenAIServer) -> None:
     fast = _budget_settings(settings, submission_max_consecutive_failures=2)
     papers = [f"paper{i}" for i in range(4)]
-    summary = _evaluate._generate_within_budget(papered, fast, "run", _candidate(hanging.url), papers,
-                                                _evaluate.NoProgress())
-    assert "2 failed calls in a row" in summary["stopped"] and "timed out" in summary["stopped"], summary
+    result = _turns.take_turn(papered, fast, "run", "sub1", _candidate(hanging.url), papers, NoProgress())
+    assert result.finished and result.stopped is not None
+    assert "2 failed calls in a row" in result.stopped and "timed out" in result.stopped, result
     tried = papered.rows("SELECT paper_id, status FROM generations WHERE candidate = 'Endpoint' ORDER BY paper_id")
     assert tried == [{"paper_id": "paper0", "status": "failed"}, {"paper_id": "paper1", "status": "failed"}]
     assert _evaluate.submission_settings(settings).llm_timeout_s == settings.submission_call_timeout_s
@@ -195,14 +197,13 @@ def test_a_hanging_endpoint_is_stopped_after_the_consecutive_failure_budget(
 def test_the_wall_time_budget_stops_between_batches(papered: Store, settings: Settings,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     ticks = iter([0.0, 1.0, 5000.0, 5001.0])
-    monkeypatch.setattr(_evaluate, "_clock", lambda: next(ticks))  # observed progress, not the machine's speed
+    monkeypatch.setattr(_turns, "_clock", lambda: next(ticks))  # observed progress, not the machine's speed
     with FakeOpenAIServer() as server:
-        summary = _evaluate._generate_within_budget(papered, _budget_settings(settings), "run",
-                                                    _candidate(server.url), [f"paper{i}" for i in range(4)],
-                                                    _evaluate.NoProgress())
+        result = _turns.take_turn(papered, _budget_settings(settings), "run", "sub1", _candidate(server.url),
+                                  [f"paper{i}" for i in range(4)], NoProgress())
         assert len(server.chat_requests) == 1
-    assert summary["stopped"].startswith("stopped: wall-time budget spent") and "after 1 of 4 papers" in summary[
-        "stopped"], summary
+    assert result.stopped is not None and result.stopped.startswith("stopped: wall-time budget spent")
+    assert "after 1 of 4 papers" in result.stopped, result
 
 
 def test_an_import_line_with_very_many_unknown_keys_gets_a_short_message() -> None:
