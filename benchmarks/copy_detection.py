@@ -232,8 +232,8 @@ def main() -> None:
         print("| transformation | strength | caught | rate | 5th percentile of score |")
         print("|---|---|---|---|---|")
         for name, strength, caught, total, p5, target in rows:
-            print(f"| {name} | {strength} | {caught}/{total} | {caught / total:.1%}{'' if target else ' (not a target)'}"
-                  f" | {p5:.2f} |")
+            note = "" if target else " (not a target)"
+            print(f"| {name} | {strength} | {caught}/{total} | {caught / total:.1%}{note} | {p5:.2f} |")
         print(f"\nHonest reviews flagged: {flagged}/{len(honest)} ({flagged / len(honest):.2%}); score median "
               f"{honest[len(honest) // 2]:.3f}, p99 {honest[int(0.99 * len(honest))]:.3f}, p99.5 "
               f"{honest[int(0.995 * len(honest))]:.3f}, max {honest[-1]:.3f}; threshold {COPY_THRESHOLD}; "

@@ -252,7 +252,7 @@ def _carried(words: list[str], own: set[Pair], held: dict[Pair, list[int]]) -> t
     for i, p, _ in points:
         while points[lo][0] < i - RUN_REVIEW:
             lo += 1
-        near = set()
+        near: set[int] = set()
         for i2, p2, j2 in points[lo:]:
             if i2 > i + RUN_REVIEW:
                 break

@@ -4,8 +4,8 @@ Evaluation refuses a candidate whose reviews copy their papers' public reviews; 
 cutoff) runs the same check again on what is stored *then*: every ``ok`` review of the candidate, including any added
 after its evaluation, against the public reviews the store holds then (reviews that became public since, linked
 earlier versions of the paper, a stronger detector).  The flag itself is the bench's copy detector
-(:func:`grebench.bench.copy_findings`: a score at or above :data:`grebench.bench.COPY_THRESHOLD`), so replacing the detector
-changes both callers at once.  The evidence names, for each flagged review, the paper, the share and the public
+(:func:`grebench.bench.copy_findings`: a score at or above :data:`grebench.bench.COPY_THRESHOLD`), so replacing the
+detector changes both callers at once.  The evidence names, for each flagged review, the paper, the share and the public
 review it carries most of (:func:`_closest_reference`).
 """
 
