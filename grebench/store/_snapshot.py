@@ -71,6 +71,11 @@ TABLES: dict[str, str] = {
     "board_rows": "SELECT * FROM board_rows WHERE board_id IN (SELECT board_id FROM boards WHERE venue_id = $venue)",
 }
 
+#: Columns whose imported value is fixed by the importer, whatever the snapshot holds: a call recorded elsewhere is
+#: kept for the record, in a namespace no request of this install has (``grebench.llm._scope``), so it never serves
+#: a call here (its time would date another candidate's review).
+FORCED: dict[str, dict[str, str]] = {"llm_calls": {"cache_scope": "snapshot"}}
+
 
 class SnapshotError(ValueError):
     """A snapshot cannot be written, verified or imported; the message says why."""
@@ -459,6 +464,11 @@ def _import(store: Store, snapshot_dir: Path, manifest_sha256: str | None) -> di
                 raise SnapshotError(f"{name}: column(s) not in table {table}: "
                                     f"{', '.join(repr(c[:40]) for c in unknown[:5])}")
             cols = ", ".join(ident(c) for c in known if c in names)
+            values = cols
+            if table in FORCED:  # columns a snapshot never sets: another install's call never serves this one
+                kept = [c for c in known if c in names and c not in FORCED[table]]
+                cols = ", ".join([*(ident(c) for c in kept), *(ident(c) for c in FORCED[table])])
+                values = ", ".join([*(ident(c) for c in kept), *("?" for _ in FORCED[table])])
             keyed = bool(_primary_key(store, table))
             bound, most_rows = decoded_bound(info), int(info["rows"])
             if any(pa.types.is_nested(t) for t in parquet.schema_arrow.types):
@@ -481,10 +491,11 @@ def _import(store: Store, snapshot_dir: Path, manifest_sha256: str | None) -> di
                 try:
                     if keyed:
                         con.execute(f"INSERT OR IGNORE INTO {ident(table)} ({cols}) "
-                                    f"SELECT {cols} FROM grebench_snapshot_src")
+                                    f"SELECT {values} FROM grebench_snapshot_src",
+                                    list(FORCED.get(table, {}).values()))
                     else:  # no key: add only rows not already present (set difference on every column)
-                        con.execute(f"INSERT INTO {ident(table)} ({cols}) SELECT {cols} FROM grebench_snapshot_src "
-                                    f"EXCEPT SELECT {cols} FROM {ident(table)}")
+                        con.execute(f"INSERT INTO {ident(table)} ({cols}) SELECT {values} FROM grebench_snapshot_src "
+                                    f"EXCEPT SELECT {cols} FROM {ident(table)}", list(FORCED.get(table, {}).values()))
                 finally:
                     con.unregister("grebench_snapshot_src")
             after = int(cast("tuple[Any, ...]", con.execute(f"SELECT count(*) FROM {ident(table)}").fetchone())[0])

@@ -157,7 +157,9 @@ def evaluate_queued(store: Store, settings: Settings, run_id: str, queue: Submis
         papers = [r["paper_id"] for r in store.rows("SELECT paper_id FROM baseline_splits ORDER BY paper_id")]
         papers += unreviewed_paper_ids(store)
         # the declared cutoff chooses where to generate (its clean papers); the board trusts it only once vouched
-        declared = replace(stored_candidate(row[0]), cutoff=row[0]["cutoff"] or sub["cutoff"])
+        # its calls are its own: no other candidate's cached reply (nor its time) ever serves it
+        declared = replace(stored_candidate(row[0]), cutoff=row[0]["cutoff"] or sub["cutoff"],
+                           cache_owner=f"submission:{sub['id']}")
         try:
             with pinned_endpoints(pins), key_in_env(sub["id"], None if secret is None else secret.reveal()) as env:
                 summary = _generate_within_budget(store, settings, run_id, replace(declared, api_key_env=env),
