@@ -27,5 +27,6 @@ from grebench.llm._types import PUBLIC_API_BASES, SUBMISSION_KEY_PREFIX, ChatReq
 
 __all__ = ["PUBLIC_API_BASES", "SUBMISSION_KEY_PREFIX", "ChatRequest", "ChatResult", "DecisionRequest",
            "DecisionResult", "LLMClient", "LocalEndpointError", "MalformedDecision", "PinnedProviderError",
-           "boundary", "count_tokens", "credential_scope", "fence_note", "fenced", "fenced_block", "fill", "is_loopback", "local_endpoints",
-           "owner_scope", "pinned_endpoints", "pinned_for", "tokenizer_name", "truncate_to_tokens"]
+           "boundary", "count_tokens", "credential_scope", "fence_note", "fenced", "fenced_block", "fill",
+           "is_loopback", "local_endpoints", "owner_scope", "pinned_endpoints", "pinned_for", "tokenizer_name",
+           "truncate_to_tokens"]

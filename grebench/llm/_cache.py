@@ -19,7 +19,8 @@ from grebench.llm._types import ChatRequest, ChatResult
 from grebench.store import Store
 
 _COLUMNS = ("request_key, purpose, model, api_base, prompt_version, params_json, messages_sha256, status, text, "
-            "error, tokens_in, tokens_out, cost_usd, latency_s, attempts, truncated, logprobs_json, generated_at, cache_scope")
+            "error, tokens_in, tokens_out, cost_usd, latency_s, attempts, truncated, logprobs_json, generated_at, "
+            "cache_scope")
 _SCOPED = "request_key = ? AND status = 'ok' AND cache_scope IS NOT DISTINCT FROM ?"
 
 
@@ -41,7 +42,12 @@ def lookup(store: Store, request: ChatRequest) -> ChatResult | None:
 
 
 def _replace(store: Store, values: list[object]) -> None:
-    """Write one ``llm_calls`` row (``values`` in :data:`_COLUMNS` order), replacing any row of the same key."""
+    """Write one ``llm_calls`` row (``values`` in :data:`_COLUMNS` order), replacing any row of the same key in the
+    same namespace.  A row of the same key in another namespace came from elsewhere (a snapshot's call, whose
+    generations link to it): it is kept for the record and this call's outcome is not stored (it is still used)."""
+    if store.scalar("SELECT count(*) FROM llm_calls WHERE request_key = ? AND cache_scope IS DISTINCT FROM ?",
+                    [values[0], values[-1]]):
+        return
     with store.transaction() as con:
         con.execute("DELETE FROM llm_calls WHERE request_key = ?", [values[0]])
         con.execute(f"INSERT INTO llm_calls ({_COLUMNS}) VALUES ({', '.join('?' * len(values))})", values)

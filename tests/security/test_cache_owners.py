@@ -23,15 +23,19 @@ from cryptography.fernet import Fernet
 from grebench.bench import run_bench
 from grebench.cli._main import main
 from grebench.endpoints import KeyVault
+from grebench.llm import ChatRequest, LLMClient
+from grebench.llm._cache import lookup
 from grebench.scheduler import SchedulerService
-from grebench.settings import Settings, load_settings
+from grebench.settings import load_settings
 from grebench.site._app import queue_path
 from grebench.store import Store, open_store, utcnow
+from grebench.store._snapshot import export_snapshot, import_snapshot
 from grebench.submissions import SubmissionForm, SubmissionQueue
 from tests.bench.conftest import tiny_papers
 from tests.conftest import FAST_ENV
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.security.conftest import CANARY, RESOLVER, OutboundGuard
+from tests.store.test_snapshot import scored  # noqa: F401  (fixture)
 
 FUTURE = datetime(2999, 1, 1)  # the papers' reviews are not public yet when the first submission is evaluated
 
@@ -126,8 +130,8 @@ def test_operator_candidates_share_calls_only_with_the_same_endpoint_and_key(
             store.upsert_paper(paper)
     store.close()
     config = tmp_path / "grebench.toml"
-    table = ('model = "openai/op-model"\napi_base = "{url}"\ncutoff = "2019-01-01"\n'
-             'params = {{ max_tokens = 300, context_tokens = 4000 }}\n').format(url=endpoint.url)
+    table = (f'model = "openai/op-model"\napi_base = "{endpoint.url}"\ncutoff = "2019-01-01"\n'
+             'params = { max_tokens = 300, context_tokens = 4000 }\n')
     config.write_text("llm_max_retries = 0\n"
                       f'[[candidates]]\nname = "op-a"\napi_key_env = "OP_KEY_A"\n{table}'
                       f'[[candidates]]\nname = "op-b"\napi_key_env = "OP_KEY_B"\n{table}')
@@ -149,3 +153,29 @@ def test_operator_candidates_share_calls_only_with_the_same_endpoint_and_key(
     assert len(scopes) == (1 if calls_b == 0 else 2) and all(s.startswith("credential:") for s in scopes)
     for key in set(env.values()):  # neither the key nor an unkeyed hash of it
         assert key not in dump and hashlib.sha256(key.encode()).hexdigest() not in dump
+
+
+def test_a_call_imported_from_a_snapshot_never_serves_this_install(scored: Store, tmp_path: Path) -> None:  # noqa: F811
+    """A snapshot's ``llm_calls`` rows (its generations' calls, written elsewhere) are kept for the record in a
+    namespace no request here has: even in the keyless operator namespace (NULL in the file), a local model's request
+    of this install does not receive another install's reply and its time."""
+    request = ChatRequest("local:some-model", (("user", "Review paper0."),), "review", "review-v2",
+                          api_base="http://127.0.0.1:9/v1", endpoint_id="local:some-model:bf16")
+    scored.con.execute("INSERT INTO llm_calls (request_key, purpose, model, api_base, prompt_version, params_json, "
+                       "messages_sha256, status, text, attempts, generated_at) VALUES (?, 'review', 'm', 'x', "
+                       "'review-v2', '{}', 'x', 'ok', 'A planted review.', 1, TIMESTAMP '2000-01-01')",
+                       [request.cache_key()])
+    assert lookup(scored, request) is not None  # served where it was made
+    scored.con.execute("UPDATE generations SET request_key = ? WHERE generation_id = (SELECT min(generation_id) "
+                       "FROM generations WHERE paper_id = 'paper0')", [request.cache_key()])
+    export_snapshot(scored, "test-cc-2019-conference", tmp_path / "snap")
+    fresh = open_store(tmp_path / "fresh" / "grebench.duckdb")
+    try:
+        assert import_snapshot(fresh, tmp_path / "snap")["rows_added"]["llm_calls"] == 1
+        settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "fresh")})
+        result = LLMClient(settings.replace(llm_max_retries=0), fresh).complete(request)
+        assert not result.cached and result.text != "A planted review."  # a call of its own (nothing listens)
+        assert fresh.rows("SELECT cache_scope, text FROM llm_calls") == [{"cache_scope": "snapshot",
+                                                                          "text": "A planted review."}]  # kept
+    finally:
+        fresh.close()
