@@ -24,7 +24,6 @@ from grebench.bench import run_bench
 from grebench.cli._main import main
 from grebench.endpoints import KeyVault
 from grebench.llm import ChatRequest, LLMClient
-from grebench.llm._cache import lookup
 from grebench.scheduler import SchedulerService
 from grebench.settings import load_settings
 from grebench.site._app import queue_path
@@ -165,15 +164,15 @@ def test_a_call_imported_from_a_snapshot_never_serves_this_install(scored: Store
                        "messages_sha256, status, text, attempts, generated_at) VALUES (?, 'review', 'm', 'x', "
                        "'review-v2', '{}', 'x', 'ok', 'A planted review.', 1, TIMESTAMP '2000-01-01')",
                        [request.cache_key()])
-    assert lookup(scored, request) is not None  # served where it was made
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "fresh")}).replace(llm_max_retries=0)
+    assert LLMClient(settings, scored).complete(request).cached  # served where it was made
     scored.con.execute("UPDATE generations SET request_key = ? WHERE generation_id = (SELECT min(generation_id) "
                        "FROM generations WHERE paper_id = 'paper0')", [request.cache_key()])
     export_snapshot(scored, "test-cc-2019-conference", tmp_path / "snap")
     fresh = open_store(tmp_path / "fresh" / "grebench.duckdb")
     try:
         assert import_snapshot(fresh, tmp_path / "snap")["rows_added"]["llm_calls"] == 1
-        settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "fresh")})
-        result = LLMClient(settings.replace(llm_max_retries=0), fresh).complete(request)
+        result = LLMClient(settings, fresh).complete(request)
         assert not result.cached and result.text != "A planted review."  # a call of its own (nothing listens)
         assert fresh.rows("SELECT cache_scope, text FROM llm_calls") == [{"cache_scope": "snapshot",
                                                                           "text": "A planted review."}]  # kept
