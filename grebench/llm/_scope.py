@@ -4,10 +4,10 @@ A cached reply carries the time of the call that produced it, and that time deci
 (written before the paper's reviews were public).  So a reply may only serve a request whose bytes provably come from
 the same endpoint with the same credentials:
 
-* ``None`` — the operator's own requests without a key (local model servers, keyless endpoints, the scoring calls):
-  shared by every such request to the same endpoint (the endpoint is part of the request's key).  Rows written
-  before migration m0018 that only operator candidates used stay here: the "unknown owner" rows only the operator
-  reuses.
+* ``None`` — the operator's candidates without a key (local model servers, keyless endpoints) and every
+  scoring-side call (judges, panel, preprocessors: operator-side, their cache behaviour is unchanged): shared by
+  every such request to the same endpoint (the endpoint is part of the request's key).  Rows written before
+  migration m0018 that only operator candidates used stay here: the "unknown owner" rows only the operator reuses.
 * ``credential:<fingerprint>`` — an operator request with an API key: shared only by requests with the same key at
   the same endpoint.  The fingerprint is HMAC-SHA256 of the key under a per-install secret (:data:`SECRET_FILE` in
   the data dir), so neither the key nor an unkeyed hash of it (which a guessed key could be checked against) is ever
