@@ -51,6 +51,9 @@ class Candidate:
     stream: bool = True  # false: the endpoint cannot stream, every call is one plain JSON request
     endpoint_id: str | None = None  # names the endpoint in call-cache keys when api_base changes (a local server)
     isolated: bool = False  # submitted by the public: its calls never read the operator's environment
+    #: Whose calls these are when they may be shared with nobody (a submitted model: ``submission:<id>``); None: an
+    #: operator candidate, whose cached calls are shared by endpoint and credential (:mod:`grebench.llm._scope`).
+    cache_owner: str | None = None
 
     @property
     def needs_llm(self) -> bool:

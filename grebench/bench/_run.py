@@ -156,6 +156,7 @@ def _run_llm(store: Store, settings: Settings, run_id: str | None, cands: list[C
 
     jobs: dict[str, list[dict[str, Any]]] = {}
     requests: list[ChatRequest] = []
+    scopes = {c.name: _cache_scope(c, settings) for c in cands}
     for c, job, messages, old in _llm_jobs(store, settings, cands, splits, papers, texts):
         purpose, version = job.pop("purpose"), job["prompt_version"]
         if old is not None and old["status"] == "ok":
@@ -169,7 +170,8 @@ def _run_llm(store: Store, settings: Settings, run_id: str | None, cands: list[C
         job["tries"] = 0 if old is None else old["attempts"]
         request = ChatRequest(model=c.model or "", messages=messages, purpose=purpose, prompt_version=version,
                               api_base=c.api_base, api_key_env=c.api_key_env, params=tuple(c.params.items()),
-                              stream=c.stream, endpoint_id=c.endpoint_id, isolated=c.isolated)
+                              stream=c.stream, endpoint_id=c.endpoint_id, isolated=c.isolated,
+                              cache_scope=scopes[c.name])
         if request.cache_key() not in jobs:
             requests.append(request)
         jobs.setdefault(request.cache_key(), []).append(job)
@@ -208,6 +210,19 @@ def _run_llm(store: Store, settings: Settings, run_id: str | None, cands: list[C
 
     if requests:
         LLMClient(settings, store).complete_many(requests, on_done=done)
+
+
+def _cache_scope(c: Candidate, settings: Settings) -> str | None:
+    """Who may share the candidate's cached calls: a generation's ``generated_at`` is the time of a call made for
+    that candidate, so a submitted model shares with nobody, and an operator candidate only with requests to the same
+    endpoint with the same credentials (:mod:`grebench.llm._scope`)."""
+    from grebench.llm import credential_scope, owner_scope
+
+    if c.cache_owner is not None:
+        return owner_scope(c.cache_owner)
+    if c.isolated:
+        return None  # ChatRequest gives an isolated request without an owner a namespace of its own
+    return credential_scope(settings.data_path, c.api_key_env)
 
 
 def _row_args(job: dict[str, Any]) -> dict[str, Any]:

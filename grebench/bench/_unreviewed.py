@@ -43,13 +43,16 @@ def reseal(store: Store) -> int:
 
     A generation made while the paper had no public reviews is written unsealed (the date was unknown); the rule
     is the bench's own (:func:`grebench.bench.is_sealed`), applied again when ingest learns the date.  The human
-    baseline and the controls are built from the human reviews, so they are never sealed.
+    baseline and the controls are built from the human reviews, so they are never sealed; nor is a generation whose
+    time is not that of a call made for its candidate (``call_owner = "unproved"``, migration m0018).
     """
     before = store.scalar("SELECT count(*) FROM generations WHERE sealed")
     store.con.execute(f"UPDATE generations SET sealed = true FROM {PUBLIC_SINCE_VIEW} p "
                       "WHERE p.paper_id = generations.paper_id "
                       "AND NOT generations.sealed AND p.public_since IS NOT NULL "
                       "AND generations.generated_at < p.public_since "
+                      # a generation whose call was not proved to be its own (migration m0018) stays unsealed
+                      "AND coalesce(json_extract_string(generations.flags_json, '$.call_owner'), '') <> 'unproved' "
                       "AND generations.candidate NOT IN "
                       "(SELECT name FROM candidates WHERE kind IN (SELECT unnest(?::VARCHAR[])))",
                       [kinds_with_role(BASELINE, REFERENCE)])
@@ -61,7 +64,8 @@ def stored_candidate(row: dict[str, Any], api_key_env: str | None = None) -> Can
     return Candidate(name=row["name"], kind=row.get("kind") or ENDPOINT_KIND, model=row["model"],
                      api_base=row["api_base"], api_key_env=api_key_env, released=row["released"], cutoff=row["cutoff"],
                      family=row["family"], description=row["description"], submitter=row["submitter"],
-                     params=json.loads(row["params_json"] or "{}"), isolated=True)
+                     params=json.loads(row["params_json"] or "{}"), isolated=True,
+                     cache_owner=f"candidate:{row['name']}")
 
 
 def generate_unreviewed(store: Store, settings: Settings, run_id: str | None) -> dict[str, Any]:

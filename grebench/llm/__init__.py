@@ -4,7 +4,9 @@ Calls go through litellm (any provider, any OpenAI-compatible endpoint),
 streamed (or one JSON reply from an endpoint that does not stream) under an
 outer deadline and a size cap, retried with back-off, and
 cached by their canonical request in the ``llm_calls`` table, so a rerun with
-nothing new makes no calls.  Calls to a submitted endpoint go only to its
+nothing new makes no calls; a cached reply serves only requests of its own
+namespace (same endpoint, same credentials; a submitted model's are its own:
+:mod:`grebench.llm._scope`).  Calls to a submitted endpoint go only to its
 checked address while :func:`pinned_endpoints` is active (see
 :mod:`grebench.llm._call`).
 
@@ -19,10 +21,12 @@ from grebench.llm._client import LLMClient
 from grebench.llm._decision import DecisionRequest, DecisionResult, MalformedDecision
 from grebench.llm._fence import boundary, fence_note, fenced, fenced_block, fill
 from grebench.llm._local import LocalEndpointError, is_loopback, local_endpoints
+from grebench.llm._scope import credential_scope, owner_scope
 from grebench.llm._tokens import count_tokens, tokenizer_name, truncate_to_tokens
 from grebench.llm._types import PUBLIC_API_BASES, SUBMISSION_KEY_PREFIX, ChatRequest, ChatResult
 
 __all__ = ["PUBLIC_API_BASES", "SUBMISSION_KEY_PREFIX", "ChatRequest", "ChatResult", "DecisionRequest",
            "DecisionResult", "LLMClient", "LocalEndpointError", "MalformedDecision", "PinnedProviderError",
-           "boundary", "count_tokens", "fence_note", "fenced", "fenced_block", "fill", "is_loopback", "local_endpoints",
-           "pinned_endpoints", "pinned_for", "tokenizer_name", "truncate_to_tokens"]
+           "boundary", "count_tokens", "credential_scope", "fence_note", "fenced", "fenced_block", "fill",
+           "is_loopback", "local_endpoints", "owner_scope", "pinned_endpoints", "pinned_for", "tokenizer_name",
+           "truncate_to_tokens"]

@@ -155,7 +155,7 @@ class LLMClient:
     def complete(self, request: ChatRequest) -> ChatResult:
         """Cached result, or a fresh call (recorded in the store when there is one)."""
         if self.store is not None:
-            hit = _cache.lookup(self.store, request.cache_key())
+            hit = _cache.lookup(self.store, request)
             if hit is not None:
                 return hit
         result = self._call(request)
@@ -261,7 +261,7 @@ class LLMClient:
         results: list[ChatResult | None] = [None] * len(requests)
         pending: list[int] = []
         for i, request in enumerate(requests):
-            hit = _cache.lookup(self.store, request.cache_key()) if self.store is not None else None
+            hit = _cache.lookup(self.store, request) if self.store is not None else None
             if hit is None:
                 pending.append(i)
             else:

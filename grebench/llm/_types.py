@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from grebench.llm._scope import scoped_key
 
 # Parameters that describe the caller's budget, not the API call: never sent to the provider.
 NON_API_PARAMS = frozenset({"context_tokens"})
@@ -74,8 +77,15 @@ class ChatRequest:
     #: custom headers, proxies): its key is the submitter's own (``api_key_env`` may only name the evaluation's
     #: ``SUBMISSION_KEY_PREFIX`` variable) or the call is refused.  Not part of the cache key.
     isolated: bool = False
+    #: Who may share this call's cached reply (see :mod:`grebench.llm._scope`): None for the operator's keyless
+    #: requests, ``credential:<fingerprint>`` for an operator key, ``owner:<who>`` for a submitted model.  Part of the
+    #: cache key.  An isolated request without one gets a namespace of its own (never shared, never found again).
+    cache_scope: str | None = None
 
     def __post_init__(self) -> None:
+        if self.isolated and self.cache_scope is None:
+            # a submitted endpoint never reads (or writes) a reply another candidate may read
+            object.__setattr__(self, "cache_scope", f"owner:unnamed:{uuid.uuid4().hex}")
         # Sorted so that the same parameters in another order are the same request.
         object.__setattr__(self, "params", tuple(sorted(tuple(self.params), key=lambda kv: kv[0])))
         object.__setattr__(self, "messages", tuple((str(r), str(c)) for r, c in self.messages))
@@ -100,9 +110,10 @@ class ChatRequest:
         return self.endpoint_id or (self.api_base or "").rstrip("/") or None
 
     def cache_key(self) -> str:
-        """SHA-256 of the canonical request; the API key is never part of it.  With ``endpoint_id`` the endpoint's
-        name stands for the model too: a local server serves its checkpoint under the directory's path, which moves
-        with the data dir (and is relative when the data dir is), while ``local:<checkpoint>:<dtype>`` does not."""
+        """SHA-256 of the canonical request in its :attr:`cache_scope`; the API key is never part of it.  With
+        ``endpoint_id`` the endpoint's name stands for the model too: a local server serves its checkpoint under the
+        directory's path, which moves with the data dir (and is relative when the data dir is), while
+        ``local:<checkpoint>:<dtype>`` does not.  Unscoped, the key is what it was before scopes existed."""
         canonical = {
             "model": self.endpoint_id or self.model,
             "api_base": self.endpoint,
@@ -112,7 +123,7 @@ class ChatRequest:
             "prompt_version": self.prompt_version,
         }
         blob = json.dumps(canonical, sort_keys=True, ensure_ascii=False, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()
+        return scoped_key(self.cache_scope, hashlib.sha256(blob.encode()).hexdigest())
 
     @property
     def provider(self) -> str:

@@ -75,6 +75,11 @@ TABLES: dict[str, str] = {
     "board_rows": "SELECT * FROM board_rows WHERE board_id IN (SELECT board_id FROM boards WHERE venue_id = $venue)",
 }
 
+#: Columns whose imported value is fixed by the importer, whatever the snapshot holds: a call recorded elsewhere is
+#: kept for the record, in a namespace no request of this install has (``grebench.llm._scope``), so it never serves
+#: a call here (its time would date another candidate's review).
+FORCED: dict[str, dict[str, str]] = {"llm_calls": {"cache_scope": "snapshot"}}
+
 
 class SnapshotError(ValueError):
     """A snapshot cannot be written, verified or imported; the message says why."""
@@ -438,17 +443,20 @@ def _text_columns(schema: Any) -> list[str]:
     return [f.name for f in schema if any(kind(f.type) for kind in kinds)]
 
 
-def _insert(con: Any, table: str, cols: str, keyed: bool, batches: list[Any]) -> None:
-    """Insert checked record batches into ``table`` (keyed: rows whose key is there are kept; else set difference)."""
+def _insert(con: Any, table: str, cols: str, values: str, keyed: bool, batches: list[Any]) -> None:
+    """Insert checked record batches into ``table`` (keyed: rows whose key is there are kept; else set difference);
+    ``values`` selects ``cols`` from the batches, with ``?`` for the :data:`FORCED` columns."""
     import pyarrow as pa
 
+    forced = list(FORCED.get(table, {}).values())
     con.register("grebench_snapshot_src", pa.Table.from_batches(batches))
     try:
         if keyed:
-            con.execute(f"INSERT OR IGNORE INTO {ident(table)} ({cols}) SELECT {cols} FROM grebench_snapshot_src")
+            con.execute(f"INSERT OR IGNORE INTO {ident(table)} ({cols}) SELECT {values} FROM grebench_snapshot_src",
+                        forced)
         else:  # no key: add only rows not already present (set difference on every column)
-            con.execute(f"INSERT INTO {ident(table)} ({cols}) SELECT {cols} FROM grebench_snapshot_src "
-                        f"EXCEPT SELECT {cols} FROM {ident(table)}")
+            con.execute(f"INSERT INTO {ident(table)} ({cols}) SELECT {values} FROM grebench_snapshot_src "
+                        f"EXCEPT SELECT {cols} FROM {ident(table)}", forced)
     finally:
         con.unregister("grebench_snapshot_src")
 
@@ -506,6 +514,11 @@ def _import(store: Store, snapshot_dir: Path, manifest_sha256: str | None, max_e
                 raise SnapshotError(f"{name}: column(s) not in table {table}: "
                                     f"{', '.join(repr(c[:40]) for c in unknown[:5])}")
             cols = ", ".join(ident(c) for c in known if c in names)
+            values = cols
+            if table in FORCED:  # columns a snapshot never sets: another install's call never serves this one
+                kept = [c for c in known if c in names and c not in FORCED[table]]
+                cols = ", ".join([*(ident(c) for c in kept), *(ident(c) for c in FORCED[table])])
+                values = ", ".join([*(ident(c) for c in kept), *("?" for _ in FORCED[table])])
             keyed = bool(_primary_key(store, table))
             most_rows = int(info["rows"])
             if any(pa.types.is_nested(t) for t in schema.types):
@@ -534,10 +547,10 @@ def _import(store: Store, snapshot_dir: Path, manifest_sha256: str | None, max_e
                 pending.append(batch)
                 pending_rows, pending_size = pending_rows + batch.num_rows, pending_size + grown
                 if pending_rows >= INSERT_ROWS or pending_size >= INSERT_BYTES:
-                    _insert(con, table, cols, keyed, pending)
+                    _insert(con, table, cols, values, keyed, pending)
                     pending, pending_rows, pending_size = [], 0, 0
             if pending:
-                _insert(con, table, cols, keyed, pending)
+                _insert(con, table, cols, values, keyed, pending)
             after = int(cast("tuple[Any, ...]", con.execute(f"SELECT count(*) FROM {ident(table)}").fetchone())[0])
             added[table] = after - before
             decoded[table] = size

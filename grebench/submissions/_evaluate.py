@@ -115,7 +115,9 @@ def _prepare(store: Store, settings: Settings, queue: SubmissionQueue, vault: Ke
     papers = [r["paper_id"] for r in store.rows("SELECT paper_id FROM baseline_splits ORDER BY paper_id")]
     papers += unreviewed_paper_ids(store)
     # the declared cutoff chooses where to generate (its clean papers); the board trusts it only once vouched
-    declared = replace(stored_candidate(row[0]), cutoff=row[0]["cutoff"] or sub["cutoff"])
+    # its calls are its own: no other candidate's cached reply (nor its time) ever serves it
+    declared = replace(stored_candidate(row[0]), cutoff=row[0]["cutoff"] or sub["cutoff"],
+                       cache_owner=f"submission:{sub['id']}")
     # only those papers (as generate_for's clean_only): a paper it would skip is not offered turn after turn
     public = {r["paper_id"]: r["reviews_public_at"] for r in store.rows("SELECT paper_id, reviews_public_at "
                                                                         "FROM papers")}
