@@ -8,8 +8,8 @@ For every paper of the bundled ICLR 2020 and ICLR 2026 samples (or a seeded ``--
 public reviews are disguised by each transformation below, at each strength, and checked against *all* public
 reviews of that paper (title and abstract as the paper's own text) with :func:`grebench.bench.copy_evidence`, the
 detector that imports, uploads, submitted endpoints and approvals use.  The false-positive rate is every real review
-of both samples checked against the *other* reviews of its paper.  Transformations are seeded per paper, drawn from
-the vocabulary of *other* papers' reviews (fillers, substitutes), so they are as varied as the samples.
+of both samples checked against the *other* reviews of its paper.  Transformations are seeded per paper; fillers and
+substitutes are drawn from the vocabulary of all ~700 papers' reviews, so they are as varied as the samples.
 
 Strengths marked ``beyond`` destroy most of the review's words (at 70 % substitution a reader gets three words in
 ten); they are printed to show where the lexical detector stops, not as targets.
@@ -201,17 +201,21 @@ def load(papers: int | None, seed: int) -> list[tuple[str, str, list[str]]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--papers", type=int, default=None, help="a seeded sample of N papers of each sample")
+    parser.add_argument("--papers", type=int, default=None,
+                        help="transform a seeded sample of N papers of each sample (the false-positive rate is always "
+                             "measured on every review)")
     parser.add_argument("--seed", type=int, default=20261126)
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown (docs/security.md)")
     args = parser.parse_args()
     started = time.monotonic()
     background = bundled_background()
+    everything = load(None, args.seed)
     data = load(args.papers, args.seed)
-    vocab = sorted({w for _, _, reviews in data for r in reviews for w in r.split() if w.isalpha()})
+    vocab = sorted({w for _, _, reviews in everything for r in reviews for w in r.split() if w.isalpha()})
 
+    # the false-positive rate is always measured on every review of both samples
     honest = [copy_evidence(text, reviews[:i] + reviews[i + 1:], paper, background).score
-              for _, paper, reviews in data for i, text in enumerate(reviews)]
+              for _, paper, reviews in everything for i, text in enumerate(reviews)]
     flagged = sum(s >= COPY_THRESHOLD for s in honest)
     rows = []
     for name, strength, transform, target in CASES:
@@ -219,7 +223,7 @@ def main() -> None:
         scores = []
         for label, paper, reviews in data:
             rng = random.Random(f"{args.seed}/{label}/{name}/{strength}")
-            other = [w for w in rng.sample(vocab, 400)]
+            other = rng.sample(vocab, 400)
             copy = transform(list(reviews), rng, other)
             score = copy_evidence(copy, reviews, paper, background).score
             scores.append(score)
@@ -237,7 +241,7 @@ def main() -> None:
         print(f"\nHonest reviews flagged: {flagged}/{len(honest)} ({flagged / len(honest):.2%}); score median "
               f"{honest[len(honest) // 2]:.3f}, p99 {honest[int(0.99 * len(honest))]:.3f}, p99.5 "
               f"{honest[int(0.995 * len(honest))]:.3f}, max {honest[-1]:.3f}; threshold {COPY_THRESHOLD}; "
-              f"{len(data)} papers, {elapsed:.0f} s.")
+              f"transformations on {len(data)} papers; {elapsed:.0f} s.")
         return
     for name, strength, caught, total, p5, target in rows:
         mark = "" if target else "  (beyond: not a target)"

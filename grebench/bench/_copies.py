@@ -51,6 +51,10 @@ TEXT_SPAN = 8
 GENERIC_PAPERS = 2
 #: A public review with fewer own pairs than this says too little of its own to be copied measurably.
 MIN_OWN_PAIRS = 12
+#: A text that shares fewer of the public reviews' own pairs than this (two sentences or so), or than half of the
+#: longest review's own pairs when that is less (but never fewer than MIN_OWN_PAIRS), is not a copy: too little to
+#: tell from two reviewers making the same point.
+MIN_COPIED_PAIRS = 24
 #: A run (see :func:`_carried`): carried pairs within RUN_REVIEW words in the review and RUN_TEXT words in the
 #: text that cover at least RUN_WORDS review words.
 RUN_REVIEW = 10
@@ -61,7 +65,9 @@ COPY_THRESHOLD = 0.2
 #: Kept for the messages of callers that name the old unit; the detector no longer uses n-grams.
 N = REF_SPAN
 
-_KEEP_IN_WORD = re.compile(r"(?<=[a-z0-9])[^a-z0-9\s]+(?=[a-z0-9])")
+# one mark of these between two letters (``m.e.t-h_o.d``, ``wo'rd``, ``w*o~r^d``) is a game or a compound; any
+# other mark, or a run of them (``</a><b>``, ``x, y``), separates words
+_KEEP_IN_WORD = re.compile(r"(?<=[a-z0-9])[.\-_'`*~^|](?=[a-z0-9])")
 _TOKEN = re.compile(r"[a-z0-9]+")
 _STEMMER = snowballstemmer.stemmer("english")
 
@@ -84,11 +90,16 @@ def _lookalikes() -> dict[int, str]:
 
 
 def fold(text: str) -> str:
-    """The text as the detector reads it: NFKC, look-alikes by shape, then ASCII, lower case, punctuation inside
-    words dropped."""
-    # ``l`` and ``I`` look alike, so look-alike tables map either to the other: read both as ``i``
-    ascii_text = anyascii(unicodedata.normalize("NFKC", text).translate(_lookalikes())).lower().replace("l", "i")
+    """The text as the detector reads it: NFKC, look-alikes by shape, then ASCII, lower case, a mark inside a word
+    dropped."""
+    ascii_text = anyascii(unicodedata.normalize("NFKC", text).translate(_lookalikes())).lower()
     return _KEEP_IN_WORD.sub("", ascii_text)
+
+
+def words_of(text: str) -> list[str]:
+    """The text's words as the detector reads them (:func:`fold`, runs of single letters joined): what evidence
+    shows."""
+    return _join_letters(_TOKEN.findall(fold(text)))
 
 
 def _join_letters(words: list[str]) -> list[str]:
@@ -115,8 +126,9 @@ def _stem(word: str) -> str:
 
 
 def stems(text: str) -> list[str]:
-    """The text's words, folded (:func:`fold`) and stemmed."""
-    return [_stem(w) for w in _join_letters(_TOKEN.findall(fold(text)))]
+    """The text's words (:func:`words_of`), stemmed; ``l`` read as ``i``, since look-alike tables map ``I`` and
+    ``l`` to each other."""
+    return [_stem(w.replace("l", "i")) for w in words_of(text)]
 
 
 def pairs(words: Sequence[str], span: int) -> set[Pair]:
@@ -195,8 +207,10 @@ class CopyEvidence:
 NOTHING = CopyEvidence(0.0, 0.0, 0.0, None, 0)
 
 
-def _passages(words: list[str], hits: set[Pair], limit: int = 2, width: int = 12) -> tuple[str, ...]:
-    """Up to ``limit`` stretches of the text (as stems) densest in copied pairs: evidence a person can read."""
+def _passages(words: list[str], shown: list[str], hits: set[Pair], limit: int = 2,
+              width: int = 12) -> tuple[str, ...]:
+    """Up to ``limit`` stretches of the text densest in copied pairs (``words``: its stems; ``shown``: the same
+    words as read, for a person)."""
     marks = [0] * len(words)
     for i, a in enumerate(words):
         for j in range(i + 1, min(len(words), i + 1 + TEXT_SPAN)):
@@ -209,7 +223,7 @@ def _passages(words: list[str], hits: set[Pair], limit: int = 2, width: int = 12
         best = max(range(start, max(start + 1, len(words) - width + 1)), key=lambda s: sum(marks[s:s + width]))
         if sum(marks[best:best + width]) < width // 2:
             break
-        out.append(" ".join(words[best:best + width]))
+        out.append(" ".join(shown[best:best + width]))
         start = best + width
     return tuple(out)
 
@@ -299,12 +313,13 @@ def copy_evidence(text: str, public: Iterable[str], paper: str = "",
     reviews = _group_versions([stems(p) for p in public])
     every: set[Pair] = set().union(*(r.pairs for r in reviews))
     held = _positions(words, TEXT_SPAN)
-    best, reference, union, pooled = 0.0, None, set(), 0.0
+    best, reference, union, pooled, largest = 0.0, None, set(), 0.0, 0
     for k, review in enumerate(reviews):
         others = set().union(*(r.pairs for j, r in enumerate(reviews) if j != k))
         own = {p for p in review.pairs - others - paper_pairs if not background.generic(p, every)}
         if len(own) < MIN_OWN_PAIRS:
             continue
+        largest = max(largest, len(own))
         share = 0.0
         for version in review.versions:
             total, kept, hit = _carried(version, own, held)
@@ -323,9 +338,12 @@ def copy_evidence(text: str, public: Iterable[str], paper: str = "",
             sources.setdefault(pair, []).extend(k * 1_000_000 + s for s in starts)
     total, kept, hit = _carried(words, text_own, sources) if len(text_own) >= MIN_OWN_PAIRS else (0, 0, set())
     own_share = kept / total if total else 0.0
-    score = max(best, own_share, pooled / 2)
+    union |= hit
+    # too little shared to tell a copy from two reviewers making one point (see MIN_COPIED_PAIRS)
+    enough = max(MIN_OWN_PAIRS, min(MIN_COPIED_PAIRS, largest / 2))
+    score = max(best, own_share, pooled / 2) if len(union) >= enough else 0.0
     return CopyEvidence(round(score, 4), round(best, 4), round(pooled, 4), reference, len(union),
-                        _passages(words, union) if score >= COPY_THRESHOLD else ())
+                        _passages(words, words_of(text), union) if score >= COPY_THRESHOLD else ())
 
 
 def copy_share(text: str, public: Iterable[str], paper: str = "") -> float:

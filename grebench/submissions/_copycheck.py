@@ -70,7 +70,13 @@ def _closest_reference(store: Store, paper_id: str, text: str) -> str | None:
     if not refs:
         return None
     own = paper_own_texts(store, [paper_id]).get(paper_id, "")
-    best = max(refs, key=lambda ref: copy_share(text, [ref], own))
+    words = set(text.split())
+
+    def closeness(ref: str) -> tuple[float, float]:  # the detector's score; ties (near-identical reviews): shared words
+        other = set(ref.split())
+        return copy_share(text, [ref], own), len(words & other) / max(1, len(words | other))
+
+    best = max(refs, key=closeness)
     found = store.rows("SELECT r.review_id, r.paper_id FROM review_versions v JOIN reviews r USING (review_id) "
                        "WHERE v.text = ? ORDER BY r.paper_id <> ?, r.review_id LIMIT 1", [best, paper_id])
     if not found:

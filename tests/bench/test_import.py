@@ -39,8 +39,11 @@ from tests.conftest import FAST_ENV
 from tests.scoring.conftest import FakeEstimator
 
 PUBLIC = datetime(2019, 11, 8)  # when the tiny papers' reviews became public
+# a review of its own: it says what the public reviews say ({topic} baselines are missing) in other words, since the
+# copy detector refuses a file that repeats a public review's sentence (tests/security/test_disguised_copies.py)
 TAGGED = ("<summary>The paper studies {topic}.</summary><strengths>1. Clear.</strengths>"
-          "<weaknesses>1. Paper {n} lacks {topic} baselines.</weaknesses><questions>Why {n}?</questions>")
+          "<weaknesses>1. Competing {topic} methods are absent from the comparison.</weaknesses>"
+          "<questions>Why {n}?</questions>")
 TABLES = ("candidates", "generations", "scores", "board_changes")
 
 

@@ -188,7 +188,7 @@ def test_approval_runs_the_copy_check_again_and_refuses_with_the_evidence(world:
     refused = _cli(world, "submissions", "approve", sub_id, ok=False)
     message = " ".join(refused.output.split())
     assert "refused" in message and "1 of 8 reviews copy their paper's public reviews" in message, message
-    assert "paper3 (100%, closest public review paper3-r1)" in message, message
+    assert "paper3 (100%, closest public review paper3-r1: carries 100% of a review's own content" in message, message
 
     store = open_store(world["settings"].db_path)
     try:
@@ -200,7 +200,7 @@ def test_approval_runs_the_copy_check_again_and_refuses_with_the_evidence(world:
     finally:
         store.close()
     listed = _cli(world, "submissions", "list")
-    assert re.search(r"HELD: approval of submission \w+ refused.*paper3 \(100%, closest public review paper3-r1\)",
+    assert re.search(r"HELD: approval of submission \w+ refused.*paper3 \(100%, closest public review paper3-r1:",
                      listed.output), listed.output
     as_json = json.loads(_cli(world, "submissions", "list", "--json").stdout)
     assert "paper3-r1" in as_json[0]["held"]
