@@ -70,8 +70,6 @@ RUN_TEXT = 24
 RUN_WORDS = 5
 #: The detector's score at or above which a text is a copy (see the module docstring).
 COPY_THRESHOLD = 0.2
-#: Kept for the messages of callers that name the old unit; the detector no longer uses n-grams.
-N = REF_SPAN
 
 # one mark of these between two letters (``m.e.t-h_o.d``, ``wo'rd``, ``w*o~r^d``) is a game or a compound; any
 # other mark, or a run of them (``</a><b>``, ``x, y``), separates words
