@@ -58,7 +58,7 @@ TEXT_SPAN = 8
 #: A pair used in the reviews of at least this many *other* papers is generic review language.
 GENERIC_PAPERS = 2
 #: A public review with fewer own pairs than this says too little of its own to be copied measurably.
-MIN_OWN_PAIRS = 12
+MIN_OWN_PAIRS = 8
 #: A text that shares fewer of the public reviews' own pairs than this (two sentences or so), or than half of the
 #: longest review's own pairs when that is less (but never fewer than MIN_OWN_PAIRS), is not a copy: too little to
 #: tell from two reviewers making the same point.
