@@ -232,25 +232,21 @@ def main() -> None:
         rows.append((name, strength, caught, len(data), scores[len(scores) // 20], target))
     honest.sort()
     elapsed = time.monotonic() - started
+    summary = (f"honest reviews flagged: {flagged}/{len(honest)} ({flagged / len(honest):.2%}); score median "
+               f"{honest[len(honest) // 2]:.3f}, p99 {honest[int(0.99 * len(honest))]:.3f}, p99.5 "
+               f"{honest[int(0.995 * len(honest))]:.3f}, max {honest[-1]:.3f}; threshold {COPY_THRESHOLD}; "
+               f"transformations on {len(data)} papers; {elapsed:.0f} s")
     if args.markdown:
         print("| transformation | strength | caught | rate | 5th percentile of score |")
         print("|---|---|---|---|---|")
-        for name, strength, caught, total, p5, target in rows:
+    for name, strength, caught, total, p5, target in rows:
+        if args.markdown:
             note = "" if target else " (not a target)"
             print(f"| {name} | {strength} | {caught}/{total} | {caught / total:.1%}{note} | {p5:.2f} |")
-        print(f"\nHonest reviews flagged: {flagged}/{len(honest)} ({flagged / len(honest):.2%}); score median "
-              f"{honest[len(honest) // 2]:.3f}, p99 {honest[int(0.99 * len(honest))]:.3f}, p99.5 "
-              f"{honest[int(0.995 * len(honest))]:.3f}, max {honest[-1]:.3f}; threshold {COPY_THRESHOLD}; "
-              f"transformations on {len(data)} papers; {elapsed:.0f} s.")
-        return
-    for name, strength, caught, total, p5, target in rows:
-        mark = "" if target else "  (beyond: not a target)"
-        print(f"{name:<45} {strength:<22} {caught:>4}/{total:<4} {caught / total:7.1%}  p5 {p5:.2f}{mark}")
-    print(f"honest reviews flagged: {flagged}/{len(honest)} = {flagged / len(honest):.2%} (median "
-          f"{honest[len(honest) // 2]:.3f}, p99 {honest[int(0.99 * len(honest))]:.3f}, p99.5 "
-          f"{honest[int(0.995 * len(honest))]:.3f}, max {honest[-1]:.3f}); threshold {COPY_THRESHOLD}; "
-          f"{elapsed:.0f} s")
-
+        else:
+            mark = "" if target else "  (beyond: not a target)"
+            print(f"{name:<45} {strength:<22} {caught:>4}/{total:<4} {caught / total:7.1%}  p5 {p5:.2f}{mark}")
+    print(("\n" + summary[0].upper() + summary[1:] + ".") if args.markdown else summary)
 
 if __name__ == "__main__":
     main()
