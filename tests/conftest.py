@@ -81,3 +81,9 @@ def bundled_store(bundled_db: Path, tmp_path: Path) -> Iterator[Store]:
     s = open_store(target)
     yield s
     s.con.close()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--regenerate-golden``: tests with golden files write them from the code at hand (then review the diff)."""
+    parser.addoption("--regenerate-golden", action="store_true", default=False,
+                     help="rewrite golden files (tests/data/golden) from the code at hand")
