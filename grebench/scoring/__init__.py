@@ -59,6 +59,7 @@ from grebench.scoring._preprocess import (
 )
 from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest, LogprobResult
 from grebench.scoring._rules import RULES_ID, rules_judgment_lines
+from grebench.scoring._setup import ScoredSetup
 from grebench.scoring._validate import (
     cohens_d,
     estimator_agreement,
@@ -90,6 +91,7 @@ __all__ = [
     "LogprobRequest",
     "LogprobResult",
     "Metric",
+    "ScoredSetup",
     "ScoringError",
     "SynopsisInputs",
     "available_tables",
