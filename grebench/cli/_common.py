@@ -6,15 +6,14 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any, Iterator
 
 import click
 import duckdb
 
-from grebench.pipeline import RunOptions
+from grebench.pipeline import JobObserver, ResolvedRun, RunOptions
 from grebench.progress import Progress, progress_for
 from grebench.settings import Settings
 from grebench.store import Store, open_store
@@ -123,13 +122,30 @@ def progress_display(as_json: bool) -> Progress:
     return progress_for(as_json)
 
 
+class _StagesSummary(JobObserver):
+    """A single-stage command stores its stages' summaries with the run; ``plan`` (optional) says, once the run
+    is resolved, what the command will work with (``exam`` and ``judge``: the gem judge's setup)."""
+
+    def __init__(self, plan: Callable[[ResolvedRun], str] | None) -> None:
+        self.plan = plan
+
+    def resolved(self, run: ResolvedRun) -> None:
+        if self.plan is not None:
+            click.echo(self.plan(run), err=True)
+
+    def summary(self, store: Store, result: Any) -> dict[str, Any] | None:
+        return dict(result.result.stages)
+
+
 def run_stage(settings: Settings, command: str, names: Sequence[str], options: RunOptions, as_json: bool,
               args: dict[str, Any] | None = None,
-              refusals: tuple[type[BaseException], ...] = (ValueError,)) -> tuple[dict[str, dict[str, Any]], str, str]:
+              refusals: tuple[type[BaseException], ...] = (ValueError,),
+              plan: Callable[[ResolvedRun], str] | None = None) -> tuple[dict[str, dict[str, Any]], str, str]:
     """Run a job of pipeline stages for a single-stage command: (summary per stage, run id, run status).
 
     An exception of a ``refusals`` type (bad input: an unknown candidate, a preprocessor that cannot be used) ends
     the command with its message and no traceback; other failures are recorded on the run like in ``grebench run``.
+    ``plan(run)`` is printed to stderr once the job's run is resolved (not with ``as_json``).
     """
     from grebench.pipeline import Job, SetupError, run_job
 
@@ -137,7 +153,7 @@ def run_stage(settings: Settings, command: str, names: Sequence[str], options: R
         with stoppable(settings):
             done = run_job(settings, Job.of(*names), options, open_store=lambda: writer_store(settings),
                            command=command, args=args or {}, progress=progress_display(as_json), refusals=refusals,
-                           summarise=lambda _store, result: result.result.stages)
+                           observer=_StagesSummary(None if as_json else plan))
     except SetupError as exc:  # before any stage: a mistake costs nothing and is said once
         raise click.UsageError(str(exc)) from None
     if done.refused is not None:
@@ -197,40 +213,3 @@ def check_specs(settings: Settings, options: RunOptions | None = None, source: b
         check_setup(settings, options, source=source)
     except SetupError as exc:
         raise click.UsageError(str(exc)) from None
-
-
-def scored_setup_options(settings: Settings, command: str, options: RunOptions) -> tuple[RunOptions, str]:
-    """The options of a command that works on the stored scores (exam, judge) with the setup the store was scored
-    with filled in (unless the user named one), and the plan line that says what it will run, printed first.
-
-    On a store scored with ``--estimator offline`` the gem judge uses ``offline``, never the settings' default LM.
-    """
-    from grebench.pipeline import scored_setup
-    from grebench.scoring.estimators import estimator_info
-
-    check_specs(settings, options)  # a named spec that cannot work is refused before the plan
-    scored = None
-    if settings.db_path.is_file():
-        try:
-            store = open_store(settings.db_path, read_only=True)
-        except (duckdb.Error, OSError):  # busy or unreadable: the job itself says so when it opens the store
-            store = None
-        if store is not None:
-            try:
-                scored = scored_setup(store)
-            finally:
-                store.close()
-    estimator = options.estimator or (scored[0] if scored else None)
-    preprocessor = options.preprocessor or (scored[1] if scored else None)
-    spec = estimator or settings.estimator
-    whence = ("as named" if options.estimator else "the setup this store was scored with" if scored
-              else "the setting: nothing scored yet")
-    info = estimator_info(spec)
-    loads = [f"evaluation LM {spec}"] if info.local_model else []
-    judges = settings.listed("local_judges")
-    loads += [f"local judge {name}" for name in judges]
-    text = (f"{command}: the gem judge scores with evaluation LM {spec}"
-            f"{' (a fast proxy, not a language model)' if info.proxy else ''}, preprocessor "
-            f"{preprocessor or settings.preprocessor} ({whence}); local judges: {', '.join(judges) or 'none'}; "
-            + (f"loads {', '.join(loads)} on first use" if loads else "loads no model"))
-    return replace(options, estimator=estimator, preprocessor=preprocessor), text

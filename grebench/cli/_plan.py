@@ -4,22 +4,21 @@ the paper sample the ``score`` job works on, and the expected time of a cycle), 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from grebench.pipeline import ResolvedRun, RunSetup
 from grebench.settings import Settings
 
 
-def plan_text(settings: Settings, opts: Any, what: str = "main job", papers_known: int | None = None) -> str:
+def plan_text(settings: Settings, setup: RunSetup, what: str = "main job", papers_known: int | None = None) -> str:
     """What a run of the main job (or of serve's ``score`` job) will do: the models in each role, how many papers,
-    and the expected time measured on this machine.  ``papers_known``: the eligible papers already stored (gives
-    an estimate when every paper is scored)."""
-    from grebench.pipeline import AUTO_CPU_PAPERS, expected_minutes, measured_seconds_per_request, papers_size
+    and the expected time measured on this machine; all of it read from the job's resolved ``setup``.
+    ``papers_known``: the eligible papers already stored (gives an estimate when every paper is scored)."""
+    from grebench.pipeline import AUTO_CPU_PAPERS, expected_minutes, measured_seconds_per_request
     from grebench.scoring.estimators import estimator_info
 
-    spec = opts.estimator_spec(settings)
-    size, why = papers_size(opts.papers if opts.papers is not None else settings.papers, settings, spec)
-    local = ", ".join(settings.listed("local_candidates")) or "none"
-    judges = ", ".join(settings.listed("local_judges")) or "none"
+    spec, size, why = setup.estimator, setup.papers, setup.papers_why
+    local = ", ".join(setup.local_candidates) or "none"
+    judges = ", ".join(setup.local_judges) or "none"
     info = estimator_info(spec)
     proxy = " (a fast proxy, not the metric's language model)" if info.proxy else ""
     text = (f"{what}: evaluation LM {spec}{proxy}; local candidates: {local}; local judges: {judges}; "
@@ -34,7 +33,7 @@ def plan_text(settings: Settings, opts: Any, what: str = "main job", papers_know
         text += ("; the time is measured as the run goes (no throughput measured on this machine yet: the first run "
                  "probes it; each stage shows its ETA)")
     busy = busy_note()
-    if busy and (info.local_model or settings.listed("local_candidates") or settings.listed("local_judges")):
+    if busy and (info.local_model or setup.local_candidates or setup.local_judges):
         text += busy
     if size == AUTO_CPU_PAPERS and why.startswith("auto"):
         text += "; `--papers all` scores every paper" if what == "main job" else \
@@ -74,7 +73,7 @@ def serve_plan(settings: Settings, kinds: Sequence[str], intervals: dict[str, fl
 
     ``intervals``: minutes per job.  A cycle with nothing new makes no LLM or estimator call; the expected time is
     that of a first cycle over the sample (the main job's measured throughput, the same figures as ``run``)."""
-    from grebench.pipeline import JOBS, RunOptions
+    from grebench.pipeline import JOBS, RunOptions, resolve_setup
 
     def every(minutes: float) -> str:
         return f"{minutes:g} min" if minutes < 120 else f"{minutes / 60:g} h"
@@ -82,7 +81,22 @@ def serve_plan(settings: Settings, kinds: Sequence[str], intervals: dict[str, fl
     lines = ["serve plan: jobs " + ", ".join(f"{k} every {every(intervals[k])}" for k in kinds)
              + " (one at a time; SIGTERM or Ctrl-C stops the running job at its next request boundary)"]
     if "score" in kinds:
-        opts = RunOptions(**dict(JOBS["score"].options))
-        lines.append(plan_text(settings, opts, "score job (first cycle over the sample; later cycles score only "
+        setup = resolve_setup(settings, RunOptions(**dict(JOBS["score"].options)))  # the score job's, as it runs
+        lines.append(plan_text(settings, setup, "score job (first cycle over the sample; later cycles score only "
                                                "what is new)", papers_known))
     return lines
+
+
+def reader_plan(command: str, run: ResolvedRun) -> str:
+    """The plan of a command that works on the stored scores (exam, judge), said once its run is resolved: the gem
+    judge's evaluation LM and preprocessor and why (on a store scored with ``--estimator offline`` it is
+    ``offline``, never the settings' default LM), the local judges, and what it will load."""
+    from grebench.scoring.estimators import estimator_info
+
+    info = estimator_info(run.estimator)
+    loads = [f"evaluation LM {run.estimator}"] if info.local_model else []
+    loads += [f"local judge {name}" for name in run.setup.local_judges]
+    return (f"{command}: the gem judge scores with evaluation LM {run.estimator}"
+            f"{' (a fast proxy, not a language model)' if info.proxy else ''}, preprocessor "
+            f"{run.preprocessor} ({run.whence}); local judges: {', '.join(run.setup.local_judges) or 'none'}; "
+            + (f"loads {', '.join(loads)} on first use" if loads else "loads no model"))

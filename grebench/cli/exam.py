@@ -6,8 +6,9 @@ from typing import Any
 
 import click
 
-from grebench.cli._common import emit_json, estimator_help, preprocessor_help, run_stage, scored_setup_options
+from grebench.cli._common import emit_json, estimator_help, preprocessor_help, run_stage
 from grebench.cli._options import settings_options
+from grebench.cli._plan import reader_plan
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
 
@@ -57,13 +58,10 @@ def command(settings: Settings, judges: tuple[str, ...], estimator: str | None, 
     a strong review of the most similar other paper.  Self-confidence: a judge must be surer on easy pairs than on
     hard ones.  A judge passes with consistency and pertinence at or above the mean over all judges.
     """
-    options, plan = scored_setup_options(settings, "exam", RunOptions(judges=judges, exam_only=True,
-                                                                      estimator=estimator, preprocessor=preprocessor))
-    if not as_json:
-        click.echo(plan, err=True)
+    options = RunOptions(judges=judges, exam_only=True, estimator=estimator, preprocessor=preprocessor)
     stages, _run_id, _status = run_stage(settings, "exam", ["panel"], options, as_json,
-                                         {"judges": list(judges), "estimator": options.estimator_spec(settings),
-                                          "preprocessor": options.preprocessor_spec(settings)})
+                                         {"judges": list(judges), "estimator": estimator,
+                                          "preprocessor": preprocessor}, plan=lambda run: reader_plan("exam", run))
     summary = stages["panel"]
     if "error" in summary:
         raise click.ClickException(summary["error"])

@@ -7,8 +7,9 @@ from typing import Any
 
 import click
 
-from grebench.cli._common import emit_json, estimator_help, preprocessor_help, run_stage, scored_setup_options
+from grebench.cli._common import emit_json, estimator_help, preprocessor_help, run_stage
 from grebench.cli._options import settings_options
+from grebench.cli._plan import reader_plan
 from grebench.cli.exam import exam_tables, print_exam
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
@@ -65,13 +66,10 @@ def command(settings: Settings, judges: tuple[str, ...], estimator: str | None, 
     orders; LLM judges that disagree debate (debate_rounds); pairs still split are flagged for a human.  Reference
     judges (position, length, overlap, gem) need no LLM; LLM judges come from [[judges]] in the settings file.
     """
-    options, plan = scored_setup_options(settings, "judge", RunOptions(judges=judges, estimator=estimator,
-                                                                       preprocessor=preprocessor))
-    if not as_json:
-        click.echo(plan, err=True)
+    options = RunOptions(judges=judges, estimator=estimator, preprocessor=preprocessor)
     stages, run_id, status = run_stage(settings, "judge", ["panel"], options, as_json,
-                                       {"judges": list(judges), "estimator": options.estimator_spec(settings),
-                                        "preprocessor": options.preprocessor_spec(settings)})
+                                       {"judges": list(judges), "estimator": estimator, "preprocessor": preprocessor},
+                                       plan=lambda run: reader_plan("judge", run))
     summary = stages["panel"]
     if "error" in summary:
         raise click.ClickException(summary["error"])

@@ -108,28 +108,39 @@ def _print_panel(panel: dict[str, Any]) -> None:
 def command(settings: Settings, source: str, estimator: str | None, preprocessor: str | None,
             metrics: tuple[str, ...], papers: str | None, as_json: bool) -> None:
     """Run the main job on a source (default: the bundled ICLR 2026 sample) and print the leaderboard."""
-    from grebench.pipeline import JobResult, RunOptions, SetupError, run_job
+    from grebench.pipeline import JobObserver, JobResult, RunOptions, RunSetup, SetupError, run_job
 
     opts = RunOptions(source=source, estimator=estimator, preprocessor=preprocessor, metrics=tuple(metrics),
                       papers=papers)
     summary: dict[str, Any] = {"source": source, "metrics": list(metrics)}
 
-    def summarise(store: Store, done: JobResult) -> dict[str, Any]:
-        summary.update(stages=done.result.stages, seconds=done.result.seconds, skipped=done.result.skipped)
-        summary["leaderboards"] = _leaderboards(store, summary)
-        summary["failures"] = done.failures
-        summary["run_id"] = done.run_id
-        return {k: v for k, v in summary.items() if k != "leaderboards"}
+    class Observer(JobObserver):
+        """The plan line before work, a marker per stage, and the summary stored with the run."""
 
-    run_args = {"source": source, "estimator": opts.estimator_spec(settings),
-                "preprocessor": opts.preprocessor_spec(settings), "metrics": list(metrics),
-                "papers": papers or settings.papers}
+        def checked(self, setup: RunSetup) -> None:
+            if not as_json:
+                click.echo(plan_text(settings, setup), err=True)
+
+        def stage(self, name: str) -> None:
+            if not as_json:
+                click.echo(f"[{name}]", err=True)
+
+        def summary(self, store: Store, result: Any) -> dict[str, Any] | None:
+            done: JobResult = result
+            summary.update(stages=done.result.stages, seconds=done.result.seconds, skipped=done.result.skipped)
+            summary["leaderboards"] = _leaderboards(store, summary)
+            summary["failures"] = done.failures
+            summary["run_id"] = done.run_id
+            if done.run is not None:
+                summary["resolved"] = done.run.as_json()
+            return {k: v for k, v in summary.items() if k != "leaderboards"}
+
+    run_args = {"source": source, "estimator": estimator, "preprocessor": preprocessor, "metrics": list(metrics),
+                "papers": papers}
     try:
         with stoppable(settings):
             done = run_job(settings, "run", opts, open_store=lambda: writer_store(settings), args=run_args,
-                           progress=progress_display(as_json), summarise=summarise,
-                           marker=None if as_json else (lambda name: click.echo(f"[{name}]", err=True)),
-                           on_checked=None if as_json else (lambda: click.echo(plan_text(settings, opts), err=True)))
+                           progress=progress_display(as_json), observer=Observer())
     except SetupError as exc:  # before the plan and the store: a mistake costs nothing and is said once
         raise click.UsageError(str(exc)) from None
     status = done.status

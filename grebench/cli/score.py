@@ -29,8 +29,7 @@ def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None,
     options = RunOptions(estimator=estimator, preprocessor=preprocessor, metrics=tuple(metrics), papers=papers)
     stages, _run_id, status = run_stage(
         settings, "score", ["score", "boards"], options, as_json,
-        {"metrics": list(options.metric_names()), "estimator": options.estimator_spec(settings),
-         "preprocessor": options.preprocessor_spec(settings)})
+        {"metrics": list(metrics), "estimator": estimator, "preprocessor": preprocessor, "papers": papers})
     summary = {**stages["score"], "boards": stages.get("boards", {}).get("boards"), "status": status}
     if "error" in summary:
         raise click.ClickException(summary["error"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from grebench.cli._common import emit_json, metric_choice, run_stage, writer_store
+from grebench.cli._common import emit_json, metric_choice, run_stage
 from grebench.cli._options import settings_options
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
@@ -50,22 +50,17 @@ def print_agreement(agreement: list[dict]) -> None:
 def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None, preprocessor: str | None,
             as_json: bool) -> None:
     """Check that the metric penalises degradations and does not reward manipulations; store the report."""
-    from grebench.scoring import METRICS, RAW_PREPROCESSOR, latest_setup
+    from grebench.scoring import METRICS
 
-    with writer_store(settings) as store:  # which metrics have scores in the chosen setup (default: all scored)
-        try:
-            estimator_id, preprocessor_id = latest_setup(store, estimator, preprocessor)
-        except LookupError as exc:
-            raise click.ClickException(str(exc)) from None
-        chosen = list(metrics) or [m for m in METRICS.names() if store.scalar(
-            "SELECT count(*) FROM scores WHERE metric = ? AND estimator = ? AND preprocessor IN (?, ?)",
-            [m, estimator_id, preprocessor_id, RAW_PREPROCESSOR])]
-    # the specs as named (nothing named: the stage validates the setup the store was scored with); a stored id such
-    # as offline:wb-bigram… is no spec the setup check accepts
-    options = RunOptions(estimator=estimator, preprocessor=preprocessor, metrics=tuple(chosen))
+    # the setup as named (a spec or a stored id), else the one the store was scored with: the run resolves it;
+    # every registered metric with scores in that setup unless chosen
+    options = RunOptions(estimator=estimator, preprocessor=preprocessor, metrics=tuple(metrics or METRICS.names()))
     stages, run_id, _status = run_stage(settings, "validate", ["validate"], options, as_json,
-                                        {"estimator": estimator_id, "preprocessor": preprocessor_id},
+                                        {"estimator": estimator, "preprocessor": preprocessor},
                                         refusals=(LookupError, ValueError))
+    if "nothing_to_validate" in stages["validate"]:
+        raise click.ClickException("no scores in the store: run `grebench score` first")
+    estimator_id, preprocessor_id = stages["validate"]["estimator"], stages["validate"]["preprocessor"]
     rows = stages["validate"].get("rows", [])
     if as_json:
         emit_json({"estimator": estimator_id, "preprocessor": preprocessor_id, "run_id": run_id, "rows": rows,

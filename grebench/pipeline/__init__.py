@@ -8,7 +8,16 @@ runner (:func:`run_stages`) records failures, timings and skips.  Stages talk on
 
 from grebench.pipeline._check import SetupError, check_data_dir, check_setup
 from grebench.pipeline._jobs import JOBS, SCHEDULED, Job, JobResult, job, run_job, venue_sources
-from grebench.pipeline._runner import BaseStage, PipelineResult, RunOptions, Stage, StageContext, run_stages
+from grebench.pipeline._resolve import ResolvedRun, RunSetup, resolve_run, resolve_setup, scored_setups
+from grebench.pipeline._runner import (
+    BaseStage,
+    JobObserver,
+    PipelineResult,
+    RunOptions,
+    Stage,
+    StageContext,
+    run_stages,
+)
 from grebench.pipeline._sample import (
     AUTO_CPU_PAPERS,
     Sample,
@@ -16,7 +25,6 @@ from grebench.pipeline._sample import (
     measured_seconds_per_request,
     papers_size,
     parse_papers,
-    sample_papers,
 )
 from grebench.pipeline._stages import (
     STAGES,
@@ -29,8 +37,6 @@ from grebench.pipeline._stages import (
     SnapshotStage,
     SubmissionsStage,
     ValidateStage,
-    scored_setup,
-    setup_in_force,
     stages,
 )
 
@@ -49,10 +55,13 @@ __all__ = [
     "BoardsStage",
     "IngestStage",
     "Job",
+    "JobObserver",
     "JobResult",
     "PanelStage",
     "PipelineResult",
+    "ResolvedRun",
     "RunOptions",
+    "RunSetup",
     "Sample",
     "ScoreStage",
     "SetupError",
@@ -69,11 +78,11 @@ __all__ = [
     "measured_seconds_per_request",
     "papers_size",
     "parse_papers",
+    "resolve_run",
+    "resolve_setup",
     "run_job",
     "run_stages",
-    "sample_papers",
-    "scored_setup",
-    "setup_in_force",
+    "scored_setups",
     "stages",
     "venue_sources",
 ]

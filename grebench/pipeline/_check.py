@@ -67,15 +67,17 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
     ``source``: the options' source is used by this command (ingest, run) and is checked too.
     """
     from grebench.ingest import SOURCES, SourceError, source_spec
+    from grebench.pipeline._resolve import chosen
     from grebench.pipeline._sample import parse_papers
     from grebench.registry import UnknownPart
     from grebench.scoring import METRICS, preprocessor_entry
     from grebench.scoring.estimators import ESTIMATORS, EstimatorInfo
 
     opts = options or RunOptions()
+    estimator, preprocessor, papers, metrics = chosen(settings, opts)
     checks: list[tuple[str, str, str]] = [
-        ("--estimator" if opts.estimator else "estimator", opts.estimator_spec(settings), "estimator"),
-        ("--preprocessor" if opts.preprocessor else "preprocessor", opts.preprocessor_spec(settings), "preprocessor"),
+        ("--estimator" if opts.estimator else "estimator", estimator, "estimator"),
+        ("--preprocessor" if opts.preprocessor else "preprocessor", preprocessor, "preprocessor"),
     ]
     if settings.proxy_estimator.strip():
         checks.append(("proxy_estimator", settings.proxy_estimator, "estimator"))
@@ -101,13 +103,13 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
             raise
         except (UnknownPart, SourceError, ValueError) as exc:
             raise SetupError(f"{what} = {value!r}: {exc}") from None
-    for metric in opts.metric_names():
+    for metric in metrics:
         if metric not in METRICS:
             raise SetupError(f"--metric = {metric!r}: not a metric; one of: {', '.join(METRICS.names())}")
     for name in ("local_candidates", "local_judges"):
         for item in settings.listed(name):
             _catalogue_or_path(name, item)
     try:
-        parse_papers(opts.papers if opts.papers is not None else settings.papers)
+        parse_papers(papers)
     except ValueError as exc:
         raise SetupError(f"{'--papers' if opts.papers is not None else 'papers'}: {exc}") from None

@@ -19,7 +19,8 @@ from typing import Any
 
 from grebench import stop
 from grebench.pipeline._check import check_data_dir, check_setup
-from grebench.pipeline._runner import PipelineResult, RunOptions, StageContext, run_stages
+from grebench.pipeline._resolve import ResolvedRun, resolve_setup
+from grebench.pipeline._runner import JobObserver, PipelineResult, RunOptions, StageContext, run_stages
 from grebench.progress import NoProgress, Progress
 from grebench.settings import Settings
 from grebench.store import Store
@@ -102,6 +103,7 @@ class JobResult:
     venues: dict[str, PipelineResult] = field(default_factory=dict)
     failures: list[dict[str, Any]] = field(default_factory=list)
     refused: BaseException | None = None
+    run: ResolvedRun | None = None   # what the job worked with (None: no stage read it)
 
     def summary(self) -> dict[str, Any]:
         """The job's summary: the stage's own for one stage, per stage for several, per venue for ``poll``."""
@@ -119,34 +121,31 @@ def _stages_summary(job: Job, result: PipelineResult) -> dict[str, Any]:
 def run_job(settings: Settings, which: str | Job, options: RunOptions | None = None, *,
             open_store: Callable[[], AbstractContextManager[Store]], command: str | None = None,
             args: Mapping[str, Any] | None = None, progress: Progress | None = None,
-            services: Mapping[str, Any] | None = None, marker: Callable[[str], None] | None = None,
-            on_start: Callable[[Store, str], None] | None = None,
-            refusals: Sequence[type[BaseException]] = (),
-            summarise: Callable[[Store, JobResult], Mapping[str, Any]] | None = None,
-            on_checked: Callable[[], None] | None = None) -> JobResult:
-    """Run a job: check the setup, open the store, start the run, run the stages, finish the run.
+            services: Mapping[str, Any] | None = None, observer: JobObserver | None = None,
+            refusals: Sequence[type[BaseException]] = ()) -> JobResult:
+    """Run a job: check and resolve its setup, open the store, start the run, run the stages, finish the run.
 
     ``open_store`` opens the one writer store (the CLI opens the file with its own messages; the scheduler hands in
-    the store it holds).  ``on_start(store, run_id)`` is called once the run is recorded (the scheduler marks its
-    job running).  A stage exception of a ``refusals`` type (bad input a command reports as a usage error) finishes
-    the run with that error and comes back as ``refused``.  ``summarise(store, result)`` gives the summary stored
-    with the run instead of :meth:`JobResult.summary` (``grebench run`` stores its timings and failures too).
-    :class:`~grebench.pipeline.SetupError` (a bad data directory too) is raised before the store is opened;
-    ``on_checked()`` is called once the setup passed, before the store is opened (``grebench run`` prints its plan
-    there).
+    the store it holds).  The setup is resolved here, once (:func:`grebench.pipeline.resolve_setup`), and the run
+    once, by the runner, before the first stage that reads it; ``observer`` hears of each step
+    (:class:`JobObserver`: the CLI prints its plan lines and stage markers there, the scheduler marks its job
+    running).  A stage exception of a ``refusals`` type (bad input a command reports as a usage error) finishes the
+    run with that error and comes back as ``refused``.  :class:`~grebench.pipeline.SetupError` (a bad data
+    directory too) is raised before the store is opened.
     """
     spec = job(which)
+    observer = observer or JobObserver()
     opts = replace(options or RunOptions(), **spec.options)
     check_setup(settings, opts, source=spec.uses_source)
     check_data_dir(settings)
-    if on_checked is not None:
-        on_checked()
+    setup = resolve_setup(settings, opts)
+    observer.checked(setup)
     with open_store() as store:
         run_id = store.start_run(command or spec.name, dict(args if args is not None else {"job": spec.name}))
-        if on_start is not None:
-            on_start(store, run_id)
+        observer.started(store, run_id)
         try:
-            out = _run(store, settings, spec, opts, run_id, progress or NoProgress(), dict(services or {}), marker)
+            out = _run(StageContext(store, settings, run_id, opts, progress or NoProgress(), dict(services or {}),
+                                    setup), spec, observer)
         except (stop.Interrupted, KeyboardInterrupt) as exc:  # a signal: what finished is stored; resumable
             partial = getattr(exc, "pipeline_result", None)
             reason = str(exc) if isinstance(exc, stop.Interrupted) else "stopped by KeyboardInterrupt"
@@ -166,23 +165,23 @@ def run_job(settings: Settings, which: str | Job, options: RunOptions | None = N
             out.status = store.finish_run(run_id, {"error": str(refused)})
             return out
         out.failures = store.run_failures(run_id)
-        out.status = store.finish_run(run_id, dict(summarise(store, out)) if summarise is not None else out.summary())
+        stored = observer.summary(store, out)
+        out.status = store.finish_run(run_id, dict(stored) if stored is not None else out.summary())
         return out
 
 
-def _run(store: Store, settings: Settings, spec: Job, opts: RunOptions, run_id: str, display: Progress,
-         services: dict[str, Any], marker: Callable[[str], None] | None) -> JobResult:
+def _run(ctx: StageContext, spec: Job, observer: JobObserver) -> JobResult:
     if not spec.per_venue:
-        ctx = StageContext(store, settings, run_id, opts, display, services)
-        return JobResult(spec, run_id, "", run_stages(ctx, _stages(spec), marker=marker))
+        result = run_stages(ctx, _stages(spec), observer=observer)
+        return JobResult(spec, ctx.run_id, "", result, run=ctx.run)
     venues: dict[str, PipelineResult] = {}
-    for source in venue_sources(settings):  # one failing venue fails only its own ingest
-        ctx = StageContext(store, settings, run_id, replace(opts, source=source), display, services)
-        venues[source] = run_stages(ctx, _stages(spec), marker=marker)
+    for source in venue_sources(ctx.settings):  # one failing venue fails only its own ingest
+        venue_ctx = replace(ctx, options=replace(ctx.options, source=source))
+        venues[source] = run_stages(venue_ctx, _stages(spec), observer=observer)
     result = PipelineResult()
     for r in venues.values():
         result.errors.update(r.errors)
-    return JobResult(spec, run_id, "", result, venues)
+    return JobResult(spec, ctx.run_id, "", result, venues)
 
 
 def _stages(spec: Job) -> list[Any]:

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from grebench import stop
 from grebench.progress import NoProgress, Progress
 from grebench.registry import UnknownPart
 from grebench.settings import Settings
 from grebench.store import Store
+
+if TYPE_CHECKING:
+    from grebench.pipeline._resolve import ResolvedRun, RunSetup
 
 log = logging.getLogger(__name__)
 
@@ -41,26 +44,14 @@ class RunOptions:
     site_dir: str | None = None           # site: build here (default: the setting)
     force: bool = False                   # skip no stage because of an unchanged fingerprint
 
-    def estimator_spec(self, settings: Settings) -> str:
-        """The estimator spec in force."""
-        return self.estimator or settings.estimator
-
-    def metric_names(self) -> tuple[str, ...]:
-        """The metrics in force (the registry's defaults unless chosen)."""
-        from grebench.scoring import default_metrics
-
-        return self.metrics or default_metrics()
-
-    def preprocessor_spec(self, settings: Settings) -> str:
-        """The preprocessor spec in force."""
-        return self.preprocessor or settings.preprocessor
-
 
 @dataclass
 class StageContext:
     """What every stage gets: the one writer store, the settings, the run, the options, the progress display.
 
     ``services`` holds what only some stages use (the scheduler's submission queue, key vault, resolver).
+    ``setup`` is what the options and settings decide (:func:`grebench.pipeline.resolve_setup`, once per job);
+    ``run`` what the job works with, resolved once by :func:`run_stages` before the first stage that reads it.
     """
 
     store: Store
@@ -69,6 +60,40 @@ class StageContext:
     options: RunOptions = field(default_factory=RunOptions)
     progress: Progress = field(default_factory=NoProgress)
     services: dict[str, Any] = field(default_factory=dict)
+    setup: RunSetup | None = None
+    run: ResolvedRun | None = None
+
+    @property
+    def resolved(self) -> ResolvedRun:
+        """The job's resolved run (a stage reads it only when it says so: :meth:`Stage.needs_run`)."""
+        if self.run is None:
+            raise RuntimeError("the run is not resolved: a stage that reads it must say so (needs_run)")
+        return self.run
+
+
+class JobObserver:
+    """What the caller of a job sees of it, in order; every method does nothing here (override what you need).
+
+    ``checked`` once the setup passed, before the store is opened; ``started`` once the run is recorded;
+    ``resolved`` once the run is resolved (before the first stage that reads it); ``stage`` before each stage;
+    ``summary`` gives what is stored with the finished run (None: :meth:`JobResult.summary`).
+    """
+
+    def checked(self, setup: RunSetup) -> None:
+        """The setup passed its checks."""
+
+    def started(self, store: Store, run_id: str) -> None:
+        """The run is recorded."""
+
+    def resolved(self, run: ResolvedRun) -> None:
+        """The job's run is resolved."""
+
+    def stage(self, name: str) -> None:
+        """A stage starts."""
+
+    def summary(self, store: Store, result: Any) -> dict[str, Any] | None:
+        """The summary stored with the run (``result``: the :class:`grebench.pipeline.JobResult`)."""
+        return None
 
 
 class Stage(Protocol):
@@ -92,6 +117,15 @@ class Stage(Protocol):
 
     def halts_on_failure(self, ctx: StageContext) -> bool:
         """After this stage failed: whether the stages after it have nothing to work on (the job ends)."""
+        ...
+
+    def needs_run(self, ctx: StageContext) -> bool:
+        """Whether the stage reads the resolved run (``ctx.resolved``): the runner resolves it before."""
+        ...
+
+    def draws_sample(self, ctx: StageContext) -> bool:
+        """Whether the stage generates for or scores the paper sample: a job with such a stage draws it afresh;
+        a job without one reads the sample its stored scores were made on."""
         ...
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
@@ -125,6 +159,14 @@ class BaseStage:
         """The stages after a failed one still run, on what is stored."""
         return False
 
+    def needs_run(self, ctx: StageContext) -> bool:
+        """The stage does not read the resolved run."""
+        return False
+
+    def draws_sample(self, ctx: StageContext) -> bool:
+        """The stage works on no sample."""
+        return False
+
     def run(self, ctx: StageContext) -> dict[str, Any]:
         """Subclasses do the work."""
         raise NotImplementedError
@@ -145,15 +187,17 @@ class PipelineResult:
         return not self.errors
 
 
-def run_stages(ctx: StageContext, stages: Sequence[Stage], *,
-               marker: Callable[[str], None] | None = None) -> PipelineResult:
+def run_stages(ctx: StageContext, stages: Sequence[Stage], *, observer: JobObserver | None = None) -> PipelineResult:
     """Run ``stages`` in order on ``ctx``; a failing stage is recorded and the next one runs on what is stored
     (unless the failed stage says nothing after it has input: :meth:`Stage.halts_on_failure`).
 
-    ``marker`` is called with each stage's name before it starts (``grebench run`` prints ``[name]`` to stderr).
+    Before the first stage that reads the run, the run is resolved, once (:func:`grebench.pipeline.resolve_run`);
+    ``observer`` hears of it and of each stage before it starts (``grebench run`` prints ``[name]`` to stderr).
     """
     result = PipelineResult()
     store = ctx.store
+    observer = observer or JobObserver()
+    draws = any(stage.draws_sample(ctx) for stage in stages)
     for stage in stages:
         stop.check()  # a stage boundary: after a stop no stage starts
         failed = [dep for dep in getattr(stage, "requires", ()) if dep in result.errors or dep in result.skipped]
@@ -161,10 +205,11 @@ def run_stages(ctx: StageContext, stages: Sequence[Stage], *,
             result.skipped[stage.name] = failed[0]
             result.stages[stage.name] = {"skipped": f"because [{failed[0]}] failed"}
             continue
-        if marker is not None:
-            marker(stage.name)
+        observer.stage(stage.name)
         started = time.perf_counter()
         try:
+            if ctx.run is None and stage.needs_run(ctx):
+                _resolve(ctx, draws, observer)
             result.stages[stage.name] = _run_one(ctx, stage)
         except (stop.Interrupted, KeyboardInterrupt) as exc:  # what the stage finished is stored; nothing more runs
             result.stages[stage.name] = {"interrupted": str(exc) or type(exc).__name__}
@@ -182,6 +227,15 @@ def run_stages(ctx: StageContext, stages: Sequence[Stage], *,
             result.seconds[stage.name] = round(time.perf_counter() - started, 3)
             store.checkpoint()
     return result
+
+
+def _resolve(ctx: StageContext, draws: bool, observer: JobObserver) -> None:
+    from grebench.pipeline._resolve import resolve_run, resolve_setup
+
+    if ctx.setup is None:  # a caller of run_stages without run_job (tests): the same rule, here
+        ctx.setup = resolve_setup(ctx.settings, ctx.options)
+    ctx.run = resolve_run(ctx.store, ctx.settings, ctx.setup, draws=draws)
+    observer.resolved(ctx.run)
 
 
 def _run_one(ctx: StageContext, stage: Stage) -> dict[str, Any]:

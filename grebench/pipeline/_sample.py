@@ -13,7 +13,6 @@ import random
 import re
 from dataclasses import dataclass
 
-from grebench.pipeline._runner import RunOptions
 from grebench.registry import Registry
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
@@ -23,12 +22,19 @@ _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)")
 
 @dataclass(frozen=True)
 class Sample:
-    """The chosen papers and how they were chosen."""
+    """The chosen papers (None: every eligible paper) and how they were chosen."""
 
-    paper_ids: tuple[str, ...]
+    paper_ids: tuple[str, ...] | None
     description: str
-    size: int
-    eligible: int
+    size: int | None
+    eligible: int | None
+    seed: int | None = None
+    why: str = ""
+
+    @property
+    def sampled(self) -> bool:
+        """Whether the job works on a sample rather than every eligible paper."""
+        return self.paper_ids is not None
 
 
 #: ``papers = auto`` with a language model on a CPU: at most this many papers, sized so that the whole default main
@@ -174,22 +180,20 @@ def _rating(texts: list[str | None]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def sample_papers(store: Store, settings: Settings, options: RunOptions) -> Sample | None:
-    """The papers this run works on (None: every eligible paper); recorded in ``paper_samples``."""
-    size, _why = papers_size(options.papers if options.papers is not None else settings.papers, settings,
-                             options.estimator_spec(settings))
-    if size is None:
-        store.con.execute("DELETE FROM paper_samples")
-        return None
+def draw_sample(store: Store, size: int | None, seed: int, why: str = "as set") -> Sample:
+    """Draw the seeded sample of ``size`` papers (None: every eligible paper) from the papers with a human baseline
+    (their splits are made first) and record it in ``paper_samples``.  Called once per job, by the resolver."""
+    from grebench.bench import make_splits
+
+    make_splits(store, seed)  # the sample is drawn from papers with a human baseline
     rows = store.rows("""SELECT p.paper_id, p.venue_id, list(v.rating) AS ratings FROM baseline_splits s
                          JOIN papers p USING (paper_id)
                          LEFT JOIN reviews r ON r.paper_id = p.paper_id AND r.kind = 'official_review'
                          LEFT JOIN review_versions v ON v.review_id = r.review_id AND v.version = r.latest_version
                          GROUP BY p.paper_id, p.venue_id ORDER BY p.paper_id""")
-    if size >= len(rows):
+    if size is None or size >= len(rows):
         store.con.execute("DELETE FROM paper_samples")
-        return None
-    seed = settings.seed
+        return Sample(None, "every eligible paper", len(rows), len(rows), seed, why)
     strata: dict[tuple[str, int], list[str]] = {}
     by_venue: dict[str, list[tuple[float, str]]] = {}
     for r in rows:
@@ -209,9 +213,20 @@ def sample_papers(store: Store, settings: Settings, options: RunOptions) -> Samp
         chosen += members[:take[key]]
     description = (f"seeded sample of {size} of {len(rows)} papers, stratified by venue and rating tercile "
                    f"(seed {seed})")
-    sample = Sample(tuple(sorted(chosen)), description, size, len(rows))
+    sample = Sample(tuple(sorted(chosen)), description, size, len(rows), seed, why)
     _record(store, sample, {r["paper_id"]: r["venue_id"] for r in rows})
     return sample
+
+
+def recorded_sample(store: Store) -> Sample:
+    """The sample the last job that scored worked on, as ``paper_samples`` holds it (a reader of the stored scores
+    works on the same papers); every paper when none was recorded."""
+    rows = store.rows("SELECT paper_id, sample_json FROM paper_samples ORDER BY paper_id")
+    if not rows:
+        return Sample(None, "every eligible paper", None, None, None, "as recorded")
+    info = json.loads(rows[0]["sample_json"])
+    return Sample(tuple(r["paper_id"] for r in rows), str(info.get("description", "")), info.get("size"),
+                  info.get("eligible"), None, "as recorded")
 
 
 def _record(store: Store, sample: Sample, venue_of: dict[str, str]) -> None:
@@ -219,4 +234,4 @@ def _record(store: Store, sample: Sample, venue_of: dict[str, str]) -> None:
     with store.transaction() as con:
         con.execute("DELETE FROM paper_samples")
         store.insert_rows("paper_samples", ("venue_id", "paper_id", "sample_json", "created_at"),
-                          [[venue_of[p], p, info, utcnow()] for p in sample.paper_ids])
+                          [[venue_of[p], p, info, utcnow()] for p in sample.paper_ids or ()])

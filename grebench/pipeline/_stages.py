@@ -10,10 +10,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from grebench.pipeline._runner import BaseStage, RunOptions, Stage, StageContext
+from grebench.pipeline._runner import BaseStage, Stage, StageContext
 from grebench.registry import Registry
-from grebench.settings import Settings
-from grebench.store import Store
 
 
 class IngestStage(BaseStage):
@@ -45,51 +43,23 @@ class BenchStage(BaseStage):
     name = "bench"
     description = "candidate reviews: LLMs, the human baseline, controls"
 
+    def needs_run(self, ctx: StageContext) -> bool:
+        return self.draws_sample(ctx)
+
+    def draws_sample(self, ctx: StageContext) -> bool:
+        return ctx.options.bench_scope != "unreviewed"  # the generate job writes sealed reviews of unreviewed papers
+
     def run(self, ctx: StageContext) -> dict[str, Any]:
         from grebench.bench import generate_unreviewed, reseal, run_bench
 
         resealed = reseal(ctx.store)
-        if ctx.options.bench_scope == "unreviewed":  # the scheduler's generate job: sealed generations only
+        if not self.draws_sample(ctx):
             return {**generate_unreviewed(ctx.store, ctx.settings, ctx.run_id), "resealed": resealed}
-        from grebench.bench import make_splits
-        from grebench.pipeline._sample import sample_papers
-
-        make_splits(ctx.store, ctx.settings.seed)  # the sample is drawn from papers with a human baseline
-        sample = sample_papers(ctx.store, ctx.settings, ctx.options)
+        sample = ctx.resolved.sample
         summary = run_bench(ctx.store, ctx.settings, ctx.run_id, list(ctx.options.candidates) or None,
-                            progress=ctx.progress, paper_ids=None if sample is None else sample.paper_ids)
-        summary["sample"] = None if sample is None else sample.description
+                            progress=ctx.progress, paper_ids=sample.paper_ids)
+        summary["sample"] = sample.description if sample.sampled else None
         return {**summary, "resealed": resealed, "complete": not summary["failed"]}
-
-
-#: The scope under which the score stage records the setup (estimator and preprocessor ids) it last scored.
-SCORED_SETUP = "scored-setup"
-
-
-def _setup_key(ctx: StageContext) -> str:
-    return f"{ctx.options.estimator_spec(ctx.settings)}|{ctx.options.preprocessor_spec(ctx.settings)}"
-
-
-def scored_setup(store: Store) -> tuple[str, str] | None:
-    """The (estimator spec, preprocessor spec) the score stage last scored with, as the store records it; None
-    before any scoring."""
-    state = store.stage_state(ScoreStage.name, SCORED_SETUP)
-    if state is None or not state[1]:
-        return None
-    estimator, sep, preprocessor = state[0].rpartition("|")
-    return (estimator, preprocessor) if sep and estimator and preprocessor else None
-
-
-def setup_in_force(store: Store, settings: Settings, options: RunOptions) -> tuple[str, str]:
-    """The (estimator spec, preprocessor spec) a command that reads the scores works with: what the user named
-    (``--estimator``/``--preprocessor``), else the setup the store was scored with, else the settings'.
-
-    On a store scored with ``--estimator offline``, ``grebench exam`` uses ``offline``, not the settings' default
-    language model (issue 26).
-    """
-    scored = scored_setup(store)
-    return (options.estimator or (scored[0] if scored else settings.estimator),
-            options.preprocessor or (scored[1] if scored else settings.preprocessor))
 
 
 class ScoreStage(BaseStage):
@@ -98,26 +68,30 @@ class ScoreStage(BaseStage):
     name = "score"
     description = "judgment lines, GEM / GEM-S through an estimator"
 
-    def run(self, ctx: StageContext) -> dict[str, Any]:
-        from grebench.pipeline._sample import sample_papers
-        from grebench.scoring import run_scoring
+    def needs_run(self, ctx: StageContext) -> bool:
+        return True
 
-        o = ctx.options
-        sample = sample_papers(ctx.store, ctx.settings, o)
-        papers = None if sample is None else sample.paper_ids
-        main, proxy = o.estimator_spec(ctx.settings), ctx.settings.proxy_estimator.strip()
+    def draws_sample(self, ctx: StageContext) -> bool:
+        return True
+
+    def run(self, ctx: StageContext) -> dict[str, Any]:
+        from grebench.pipeline._resolve import record_scored
+        from grebench.scoring import ScoredSetup, run_scoring
+
+        run = ctx.resolved
+        papers, metrics = run.paper_ids, list(run.metrics)
         proxy_summary = None
-        if proxy and Registry.split(proxy)[0] != Registry.split(main)[0]:
+        if run.setup.proxy and Registry.split(run.setup.proxy)[0] != Registry.split(run.estimator)[0]:
             # the fast proxy first (seconds), on the same pairs: the main estimator's scores are then the latest
-            proxy_summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, list(o.metric_names()), proxy,
-                                        o.preprocessor_spec(ctx.settings), progress=ctx.progress, paper_ids=papers)
-        summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, list(o.metric_names()), main,
-                              o.preprocessor_spec(ctx.settings), progress=ctx.progress, paper_ids=papers)
-        summary["sample"] = None if sample is None else sample.description
-        # what was scored, for validate and panel (in this job or a later command): read back from the store
+            proxy_summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, metrics, run.setup.proxy,
+                                        run.preprocessor, progress=ctx.progress, paper_ids=papers)
+        summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, metrics, run.estimator, run.preprocessor,
+                              progress=ctx.progress, paper_ids=papers)
+        summary["sample"] = run.sample.description if run.sample.sampled else None
         if not summary.get("nothing_to_score"):  # with nothing to score no estimator was made: no id to record
-            ctx.store.set_stage_state(self.name, SCORED_SETUP, _setup_key(ctx),
-                                      {"estimator": summary["estimator"], "preprocessor": summary["preprocessor"]})
+            scored = ScoredSetup(run.estimator, run.preprocessor, summary["estimator"], summary["preprocessor"])
+            record_scored(ctx.store, scored, ctx.run_id)
+            ctx.run = run.with_scored(scored)  # validate and the panel, later in this job, read these ids
         if proxy_summary is not None:
             summary["proxy"] = {k: proxy_summary.get(k) for k in ("estimator", "preprocessor", "pairs_scored",
                                                                   "estimator_calls", "cache_hits")}
@@ -146,25 +120,24 @@ class BoardsStage(BaseStage):
 
 
 class ValidateStage(BaseStage):
-    """Cohen's d of every control against the human review, for the setup just scored; stored with the run."""
+    """Cohen's d of every control against the human review, for the setup the run resolved; stored with the run."""
 
     name = "validate"
     requires = ("score",)
     description = "the metric's validation: does it penalise degradations and not reward manipulations?"
 
-    def _setup(self, ctx: StageContext) -> tuple[str, str, list[str]]:
-        from grebench.scoring import RAW_PREPROCESSOR, latest_setup
+    def needs_run(self, ctx: StageContext) -> bool:
+        return True
 
-        o = ctx.options
-        estimator_spec, preprocessor_spec = setup_in_force(ctx.store, ctx.settings, o)
-        scored = ctx.store.stage_state(ScoreStage.name, SCORED_SETUP)
-        if scored is not None and scored[0] == f"{estimator_spec}|{preprocessor_spec}" and scored[1]:
-            estimator_id, preprocessor_id = scored[1]["estimator"], scored[1]["preprocessor"]  # the last scoring
-        elif scored is None and not (o.estimator or o.preprocessor):  # a store scored before the setup was recorded
-            estimator_id, preprocessor_id = latest_setup(ctx.store)
-        else:
-            estimator_id, preprocessor_id = latest_setup(ctx.store, estimator_spec, preprocessor_spec)
-        metrics = [m for m in o.metric_names() if ctx.store.scalar(
+    def _setup(self, ctx: StageContext) -> tuple[str, str, list[str]]:
+        from grebench.scoring import RAW_PREPROCESSOR
+
+        run = ctx.resolved
+        if run.scored is None:
+            raise LookupError(f"no scores with estimator {run.estimator} and preprocessor {run.preprocessor}: "
+                              "run `grebench score` first")
+        estimator_id, preprocessor_id = run.scored.estimator_id, run.scored.preprocessor_id
+        metrics = [m for m in run.metrics if ctx.store.scalar(
             "SELECT count(*) FROM scores WHERE metric = ? AND estimator = ? AND preprocessor IN (?, ?)",
             [m, estimator_id, preprocessor_id, RAW_PREPROCESSOR])]
         return estimator_id, preprocessor_id, metrics
@@ -186,7 +159,7 @@ class ValidateStage(BaseStage):
         est, prep, metrics = self._setup(ctx)
         rows = validation_rows(ctx.store, est, prep, metrics, ctx.settings.bootstrap_samples, ctx.settings.seed)
         store_report(ctx.store, ctx.run_id, est, prep, rows)
-        proxy = ctx.settings.proxy_estimator.strip()
+        proxy = ctx.resolved.setup.proxy
         agreement = [a for m in metrics if (a := estimator_agreement(ctx.store, m, est, prep, proxy)) is not None]
         return {"estimator": est, "preprocessor": prep, "metrics": metrics, "rows": rows, "agreement": agreement}
 
@@ -200,15 +173,17 @@ class PanelStage(BaseStage):
     name = "panel"
     description = "judge exam, pairwise votes of qualified judges, Bradley–Terry ranking, agreement with GEM-S"
 
+    def needs_run(self, ctx: StageContext) -> bool:
+        return True
+
     def run(self, ctx: StageContext) -> dict[str, Any]:
         from grebench.scoring.panel import run_panel
 
-        o = ctx.options
+        run = ctx.resolved
         # the gem judge scores its exam texts with the setup the stored scores were made with
-        estimator_spec, preprocessor_spec = setup_in_force(ctx.store, ctx.settings, o)
-        return run_panel(ctx.store, ctx.settings, ctx.run_id, judge_names=list(o.judges) or None,
-                         progress=ctx.progress, exam_only=o.exam_only, estimator_spec=estimator_spec,
-                         preprocessor_spec=preprocessor_spec)
+        return run_panel(ctx.store, ctx.settings, ctx.run_id, judge_names=list(run.setup.judges) or None,
+                         progress=ctx.progress, exam_only=run.setup.exam_only, estimator_spec=run.estimator,
+                         preprocessor_spec=run.preprocessor)
 
 
 class SiteStage(BaseStage):

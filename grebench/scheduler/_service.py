@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 from grebench import stop
 from grebench.endpoints import KeyVault
-from grebench.pipeline import JOBS, SCHEDULED, run_job
+from grebench.pipeline import JOBS, SCHEDULED, JobObserver, run_job
 from grebench.progress import PlainProgress
 from grebench.settings import Settings
 from grebench.store import Store, open_store, utcnow
@@ -143,17 +143,20 @@ class SchedulerService:
             store = self.store
             started: list[str] = []
 
-            def mark_running(_store: Store, run_id: str) -> None:
-                started.append(run_id)
-                store.con.execute("UPDATE jobs SET status = 'running', last_started_at = ?, last_run_id = ? "
-                                  "WHERE job_id = ?", [utcnow(), run_id, kind])
-                store.checkpoint()
+            class MarkRunning(JobObserver):
+                """The job is marked running once its run is recorded."""
+
+                def started(self, _store: Store, run_id: str) -> None:
+                    started.append(run_id)
+                    store.con.execute("UPDATE jobs SET status = 'running', last_started_at = ?, last_run_id = ? "
+                                      "WHERE job_id = ?", [utcnow(), run_id, kind])
+                    store.checkpoint()
 
             error, run_status, summary, run_id = None, "failed", {}, None
             status = "ok"
             try:
                 done = run_job(self.settings, kind, open_store=lambda: nullcontext(store), command=f"scheduler:{kind}",
-                               progress=PlainProgress(), services=self.services, on_start=mark_running)
+                               progress=PlainProgress(), services=self.services, observer=MarkRunning())
                 summary, run_status, run_id = done.summary(), done.status, done.run_id
             except (stop.Interrupted, KeyboardInterrupt) as exc:  # run_job recorded the run as interrupted
                 status = run_status = "interrupted"

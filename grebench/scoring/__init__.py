@@ -63,7 +63,6 @@ from grebench.scoring._setup import ScoredSetup
 from grebench.scoring._validate import (
     cohens_d,
     estimator_agreement,
-    latest_setup,
     meets_expectation,
     store_report,
     transformations,
@@ -108,7 +107,6 @@ __all__ = [
     "information_flags",
     "is_contaminated_row",
     "is_incomplete_row",
-    "latest_setup",
     "leaderboard",
     "meets_expectation",
     "metric",

@@ -191,33 +191,6 @@ def store_report(store: Store, run_id: str, estimator: str, preprocessor: str, r
     )
 
 
-def latest_setup(store: Store, estimator_spec: str | None = None, preprocessor: str | None = None) -> tuple[str, str]:
-    """The (estimator id, preprocessor) of the most recent scores matching the given spec and preprocessor.
-
-    An estimator spec matches the id it produced (``hf:smollm2-135m`` → ``hf:smollm2-135m@…``); when nothing
-    matches that closely, any id of the same estimator kind (the part before the first ``:``).
-    """
-    for loose in (False, True):
-        where, params = [], []
-        if estimator_spec:
-            if loose:
-                where.append("estimator LIKE ?")
-                params.append(Registry.split(estimator_spec)[0] + ":%")
-            else:
-                where.append("(estimator = ? OR estimator LIKE ? OR estimator LIKE ?)")
-                params += [estimator_spec, f"{estimator_spec}:%", f"{estimator_spec}@%"]
-        if preprocessor:
-            where.append("(preprocessor = ? OR preprocessor LIKE ?)")
-            params += [preprocessor, f"{preprocessor}%"]
-        sql = "SELECT estimator, preprocessor FROM scores"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        row = store.con.execute(sql + " GROUP BY 1, 2 ORDER BY max(created_at) DESC LIMIT 1", params).fetchone()
-        if row is not None:
-            return row[0], row[1]
-    raise LookupError("no scores match: run `grebench score` first")
-
-
 def validation_fingerprint(store: Store, settings: Settings, estimator_id: str, preprocessor_id: str,
                            metrics: list[str]) -> str:
     """What the report of one setup depends on: that setup's scores, the candidates, the settings and the code."""

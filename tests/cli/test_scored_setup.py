@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from grebench.cli import main
-from grebench.pipeline import scored_setup
+from grebench.pipeline import scored_setups
 from grebench.store import open_store
 from tests.conftest import FAST_ENV
 
@@ -37,7 +37,12 @@ def _gem_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 def test_the_store_records_the_specs_it_was_scored_with(offline_store: Path) -> None:
     store = open_store(offline_store / "grebench.duckdb", read_only=True)
     try:
-        assert scored_setup(store) == ("offline", "rules")
+        scored = scored_setups(store)
+        assert scored is not None and (scored.estimator_spec, scored.preprocessor_spec) == ("offline", "rules")
+        assert scored.estimator_id.startswith("offline:wb-bigram") and scored.preprocessor_id == "rules-v6"
+        # typed columns: a reader names the spec or the id, and both find the same setup (no LIKE, no guess)
+        assert scored_setups(store, scored.estimator_id) == scored_setups(store, "offline") == scored
+        assert scored_setups(store, "offline:wb") is None and scored_setups(store, "hf:smollm2-135m") is None
     finally:
         store.close()
 

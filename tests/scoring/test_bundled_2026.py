@@ -9,8 +9,7 @@ import pytest
 
 from grebench.ingest import resolve_source, run_ingest
 from grebench.models import catalogue_entry
-from grebench.pipeline import RunOptions
-from grebench.pipeline._sample import _rating, sample_papers
+from grebench.pipeline._sample import _rating, draw_sample
 from grebench.scoring import RULES_ID, is_contaminated_row, leaderboard, run_scoring
 from grebench.settings import Settings
 from grebench.store import Store, open_store
@@ -66,8 +65,8 @@ def test_a_model_with_an_earlier_cutoff_is_ranked_on_iclr_2026_and_contaminated_
 def test_the_sampler_strata_read_the_0_to_10_scale(settings: Settings) -> None:
     store = _store(settings, "bundled", 60)
     seed_baseline(store)
-    sample = sample_papers(store, settings, RunOptions(papers="12"))
-    assert sample is not None and sample.size == 12
+    sample = draw_sample(store, 12, settings.seed)
+    assert sample.paper_ids is not None and sample.size == 12
     means = {r["paper_id"]: _rating(r["ratings"]) for r in store.rows(
         "SELECT r.paper_id, list(v.rating) AS ratings FROM reviews r JOIN review_versions v USING (review_id) "
         "GROUP BY r.paper_id")}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grebench.scoring import cohens_d, latest_setup, meets_expectation, store_report, validation_rows, verdict
+from grebench.scoring import cohens_d, meets_expectation, store_report, validation_rows, verdict
 from grebench.store import Store, utcnow
 
 
@@ -57,7 +57,6 @@ def test_rows_use_common_papers_and_references(store: Store) -> None:
     assert abs(elong["d"]) < 0.2 and elong["p"] >= 0.05
     store_report(store, "run1", "est", "rules-v1", list(rows.values()))
     assert store.scalar("SELECT count(*) FROM validation_reports") == 1
-    assert latest_setup(store) == ("est", "rules-v1")
 
 
 def _insert_scores(store: Store, estimator: str, values: dict[tuple[str, str], float]) -> None:

@@ -1,0 +1,153 @@
+"""Decide once, pass it down: what a job works with, resolved in one place (issue 32).
+
+:func:`resolve_setup` reads the options over the settings (the only place where ``option or setting`` is written):
+the estimator and preprocessor specs a scoring job uses, the metrics, the proxy, the size of the paper sample and
+why, the panel's judges.  It needs no store, so the plan lines of ``run`` and ``serve`` read it before any work.
+
+:func:`resolve_run` adds what the store decides, once per job, just before the first stage that reads it (after
+``ingest`` in the main job, whose papers the sample is drawn from):
+
+* a job that generates for or scores the sample (its stages say so: :meth:`Stage.draws_sample`) uses the specs as
+  set and draws the seeded sample afresh, recording it in ``paper_samples``;
+* a job that only reads the stored scores (``validate``, ``exam``, ``judge``) uses what they were made with: the
+  named estimator/preprocessor (a spec or an id), else the last scored setup, else the settings'; and the sample
+  the scores were made on (``paper_samples``).
+
+The result is one frozen :class:`ResolvedRun` on the stage context.  Stages read it and never re-resolve; the one
+change during a job is the score stage's: it records the setup it scored with (:meth:`ResolvedRun.with_scored`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from grebench.pipeline._runner import RunOptions
+from grebench.pipeline._sample import Sample, draw_sample, papers_size, recorded_sample
+from grebench.scoring import ScoredSetup
+from grebench.settings import Settings
+from grebench.store import Store, utcnow
+
+
+@dataclass(frozen=True)
+class RunSetup:
+    """What the options and the settings decide, before the store is read."""
+
+    estimator: str                  # the spec a scoring job uses
+    preprocessor: str
+    proxy: str                      # the fast proxy estimator ("" when none)
+    metrics: tuple[str, ...]
+    papers: int | None              # sample size; None: every eligible paper
+    papers_why: str
+    seed: int
+    judges: tuple[str, ...]         # the panel's judges by name; empty: every judge
+    exam_only: bool
+    named_estimator: str | None     # what the user named (a reader matches it to a scored spec or id)
+    named_preprocessor: str | None
+    local_candidates: tuple[str, ...]
+    local_judges: tuple[str, ...]
+
+
+def chosen(settings: Settings, options: RunOptions) -> tuple[str, str, str, tuple[str, ...]]:
+    """(estimator spec, preprocessor spec, papers, metrics) of a job: each option that is set wins over its setting
+    (the metrics over the registry's defaults).  The one place this is written; the setup check reads it too."""
+    from grebench.scoring import default_metrics
+
+    papers = options.papers if options.papers is not None else settings.papers
+    return (options.estimator or settings.estimator, options.preprocessor or settings.preprocessor, str(papers),
+            options.metrics or default_metrics())
+
+
+def resolve_setup(settings: Settings, options: RunOptions) -> RunSetup:
+    """The setup of a job with these options (checked first by :func:`grebench.pipeline.check_setup`): the chosen
+    specs, and the sample's size (``papers = auto`` measures this machine once, here)."""
+    estimator, preprocessor, papers, metrics = chosen(settings, options)
+    size, why = papers_size(papers, settings, estimator)
+    return RunSetup(
+        estimator=estimator, preprocessor=preprocessor, proxy=settings.proxy_estimator.strip(), metrics=metrics,
+        papers=size,
+        papers_why=why, seed=settings.seed, judges=options.judges, exam_only=options.exam_only,
+        named_estimator=options.estimator, named_preprocessor=options.preprocessor,
+        local_candidates=tuple(settings.listed("local_candidates")),
+        local_judges=tuple(settings.listed("local_judges")))
+
+
+@dataclass(frozen=True)
+class ResolvedRun:
+    """Everything a job works with, decided once: read by every stage, the CLI's plan lines and the panel."""
+
+    setup: RunSetup
+    estimator: str                  # the estimator spec in force
+    preprocessor: str               # the preprocessor spec in force
+    whence: str                     # why these specs: as named, the scored setup, the setting
+    scored: ScoredSetup | None      # what the stored scores of these specs were made with (None: nothing yet)
+    sample: Sample
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The metrics in force."""
+        return self.setup.metrics
+
+    @property
+    def paper_ids(self) -> tuple[str, ...] | None:
+        """The sampled papers (None: every eligible paper)."""
+        return self.sample.paper_ids
+
+    @property
+    def id(self) -> str:
+        """A stable id: the same setup, specs and sample give the same id on every machine and every rerun."""
+        facts = {"setup": asdict(self.setup), "estimator": self.estimator, "preprocessor": self.preprocessor,
+                 "sample": list(self.sample.paper_ids) if self.sample.paper_ids is not None else None}
+        return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:12]
+
+    def with_scored(self, scored: ScoredSetup) -> ResolvedRun:
+        """The same run once its score stage has scored with ``scored`` (the stages after it read these ids)."""
+        return replace(self, scored=scored)
+
+    def as_json(self) -> dict[str, Any]:
+        """What the run resolved (stored with the run's summary)."""
+        return {"id": self.id, "estimator": self.estimator, "preprocessor": self.preprocessor,
+                "whence": self.whence, "metrics": list(self.metrics),
+                "scored": None if self.scored is None else self.scored.as_json(),
+                "sample": self.sample.description, "papers": self.sample.size}
+
+
+def scored_setups(store: Store, estimator: str | None = None, preprocessor: str | None = None) -> ScoredSetup | None:
+    """The latest scored setup whose estimator spec or id equals ``estimator`` and whose preprocessor spec or id
+    equals ``preprocessor`` (None: any); None when no scoring matches."""
+    row = store.con.execute(
+        """SELECT estimator_spec, preprocessor_spec, estimator_id, preprocessor_id FROM scored_setups
+           WHERE ($e IS NULL OR $e IN (estimator_spec, estimator_id))
+             AND ($p IS NULL OR $p IN (preprocessor_spec, preprocessor_id))
+           ORDER BY scored_at DESC, estimator_id, preprocessor_id LIMIT 1""",
+        {"e": estimator, "p": preprocessor}).fetchone()
+    return None if row is None else ScoredSetup(*row)
+
+
+def record_scored(store: Store, scored: ScoredSetup, run_id: str) -> None:
+    """Record that ``run_id`` scored with this setup (the latest scoring of it wins the readers' choice)."""
+    store.con.execute("INSERT OR REPLACE INTO scored_setups VALUES (?, ?, ?, ?, ?, ?)",
+                      [scored.estimator_spec, scored.preprocessor_spec, scored.estimator_id, scored.preprocessor_id,
+                       run_id, utcnow()])
+
+
+def resolve_run(store: Store, settings: Settings, setup: RunSetup, *, draws: bool) -> ResolvedRun:
+    """The run of a job: see the module docstring.  ``draws``: the job generates for or scores the sample."""
+    if draws:
+        estimator, preprocessor = setup.estimator, setup.preprocessor
+        whence = "as named" if setup.named_estimator else "the setting"
+        return ResolvedRun(setup, estimator, preprocessor, whence, scored_setups(store, estimator, preprocessor),
+                           draw_sample(store, setup.papers, setup.seed, setup.papers_why))
+    scored = scored_setups(store, setup.named_estimator, setup.named_preprocessor)
+    if setup.named_estimator:
+        whence = "as named"
+    elif scored is not None:
+        whence = "the setup this store was scored with"
+    else:
+        whence = "the setting: nothing scored yet"
+    # a named id (validate --estimator offline:wb-bigram…) stands for the spec it was scored from
+    estimator = scored.estimator_spec if scored else setup.named_estimator or setup.estimator
+    preprocessor = scored.preprocessor_spec if scored else setup.named_preprocessor or setup.preprocessor
+    return ResolvedRun(setup, estimator, preprocessor, whence, scored, recorded_sample(store))
