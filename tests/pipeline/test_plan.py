@@ -85,16 +85,16 @@ def test_the_plan_says_when_other_work_keeps_the_cores_busy(monkeypatch: pytest.
     """The sample does not follow the load (the same machine draws the same sample), but the plan says that its
     times assume idle cores when other work already holds three quarters of them."""
     from grebench.cli._plan import plan_text
-    from grebench.pipeline import RunOptions
+    from grebench.pipeline import RunOptions, resolve_setup
 
     monkeypatch.setattr("os.getloadavg", lambda: (load, load, load))
     monkeypatch.setattr("grebench.models.usable_cores", lambda: 2)
     settings = load_settings(env={**FAST_ENV, "GREBENCH_ESTIMATOR": "hf:smollm2-135m"})
-    text = plan_text(settings, RunOptions())
+    text = plan_text(settings, resolve_setup(settings, RunOptions()))
     assert ("the machine is busy now" in text) is busy, text
     if busy:
         assert f"load average {load:.1f} on 2 usable cores" in text
-    offline = plan_text(load_settings(env={**FAST_ENV, "GREBENCH_ESTIMATOR": "offline",
-                                           "GREBENCH_LOCAL_CANDIDATES": "", "GREBENCH_LOCAL_JUDGES": ""}),
-                        RunOptions())
+    fast = load_settings(env={**FAST_ENV, "GREBENCH_ESTIMATOR": "offline", "GREBENCH_LOCAL_CANDIDATES": "",
+                              "GREBENCH_LOCAL_JUDGES": ""})
+    offline = plan_text(fast, resolve_setup(fast, RunOptions()))
     assert "busy" not in offline  # no language model on this machine: the load does not change the plan
