@@ -1,4 +1,4 @@
-"""The runtime package: light to import, and its pool of servers resolves nothing until a server is asked for."""
+"""The runtime package: light to import, its pool of servers, and the dtype probe on a tiny checkpoint."""
 
 from __future__ import annotations
 
@@ -6,9 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from grebench.bench import CANDIDATE_KINDS
-from grebench.runtime import LOCAL_CONTEXT_TOKENS, LocalModel, LocalServers
+from grebench.runtime import LOCAL_CONTEXT_TOKENS, LocalModel, LocalServers, _dtype, choose_dtype
 from grebench.settings import Settings
+from tests.scoring.tiny_llama import tiny_llama_dir  # noqa: F401
 
 
 def test_importing_the_runtime_and_probing_the_machine_stays_light() -> None:
@@ -38,3 +41,17 @@ def test_a_pool_that_started_nothing_closes_without_work(settings: Settings) -> 
     with LocalServers(settings) as servers:
         assert servers.running == []
     assert servers.running == []
+
+
+def test_the_dtype_probe_reads_its_text_from_the_runtime_and_is_reused(
+        tiny_llama_dir: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """``hf_dtype = auto`` on a CPU with a checkpoint path: measured once (the fixed review text ships with the
+    runtime package), stored under ``models_dir/.dtype-probes/``, then read back for this machine."""
+    pytest.importorskip("torch")
+    monkeypatch.setattr(_dtype, "BATCH", (1, 16))  # what is measured is irrelevant here: keep it short
+    monkeypatch.setattr(_dtype, "TEXT_TOKENS", 32)
+    dtype, first = choose_dtype(settings, str(tiny_llama_dir), "cpu", "auto")
+    assert dtype in ("float32", "bfloat16") and first["source"] == "probe" and first["text_tokens"] == 32
+    assert "/.dtype-probes/" in first["file"] and first["float32_tok_s"] > 0
+    again, second = choose_dtype(settings, str(tiny_llama_dir), "cpu", "auto")
+    assert (again, second["source"], second["created_at"]) == (dtype, "cache", first["created_at"])
