@@ -11,7 +11,7 @@
 ``--model smollm2-135m`` (default): the real built-in evaluation LM, built as the product builds ``hf:smollm2-135m``
 (installed under the models directory, e.g. ``GREBENCH_MODELS_DIR``; never pulled by the benchmark), peak = the best
 of the model's own matmul shapes.  ``--model tiny``: a random-weight Llama (CPU_SHAPE), peak = 2048^3 matmuls.
-``--dtype auto`` is what the product picks (:func:`grebench.models.choose_dtype`; tiny: float32).
+``--dtype auto`` is what the product picks (:func:`grebench.runtime.choose_dtype`; tiny: float32).
 Ends with one JSON line.  ``--shape llama-3.1-8b`` builds a random Llama-3.1-8B-shaped model in bf16 on CUDA and
 runs the same comparison there (the naive loop on the GPU too), with the engine's prefix reuse decided as the product
 decides it (``--reuse auto``: measured) and the peak taken over the model's own matmul shapes.  The engine is timed
@@ -344,7 +344,7 @@ def main_tiny(n_papers: int, dtype: str) -> dict[str, Any]:
 
 def smollm2_dtype(settings: Settings, requested: str) -> tuple[str, str]:
     """The dtype the product runs hf:smollm2-135m in for ``requested`` on this device, and why."""
-    from grebench.models import choose_dtype
+    from grebench.runtime import choose_dtype
 
     dtype, rec = choose_dtype(settings, SMOLLM2, settings.hf_device, requested)
     if rec["source"] == "setting":
@@ -436,7 +436,7 @@ def main() -> None:
     parser.add_argument("--shape", choices=["tiny", "llama-3.1-8b"], default=None,
                         help="llama-3.1-8b: random 8B-shaped model on CUDA (engine only); tiny: same as --model tiny")
     parser.add_argument("--dtype", choices=["auto", "float32", "bfloat16"], default="auto",
-                        help="auto: what the product picks (grebench.models.choose_dtype; tiny: float32)")
+                        help="auto: what the product picks (grebench.runtime.choose_dtype; tiny: float32)")
     defaults = ", ".join(f"{k} {v}" for k, v in DEFAULT_PAPERS.items())
     parser.add_argument("--papers", type=int, default=0, help=f"papers in the request set (default {defaults})")
     parser.add_argument("--reuse", choices=["auto", "on", "off"], default="auto",

@@ -80,7 +80,8 @@ def test_importing_the_stages_and_their_registries_stays_light() -> None:
     """`import grebench.<stage>` and listing every registry never imports torch, gradio, litellm or PyMuPDF."""
     code = (
         "import sys, json\n"
-        "import grebench, grebench.bench, grebench.scoring, grebench.pipeline, grebench.site, grebench.scheduler\n"
+        "import grebench, grebench.bench, grebench.runtime, grebench.scoring, grebench.pipeline, grebench.site, "
+        "grebench.scheduler\n"
         "from grebench.scoring.estimators import ESTIMATORS\n"
         "from grebench.ingest import SOURCES\n"
         "from grebench.bench import CANDIDATE_KINDS, CONTROLS\n"

@@ -36,7 +36,6 @@ from grebench.bench._import import (
     read_import,
     reserved_names,
 )
-from grebench.bench._local import LocalModel, LocalServers, resolve_local
 from grebench.bench._parse import ParsedReview, parse_review
 from grebench.bench._prompt import REVIEW_PROMPT_VERSION, PaperInput, review_messages
 from grebench.bench._registry import (
@@ -99,8 +98,6 @@ __all__ = [
     "ImportRefused",
     "ImportedReview",
     "KindInfo",
-    "LocalModel",
-    "LocalServers",
     "PaperInput",
     "ParsedReview",
     "Split",
@@ -132,7 +129,6 @@ __all__ = [
     "read_import",
     "reseal",
     "reserved_names",
-    "resolve_local",
     "review_messages",
     "run_bench",
     "split_sections",

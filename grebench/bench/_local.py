@@ -3,9 +3,10 @@
 Why the candidate is rewritten into an endpoint candidate instead of generating in-process: the bench's one LLM
 path (call cache, deadlines, contamination and sealing, cost and latency columns, resumability) then runs
 unchanged, and the model's memory is a child process's that ends with the stage.  :meth:`LocalKind.serve` starts
-one :class:`grebench.models.LocalServer` per distinct checkpoint and yields the candidates as ``openai/<model id>``
-at ``http://127.0.0.1:PORT/v1``; the port is new on every start, so the calls are keyed by ``endpoint_id =
-local:<checkpoint>:<dtype>`` and a second run finds the first run's calls.
+one server per distinct checkpoint (:class:`grebench.runtime.LocalServers`, the pool the panel's local judges use
+too) and yields the candidates as ``openai/<model id>`` at ``http://127.0.0.1:PORT/v1``; the port is new on every
+start, so the calls are keyed by ``endpoint_id = local:<checkpoint>:<dtype>`` and a second run finds the first
+run's calls.
 
 Generation is fixed and recorded: greedy (``temperature = 0``), ``seed = 0``, ``max_tokens`` (default 512) and
 ``context_tokens`` (default 8192) are the candidate's ``params``, so they are part of every cached request and of
@@ -15,10 +16,9 @@ sampling settings, so accepting them would record settings that were not used.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, replace
+from contextlib import contextmanager
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,15 +27,12 @@ from grebench.bench._registry import CANDIDATE_KINDS, Candidate, CandidateError,
 from grebench.settings import Settings
 
 if TYPE_CHECKING:
-    from grebench.models import LocalServer
-
-log = logging.getLogger(__name__)
+    from grebench.runtime import LocalModel
 
 #: The kind of a model on this machine (``kind = "local"``, and setting ``local_candidates``).
 LOCAL_KIND = "local"
 LOCAL_KEYS = {"name", "kind", "model", "released", "cutoff", "family", "description", "submitter", "params"}
 LOCAL_MAX_TOKENS = 512
-LOCAL_CONTEXT_TOKENS = 8192
 #: Generation settings every local candidate uses (not configurable; see the module docstring).
 FIXED_PARAMS = {"temperature": 0, "seed": 0}
 
@@ -57,6 +54,8 @@ def catalogue_dates(spec: str) -> tuple[date | None, date | None]:
 
 
 def _params(raw: Any, where: str) -> dict[str, Any]:
+    from grebench.runtime import LOCAL_CONTEXT_TOKENS
+
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -115,6 +114,7 @@ class LocalKind:
     def serve(self, candidates: list[Candidate], settings: Settings) -> Iterator[list[Candidate]]:
         """One server per distinct checkpoint for the block; the candidates as its OpenAI-compatible endpoint."""
         from grebench.models import ModelError
+        from grebench.runtime import LocalServers, resolve_local
 
         models: dict[str, LocalModel] = {}
         groups: dict[tuple[Path, str], list[Candidate]] = {}
@@ -136,87 +136,6 @@ class LocalKind:
                 ready += [replace(c, model=f"openai/{server.model_id}", api_base=server.api_base, stream=True,
                                   endpoint_id=model.endpoint_id) for c in members]
             yield ready
-
-
-@dataclass(frozen=True)
-class LocalModel:
-    """A model spec resolved on this machine: the checkpoint, how the spec names it, the device and dtype."""
-
-    spec: str
-    path: Path
-    label: str
-    device: str
-    dtype: str
-    probe: dict[str, Any] | None = None  # the dtype choice's record (a CPU's measured tokens/s), when there is one
-
-    def concurrency(self, settings: Settings, context_tokens: int = LOCAL_CONTEXT_TOKENS) -> tuple[int, str]:
-        """How many calls at once its server is sent, and why (:func:`grebench.models.server_concurrency`)."""
-        from grebench.models import server_concurrency
-
-        return server_concurrency(settings, self.device, self.dtype, self.probe, context_tokens)
-
-    @property
-    def endpoint_id(self) -> str:
-        """The name its calls are cached under (``local:<checkpoint>:<dtype>``; the port changes on every start)."""
-        return f"local:{self.label}:{self.dtype}"
-
-
-def resolve_local(settings: Settings, spec: str) -> LocalModel:
-    """Resolve a catalogue name or checkpoint path (a catalogue model is pulled on first use) and choose its device
-    and dtype (``hf_device``, ``hf_dtype``); a :class:`grebench.models.ModelError` says why it cannot be used."""
-    from grebench.models import choose_dtype, default_device, resolve_checkpoint
-
-    path, label = resolve_checkpoint(settings, spec)
-    device = default_device(settings.hf_device)
-    dtype, record = choose_dtype(settings, spec, device, settings.hf_dtype)
-    return LocalModel(spec, path, label, device, dtype, record)
-
-
-class LocalServers:
-    """The local model servers of one stage (candidates or judges): one per checkpoint and dtype, started on first
-    use (readiness observed), registered as grebench's own loopback endpoints, all stopped when the block ends."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self._stack = ExitStack()
-        self._servers: dict[tuple[Path, str], LocalServer] = {}
-
-    @property
-    def running(self) -> list[LocalServer]:
-        """The servers started so far."""
-        return list(self._servers.values())
-
-    def server(self, model: LocalModel, cache_tokens: int | None = None,
-               concurrency: int | None = None) -> LocalServer:
-        """The running server of ``model`` (started now if it is not), sent ``concurrency`` calls at once (default:
-        what this machine can take, :meth:`LocalModel.concurrency`)."""
-        from grebench.llm import local_endpoints
-        from grebench.models import LocalServer
-
-        key = (model.path, model.dtype)
-        if key not in self._servers:
-            if concurrency is None:
-                concurrency, why = model.concurrency(self.settings)
-            else:
-                why = ""
-            server = self._stack.enter_context(LocalServer(
-                model.path, self.settings, device=model.device, dtype=model.dtype, cache_tokens=cache_tokens,
-                name=Path(model.spec).name or model.spec))
-            log.info("local server %s: %d call(s) at once%s", model.label, concurrency, f" ({why})" if why else "")
-            self._stack.enter_context(local_endpoints([server.api_base], concurrency=concurrency))
-            self._servers[key] = server
-        return self._servers[key]
-
-    def close(self) -> None:
-        """Stop every server started here."""
-        self._stack.close()
-        self._servers.clear()
-
-    def __enter__(self) -> LocalServers:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 CANDIDATE_KINDS.add(LOCAL_KIND, LocalKind(), spec="local",

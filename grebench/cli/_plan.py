@@ -54,7 +54,7 @@ def busy_note() -> str:
     processes beside the default run cost on 2 cores: docs/operations.md)."""
     import os
 
-    from grebench.models import usable_cores
+    from grebench.runtime import usable_cores
 
     try:
         load = os.getloadavg()[0]

@@ -108,7 +108,8 @@ def _names() -> list[str]:
 
 def _row(settings: Settings, name: str) -> dict[str, Any]:
     """One catalogue entry with its install state here."""
-    from grebench.models import ModelError, cached_choice, catalogue_entry, installed, models_path
+    from grebench.models import ModelError, catalogue_entry, installed, models_path
+    from grebench.runtime import cached_choice
 
     row: dict[str, Any] = catalogue_entry(name).to_json()
     try:

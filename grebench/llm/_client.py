@@ -322,7 +322,7 @@ class LLMClient:
         keys name the endpoint by ``endpoint_id``, not by address).  Every uncached one must go to a loopback server
         grebench started
         (:func:`grebench.llm.local_endpoints`): otherwise :class:`grebench.llm.LocalEndpointError` is raised
-        before any call.  At most the server's measured concurrency (:func:`grebench.models.server_concurrency`;
+        before any call.  At most the server's measured concurrency (:func:`grebench.runtime.server_concurrency`;
         else ``bench_concurrency``) calls run at once per server, each under ``llm_timeout_s``,
         retried on 5xx/timeouts up to ``llm_max_retries`` times (see :mod:`grebench.llm._decide`).  The same
         request twice is called once.  Store access and ``on_done`` stay in the calling thread.

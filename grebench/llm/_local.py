@@ -1,9 +1,9 @@
 """Loopback model servers that grebench started itself: the only endpoints typed decisions are sent to.
 
 A decision (``/v1/systemone``) sends a judge's whole state to the server, and only a ``transformers serve`` that
-grebench runs (:class:`grebench.models.LocalServer`) is known to answer it as documented, so :meth:`LLMClient.
-decide_many` refuses any other address.  ``grebench.models`` cannot register its servers here (the two packages
-are siblings), so the stage that starts a server registers it for the duration of a block with
+grebench runs (:class:`grebench.runtime.LocalServer`) is known to answer it as documented, so :meth:`LLMClient.
+decide_many` refuses any other address.  The client knows nothing of the runtime (a layer above it): the pool that
+starts a server (:class:`grebench.runtime.LocalServers`) registers it for the duration of a block with
 :func:`local_endpoints`, as :func:`pinned_endpoints` does for submitted endpoints.  A process-wide table (not a
 context variable) because the calls run in worker threads.
 """

@@ -78,7 +78,7 @@ def measured_seconds_per_request(settings: Settings, spec: str) -> float | None:
     if not _local_model(spec):
         return None
     kind, arg = Registry.split(spec)
-    from grebench.models import machine_key
+    from grebench.runtime import machine_key
 
     folder = settings.reuse_probes_path
     if not folder.is_dir():
@@ -133,7 +133,7 @@ def papers_size(value: str | int | None, settings: Settings, estimator_spec: str
         return parse_papers(value), "as set"
     if not uses_local_lm(settings, estimator_spec):
         return None, "auto: no local language model, every paper"
-    from grebench.models import default_device
+    from grebench.runtime import default_device
 
     if default_device(settings.hf_device) != "cpu":
         return None, "auto: a GPU, every paper"
@@ -145,7 +145,7 @@ def papers_size(value: str | int | None, settings: Settings, estimator_spec: str
 def cpu_class(settings: Settings) -> str:
     """What runs fast on this CPU: ``amx``, ``avx512-bf16`` (bfloat16 without AMX) or ``float32`` (neither, or
     ``hf_dtype = float32`` set)."""
-    from grebench.models import cpu_flags
+    from grebench.runtime import cpu_flags
 
     flags = set(cpu_flags())
     if settings.hf_dtype == "float32":
@@ -161,7 +161,7 @@ def auto_cpu_size(settings: Settings) -> tuple[int, str]:
     :data:`AUTO_CPU_MINUTES` here, from the CPU class's measured minutes and the usable cores.  The same machine
     always gets the same size (a rerun repeats nothing); where even the smallest sample takes longer, the reason
     says how long, up front."""
-    from grebench.models import usable_cores
+    from grebench.runtime import usable_cores
 
     klass = cpu_class(settings)
     cores = usable_cores()

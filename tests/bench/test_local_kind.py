@@ -77,7 +77,7 @@ def test_a_local_model_writes_reviews_through_the_bench_and_a_rerun_on_another_p
         tiny_store: Store, settings: Settings, tiny_llama_dir: Path) -> None:  # noqa: F811
     for module in ("torch", "transformers", "fastapi", "uvicorn"):
         pytest.importorskip(module)
-    from tests.models.served import port_free
+    from tests.runtime.served import port_free
 
     entry = _local(model=str(tiny_llama_dir), params={"max_tokens": 24, "context_tokens": 4096})
     first_port, second_port = _free_ports(2)

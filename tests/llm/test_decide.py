@@ -43,7 +43,7 @@ def _rows(store: Store) -> list[dict[str, Any]]:
 def served(tiny_llama_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:  # noqa: F811
     for module in ("torch", "transformers", "fastapi", "uvicorn"):
         pytest.importorskip(module)
-    from grebench.models import LocalServer
+    from grebench.runtime import LocalServer
 
     settings = load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path_factory.mktemp("decide") / "data")})
     with LocalServer(tiny_llama_dir, settings) as server, local_endpoints([server.api_base]):

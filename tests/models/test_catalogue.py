@@ -65,7 +65,8 @@ def test_models_list_table_and_unknown_pull_exit_with_one_line(tmp_path: Path) -
 
 
 def test_importing_the_catalogue_stays_light() -> None:
+    """Neither torch, transformers nor gguf, and not the runtime above it (the catalogue never imports it)."""
     code = ("import sys, grebench.models as m; m.MODELS.names(); m.catalogue_entry('smollm2-135m');"
-            "print([x for x in ('torch', 'transformers', 'gguf') if x in sys.modules])")
+            "print([x for x in ('torch', 'transformers', 'gguf', 'grebench.runtime') if x in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -23,14 +23,13 @@ from grebench.models import (
     MANIFEST,
     ModelError,
     catalogue_entry,
-    choose_dtype,
     ensure_model,
     installed,
-    machine_key,
     pull,
     resolve_checkpoint,
     verify,
 )
+from grebench.runtime import choose_dtype, machine_key
 from grebench.scoring._request import LogprobRequest
 from grebench.scoring.estimators import resolve_estimator
 from grebench.settings import Settings, load_settings
@@ -159,7 +158,7 @@ def test_a_damaged_manifest_is_one_model_error(real_models_dir: Path, tmp_path: 
 
 def test_choose_dtype_probes_once_per_machine_and_reuses_the_choice(
         real_models_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import grebench.models._dtype as probe_module
+    import grebench.runtime._dtype as probe_module
 
     monkeypatch.setattr(probe_module, "BATCH", (1, 32))  # what is measured is irrelevant here: keep it short
     monkeypatch.setattr(probe_module, "TEXT_TOKENS", 64)

@@ -20,7 +20,7 @@ from grebench.settings import Settings, load_settings
 from grebench.store import Store
 from tests.conftest import FAST_ENV
 from tests.models.conftest import REAL
-from tests.models.served import port_free, wait_gone
+from tests.runtime.served import port_free, wait_gone
 
 pytest.importorskip("torch")
 # the server's start (minutes on a loaded 2-core CPU: torch.compile warm-up) counts towards the first test

@@ -21,7 +21,7 @@ def test_expected_minutes_scale_with_the_measured_throughput() -> None:
 
 def test_the_plan_reads_this_machines_probe_and_only_it(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    from grebench.models import machine_key
+    from grebench.runtime import machine_key
 
     settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path),
                                   "GREBENCH_MODELS_DIR": str(tmp_path / "m")})
@@ -48,13 +48,13 @@ def test_the_plan_reads_this_machines_probe_and_only_it(tmp_path: Path) -> None:
 ])
 def test_auto_sizes_the_sample_to_the_machine_at_hand(monkeypatch: pytest.MonkeyPatch, flags: list[str],
                                                       cores: int, dtype: str, size: int, words: str) -> None:
-    from grebench.models import _dtype
     from grebench.pipeline import papers_size
     from grebench.pipeline._sample import AUTO_CPU_MINUTES
+    from grebench.runtime import _dtype
 
     monkeypatch.setattr(_dtype, "_cpu", lambda: ("a CPU", flags))
-    monkeypatch.setattr("grebench.models.usable_cores", lambda: cores)
-    monkeypatch.setattr("grebench.models.default_device", lambda _device: "cpu")
+    monkeypatch.setattr("grebench.runtime.usable_cores", lambda: cores)
+    monkeypatch.setattr("grebench.runtime.default_device", lambda _device: "cpu")
     settings = load_settings(env={**FAST_ENV, "GREBENCH_HF_DTYPE": dtype})
     got, why = papers_size("auto", settings, "hf:smollm2-135m")
     assert got == size and words in why, why
@@ -67,13 +67,13 @@ def test_auto_sizes_the_sample_to_the_machine_at_hand(monkeypatch: pytest.Monkey
 
 
 def test_auto_says_up_front_when_even_the_smallest_sample_is_slow(monkeypatch: pytest.MonkeyPatch) -> None:
-    from grebench.models import _dtype
     from grebench.pipeline import papers_size
     from grebench.pipeline._sample import AUTO_MIN_PAPERS, CLASS_MINUTES
+    from grebench.runtime import _dtype
 
     monkeypatch.setattr(_dtype, "_cpu", lambda: ("a CPU", ["avx2"]))
-    monkeypatch.setattr("grebench.models.usable_cores", lambda: 1)
-    monkeypatch.setattr("grebench.models.default_device", lambda _device: "cpu")
+    monkeypatch.setattr("grebench.runtime.usable_cores", lambda: 1)
+    monkeypatch.setattr("grebench.runtime.default_device", lambda _device: "cpu")
     monkeypatch.setitem(CLASS_MINUTES, "float32", 90.0)
     got, why = papers_size("auto", load_settings(env=dict(FAST_ENV)), "hf:smollm2-135m")
     assert got == AUTO_MIN_PAPERS and "longer than the 15 aimed at" in why and "about 22 minutes here" in why, why
@@ -88,7 +88,7 @@ def test_the_plan_says_when_other_work_keeps_the_cores_busy(monkeypatch: pytest.
     from grebench.pipeline import RunOptions, resolve_setup
 
     monkeypatch.setattr("os.getloadavg", lambda: (load, load, load))
-    monkeypatch.setattr("grebench.models.usable_cores", lambda: 2)
+    monkeypatch.setattr("grebench.runtime.usable_cores", lambda: 2)
     settings = load_settings(env={**FAST_ENV, "GREBENCH_ESTIMATOR": "hf:smollm2-135m"})
     text = plan_text(settings, resolve_setup(settings, RunOptions()))
     assert ("the machine is busy now" in text) is busy, text

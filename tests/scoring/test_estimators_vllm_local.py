@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from grebench.models import LocalServerError, VLLMServer, vllm_interpreter
 from grebench.pipeline import RunOptions, SetupError, check_setup
+from grebench.runtime import LocalServerError, VLLMServer, vllm_interpreter
 from grebench.scoring.estimators import close_estimator, estimator_info, resolve_estimator
 from grebench.scoring.estimators._server import _core_shares
 from grebench.settings import Settings
-from tests.models.served import port_free, wait_gone
+from tests.runtime.served import port_free, wait_gone
 from tests.scoring.tiny_llama import sample_requests, tiny_llama_dir  # noqa: F401
 
 pytest.importorskip("torch")

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from grebench.bench import LocalServers
 from grebench.llm import LLMClient
+from grebench.runtime import LocalServers
 from grebench.scoring.panel import ExamSets
 from grebench.scoring.panel._judges import JUDGE_KINDS, JudgeContext, PaperView, ReviewView, TfIdf
 from grebench.scoring.panel._llm_judge import parse_judges
 from grebench.scoring.panel._local_judge import LocalJudge, builtin_local_judges, decision_state, local_judge
 from grebench.settings import Settings
 from grebench.store import Store, open_store
-from tests.models.served import port_free, require_serve
+from tests.runtime.served import port_free, require_serve
 from tests.scoring.tiny_llama import tiny_llama_dir  # noqa: F401
 
 PAPER = PaperView("p1", "Spectral pruning of graph networks", "We prune graph networks with spectral criteria.")

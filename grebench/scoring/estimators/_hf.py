@@ -350,7 +350,7 @@ def probe_papers(est: HFEstimator) -> int:
 def _device_key(est: HFEstimator) -> dict[str, Any]:
     import torch
 
-    from grebench.models import machine_key
+    from grebench.runtime import machine_key
 
     key = {**machine_key(), "device": str(est.device), "batch_tokens": est.batch_tokens}
     if est.device.type == "cuda":
@@ -410,11 +410,12 @@ def check_hf_arg(arg: str) -> None:
 def make_hf(arg: str, context: EstimatorContext) -> HFEstimator:
     """``hf:NAME`` (a catalogue model, pulled and checked on first use) or ``hf:PATH`` (a local checkpoint).
 
-    ``hf_dtype = auto`` runs the dtype :func:`grebench.models.choose_dtype` picks.  A catalogue model's id names the
+    ``hf_dtype = auto`` runs the dtype :func:`grebench.runtime.choose_dtype` picks.  A catalogue model's id names the
     model and its weights' hash, not the directory it sits in, so its scores compare across machines:
     ``hf:NAME@<checkpoint sha8>:dtype=<dtype>:chat=<template sha8>``.
     """
-    from grebench.models import MODELS, choose_dtype, installed, resolve_checkpoint
+    from grebench.models import MODELS, installed, resolve_checkpoint
+    from grebench.runtime import choose_dtype
 
     check_hf_arg(arg)
     s = context.settings

@@ -6,7 +6,7 @@ and ``prompt_logprobs=0`` (each position's dict holds the actual prompt token). 
 ``input_ids``, ``return_logprob`` and ``logprob_start_len`` one token before the target.  Requests are sent paper by
 paper, spread round-robin over the URLs, ``concurrency`` at a time, retried with back-off on 429/5xx/network errors.
 
-``vllm-local:NAME|PATH`` starts the vLLM server(s) itself (:class:`grebench.models.VLLMServer`, in the
+``vllm-local:NAME|PATH`` starts the vLLM server(s) itself (:class:`grebench.runtime.VLLMServer`, in the
 ``vllm_python`` environment) on 127.0.0.1 for a catalogue model or a checkpoint, ``vllm_servers`` of them, and stops
 them when the scoring ends (:meth:`ServerEstimator.close`) or the process dies.
 """
@@ -211,7 +211,8 @@ def make_vllm_local(arg: str, context: EstimatorContext) -> ServerEstimator:
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from grebench.models import MODELS, VLLMServer, default_device, installed, resolve_checkpoint, vllm_interpreter
+    from grebench.models import MODELS, installed, resolve_checkpoint
+    from grebench.runtime import VLLMServer, default_device, vllm_interpreter
     from grebench.scoring.estimators._tokenize import template_sha8
 
     check_local_model(arg)

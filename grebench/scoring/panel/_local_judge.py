@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grebench.bench import LocalModel, LocalServers, resolve_local
 from grebench.llm import DecisionRequest, DecisionResult, LLMClient, fill
 from grebench.models import model_family
+from grebench.runtime import LocalModel, LocalServers, resolve_local
 from grebench.scoring.panel._judges import (
     JUDGE_KINDS,
     LLM_JUDGE,

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, cast
 
-from grebench.bench import LocalServers, kind_info
+from grebench.bench import kind_info
 from grebench.llm import LLMClient
 from grebench.progress import NoProgress, Progress
+from grebench.runtime import LocalServers
 from grebench.scoring.panel import _state
 from grebench.scoring.panel._aggregate import agreement, judge_score, outcome, rank_with_bootstrap, weighted_vote
 from grebench.scoring.panel._data import GemScores, VenueData, load_venue, sha, venues

@@ -4,7 +4,7 @@
 On a GPU the server batches well: ``bench_concurrency``.  On a CPU every call in flight shares the same few cores,
 so more calls only make each one slower (on a 2-core AVX2-only EPYC, four concurrent SmolLM2 reviews each ran past
 ten minutes).  The number is derived from the tokens per second the dtype probe measured on this machine with this
-checkpoint in the chosen dtype (cached per machine and checkpoint: :mod:`grebench.models._dtype`) and the usable
+checkpoint in the chosen dtype (cached per machine and checkpoint: :mod:`grebench.runtime._dtype`) and the usable
 cores: as many calls as can each have a full prompt (``context_tokens``) read within :data:`FIRST_TOKEN_S`, never
 more than the cores nor ``bench_concurrency``, at least one.  Without a measurement (a dtype set by hand) half the
 cores.

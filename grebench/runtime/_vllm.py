@@ -2,7 +2,7 @@
 
 vLLM lives in an environment of its own (``scripts/install-vllm.sh``: it pins a transformers older than grebench's),
 so the child runs the ``vllm_python`` interpreter; grebench only speaks HTTP to it.  Everything else is
-:class:`~grebench.models._serve.LocalServer`'s: 127.0.0.1 only, a port chosen by the OS (retried once when another
+:class:`~grebench.runtime._serve.LocalServer`'s: 127.0.0.1 only, a port chosen by the OS (retried once when another
 program takes it first) or ``local_server_port``, readiness observed on ``/health`` from the child's own listening
 socket and bounded by ``local_server_startup_s``, the log in ``DATA_DIR/local-servers/``, and the whole process group
 killed when the ``with`` block ends or the parent dies (the launcher's pipe watch; vLLM's engine-core and worker
@@ -24,7 +24,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from grebench.models._serve import PARENT_WATCH, LocalServer, LocalServerError
+from grebench.runtime._serve import PARENT_WATCH, LocalServer, LocalServerError
 from grebench.settings import Settings
 
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"

@@ -27,9 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from grebench._offline import apply_offline_defaults
-from grebench.models._entry import MODELS, ModelError, models_path
-from grebench.models._manifest import installed
-from grebench.models._use import resolve_checkpoint
+from grebench.models import MODELS, ModelError, installed, models_path, resolve_checkpoint
 from grebench.progress import NoProgress, Progress
 from grebench.settings import Settings
 
@@ -159,7 +157,7 @@ def probe(path: Path, progress: Progress | None = None) -> dict[str, Any]:
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True,
                                                      attn_implementation="sdpa").eval()
         batch = torch.randint(0, model.config.vocab_size, BATCH, generator=torch.Generator().manual_seed(SEED))
-        text = resources.files("grebench.models").joinpath("data/probe_review.txt").read_text(encoding="utf-8")
+        text = resources.files("grebench.runtime").joinpath("data/probe_review.txt").read_text(encoding="utf-8")
         ids = torch.tensor([tokenizer(text, add_special_tokens=False)["input_ids"][:TEXT_TOKENS]])
         with torch.inference_mode():
             t32 = _best_seconds(model, batch)

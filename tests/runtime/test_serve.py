@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from grebench.models import LocalServer, LocalServerError, PortInUse
-from grebench.models import _serve as serve_module
+from grebench.runtime import LocalServer, LocalServerError, PortInUse
+from grebench.runtime import _serve as serve_module
 from grebench.settings import Settings
-from tests.models.served import gone, held_port, port_free, require_serve, wait_gone
+from tests.runtime.served import gone, held_port, port_free, require_serve, wait_gone
 from tests.scoring.tiny_llama import tiny_llama_dir  # noqa: F401
 
 require_serve()
@@ -126,7 +126,7 @@ def test_stop_kills_a_child_that_ignores_sigterm_and_the_workers_of_its_group(
 
 def test_the_server_does_not_outlive_a_parent_that_is_killed(tiny_llama_dir: Path, settings: Settings,  # noqa: F811
                                                              tmp_path: Path) -> None:
-    code = ("import sys\nfrom pathlib import Path\nfrom grebench.models import LocalServer\n"
+    code = ("import sys\nfrom pathlib import Path\nfrom grebench.runtime import LocalServer\n"
             "from grebench.settings import load_settings\n"
             f"server = LocalServer(Path({str(tiny_llama_dir)!r}), load_settings(env={{'GREBENCH_DATA_DIR': "
             f"{str(settings.data_path)!r}}})).start()\n"

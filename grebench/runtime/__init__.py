@@ -1,0 +1,52 @@
+"""Running local models on this machine: what the machine is, what a model gets on it, and the servers that run it.
+
+The catalogue (:mod:`grebench.models`) says which checkpoints exist and where they are on disk; this package, a
+layer above it, decides how they run here and runs them:
+
+- **probes** of this machine: :func:`machine_key` and :func:`cpu_flags` (what decides a model's speed),
+  :func:`usable_cores`, :func:`default_device`; :func:`choose_dtype` (``hf_dtype = auto``: measured once per
+  machine and checkpoint, then remembered; :func:`cached_choice` reads it back) and :func:`server_concurrency`
+  (how many calls at once a local server can take here);
+- **servers** on 127.0.0.1 for as long as a ``with`` block runs: :class:`LocalServer` (``transformers serve``) and
+  :class:`VLLMServer` (vLLM in its own environment, :func:`vllm_interpreter`), on a port from :func:`free_port`;
+  :class:`LocalServerError` / :class:`PortInUse` say why one could not start;
+- **the pool** of a stage's servers: :func:`resolve_local` turns a model spec into a :class:`LocalModel`
+  (checkpoint, device, dtype) and :class:`LocalServers` serves each one once, registered with the LLM client as
+  grebench's own loopback endpoint, all stopped when the stage ends.  The bench's local candidates and the panel's
+  local judges both use it::
+
+    with LocalServers(settings) as servers:
+        server = servers.server(resolve_local(settings, "smollm2-135m"))   # server.api_base: .../v1
+
+Importing this package imports neither torch nor transformers (they are imported where a probe measures or a
+device is looked for).
+"""
+
+from __future__ import annotations
+
+from grebench.runtime._concurrency import server_concurrency, usable_cores
+from grebench.runtime._dtype import DTYPE_CHOICES, cached_choice, choose_dtype, cpu_flags, machine_key
+from grebench.runtime._pool import LOCAL_CONTEXT_TOKENS, LocalModel, LocalServers, resolve_local
+from grebench.runtime._serve import LocalServer, LocalServerError, PortInUse, default_device, free_port
+from grebench.runtime._vllm import VLLMServer, vllm_interpreter
+
+__all__ = [
+    "DTYPE_CHOICES",
+    "LOCAL_CONTEXT_TOKENS",
+    "LocalModel",
+    "LocalServer",
+    "LocalServerError",
+    "LocalServers",
+    "PortInUse",
+    "VLLMServer",
+    "cached_choice",
+    "choose_dtype",
+    "cpu_flags",
+    "default_device",
+    "free_port",
+    "machine_key",
+    "resolve_local",
+    "server_concurrency",
+    "usable_cores",
+    "vllm_interpreter",
+]

@@ -1,0 +1,103 @@
+"""The local model servers of one stage: a model spec resolved on this machine, and the pool that serves it.
+
+A stage that runs local models (the bench's ``kind = "local"`` candidates, the panel's local judges) resolves each
+spec once with :func:`resolve_local` (checkpoint, device, dtype: :class:`LocalModel`) and asks a
+:class:`LocalServers` for its server: one ``transformers serve`` per checkpoint and dtype, started on first use,
+registered with the LLM client as grebench's own loopback endpoint (:func:`grebench.llm.local_endpoints`) and sent
+only as many calls at once as this machine can take, all stopped when the stage's block ends.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grebench.llm import local_endpoints
+from grebench.models import resolve_checkpoint
+from grebench.runtime._concurrency import server_concurrency
+from grebench.runtime._dtype import choose_dtype
+from grebench.runtime._serve import LocalServer, default_device
+from grebench.settings import Settings
+
+log = logging.getLogger(__name__)
+
+#: The context a call to a local model fills unless it says otherwise (a local candidate's default
+#: ``params.context_tokens``, and what a local judge's server is sized for).
+LOCAL_CONTEXT_TOKENS = 8192
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """A model spec resolved on this machine: the checkpoint, how the spec names it, the device and dtype."""
+
+    spec: str
+    path: Path
+    label: str
+    device: str
+    dtype: str
+    probe: dict[str, Any] | None = None  # the dtype choice's record (a CPU's measured tokens/s), when there is one
+
+    def concurrency(self, settings: Settings, context_tokens: int = LOCAL_CONTEXT_TOKENS) -> tuple[int, str]:
+        """How many calls at once its server is sent, and why (:func:`grebench.runtime.server_concurrency`)."""
+        return server_concurrency(settings, self.device, self.dtype, self.probe, context_tokens)
+
+    @property
+    def endpoint_id(self) -> str:
+        """The name its calls are cached under (``local:<checkpoint>:<dtype>``; the port changes on every start)."""
+        return f"local:{self.label}:{self.dtype}"
+
+
+def resolve_local(settings: Settings, spec: str) -> LocalModel:
+    """Resolve a catalogue name or checkpoint path (a catalogue model is pulled on first use) and choose its device
+    and dtype (``hf_device``, ``hf_dtype``); a :class:`grebench.models.ModelError` says why it cannot be used."""
+    path, label = resolve_checkpoint(settings, spec)
+    device = default_device(settings.hf_device)
+    dtype, record = choose_dtype(settings, spec, device, settings.hf_dtype)
+    return LocalModel(spec, path, label, device, dtype, record)
+
+
+class LocalServers:
+    """The local model servers of one stage (candidates or judges): one per checkpoint and dtype, started on first
+    use (readiness observed), registered as grebench's own loopback endpoints, all stopped when the block ends."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._stack = ExitStack()
+        self._servers: dict[tuple[Path, str], LocalServer] = {}
+
+    @property
+    def running(self) -> list[LocalServer]:
+        """The servers started so far."""
+        return list(self._servers.values())
+
+    def server(self, model: LocalModel, cache_tokens: int | None = None,
+               concurrency: int | None = None) -> LocalServer:
+        """The running server of ``model`` (started now if it is not), sent ``concurrency`` calls at once (default:
+        what this machine can take, :meth:`LocalModel.concurrency`)."""
+        key = (model.path, model.dtype)
+        if key not in self._servers:
+            if concurrency is None:
+                concurrency, why = model.concurrency(self.settings)
+            else:
+                why = ""
+            server = self._stack.enter_context(LocalServer(
+                model.path, self.settings, device=model.device, dtype=model.dtype, cache_tokens=cache_tokens,
+                name=Path(model.spec).name or model.spec))
+            log.info("local server %s: %d call(s) at once%s", model.label, concurrency, f" ({why})" if why else "")
+            self._stack.enter_context(local_endpoints([server.api_base], concurrency=concurrency))
+            self._servers[key] = server
+        return self._servers[key]
+
+    def close(self) -> None:
+        """Stop every server started here."""
+        self._stack.close()
+        self._servers.clear()
+
+    def __enter__(self) -> LocalServers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

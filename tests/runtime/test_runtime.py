@@ -1,0 +1,57 @@
+"""The runtime package: light to import, its pool of servers, and the dtype probe on a tiny checkpoint."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grebench.bench import CANDIDATE_KINDS
+from grebench.runtime import LOCAL_CONTEXT_TOKENS, LocalModel, LocalServers, _dtype, choose_dtype
+from grebench.settings import Settings
+from tests.scoring.tiny_llama import tiny_llama_dir  # noqa: F401
+
+
+def test_importing_the_runtime_and_probing_the_machine_stays_light() -> None:
+    """No torch, transformers, gguf or litellm: a server's process or a dtype probe imports them, not the import."""
+    code = ("import sys, grebench.runtime as r; r.usable_cores(); r.cpu_flags(); r.default_device('cpu'); "
+            "r.free_port(); print([x for x in ('torch', 'transformers', 'gguf', 'litellm') if x in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_local_model_is_cached_by_checkpoint_and_dtype_and_sized_for_the_default_context(
+        settings: Settings) -> None:
+    model = LocalModel("smollm2-135m", Path("/models/smollm2-135m"), "smollm2-135m", "cuda", "bfloat16")
+    assert model.endpoint_id == "local:smollm2-135m:bfloat16"
+    s = settings.replace(bench_concurrency=3)
+    assert model.concurrency(s) == model.concurrency(s, LOCAL_CONTEXT_TOKENS) == (3, "cuda: bench_concurrency = 3")
+
+
+def test_a_local_candidate_defaults_to_the_runtime_s_context(settings: Settings) -> None:
+    """The bench's ``kind = "local"`` and the pool agree on the context a call fills unless it says otherwise."""
+    candidate = CANDIDATE_KINDS.get("local").obj.parse(
+        {"name": "tiny", "kind": "local", "model": "./ckpt", "cutoff": "2024-01-01"}, "test", settings)
+    assert candidate.params["context_tokens"] == LOCAL_CONTEXT_TOKENS
+
+
+def test_a_pool_that_started_nothing_closes_without_work(settings: Settings) -> None:
+    with LocalServers(settings) as servers:
+        assert servers.running == []
+    assert servers.running == []
+
+
+def test_the_dtype_probe_reads_its_text_from_the_runtime_and_is_reused(
+        tiny_llama_dir: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """``hf_dtype = auto`` on a CPU with a checkpoint path: measured once (the fixed review text ships with the
+    runtime package), stored under ``models_dir/.dtype-probes/``, then read back for this machine."""
+    pytest.importorskip("torch")
+    monkeypatch.setattr(_dtype, "BATCH", (1, 16))  # what is measured is irrelevant here: keep it short
+    monkeypatch.setattr(_dtype, "TEXT_TOKENS", 32)
+    dtype, first = choose_dtype(settings, str(tiny_llama_dir), "cpu", "auto")
+    assert dtype in ("float32", "bfloat16") and first["source"] == "probe" and first["text_tokens"] == 32
+    assert "/.dtype-probes/" in first["file"] and first["float32_tok_s"] > 0
+    again, second = choose_dtype(settings, str(tiny_llama_dir), "cpu", "auto")
+    assert (again, second["source"], second["created_at"]) == (dtype, "cache", first["created_at"])
