@@ -61,16 +61,31 @@ class Setting(Generic[T]):
     def __repr__(self) -> str:
         return f"Setting({self.name!r}, {self.type.__name__}, {self.default!r})"
 
+    def accepts(self) -> str:
+        """What the declaration allows, in words (``one of: a, b``, ``between 1 and 65,535``); empty when every value
+        of its type goes.  The refusals of :meth:`check` and the CLI's option help say it the same way."""
+        if self.choices:
+            return f"one of: {', '.join(self.choices)}"
+        low, high = self.minimum, self.maximum
+        if low is None and high is None:
+            return ""
+        return (f"between {_num(low)} and {_num(high)}" if low is not None and high is not None else
+                f"at least {_num(low)}" if low is not None else f"at most {_num(high)}")
+
     def check(self, value: Any, origin: str) -> None:
         """Refuse a value outside the declared choices or bounds, naming the setting, the value and what is allowed."""
         if self.choices and str(value).strip().lower() not in {c.lower() for c in self.choices}:
-            raise ValueError(f"{origin}: {self.name} = {value!r} is not allowed; one of: {', '.join(self.choices)}")
+            raise ValueError(f"{origin}: {self.name} = {value!r} is not allowed; {self.accepts()}")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             low, high = self.minimum, self.maximum
             if (low is not None and value < low) or (high is not None and value > high):
-                bounds = (f"between {_num(low)} and {_num(high)}" if low is not None and high is not None else
-                          f"at least {_num(low)}" if low is not None else f"at most {_num(high)}")
-                raise ValueError(f"{origin}: {self.name} = {value!r} is out of range; it must be {bounds}")
+                raise ValueError(f"{origin}: {self.name} = {value!r} is out of range; it must be {self.accepts()}")
+
+    def parse(self, value: Any, origin: str) -> T:
+        """``value`` (text from a file, the environment or the command line) as the setting's type, checked against
+        the declaration; a :class:`ValueError` naming ``origin`` otherwise."""
+        parsed: T = _coerce(self, value, origin)
+        return parsed
 
 
 def _coerce(setting: Setting[Any], value: Any, origin: str) -> Any:

@@ -1,10 +1,15 @@
-"""``--config`` and ``--data-dir``: accepted before the command name and after it, resolved in one place.
+"""Options every command shares: ``--config`` and ``--data-dir`` (before or after the command name, resolved in one
+place), and the options that override a setting, made from its declaration.
 
 Every command, subcommand and group carries :func:`settings_options`, so ``grebench --data-dir D stats``,
 ``grebench stats --data-dir D`` and ``grebench snapshot export --data-dir D`` mean the same thing.  The value written
 nearest the command wins (``grebench --data-dir A stats --data-dir B`` uses B); without either flag,
 ``GREBENCH_CONFIG`` and ``GREBENCH_DATA_DIR`` apply as before (:func:`grebench.settings.load_settings` reads them).
 The settings are built once, when the command itself runs, and handed to it as the click context object.
+
+Options that override a setting (``--estimator``, ``--papers``, ``--data-dir``, ...) are made by
+:func:`setting_option` from the setting's declaration (:class:`grebench.settings.Setting`): its help, what it
+accepts, and how a value is parsed and refused are written once, in :mod:`grebench.settings`.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any, TypeVar
 import click
 
 from grebench._offline import apply_offline_defaults
-from grebench.settings import Settings, load_settings
+from grebench.settings import ENV_PREFIX, Setting, Settings, load_settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 _CONFIG, _DATA_DIR = "settings_config", "settings_data_dir"
@@ -40,11 +45,74 @@ def settings_options(f: F) -> F:
             ctx.obj = resolve_settings(ctx)
         return f(*args, **kwargs)
 
-    run = click.option("--data-dir", _DATA_DIR, metavar="DIR",
-                       help="Data directory (default ./grebench-data). Also GREBENCH_DATA_DIR.")(run)
+    run = setting_option("data_dir", "--data-dir", _DATA_DIR, metavar="DIR")(run)
     run = click.option("--config", _CONFIG, type=click.Path(dir_okay=False), metavar="PATH",
                        help="Settings file (TOML). Also GREBENCH_CONFIG.")(run)
     return run  # type: ignore[return-value]
+
+
+def _registry_forms(name: str) -> str:
+    """The forms a setting's registry knows (plugins' too), for the settings whose value names a registered part."""
+    if name not in ("estimator", "preprocessor"):
+        return ""
+    from grebench.cli._common import estimator_help, preprocessor_help  # loads the registries: not at start-up
+
+    return estimator_help() if name == "estimator" else preprocessor_help()
+
+
+class SettingType(click.ParamType):
+    """A setting's value on the command line, parsed and checked by its declaration: a value the settings file or
+    ``GREBENCH_<NAME>`` would refuse is refused here with the same words (a usage error, exit 2)."""
+
+    def __init__(self, setting: Setting[Any]) -> None:
+        self.setting = setting
+        self.name = click.types.convert_type(setting.type).name  # TEXT, INTEGER, ... as click's own types show
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """The value as the setting's type; a :class:`click.UsageError` saying what the setting accepts otherwise."""
+        origin = max(param.opts, key=len) if param is not None and param.opts else self.setting.name
+        try:
+            return self.setting.parse(value, origin)
+        except ValueError as exc:
+            raise click.UsageError(str(exc), ctx) from None
+
+
+class SettingOption(click.Option):
+    """An option made by :func:`setting_option`; ``setting`` is the declaration it overrides."""
+
+    def __init__(self, *args: Any, setting: Setting[Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.setting = setting
+
+
+def setting_option(name: str, *decls: str, default: str = "", extra_help: str = "", **attrs: Any) -> Callable[[F], F]:
+    """A click option that overrides the setting ``name``, made from its declaration.
+
+    ``decls``: click's parameter declarations when they are not just ``--NAME`` (underscores as dashes), e.g. a
+    shorter flag or another parameter name.  The help is the setting's own, then the forms its registry knows (for
+    ``estimator`` and ``preprocessor``), what the declaration accepts, ``extra_help``, and the default: the setting
+    (with its declared value and ``GREBENCH_<NAME>``), or ``default`` where the command falls back on something else
+    (e.g. the setup the store was scored with).  The option's own default is None, meaning "not given": commands and
+    :class:`grebench.pipeline.RunOptions` then use the setting's value.  ``attrs`` go to :func:`click.option`; a
+    ``type`` there replaces the declaration's parsing with a stricter click type (``click.Path`` for a directory).
+    """
+    setting = vars(Settings).get(name)
+    if not isinstance(setting, Setting):
+        raise KeyError(f"unknown setting {name!r}")
+    text = [setting.help]
+    forms = _registry_forms(name)
+    if forms:
+        text.append(f"Registered forms: {forms}.")
+    if setting.accepts():
+        text.append(f"Must be {setting.accepts()}.")
+    if extra_help:
+        text.append(extra_help)
+    declared = setting.default if setting.default != "" else "empty"
+    text.append(f"Default: {default}." if default else f"Default: the {name} setting ({declared}; the config file "
+                f"or {ENV_PREFIX}{name.upper()} may set another).")
+    attrs = {"type": SettingType(setting), **attrs}
+    return click.option(*(decls or ("--" + name.replace("_", "-"),)), cls=SettingOption, setting=setting,
+                        default=None, help=" ".join(text), **attrs)
 
 
 def resolve_settings(ctx: click.Context) -> Settings:

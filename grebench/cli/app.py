@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from grebench.cli._options import settings_options
+from grebench.cli._options import setting_option, settings_options
 from grebench.settings import Settings
 
 
 @click.command("app")
-@click.option("--host", default=None, help="Bind address (default: the app_host setting, 127.0.0.1).")
-@click.option("--port", type=int, default=None, help="Port (default: the app_port setting, 7860).")
+@setting_option("app_host", "--host")
+@setting_option("app_port", "--port")
 @settings_options
 @click.pass_obj
 def command(settings: Settings, host: str | None, port: int | None) -> None:

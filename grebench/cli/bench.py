@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 import click
 
 from grebench.cli._common import emit_json, run_stage, writer_store
-from grebench.cli._options import settings_options
+from grebench.cli._options import setting_option, settings_options
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
 
@@ -18,7 +18,7 @@ from grebench.settings import Settings
 @click.group("bench", invoke_without_command=True)
 @click.option("--candidate", "candidates", multiple=True, metavar="NAME",
               help="Only this candidate (repeatable). Default: all configured, human and controls.")
-@click.option("--papers", default=None, help="all, or N for the main job's seeded sample (default: setting `papers`).")
+@setting_option("papers")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 @settings_options
 @click.pass_context

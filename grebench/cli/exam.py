@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from grebench.cli._common import emit_json, estimator_help, preprocessor_help, run_stage
-from grebench.cli._options import settings_options
+from grebench.cli._common import emit_json, run_stage
+from grebench.cli._options import setting_option, settings_options
 from grebench.cli._plan import reader_plan
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
@@ -43,11 +43,8 @@ def print_exam(tables: list[dict[str, Any]]) -> None:
 @click.option("--judge", "judges", multiple=True, help="Examine only these judges (repeatable; default: all).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print {venue_id, eta_c, eta_p, rows: [{judge, p_c, p_p, p_s, passed, weight, failed}], venues}.")
-@click.option("--estimator", default=None,
-              help="Evaluation-LM of the gem judge: " + estimator_help() + " (default: the one the store was scored "
-                   "with).")
-@click.option("--preprocessor", default=None,
-              help="Judgment lines: " + preprocessor_help() + " (default: the one the store was scored with).")
+@setting_option("estimator", default="the one the store was scored with", extra_help="The gem judge's evaluation LM.")
+@setting_option("preprocessor", default="the one the store was scored with")
 @settings_options
 @click.pass_obj
 def command(settings: Settings, judges: tuple[str, ...], estimator: str | None, preprocessor: str | None,

@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from grebench.cli._common import emit_json, estimator_help, preprocessor_help, run_stage
-from grebench.cli._options import settings_options
+from grebench.cli._common import emit_json, run_stage
+from grebench.cli._options import setting_option, settings_options
 from grebench.cli._plan import reader_plan
 from grebench.cli.exam import exam_tables, print_exam
 from grebench.pipeline import RunOptions
@@ -51,11 +51,8 @@ def print_panel(summary: dict[str, Any]) -> None:
 @click.option("--judge", "judges", multiple=True, help="Use only these judges (repeatable; default: all).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print {exam, rankings, agreement, votes, calls_made, cached, ...} as JSON.")
-@click.option("--estimator", default=None,
-              help="Evaluation-LM of the gem judge: " + estimator_help() + " (default: the one the store was scored "
-                   "with).")
-@click.option("--preprocessor", default=None,
-              help="Judgment lines: " + preprocessor_help() + " (default: the one the store was scored with).")
+@setting_option("estimator", default="the one the store was scored with", extra_help="The gem judge's evaluation LM.")
+@setting_option("preprocessor", default="the one the store was scored with")
 @settings_options
 @click.pass_obj
 def command(settings: Settings, judges: tuple[str, ...], estimator: str | None, preprocessor: str | None,

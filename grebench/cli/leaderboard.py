@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from grebench.cli._common import emit_json, headline_metric, metric_choice, reader_store
-from grebench.cli._options import settings_options
+from grebench.cli._options import setting_option, settings_options
 from grebench.settings import Settings
 
 
@@ -31,9 +31,9 @@ def _pick(boards: list[dict[str, Any]], key: str, wanted: str | None, what: str)
 @click.command("leaderboard")
 @click.option("--metric", default=headline_metric(), show_default=True, type=metric_choice(),
               help="Metric to rank by.")
-@click.option("--estimator", help="Estimator id or spec prefix (default: the headline board's: a language model "
-              "before a fast proxy).")
-@click.option("--preprocessor", help="Preprocessor id or spec (default: the headline board's).")
+@setting_option("estimator", default="the headline board's: a language model before a fast proxy",
+                extra_help="A stored estimator id or a prefix of the spec works too.")
+@setting_option("preprocessor", default="the headline board's", extra_help="A stored preprocessor id works too.")
 @click.option("--venue", help="Venue id (default: every venue-year with scores).")
 @click.option("--sealed", is_flag=True, help="LLM candidates only on reviews written before the human reviews "
               "were public.")

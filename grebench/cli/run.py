@@ -14,15 +14,13 @@ import click
 from grebench.cli._common import (
     default_metrics,
     emit_json,
-    estimator_help,
     metric_choice,
-    preprocessor_help,
     progress_display,
     source_help,
     stoppable,
     writer_store,
 )
-from grebench.cli._options import settings_options
+from grebench.cli._options import setting_option, settings_options
 from grebench.cli._plan import plan_text
 from grebench.settings import Settings
 from grebench.site import board_text
@@ -97,11 +95,11 @@ def _print_panel(panel: dict[str, Any]) -> None:
 
 @click.command("run")
 @click.option("--source", default="bundled", show_default=True, help="Paper source: " + source_help() + ".")
-@click.option("--estimator", default=None, help="Evaluation-LM: " + estimator_help() + " (default: setting).")
-@click.option("--preprocessor", default=None, help="Judgment lines: " + preprocessor_help() + " (default: setting).")
+@setting_option("estimator")
+@setting_option("preprocessor")
 @click.option("--metric", "metrics", multiple=True, default=default_metrics(), show_default=True,
               type=metric_choice(), help="Metrics to score (repeatable).")
-@click.option("--papers", default=None, help="all, or N for a seeded stratified sample (default: setting `papers`).")
+@setting_option("papers")
 @click.option("--json", "as_json", is_flag=True, help="Print the final summary as JSON.")
 @settings_options
 @click.pass_obj

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from grebench.cli._common import default_metrics, emit_json, estimator_help, metric_choice, preprocessor_help, run_stage
-from grebench.cli._options import settings_options
+from grebench.cli._common import default_metrics, emit_json, metric_choice, run_stage
+from grebench.cli._options import setting_option, settings_options
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
 
@@ -13,9 +13,9 @@ from grebench.settings import Settings
 @click.command("score")
 @click.option("--metric", "metrics", multiple=True, type=metric_choice(),
               help=f"Metric to compute (repeatable; default {' and '.join(default_metrics())}).")
-@click.option("--estimator", help="Evaluation-LM: " + estimator_help() + " (default: setting `estimator`).")
-@click.option("--preprocessor", help="Judgment lines: " + preprocessor_help() + " (default: setting).")
-@click.option("--papers", default=None, help="all, or N for the main job's seeded sample (default: setting `papers`).")
+@setting_option("estimator")
+@setting_option("preprocessor")
+@setting_option("papers")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @settings_options
 @click.pass_obj

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from grebench.cli._common import emit_json, run_stage
-from grebench.cli._options import settings_options
+from grebench.cli._options import setting_option, settings_options
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
 
@@ -19,8 +19,7 @@ def command() -> None:
 
 
 @command.command("build")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Output directory (default: the site_dir setting, else DATA_DIR/site).")
+@setting_option("site_dir", "--out", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--force", is_flag=True, help="Build even when nothing the site shows has changed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @settings_options

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from grebench.cli._common import emit_json, metric_choice, run_stage
-from grebench.cli._options import settings_options
+from grebench.cli._options import setting_option, settings_options
 from grebench.pipeline import RunOptions
 from grebench.settings import Settings
 
@@ -42,8 +42,8 @@ def print_agreement(agreement: list[dict]) -> None:
 
 @click.command("validate")
 @click.option("--metric", "metrics", multiple=True, type=metric_choice(), help="Metrics (default: all scored).")
-@click.option("--estimator", default=None, help="Estimator spec or id (default: the latest scored).")
-@click.option("--preprocessor", default=None, help="Preprocessor (default: the latest scored).")
+@setting_option("estimator", default="the latest scored", extra_help="A stored estimator id works too.")
+@setting_option("preprocessor", default="the latest scored")
 @click.option("--json", "as_json", is_flag=True, help="Print {estimator, preprocessor, rows: [...]} as JSON.")
 @settings_options
 @click.pass_obj
