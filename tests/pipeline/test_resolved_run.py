@@ -1,0 +1,161 @@
+"""Issue 32: a job's setup and sample are resolved once, in one place, and every stage reads that.
+
+Behaviour: the main job resolves its run once (after ingest), draws the sample once, and the bench, score, validate
+and panel stages all see that one object; readers (validate, exam, judge) use the stored scored setup by equality.
+Structure: no module outside the resolver picks ``option or setting`` for the setup, reads the sample table, or
+calls the resolver (a stage that resolved its own would fail here).
+"""
+
+from __future__ import annotations
+
+import ast
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import grebench
+import grebench.pipeline._resolve as resolve_module
+import grebench.pipeline._sample as sample_module
+from grebench.pipeline import JobObserver, ResolvedRun, RunOptions, run_job, scored_setups
+from grebench.settings import Settings, load_settings
+from grebench.store import open_store
+from tests.conftest import FAST_ENV
+
+PACKAGE = Path(grebench.__file__).parent
+
+
+class _Seen(JobObserver):
+    def __init__(self) -> None:
+        self.runs: list[ResolvedRun] = []
+        self.stages: list[str] = []
+
+    def resolved(self, run: ResolvedRun) -> None:
+        self.runs.append(run)
+
+    def stage(self, name: str) -> None:
+        self.stages.append(name)
+
+
+def _settings(tmp_path: Path, **env: str) -> Settings:
+    return load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "data"), **env})
+
+
+def test_the_main_job_resolves_once_after_ingest_and_every_stage_reads_that_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: dict[str, int] = {"resolve_run": 0, "draw_sample": 0}
+    real_resolve, real_draw = resolve_module.resolve_run, sample_module.draw_sample
+
+    def counted_resolve(*args: Any, **kwargs: Any) -> ResolvedRun:
+        calls["resolve_run"] += 1
+        return real_resolve(*args, **kwargs)
+
+    def counted_draw(*args: Any, **kwargs: Any) -> Any:
+        calls["draw_sample"] += 1
+        return real_draw(*args, **kwargs)
+
+    monkeypatch.setattr(resolve_module, "resolve_run", counted_resolve)
+    monkeypatch.setattr(resolve_module, "draw_sample", counted_draw)
+    settings = _settings(tmp_path, GREBENCH_PAPERS="5")
+    seen = _Seen()
+    store = open_store(settings.db_path)
+    try:
+        done = run_job(settings, "run", RunOptions(), open_store=lambda: nullcontext(store), observer=seen)
+        assert done.status == "ok", done.failures
+        assert calls == {"resolve_run": 1, "draw_sample": 1}
+        assert len(seen.runs) == 1 and seen.stages.index("bench") == 1  # resolved after ingest, before bench
+        run = done.run
+        assert run is not None and run.paper_ids is not None and len(run.paper_ids) == 5
+        # the run the job ended with is the one it resolved, plus the ids its score stage produced
+        assert run.id == seen.runs[0].id and seen.runs[0].scored is None and run.scored is not None
+        assert run.scored == scored_setups(store, "offline", "rules")
+        sampled = [r[0] for r in store.con.execute("SELECT paper_id FROM paper_samples ORDER BY 1").fetchall()]
+        assert tuple(sampled) == run.paper_ids
+        # every stage worked on that sample: generations of the human baseline exist only for those papers
+        benched = {r[0] for r in store.con.execute(
+            "SELECT DISTINCT paper_id FROM generations WHERE candidate = 'human'").fetchall()}
+        assert benched == set(run.paper_ids)
+        validate = done.result.stages["validate"]
+        assert (validate["estimator"], validate["preprocessor"]) == (run.scored.estimator_id,
+                                                                     run.scored.preprocessor_id)
+    finally:
+        store.close()
+
+
+def test_readers_use_the_scored_setup_and_sample_by_equality(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, GREBENCH_PAPERS="4")
+    store = open_store(settings.db_path)
+    try:
+        assert run_job(settings, "run", RunOptions(), open_store=lambda: nullcontext(store)).status == "ok"
+        sample = store.con.execute("SELECT paper_id FROM paper_samples ORDER BY 1").fetchall()
+        # a reader job on other settings (every paper, another estimator) keeps what the scores were made with
+        other = settings.replace(papers="all", estimator="hf:smollm2-135m")
+        seen = _Seen()
+        done = run_job(other, _job("validate"), RunOptions(),
+                       open_store=lambda: nullcontext(store), observer=seen)
+        run = seen.runs[0]
+        assert (run.estimator, run.preprocessor, run.whence) == ("offline", "rules",
+                                                                  "the setup this store was scored with")
+        assert [(p,) for p in run.paper_ids or ()] == sample  # the sample is read back, not drawn again
+        assert store.con.execute("SELECT paper_id FROM paper_samples ORDER BY 1").fetchall() == sample
+        assert done.status == "ok"
+        # a named spec that was never scored is not matched loosely to another id of its kind
+        refused = run_job(other, _job("validate"), RunOptions(estimator="hf:smollm2-135m"),
+                          open_store=lambda: nullcontext(store), refusals=(LookupError,))
+        assert refused.refused is not None and "no scores with estimator hf:smollm2-135m" in str(refused.refused)
+    finally:
+        store.close()
+
+
+def _job(name: str) -> Any:
+    from grebench.pipeline import Job
+
+    return Job.of(name)
+
+
+#: Where the setup may be picked from options and settings, the sample table read, and the resolver called.
+RESOLVER = {"pipeline/_resolve.py", "pipeline/_check.py", "pipeline/_sample.py", "pipeline/_runner.py",
+            "pipeline/_jobs.py", "settings.py"}
+SETUP_FIELDS = {"estimator", "preprocessor", "papers", "proxy_estimator"}
+RESOLVER_CALLS = {"resolve_run", "resolve_setup", "draw_sample", "recorded_sample", "scored_setups", "chosen",
+                  "papers_size"}
+
+
+def _modules() -> list[tuple[str, ast.Module]]:
+    return [(str(path.relative_to(PACKAGE)), ast.parse(path.read_text(encoding="utf-8")))
+            for path in sorted(PACKAGE.rglob("*.py"))]
+
+
+def test_no_module_but_the_resolver_picks_the_setup_from_settings() -> None:
+    offenders = []
+    for name, tree in _modules():
+        if name in RESOLVER:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in SETUP_FIELDS and isinstance(node.value, ast.Name) \
+                    and node.value.id in {"settings", "s"}:
+                offenders.append(f"{name}:{node.lineno} {node.value.id}.{node.attr}")
+    assert offenders == [], "resolve the setup in grebench/pipeline/_resolve.py and read ctx.resolved: " + \
+        ", ".join(offenders)
+
+
+def test_no_stage_or_command_calls_the_resolver_itself() -> None:
+    allowed = RESOLVER | {"pipeline/__init__.py", "cli/_plan.py"}  # serve's plan states the score job's setup
+    offenders = []
+    for name, tree in _modules():
+        if name in allowed:
+            continue
+        for node in ast.walk(tree):
+            called = node.func if isinstance(node, ast.Call) else None
+            ident = getattr(called, "id", None) or getattr(called, "attr", None)
+            if ident in RESOLVER_CALLS:
+                offenders.append(f"{name}:{node.lineno} {ident}()")
+    assert offenders == [], ", ".join(offenders)
+
+
+def test_the_sample_table_is_read_only_by_the_resolver_and_the_boards_report() -> None:
+    allowed = {"pipeline/_sample.py", "scoring/_boards.py"}  # a board says which papers it covers
+    offenders = [name for name, _tree in _modules() if name not in allowed and not name.startswith("store/")
+                 and "FROM paper_samples" in (PACKAGE / name).read_text(encoding="utf-8")]
+    assert offenders == []
