@@ -11,7 +11,7 @@ import click
 
 from grebench.cli._common import emit_json, run_stage, writer_store
 from grebench.cli._options import setting_option, settings_options
-from grebench.pipeline import RunOptions
+from grebench.pipeline import RunOptions, summary_of
 from grebench.settings import Settings
 
 
@@ -38,7 +38,7 @@ def command(ctx: click.Context, candidates: tuple[str, ...], papers: str | None,
                                             {"candidates": list(candidates)})
     except click.ClickException as exc:
         raise click.UsageError(exc.message) from None
-    summary = stages["bench"]
+    summary = summary_of(stages, "bench")
     if "error" in summary:
         raise click.ClickException(summary["error"])
     if as_json:

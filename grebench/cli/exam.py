@@ -9,7 +9,7 @@ import click
 from grebench.cli._common import emit_json, run_stage
 from grebench.cli._options import setting_option, settings_options
 from grebench.cli._plan import reader_plan
-from grebench.pipeline import RunOptions
+from grebench.pipeline import RunOptions, summary_of
 from grebench.settings import Settings
 
 
@@ -59,7 +59,7 @@ def command(settings: Settings, judges: tuple[str, ...], estimator: str | None, 
     stages, _run_id, _status = run_stage(settings, "exam", ["panel"], options, as_json,
                                          {"judges": list(judges), "estimator": estimator,
                                           "preprocessor": preprocessor}, plan=lambda run: reader_plan("exam", run))
-    summary = stages["panel"]
+    summary = summary_of(stages, "panel")
     if "error" in summary:
         raise click.ClickException(summary["error"])
     tables = exam_tables(summary["exam"])

@@ -8,7 +8,7 @@ import click
 
 from grebench.cli._common import emit_json, run_stage, source_help
 from grebench.cli._options import settings_options
-from grebench.pipeline import RunOptions
+from grebench.pipeline import RunOptions, summary_of
 from grebench.settings import Settings
 
 
@@ -31,7 +31,7 @@ def command(settings: Settings, source: str, limit: int | None, as_json: bool) -
             emit_json({"source": source, "error": exc.message, "failures": [{"item": source, "reason": exc.message}]})
             sys.exit(1)
         raise
-    result = stages["ingest"]
+    result = summary_of(stages, "ingest")
     if "error" in result:
         raise click.ClickException(result["error"])
     if as_json:

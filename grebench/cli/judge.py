@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
@@ -11,11 +10,11 @@ from grebench.cli._common import emit_json, run_stage
 from grebench.cli._options import setting_option, settings_options
 from grebench.cli._plan import reader_plan
 from grebench.cli.exam import exam_tables, print_exam
-from grebench.pipeline import RunOptions
+from grebench.pipeline import PanelSummary, RunOptions, summary_of
 from grebench.settings import Settings
 
 
-def print_panel(summary: dict[str, Any]) -> None:
+def print_panel(summary: PanelSummary) -> None:
     """Per venue-year: how many judges qualified, then the ranking of the contestants (LLMs, imported, human) by
     the qualified judges' weighted votes, controls below as reference rows, and the agreement with GEM-S."""
     for venue in summary["venues"]:
@@ -67,7 +66,7 @@ def command(settings: Settings, judges: tuple[str, ...], estimator: str | None, 
     stages, run_id, status = run_stage(settings, "judge", ["panel"], options, as_json,
                                        {"judges": list(judges), "estimator": estimator, "preprocessor": preprocessor},
                                        plan=lambda run: reader_plan("judge", run))
-    summary = stages["panel"]
+    summary = summary_of(stages, "panel")
     if "error" in summary:
         raise click.ClickException(summary["error"])
     if as_json:

@@ -22,6 +22,7 @@ from grebench.cli._common import (
 )
 from grebench.cli._options import setting_option, settings_options
 from grebench.cli._plan import plan_text
+from grebench.pipeline import PanelSummary
 from grebench.settings import Settings
 from grebench.site import board_text
 from grebench.store import Store
@@ -29,12 +30,13 @@ from grebench.store import Store
 
 def _leaderboards(store: Store, summary: dict[str, Any]) -> list[dict[str, Any]]:
     """The stored boards of the setup this run scored, one per metric and venue-year."""
+    from grebench.pipeline import summary_of
     from grebench.scoring import metric_preprocessor, stored_boards
     from grebench.site import Labels
 
-    validation = summary["stages"].get("validate", {})
+    validation = summary_of(summary["stages"], "validate")
     estimator, preprocessor = validation.get("estimator"), validation.get("preprocessor")
-    if not estimator:
+    if not estimator or not preprocessor:
         return []
     out = []
     labels = Labels.load(store)
@@ -48,28 +50,30 @@ def _leaderboards(store: Store, summary: dict[str, Any]) -> list[dict[str, Any]]
 
 def _print(summary: dict[str, Any]) -> None:
     from grebench.cli.validate import print_agreement, print_report
+    from grebench.pipeline import summary_of
 
-    ingest = summary["stages"].get("ingest", {})
+    stages = summary["stages"]
+    ingest = summary_of(stages, "ingest")
     if "papers_total" in ingest:
         click.echo(f"papers: {ingest['papers_total']} ({ingest['papers_added']} new), reviews: "
                    f"{ingest['reviews_total']} ({ingest['reviews_added']} new)")
-    bench = summary["stages"].get("bench", {})
+    bench = summary_of(stages, "bench")
     if "candidates" in bench:
         click.echo(f"candidates: {len(bench['candidates'])}; generations: {bench['generations_total']}; LLM calls "
                    f"made {bench['calls_made']}, cached {bench['cached']}, failed {bench['failed']}")
-    score = summary["stages"].get("score", {})
+    score = summary_of(stages, "score")
     if "pairs_scored" in score:
         click.echo(f"pairs scored: {score['pairs_scored']}; estimator calls {score['estimator_calls']}, "
                    f"cache hits {score['cache_hits']} ({score['estimator']}, {score['preprocessor']})")
     for board in summary["leaderboards"]:
         click.echo("\n" + board_text(board))
-    validation = summary["stages"].get("validate", {})
+    validation = summary_of(stages, "validate")
     if validation.get("rows"):
         click.echo("")
         print_report(validation["rows"], validation["estimator"], validation["preprocessor"])
         print_agreement(validation.get("agreement", []))
-    _print_panel(summary["stages"].get("panel", {}))
-    site = summary["stages"].get("site", {})
+    _print_panel(summary_of(stages, "panel"))
+    site = summary_of(stages, "site")
     if site.get("out"):
         click.echo(f"\nsite: {site['out']}/index.html ({site.get('pages', 0)} pages"
                    f"{', unchanged' if site.get('unchanged') else ''})")
@@ -81,7 +85,7 @@ def _print(summary: dict[str, Any]) -> None:
         click.echo(f"skipped: [{name}] because [{needed}] failed", err=True)
 
 
-def _print_panel(panel: dict[str, Any]) -> None:
+def _print_panel(panel: PanelSummary) -> None:
     """The judge exam, the panel's Bradley–Terry ranking over qualified judges and its agreement with GEM-S."""
     if not panel.get("exam"):
         return

@@ -6,7 +6,7 @@ import click
 
 from grebench.cli._common import default_metrics, emit_json, metric_choice, run_stage
 from grebench.cli._options import setting_option, settings_options
-from grebench.pipeline import RunOptions
+from grebench.pipeline import RunOptions, summary_of
 from grebench.settings import Settings
 
 
@@ -30,14 +30,14 @@ def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None,
     stages, _run_id, status = run_stage(
         settings, "score", ["score", "boards"], options, as_json,
         {"metrics": list(metrics), "estimator": estimator, "preprocessor": preprocessor, "papers": papers})
-    summary = {**stages["score"], "boards": stages.get("boards", {}).get("boards"), "status": status}
-    if "error" in summary:
-        raise click.ClickException(summary["error"])
+    score = summary_of(stages, "score")
+    if "error" in score:
+        raise click.ClickException(score["error"])
     if as_json:
-        emit_json(summary)
+        emit_json({**score, "boards": summary_of(stages, "boards").get("boards"), "status": status})
         return
-    click.echo(f"scored {summary['pairs_scored']} pairs ({', '.join(summary['metrics'])}) with {summary['estimator']} "
-               f"on {summary['preprocessor']} lines: {summary['estimator_calls']} estimator calls, "
-               f"{summary['cache_hits']} cache hits")
-    for item in summary["skipped"]:
+    click.echo(f"scored {score['pairs_scored']} pairs ({', '.join(score['metrics'])}) with {score['estimator']} "
+               f"on {score['preprocessor']} lines: {score['estimator_calls']} estimator calls, "
+               f"{score['cache_hits']} cache hits")
+    for item in score["skipped"]:
         click.echo(f"skipped {item['count']} {item['what']} for {item['metric']}: {item['reason']}", err=True)

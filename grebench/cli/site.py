@@ -8,7 +8,7 @@ import click
 
 from grebench.cli._common import emit_json, run_stage
 from grebench.cli._options import setting_option, settings_options
-from grebench.pipeline import RunOptions
+from grebench.pipeline import RunOptions, summary_of
 from grebench.settings import Settings
 
 
@@ -28,7 +28,7 @@ def build(settings: Settings, out: Path | None, force: bool, as_json: bool) -> N
     """Render every page, plot and leaderboard.json from the store (the old site is replaced whole)."""
     stages, _run_id, _status = run_stage(settings, "site", ["site"],
                                          RunOptions(site_dir=None if out is None else str(out), force=force), as_json)
-    summary = stages["site"]
+    summary = summary_of(stages, "site")
     if "error" in summary:
         raise click.ClickException(summary["error"])
     if as_json:

@@ -6,7 +6,7 @@ import click
 
 from grebench.cli._common import emit_json, metric_choice, run_stage
 from grebench.cli._options import setting_option, settings_options
-from grebench.pipeline import RunOptions
+from grebench.pipeline import RunOptions, summary_of
 from grebench.settings import Settings
 
 
@@ -58,13 +58,14 @@ def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None,
     stages, run_id, _status = run_stage(settings, "validate", ["validate"], options, as_json,
                                         {"estimator": estimator, "preprocessor": preprocessor},
                                         refusals=(LookupError, ValueError))
-    if "nothing_to_validate" in stages["validate"]:
+    validation = summary_of(stages, "validate")
+    if "nothing_to_validate" in validation:
         raise click.ClickException("no scores in the store: run `grebench score` first")
-    estimator_id, preprocessor_id = stages["validate"]["estimator"], stages["validate"]["preprocessor"]
-    rows = stages["validate"].get("rows", [])
+    estimator_id, preprocessor_id = validation["estimator"], validation["preprocessor"]
+    rows = validation.get("rows", [])
     if as_json:
         emit_json({"estimator": estimator_id, "preprocessor": preprocessor_id, "run_id": run_id, "rows": rows,
-                   "agreement": stages["validate"].get("agreement", [])})
+                   "agreement": validation.get("agreement", [])})
     else:
         print_report(rows, estimator_id, preprocessor_id)
-        print_agreement(stages["validate"].get("agreement", []))
+        print_agreement(validation.get("agreement", []))

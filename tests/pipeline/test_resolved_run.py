@@ -11,19 +11,35 @@ from __future__ import annotations
 import ast
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import pytest
 
 import grebench
 import grebench.pipeline._resolve as resolve_module
 import grebench.pipeline._sample as sample_module
-from grebench.pipeline import JobObserver, ResolvedRun, RunOptions, run_job, scored_setups
+from grebench.pipeline import (
+    BenchSummary,
+    BoardsSummary,
+    IngestSummary,
+    JobObserver,
+    PanelSummary,
+    ResolvedRun,
+    RunOptions,
+    ScoreSummary,
+    SiteSummary,
+    ValidateSummary,
+    run_job,
+    scored_setups,
+)
 from grebench.settings import Settings, load_settings
 from grebench.store import open_store
 from tests.conftest import FAST_ENV
 
 PACKAGE = Path(grebench.__file__).parent
+CONTRACTS: dict[str, type] = {"ingest": IngestSummary, "bench": BenchSummary, "score": ScoreSummary,
+                              "boards": BoardsSummary, "validate": ValidateSummary, "panel": PanelSummary,
+                              "site": SiteSummary}
 
 
 class _Seen(JobObserver):
@@ -79,6 +95,10 @@ def test_the_main_job_resolves_once_after_ingest_and_every_stage_reads_that_run(
         validate = done.result.stages["validate"]
         assert (validate["estimator"], validate["preprocessor"]) == (run.scored.estimator_id,
                                                                      run.scored.preprocessor_id)
+        # each stage returns what its typed contract declares (the commands read the summaries through it)
+        for name, summary in done.result.stages.items():
+            declared = set(get_type_hints(CONTRACTS[name]))
+            assert set(summary) - {"unchanged"} <= declared, (name, set(summary) - declared)
     finally:
         store.close()
 
