@@ -14,7 +14,7 @@ candidate runs):
   :func:`copy_share`, :data:`COPY_THRESHOLD`.
 """
 
-from grebench.bench._baseline import Split, choose_split, make_splits
+from grebench.bench._baseline import MIN_REVIEWS, Split, choose_split, make_splits
 from grebench.bench._contamination import clean_pairs, is_clean, is_sealed, is_vouched
 from grebench.bench._copies import COPY_THRESHOLD, CopyEvidence, copy_evidence, copy_share
 from grebench.bench._import import (
@@ -82,6 +82,7 @@ __all__ = [
     "IMPORT_VERSION",
     "MAX_FILE_BYTES",
     "MAX_REVIEW_BYTES",
+    "MIN_REVIEWS",
     "NAME_PATTERN",
     "REFERENCE",
     "REVIEW_PROMPT_VERSION",

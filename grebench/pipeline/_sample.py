@@ -181,16 +181,16 @@ def _rating(texts: list[str | None]) -> float | None:
 
 
 def draw_sample(store: Store, size: int | None, seed: int, why: str = "as set") -> Sample:
-    """Draw the seeded sample of ``size`` papers (None: every eligible paper) from the papers with a human baseline
-    (their splits are made first) and record it in ``paper_samples``.  Called once per job, by the resolver."""
-    from grebench.bench import make_splits
+    """Draw the seeded sample of ``size`` papers (None: every eligible paper) from the papers that can have a human
+    baseline (enough official reviews for a split: the bench stage makes the splits) and record it in
+    ``paper_samples``.  Called once per job, by the resolver, before any stage of the job reads the sample."""
+    from grebench.bench import MIN_REVIEWS
 
-    make_splits(store, seed)  # the sample is drawn from papers with a human baseline
-    rows = store.rows("""SELECT p.paper_id, p.venue_id, list(v.rating) AS ratings FROM baseline_splits s
-                         JOIN papers p USING (paper_id)
-                         LEFT JOIN reviews r ON r.paper_id = p.paper_id AND r.kind = 'official_review'
+    rows = store.rows("""SELECT p.paper_id, p.venue_id, list(v.rating) AS ratings FROM papers p
+                         JOIN reviews r ON r.paper_id = p.paper_id AND r.kind = 'official_review'
                          LEFT JOIN review_versions v ON v.review_id = r.review_id AND v.version = r.latest_version
-                         GROUP BY p.paper_id, p.venue_id ORDER BY p.paper_id""")
+                         GROUP BY p.paper_id, p.venue_id HAVING count(DISTINCT r.review_id) >= ?
+                         ORDER BY p.paper_id""", [MIN_REVIEWS])
     if size is None or size >= len(rows):
         store.con.execute("DELETE FROM paper_samples")
         return Sample(None, "every eligible paper", len(rows), len(rows), seed, why)
