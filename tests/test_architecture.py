@@ -84,7 +84,7 @@ def test_importing_the_stages_and_their_registries_stays_light() -> None:
         "from grebench.scoring.estimators import ESTIMATORS\n"
         "from grebench.ingest import SOURCES\n"
         "from grebench.bench import CANDIDATE_KINDS, CONTROLS\n"
-        "from grebench.scoring.panel import JUDGES, JUDGE_KINDS\n"
+        "from grebench.panel import JUDGES, JUDGE_KINDS\n"
         "from grebench.models import MODELS\n"
         "names = [r.names() for r in (ESTIMATORS, SOURCES, CANDIDATE_KINDS, CONTROLS, JUDGES, JUDGE_KINDS, MODELS)]\n"
         f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n"

@@ -201,7 +201,7 @@ class PanelStage(BaseStage):
     description = "judge exam, pairwise votes of qualified judges, Bradley–Terry ranking, agreement with GEM-S"
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
-        from grebench.scoring.panel import run_panel
+        from grebench.panel import run_panel
 
         o = ctx.options
         # the gem judge scores its exam texts with the setup the stored scores were made with

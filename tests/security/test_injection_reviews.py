@@ -30,7 +30,7 @@ import pytest
 
 from grebench.bench import run_bench
 from grebench.scoring import run_scoring
-from grebench.scoring.panel import run_panel
+from grebench.panel import run_panel
 from grebench.settings import load_settings
 from grebench.store import Store, open_store, utcnow
 from tests.conftest import FAST_ENV

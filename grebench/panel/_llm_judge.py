@@ -17,7 +17,7 @@ from importlib import resources
 from typing import Any
 
 from grebench.llm import ChatRequest, ChatResult, LLMClient, fill
-from grebench.scoring.panel._judges import (
+from grebench.panel._judges import (
     JUDGE_KINDS,
     LLM_JUDGE,
     Judge,
@@ -44,7 +44,7 @@ class JudgeError(RuntimeError):
 
 
 def _template(name: str) -> str:
-    return resources.files("grebench.scoring.panel").joinpath(f"prompts/{name}").read_text(encoding="utf-8")
+    return resources.files("grebench.panel").joinpath(f"prompts/{name}").read_text(encoding="utf-8")
 
 
 def _messages(paper: PaperView, one: ReviewView, two: ReviewView, show_metrics: bool,

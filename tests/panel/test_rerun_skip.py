@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from grebench.scoring.panel import run_panel
+from grebench.panel import run_panel
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
-from tests.scoring.panel.builders import VENUE, build_venue
+from tests.panel.builders import VENUE, build_venue
 
 TABLES = ("judges", "judge_exams", "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement",
           "machine_metrics", "debates")

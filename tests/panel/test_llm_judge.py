@@ -9,7 +9,7 @@ from typing import Any, Iterator
 import pytest
 
 from grebench.llm import LLMClient
-from grebench.scoring.panel import (
+from grebench.panel import (
     JudgeContext,
     LLMJudge,
     PaperView,
@@ -22,7 +22,7 @@ from grebench.scoring.panel import (
 from grebench.settings import Settings
 from grebench.store import Store
 from tests.fakes.openai_server import FakeOpenAIServer, _Handler
-from tests.scoring.panel.builders import build_venue
+from tests.panel.builders import build_venue
 
 PAPER = PaperView("p1", "Sparse attention", "We propose sparse attention kernels.")
 LONG = ReviewView("Summary: sparse attention kernels scale well. Strengths: linear memory. Weaknesses: few tasks.")

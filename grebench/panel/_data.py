@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grebench.scoring._leaderboard import FLOOR_JOIN, FLOORED_PMI
-from grebench.scoring.panel._judges import PaperView, ReviewView
+from grebench.panel._judges import PaperView, ReviewView
 from grebench.settings import Settings
 from grebench.store import Store
 

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from grebench.bench import run_bench
 from grebench.cli._main import main
 from grebench.scoring import run_scoring
-from grebench.scoring.panel import run_panel
+from grebench.panel import run_panel
 from grebench.settings import load_settings
 from grebench.store import Store, open_store
 from tests.conftest import FAST_ENV

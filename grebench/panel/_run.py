@@ -17,12 +17,12 @@ from typing import Any, cast
 from grebench.bench import LocalServers, kind_info
 from grebench.llm import LLMClient
 from grebench.progress import NoProgress, Progress
-from grebench.scoring.panel import _state
-from grebench.scoring.panel._aggregate import agreement, judge_score, outcome, rank_with_bootstrap, weighted_vote
-from grebench.scoring.panel._data import GemScores, VenueData, load_venue, sha, venues
-from grebench.scoring.panel._debate import Debater, run_debate
-from grebench.scoring.panel._exam import ask, build_exam, exam_size, examine, grade, self_preference
-from grebench.scoring.panel._judges import (
+from grebench.panel import _state
+from grebench.panel._aggregate import agreement, judge_score, outcome, rank_with_bootstrap, weighted_vote
+from grebench.panel._data import GemScores, VenueData, load_venue, sha, venues
+from grebench.panel._debate import Debater, run_debate
+from grebench.panel._exam import ask, build_exam, exam_size, examine, grade, self_preference
+from grebench.panel._judges import (
     JUDGES,
     Judge,
     JudgeContext,
@@ -32,9 +32,9 @@ from grebench.scoring.panel._judges import (
     is_reference,
     needs_gem_scores,
 )
-from grebench.scoring.panel._llm_judge import parse_judges
-from grebench.scoring.panel._local_judge import builtin_local_judges
-from grebench.scoring.panel._machine_metrics import common_words, measure
+from grebench.panel._llm_judge import parse_judges
+from grebench.panel._local_judge import builtin_local_judges
+from grebench.panel._machine_metrics import common_words, measure
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 
@@ -284,7 +284,7 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, judge_names:
     """Exam, votes, verdicts, Bradley–Terry rankings and agreement with GEM-S for every venue-year with reviews.
 
     ``exam_only`` stops after the qualification exam (``grebench exam``).  A venue-year whose inputs did not change
-    since its last complete run (see :mod:`grebench.scoring.panel._state`) is not recomputed: its stored summary is
+    since its last complete run (see :mod:`grebench.panel._state`) is not recomputed: its stored summary is
     returned, no judge is asked and nothing is written (``skipped_venues`` lists them).
     """
     client = LLMClient(settings, store)

@@ -28,7 +28,7 @@ from typing import Any
 from grebench.bench import LocalModel, LocalServers, resolve_local
 from grebench.llm import DecisionRequest, DecisionResult, LLMClient, fill
 from grebench.models import model_family
-from grebench.scoring.panel._judges import (
+from grebench.panel._judges import (
     JUDGE_KINDS,
     LLM_JUDGE,
     Judge,
@@ -37,7 +37,7 @@ from grebench.scoring.panel._judges import (
     ReviewView,
     Verdict,
 )
-from grebench.scoring.panel._llm_judge import JudgeError
+from grebench.panel._llm_judge import JudgeError
 
 DECISION_VERSION = "judge-decision-v2"  # v2: fenced texts
 #: What the model reads of each review and of the abstract (≈ 700 and 350 tokens: a median ICLR review fits; the
