@@ -1,11 +1,11 @@
 """What the panel reads from the store: papers, candidates' latest reviews, human reviews, GEM scores.
 
-GEM for the ``gem`` reference judge comes from the ``scores`` table (the headline metric, else another default one;
-the (estimator, preprocessor) pair scored most recently).  Exam texts that are no candidate's review of that paper (a
-human review of another paper, a reference review) have no stored score: :meth:`GemScores.extend` computes their
-PMI per reference with the same estimator and preprocessor (cached in ``logprob_cache`` like all scoring), never
-scoring a review against itself.  When that is impossible (another estimator, no judgment lines) they stay
-unscored and the judge abstains on them.
+GEM for the ``gem`` reference judge comes from the ``scores`` table, under the setup and metric the caller passes
+(:func:`grebench.scoring.gem_judge_metric` chooses the metric).  Exam texts that are no candidate's review of that
+paper (a human review of another paper, a reference review) have no stored score: :meth:`GemScores.extend` has
+scoring compute their PMI per reference with the same setup (:func:`grebench.scoring.score_texts`: the score
+stage's pair rule, cached in ``logprob_cache``, never scoring a review against itself).  When that is impossible
+(another estimator, preprocessing failed) they stay unscored and the judge abstains on them.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import json
 import logging
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from grebench.scoring._leaderboard import FLOOR_JOIN, FLOORED_PMI
 from grebench.panel._judges import PaperView, ReviewView
+from grebench.scoring import ScoredSetup, TextPmis, score_texts, stored_pmis
 from grebench.settings import Settings
 from grebench.store import Store
 
@@ -58,18 +58,9 @@ def venues(store: Store) -> list[str]:
            WHERE g.status = 'ok' ORDER BY 1""")]
 
 
-def sampled_papers(store: Store, venue_id: str) -> set[str] | None:
-    """The papers of the main job's sample in this venue (``paper_samples``), or None when it used every paper.
-
-    The panel works on the same papers as the boards: a run on a sample neither judges nor examines others.
-    """
-    rows = store.con.execute("SELECT paper_id FROM paper_samples WHERE venue_id = ?", [venue_id]).fetchall()
-    return {r[0] for r in rows} or None
-
-
-def load_venue(store: Store, venue_id: str) -> VenueData:
-    """Everything the panel needs for one venue-year (restricted to the main job's sample), read once."""
-    sample = sampled_papers(store, venue_id)
+def load_venue(store: Store, venue_id: str, sample: Collection[str] | None = None) -> VenueData:
+    """Everything the panel needs for one venue-year, read once; restricted to the papers of ``sample`` (the job's
+    sample: the panel works on the same papers as the boards) unless it is None."""
     papers = {r["paper_id"]: PaperView(r["paper_id"], r["title"] or "", r["abstract"] or "", r["text"] or "")
               for r in store.rows(
                   """SELECT p.paper_id, p.title, p.abstract, CASE WHEN t.status = 'ok' THEN t.text END AS text
@@ -108,121 +99,40 @@ def load_venue(store: Store, venue_id: str) -> VenueData:
 
 
 class GemScores:
-    """PMI per reference for (paper, review text): stored scores first, computed ones for exam texts."""
+    """PMI per reference for (paper, review text) under the setup and metric the caller names: stored scores first,
+    computed ones (:func:`grebench.scoring.score_texts`) for exam texts.  No setup or no metric: unknown for all."""
 
-    def __init__(self, store: Store, settings: Settings, estimator_spec: str | None = None,
-                 preprocessor_spec: str | None = None) -> None:
-        self.store, self.settings = store, settings
-        # the setup the run scored with (exam texts are scored with the same one), else the settings'
-        self.estimator_spec = estimator_spec or settings.estimator
-        self.preprocessor_spec = preprocessor_spec or settings.preprocessor
-        self.metric, self.estimator, self.preprocessor = self._table()
-        self._values: dict[tuple[str, str], dict[str, float]] | None = None
+    def __init__(self, store: Store, settings: Settings, setup: ScoredSetup | None, metric: str | None) -> None:
+        self.store, self.settings, self.setup = store, settings, setup
+        self.metric = metric if setup is not None else None
+        self._values: TextPmis | None = None
         self.estimator_calls = 0  # requests the estimator computed (not found in the log-prob cache) for exam texts
 
     @property
-    def values(self) -> dict[tuple[str, str], dict[str, float]]:
+    def values(self) -> TextPmis:
         """PMI per reference by (paper id, text hash); stored scores are read on first use (a skipped panel never)."""
         if self._values is None:
             self._values = defaultdict(dict)
-            if self.metric is not None:
-                # the boards' rule: a review without judgment lines gets the reference's floor, not PMI 0
-                setup = [self.metric, self.estimator, self.preprocessor]
-                for paper_id, ref, pmi, digest in self.store.con.execute(
-                        f"""SELECT s.paper_id, s.reference_review_id, {FLOORED_PMI}, sha256(g.text) FROM scores s
-                            JOIN generations g ON g.generation_id = s.generation_id {FLOOR_JOIN}
-                            WHERE s.metric = ? AND s.estimator = ? AND s.preprocessor = ?""",
-                        setup + setup).fetchall():
-                    self._values[(paper_id, digest)][ref] = float(pmi)
+            if self.setup is not None and self.metric is not None:
+                self._values.update(stored_pmis(self.store, self.setup, self.metric))
         return self._values
-
-    def _table(self) -> tuple[str | None, str | None, str | None]:
-        from grebench.scoring._metrics import METRICS, headline_metric
-
-        # the headline metric first, then the other default ones that score judgment lines
-        for metric in dict.fromkeys([headline_metric()] + [e.name for e in METRICS if e.obj.default and not e.obj.raw]):
-            row = self.store.rows(
-                """SELECT estimator, preprocessor FROM scores WHERE metric = ?
-                   GROUP BY ALL ORDER BY max(created_at) DESC, count(*) DESC LIMIT 1""", [metric])
-            if row:
-                return metric, row[0]["estimator"], row[0]["preprocessor"]
-        return None, None, None
 
     def __call__(self, paper_id: str, review: ReviewView) -> dict[str, float] | None:
         """The review's PMI per reference on this paper, or None when unknown."""
         return self.values.get((paper_id, sha(review.text))) or None
 
-    def extend(self, items: Sequence[tuple[str, str]], splits: dict[str, tuple[str, list[str]]],
-               reviews: dict[str, str]) -> int:
-        """Compute PMIs for (paper_id, text) items not yet known; returns how many were added (0 when impossible)."""
-        todo = [(p, t) for p, t in dict.fromkeys(items) if (p, sha(t)) not in self.values and p in splits]
-        if not todo or self.metric is None:
+    def extend(self, items: Sequence[tuple[str, str]], papers: Collection[str]) -> int:
+        """Compute PMIs for (paper_id, text) items of ``papers`` not yet known; returns how many pairs were added
+        (0 when impossible)."""
+        todo = [(p, t) for p, t in dict.fromkeys(items) if (p, sha(t)) not in self.values and p in papers]
+        if not todo or self.setup is None or self.metric is None:
             return 0
         try:
-            return self._compute(todo, splits, reviews)
+            scored = score_texts(self.store, self.settings, self.setup, self.metric, todo)
         except Exception as exc:  # the judge abstains on these texts rather than failing the panel
             log.warning("gem judge: could not score %d exam texts (%s); the judge abstains on them", len(todo), exc)
             return 0
-
-    def _compute(self, todo: list[tuple[str, str]], splits: dict[str, tuple[str, list[str]]],
-                 reviews: dict[str, str]) -> int:
-        from grebench.progress import NoProgress
-        from grebench.scoring._engine import _evaluate, corpus_texts, estimator_corpus, request_key
-        from grebench.scoring._preprocess import preprocess_texts, resolve_preprocessor
-        from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest
-        from grebench.scoring.estimators import close_estimator, resolve_estimator
-
-        preprocessor = resolve_preprocessor(self.preprocessor_spec, self.settings, self.store)
-        if preprocessor.id != self.preprocessor:
-            raise RuntimeError(f"stored scores use preprocessor {self.preprocessor}, this run's is {preprocessor.id}")
-        # the corpus the score stage fitted on (every paper with a split, not only this venue's): the same
-        # estimator id as the stored scores, so exam texts are comparable with them
-        fitted_on = corpus_texts(self.store)
-        lines = preprocess_texts(self.store, preprocessor, [t for _, t in fitted_on.values()]
-                                 + list(reviews.values()) + [t for _, t in todo])
-        estimator = resolve_estimator(self.estimator_spec, self.settings, corpus=estimator_corpus(fitted_on, lines))
-        if estimator.id != self.estimator:
-            close_estimator(estimator)
-            raise RuntimeError(f"stored scores use estimator {self.estimator}, this run's is {estimator.id}")
-        abstracts = {r["paper_id"]: (r["abstract"] or "").strip() for r in self.store.rows(
-            "SELECT paper_id, abstract FROM papers")}
-        from grebench.scoring._metrics import SynopsisInputs, metric
-
-        # the metric's own synopsis of each paper (what its stored scores are conditioned on)
-        synopses = metric(str(self.metric)).synopses(SynopsisInputs(
-            self.store, self.settings, sorted({pid for pid, _ in todo}), abstracts, lambda *_: None)) or {}
-        floors = {(p, r): min(0.0, float(v)) for p, r, v in self.store.con.execute(
-            """SELECT paper_id, reference_review_id, min(pmi) FROM scores WHERE metric = ? AND estimator = ?
-               AND preprocessor = ? AND conditional <> marginal GROUP BY ALL""",
-            [self.metric, self.estimator, self.preprocessor]).fetchall()}
-        pending = []
-        for pid, text in todo:
-            x = lines.get(sha(text))
-            if x is None or x.status != "ok":
-                continue
-            if not x.lines:  # no judgment lines: the reference's floor, as on the boards (no estimator call)
-                for ref in splits[pid][1]:
-                    if reviews.get(ref) is not None and sha(reviews[ref]) != sha(text):
-                        self.values[(pid, sha(text))][ref] = floors.get((pid, ref), 0.0)
-                continue
-            if pid not in synopses:
-                continue  # the metric cannot be scored on this paper (no abstract): the judge abstains
-            synopsis = synopses[pid]
-            for ref in splits[pid][1]:
-                ref_text = reviews.get(ref)
-                y = lines.get(sha(ref_text)) if ref_text else None
-                if ref_text is None or sha(ref_text) == sha(text) or y is None or y.status != "ok" or not y.lines:
-                    continue
-                pending.append((pid, text, ref,
-                                LogprobRequest(pid, synopsis, x.text or None, y.text, GEM_PROMPT_VERSION),
-                                LogprobRequest(pid, synopsis, None, y.text, GEM_PROMPT_VERSION)))
-        try:
-            results, calls, _, _ = _evaluate(self.store, [(estimator, c) for *_, c, _ in pending]
-                                         + [(estimator, m) for *_, m in pending], NoProgress())
-        finally:  # local servers the estimator started (vllm-local) stop here
-            close_estimator(estimator)
-        for pid, text, ref, cond, marg in pending:
-            value = results[request_key(estimator.id, cond)].logprob - results[request_key(estimator.id, marg)].logprob
-            self.values[(pid, sha(text))][ref] = float(value)
-        self.estimator_calls += calls
-        return len(pending)
+        for key, pmis in scored.pmis.items():
+            self.values[key].update(pmis)
+        self.estimator_calls += scored.estimator_calls
+        return sum(len(pmis) for pmis in scored.pmis.values())

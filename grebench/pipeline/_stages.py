@@ -202,13 +202,22 @@ class PanelStage(BaseStage):
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
         from grebench.panel import run_panel
+        from grebench.scoring import ScoredSetup, gem_judge_metric
 
         o = ctx.options
-        # the gem judge scores its exam texts with the setup the stored scores were made with
-        estimator_spec, preprocessor_spec = setup_in_force(ctx.store, ctx.settings, o)
-        return run_panel(ctx.store, ctx.settings, ctx.run_id, judge_names=list(o.judges) or None,
-                         progress=ctx.progress, exam_only=o.exam_only, estimator_spec=estimator_spec,
-                         preprocessor_spec=preprocessor_spec)
+        # the gem judge reads (and scores its exam texts with) the setup the stored scores were made with: the one
+        # validate reads; the job's sample as recorded in paper_samples
+        setup = None
+        if ctx.store.scalar("SELECT count(*) FROM scores"):
+            try:
+                estimator_id, preprocessor_id, _ = ValidateStage()._setup(ctx)
+                setup = ScoredSetup(*setup_in_force(ctx.store, ctx.settings, o), estimator_id, preprocessor_id)
+            except LookupError:  # no scores of the setup in force: the gem judge abstains
+                pass
+        sample = [r[0] for r in ctx.store.con.execute("SELECT paper_id FROM paper_samples ORDER BY 1").fetchall()]
+        return run_panel(ctx.store, ctx.settings, ctx.run_id, setup=setup, metric=gem_judge_metric(ctx.store, setup),
+                         paper_ids=sample or None, judge_names=list(o.judges) or None, progress=ctx.progress,
+                         exam_only=o.exam_only)
 
 
 class SiteStage(BaseStage):
