@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import grimp
 import pytest
@@ -35,6 +37,43 @@ def test_no_module_imports_another_package_s_private_module(graph: grimp.ImportG
                         leaks.append(f"{module} -> {imported}")
                     break
     assert leaks == []
+
+
+def scoring_imports_beyond_its_api(source: str, public: set[str]) -> list[str]:
+    """The imports of scoring in ``source`` that are not ``from grebench.scoring import <a name in its __all__>``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("grebench.scoring"):
+            if node.module != "grebench.scoring":
+                found.append(f"from {node.module} import ...")
+            found += [f"grebench.scoring.{a.name}" for a in node.names if a.name not in public]
+        elif isinstance(node, ast.Import):
+            found += [f"import {a.name}" for a in node.names if a.name.startswith("grebench.scoring")]
+    return found
+
+
+def test_the_panel_uses_only_scoring_s_public_api() -> None:
+    """The panel (a layer above scoring) talks to it through ``grebench.scoring``'s public names only: no
+    ``grebench.scoring._engine`` or ``grebench.scoring.estimators._hf``, no name left out of ``__all__``."""
+    import grebench.panel
+    import grebench.scoring
+
+    public = set(grebench.scoring.__all__)
+    folder = Path(grebench.panel.__file__).parent
+    leaks = {str(f.relative_to(folder)): found for f in sorted(folder.rglob("*.py"))
+             if (found := scoring_imports_beyond_its_api(f.read_text(encoding="utf-8"), public))}
+    assert leaks == {}
+
+
+def test_a_private_scoring_import_would_be_caught() -> None:
+    """The check is not vacuous: what the panel imported before it was its own package is found."""
+    source = ("from grebench.scoring._engine import _evaluate\n"
+              "def f():\n    from grebench.scoring.estimators._hf import HF\n"
+              "import grebench.scoring._leaderboard\nfrom grebench.scoring import FLOOR_JOIN, run_scoring\n")
+    assert scoring_imports_beyond_its_api(source, {"run_scoring"}) == [
+        "from grebench.scoring._engine import ...", "grebench.scoring._evaluate",
+        "import grebench.scoring._leaderboard",
+        "grebench.scoring.FLOOR_JOIN", "from grebench.scoring.estimators._hf import ...", "grebench.scoring.HF"]
 
 
 def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
@@ -85,7 +124,7 @@ def test_importing_the_stages_and_their_registries_stays_light() -> None:
         "from grebench.scoring.estimators import ESTIMATORS\n"
         "from grebench.ingest import SOURCES\n"
         "from grebench.bench import CANDIDATE_KINDS, CONTROLS\n"
-        "from grebench.scoring.panel import JUDGES, JUDGE_KINDS\n"
+        "from grebench.panel import JUDGES, JUDGE_KINDS\n"
         "from grebench.models import MODELS\n"
         "names = [r.names() for r in (ESTIMATORS, SOURCES, CANDIDATE_KINDS, CONTROLS, JUDGES, JUDGE_KINDS, MODELS)]\n"
         f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n"

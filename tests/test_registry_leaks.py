@@ -14,10 +14,10 @@ import ast
 from pathlib import Path
 
 from grebench.bench import CANDIDATE_KINDS
+from grebench.panel import JUDGE_KINDS
 from grebench.registry import Registry
 from grebench.scoring import METRICS
 from grebench.scoring.estimators import ESTIMATORS
-from grebench.scoring.panel import JUDGE_KINDS
 
 PACKAGE = Path(__file__).parents[1] / "grebench"
 #: Modules allowed to name parts they do not register, and why.

@@ -27,7 +27,8 @@ from grebench.bench._contamination import IMPORTED_KIND, is_clean
 from grebench.bench._copies import COPY_THRESHOLD, Background, CopyEvidence, bundled_background, copy_evidence
 from grebench.bench._generations import COLUMNS, make_row
 from grebench.bench._parse import parse_review
-from grebench.bench._registry import HUMAN, NAME_PATTERN, CandidateError, load_candidates
+from grebench.bench._registry import HUMAN, CandidateError, load_candidates
+from grebench.llm import NAME_PATTERN
 from grebench.settings import Settings
 from grebench.store import Store, linked_versions, public_since, utcnow
 

@@ -9,13 +9,13 @@ the key, so a bad config fails before any call is made.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Protocol
 
+from grebench.llm import endpoint_tables, parse_endpoint, table_name
 from grebench.registry import Registry
 from grebench.settings import Settings
 from grebench.store import BASELINE, CONTESTANT, REFERENCE, Store, utcnow
@@ -24,8 +24,6 @@ ALLOWED_KEYS = {"name", "kind", "model", "api_base", "released", "cutoff", "api_
                 "description", "submitter", "stream"}
 DEFAULT_MAX_TOKENS = 4096
 HUMAN = "human"
-#: A candidate's name: 1-100 letters, digits and ._:/@+- (configured, submitted or imported alike).
-NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}")
 HUMAN_DESCRIPTION = "A held-out human official review of the paper (seeded pick); the other reviews are references."
 
 
@@ -74,12 +72,7 @@ def _date(value: Any, where: str, key: str) -> date | None:
 
 def parse_candidate(raw: Any, index: int, settings: Settings) -> Candidate:
     """Validate one ``[[candidates]]`` table with the parser of its ``kind``."""
-    where = f"[[candidates]] #{index + 1}"
-    if not isinstance(raw, dict):
-        raise CandidateError(f"{where}: expected a table, got {type(raw).__name__}")
-    name = raw.get("name")
-    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
-        raise CandidateError(f"{where}: name must be 1-100 characters of letters, digits and ._:/@+-, got {name!r}")
+    name = table_name(raw, f"[[candidates]] #{index + 1}", CandidateError)
     where = f"candidate {name!r}"
     kind = raw.get("kind", ENDPOINT_KIND)
     configurable = [e.name for e in CANDIDATE_KINDS if kind_info(e.name).configurable]
@@ -104,10 +97,6 @@ class LLMKind:
 
     def parse(self, raw: dict[str, Any], where: str, settings: Settings) -> Candidate:
         """Validate the table of an ``llm`` candidate."""
-        unknown = sorted(set(raw) - ALLOWED_KEYS)
-        if unknown:
-            allowed = ", ".join(sorted(ALLOWED_KEYS))
-            raise CandidateError(f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {allowed})")
         return _parse_llm(raw, where, settings)
 
     @contextmanager
@@ -117,16 +106,8 @@ class LLMKind:
 
 
 def _parse_llm(raw: dict[str, Any], where: str, settings: Settings) -> Candidate:
-    name = raw["name"]
-    model = raw.get("model")
-    if not isinstance(model, str) or not model.strip():
-        raise CandidateError(f"{where}: missing model (a litellm model string such as 'openai/gpt-4o-mini')")
-    for key in ("api_base", "api_key_env", "family", "description", "submitter"):
-        if raw.get(key) is not None and not isinstance(raw[key], str):
-            raise CandidateError(f"{where}: {key} must be a string")
-    api_key_env = raw.get("api_key_env")
-    if api_key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", api_key_env):
-        raise CandidateError(f"{where}: api_key_env must be the NAME of an environment variable, not the key")
+    endpoint = parse_endpoint(raw, where, ALLOWED_KEYS, CandidateError)
+    model = endpoint.model
     cutoff = _date(raw.get("cutoff"), where, "cutoff")
     if cutoff is None:
         raise CandidateError(f"{where}: missing cutoff (training-data cutoff date, YYYY-MM-DD): without it no "
@@ -134,12 +115,10 @@ def _parse_llm(raw: dict[str, Any], where: str, settings: Settings) -> Candidate
     stream = raw.get("stream", True)
     if not isinstance(stream, bool):
         raise CandidateError(f"{where}: stream must be true or false, got {stream!r}")
-    if not stream and not model.strip().startswith("openai/"):
+    if not stream and not model.startswith("openai/"):
         raise CandidateError(f"{where}: stream = false works with OpenAI-compatible endpoints only (model "
                              f"'openai/<model id>'), got {model!r}")
-    params = raw.get("params", {})
-    if not isinstance(params, dict):
-        raise CandidateError(f"{where}: params must be a table")
+    params = endpoint.params
     if "stream" in params or "stream_options" in params:
         raise CandidateError(f"{where}: params.stream: write stream = false as a key of the candidate, next to "
                              "model (it says how replies are fetched, not how the model writes)")
@@ -149,11 +128,10 @@ def _parse_llm(raw: dict[str, Any], where: str, settings: Settings) -> Candidate
             raise CandidateError(f"{where}: params.{key} must be a positive integer")
     if params["max_tokens"] >= params["context_tokens"]:
         raise CandidateError(f"{where}: params.max_tokens must be smaller than params.context_tokens")
-    return Candidate(name=name, kind=ENDPOINT_KIND, model=model.strip(), api_base=raw.get("api_base"),
-                     api_key_env=api_key_env,
-                     released=_date(raw.get("released"), where, "released"), cutoff=cutoff, family=raw.get("family"),
-                     description=raw.get("description"), submitter=raw.get("submitter"), params=params,
-                     stream=stream)
+    return Candidate(name=endpoint.name, kind=ENDPOINT_KIND, model=model, api_base=endpoint.api_base,
+                     api_key_env=endpoint.api_key_env, released=_date(raw.get("released"), where, "released"),
+                     cutoff=cutoff, family=endpoint.family, description=endpoint.description,
+                     submitter=raw.get("submitter"), params=params, stream=stream)
 
 
 class CandidateKind(Protocol):
@@ -309,11 +287,7 @@ def builtin_local_tables(settings: Settings, configured: list[Any]) -> list[dict
 
 def load_candidates(settings: Settings) -> list[Candidate]:
     """Every candidate: bundled ones first, then the built-in local ones, then the configured ones (unique names)."""
-    raw = settings.tables.get("candidates", [])
-    if isinstance(raw, dict):
-        raw = [raw]
-    if not isinstance(raw, list):
-        raise CandidateError("candidates must be an array of tables ([[candidates]])")
+    raw = endpoint_tables(settings.tables.get("candidates"), "candidates", CandidateError)
     builtin = builtin_local_tables(settings, raw)
     out = bundled_candidates(settings)
     seen = {c.name for c in out}

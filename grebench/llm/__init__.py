@@ -14,6 +14,9 @@ Typed decisions (:class:`DecisionRequest` → :meth:`LLMClient.decide_many` → 
 per option from one forward pass of a local model, ``/v1/systemone``) go only to loopback servers grebench started,
 registered with :func:`local_endpoints`, and are cached in the same table.  Importing this package does not import
 litellm.
+
+The settings file's endpoint tables (``[[candidates]]``, ``[[judges]]``) are read by one parser:
+:func:`endpoint_tables`, :func:`table_name`, :func:`parse_endpoint`.
 """
 
 from grebench.llm._call import PinnedProviderError, pinned_endpoints, pinned_for
@@ -22,11 +25,12 @@ from grebench.llm._decision import DecisionRequest, DecisionResult, MalformedDec
 from grebench.llm._fence import boundary, fence_note, fenced, fenced_block, fill
 from grebench.llm._local import LocalEndpointError, is_loopback, local_endpoints
 from grebench.llm._scope import credential_scope, owner_scope
+from grebench.llm._tables import LITELLM_MODEL, NAME_PATTERN, Endpoint, endpoint_tables, parse_endpoint, table_name
 from grebench.llm._tokens import count_tokens, tokenizer_name, truncate_to_tokens
 from grebench.llm._types import PUBLIC_API_BASES, SUBMISSION_KEY_PREFIX, ChatRequest, ChatResult
 
-__all__ = ["PUBLIC_API_BASES", "SUBMISSION_KEY_PREFIX", "ChatRequest", "ChatResult", "DecisionRequest",
-           "DecisionResult", "LLMClient", "LocalEndpointError", "MalformedDecision", "PinnedProviderError",
-           "boundary", "count_tokens", "credential_scope", "fence_note", "fenced", "fenced_block", "fill",
-           "is_loopback", "local_endpoints", "owner_scope", "pinned_endpoints", "pinned_for", "tokenizer_name",
-           "truncate_to_tokens"]
+__all__ = ["LITELLM_MODEL", "NAME_PATTERN", "PUBLIC_API_BASES", "SUBMISSION_KEY_PREFIX", "ChatRequest", "ChatResult",
+           "DecisionRequest", "DecisionResult", "Endpoint", "LLMClient", "LocalEndpointError", "MalformedDecision",
+           "PinnedProviderError", "boundary", "count_tokens", "credential_scope", "endpoint_tables", "fence_note",
+           "fenced", "fenced_block", "fill", "is_loopback", "local_endpoints", "owner_scope", "parse_endpoint",
+           "pinned_endpoints", "pinned_for", "table_name", "tokenizer_name", "truncate_to_tokens"]

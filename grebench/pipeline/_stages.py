@@ -177,13 +177,16 @@ class PanelStage(BaseStage):
         return True
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
-        from grebench.scoring.panel import run_panel
+        from grebench.panel import run_panel
+        from grebench.scoring import gem_judge_metric
 
         run = ctx.resolved
-        # the gem judge scores its exam texts with the setup the stored scores were made with
-        return run_panel(ctx.store, ctx.settings, ctx.run_id, judge_names=list(run.setup.judges) or None,
-                         progress=ctx.progress, exam_only=run.setup.exam_only, estimator_spec=run.estimator,
-                         preprocessor_spec=run.preprocessor)
+        # the gem judge reads (and scores its exam texts with) the setup the stored scores were made with, on the
+        # job's sample: both resolved once for the job
+        return run_panel(ctx.store, ctx.settings, ctx.run_id, setup=run.scored,
+                         metric=gem_judge_metric(ctx.store, run.scored), paper_ids=run.paper_ids,
+                         judge_names=list(run.setup.judges) or None, progress=ctx.progress,
+                         exam_only=run.setup.exam_only)
 
 
 class SiteStage(BaseStage):

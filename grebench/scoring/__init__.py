@@ -3,6 +3,8 @@
 Public API (importing it never imports torch or litellm):
 
 * :func:`run_scoring` — score every stored generation against its references, with caching.
+* :func:`score_texts` — score any texts against their papers' references with a stored setup (the panel's gem judge);
+  :func:`stored_pmis` — the stored ones by text; :func:`gem_judge_metric` — the metric the gem judge reads.
 * :func:`compute_boards` / :func:`stored_boards` — the leaderboards, computed once and stored; readers read them.
 * :func:`information_flags` — the information view of a copy (one reference explained far beyond any human review).
 * :func:`validation_rows` — the metric's validation (Cohen's d of every control vs the human review).
@@ -60,6 +62,7 @@ from grebench.scoring._preprocess import (
 from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest, LogprobResult
 from grebench.scoring._rules import RULES_ID, rules_judgment_lines
 from grebench.scoring._setup import ScoredSetup
+from grebench.scoring._texts import TextPmis, TextScores, gem_judge_metric, score_texts, stored_pmis
 from grebench.scoring._validate import (
     cohens_d,
     estimator_agreement,
@@ -93,6 +96,8 @@ __all__ = [
     "ScoredSetup",
     "ScoringError",
     "SynopsisInputs",
+    "TextPmis",
+    "TextScores",
     "available_tables",
     "board_id",
     "boards_fingerprint",
@@ -101,6 +106,7 @@ __all__ = [
     "compute_boards",
     "default_metrics",
     "estimator_agreement",
+    "gem_judge_metric",
     "headline_board",
     "headline_first",
     "headline_metric",
@@ -123,8 +129,10 @@ __all__ = [
     "rules_judgment_lines",
     "run_scoring",
     "sample_facts",
+    "score_texts",
     "store_report",
     "stored_boards",
+    "stored_pmis",
     "transformations",
     "validation_fingerprint",
     "validation_rows",

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from grebench import stop
 from grebench.bench import CONTROLS, REFERENCE, kind_info
 from grebench.progress import NoProgress, Progress, Task
 from grebench.scoring._metrics import METRICS, RAW_PREPROCESSOR, SynopsisInputs, default_metrics, metric
+from grebench.scoring._pairs import PairRule, Skips, pmi
 from grebench.scoring._preprocess import Judgment, preprocess_texts, resolve_preprocessor, text_sha256
 from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest, LogprobResult
 from grebench.store import Store, utcnow
@@ -60,19 +61,6 @@ class _Pair:
     generation_id: str
     conditional: LogprobRequest
     marginal: LogprobRequest
-
-
-class _Skips:
-    """Counts of what was not scored, by metric and reason (reported in the summary)."""
-
-    def __init__(self) -> None:
-        self.counts: Counter[tuple[str, str, str]] = Counter()
-
-    def add(self, metric: str, what: str, reason: str, n: int = 1) -> None:
-        self.counts[(metric, what, reason)] += n
-
-    def report(self) -> list[dict[str, Any]]:
-        return [{"metric": m, "what": w, "reason": r, "count": n} for (m, w, r), n in sorted(self.counts.items())]
 
 
 def _splits_and_reviews(store: Store) -> tuple[dict[str, tuple[str, list[str]]], dict[str, tuple[str, str]]]:
@@ -155,10 +143,11 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
 
         # the registry is read once per run; an unknown kind fails here, before any text is preprocessed
         needs_corpus = estimator_entry(estimator_spec).facts(EstimatorInfo).needs_corpus
-    skips = _Skips()
+    skips = Skips()
     data = _load(store)
     _check_no_leak(data)
     splits, reviews, generations = data["splits"], data["reviews"], data["generations"]
+    ref_texts = {rid: text for rid, (_, text) in reviews.items()}
     wanted = splits if paper_ids is None else set(paper_ids) & set(splits)
     generations = [g for g in generations if g["paper_id"] in wanted]
     needs_lines = any(not metric(m).raw for m in metrics)
@@ -202,29 +191,19 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
                         for r in store.rows("SELECT candidate, paper_id, reference_review_id, generation_id "
                                             "FROM scores WHERE metric = ? AND estimator = ? AND preprocessor = ?",
                                             [name, est.id, prep_id])}
+            rule = PairRule(name, raw, lines, skips)
             for g in generations:
                 pid = g["paper_id"]
                 if pid not in synopses:
                     continue
-                cand_text = _text_for(g["text"], raw, lines, skips, name, "candidate review")
+                cand_text = rule.text(g["text"], "candidate review")
                 if cand_text is False:
                     continue
-                for ref in splits[pid][1]:
-                    if ref not in reviews:
-                        skips.add(name, "pairs", "reference review not in the store")
-                        continue
-                    ref_text = _text_for(reviews[ref][1], raw, lines, skips, name, "reference")
-                    if not ref_text:
-                        if ref_text is None:
-                            skips.add(name, "pairs", "reference has no judgment lines")
-                        continue
-                    if existing.get((g["candidate"], pid, ref)) == g["generation_id"]:
-                        continue
-                    syn = synopses[pid]
-                    pairs.append((est, prep_id, _Pair(
-                        name, g["candidate"], pid, ref, g["generation_id"],
-                        LogprobRequest(pid, syn, cand_text or None, ref_text, GEM_PROMPT_VERSION),
-                        LogprobRequest(pid, syn, None, ref_text, GEM_PROMPT_VERSION))))
+                for ref, conditional, marginal in rule.requests(pid, synopses[pid], cand_text, splits[pid][1],
+                                                                ref_texts):
+                    if existing.get((g["candidate"], pid, ref)) != g["generation_id"]:
+                        pairs.append((est, prep_id, _Pair(name, g["candidate"], pid, ref, g["generation_id"],
+                                                          conditional, marginal)))
         results, calls, hits, batches = _evaluate(store, [(e, p.conditional) for e, _, p in pairs]
                                                   + [(e, p.marginal) for e, _, p in pairs], display)
         _write_scores(store, pairs, results)
@@ -250,19 +229,6 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
             close_estimator(made)
 
 
-def _text_for(text: str, raw: bool, lines: dict[str, Judgment], skips: _Skips, metric: str,
-              role: str) -> str | Literal[False] | None:
-    """Raw text, the judgment-line text ('' when none), or False when preprocessing did not succeed."""
-    if raw:
-        return text
-    j = lines.get(text_sha256(text))
-    if j is None or j.status != "ok":
-        reason = j.error if j is not None and j.error else "not preprocessed"
-        skips.add(metric, "pairs", f"{role} {j.status if j else 'missing'}: {reason}"[:200])
-        return False
-    return j.text if j.lines else ("" if role == "candidate review" else None)
-
-
 def _refuse_mixing(prep_id: str, splits: dict[str, Any], reviews: dict[str, Any], lines: dict[str, Judgment]) -> None:
     """Imported lines must exist for every reference: a ranking never mixes preprocessors."""
     if not prep_id.startswith("imported:"):
@@ -276,7 +242,7 @@ def _refuse_mixing(prep_id: str, splits: dict[str, Any], reviews: dict[str, Any]
 
 
 def _synopses(store: Store, settings: Settings, name: str, data: dict[str, Any],
-              skips: _Skips) -> dict[str, str | None] | None:
+              skips: Skips) -> dict[str, str | None] | None:
     """Synopsis per paper for this metric (None: nothing conditioned on); papers left out are counted as skipped."""
     return metric(name).synopses(SynopsisInputs(store, settings, list(data["splits"]), data["abstracts"],
                                                 lambda what, reason, n: skips.add(name, what, reason, n)))
@@ -345,7 +311,7 @@ def _write_scores(store: Store, pairs: list[tuple[Estimator, str, _Pair]], resul
         for name, value in (("metric", p.metric), ("estimator", est.id), ("preprocessor", prep_id),
                             ("candidate", p.candidate), ("paper_id", p.paper_id), ("reference", p.reference),
                             ("generation_id", p.generation_id), ("conditional", cond.logprob),
-                            ("marginal", marg.logprob), ("pmi", cond.logprob - marg.logprob),
+                            ("marginal", marg.logprob), ("pmi", pmi(cond, marg)),
                             ("n_tokens", marg.n_tokens)):
             cols[name].append(value)
     store.con.execute(

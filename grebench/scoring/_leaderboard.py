@@ -51,10 +51,18 @@ def available_tables(store: Store) -> list[dict[str, Any]]:
 # replaced by the reference's floor: the lowest PMI of a review with lines on that reference, at most 0.
 # Use with FLOOR_JOIN (parameters: metric, estimator, preprocessor) and scores aliased `s`.
 FLOORED_PMI = "CASE WHEN s.conditional = s.marginal THEN least(0.0, coalesce(f.floor, 0.0)) ELSE s.pmi END"
-FLOOR_JOIN = """LEFT JOIN (SELECT paper_id, reference_review_id, min(pmi) AS floor FROM scores
-                           WHERE metric = ? AND estimator = ? AND preprocessor = ? AND conditional <> marginal
-                           GROUP BY paper_id, reference_review_id) f
-                ON f.paper_id = s.paper_id AND f.reference_review_id = s.reference_review_id"""
+_FLOORS = """SELECT paper_id, reference_review_id, min(pmi) AS floor FROM scores
+              WHERE metric = ? AND estimator = ? AND preprocessor = ? AND conditional <> marginal
+              GROUP BY paper_id, reference_review_id"""
+FLOOR_JOIN = f"""LEFT JOIN ({_FLOORS}) f
+                 ON f.paper_id = s.paper_id AND f.reference_review_id = s.reference_review_id"""
+
+
+def reference_floors(store: Store, metric: str, estimator_id: str, preprocessor: str) -> dict[tuple[str, str], float]:
+    """The floor of each (paper, reference) as :data:`FLOORED_PMI` applies it: the lowest PMI of any review with
+    judgment lines, at most 0 (a pair without a floor gets 0)."""
+    return {(p, r): min(0.0, float(v)) for p, r, v in store.con.execute(
+        _FLOORS, [metric, estimator_id, preprocessor]).fetchall()}
 
 
 def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor: str) -> dict[str, Any]:

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from grebench.bench import (
-    NAME_PATTERN,
     CandidateError,
     ImportRefused,
     check_meta,
@@ -29,6 +28,7 @@ from grebench.bench import (
     is_reserved_name,
     read_import,
 )
+from grebench.llm import NAME_PATTERN
 from grebench.store import Store, utcnow
 from grebench.submissions._queue import _CONTACT, SubmissionError, SubmissionQueue
 

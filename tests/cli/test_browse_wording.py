@@ -51,7 +51,7 @@ def test_validate_says_penalised_not_significant(capsys: pytest.CaptureFixture[s
 def test_the_panel_names_candidates_no_verdict_covers() -> None:
     from datetime import datetime
 
-    from grebench.scoring.panel._run import _unjudged
+    from grebench.panel._run import _unjudged
     from grebench.store import open_store
     from tests.site.conftest import fill_store
 

@@ -19,9 +19,9 @@ from typing import Any
 from grebench.bench import CANDIDATE_KINDS, Candidate
 from grebench.bench.controls import NOT_REWARDED, ControlInput, register_control
 from grebench.ingest import SOURCES, SourceFailure
+from grebench.panel import JUDGE_KINDS, JUDGES, JudgeContext, PaperView, ReviewView, Verdict
 from grebench.scoring import METRICS, LogprobRequest, LogprobResult, Metric, SynopsisInputs
 from grebench.scoring.estimators import ESTIMATORS, EstimatorContext
-from grebench.scoring.panel import JUDGE_KINDS, JUDGES, JudgeContext, PaperView, ReviewView, Verdict
 from grebench.settings import Settings
 from grebench.store import PaperRecord, ReviewRecord
 

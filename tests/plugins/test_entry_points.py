@@ -124,7 +124,7 @@ def test_a_plugin_kind_estimator_judge_kind_and_metric_are_on_the_board(plugin_p
 def test_a_plugin_judge_kind_declares_whether_its_judges_debate(plugin_path: Path, tmp_path: Path) -> None:
     code = """
 from grebench.registry import load_plugins
-from grebench.scoring.panel import JUDGE_KINDS, LengthJudge, can_debate, parse_judges
+from grebench.panel import JUDGE_KINDS, LengthJudge, can_debate, parse_judges
 assert not load_plugins()
 judges = parse_judges([{"name": "a", "kind": "toy-debater"}], None)
 print(can_debate(judges[0]), can_debate(LengthJudge()), JUDGE_KINDS.get("toy-debater").meta["debates"])

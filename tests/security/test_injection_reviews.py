@@ -29,9 +29,9 @@ import numpy as np
 import pytest
 
 from grebench.bench import run_bench
-from grebench.scoring import run_scoring
-from grebench.scoring.panel import run_panel
-from grebench.settings import load_settings
+from grebench.panel import run_panel
+from grebench.scoring import ScoredSetup, gem_judge_metric, run_scoring
+from grebench.settings import Settings, load_settings
 from grebench.store import Store, open_store, utcnow
 from tests.conftest import FAST_ENV
 
@@ -90,6 +90,14 @@ def _order(rankings: list[dict[str, Any]], names: set[str]) -> list[str]:
     return [r["candidate"] for r in sorted(rankings, key=lambda r: -r["strength"]) if r["candidate"] in names]
 
 
+def _panel(store: Store, settings: Settings, run_id: str) -> list[dict[str, Any]]:
+    """Score GEM-S (what is new), then the panel's rankings with that setup."""
+    scored = run_scoring(store, settings, run_id, ["gem-s"], "offline", "rules")
+    setup = ScoredSetup("offline", "rules", scored["estimator"], scored["preprocessor"])
+    return list(run_panel(store, settings, run_id, setup=setup, metric=gem_judge_metric(store, setup),
+                          paper_ids=None)["rankings"])
+
+
 @pytest.fixture(scope="module")
 def battery(bundled_db: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     data_dir = tmp_path_factory.mktemp("injection")
@@ -99,11 +107,9 @@ def battery(bundled_db: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
     _keep_first_papers(store, PAPERS)
     run_id = store.start_run("test", {})
     run_bench(store, settings, run_id)
-    run_scoring(store, settings, run_id, ["gem-s"], "offline", "rules")
-    before = run_panel(store, settings, run_id)["rankings"]
+    before = _panel(store, settings, run_id)
     _add_adversarial(store)
-    run_scoring(store, settings, run_id, ["gem-s"], "offline", "rules")
-    after = run_panel(store, settings, run_id)["rankings"]
+    after = _panel(store, settings, run_id)
     scores = _gem_s(store)
     papers = store.scalar("SELECT count(*) FROM baseline_splits")
     store.close()

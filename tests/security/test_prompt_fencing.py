@@ -12,9 +12,9 @@ import pytest
 
 from grebench.bench._prompt import PaperInput, review_messages
 from grebench.llm import LLMClient, boundary, fill
-from grebench.scoring.panel import LLMJudge, PaperView, ReviewView
-from grebench.scoring.panel._llm_judge import _messages
-from grebench.scoring.panel._local_judge import decision_state
+from grebench.panel import LLMJudge, PaperView, ReviewView
+from grebench.panel._llm_judge import _messages
+from grebench.panel._local_judge import decision_state
 from grebench.settings import load_settings
 from tests.conftest import FAST_ENV
 from tests.fakes.openai_server import FakeOpenAIServer

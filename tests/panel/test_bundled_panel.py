@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 from grebench.bench import run_bench
 from grebench.cli._main import main
-from grebench.scoring import run_scoring
-from grebench.scoring.panel import run_panel
+from grebench.panel import run_panel
+from grebench.scoring import ScoredSetup, gem_judge_metric, run_scoring
 from grebench.settings import load_settings
 from grebench.store import Store, open_store
 from tests.conftest import FAST_ENV
@@ -46,8 +46,9 @@ def panel_run(bundled_db: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
     _keep_first_papers(store, PAPERS)
     run_id = store.start_run("test", {})
     run_bench(store, settings, run_id)
-    run_scoring(store, settings, run_id, estimator_spec="offline", preprocessor_spec="rules")
-    summary = run_panel(store, settings, run_id)
+    scored = run_scoring(store, settings, run_id, estimator_spec="offline", preprocessor_spec="rules")
+    setup = ScoredSetup("offline", "rules", scored["estimator"], scored["preprocessor"])
+    summary = run_panel(store, settings, run_id, setup=setup, metric=gem_judge_metric(store, setup), paper_ids=None)
     tables = {t: store.rows(f"SELECT * FROM {t}") for t in ("judges", "judge_exams", "panel_verdicts",
                                                              "panel_rankings", "panel_agreement", "machine_metrics")}
     votes = store.scalar("SELECT count(*) FROM panel_votes")

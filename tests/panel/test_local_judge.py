@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from grebench.llm import LLMClient
+from grebench.panel import ExamSets
+from grebench.panel._judges import JUDGE_KINDS, JudgeContext, PaperView, ReviewView, TfIdf
+from grebench.panel._llm_judge import parse_judges
+from grebench.panel._local_judge import LocalJudge, builtin_local_judges, decision_state, local_judge
 from grebench.runtime import LocalServers
-from grebench.scoring.panel import ExamSets
-from grebench.scoring.panel._judges import JUDGE_KINDS, JudgeContext, PaperView, ReviewView, TfIdf
-from grebench.scoring.panel._llm_judge import parse_judges
-from grebench.scoring.panel._local_judge import LocalJudge, builtin_local_judges, decision_state, local_judge
 from grebench.settings import Settings
 from grebench.store import Store, open_store
 from tests.runtime.served import port_free, require_serve

@@ -16,14 +16,12 @@ from typing import Any, cast
 
 from grebench.bench import kind_info
 from grebench.llm import LLMClient
-from grebench.progress import NoProgress, Progress
-from grebench.runtime import LocalServers
-from grebench.scoring.panel import _state
-from grebench.scoring.panel._aggregate import agreement, judge_score, outcome, rank_with_bootstrap, weighted_vote
-from grebench.scoring.panel._data import GemScores, VenueData, load_venue, sha, venues
-from grebench.scoring.panel._debate import Debater, run_debate
-from grebench.scoring.panel._exam import ask, build_exam, exam_size, examine, grade, self_preference
-from grebench.scoring.panel._judges import (
+from grebench.panel import _state
+from grebench.panel._aggregate import agreement, judge_score, outcome, rank_with_bootstrap, weighted_vote
+from grebench.panel._data import GemScores, VenueData, load_venue, sha, venues
+from grebench.panel._debate import Debater, run_debate
+from grebench.panel._exam import ask, build_exam, exam_size, examine, grade, self_preference
+from grebench.panel._judges import (
     JUDGES,
     Judge,
     JudgeContext,
@@ -33,9 +31,12 @@ from grebench.scoring.panel._judges import (
     is_reference,
     needs_gem_scores,
 )
-from grebench.scoring.panel._llm_judge import parse_judges
-from grebench.scoring.panel._local_judge import builtin_local_judges
-from grebench.scoring.panel._machine_metrics import common_words, measure
+from grebench.panel._llm_judge import parse_judges
+from grebench.panel._local_judge import builtin_local_judges
+from grebench.panel._machine_metrics import common_words, measure
+from grebench.progress import NoProgress, Progress
+from grebench.runtime import LocalServers
+from grebench.scoring import ScoredSetup
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 
@@ -234,12 +235,11 @@ def _verdicts(store: Store, settings: Settings, data: VenueData, judges: dict[st
 
 
 def _gem_tables(store: Store, gem: GemScores, data: VenueData) -> tuple[dict[tuple[str, str], float], dict[str, float]]:
-    if gem.metric is None:
+    if gem.setup is None or gem.metric is None:
         return {}, {}
     from grebench.scoring import per_paper_scores
 
-    # GemScores._table sets metric, estimator and preprocessor together (all None or all str)
-    table = per_paper_scores(store, gem.metric, cast(str, gem.estimator), cast(str, gem.preprocessor))
+    table = per_paper_scores(store, gem.metric, gem.setup.estimator_id, gem.setup.preprocessor_id)
     # agreement is about the same pairs the judges saw, contaminated papers included (contamination decides who is
     # ranked on the leaderboard, not whether the metric and the panel agree on a pair)
     scores = {c: {**table["contaminated"].get(c, {}), **table["scores"].get(c, {})}
@@ -279,17 +279,22 @@ def _write_results(store: Store, venue_id: str, verdicts: list[dict[str, Any]], 
                          json.dumps(agree["disagreements"]), now])
 
 
-def run_panel(store: Store, settings: Settings, run_id: str | None, judge_names: Sequence[str] | None = None,
-              progress: Progress | None = None, exam_only: bool = False, estimator_spec: str | None = None,
-              preprocessor_spec: str | None = None) -> dict[str, Any]:
+def run_panel(store: Store, settings: Settings, run_id: str | None, *, setup: ScoredSetup | None,
+              metric: str | None, paper_ids: Sequence[str] | None, judge_names: Sequence[str] | None = None,
+              progress: Progress | None = None, exam_only: bool = False) -> dict[str, Any]:
     """Exam, votes, verdicts, Bradley–Terry rankings and agreement with GEM-S for every venue-year with reviews.
 
+    The caller decides what the panel works with: ``setup``, what the stored scores were made with (None: nothing
+    scored yet, the ``gem`` judge abstains), ``metric``, the one the ``gem`` judge and the agreement read
+    (:func:`grebench.scoring.gem_judge_metric`), and ``paper_ids``, the job's sample (None: every paper).
+
     ``exam_only`` stops after the qualification exam (``grebench exam``).  A venue-year whose inputs did not change
-    since its last complete run (see :mod:`grebench.scoring.panel._state`) is not recomputed: its stored summary is
+    since its last complete run (see :mod:`grebench.panel._state`) is not recomputed: its stored summary is
     returned, no judge is asked and nothing is written (``skipped_venues`` lists them).
     """
     client = LLMClient(settings, store)
-    gem = GemScores(store, settings, estimator_spec, preprocessor_spec)
+    gem = GemScores(store, settings, setup, metric)
+    sample = None if paper_ids is None else frozenset(paper_ids)
     summary: dict[str, Any] = {"venues": [], "exam": [], "rankings": [], "agreement": [], "qualified": [],
                                "unjudged": [], "votes": 0,
                                "votes_total": 0, "machine_metrics": 0, "gem_metric": gem.metric,
@@ -298,8 +303,8 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, judge_names:
     names = venues(store)
     display = progress or NoProgress()
     with LocalServers(settings) as servers:  # local judges' servers: started on first need, stopped here
-        _run_venues(store, settings, client, gem, names, run_id, judge_names, exam_only, display, servers, summary,
-                    all_judges)
+        _run_venues(store, settings, client, gem, names, sample, run_id, judge_names, exam_only, display, servers,
+                    summary, all_judges)
     summary["votes_total"] = int(store.scalar("SELECT count(*) FROM panel_votes") or 0)
     summary["calls_made"] = sum(getattr(j, "calls_made", 0) for j in all_judges)
     summary["estimator_calls"] = gem.estimator_calls
@@ -309,15 +314,15 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, judge_names:
 
 
 def _run_venues(store: Store, settings: Settings, client: LLMClient, gem: GemScores, names: Sequence[str],
+                sample: frozenset[str] | None,
                 run_id: str | None, judge_names: Sequence[str] | None, exam_only: bool, display: Progress,
                 servers: LocalServers, summary: dict[str, Any], all_judges: list[Judge]) -> None:
     for venue_id in names:
-        print_ = _state.fingerprint(store, settings, venue_id, judge_names, exam_only,
-                                    (gem.estimator_spec, gem.preprocessor_spec))
+        print_ = _state.fingerprint(store, settings, venue_id, judge_names, exam_only, gem.setup, gem.metric, sample)
         part = _state.stored(store, venue_id, exam_only, print_)
         if part is None:
             store.clear_stage_state(_state.STAGE, _state.scope(venue_id, not exam_only))  # its tables change too
-            judges, part, complete = _run_venue(store, settings, client, gem, venue_id, run_id, judge_names,
+            judges, part, complete = _run_venue(store, settings, client, gem, venue_id, sample, run_id, judge_names,
                                                 exam_only, display, servers)
             all_judges += judges
             summary["votes"] += part.pop("votes")
@@ -334,10 +339,11 @@ def _run_venues(store: Store, settings: Settings, client: LLMClient, gem: GemSco
 
 
 def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScores, venue_id: str,
+               sample: frozenset[str] | None,
                run_id: str | None, judge_names: Sequence[str] | None, exam_only: bool,
                progress: Progress, servers: LocalServers | None = None) -> tuple[list[Judge], dict[str, Any], bool]:
     """One venue-year in full: (judges, its summary part, whether every vote was answered)."""
-    data = load_venue(store, venue_id)
+    data = load_venue(store, venue_id, sample)
     tfidf = TfIdf("\n".join([p.title, p.abstract, p.text]) for p in data.papers.values())
     judges = build_judges(settings, client, gem, tfidf, judge_names, servers)
     _sync_judges(store, judges)
@@ -345,8 +351,7 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
         store, data, settings.judges_see_machine_metrics)}
     sets = build_exam(data, settings.exam_pairs, settings.seed)
     if needs_gem_scores(judges):
-        texts = {r["review_id"]: r["text"] for rs in data.reviews.values() for r in rs}
-        gem.extend(sets.texts(), data.splits, texts)
+        gem.extend(sets.texts(), data.splits)
     with progress.task(f"panel: exam, {venue_id}", len(judges), "judges") as task:
         results = []
         llm_pairs = settings.exam_llm_pairs

@@ -25,10 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grebench.llm import DecisionRequest, DecisionResult, LLMClient, fill
+from grebench.llm import DecisionRequest, DecisionResult, LLMClient, fill, parse_endpoint
 from grebench.models import model_family
-from grebench.runtime import LocalModel, LocalServers, resolve_local
-from grebench.scoring.panel._judges import (
+from grebench.panel._judges import (
     JUDGE_KINDS,
     LLM_JUDGE,
     Judge,
@@ -37,7 +36,8 @@ from grebench.scoring.panel._judges import (
     ReviewView,
     Verdict,
 )
-from grebench.scoring.panel._llm_judge import JudgeError
+from grebench.panel._llm_judge import JudgeError
+from grebench.runtime import LocalModel, LocalServers, resolve_local
 
 DECISION_VERSION = "judge-decision-v2"  # v2: fenced texts
 #: What the model reads of each review and of the abstract (≈ 700 and 350 tokens: a median ICLR review fits; the
@@ -145,19 +145,9 @@ class LocalJudgeKind:
 
     def parse(self, raw: dict[str, Any], where: str, context: JudgeContext) -> Judge:
         """Validate one table; errors name the judge and the key."""
-        name = raw["name"]
-        unknown = sorted(set(raw) - ALLOWED_KEYS)
-        if unknown:
-            raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)} (a local judge takes "
-                             f"{', '.join(sorted(ALLOWED_KEYS))})")
-        model = raw.get("model")
-        if not isinstance(model, str) or not model.strip():
-            raise ValueError(f"{where}: missing model (a catalogue name such as 'smollm2-135m', or the path of a "
-                             "local checkpoint directory)")
-        for key in ("family", "description"):
-            if raw.get(key) is not None and not isinstance(raw[key], str):
-                raise ValueError(f"{where}: {key} must be a string")
-        return local_judge(name, model.strip(), context, raw.get("family"), raw.get("description"))
+        e = parse_endpoint(raw, where, ALLOWED_KEYS, model_hint="a catalogue name such as 'smollm2-135m', or the path "
+                           "of a local checkpoint directory")
+        return local_judge(e.name, e.model, context, e.family, e.description)
 
 
 JUDGE_KINDS.add("local", LocalJudgeKind(), spec="local",

@@ -33,8 +33,8 @@ import numpy as np
 
 from grebench import stop
 from grebench.bench import CONTROLS, HUMAN
-from grebench.scoring.panel._data import VenueData
-from grebench.scoring.panel._judges import Judge, PaperView, ReviewView, TfIdf, Verdict
+from grebench.panel._data import VenueData
+from grebench.panel._judges import Judge, PaperView, ReviewView, TfIdf, Verdict
 
 log = logging.getLogger(__name__)
 Item = tuple[PaperView, ReviewView, ReviewView]

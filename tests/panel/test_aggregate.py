@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grebench.scoring.panel import bradley_terry, judge_score, outcome, rank_with_bootstrap, weighted_vote
-from grebench.scoring.panel._aggregate import agreement, answer_value, win_matrix
+from grebench.panel import bradley_terry, judge_score, outcome, rank_with_bootstrap, weighted_vote
+from grebench.panel._aggregate import agreement, answer_value, win_matrix
 
 
 def test_answers_are_averaged_over_both_orders() -> None:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
-from grebench.scoring.panel._judges import _WORD, content_words
+from grebench.panel._judges import _WORD, content_words
 
 PARTS = {
     "summary": r"summary|overview|paper summary|contributions?",

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from grebench.scoring.panel._judges import PaperView, ReviewView, Verdict
+from grebench.panel._judges import PaperView, ReviewView, Verdict
 
 
 class Debater(Protocol):

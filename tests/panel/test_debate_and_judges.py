@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from grebench.scoring.panel import (
+from grebench.panel import (
     GemJudge,
     LengthJudge,
     OverlapJudge,
@@ -18,7 +18,7 @@ from grebench.scoring.panel import (
     measure,
     run_debate,
 )
-from grebench.scoring.panel._exam import ask
+from grebench.panel._exam import ask
 from grebench.settings import Settings
 from grebench.store import Store
 
@@ -120,10 +120,10 @@ def test_machine_metrics() -> None:
 
 
 def test_verdicts_debate_llm_disagreements_and_flag_the_unresolved(store: Store, settings: Settings) -> None:
-    from grebench.scoring.panel._data import load_venue
-    from grebench.scoring.panel._run import _pairs, _verdicts
+    from grebench.panel._data import load_venue
+    from grebench.panel._run import _pairs, _verdicts
     from grebench.store import utcnow
-    from tests.scoring.panel.builders import VENUE, build_venue
+    from tests.panel.builders import VENUE, build_venue
 
     build_venue(store)
     data = load_venue(store, VENUE)

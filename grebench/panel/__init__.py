@@ -9,10 +9,10 @@ Public API (importing it never imports litellm):
 * :func:`bradley_terry`, :func:`weighted_vote`, :func:`run_debate`, :func:`measure` — pure pieces, reusable.
 """
 
-from grebench.scoring.panel._aggregate import bradley_terry, judge_score, outcome, rank_with_bootstrap, weighted_vote
-from grebench.scoring.panel._debate import DebateOutcome, run_debate
-from grebench.scoring.panel._exam import ExamSets, build_exam, examine, grade, self_preference
-from grebench.scoring.panel._judges import (
+from grebench.panel._aggregate import bradley_terry, judge_score, outcome, rank_with_bootstrap, weighted_vote
+from grebench.panel._debate import DebateOutcome, run_debate
+from grebench.panel._exam import ExamSets, build_exam, examine, grade, self_preference
+from grebench.panel._judges import (
     JUDGE_KINDS,
     JUDGES,
     REFERENCE_JUDGES,
@@ -28,7 +28,7 @@ from grebench.scoring.panel._judges import (
     Verdict,
     can_debate,
 )
-from grebench.scoring.panel._llm_judge import (
+from grebench.panel._llm_judge import (
     PROMPT_VERSION,
     JudgeError,
     LLMJudge,
@@ -36,8 +36,8 @@ from grebench.scoring.panel._llm_judge import (
     parse_judges,
     parse_reply,
 )
-from grebench.scoring.panel._machine_metrics import measure
-from grebench.scoring.panel._run import build_judges, run_panel
+from grebench.panel._machine_metrics import measure
+from grebench.panel._run import build_judges, run_panel
 
 __all__ = [
     "JUDGES",

@@ -278,9 +278,9 @@ class JudgeKind(Protocol):
 
 #: Judges on every panel (the reference judges need no LLM; plugins may add more).
 JUDGES: Registry[JudgeFactory] = Registry("judge")
-#: Kinds of configured ``[[judges]]`` tables (``llm`` is registered by :mod:`grebench.scoring.panel._llm_judge`).
-JUDGE_KINDS: Registry[JudgeKind] = Registry("judge kind", builtins=("grebench.scoring.panel._llm_judge",
-                                                                           "grebench.scoring.panel._local_judge"))
+#: Kinds of configured ``[[judges]]`` tables (``llm`` is registered by :mod:`grebench.panel._llm_judge`).
+JUDGE_KINDS: Registry[JudgeKind] = Registry("judge kind", builtins=("grebench.panel._llm_judge",
+                                                                           "grebench.panel._local_judge"))
 JUDGES.add("position", lambda ctx: PositionJudge(), summary=PositionJudge.description)
 JUDGES.add("length", lambda ctx: LengthJudge(), summary=LengthJudge.description)
 JUDGES.add("overlap", lambda ctx: OverlapJudge(ctx.tfidf), summary=OverlapJudge.description)

@@ -2,18 +2,19 @@
 
 The fingerprint covers the venue's papers (metadata and extracted text), human reviews (latest versions), current
 generations (ids and texts), baseline splits, candidates (families), every stored score, the judges' configuration,
-the panel's settings, :data:`PANEL_VERSION` and the panel package's own source files.  It is stored in
-``stage_state`` once a venue-year's results are written, with the summary the run reported; a later run with the
-same fingerprint returns that summary, makes no call and writes nothing.  A run whose votes were not all answered
-(an LLM judge failed) is not recorded, so the next run asks again.
+the setup and metric the gem judge reads, the job's sample, the panel's settings, :data:`PANEL_VERSION` and the
+panel package's own source files.  It is stored in ``stage_state`` once a venue-year's results are written, with the
+summary the run reported; a later run with the same fingerprint returns that summary, makes no call and writes
+nothing.  A run whose votes were not all answered (an LLM judge failed) is not recorded, so the next run asks again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
+from grebench.scoring import ScoredSetup
 from grebench.settings import Settings
 from grebench.store import Store, code_files
 from grebench.store import fingerprint as fingerprint_of
@@ -35,24 +36,27 @@ _QUERIES = (
                        FROM generations g JOIN papers p ON p.paper_id = g.paper_id WHERE p.venue_id = ?"""),
     ("splits", """SELECT count(*), bit_xor(hash(s.paper_id, s.candidate_review_id, s.reference_review_ids_json))
                   FROM baseline_splits s JOIN papers p ON p.paper_id = s.paper_id WHERE p.venue_id = ?"""),
-    ("sample", "SELECT count(*), bit_xor(hash(paper_id)) FROM paper_samples WHERE venue_id = ?"),
 )
 _GLOBAL = (
     ("candidates", "SELECT count(*), bit_xor(hash(name, kind, family)) FROM candidates"),
-    # all scores: the gem judge picks its (estimator, preprocessor) by row counts over every venue
+    # all scores: the gem judge reads scores of every venue (its floors, the stored exam texts)
     ("scores", """SELECT count(*), bit_xor(hash(metric, estimator, preprocessor, generation_id, candidate, paper_id,
                                               reference_review_id, pmi)) FROM scores"""),
 )
 
 
 def fingerprint(store: Store, settings: Settings, venue_id: str, judge_names: Sequence[str] | None,
-                exam_only: bool, setup: tuple[str, str] | None = None) -> str:
-    """Hash of the venue-year's inputs, the judges, the panel settings and the code version."""
+                exam_only: bool, setup: ScoredSetup | None, metric: str | None,
+                sample: Collection[str] | None) -> str:
+    """Hash of the venue-year's inputs, the judges, the setup and metric the gem judge reads, the job's sample (the
+    papers passed in), the panel settings and the code version."""
     queries = {name: (sql, [venue_id]) for name, sql in _QUERIES}
     queries.update({name: (sql, []) for name, sql in _GLOBAL})
     values = {
         "version": PANEL_VERSION, "venue": venue_id, "exam_only": exam_only,
-        "judge_names": sorted(judge_names or []), "judges": settings.tables.get("judges"), "setup": setup,
+        "judge_names": sorted(judge_names or []), "judges": settings.tables.get("judges"),
+        "setup": None if setup is None else setup.as_json(), "metric": metric,
+        "sample": None if sample is None else sorted(sample),
         "settings": {name: getattr(settings, name) for name in (
             "seed", "exam_pairs", "panel_pairs_per_paper", "panel_llm_pairs_per_paper", "bootstrap_samples",
             "debate_rounds",

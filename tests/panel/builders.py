@@ -20,6 +20,9 @@ TOPICS = [
 ]
 
 
+#: run_panel's inputs on a store nothing was scored in: no setup, no gem metric, every paper.
+UNSCORED: dict[str, Any] = {"setup": None, "metric": None, "paper_ids": None}
+
 def review_text(title: str, abstract: str, extra: int = 0, tag: str = "") -> str:
     """A review that talks about the paper's own terms; ``extra`` adds generic sentences."""
     words = " ".join(abstract.split()[:12])

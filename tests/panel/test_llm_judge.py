@@ -9,7 +9,7 @@ from typing import Any, Iterator
 import pytest
 
 from grebench.llm import LLMClient
-from grebench.scoring.panel import (
+from grebench.panel import (
     JudgeContext,
     LLMJudge,
     PaperView,
@@ -22,7 +22,7 @@ from grebench.scoring.panel import (
 from grebench.settings import Settings
 from grebench.store import Store
 from tests.fakes.openai_server import FakeOpenAIServer, _Handler
-from tests.scoring.panel.builders import build_venue
+from tests.panel.builders import UNSCORED, build_venue
 
 PAPER = PaperView("p1", "Sparse attention", "We propose sparse attention kernels.")
 LONG = ReviewView("Summary: sparse attention kernels scale well. Strengths: linear memory. Weaknesses: few tasks.")
@@ -127,7 +127,7 @@ def test_family_guard_and_idempotent_panel(server: FakeOpenAIServer, settings: S
     tables = {"judges": [{"name": "jx", "model": "openai/fake-model", "api_base": server.url, "family": "x"}]}
     settings = Settings(values={**settings.values, "bootstrap_samples": 20, "llm_max_retries": 0, "exam_pairs": 6},
                         tables=tables)
-    summary = run_panel(store, settings, None, judge_names=["jx", "length"])
+    summary = run_panel(store, settings, None, **UNSCORED, judge_names=["jx", "length"])
     exam = {r["judge"]: r for r in summary["exam"]}["jx"]
     assert exam["passed"]  # as consistent and pertinent as the length judge it is examined with
     assert exam["self_preference"]["own_candidates"] == ["llm-x"] and exam["self_preference"]["instances"] > 0
@@ -138,7 +138,7 @@ def test_family_guard_and_idempotent_panel(server: FakeOpenAIServer, settings: S
     assert {v["order_ab"] for v in votes} == {"ab", "ba"}
     assert summary["calls_made"] > 0
     requests, n_votes = len(server.chat_requests), store.scalar("SELECT count(*) FROM panel_votes")
-    again = run_panel(store, settings, None, judge_names=["jx", "length"])
+    again = run_panel(store, settings, None, **UNSCORED, judge_names=["jx", "length"])
     assert len(server.chat_requests) == requests and again["calls_made"] == 0 and again["votes"] == 0
     assert store.scalar("SELECT count(*) FROM panel_votes") == n_votes
     length_votes = store.scalar("SELECT count(*) FROM panel_votes WHERE judge = 'length' AND candidate_a = 'llm-x'")

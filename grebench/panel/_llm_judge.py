@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from grebench.llm import ChatRequest, ChatResult, LLMClient, fill
-from grebench.scoring.panel._judges import (
+from grebench.llm import ChatRequest, ChatResult, LLMClient, endpoint_tables, fill, parse_endpoint, table_name
+from grebench.panel._judges import (
     JUDGE_KINDS,
     LLM_JUDGE,
     Judge,
@@ -30,7 +30,7 @@ from grebench.scoring.panel._judges import (
 PROMPT_VERSION = "judge-v2"  # v2: untrusted text fenced (grebench.llm.fill)
 DEBATE_PROMPT_VERSION = "judge-debate-v2"
 LEVELS = {"very low": 1, "low": 2, "medium": 3, "high": 4, "very high": 5}
-ALLOWED_KEYS = {"name", "model", "api_base", "api_key_env", "family", "params", "description"}
+ALLOWED_KEYS = {"name", "kind", "model", "api_base", "api_key_env", "family", "params", "description"}
 _ANSWER = re.compile(r"^\W*(?:answer\s*:\s*)?\W*(one|two|tie)\b", re.IGNORECASE)
 _TOKEN = re.compile(r"^\W*(one|two|tie)(?![a-z])", re.IGNORECASE)
 _CONF = re.compile(r"confidence\s*:\s*\**\s*(very low|very high|low|medium|high)", re.IGNORECASE)
@@ -44,7 +44,7 @@ class JudgeError(RuntimeError):
 
 
 def _template(name: str) -> str:
-    return resources.files("grebench.scoring.panel").joinpath(f"prompts/{name}").read_text(encoding="utf-8")
+    return resources.files("grebench.panel").joinpath(f"prompts/{name}").read_text(encoding="utf-8")
 
 
 def _messages(paper: PaperView, one: ReviewView, two: ReviewView, show_metrics: bool,
@@ -156,22 +156,10 @@ class LLMJudgeKind:
 
     def parse(self, raw: dict[str, Any], where: str, context: JudgeContext) -> Judge:
         """Validate one table; errors name the judge and the key."""
-        name = raw["name"]
-        unknown = sorted(set(raw) - ALLOWED_KEYS - {"kind"})
-        if unknown:
-            raise ValueError(f"judge {name!r}: unknown key(s) {', '.join(unknown)}")
-        model = raw.get("model")
-        if not isinstance(model, str) or not model.strip():
-            raise ValueError(f"judge {name!r}: missing model (a litellm model string)")
-        key_env = raw.get("api_key_env")
-        if key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(key_env)):
-            raise ValueError(f"judge {name!r}: api_key_env must be the NAME of an environment variable, not the key")
-        params = raw.get("params", {})
-        if not isinstance(params, dict):
-            raise ValueError(f"judge {name!r}: params must be a table")
-        return LLMJudge(name=name, model=model.strip(), client=context.client, family=raw.get("family"),
-                        api_base=raw.get("api_base"), api_key_env=key_env, params=params,
-                        description=raw.get("description") or f"LLM judge {model.strip()} ({PROMPT_VERSION})",
+        e = parse_endpoint(raw, where, ALLOWED_KEYS)
+        return LLMJudge(name=e.name, model=e.model, client=context.client, family=e.family, api_base=e.api_base,
+                        api_key_env=e.api_key_env, params=e.params,
+                        description=e.description or f"LLM judge {e.model} ({PROMPT_VERSION})",
                         show_metrics=context.settings.judges_see_machine_metrics)
 
 
@@ -181,20 +169,9 @@ JUDGE_KINDS.add("llm", LLMJudgeKind(), spec="llm", summary="a litellm model judg
 
 def parse_judges(raw: Any, context: JudgeContext) -> list[Judge]:
     """Validate the ``[[judges]]`` tables of the settings file with the parser of each table's ``kind``."""
-    if raw is None:
-        return []
-    if isinstance(raw, dict):
-        raw = [raw]
-    if not isinstance(raw, list):
-        raise ValueError("judges must be an array of tables ([[judges]])")
     out: list[Judge] = []
-    for i, entry in enumerate(raw):
-        where = f"[[judges]] #{i + 1}"
-        if not isinstance(entry, dict):
-            raise ValueError(f"{where}: expected a table")
-        name = entry.get("name")
-        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}", name):
-            raise ValueError(f"{where}: name must be 1-100 characters of letters, digits and ._:/@+-, got {name!r}")
+    for i, entry in enumerate(endpoint_tables(raw, "judges")):
+        name = table_name(entry, f"[[judges]] #{i + 1}")
         kind = entry.get("kind", "llm")
         if not isinstance(kind, str) or kind not in JUDGE_KINDS:
             raise ValueError(f"judge {name!r}: kind must be one of {', '.join(JUDGE_KINDS.names())}, got {kind!r}")
