@@ -260,7 +260,7 @@ class JudgeContext:
     client: Any
     gem: GemScores
     tfidf: TfIdf
-    servers: Any = None  # local model servers shared by the run's local judges (``grebench.bench.LocalServers``)
+    servers: Any = None  # local model servers shared by the run's local judges (``grebench.runtime.LocalServers``)
 
 
 JudgeFactory = Callable[[JudgeContext], Judge]

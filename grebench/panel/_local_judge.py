@@ -7,8 +7,8 @@ verdict is the more probable option; its confidence is that option's probability
 of the answer, as for an API judge with log-probs).  There is no tie option: the exam's consistency test (both
 orders) is what catches a judge that always picks the first or the second review shown.
 
-The server (:class:`grebench.models.LocalServer`) is started only when a decision is not in the call cache, once
-per checkpoint for the whole panel run (:class:`grebench.bench.LocalServers`, as for local candidates), and
+The server (:class:`grebench.runtime.LocalServer`) is started only when a decision is not in the call cache, once
+per checkpoint for the whole panel run (:class:`grebench.runtime.LocalServers`, as for local candidates), and
 stopped when the panel stage ends.  Calls are keyed by ``local:<checkpoint>:<dtype>``, not by the server's port,
 so a rerun finds the first run's answers.
 
