@@ -84,6 +84,7 @@ class ResolvedRun:
     whence: str                     # why these specs: as named, the scored setup, the setting
     scored: ScoredSetup | None      # what the stored scores of these specs were made with (None: nothing yet)
     sample: Sample
+    proxy: ScoredSetup | None = None  # what the fast proxy's scores beside them were made with (None: none)
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -102,35 +103,38 @@ class ResolvedRun:
                  "sample": list(self.sample.paper_ids) if self.sample.paper_ids is not None else None}
         return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:12]
 
-    def with_scored(self, scored: ScoredSetup) -> ResolvedRun:
-        """The same run once its score stage has scored with ``scored`` (the stages after it read these ids)."""
-        return replace(self, scored=scored)
+    def with_scored(self, scored: ScoredSetup, proxy: ScoredSetup | None = None) -> ResolvedRun:
+        """The same run once its score stage has scored with ``scored`` (and the proxy with ``proxy``): the stages
+        after it read these ids."""
+        return replace(self, scored=scored, proxy=proxy or self.proxy)
 
     def as_json(self) -> dict[str, Any]:
         """What the run resolved (stored with the run's summary)."""
         return {"id": self.id, "estimator": self.estimator, "preprocessor": self.preprocessor,
                 "whence": self.whence, "metrics": list(self.metrics),
                 "scored": None if self.scored is None else self.scored.as_json(),
+                "proxy": None if self.proxy is None else self.proxy.as_json(),
                 "sample": self.sample.description, "papers": self.sample.size}
 
 
 def scored_setups(store: Store, estimator: str | None = None, preprocessor: str | None = None) -> ScoredSetup | None:
     """The latest scored setup whose estimator spec or id equals ``estimator`` and whose preprocessor spec or id
-    equals ``preprocessor`` (None: any); None when no scoring matches."""
+    equals ``preprocessor``; with no estimator named, the latest main one (not a fast proxy scored beside it).
+    None when no scoring matches."""
     row = store.con.execute(
         """SELECT estimator_spec, preprocessor_spec, estimator_id, preprocessor_id FROM scored_setups
-           WHERE ($e IS NULL OR $e IN (estimator_spec, estimator_id))
+           WHERE (CASE WHEN $e IS NULL THEN role = 'main' ELSE $e IN (estimator_spec, estimator_id) END)
              AND ($p IS NULL OR $p IN (preprocessor_spec, preprocessor_id))
            ORDER BY scored_at DESC, estimator_id, preprocessor_id LIMIT 1""",
         {"e": estimator, "p": preprocessor}).fetchone()
     return None if row is None else ScoredSetup(*row)
 
 
-def record_scored(store: Store, scored: ScoredSetup, run_id: str) -> None:
-    """Record that ``run_id`` scored with this setup (the latest scoring of it wins the readers' choice)."""
-    store.con.execute("INSERT OR REPLACE INTO scored_setups VALUES (?, ?, ?, ?, ?, ?)",
+def record_scored(store: Store, scored: ScoredSetup, run_id: str, role: str = "main") -> None:
+    """Record that ``run_id`` scored with this setup (``role``: main, or proxy for the fast proxy beside it)."""
+    store.con.execute("INSERT OR REPLACE INTO scored_setups VALUES (?, ?, ?, ?, ?, ?, ?)",
                       [scored.estimator_spec, scored.preprocessor_spec, scored.estimator_id, scored.preprocessor_id,
-                       run_id, utcnow()])
+                       role, run_id, utcnow()])
 
 
 def resolve_run(store: Store, settings: Settings, setup: RunSetup, *, draws: bool) -> ResolvedRun:
@@ -139,7 +143,8 @@ def resolve_run(store: Store, settings: Settings, setup: RunSetup, *, draws: boo
         estimator, preprocessor = setup.estimator, setup.preprocessor
         whence = "as named" if setup.named_estimator else "the setting"
         return ResolvedRun(setup, estimator, preprocessor, whence, scored_setups(store, estimator, preprocessor),
-                           draw_sample(store, setup.papers, setup.seed, setup.papers_why))
+                           draw_sample(store, setup.papers, setup.seed, setup.papers_why),
+                           _proxy(store, setup, preprocessor))
     scored = scored_setups(store, setup.named_estimator, setup.named_preprocessor)
     if setup.named_estimator:
         whence = "as named"
@@ -150,4 +155,10 @@ def resolve_run(store: Store, settings: Settings, setup: RunSetup, *, draws: boo
     # a named id (validate --estimator offline:wb-bigram…) stands for the spec it was scored from
     estimator = scored.estimator_spec if scored else setup.named_estimator or setup.estimator
     preprocessor = scored.preprocessor_spec if scored else setup.named_preprocessor or setup.preprocessor
-    return ResolvedRun(setup, estimator, preprocessor, whence, scored, recorded_sample(store))
+    return ResolvedRun(setup, estimator, preprocessor, whence, scored, recorded_sample(store),
+                       _proxy(store, setup, preprocessor))
+
+
+def _proxy(store: Store, setup: RunSetup, preprocessor: str) -> ScoredSetup | None:
+    """The fast proxy's scored setup beside the main estimator's (same preprocessor), when one is set."""
+    return scored_setups(store, setup.proxy, preprocessor) if setup.proxy else None

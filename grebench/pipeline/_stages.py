@@ -89,9 +89,14 @@ class ScoreStage(BaseStage):
                               progress=ctx.progress, paper_ids=papers)
         summary["sample"] = run.sample.description if run.sample.sampled else None
         if not summary.get("nothing_to_score"):  # with nothing to score no estimator was made: no id to record
+            proxy = None
+            if proxy_summary is not None:
+                proxy = ScoredSetup(run.setup.proxy, run.preprocessor, proxy_summary["estimator"],
+                                    proxy_summary["preprocessor"])
+                record_scored(ctx.store, proxy, ctx.run_id, role="proxy")
             scored = ScoredSetup(run.estimator, run.preprocessor, summary["estimator"], summary["preprocessor"])
             record_scored(ctx.store, scored, ctx.run_id)
-            ctx.run = run.with_scored(scored)  # validate and the panel, later in this job, read these ids
+            ctx.run = run.with_scored(scored, proxy)  # validate and the panel, later in this job, read these ids
         if proxy_summary is not None:
             summary["proxy"] = {k: proxy_summary.get(k) for k in ("estimator", "preprocessor", "pairs_scored",
                                                                   "estimator_calls", "cache_hits")}
@@ -159,7 +164,7 @@ class ValidateStage(BaseStage):
         est, prep, metrics = self._setup(ctx)
         rows = validation_rows(ctx.store, est, prep, metrics, ctx.settings.bootstrap_samples, ctx.settings.seed)
         store_report(ctx.store, ctx.run_id, est, prep, rows)
-        proxy = ctx.resolved.setup.proxy
+        proxy = ctx.resolved.proxy.estimator_id if ctx.resolved.proxy else None
         agreement = [a for m in metrics if (a := estimator_agreement(ctx.store, m, est, prep, proxy)) is not None]
         return {"estimator": est, "preprocessor": prep, "metrics": metrics, "rows": rows, "agreement": agreement}
 

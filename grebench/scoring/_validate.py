@@ -144,19 +144,13 @@ def validation_rows(
 
 
 def estimator_agreement(store: Store, metric: str, estimator: str, preprocessor: str,
-                        proxy_kind: str) -> dict[str, Any] | None:
-    """How well a fast proxy estimator (the latest scored id of kind ``proxy_kind``, e.g. ``offline``) agrees with
-    ``estimator`` on the same pairs: Spearman's rho of the candidates' mean scores, and the mean over papers of the
-    per-paper rho across candidates.  None when the proxy has no scores on common pairs (or is the estimator)."""
+                        proxy: str | None) -> dict[str, Any] | None:
+    """How well a fast proxy estimator (its id, as the score stage recorded it) agrees with ``estimator`` on the
+    same pairs: Spearman's rho of the candidates' mean scores, and the mean over papers of the per-paper rho across
+    candidates.  None without a proxy, when the proxy has no scores on common pairs, or is the estimator's kind."""
     from scipy import stats
 
-    kind = Registry.split(proxy_kind)[0]
-    if not kind or Registry.split(estimator)[0] == kind:
-        return None
-    proxy = store.scalar("""SELECT estimator FROM scores WHERE metric = ? AND preprocessor = ? AND estimator LIKE ?
-                            GROUP BY estimator ORDER BY max(created_at) DESC LIMIT 1""",
-                         [metric, preprocessor, f"{kind}:%"])
-    if proxy is None:
+    if not proxy or Registry.split(estimator)[0] == Registry.split(proxy)[0]:
         return None
     rows = store.rows(
         f"""SELECT s.candidate, s.paper_id, avg({FLOORED_PMI}) AS main, avg(p.pmi) AS proxy

@@ -179,3 +179,17 @@ def test_the_sample_table_is_read_only_by_the_resolver_and_the_boards_report() -
     offenders = [name for name, _tree in _modules() if name not in allowed and not name.startswith("store/")
                  and "FROM paper_samples" in (PACKAGE / name).read_text(encoding="utf-8")]
     assert offenders == []
+
+
+def test_a_fast_proxy_scored_beside_is_never_the_readers_default(store: Any) -> None:
+    from grebench.pipeline._resolve import record_scored
+    from grebench.scoring import ScoredSetup
+
+    main = ScoredSetup("hf:smollm2-135m", "rules", "hf:smollm2-135m@1234abcd:dtype=bfloat16", "rules-v6")
+    proxy = ScoredSetup("offline", "rules", "offline:wb-bigram:corpus=ab12", "rules-v6")
+    record_scored(store, main, "run-1")
+    record_scored(store, proxy, "run-1", role="proxy")  # scored after the main one, in the same job
+    assert scored_setups(store) == main
+    assert scored_setups(store, "offline") == scored_setups(store, proxy.estimator_id) == proxy  # named: found
+    assert scored_setups(store, "hf:smollm2-135m", "rules-v6") == main
+    assert scored_setups(store, "hf:smollm2") is None and scored_setups(store, "hf") is None  # equality only

@@ -73,14 +73,15 @@ def test_proxy_agreement_is_rank_correlation_on_common_pairs(store: Store) -> No
     papers = [f"p{i}" for i in range(6)]
     quality = {"human": 3.0, "llm-a": 2.0, "llm-b": 1.0, "generic": -1.0}
     main = {(c, p): q + 0.1 * i for c, q in quality.items() for i, p in enumerate(papers)}
-    assert estimator_agreement(store, "gem-s", "hf:lm", "rules-v4", "offline") is None  # no proxy scores yet
+    assert estimator_agreement(store, "gem-s", "hf:lm", "rules-v4", "offline:proxy") is None  # no proxy scores yet
     _insert_scores(store, "hf:lm", main)
     _insert_scores(store, "offline:proxy", {k: 10 * v for k, v in main.items()})  # same order everywhere
-    same = estimator_agreement(store, "gem-s", "hf:lm", "rules-v4", "offline")
+    same = estimator_agreement(store, "gem-s", "hf:lm", "rules-v4", "offline:proxy")
     assert same is not None and same["proxy"] == "offline:proxy" and same["candidates"] == 4
     assert same["rho_candidates"] == 1.0 and same["rho_per_paper_mean"] == 1.0 and same["papers"] == 6
     store.con.execute("DELETE FROM scores WHERE estimator = 'offline:proxy'")
     _insert_scores(store, "offline:proxy", {(c, p): -v for (c, p), v in main.items()})  # the reverse order
-    reverse = estimator_agreement(store, "gem-s", "hf:lm", "rules-v4", "offline")
+    reverse = estimator_agreement(store, "gem-s", "hf:lm", "rules-v4", "offline:proxy")
     assert reverse is not None and reverse["rho_candidates"] == -1.0 and reverse["rho_per_paper_mean"] == -1.0
-    assert estimator_agreement(store, "gem-s", "offline:proxy", "rules-v4", "offline") is None  # itself
+    assert estimator_agreement(store, "gem-s", "offline:proxy", "rules-v4", "offline:proxy") is None  # itself
+    assert estimator_agreement(store, "gem-s", "hf:lm", "rules-v4", None) is None  # no proxy scored

@@ -20,6 +20,7 @@ CREATE TABLE IF NOT EXISTS scored_setups (
     preprocessor_spec VARCHAR NOT NULL,    -- as written: rules, llm:...
     estimator_id VARCHAR NOT NULL,         -- what the scores carry: the spec plus weights hash, dtype, options
     preprocessor_id VARCHAR NOT NULL,
+    role VARCHAR NOT NULL,                 -- main: the metric's estimator; proxy: the fast proxy scored beside it
     run_id VARCHAR,                        -- the run that scored with it last (NULL: carried over by m0023)
     scored_at TIMESTAMP NOT NULL,
     PRIMARY KEY (estimator_spec, preprocessor_spec, estimator_id, preprocessor_id)
@@ -36,10 +37,10 @@ def up(con: duckdb.DuckDBPyConnection) -> None:
         estimator, sep, preprocessor = str(recorded[0]).rpartition("|")
         ids = json.loads(recorded[1])
         if sep and estimator and preprocessor and ids.get("estimator") and ids.get("preprocessor"):
-            con.execute("INSERT OR IGNORE INTO scored_setups VALUES (?, ?, ?, ?, NULL, ?)",
+            con.execute("INSERT OR IGNORE INTO scored_setups VALUES (?, ?, ?, ?, 'main', NULL, ?)",
                         [estimator, preprocessor, ids["estimator"], ids["preprocessor"], recorded[2]])
     con.execute("""INSERT OR IGNORE INTO scored_setups
-                   SELECT s.estimator, s.preprocessor, s.estimator, s.preprocessor, NULL, max(s.created_at)
+                   SELECT s.estimator, s.preprocessor, s.estimator, s.preprocessor, 'main', NULL, max(s.created_at)
                    FROM scores s WHERE s.preprocessor <> 'none' AND NOT EXISTS (
                        SELECT 1 FROM scored_setups k
                        WHERE k.estimator_id = s.estimator AND k.preprocessor_id = s.preprocessor)
