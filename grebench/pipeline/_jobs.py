@@ -166,7 +166,10 @@ def run_job(settings: Settings, which: str | Job, options: RunOptions | None = N
             return out
         out.failures = store.run_failures(run_id)
         stored = observer.summary(store, out)
-        out.status = store.finish_run(run_id, dict(stored) if stored is not None else out.summary())
+        summary = dict(stored if stored is not None else out.summary())
+        if out.run is not None:  # what the job worked with, by its stable id (the stages' summaries say the rest)
+            summary.setdefault("resolved", out.run.as_json())
+        out.status = store.finish_run(run_id, summary)
         return out
 
 
