@@ -54,28 +54,63 @@ def test_prefix_reuse_equals_no_reuse(hf) -> None:
 
 
 def test_two_level_reuse_with_mixed_context_batches_equals_no_reuse(tiny_llama_dir: Path) -> None:  # noqa: F811
-    """Small budgets: groups are chunked and target rows of different context lengths share padded KV batches."""
+    """Small budgets: contexts are chunked, a batch of first reviews spans papers whose prefixes differ in length
+    (pad slots between a prefix and its first review, masked), target rows of different contexts share batches."""
+    import torch
+
     from grebench.scoring.estimators._hf import HFEstimator
 
-    reqs = sample_requests(n_papers=2, n_candidates=2)
+    reqs = sample_requests(n_papers=3, n_candidates=2)
     reqs.append(LogprobRequest(reqs[0].paper_id, reqs[0].synopsis, "Short.", reqs[0].target))  # 1-request group
     small = HFEstimator(str(tiny_llama_dir), dtype="float32", device="cpu", batch_tokens=1500)
-    contexts: list[set[int]] = []
-    score_batch = small._score_batch
+    holes: list[bool] = []
+    spans: list[set[str]] = []
+    contexts, score_batch = small._contexts, small._score_batch
 
-    def spy(batch, kv):
-        contexts.append({r.ctx for r in batch})
+    def spy_contexts(past, items):
+        out = contexts(past, items)
+        if out is not None:  # a real slot after a pad slot: a short prefix under a longer one's first review
+            holes.append(bool((out.valid[:, 1:] & ~out.valid[:, :-1]).any()))
+        return out
+
+    def spy_batch(batch, kv):
+        spans.append({reqs[r.req].paper_id for r in batch})
         return score_batch(batch, kv)
 
-    small._score_batch = spy
-    got = small.logprobs(reqs)
-    assert any(len(c) > 1 for c in contexts)  # some batch mixes context lengths (padded KV + attention mask)
+    small._contexts, small._score_batch = spy_contexts, spy_batch
+    with torch.inference_mode():
+        got = small.logprobs(reqs)
+    assert any(holes)  # some context batch spans papers with prefixes of different lengths
     small.reuse_prefix = False
     without = small.logprobs(reqs)
     toks = [small.encode(r) for r in reqs]
     assert len({t.rest[:len(t.rest) - t.n_target] for t in toks}) < len(reqs)  # groups really share a first review
     for a, b in zip(got, without, strict=True):
         assert a.n_tokens == b.n_tokens
+        assert abs(a.logprob - b.logprob) < 1e-5 * max(1, a.n_tokens / 100)
+
+
+def test_reuse_batches_across_papers_like_the_plain_path(tiny_llama_dir: Path) -> None:  # noqa: F811
+    """A call with many papers (the GPU's): reuse runs target batches that span papers, computes fewer token
+    positions than the plain path, and gives its numbers (float32)."""
+    from grebench.scoring.estimators._hf import HFEstimator
+
+    reqs = sample_requests(n_papers=4, n_candidates=3)
+    est = HFEstimator(str(tiny_llama_dir), dtype="float32", device="cpu", batch_tokens=50_000)
+    spans: list[set[str]] = []
+    score_batch = est._score_batch
+
+    def spy(batch, kv):
+        spans.append({reqs[r.req].paper_id for r in batch})
+        return score_batch(batch, kv)
+
+    est._score_batch = spy
+    reused = est.logprobs_with(reqs, reuse=True)
+    fed_reuse, est.positions_fed = est.positions_fed, 0
+    assert any(len(papers) > 1 for papers in spans)  # a reuse batch of targets spans papers
+    plain = est.logprobs_with(reqs, reuse=False)
+    assert fed_reuse < 0.6 * est.positions_fed  # the shared prefixes and first reviews ran once
+    for a, b in zip(reused, plain, strict=True):
         assert abs(a.logprob - b.logprob) < 1e-5 * max(1, a.n_tokens / 100)
 
 
