@@ -279,3 +279,37 @@ def test_reuse_probe_covers_the_plain_paths_batch_on_a_gpu() -> None:
     assert probe_papers(gpu) == 16  # type: ignore[arg-type]
     reqs = probe_requests(probe_papers(gpu))  # type: ignore[arg-type]
     assert len({r.paper_id for r in reqs}) == 16 and len(reqs) == 16 * 12
+
+
+def test_the_reuse_decision_survives_a_slow_round_and_falls_back_on_flops() -> None:
+    """Five interleaved rounds: one round slowed by other work (on either path) changes no verdict; timings that
+    disagree leave the decision to the FLOP count."""
+    from grebench.scoring.estimators._hf import decide_reuse
+
+    steady = [(4.0, 2.0)] * 5
+    assert decide_reuse(steady, 2.4)[:2] == (True, "timings")
+    for slowed in range(5):  # a CPU-bound neighbour doubles one path's time in one round
+        for path in (0, 1):
+            rounds = [list(r) for r in steady]
+            rounds[slowed][path] *= 2.2
+            assert decide_reuse([(p, r) for p, r in rounds], 2.4)[0] is True
+    assert decide_reuse([(2.0, 4.0)] * 5, 2.4)[:2] == (False, "timings")  # a GPU where reuse loses
+    noisy = [(2.0, 1.9), (2.0, 2.2), (2.0, 1.5), (2.0, 2.1), (2.0, 1.7)]  # within noise: no timing verdict
+    assert decide_reuse(noisy, 2.4) == (True, "flop prior", decide_reuse(noisy, 2.4)[2])
+    assert decide_reuse(noisy, 1.2)[:2] == (False, "flop prior")
+    assert "inconclusive" in decide_reuse(noisy, 2.4)[2] and "2.40x the positions" in decide_reuse(noisy, 2.4)[2]
+
+
+def test_a_probe_taken_on_a_busy_machine_is_taken_again_on_a_quieter_start(
+        tiny_llama_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    from grebench.scoring.estimators import _hf
+
+    loads = iter([9.0, 9.0, 0.1, 0.1, 0.1])  # busy during the first probe, quiet from then on
+    monkeypatch.setattr(_hf, "_load", lambda: next(loads))
+    est = _hf.HFEstimator(str(tiny_llama_dir), dtype="float32", device="cpu", batch_tokens=8192)
+    first = _hf.choose_reuse(est, "auto", tmp_path)
+    assert first["source"] == "probe" and first["busy"] is True and len(first["rounds"]) == _hf.PROBE_ROUNDS
+    second = _hf.choose_reuse(est, "auto", tmp_path)  # quiet now: measured again, not read from the cache
+    assert second["source"] == "probe" and second["busy"] is False
+    third = _hf.choose_reuse(est, "auto", tmp_path)
+    assert third["source"] == "cache" and third["reuse"] is second["reuse"]
