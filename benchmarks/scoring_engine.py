@@ -229,10 +229,23 @@ DEFAULT_PAPERS = {"tiny": 8, SMOLLM2: 2, "llama-3.1-8b": 50}
 PeakFn = Callable[[], tuple[float, dict[str, float]]]
 
 
-def compare(est: HFEstimator, reqs: list[LogprobRequest], peak_fn: PeakFn) -> dict[str, Any]:
-    """Engine vs naive loop on the same model, interleaved paper by paper, with FLOP share and max |Δ|.
+def computed_flops(est: HFEstimator, positions: int, scored: int) -> float:
+    """FLOPs an engine path computed: 2 x non-embedding params per token position it ran (pads included) + the LM
+    head at scored positions (attention left out, as it is small at these lengths): against necessary FLOPs, the
+    share of its work that was needed."""
+    cfg = est.model.config
+    body = sum(p.numel() for n, p in est.model.named_parameters() if "embed_tokens" not in n and "lm_head" not in n)
+    return 2 * body * positions + 2 * cfg.hidden_size * cfg.vocab_size * scored
 
-    The peak is measured before and after the timed loops and the best kept (a busy shared machine lowers it).
+
+def compare(est: HFEstimator, reqs: list[LogprobRequest], peak_fn: PeakFn,
+            papers_per_call: int | None = None) -> dict[str, Any]:
+    """Both engine paths (prefix reuse batched across the call's papers, and plain forwards) and the naive loop on
+    the same model, interleaved call by call, with FLOP share, computed/necessary FLOPs and max |Δ| of each.
+
+    ``papers_per_call``: papers per engine call (default what the product's scoring engine gives one call here:
+    one on a CPU, many on a GPU; a CPU run with many shows the batched reuse path a GPU runs).  The peak is
+    measured before and after the timed loops and the best kept (a busy shared machine lowers it).
     """
     import torch
 
@@ -245,37 +258,57 @@ def compare(est: HFEstimator, reqs: list[LogprobRequest], peak_fn: PeakFn) -> di
           f"{torch.get_num_threads()} threads", file=sys.stderr)
     load_before = os.getloadavg()[0]
     peak, per_shape = peak_fn()
-    est.logprobs(reqs[:2])  # warm-up
+    est.logprobs_with(reqs[:2], True)  # warm-up, both paths
+    est.logprobs_with(reqs[:2], False)
     by_paper: dict[str, list[int]] = {}
     for i, r in enumerate(reqs):
         by_paper.setdefault(r.paper_id, []).append(i)
     papers = list(by_paper.values())
-    step = max(1, int(est.papers_per_batch))  # what the product's scoring engine gives one call
-    fast, slow = [0.0] * len(reqs), [0.0] * len(reqs)
-    t_engine = t_naive = 0.0
-    for k in range(0, len(papers), step):  # interleaved: a load change on a shared machine hits both loops
+    step = max(1, papers_per_call or int(est.papers_per_batch))
+    paths = {"reuse": True, "plain": False}
+    vals = {name: [0.0] * len(reqs) for name in [*paths, "naive"]}
+    seconds = dict.fromkeys(vals, 0.0)
+    fed = dict.fromkeys(paths, 0)
+    for k in range(0, len(papers), step):  # interleaved: a load change on a shared machine hits every loop
         idx = [i for group in papers[k:k + step] for i in group]
         sub = [reqs[i] for i in idx]
-        _sync(est.device)
-        t = time.perf_counter()
-        vals = [r.logprob for r in est.logprobs(sub)]
-        _sync(est.device)
-        dt_e = time.perf_counter() - t
-        t = time.perf_counter()
-        ref = naive_scores(est, sub)
-        _sync(est.device)
-        dt_n = time.perf_counter() - t
-        t_engine, t_naive = t_engine + dt_e, t_naive + dt_n
-        for i, a, b in zip(idx, vals, ref, strict=True):
-            fast[i], slow[i] = a, b
-        print(f"  papers {k + 1}-{min(k + step, len(papers))}/{len(papers)}: {len(idx)} requests, engine "
-              f"{dt_e:.2f}s, naive {dt_n:.2f}s", file=sys.stderr)
+        line = []
+        for name in [*paths, "naive"]:
+            before = est.positions_fed
+            _sync(est.device)
+            t = time.perf_counter()
+            got = naive_scores(est, sub) if name == "naive" else [r.logprob for r in est.logprobs_with(sub,
+                                                                                                      paths[name])]
+            _sync(est.device)
+            took = time.perf_counter() - t
+            seconds[name] += took
+            if name in fed:
+                fed[name] += est.positions_fed - before
+            for i, v in zip(idx, got, strict=True):
+                vals[name][i] = v
+            line.append(f"{name} {took:.2f}s")
+        print(f"  papers {k + 1}-{min(k + step, len(papers))}/{len(papers)}: {len(idx)} requests, "
+              + ", ".join(line), file=sys.stderr)
     peak2, per_shape2 = peak_fn()
     peak = max(peak, peak2)
     per_shape = {name: max(v, per_shape2[name]) for name, v in per_shape.items()}
-    diffs = [abs(a - b) for a, b in zip(fast, slow, strict=True)]
+
+    def path(name: str) -> dict[str, Any]:
+        diffs = [abs(a - b) for a, b in zip(vals[name], vals["naive"], strict=True)]
+        made = computed_flops(est, fed[name], sum(n_target))
+        return {"seconds": round(seconds[name], 2), "speedup_vs_naive": round(seconds["naive"] / seconds[name], 2),
+                "flop_share": round(need / seconds[name] / peak, 3), "positions_run": fed[name],
+                "necessary_over_computed_flops": round(need / made, 3),
+                "max_abs_diff_per_100_target_tokens": round(100 * max(d / n for d, n in zip(diffs, n_target,
+                                                                                              strict=True)), 4),
+                "max_abs_diff": max(diffs)}
+
+    both = {name: path(name) for name in paths}
+    chosen = "reuse" if est.reuse_prefix else "plain"
+    diffs = [abs(a - b) for a, b in zip(vals[chosen], vals["naive"], strict=True)]
     worst = max(range(len(reqs)), key=lambda i: diffs[i])
-    share = need / t_engine / peak
+    t_engine, t_naive = seconds[chosen], seconds["naive"]
+    between = max(abs(a - b) / n for a, b, n in zip(vals["reuse"], vals["plain"], n_target, strict=True))
     return {"n_requests": len(reqs), "engine_s": round(t_engine, 2), "naive_s": round(t_naive, 2),
             "speedup": round(t_naive / t_engine, 2), "max_abs_diff": diffs[worst],
             "max_abs_diff_per_target_token": max(d / n for d, n in zip(diffs, n_target, strict=True)),
@@ -283,11 +316,13 @@ def compare(est: HFEstimator, reqs: list[LogprobRequest], peak_fn: PeakFn) -> di
             "max_abs_diff_per_100_target_tokens": round(100 * max(d / n for d, n in zip(diffs, n_target,
                                                                                           strict=True)), 4),
             "mean_abs_diff_per_100_target_tokens": round(100 * sum(diffs) / sum(n_target), 4),
-            "engine_path": "prefix reuse" if est.reuse_prefix else "plain forward batched across papers",
-            "papers_per_call": step,
-            "max_abs_diff_request": {"logprob_engine": fast[worst], "logprob_naive": slow[worst],
+            "engine_path": "prefix reuse batched across the call's papers" if est.reuse_prefix
+            else "plain forward batched across papers",
+            "papers_per_call": step, "paths": both,
+            "reuse_vs_plain_max_abs_diff_per_100_target_tokens": round(100 * between, 5),
+            "max_abs_diff_request": {"logprob_engine": vals[chosen][worst], "logprob_naive": vals["naive"][worst],
                                      "target_tokens": n_target[worst]},
-            "flop_share": round(share, 3), "peak_gflops": round(peak / 1e9, 1),
+            "flop_share": round(need / t_engine / peak, 3), "peak_gflops": round(peak / 1e9, 1),
             "engine_gflops": round(need / t_engine / 1e9, 1), "peak_gflops_by_shape": per_shape,
             "threads": torch.get_num_threads(), "prompt_tokens": ntok, "target_tokens": sum(n_target),
             "necessary_tokens": need_tok, "necessary_gflop": round(need / 1e9, 1),
@@ -321,10 +356,16 @@ def report(result: dict[str, Any]) -> dict[str, Any]:
           f"naive/necessary FLOPs {result['naive_flops_over_necessary']}; load average "
           f"{result['load_average_1min']} -> {result['load_average_1min_after']}; "
           f"offline {result['offline_requests_per_s']:.0f} requests/s", file=sys.stderr)
+    for name, p in result["paths"].items():
+        print(f"  {name}: {p['seconds']}s, {p['speedup_vs_naive']}x the naive loop, FLOP share {p['flop_share']:.1%}, "
+              f"necessary/computed FLOPs {p['necessary_over_computed_flops']:.2f} ({p['positions_run']} positions), "
+              f"max |diff| {p['max_abs_diff_per_100_target_tokens']} nats per 100 scored tokens", file=sys.stderr)
+    print(f"  reuse vs plain: max |diff| {result['reuse_vs_plain_max_abs_diff_per_100_target_tokens']} nats per 100 "
+          f"scored tokens; papers per call {result['papers_per_call']}", file=sys.stderr)
     return result
 
 
-def main_tiny(n_papers: int, dtype: str) -> dict[str, Any]:
+def main_tiny(n_papers: int, dtype: str, papers_per_call: int | None = None) -> dict[str, Any]:
     """Engine vs naive loop on a random Llama of CPU_SHAPE (float32 unless ``dtype`` says otherwise)."""
     import torch
 
@@ -337,7 +378,7 @@ def main_tiny(n_papers: int, dtype: str) -> dict[str, Any]:
         path = build_tiny_llama(Path(tmp) / "ckpt", **CPU_SHAPE)
         est = HFEstimator(str(path), dtype=chosen, device="cpu", batch_tokens=8192)
     tdt = getattr(torch, chosen)
-    result = compare(est, reqs, lambda: (matmul_peak("cpu", tdt), {}))
+    result = compare(est, reqs, lambda: (matmul_peak("cpu", tdt), {}), papers_per_call)
     return report({"model": "tiny", "dtype": chosen, "dtype_reason": why, "device": "cpu", **result,
                    "shape": {k: v for k, v in CPU_SHAPE.items() if k != "vocab"}})
 
@@ -439,6 +480,9 @@ def main() -> None:
                         help="auto: what the product picks (grebench.runtime.choose_dtype; tiny: float32)")
     defaults = ", ".join(f"{k} {v}" for k, v in DEFAULT_PAPERS.items())
     parser.add_argument("--papers", type=int, default=0, help=f"papers in the request set (default {defaults})")
+    parser.add_argument("--papers-per-call", type=int, default=0,
+                        help="tiny: papers per engine call (default: the product's, one on a CPU); 8 runs the batched "
+                             "reuse path a GPU runs")
     parser.add_argument("--reuse", choices=["auto", "on", "off"], default="auto",
                         help="llama-3.1-8b: prefix reuse as the product decides it (auto: measured) or forced")
     args = parser.parse_args()
@@ -447,8 +491,10 @@ def main() -> None:
     if which == "llama-3.1-8b":
         print(json.dumps(main_8b(papers, args.dtype, args.reuse)))
         return
-    runs = {"tiny": main_tiny, SMOLLM2: main_smollm2}
-    print(json.dumps(runs[which](papers, args.dtype)))
+    if which == "tiny":
+        print(json.dumps(main_tiny(papers, args.dtype, args.papers_per_call or None)))
+        return
+    print(json.dumps(main_smollm2(papers, args.dtype)))
 
 
 if __name__ == "__main__":

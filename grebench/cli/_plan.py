@@ -13,7 +13,7 @@ def plan_text(settings: Settings, setup: RunSetup, what: str = "main job", paper
     """What a run of the main job (or of serve's ``score`` job) will do: the models in each role, how many papers,
     and the expected time measured on this machine; all of it read from the job's resolved ``setup``.
     ``papers_known``: the eligible papers already stored (gives an estimate when every paper is scored)."""
-    from grebench.pipeline import AUTO_CPU_PAPERS, expected_minutes, measured_seconds_per_request
+    from grebench.pipeline import AUTO_CPU_PAPERS, expected_minutes, measured_seconds_per_request, reuse_evidence
     from grebench.scoring.estimators import estimator_info
 
     spec, size, why = setup.estimator, setup.papers, setup.papers_why
@@ -32,6 +32,9 @@ def plan_text(settings: Settings, setup: RunSetup, what: str = "main job", paper
     elif info.local_model:
         text += ("; the time is measured as the run goes (no throughput measured on this machine yet: the first run "
                  "probes it; each stage shows its ETA)")
+    if info.local_model:
+        evidence = reuse_evidence(settings, spec)
+        text += f"; {evidence}" if evidence else "; the scoring path (prefix reuse or plain) is probed on first use"
     busy = busy_note()
     if busy and (info.local_model or setup.local_candidates or setup.local_judges):
         text += busy

@@ -25,6 +25,7 @@ from grebench.pipeline._sample import (
     measured_seconds_per_request,
     papers_size,
     parse_papers,
+    reuse_evidence,
 )
 from grebench.pipeline._stages import (
     STAGES,
@@ -97,6 +98,7 @@ __all__ = [
     "parse_papers",
     "resolve_run",
     "resolve_setup",
+    "reuse_evidence",
     "run_job",
     "run_stages",
     "scored_setups",

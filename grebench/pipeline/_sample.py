@@ -12,6 +12,7 @@ import json
 import random
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from grebench.registry import Registry
 from grebench.settings import Settings
@@ -72,34 +73,57 @@ def expected_minutes(seconds_per_request: float, papers: int) -> tuple[float, fl
     return score * JOB_OVER_SCORE[0] / 60, score * JOB_OVER_SCORE[1] / 60
 
 
-def measured_seconds_per_request(settings: Settings, spec: str) -> float | None:
-    """Seconds per evaluation-LM request that this machine measured for a local-model estimator (its reuse probe,
-    cached under the models directory by an earlier run), or None when nothing was measured here yet."""
+def _probe_records(settings: Settings, spec: str) -> list[dict[str, Any]]:
+    """The reuse-probe records this machine cached for a local-model estimator (newest first)."""
     if not _local_model(spec):
-        return None
+        return []
     kind, arg = Registry.split(spec)
     from grebench.runtime import machine_key
 
     folder = settings.reuse_probes_path
     if not folder.is_dir():
-        return None
+        return []
     try:
         machine = machine_key()
     except ImportError:
-        return None
-    best: float | None = None
+        return []
+    found = []
     for file in sorted(folder.glob("*.json")):
         try:
             record = json.loads(file.read_text(encoding="utf-8"))
             key = json.loads(record["key"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if not str(key.get("estimator", "")).startswith(f"{kind}:{arg}@") or \
-                any(key.get(k) != v for k, v in machine.items()):
-            continue
+        if str(key.get("estimator", "")).startswith(f"{kind}:{arg}@") and \
+                all(key.get(k) == v for k, v in machine.items()):
+            found.append(record)
+    return sorted(found, key=lambda r: str(r.get("created_at", "")), reverse=True)
+
+
+def measured_seconds_per_request(settings: Settings, spec: str) -> float | None:
+    """Seconds per evaluation-LM request that this machine measured for a local-model estimator (its reuse probe,
+    cached under the models directory by an earlier run), or None when nothing was measured here yet."""
+    best: float | None = None
+    for record in _probe_records(settings, spec):
         seconds = (record["reuse_s"] if record.get("reuse") else record["plain_s"]) / max(1, record["requests"])
         best = seconds if best is None else min(best, seconds)
     return best
+
+
+def reuse_evidence(settings: Settings, spec: str) -> str | None:
+    """What the scoring path of a local-model estimator is on this machine and why, from its latest reuse probe
+    (for the plan line); None for an estimator that runs no model here or when nothing was probed yet."""
+    records = _probe_records(settings, spec)
+    if not records:
+        return None
+    r = records[0]
+    path = "prefix reuse" if r.get("reuse") else "plain forward"
+    load = r.get("load_before")
+    busy = ("; taken on a busy machine, re-taken on a quieter start" if r.get("busy") else "")
+    where = f", load {load:.1f} on {r.get('cores')} cores" if isinstance(load, (int, float)) else ""
+    evidence = str(r.get("why", "")).split("; drift", 1)[0]
+    return f"scoring path {path} ({r.get('basis', 'timings')}: {evidence}; probed {r.get('created_at', '?')}" \
+           f"{where}{busy})"
 
 
 def _local_model(estimator_spec: str) -> bool:

@@ -98,3 +98,25 @@ def test_the_plan_says_when_other_work_keeps_the_cores_busy(monkeypatch: pytest.
                               "GREBENCH_LOCAL_JUDGES": ""})
     offline = plan_text(fast, resolve_setup(fast, RunOptions()))
     assert "busy" not in offline  # no language model on this machine: the load does not change the plan
+
+
+def test_the_plan_states_the_scoring_path_and_its_evidence(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from grebench.cli._plan import plan_text
+    from grebench.pipeline import RunOptions, resolve_setup
+    from grebench.runtime import machine_key
+
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path), "GREBENCH_ESTIMATOR":
+                                  "hf:smollm2-135m", "GREBENCH_MODELS_DIR": str(tmp_path / "m")})
+    setup = resolve_setup(settings, RunOptions(papers="3"))
+    assert "probed on first use" in plan_text(settings, setup)
+    folder = tmp_path / "m" / ".reuse-probes"
+    folder.mkdir(parents=True)
+    key = {**machine_key(), "device": "cpu", "batch_tokens": 16384, "estimator": "hf:smollm2-135m@a672150f:dtype=x"}
+    (folder / "a.json").write_text(json.dumps({
+        "key": json.dumps(key), "reuse": True, "basis": "timings", "reuse_s": 2.0, "plain_s": 4.2, "requests": 12,
+        "why": "reuse 2.10x plain (median of 5 interleaved rounds, 1.90-2.30); 5/5 rounds >= 1.1x; drift ...",
+        "created_at": "2026-11-26T17:00:00+00:00", "load_before": 1.2, "cores": 2, "busy": False}))
+    text = plan_text(settings, setup)
+    assert "scoring path prefix reuse (timings: reuse 2.10x plain (median of 5 interleaved rounds" in text
+    assert "load 1.2 on 2 cores" in text and "drift" not in text

@@ -54,28 +54,63 @@ def test_prefix_reuse_equals_no_reuse(hf) -> None:
 
 
 def test_two_level_reuse_with_mixed_context_batches_equals_no_reuse(tiny_llama_dir: Path) -> None:  # noqa: F811
-    """Small budgets: groups are chunked and target rows of different context lengths share padded KV batches."""
+    """Small budgets: contexts are chunked, a batch of first reviews spans papers whose prefixes differ in length
+    (pad slots between a prefix and its first review, masked), target rows of different contexts share batches."""
+    import torch
+
     from grebench.scoring.estimators._hf import HFEstimator
 
-    reqs = sample_requests(n_papers=2, n_candidates=2)
+    reqs = sample_requests(n_papers=3, n_candidates=2)
     reqs.append(LogprobRequest(reqs[0].paper_id, reqs[0].synopsis, "Short.", reqs[0].target))  # 1-request group
     small = HFEstimator(str(tiny_llama_dir), dtype="float32", device="cpu", batch_tokens=1500)
-    contexts: list[set[int]] = []
-    score_batch = small._score_batch
+    holes: list[bool] = []
+    spans: list[set[str]] = []
+    contexts, score_batch = small._contexts, small._score_batch
 
-    def spy(batch, kv):
-        contexts.append({r.ctx for r in batch})
+    def spy_contexts(past, items):
+        out = contexts(past, items)
+        if out is not None:  # a real slot after a pad slot: a short prefix under a longer one's first review
+            holes.append(bool((out.valid[:, 1:] & ~out.valid[:, :-1]).any()))
+        return out
+
+    def spy_batch(batch, kv):
+        spans.append({reqs[r.req].paper_id for r in batch})
         return score_batch(batch, kv)
 
-    small._score_batch = spy
-    got = small.logprobs(reqs)
-    assert any(len(c) > 1 for c in contexts)  # some batch mixes context lengths (padded KV + attention mask)
+    small._contexts, small._score_batch = spy_contexts, spy_batch
+    with torch.inference_mode():
+        got = small.logprobs(reqs)
+    assert any(holes)  # some context batch spans papers with prefixes of different lengths
     small.reuse_prefix = False
     without = small.logprobs(reqs)
     toks = [small.encode(r) for r in reqs]
     assert len({t.rest[:len(t.rest) - t.n_target] for t in toks}) < len(reqs)  # groups really share a first review
     for a, b in zip(got, without, strict=True):
         assert a.n_tokens == b.n_tokens
+        assert abs(a.logprob - b.logprob) < 1e-5 * max(1, a.n_tokens / 100)
+
+
+def test_reuse_batches_across_papers_like_the_plain_path(tiny_llama_dir: Path) -> None:  # noqa: F811
+    """A call with many papers (the GPU's): reuse runs target batches that span papers, computes fewer token
+    positions than the plain path, and gives its numbers (float32)."""
+    from grebench.scoring.estimators._hf import HFEstimator
+
+    reqs = sample_requests(n_papers=4, n_candidates=3)
+    est = HFEstimator(str(tiny_llama_dir), dtype="float32", device="cpu", batch_tokens=50_000)
+    spans: list[set[str]] = []
+    score_batch = est._score_batch
+
+    def spy(batch, kv):
+        spans.append({reqs[r.req].paper_id for r in batch})
+        return score_batch(batch, kv)
+
+    est._score_batch = spy
+    reused = est.logprobs_with(reqs, reuse=True)
+    fed_reuse, est.positions_fed = est.positions_fed, 0
+    assert any(len(papers) > 1 for papers in spans)  # a reuse batch of targets spans papers
+    plain = est.logprobs_with(reqs, reuse=False)
+    assert fed_reuse < 0.6 * est.positions_fed  # the shared prefixes and first reviews ran once
+    for a, b in zip(reused, plain, strict=True):
         assert abs(a.logprob - b.logprob) < 1e-5 * max(1, a.n_tokens / 100)
 
 
@@ -244,3 +279,37 @@ def test_reuse_probe_covers_the_plain_paths_batch_on_a_gpu() -> None:
     assert probe_papers(gpu) == 16  # type: ignore[arg-type]
     reqs = probe_requests(probe_papers(gpu))  # type: ignore[arg-type]
     assert len({r.paper_id for r in reqs}) == 16 and len(reqs) == 16 * 12
+
+
+def test_the_reuse_decision_survives_a_slow_round_and_falls_back_on_flops() -> None:
+    """Five interleaved rounds: one round slowed by other work (on either path) changes no verdict; timings that
+    disagree leave the decision to the FLOP count."""
+    from grebench.scoring.estimators._hf import decide_reuse
+
+    steady = [(4.0, 2.0)] * 5
+    assert decide_reuse(steady, 2.4)[:2] == (True, "timings")
+    for slowed in range(5):  # a CPU-bound neighbour doubles one path's time in one round
+        for path in (0, 1):
+            rounds = [list(r) for r in steady]
+            rounds[slowed][path] *= 2.2
+            assert decide_reuse([(p, r) for p, r in rounds], 2.4)[0] is True
+    assert decide_reuse([(2.0, 4.0)] * 5, 2.4)[:2] == (False, "timings")  # a GPU where reuse loses
+    noisy = [(2.0, 1.9), (2.0, 2.2), (2.0, 1.5), (2.0, 2.1), (2.0, 1.7)]  # within noise: no timing verdict
+    assert decide_reuse(noisy, 2.4) == (True, "flop prior", decide_reuse(noisy, 2.4)[2])
+    assert decide_reuse(noisy, 1.2)[:2] == (False, "flop prior")
+    assert "inconclusive" in decide_reuse(noisy, 2.4)[2] and "2.40x the positions" in decide_reuse(noisy, 2.4)[2]
+
+
+def test_a_probe_taken_on_a_busy_machine_is_taken_again_on_a_quieter_start(
+        tiny_llama_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    from grebench.scoring.estimators import _hf
+
+    loads = iter([9.0, 9.0, 0.1, 0.1, 0.1])  # busy during the first probe, quiet from then on
+    monkeypatch.setattr(_hf, "_load", lambda: next(loads))
+    est = _hf.HFEstimator(str(tiny_llama_dir), dtype="float32", device="cpu", batch_tokens=8192)
+    first = _hf.choose_reuse(est, "auto", tmp_path)
+    assert first["source"] == "probe" and first["busy"] is True and len(first["rounds"]) == _hf.PROBE_ROUNDS
+    second = _hf.choose_reuse(est, "auto", tmp_path)  # quiet now: measured again, not read from the cache
+    assert second["source"] == "probe" and second["busy"] is False
+    third = _hf.choose_reuse(est, "auto", tmp_path)
+    assert third["source"] == "cache" and third["reuse"] is second["reuse"]
