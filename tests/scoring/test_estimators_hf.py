@@ -313,3 +313,23 @@ def test_a_probe_taken_on_a_busy_machine_is_taken_again_on_a_quieter_start(
     assert second["source"] == "probe" and second["busy"] is False
     third = _hf.choose_reuse(est, "auto", tmp_path)
     assert third["source"] == "cache" and third["reuse"] is second["reuse"]
+
+
+def test_the_reuse_probe_leaves_a_low_precision_model_as_it_found_it(tiny_llama_dir: Path) -> None:  # noqa: F811
+    """The probe upcasts the model for its float32 reference and casts it back: buffers the loader kept in float32
+    (the rotary frequencies) stay float32, so a score after a probe equals one whose probe came from the cache."""
+    import torch
+
+    from grebench.scoring.estimators import _hf
+
+    est = _hf.HFEstimator(str(tiny_llama_dir), dtype="bfloat16", device="cpu", batch_tokens=8192)
+    before = {name: (buf.dtype, buf.clone()) for name, buf in est.model.named_buffers()}
+    assert any(dtype == torch.float32 for dtype, _ in before.values())  # what a bf16 load keeps in float32
+    reqs = sample_requests(n_papers=1, n_candidates=1)
+    scores = [r.logprob for r in est.logprobs(reqs)]
+    _hf.measure_reuse(est)
+    after = dict(est.model.named_buffers())
+    for name, (dtype, value) in before.items():
+        assert after[name].dtype == dtype and torch.equal(after[name], value), name
+    assert next(est.model.parameters()).dtype == torch.bfloat16
+    assert [r.logprob for r in est.logprobs(reqs)] == scores

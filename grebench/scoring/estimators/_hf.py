@@ -20,14 +20,14 @@ The LM head runs only at the positions that predict scored tokens (in chunks, so
 128k vocabulary never materialises for a whole batch), the log-softmax is taken in float32, everything under
 ``torch.inference_mode``.
 
-Reuse or not is measured, per device, never guessed (``hf_prefix_reuse = auto``).  Reuse saves FLOPs but runs many
-small forward passes: on a CPU, compute-bound, it pays; on a GPU the small passes are bound by Python dispatch (a
-400-token pass took 40 ms of CPU for 10 ms of GPU on an H100) and a plain forward of whole prompts, batched across
-papers, is faster.  :func:`measure_reuse` times both paths on a fixed paper-shaped request set and keeps reuse only
-where it is >= 1.1x faster *and* as faithful to the float32 forward as the plain path is (within 0.05 nats per 100
-scored tokens of the plain path's own drift: bfloat16 kernels over a padded cache drift, but so does any bfloat16
-batch); the record is cached per machine, device and estimator id.  The estimator id says ``:kv=plain`` when a
-low-precision run does not reuse (the two paths agree to 1e-5 in float32).
+Reuse or not is measured, per device, never guessed (``hf_prefix_reuse = auto``).  Reuse computes about half the
+positions of a plain forward; whether that is faster depends on the device.  :func:`measure_reuse` times both paths
+on a fixed paper-shaped request set in five interleaved rounds; :func:`decide_reuse` takes the timings' verdict when
+four rounds agree and the FLOP count's otherwise, and reuse is kept only where it is as faithful to the float32
+forward as the plain path is (within 0.05 nats per 100 scored tokens of the plain path's own drift: bfloat16 kernels
+over a padded cache drift, but so does any bfloat16 batch); the record is cached per machine, device and estimator
+id, and re-taken on a quieter start when it was measured on a busy machine.  The estimator id says ``:kv=plain`` when
+a low-precision run does not reuse (the two paths agree to 1e-5 in float32).
 """
 
 from __future__ import annotations
@@ -221,11 +221,14 @@ class HFEstimator:
             before = past.valid.index_select(0, sel)
             start = past.next_pos.index_select(0, sel)
             cache = DynamicCache(ddp_cache_data=[(k.index_select(0, sel), v.index_select(0, sel)) for k, v in past.kv])
-            # a pad slot of this pass may attend to its own row (finite values, never read): only the parent's pads
-            # are masked, so no query row is ever fully masked
-            mask = torch.cat([before, torch.ones_like(real)], dim=1).long()
-            out = self.model.base_model(input_ids=ids, past_key_values=cache, attention_mask=mask, use_cache=True,
-                                        position_ids=start[:, None] + torch.arange(width, device=dev)[None, :])
+            if bool(before.all()):  # one paper, or prefixes of one length: no pad slot to hide, the causal kernel
+                out = self.model.base_model(input_ids=ids, past_key_values=cache, use_cache=True)
+            else:
+                # a pad slot of this pass may attend to its own row (finite values, never read): only the parent's
+                # pads are masked, so no query row is ever fully masked
+                mask = torch.cat([before, torch.ones_like(real)], dim=1).long()
+                out = self.model.base_model(input_ids=ids, past_key_values=cache, attention_mask=mask, use_cache=True,
+                                            position_ids=start[:, None] + torch.arange(width, device=dev)[None, :])
             valid = torch.cat([before, real], dim=1)
         return _Contexts([(layer.keys, layer.values) for layer in out.past_key_values.layers], valid,
                          start + lengths)
@@ -410,11 +413,17 @@ def measure_reuse(est: HFEstimator) -> dict[str, Any]:
     if dtype == torch.float32:
         ref = plain
     else:
+        # buffers kept in float32 by the loader (the rotary frequencies) would come back from float() → to(dtype)
+        # in the low precision: every later score of this process would then differ from one whose probe was read
+        # from the cache, so they are put back as they were
+        saved = {name: buf.detach().clone() for name, buf in est.model.named_buffers()}
         try:
             est.model.float()
             ref, _ = _timed(est, reqs, False)
         finally:
             est.model.to(dtype)  # type: ignore[arg-type]  # transformers' stubs type the wrapped ``to`` narrowly
+            for name, buf in saved.items():
+                est.model.get_buffer(name).data = buf
 
     def drift(vals: list[float]) -> float:
         return sum(abs(a - b) for a, b in zip(vals, ref, strict=True)) / sum(n_target) * 100
