@@ -20,6 +20,19 @@ def hf(tiny_llama_dir: Path):  # noqa: F811
     return HFEstimator(str(tiny_llama_dir), dtype="float32", device="cpu", batch_tokens=3000)
 
 
+def _papers_per_batch(est, reqs: list[LogprobRequest]) -> list[set[str]]:
+    """Record the papers of every scored batch of ``est`` from now on (the list fills as it scores)."""
+    seen: list[set[str]] = []
+    score_batch = est._score_batch
+
+    def spy(batch, kv):
+        seen.append({reqs[r.req].paper_id for r in batch})
+        return score_batch(batch, kv)
+
+    est._score_batch = spy
+    return seen
+
+
 def _direct(est, req: LogprobRequest) -> float:
     """Plain teacher forcing: full forward pass, log-softmax over all positions, gather the scored tokens."""
     import torch
@@ -64,8 +77,7 @@ def test_two_level_reuse_with_mixed_context_batches_equals_no_reuse(tiny_llama_d
     reqs.append(LogprobRequest(reqs[0].paper_id, reqs[0].synopsis, "Short.", reqs[0].target))  # 1-request group
     small = HFEstimator(str(tiny_llama_dir), dtype="float32", device="cpu", batch_tokens=1500)
     holes: list[bool] = []
-    spans: list[set[str]] = []
-    contexts, score_batch = small._contexts, small._score_batch
+    contexts = small._contexts
 
     def spy_contexts(past, items):
         out = contexts(past, items)
@@ -73,11 +85,7 @@ def test_two_level_reuse_with_mixed_context_batches_equals_no_reuse(tiny_llama_d
             holes.append(bool((out.valid[:, 1:] & ~out.valid[:, :-1]).any()))
         return out
 
-    def spy_batch(batch, kv):
-        spans.append({reqs[r.req].paper_id for r in batch})
-        return score_batch(batch, kv)
-
-    small._contexts, small._score_batch = spy_contexts, spy_batch
+    small._contexts = spy_contexts
     with torch.inference_mode():
         got = small.logprobs(reqs)
     assert any(holes)  # some context batch spans papers with prefixes of different lengths
@@ -97,14 +105,7 @@ def test_reuse_batches_across_papers_like_the_plain_path(tiny_llama_dir: Path) -
 
     reqs = sample_requests(n_papers=4, n_candidates=3)
     est = HFEstimator(str(tiny_llama_dir), dtype="float32", device="cpu", batch_tokens=50_000)
-    spans: list[set[str]] = []
-    score_batch = est._score_batch
-
-    def spy(batch, kv):
-        spans.append({reqs[r.req].paper_id for r in batch})
-        return score_batch(batch, kv)
-
-    est._score_batch = spy
+    spans = _papers_per_batch(est, reqs)
     reused = est.logprobs_with(reqs, reuse=True)
     fed_reuse, est.positions_fed = est.positions_fed, 0
     assert any(len(papers) > 1 for papers in spans)  # a reuse batch of targets spans papers
@@ -205,14 +206,7 @@ def test_plain_path_batches_across_papers_and_equals_per_paper(tiny_llama_dir: P
 
     est = _hf.HFEstimator(str(tiny_llama_dir), dtype="float32", device="cpu", batch_tokens=50_000)
     reqs = sample_requests(n_papers=3, n_candidates=2)
-    batches: list[set[str]] = []
-    score_batch = est._score_batch
-
-    def spy(batch, kv):
-        batches.append({reqs[r.req].paper_id for r in batch})
-        return score_batch(batch, kv)
-
-    est._score_batch = spy
+    batches = _papers_per_batch(est, reqs)
     old_chunk = _hf.HEAD_CHUNK
     _hf.HEAD_CHUNK = 7  # many LM-head chunks per batch
     try:
