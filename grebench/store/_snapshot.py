@@ -80,7 +80,10 @@ TABLES: dict[str, str] = {
 #: Columns whose imported value is fixed by the importer, whatever the snapshot holds: a call recorded elsewhere is
 #: kept for the record, in a namespace no request of this install has (``grebench.llm._scope``), so it never serves
 #: a call here (its time would date another candidate's review).
-FORCED: dict[str, dict[str, str]] = {"llm_calls": {"cache_scope": "snapshot"}}
+FORCED: dict[str, dict[str, str]] = {"llm_calls": {"cache_scope": "snapshot"},
+                                     # an imported scored setup never becomes this store's default one (what
+                                     # validate, exam and judge read unless a spec or id is named): only by name
+                                     "scored_setups": {"role": "snapshot"}}
 
 
 class SnapshotError(ValueError):

@@ -98,3 +98,21 @@ def test_cli_export_verify_import(scored: Store, tmp_path: Path) -> None:
     imported = runner.invoke(main, ["--data-dir", str(tmp_path / "other"), "snapshot", "import", str(snap)])
     assert imported.exit_code != 0 and "verification failed" in imported.output
     scored.con = open_store(src / "grebench.duckdb").con  # the fixture closes it
+
+
+def test_an_imported_scored_setup_is_found_by_name_and_never_the_default(scored: Store, tmp_path: Path) -> None:
+    """A snapshot's scored setup (a hostile one says role 'main' and a future date) is kept for the record and
+    named lookups, but the importing store's readers keep their own default setup."""
+    from grebench.pipeline import scored_setups
+
+    est, prep = scored.con.execute("SELECT estimator, preprocessor FROM scores LIMIT 1").fetchone()
+    scored.con.execute("INSERT INTO scored_setups VALUES ('offline', 'rules', ?, ?, 'main', 'r1', '2999-01-01')",
+                       [est, prep])
+    export_snapshot(scored, VENUE, tmp_path / "snap")
+    fresh = open_store(tmp_path / "fresh" / "grebench.duckdb")
+    import_snapshot(fresh, tmp_path / "snap")
+    assert fresh.con.execute("SELECT role FROM scored_setups").fetchall() == [("snapshot",)]
+    assert scored_setups(fresh) is None  # not the default: nothing was scored here
+    named = scored_setups(fresh, est)
+    assert named is not None and named.estimator_id == est
+    fresh.close()
