@@ -8,6 +8,8 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterator
 
 import click
@@ -16,13 +18,15 @@ import duckdb
 from grebench.pipeline import JobObserver, ResolvedRun, RunOptions
 from grebench.progress import Progress, progress_for
 from grebench.settings import Settings
-from grebench.store import Store, open_store
+from grebench.store import Store, StoreLocked, open_store
 
 
 @contextmanager
-def writer_store(settings: Settings) -> Iterator[Store]:
-    """Open the writer's store, with a clear message when another writer holds it; a data directory that cannot
-    hold it (a file, read-only, cannot be created) is a usage error, said in one line before anything is written."""
+def writer_store(settings: Settings, locked_ok: bool = False) -> Iterator[Store]:
+    """Open the writer's store, with a clear message when another writer holds it (``locked_ok``: raise
+    :class:`grebench.store.StoreLocked` instead, for a command that can then use what was published); a data
+    directory that cannot hold it (a file, read-only, cannot be created) is a usage error, said in one line before
+    anything is written."""
     from grebench.pipeline import SetupError, check_data_dir
 
     try:
@@ -31,6 +35,10 @@ def writer_store(settings: Settings) -> Iterator[Store]:
         raise click.UsageError(str(exc)) from None
     try:
         store = open_store(settings.db_path)
+    except StoreLocked as exc:
+        if locked_ok:
+            raise
+        raise click.ClickException(f"{exc} ({holder_name(exc.pid)} holds it)") from None
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from None
     except (duckdb.Error, OSError) as exc:
@@ -53,28 +61,75 @@ def writer_store(settings: Settings) -> Iterator[Store]:
 
 #: How long a reader waits for a busy store: attempts and the pause after each (about 3 s in all).
 READER_ATTEMPTS, READER_PAUSE_S = 6, 0.5
-STORE_BUSY = "the store is busy (serve is writing); try again"
+#: Command-line words that introduce the grebench command in a process's argv (console script or ``-m``).
+_PROGRAM = ("grebench", "grebench.cli")
 
 
 def _pause() -> None:
     time.sleep(READER_PAUSE_S)  # a bounded wait for a writer's transaction to end
 
 
-def reader_store(settings: Settings, hint: str = "run `grebench ingest` first") -> Store:
-    """Open the store read-only for a reader command; while another process (``grebench serve``) holds it for
-    writing, wait briefly and then say so in one line (no traceback)."""
+def holder_name(pid: int | None) -> str:
+    """Who holds the store for writing, as a reader says it: ```grebench run` (PID 123)`` from the process's
+    command line where it is a grebench command, else ``another process (PID 123)``."""
+    if pid is None:
+        return "another process"
+    try:
+        argv = [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+    except OSError:  # not Linux, or the process is gone
+        return f"another process (PID {pid})"
+    from grebench.cli._main import main
+
+    for i, word in enumerate(argv):
+        if Path(word).name in _PROGRAM or (word == "-m" and i + 1 < len(argv) and argv[i + 1] in _PROGRAM):
+            command = next((w for w in argv[i + 1:] if w in main.commands), None)
+            if command is not None:
+                return f"`grebench {command}` (PID {pid})"
+    return f"another process (PID {pid})"
+
+
+@dataclass
+class Reader:
+    """A reader's store: the live one (opened read-only), or the last published state while a writer holds it
+    (``published``: which version and when; ``counts``: the exported tables' rows)."""
+
+    store: Store
+    published: dict[str, Any] | None = None
+    counts: dict[str, int] | None = None
+
+    def close(self) -> None:
+        """Close the store's connection."""
+        self.store.con.close()
+
+
+def reader_store(settings: Settings, hint: str = "run `grebench ingest` first",
+                 tables: tuple[str, ...] | None = None) -> Reader:
+    """Open the store read-only for a reader command.  While another process (``grebench run``, ``serve``) holds
+    it for writing, wait briefly, then read the last published state (the export the site stage writes with every
+    publish; ``tables``: only those) and say so on stderr in one line: which writer, which board version."""
     if not settings.db_path.exists():
         raise click.ClickException(f"no store at {settings.db_path}: {hint}")
+    holder = "another process"
     for attempt in range(READER_ATTEMPTS):
         try:
-            return open_store(settings.db_path, read_only=True)
+            return Reader(open_store(settings.db_path, read_only=True))
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 raise click.ClickException(f"cannot read {settings.db_path}: {str(exc).splitlines()[0][:200]}"
                                            ) from None
             if attempt + 1 < READER_ATTEMPTS:
                 _pause()
-    raise click.ClickException(f"{STORE_BUSY} (read the Parquet exports with `grebench export` instead)")
+            else:
+                holder = holder_name(StoreLocked(settings.db_path, str(exc)).pid)
+    from grebench.site import published_state
+
+    state = published_state(settings.export_path, tables)
+    if state is None:
+        raise click.ClickException(f"the store is busy ({holder} is writing) and nothing was published yet; "
+                                   "try again when it finishes")
+    click.echo(f"{holder} is writing the store; showing the last published state: {state.describe()}", err=True)
+    return Reader(state.store, {"version": state.version_id, "published_at": state.published_at,
+                                "source": str(state.source), "writer": holder}, state.counts)
 
 
 def _close_quietly(store: Store) -> None:
@@ -140,18 +195,20 @@ class _StagesSummary(JobObserver):
 def run_stage(settings: Settings, command: str, names: Sequence[str], options: RunOptions, as_json: bool,
               args: dict[str, Any] | None = None,
               refusals: tuple[type[BaseException], ...] = (ValueError,),
-              plan: Callable[[ResolvedRun], str] | None = None) -> tuple[dict[str, dict[str, Any]], str, str]:
+              plan: Callable[[ResolvedRun], str] | None = None,
+              locked_ok: bool = False) -> tuple[dict[str, dict[str, Any]], str, str]:
     """Run a job of pipeline stages for a single-stage command: (summary per stage, run id, run status).
 
     An exception of a ``refusals`` type (bad input: an unknown candidate, a preprocessor that cannot be used) ends
     the command with its message and no traceback; other failures are recorded on the run like in ``grebench run``.
-    ``plan(run)`` is printed to stderr once the job's run is resolved (not with ``as_json``).
+    ``plan(run)`` is printed to stderr once the job's run is resolved (not with ``as_json``).  ``locked_ok``: a
+    store another process holds raises :class:`grebench.store.StoreLocked` (see :func:`writer_store`).
     """
     from grebench.pipeline import Job, SetupError, run_job
 
     try:
         with stoppable(settings):
-            done = run_job(settings, Job.of(*names), options, open_store=lambda: writer_store(settings),
+            done = run_job(settings, Job.of(*names), options, open_store=lambda: writer_store(settings, locked_ok),
                            command=command, args=args or {}, progress=progress_display(as_json), refusals=refusals,
                            observer=_StagesSummary(None if as_json else plan))
     except SetupError as exc:  # before any stage: a mistake costs nothing and is said once

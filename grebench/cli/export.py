@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+from typing import Any
 
 import click
 
-from grebench.cli._common import emit_json, writer_store
+from grebench.cli._common import emit_json, holder_name, writer_store
 from grebench.cli._options import settings_options
 from grebench.settings import Settings
+from grebench.store import StoreLocked
 
 
 @click.command("export")
@@ -18,13 +21,48 @@ from grebench.settings import Settings
 @settings_options
 @click.pass_obj
 def command(settings: Settings, out: Path | None, as_json: bool) -> None:
-    """Write each table as Parquet; readers use these, never the writer's live DuckDB file."""
+    """Write each table as Parquet; readers use these, never the writer's live DuckDB file.
+
+    While another process (`grebench run`, `serve`) writes the store, the last published export (the one the site
+    stage writes with every publish, DATA_DIR/export) is what you get: copied to --out, and named by its board
+    version."""
     target = out or settings.export_path
-    with writer_store(settings) as store:
-        written = store.export_parquet(target)
-        counts = store.counts()
-    result = {"out": str(target), "tables": {t: {"rows": counts[t], "path": str(p)} for t, p in written.items()}}
+    try:
+        with writer_store(settings, locked_ok=True) as store:
+            written = store.export_parquet(target)
+            counts = store.counts()
+    except StoreLocked as exc:
+        result = _published(settings, target, holder_name(exc.pid))
+    else:
+        result = {"out": str(target), "tables": {t: {"rows": counts[t], "path": str(p)} for t, p in written.items()}}
     if as_json:
         emit_json(result)
+    elif "published" in result:
+        click.echo(f"{result['published']['writer']} is writing the store: {len(result['tables'])} tables of the "
+                   f"last published state (board version {result['published']['version']}, published "
+                   f"{result['published']['published_at']} UTC) are in {target}")
     else:
-        click.echo(f"exported {len(written)} tables to {target}")
+        click.echo(f"exported {len(result['tables'])} tables to {target}")
+
+
+def _published(settings: Settings, target: Path, holder: str) -> dict[str, Any]:
+    """The last published export, copied to ``target`` (each file by a rename, as the writer does)."""
+    from grebench.site import published_state
+
+    state = published_state(settings.export_path, tables=())
+    if state is None:
+        raise click.ClickException(f"the store is busy ({holder} is writing) and nothing was published yet; "
+                                   "run `grebench export` again when it finishes")
+    state.store.con.close()
+    target.mkdir(parents=True, exist_ok=True)
+    tables = {}
+    for table, rows in state.counts.items():
+        src, dst = settings.export_path / f"{table}.parquet", target / f"{table}.parquet"
+        if src.resolve() != dst.resolve():
+            tmp = dst.with_suffix(".parquet.tmp")
+            shutil.copyfile(src, tmp)
+            tmp.replace(dst)
+        tables[table] = {"rows": rows, "path": str(dst)}
+    return {"out": str(target), "tables": tables,
+            "published": {"version": state.version_id, "published_at": state.published_at,
+                          "source": str(state.source), "writer": holder}}

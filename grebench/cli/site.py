@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
-from grebench.cli._common import emit_json, run_stage
+from grebench.cli._common import emit_json, holder_name, run_stage
 from grebench.cli._options import setting_option, settings_options
 from grebench.pipeline import RunOptions, summary_of
 from grebench.settings import Settings
+from grebench.store import StoreLocked
 
 
 @click.group("site")
@@ -25,14 +27,46 @@ def command() -> None:
 @settings_options
 @click.pass_obj
 def build(settings: Settings, out: Path | None, force: bool, as_json: bool) -> None:
-    """Render every page, plot and leaderboard.json from the store (the old site is replaced whole)."""
-    stages, _run_id, _status = run_stage(settings, "site", ["site"],
-                                         RunOptions(site_dir=None if out is None else str(out), force=force), as_json)
-    summary = summary_of(stages, "site")
+    """Render every page, plot and leaderboard.json from the store (the old site is replaced whole).
+
+    While another process (`grebench run`, `serve`) writes the store, the site is built from the last published
+    state (the export of its last publish) into --out; without --out the writer's own site is already that state."""
+    try:
+        stages, _run_id, _status = run_stage(settings, "site", ["site"],
+                                             RunOptions(site_dir=None if out is None else str(out), force=force),
+                                             as_json, locked_ok=True)
+    except StoreLocked as exc:
+        summary = _from_published(settings, out, holder_name(exc.pid))
+    else:
+        summary = dict(summary_of(stages, "site"))
     if "error" in summary:
         raise click.ClickException(summary["error"])
     if as_json:
         emit_json(summary)
+    elif "published" in summary and not summary.get("pages"):
+        click.echo(f"{summary['published']['writer']} is writing the store; the site in {summary['out']} is its "
+                   f"last publish (board version {summary['published']['version']}); pass --out DIR to build a "
+                   "copy of it elsewhere")
     else:
         what = "unchanged" if summary.get("unchanged") else "built"
-        click.echo(f"{what}: {summary['pages']} pages ({summary['boards']} boards) in {summary['out']}")
+        origin = (f" from the last published state (board version {summary['published']['version']})"
+                  if "published" in summary else "")
+        click.echo(f"{what}{origin}: {summary['pages']} pages ({summary['boards']} boards) in {summary['out']}")
+
+
+def _from_published(settings: Settings, out: Path | None, holder: str) -> dict[str, Any]:
+    """The site of the last published state (read-only: no version is recorded), built into ``out``."""
+    from grebench.site import build_site, published_state
+
+    state = published_state(settings.export_path)
+    if state is None:
+        raise click.ClickException(f"the store is busy ({holder} is writing) and nothing was published yet; "
+                                   "try again when it finishes")
+    published = {"version": state.version_id, "published_at": state.published_at, "source": str(state.source),
+                 "writer": holder}
+    try:
+        if out is None or out.resolve() == settings.site_path.resolve():  # the writer swaps that folder itself
+            return {"out": str(settings.site_path), "pages": 0, "published": published}
+        return {**build_site(state.store, settings, out, publish=False), "published": published}
+    finally:
+        state.store.con.close()

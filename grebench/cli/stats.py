@@ -16,12 +16,16 @@ from grebench.settings import Settings
 @settings_options
 @click.pass_obj
 def command(settings: Settings, as_json: bool) -> None:
-    """Row counts per table, papers per venue, and the last runs."""
-    store = reader_store(settings)
+    """Row counts per table, papers per venue, and the last runs.
+
+    While another process (`grebench run`, `serve`) writes the store, the last published state is shown (the
+    export the site stage writes with every publish), and the output says which board version that is."""
+    reader = reader_store(settings, tables=("papers", "paper_texts", "runs"))
+    store = reader.store
     try:
         result: dict[str, Any] = {
             "db_path": str(settings.db_path),
-            "tables": store.counts(),
+            "tables": store.counts() if reader.counts is None else reader.counts,
             "venues": store.rows(
                 """SELECT venue_id, count(*) AS papers, count(abstract) AS with_abstract,
                    (SELECT count(*) FROM paper_texts t JOIN papers q USING (paper_id)
@@ -31,17 +35,23 @@ def command(settings: Settings, as_json: bool) -> None:
                 "SELECT run_id, command, status, started_at, finished_at FROM runs ORDER BY started_at DESC LIMIT 5"),
         }
     finally:
-        store.con.close()
-    for run in result["runs"]:
-        if run["status"] == "running":
-            # the store opened read-only, so no writer holds it: the process of a `running` run is gone (the
-            # next writer records it `interrupted`); say so rather than pretend it still runs
-            run["status"] = "interrupted"
-            run["note"] = "its process ended without recording how (killed); the next writer records it"
+        reader.close()
+    if reader.published is not None:
+        result["published"] = reader.published  # the writer's runs are as they were when it published
+    else:
+        for run in result["runs"]:
+            if run["status"] == "running":
+                # the store opened read-only, so no writer holds it: the process of a `running` run is gone (the
+                # next writer records it `interrupted`); say so rather than pretend it still runs
+                run["status"] = "interrupted"
+                run["note"] = "its process ended without recording how (killed); the next writer records it"
     if as_json:
         emit_json(result)
         return
     click.echo(f"store: {result['db_path']}")
+    if reader.published is not None:
+        click.echo(f"showing the last published state: board version {reader.published['version']} published "
+                   f"{reader.published['published_at']} UTC ({reader.published['writer']} is writing the store)")
     for table, count in result["tables"].items():
         click.echo(f"  {table:<20} {count:>8}")
     for venue in result["venues"]:

@@ -125,6 +125,8 @@ class SiteSummary(_Common, total=False):
     papers: int
     leaderboard_json_sha256: str
     exported_tables: int
+    version: str | None  # the board version the site shows (new when the boards changed)
+    versions: int
 
 
 StageName = Literal["ingest", "bench", "score", "boards", "validate", "panel", "site"]

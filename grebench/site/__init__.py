@@ -6,6 +6,9 @@ Public API (importing it never imports gradio; the app lives in :mod:`grebench.s
 * :func:`create_app`, :func:`launch_app`, :func:`launch_kwargs` — the Gradio app over the Parquet exports.
 * :func:`board_text` — the one text formatter of a stored leaderboard (``grebench run`` and ``grebench leaderboard``).
 * :class:`Labels` — the words for stored ids, kinds' roles and colours (the store's ``labels`` table).
+* :func:`publish_version`, :func:`versions`, :func:`version`, :func:`version_boards` — the dated, immutable board
+  versions every publish keeps; :func:`version_changes` / :func:`changes_text` — what changed between two, and why.
+* :func:`published_state` — the last published state (the Parquet export) for readers while a writer holds the store.
 """
 
 from __future__ import annotations
@@ -13,8 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from grebench.site._build import SCHEMA_VERSION, build_site, leaderboard_json, site_fingerprint, site_intact
+from grebench.site._changes import changes_text, version_changes
 from grebench.site._labels import Labels
+from grebench.site._reader import published_state
 from grebench.site._text import board_text
+from grebench.site._versions import publish_version, version, version_boards, versions
 
 
 def create_app(*args: Any, **kwargs: Any) -> Any:
@@ -45,5 +51,6 @@ def app_reader(*args: Any, **kwargs: Any) -> Any:
     return reader(*args, **kwargs)
 
 
-__all__ = ["SCHEMA_VERSION", "Labels", "app_reader", "board_text", "build_site", "create_app", "launch_app",
-           "launch_kwargs", "leaderboard_json", "site_fingerprint", "site_intact"]
+__all__ = ["SCHEMA_VERSION", "Labels", "app_reader", "board_text", "build_site", "changes_text", "create_app",
+           "launch_app", "launch_kwargs", "leaderboard_json", "publish_version", "published_state",
+           "site_fingerprint", "site_intact", "version", "version_boards", "version_changes", "versions"]

@@ -18,7 +18,7 @@ import jinja2
 
 from grebench.scoring import CONTAMINATED_NOTE, INCOMPLETE_NOTE, headline_first, rank_word, sample_facts
 from grebench.settings import Settings
-from grebench.site import _data
+from grebench.site import _data, _versions
 from grebench.site._labels import Labels, board_id
 from grebench.site._plots import board_svg
 from grebench.store import Store, code_files, fingerprint, utcnow
@@ -131,7 +131,8 @@ class _Writer:
 
 
 #: Bump when what the site shows changes (code, not data): the next build renders again.
-SITE_VERSION = "site-v7"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked
+SITE_VERSION = "site-v8"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
+# v8: board versions
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
          "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes",
          "boards", "board_rows", "labels", "paper_links")
@@ -149,18 +150,23 @@ def site_fingerprint(store: Store, settings: Settings) -> str:
     return fingerprint(store, tables=_READ, queries=queries,
                        values=[SITE_VERSION, SCHEMA_VERSION, snapshots],
                        code=code_files(_HERE / "_build.py", _HERE / "_data.py", _HERE / "_plots.py",
-                                       _HERE / "_labels.py", _HERE / "templates", _HERE / "static"))
+                                       _HERE / "_labels.py", _HERE / "_versions.py", _HERE / "_changes.py",
+                                       _HERE / "templates", _HERE / "static"))
 
 
-def build_site(store: Store, settings: Settings, out_dir: Path | None = None) -> dict[str, Any]:
+def build_site(store: Store, settings: Settings, out_dir: Path | None = None, *,
+               publish: bool = True) -> dict[str, Any]:
     """Render the whole site from the store into ``out_dir`` (default ``settings.site_path``); return a summary.
 
     The site shows only what earlier stages stored (boards, validation reports, panel results); it computes no
-    score.  Built into a temporary sibling directory and swapped in.  Skipping an unchanged rebuild is the
-    pipeline's job (:class:`grebench.pipeline.SiteStage` compares :func:`site_fingerprint`).
+    score.  With ``publish`` the boards are recorded as a board version (a new one only when they changed:
+    :func:`grebench.site.publish_version`); without it (a build from the published export while a writer holds the
+    store) the latest stored version is shown.  Every version gets its page under ``versions/``.  Built into a
+    temporary sibling directory and swapped in.  Skipping an unchanged rebuild is the pipeline's job
+    (:class:`grebench.pipeline.SiteStage` compares :func:`site_fingerprint`).
     """
     out = Path(out_dir) if out_dir is not None else settings.site_path
-    return _build(store, settings, out)
+    return _build(store, settings, out, publish)
 
 
 def site_intact(out: Path, summary: dict[str, Any]) -> bool:
@@ -173,13 +179,14 @@ def _sha256(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
-def _build(store: Store, settings: Settings, out: Path) -> dict[str, Any]:
+def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[str, Any]:
     tmp = out.with_name(out.name + ".building")
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     now = utcnow().replace(microsecond=0)
-    writer = _Writer(tmp, environment(Labels.load(store)), now.isoformat() + "Z")
+    env = environment(Labels.load(store))
+    writer = _Writer(tmp, env, now.isoformat() + "Z")
     snapshots = publish_snapshots(settings.snapshots_path, tmp / "snapshots")
     shutil.copytree(_HERE / "static", tmp / "static")
 
@@ -202,14 +209,21 @@ def _build(store: Store, settings: Settings, out: Path) -> dict[str, Any]:
         writer.page(f"papers/{p['slug']}.html", "paper.html", p=pages.get(p["paper_id"], {}))
     writer.page("methodology.html", "methodology.html", m=_data.methodology(store))
 
-    blob = json.dumps(leaderboard_json(boards, now), indent=2, ensure_ascii=False, default=str).encode("utf-8")
+    payload = leaderboard_json(boards, now)
+    latest = _versions.publish_version(store, payload, utcnow(), env) if publish else _versions.version(store)
+    listed = _write_versions(store, tmp / _versions.VERSIONS_DIR)
+    writer.pages += len(listed)
+    writer.page(f"{_versions.VERSIONS_DIR}/index.html", "versions.html", versions=listed)
+    # the stable URL serves the latest version's own bytes (an export from before versions: the boards as built)
+    blob = (latest["leaderboard_json"] if latest is not None else
+            json.dumps(payload, indent=2, ensure_ascii=False, default=str)).encode("utf-8")
     (tmp / "leaderboard.json").write_bytes(blob)
     manifests = _data.snapshot_manifests(snapshots)
     in_snapshot = {f["name"] for m in manifests for f in m["files"]}
     writer.page("downloads.html", "downloads.html", manifests=manifests,
                 loose=[f for f in snapshots if f["name"] not in in_snapshot],
                 changes=_data.changelog(store), json_bytes=len(blob), json_sha256=hashlib.sha256(blob).hexdigest(),
-                schema_version=SCHEMA_VERSION)
+                schema_version=SCHEMA_VERSION, versions=listed)
 
     if out.exists():
         old = out.with_name(out.name + ".old")
@@ -222,4 +236,19 @@ def _build(store: Store, settings: Settings, out: Path) -> dict[str, Any]:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp.rename(out)
     return {"out": str(out), "pages": writer.pages, "boards": len(boards), "models": len(names),
-            "papers": len(papers), "leaderboard_json_sha256": hashlib.sha256(blob).hexdigest()}
+            "papers": len(papers), "leaderboard_json_sha256": hashlib.sha256(blob).hexdigest(),
+            "version": None if latest is None else latest["version_id"], "versions": len(listed)}
+
+
+def _write_versions(store: Store, target: Path) -> list[dict[str, Any]]:
+    """Every stored version's page and leaderboard.json, written verbatim (the bytes it was published with);
+    the versions newest first."""
+    listed = _versions.versions(store)
+    for v in listed:
+        text = _versions.version(store, v["version_id"])
+        assert text is not None
+        folder = target / v["version_id"]
+        folder.mkdir(parents=True)
+        (folder / "leaderboard.json").write_text(text["leaderboard_json"], encoding="utf-8")
+        (folder / "index.html").write_text(text["page_html"], encoding="utf-8")
+    return listed

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 import duckdb
 import pyarrow.parquet as pq
 
+from grebench.site._versions import version
 from grebench.store import Store, ident, schema_tables
 
 T = TypeVar("T")
@@ -259,3 +260,37 @@ def reader_cache(export_dir: Path) -> ReaderCache:
         if key not in _CACHES:
             _CACHES[key] = ReaderCache(key)
         return _CACHES[key]
+
+
+@dataclass(frozen=True)
+class PublishedState:
+    """The last published state, for a reader while a writer holds the store: an in-memory store of the export's
+    tables, the row count of every exported table, and the board version the export carries."""
+
+    store: Store
+    counts: dict[str, int]
+    version_id: str | None
+    published_at: Any
+    source: Path
+
+    def describe(self) -> str:
+        """``board version V published T (from DIR)``: what a reader says it shows."""
+        what = (f"board version {self.version_id} published {self.published_at} UTC" if self.version_id
+                else "the last export")
+        return f"{what} (from {self.source})"
+
+
+def published_state(export_dir: Path, tables: tuple[str, ...] | None = None) -> PublishedState | None:
+    """What the writer last published (``DATA_DIR/export``: the site stage writes it with every publish), loaded
+    read-only into memory (``tables``: only those, plus ``board_versions``); None when nothing was published."""
+    export_dir = Path(export_dir)
+    if not (export_dir / "papers.parquet").is_file():
+        return None
+    counts = {}
+    for path in sorted(export_dir.glob("*.parquet")):
+        if path.stem in schema_tables() and not path.is_symlink():
+            counts[path.stem] = int(pq.ParquetFile(path).metadata.num_rows)
+    store = build_reader(export_dir, None if tables is None else (*tables, "board_versions"))
+    latest = version(store)
+    return PublishedState(store, counts, None if latest is None else latest["version_id"],
+                          None if latest is None else latest["published_at"], export_dir)

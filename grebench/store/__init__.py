@@ -28,7 +28,15 @@ from grebench.store._snapshot import (
     venue_years,
     verify_snapshot,
 )
-from grebench.store._store import PRIVATE_COLUMNS, Store, ident, open_store, public_select, schema_tables
+from grebench.store._store import (
+    PRIVATE_COLUMNS,
+    Store,
+    StoreLocked,
+    ident,
+    open_store,
+    public_select,
+    schema_tables,
+)
 
 __all__ = [
     "BASELINE",
@@ -45,6 +53,7 @@ __all__ = [
     "ReviewRecord",
     "SnapshotError",
     "Store",
+    "StoreLocked",
     "code_files",
     "cut_due_snapshots",
     "export_snapshot",

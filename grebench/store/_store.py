@@ -427,6 +427,18 @@ def schema_tables() -> frozenset[str]:
         con.close()
 
 
+class StoreLocked(RuntimeError):
+    """Another process holds the store's file for writing (DuckDB allows one writer process, and no reader
+    beside it); ``pid`` is that process's id when DuckDB names it."""
+
+    def __init__(self, db_file: Path, message: str) -> None:
+        self.db_file = db_file
+        found = re.search(r"\(PID (\d+)\)", message)
+        self.pid = int(found.group(1)) if found else None
+        super().__init__(f"cannot open {db_file} for writing: {message.splitlines()[0][:300]}. Only one grebench "
+                         "writer may run at a time; readers use `grebench export` Parquet files.")
+
+
 def open_store(path: str | Path | None, read_only: bool = False) -> Store:
     """Open (and migrate, unless read-only) the store at ``path``; ``None`` means in memory."""
     if path is None or str(path) == ":memory:":
@@ -444,10 +456,7 @@ def open_store(path: str | Path | None, read_only: bool = False) -> Store:
     except duckdb.IOException as exc:
         if "lock" not in str(exc).lower():  # permissions, a full disk: not another writer
             raise RuntimeError(f"cannot open {db_file} for writing: {str(exc).splitlines()[0][:300]}") from None
-        raise RuntimeError(
-            f"cannot open {db_file} for writing: {exc}. Only one grebench writer may run at a time; "
-            "readers use `grebench export` Parquet files."
-        ) from None
+        raise StoreLocked(db_file, str(exc)) from None
     migrate(con, db_file)
     store = Store(con, db_file)
     store.mark_stale_runs()  # we hold the writer lock: a run still 'running' belongs to a writer that is gone
