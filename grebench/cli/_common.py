@@ -78,11 +78,11 @@ def holder_name(pid: int | None) -> str:
         argv = [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
     except OSError:  # not Linux, or the process is gone
         return f"another process (PID {pid})"
-    from grebench.cli._main import main
+    from grebench.cli._main import COMMANDS
 
     for i, word in enumerate(argv):
         if Path(word).name in _PROGRAM or (word == "-m" and i + 1 < len(argv) and argv[i + 1] in _PROGRAM):
-            command = next((w for w in argv[i + 1:] if w in main.commands), None)
+            command = next((w for w in argv[i + 1:] if w in COMMANDS), None)
             if command is not None:
                 return f"`grebench {command}` (PID {pid})"
     return f"another process (PID {pid})"

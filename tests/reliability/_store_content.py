@@ -6,7 +6,8 @@ Compared: every table of the store except :data:`BOOKKEEPING_TABLES`, every colu
 * ``runs``, ``run_failures``: one row per command run (a killed run leaves an ``interrupted`` row), so a run
   interrupted N times has N more of them by design; ``jobs`` (scheduler state, its counters count runs),
   ``stage_state`` (skip fingerprints whose summaries carry timings), ``migrations`` (applied-at times; the
-  migration *set* is checked separately by :func:`migration_ids`), ``snapshots`` (none in these runs).
+  migration *set* is checked separately by :func:`migration_ids`), ``snapshots`` (none in these runs),
+  ``board_versions`` (one row per publish whose boards changed: a history of publishes, stamped with their time).
 * columns holding the wall clock at write time (``*_at`` columns that say when a row was written, not a date of the
   data): they differ between any two runs, crashed or not. Data dates (``submitted_at``, ``reviews_public_at``,
   ``visible_at``, ``modified_at``) are compared.
@@ -26,7 +27,8 @@ from typing import Any
 
 import duckdb
 
-BOOKKEEPING_TABLES = frozenset({"runs", "run_failures", "jobs", "stage_state", "migrations", "snapshots"})
+BOOKKEEPING_TABLES = frozenset({"runs", "run_failures", "jobs", "stage_state", "migrations", "snapshots",
+                                "board_versions"})
 WALL_CLOCK_COLUMNS = frozenset({
     "ingested_at", "updated_at", "first_seen_at", "fetched_at", "extracted_at", "created_at", "generated_at",
     "failed_at", "started_at", "finished_at", "changed_at", "last_started_at", "last_finished_at", "applied_at",

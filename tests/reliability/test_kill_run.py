@@ -155,11 +155,12 @@ def check(result: dict[str, Any], kills: int) -> None:
     assert result["rerun_summary"]["stages"]["score"]["estimator_calls"] == 0
     assert result["rerun_summary"]["stages"].get("panel", {}).get("estimator_calls", 0) == 0
     assert result["rerun_summary"]["stages"]["bench"]["calls_made"] == 0
-    # the published board is the clean one (leaderboard.json without its generated_at stamp)
+    # the published board is the clean one (leaderboard.json without its generated_at stamp and version id)
     boards = [json.loads((db.parent / "site" / "leaderboard.json").read_text(encoding="utf-8"))
               for db in (result["db"], result["clean_db"])]
     for board in boards:
         board.pop("generated_at")
+        board.pop("version")
         for row in (r for b in board["boards"] for r in b["rows"]):
             row.pop("latency_s", None)  # mean wall time of the candidate's calls: measured, not content
     assert boards[0] == boards[1] and boards[0]["boards"]
