@@ -22,11 +22,10 @@ from click.testing import CliRunner
 
 from grebench.cli import _common
 from grebench.cli._main import main
-from grebench.settings import Settings, load_settings
+from grebench.settings import Settings
 from grebench.site import build_site
 from grebench.store import open_store
-from tests.conftest import FAST_ENV
-from tests.site.conftest import fill_store
+from tests.site.conftest import data_settings, filled_file_store
 
 HOLD = """
 import sys, duckdb
@@ -62,21 +61,12 @@ def writer_holding(tmp_path: Path, db: Path) -> Iterator[int]:
         child.wait(timeout=DEADLINE_S)
 
 
-def _settings(data: Path) -> Settings:
-    return load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(data)})
-
-
 @pytest.fixture
 def published(tmp_path: Path) -> dict[str, object]:
     """A store whose boards were published once (site and export, as the site stage does), then closed."""
-    settings = _settings(tmp_path / "data")
-    store = open_store(settings.db_path)
-    try:
-        fill_store(store)
+    with filled_file_store(tmp_path / "data") as (store, settings):
         summary = build_site(store, settings)
         store.export_parquet(settings.export_path)
-    finally:
-        store.close()
     board = CliRunner().invoke(main, ["leaderboard", "--data-dir", str(settings.data_path)])
     assert board.exit_code == 0, board.output
     return {"settings": settings, "version": summary["version"], "board": board.stdout}
@@ -128,7 +118,7 @@ def test_readers_show_the_last_published_board_while_a_writer_holds_the_store(
 @pytest.mark.parametrize("command", [["stats"], ["leaderboard"], ["export"]])
 def test_with_nothing_published_a_reader_says_who_writes(tmp_path: Path, command: list[str],
                                                         no_waits: list[int]) -> None:
-    settings = _settings(tmp_path / "data")
+    settings = data_settings(tmp_path / "data")
     open_store(settings.db_path).close()
     with writer_holding(tmp_path, settings.db_path) as pid:
         result = CliRunner().invoke(main, [*command, "--data-dir", str(settings.data_path)])

@@ -6,6 +6,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
 from typing import Iterator
@@ -13,7 +14,7 @@ from typing import Iterator
 import pytest
 
 from grebench.scoring import compute_boards
-from grebench.settings import load_settings
+from grebench.settings import Settings, load_settings
 from grebench.store import Store, open_store
 from tests.conftest import FAST_ENV
 
@@ -88,6 +89,23 @@ def fill_store(s: Store) -> None:
     con.execute("INSERT INTO board_changes VALUES (?, 'candidate_added', 'good-llm', 'first board')", [NOW])
     compute_boards(s, load_settings(env=dict(FAST_ENV)))
     # (the scoring stage's last step: the site only reads stored boards)
+
+
+def data_settings(data: Path) -> Settings:
+    """Fast settings on the data directory ``data``."""
+    return load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(data)})
+
+
+@contextmanager
+def filled_file_store(data: Path) -> Iterator[tuple[Store, Settings]]:
+    """The :func:`fill_store` store as the writer's file in ``data``, closed at the end (readers open it then)."""
+    settings = data_settings(data)
+    store = open_store(settings.db_path)
+    try:
+        fill_store(store)
+        yield store, settings
+    finally:
+        store.close()
 
 
 @pytest.fixture

@@ -13,19 +13,14 @@ from click.testing import CliRunner
 
 from grebench.cli._main import main
 from grebench.scoring import compute_boards
-from grebench.settings import Settings, load_settings
+from grebench.settings import Settings
 from grebench.site import build_site, changes_text, version_changes, versions
 from grebench.store import Store, open_store
-from tests.conftest import FAST_ENV
-from tests.site.conftest import NOW, fill_store
+from tests.site.conftest import NOW, filled_file_store
 
 VENUE = "ICLR.cc/2020/Conference"
 NEW_PAPER = "p2020_3"
 EDITED = "p2020_1_r0"
-
-
-def _settings(data: Path) -> Settings:
-    return load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(data)})
 
 
 def _score(con: Any, name: str, pid: str, refs: list[str], pmi: float) -> None:
@@ -70,18 +65,13 @@ def change_the_season(store: Store, settings: Settings) -> None:
 @pytest.fixture
 def two_versions(tmp_path: Path) -> dict[str, Any]:
     """A file store published twice with the change in between; the first version's files as first published."""
-    settings = _settings(tmp_path / "data")
-    store = open_store(settings.db_path)
-    try:
-        fill_store(store)
+    with filled_file_store(tmp_path / "data") as (store, settings):
         build_site(store, settings)
         first = {p.relative_to(settings.site_path): p.read_bytes()
                  for p in (settings.site_path / "versions").rglob("*") if p.is_file() and p.parent.name != "versions"}
         change_the_season(store, settings)
         summary = build_site(store, settings)
         listed = versions(store)
-    finally:
-        store.close()
     return {"settings": settings, "site": settings.site_path, "first": first, "summary": summary, "ids":
             [v["version_id"] for v in reversed(listed)], "listed": listed}
 
