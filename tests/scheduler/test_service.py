@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -10,6 +11,7 @@ from grebench.pipeline import venue_sources
 from grebench.scheduler import SchedulerService
 from grebench.scoring import leaderboard
 from grebench.settings import load_settings
+from grebench.site import versions
 from grebench.store import utcnow
 from tests.conftest import FAST_ENV
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -55,6 +57,14 @@ def test_cycle_generates_sealed_before_reviews_scores_after_and_restart_repeats_
     assert row["papers"] == 4 and row["sealed_share"] == 1.0
     assert (settings.data_path / "export" / "scores.parquet").is_file()
     assert (settings.site_path / "index.html").is_file()
+    # the site job published the boards as a board version, its files under versions/<id>/
+    published = versions(service.store)
+    assert len(published) == 1 and results["site"]["summary"]["version"] == \
+        published[0]["version_id"]
+    site_json = json.loads((settings.site_path / "leaderboard.json").read_text(encoding="utf-8"))
+    assert site_json["version"]["id"] == published[0]["version_id"] and site_json["boards"]
+    assert (settings.site_path / site_json["version"]["href"]).read_bytes() == \
+        (settings.site_path / "leaderboard.json").read_bytes()
     # the yearly snapshot of 2020 was due on snapshot_date 2021: cut once, verified, registered
     cut = results["snapshot"]["summary"]["cut"]
     assert [c["reason"] for c in cut] == ["yearly"]
@@ -66,6 +76,7 @@ def test_cycle_generates_sealed_before_reviews_scores_after_and_restart_repeats_
     assert again.recovered == []
     assert all(r["status"] == "ok" for r in again.run_all_once())
     assert _counts(again) == before  # no duplicate rows, no second snapshot
+    assert versions(again.store) == published  # unchanged boards: no second board version
     assert len(llm.chat_requests) == 4
     states = {s["job_id"]: s for s in again.states()}
     assert states["poll"]["runs"] == 3 and states["snapshot"]["runs"] == 2
