@@ -197,8 +197,10 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
     for b in boards:
         writer.page(f"boards/{b['slug']}.html", "leaderboard.html", board=b)
         (tmp / "boards" / f"{b['slug']}.svg").write_text(board_svg(b), encoding="utf-8")
+    payload = leaderboard_json(boards, now)
+    latest = _versions.publish_version(store, payload, utcnow(), env) if publish else _versions.version(store)
     writer.page("index.html", "index.html", venues=venues, boards_by_venue=_data.group_by(boards, "venue_id"),
-                candidates=cands)
+                candidates=cands, version=latest)
     names = {c["name"] for c in cands} | {r["candidate"] for b in boards for r in b["rows"]}
     for name in sorted(names):
         writer.page(f"models/{_data.slug(name)}.html", "model.html", m=_data.model_page(store, name, boards))
@@ -209,8 +211,6 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
         writer.page(f"papers/{p['slug']}.html", "paper.html", p=pages.get(p["paper_id"], {}))
     writer.page("methodology.html", "methodology.html", m=_data.methodology(store))
 
-    payload = leaderboard_json(boards, now)
-    latest = _versions.publish_version(store, payload, utcnow(), env) if publish else _versions.version(store)
     listed = _write_versions(store, tmp / _versions.VERSIONS_DIR)
     writer.pages += len(listed)
     writer.page(f"{_versions.VERSIONS_DIR}/index.html", "versions.html", versions=listed)

@@ -99,6 +99,10 @@ def test_two_publishes_keep_two_versions_and_the_first_unchanged(two_versions: d
     assert prev is not None and (site / "versions" / v2 / str(prev["href"])).resolve() == \
         (site / "versions" / v1 / "index.html").resolve()
     assert NEW_PAPER in page.select_one("li.papers-entered").get_text()
+    index = BeautifulSoup((site / "index.html").read_text(encoding="utf-8"), "html.parser").select_one(
+        "p.board-version")
+    assert index is not None and [a["href"] for a in index.select("a")] == [f"versions/{v2}/index.html",
+                                                                            "versions/index.html"]
     downloads = (site / "downloads.html").read_text(encoding="utf-8")
     assert f"versions/{v2}/leaderboard.json" in downloads and "versions/index.html" in downloads
 
