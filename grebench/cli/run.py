@@ -76,7 +76,8 @@ def _print(summary: dict[str, Any]) -> None:
     site = summary_of(stages, "site")
     if site.get("out"):
         click.echo(f"\nsite: {site['out']}/index.html ({site.get('pages', 0)} pages"
-                   f"{', unchanged' if site.get('unchanged') else ''})")
+                   f"{', unchanged' if site.get('unchanged') else ''}"
+                   f"{', board version ' + str(site['version']) if site.get('version') else ''})")
     click.echo("\nseconds per stage: " + ", ".join(f"{k} {v:.1f}" for k, v in summary["seconds"].items()))
     for failure in summary["failures"][:10]:
         item = f"{failure['item']}: " if failure["item"] else ""
