@@ -91,6 +91,8 @@ def test_readers_show_the_last_published_board_while_a_writer_holds_the_store(
         out = tmp_path / "copy"
         export = runner.invoke(main, ["export", "--out", str(out), "--json", "--data-dir", data])
         site = runner.invoke(main, ["site", "build", "--out", str(tmp_path / "site-copy"), "--data-dir", data])
+        in_place = runner.invoke(main, ["site", "build", "--data-dir", data])
+        changes = runner.invoke(main, ["leaderboard", "--changes", "--data-dir", data])
         ingest = runner.invoke(main, ["ingest", "--data-dir", data])
     writer = f"`grebench run` (PID {pid})"
     assert board.exit_code == 0, board.output
@@ -110,9 +112,12 @@ def test_readers_show_the_last_published_board_while_a_writer_holds_the_store(
     assert (tmp_path / "site-copy" / "leaderboard.json").read_bytes() == \
         (settings.site_path / "leaderboard.json").read_bytes()
     assert f"board version {version}" in site.stdout
+    assert in_place.exit_code == 0 and f"the site in {settings.site_path} is its last publish (board version " \
+        f"{version})" in in_place.stdout
+    assert changes.exit_code == 0 and f"version {version}: the first published version" in changes.stdout
     assert ingest.exit_code == 1 and writer in ingest.output  # a second writer is refused, naming the first
     assert "Traceback" not in board.output + stats.output + export.output + site.output + ingest.output
-    assert len(no_waits) == 2 * (_common.READER_ATTEMPTS - 1)  # leaderboard and stats waited briefly first
+    assert len(no_waits) == 3 * (_common.READER_ATTEMPTS - 1)  # the readers waited briefly first
 
 
 @pytest.mark.parametrize("command", [["stats"], ["leaderboard"], ["export"]])
