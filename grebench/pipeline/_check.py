@@ -10,7 +10,9 @@ as ``what = value: why``.
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 from pathlib import Path
 
 from grebench.pipeline._runner import RunOptions
@@ -59,6 +61,44 @@ def check_data_dir(settings: Settings) -> None:
         raise SetupError(f"{shown}: it cannot be created: {above} is a file, not a directory")
     if not os.access(above, os.W_OK | os.X_OK):
         raise SetupError(f"{shown}: it cannot be created: {above} is read-only for this user")
+
+
+#: Where Gradio tries the port first, whatever ``app_host`` says (``gradio.http_server``): taken there, it fails too.
+_GRADIO_PROBE_HOST = "127.0.0.1"
+
+
+def _bind_error(host: str, port: int) -> str | None:
+    """Why a listening socket could not bind ``host:port`` now (None: it could).  ``SO_REUSEADDR`` like uvicorn, so
+    a port left in TIME_WAIT by the previous process counts as free."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return f"the host {host!r} does not resolve ({exc.strerror})"
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"port {port} on {host} is in use (another program, or another grebench app, listens there)"
+            return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    return None
+
+
+def check_app_port(settings: Settings, change: str = "the setting app_port (GREBENCH_APP_PORT)") -> None:
+    """Raise :class:`SetupError` when the app could not listen on ``app_host:app_port`` now.
+
+    A command that serves the app calls it with its other checks, before any job starts: a busy port found only
+    when the app launches comes after the work began.  ``change``: what the operator changes to pick another port
+    (``serve``: the setting; ``app``: its ``--port`` option too).  Another program may still take the port between
+    this check and the launch; the launch then fails on its own.
+    """
+    host, port = settings.app_host, settings.app_port
+    for where in dict.fromkeys((host, _GRADIO_PROBE_HOST)):
+        why = _bind_error(where, port)
+        if why is not None:
+            raise SetupError(f"app_port = {port}: {why}; free it or choose another port with {change}")
 
 
 def check_setup(settings: Settings, options: RunOptions | None = None, *, source: bool = False) -> None:
