@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import socket
+from collections.abc import Iterable
 from pathlib import Path
 
 from grebench.pipeline._runner import RunOptions
@@ -63,8 +64,9 @@ def check_data_dir(settings: Settings) -> None:
         raise SetupError(f"{shown}: it cannot be created: {above} is read-only for this user")
 
 
-#: Where Gradio tries the port first, whatever ``app_host`` says (``gradio.http_server``): taken there, it fails too.
-_GRADIO_PROBE_HOST = "127.0.0.1"
+#: Where Gradio tries the port first, whatever ``app_host`` says (``gradio.http_server``): taken there, it fails too;
+#: also the host of the local model servers.
+_LOOPBACK = "127.0.0.1"
 
 
 def _bind_error(host: str, port: int) -> str | None:
@@ -81,7 +83,7 @@ def _bind_error(host: str, port: int) -> str | None:
             sock.bind(address)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
-                return f"port {port} on {host} is in use (another program, or another grebench app, listens there)"
+                return f"port {port} on {host} is in use (another program listens there)"
             return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
     return None
 
@@ -95,10 +97,34 @@ def check_app_port(settings: Settings, change: str = "the setting app_port (GREB
     this check and the launch; the launch then fails on its own.
     """
     host, port = settings.app_host, settings.app_port
-    for where in dict.fromkeys((host, _GRADIO_PROBE_HOST)):
+    for where in dict.fromkeys((host, _LOOPBACK)):
         why = _bind_error(where, port)
         if why is not None:
             raise SetupError(f"app_port = {port}: {why}; free it or choose another port with {change}")
+
+
+#: The stages that may start local model servers (bench: local candidates; score, validate: a ``vllm-local``
+#: estimator; panel: local judges and the estimator's machine metrics).
+LOCAL_SERVER_STAGES = frozenset({"bench", "score", "validate", "panel"})
+
+
+def check_local_port(settings: Settings, stages: Iterable[str]) -> None:
+    """Raise :class:`SetupError` when a fixed ``local_server_port`` (and the ports after it, one per ``vllm_servers``
+    server) is taken now while these stages would start a local model server on it: said before the job's first
+    stage instead of when the server starts, after ingest and generation.  ``local_server_port = 0`` (the default:
+    the OS chooses a free port each time) is never checked."""
+    first = settings.local_server_port
+    if not first or LOCAL_SERVER_STAGES.isdisjoint(stages):
+        return
+    estimators = [settings.estimator, settings.proxy_estimator]
+    vllm_local = any(e.strip().startswith("vllm-local:") for e in estimators)
+    if not (vllm_local or settings.listed("local_candidates") or settings.listed("local_judges")):
+        return
+    for port in range(first, min(first + (settings.vllm_servers if vllm_local else 1), 65536)):
+        why = _bind_error(_LOOPBACK, port)
+        if why is not None:
+            raise SetupError(f"local_server_port = {first}: {why}; free it, or set local_server_port = 0 to let the "
+                             "OS choose a free port")
 
 
 def check_setup(settings: Settings, options: RunOptions | None = None, *, source: bool = False) -> None:

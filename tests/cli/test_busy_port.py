@@ -52,8 +52,8 @@ def test_serve_refuses_a_busy_app_port_before_any_job(tmp_path: Path, busy_port:
                           text=True, timeout=120)
     assert done.returncode == 2, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
-    assert errors == [f"Error: app_port = {busy_port}: port {busy_port} on 127.0.0.1 is in use (another program, or "
-                      "another grebench app, listens there); free it or choose another port with the setting "
+    assert errors == [f"Error: app_port = {busy_port}: port {busy_port} on 127.0.0.1 is in use (another program "
+                      "listens there); free it or choose another port with the setting "
                       "app_port (GREBENCH_APP_PORT), or run `grebench serve --no-app`"], done.stderr
     assert "Traceback" not in done.stderr and "serve plan" not in done.stderr  # refused before the plan
     assert _store_rows(tmp_path / "data") == {"runs": 0, "jobs": 0}
@@ -79,3 +79,16 @@ def test_a_port_taken_after_the_check_fails_serve_before_any_job(tmp_path: Path,
         f"{busy_port}-{busy_port}); free the port or choose another with the setting app_port (GREBENCH_APP_PORT); "
         "no job was started")
     assert _store_rows(tmp_path / "data")["runs"] == 0  # the scheduler never started
+
+
+def test_a_busy_fixed_local_server_port_is_refused_before_a_job_that_would_use_it(tmp_path: Path,
+                                                                                  busy_port: int) -> None:
+    env = {**FAST_ENV, "GREBENCH_LOCAL_SERVER_PORT": str(busy_port), "GREBENCH_LOCAL_CANDIDATES": "smollm2-135m"}
+    run = CliRunner().invoke(main, ["--data-dir", str(tmp_path / "data"), "run"], env=env)
+    assert run.exit_code == 2, run.output
+    assert run.output.strip().splitlines()[-1] == (
+        f"Error: local_server_port = {busy_port}: port {busy_port} on 127.0.0.1 is in use (another program listens "
+        "there); free it, or set local_server_port = 0 to let the OS choose a free port")
+    assert not (tmp_path / "data" / "grebench.duckdb").exists()  # refused before the store was opened
+    ingest = CliRunner().invoke(main, ["--data-dir", str(tmp_path / "data"), "ingest", "--limit", "2"], env=env)
+    assert ingest.exit_code == 0, ingest.output  # a job that starts no local server is not refused
