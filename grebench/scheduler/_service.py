@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 from grebench import stop
 from grebench.endpoints import KeyVault
-from grebench.pipeline import JOBS, SCHEDULED, JobObserver, run_job
+from grebench.pipeline import JOBS, SCHEDULED, JobObserver, SetupError, run_job
 from grebench.progress import PlainProgress
 from grebench.settings import Settings
 from grebench.store import Store, open_store, utcnow
@@ -181,7 +181,8 @@ class SchedulerService:
                 summary = {"interrupted": error}
                 run_id = started[0] if started else None
             except Exception as exc:  # a job failure must not stop the scheduler (run_job recorded it on the run)
-                log.exception("job %s failed", kind)
+                if not isinstance(exc, SetupError):  # a setting to fix is said by the job's line; a bug needs its trace
+                    log.exception("job %s failed", kind)
                 status, error = "failed", f"{type(exc).__name__}: {exc}"
                 summary = {"error": error}
                 run_id = started[0] if started else None

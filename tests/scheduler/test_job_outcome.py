@@ -7,12 +7,15 @@ APScheduler's own INFO lines ("executed successfully", also for failed and inter
 
 from __future__ import annotations
 
+import logging
 import signal
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from grebench.scheduler import SchedulerService
 from grebench.settings import load_settings
@@ -48,6 +51,29 @@ def test_a_poll_that_cannot_read_its_venue_is_recorded_failed_with_the_reason(tm
     assert result["error"].startswith(f"[ingest] {VENUE}: SourceError: listing")
     assert "cannot talk to OpenReview" in result["error"] and "connection refused" in result["error"]
     assert (row["status"], row["last_error"]) == ("failed", result["error"])
+
+
+def test_a_job_refused_by_its_setup_is_recorded_failed_in_one_line_without_a_traceback(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with socket.socket() as other:  # another program holds the fixed port of the local model servers
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        env = {**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "data"), "GREBENCH_LOCAL_SERVER_PORT": str(port),
+               "GREBENCH_LOCAL_CANDIDATES": "smollm2-135m"}
+        service = SchedulerService(load_settings(env=env), kinds=["generate"])
+        try:
+            with caplog.at_level(logging.INFO, logger="grebench.scheduler"):
+                result = service.run_job("generate")
+            row = next(r for r in service.states() if r["job_id"] == "generate")
+        finally:
+            service.close()
+    assert result["status"] == "failed" and result["run_id"] is None  # refused before its run started
+    assert result["error"].startswith(f"SetupError: local_server_port = {port}: port {port} on 127.0.0.1 is in use")
+    assert (row["status"], row["last_error"]) == ("failed", result["error"])
+    lines = [r for r in caplog.records if r.name == "grebench.scheduler._service" and "job generate" in r.message]
+    assert [r.getMessage() for r in lines] == [f"job generate finished (failed: {result['error']})"]
+    assert not any(r.exc_info for r in caplog.records)  # a setting to fix, not a bug: no traceback
 
 
 def test_serve_logs_one_line_per_job_with_its_outcome_and_none_of_apschedulers(tmp_path: Path) -> None:
