@@ -65,12 +65,14 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
     stops the running job at its next request boundary (exit status 0 after SIGTERM, 130 after Ctrl-C).
     """
     from grebench import stop
-    from grebench.pipeline import JOBS, SetupError, check_app_port, check_data_dir, check_local_port
+    from grebench.pipeline import JOBS, SetupError, check_app_port, check_data_dir, check_local_port, check_site_dir
     from grebench.scheduler import JOB_KINDS, SchedulerService
 
+    stages = [stage for kind in jobs or JOB_KINDS if kind in JOBS for stage in JOBS[kind].stages]
     try:
         check_data_dir(settings)
-        check_local_port(settings, [stage for kind in jobs or JOB_KINDS if kind in JOBS for stage in JOBS[kind].stages])
+        check_site_dir(settings, stages)
+        check_local_port(settings, stages)
         if not (no_app or once):  # the app's port is checked with the settings, before any job starts
             check_app_port(settings, "the setting app_port (GREBENCH_APP_PORT), or run `grebench serve --no-app`")
     except SetupError as exc:

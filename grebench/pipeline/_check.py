@@ -40,6 +40,23 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
+def _unusable_dir(path: Path) -> str | None:
+    """Why ``path`` cannot be (or become) a directory this user writes in: a file, read-only, or below a file or a
+    read-only directory; None when it can.  Nothing is created."""
+    if path.exists():
+        if not path.is_dir():
+            return "it is a file, not a directory"
+        if not os.access(path, os.W_OK | os.X_OK):
+            return "the directory is read-only for this user"
+        return None
+    above = _nearest_existing(path.parent)
+    if not above.is_dir():
+        return f"it cannot be created: {above} is a file, not a directory"
+    if not os.access(above, os.W_OK | os.X_OK):
+        return f"it cannot be created: {above} is read-only for this user"
+    return None
+
+
 def check_data_dir(settings: Settings) -> None:
     """Raise :class:`SetupError` when the data directory cannot hold the writer's store: a file, a read-only
     directory or store file, or a directory that cannot be created (a file or a read-only directory above it).
@@ -48,20 +65,23 @@ def check_data_dir(settings: Settings) -> None:
     """
     path = settings.data_path
     shown = f"data_dir = {str(path)!r}"
-    if path.exists():
-        if not path.is_dir():
-            raise SetupError(f"{shown}: it is a file, not a directory")
-        if not os.access(path, os.W_OK | os.X_OK):
-            raise SetupError(f"{shown}: the directory is read-only for this user (grebench writes its store there)")
-        db = settings.db_path
-        if db.exists() and not (db.is_file() and os.access(db, os.R_OK | os.W_OK)):
-            raise SetupError(f"{shown}: the store {db} is {'read-only' if db.is_file() else 'not a file'}")
-        return
-    above = _nearest_existing(path.parent)
-    if not above.is_dir():
-        raise SetupError(f"{shown}: it cannot be created: {above} is a file, not a directory")
-    if not os.access(above, os.W_OK | os.X_OK):
-        raise SetupError(f"{shown}: it cannot be created: {above} is read-only for this user")
+    why = _unusable_dir(path)
+    if why is not None:
+        read_only = why.startswith("the directory is read-only")
+        raise SetupError(f"{shown}: {why}{' (grebench writes its store there)' if read_only else ''}")
+    db = settings.db_path
+    if db.exists() and not (db.is_file() and os.access(db, os.R_OK | os.W_OK)):
+        raise SetupError(f"{shown}: the store {db} is {'read-only' if db.is_file() else 'not a file'}")
+
+
+def check_site_dir(settings: Settings, stages: Iterable[str]) -> None:
+    """Raise :class:`SetupError` when a job that builds the site (its last stage, after hours of scoring) could not
+    write ``site_dir``: said before its first stage.  The default (DATA_DIR/site) is checked with the data
+    directory."""
+    if "site" in stages and settings.site_dir:
+        why = _unusable_dir(settings.site_path)
+        if why is not None:
+            raise SetupError(f"site_dir = {str(settings.site_path)!r}: {why} (the site is built there)")
 
 
 #: Where Gradio tries the port first, whatever ``app_host`` says (``gradio.http_server``): taken there, it fails too;
