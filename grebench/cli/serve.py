@@ -5,6 +5,9 @@ Stopping (docs/operations.md): SIGTERM (``docker stop``, systemd) or SIGINT (Ctr
 and job are recorded ``interrupted`` (the next start runs it first), no job starts after the signal and the app is
 closed.  Exit status 0 after SIGTERM, 130 after SIGINT; a job that reaches no boundary within ``stop_grace_s``
 does not hold the process (it exits anyway; the run is marked interrupted).  ``--once`` exits 1 when a job failed.
+
+Before anything is opened or started, the settings are checked with the app's port (a bind test on ``app_host`` /
+``app_port``), a fixed ``local_server_port`` and ``site_dir``: a refusal is one line, exit status 2.
 """
 
 from __future__ import annotations
