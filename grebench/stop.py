@@ -5,7 +5,10 @@ by calling :func:`check`, which raises :class:`Interrupted`: stage loops, LLM ca
 batches, ingest per paper, snapshot per member, panel per comparison.  What finished before the boundary is
 stored; the run is recorded as ``interrupted``; nothing new starts.  Waits (back-off, a call in flight on a worker
 thread) use :func:`wait` / :func:`sleep`, which return or raise as soon as the token is set, so an HTTP request in
-flight on a worker thread is abandoned (its daemon thread is left to die with the process), never waited for.
+flight on a worker thread is abandoned (its daemon thread is left to die with the process), never waited for; a
+library call that blocks out of the token's reach (openreview-py's requests and their retries) runs through
+:func:`call`, which puts it on such a thread.  Every retry loop waits with :func:`sleep`, never ``time.sleep``: a
+stop during a back-off ends the work at once, recorded ``interrupted``, not ``failed`` when the retries run out.
 
 One process-wide token rather than one per call chain: a signal is process-wide, and the boundaries are spread over
 layers that share no context object (the LLM client's worker threads, an estimator's thread pool).  Tests that
@@ -22,7 +25,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
+T = TypeVar("T")
 _EVENT = threading.Event()
 _SIGNAL: list[int] = []  # the signal that set the token (first one), if a signal did
 
@@ -93,6 +98,31 @@ def sleep(seconds: float) -> None:
     check()
     if _EVENT.wait(max(0.0, seconds)):
         raise Interrupted()
+
+
+def call(fn: Callable[[], T], name: str = "grebench-request") -> T:
+    """``fn()`` run on a daemon worker thread while this thread waits on the token: its result or its exception,
+    or :class:`Interrupted` as soon as a stop is requested.  For a library call that blocks where no token reaches
+    (a socket read, a third party's own retry sleeps): on a stop the worker is abandoned, never waited for; it ends
+    with its request or with the process."""
+    check()
+    finished = threading.Event()
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            outcome.append(fn())
+        except BaseException as exc:  # handed to the waiting thread, which raises it as its own
+            failure.append(exc)
+        finally:
+            finished.set()
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    wait(finished, None)
+    if failure:
+        raise failure[0]
+    return outcome[0]
 
 
 def reset() -> None:

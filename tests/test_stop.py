@@ -177,3 +177,26 @@ def test_the_terminal_bar_leaves_an_aborted_line(capsys: pytest.CaptureFixture[s
         stop.check()
     err = capsys.readouterr().err
     assert "bench: LLM reviews: 6/12 reviews (aborted)" in err and "(done)" not in err
+
+
+def test_call_hands_back_the_result_or_the_error_and_abandons_a_blocked_call_at_a_stop() -> None:
+    assert stop.call(lambda: 41 + 1) == 42
+    with pytest.raises(KeyError, match="nope"):
+        stop.call(lambda: {}["nope"])
+    entered, never = threading.Event(), threading.Event()
+
+    def blocked() -> None:  # a socket read the token cannot reach
+        entered.set()
+        never.wait(600)
+
+    def stop_once_blocked() -> None:
+        entered.wait(60)
+        stop.request_stop(signal.SIGTERM)
+
+    threading.Thread(target=stop_once_blocked, daemon=True).start()
+    started = time.monotonic()
+    with pytest.raises(stop.Interrupted, match="stopped by SIGTERM"):
+        stop.call(blocked)
+    assert entered.is_set() and time.monotonic() - started < 60  # the call would have blocked 600 s
+    with pytest.raises(stop.Interrupted):
+        stop.call(lambda: 1)  # after a stop nothing new is called

@@ -141,5 +141,9 @@ def _configure_logging(settings: Settings, verbose: int) -> None:
     level = {0: settings.log_level, 1: "INFO"}.get(verbose, "DEBUG")
     logging.basicConfig(level=level.upper() if isinstance(level, str) else level, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
-    for noisy in ("httpx", "LiteLLM", "litellm", "urllib3"):
+    # APScheduler logs "executed successfully" for every job, failed and interrupted ones too: the scheduler logs
+    # one line per job with its real outcome instead (its warnings, a missed run, still show)
+    for noisy in ("httpx", "LiteLLM", "litellm", "urllib3", "apscheduler"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
+    # each OpenReview retry is logged by our retry policy, with its wait: urllib3's own line would say it twice
+    logging.getLogger("urllib3.connectionpool").setLevel(max(logging.ERROR, logging.getLogger().level))

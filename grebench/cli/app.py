@@ -15,10 +15,16 @@ from grebench.settings import Settings
 @click.pass_obj
 def command(settings: Settings, host: str | None, port: int | None) -> None:
     """Serve the leaderboard app: browse boards, submit an endpoint, follow the queue."""
+    from grebench.pipeline import SetupError, check_app_port
     from grebench.site import launch_app
 
     changes = {k: v for k, v in {"app_host": host, "app_port": port}.items() if v is not None}
+    settings = settings.replace(**changes) if changes else settings
     try:
-        launch_app(settings.replace(**changes) if changes else settings)
+        check_app_port(settings, "--port or the setting app_port (GREBENCH_APP_PORT)")
+    except SetupError as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
+        launch_app(settings)
     except ValueError as exc:  # e.g. a malformed GREBENCH_SECRET_KEY
         raise click.ClickException(str(exc)) from None

@@ -5,6 +5,9 @@ Stopping (docs/operations.md): SIGTERM (``docker stop``, systemd) or SIGINT (Ctr
 and job are recorded ``interrupted`` (the next start runs it first), no job starts after the signal and the app is
 closed.  Exit status 0 after SIGTERM, 130 after SIGINT; a job that reaches no boundary within ``stop_grace_s``
 does not hold the process (it exits anyway; the run is marked interrupted).  ``--once`` exits 1 when a job failed.
+
+Before anything is opened or started, the settings are checked with the app's port (a bind test on ``app_host`` /
+``app_port``), a fixed ``local_server_port`` and ``site_dir``: a refusal is one line, exit status 2.
 """
 
 from __future__ import annotations
@@ -33,27 +36,18 @@ def _plan(settings: Settings, service: Any) -> list[str]:
 
 
 def _result_line(r: dict[str, Any]) -> str:
-    """``poll: failed`` with the first failure named, ``score: ok``, ``site: interrupted (stopped by SIGTERM)``."""
-    status = r["status"]
-    if status == "ok" and r["run_status"] not in (None, "ok"):
-        status = r["run_status"]  # the job ran to its end, but some item of it failed
-    line = f"{r['job']}: {status}"
-    if status == "failed":
-        failures = r.get("failures") or []
-        if failures:
-            first = failures[0]
-            item = f"{first['item']}: " if first.get("item") else ""
-            more = f" (+{len(failures) - 1} more)" if len(failures) > 1 else ""
-            line += f" — [{first['stage']}] {item}{first['reason']}{more}"
-        elif r["summary"].get("error"):
-            line += f" — {r['summary']['error']}"
-    elif status == "interrupted":
+    """``poll: failed — [ingest] VENUE: why (+2 more)``, ``score: ok``, ``site: interrupted (stopped by SIGTERM)``:
+    the job's recorded outcome."""
+    line = f"{r['job']}: {r['status']}"
+    if r["status"] == "failed" and r.get("error"):
+        line += f" — {r['error']}"
+    elif r["status"] == "interrupted":
         line += f" ({r['summary'].get('interrupted', '')})"
     return line
 
 
 def _failed(results: list[dict[str, Any]]) -> bool:
-    return any(r["status"] == "failed" or r["run_status"] == "failed" for r in results)
+    return any(r["status"] == "failed" for r in results)
 
 
 @click.command("serve")
@@ -74,11 +68,16 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
     stops the running job at its next request boundary (exit status 0 after SIGTERM, 130 after Ctrl-C).
     """
     from grebench import stop
-    from grebench.pipeline import SetupError, check_data_dir
+    from grebench.pipeline import JOBS, SetupError, check_app_port, check_data_dir, check_local_port, check_site_dir
     from grebench.scheduler import JOB_KINDS, SchedulerService
 
+    stages = [stage for kind in jobs or JOB_KINDS if kind in JOBS for stage in JOBS[kind].stages]
     try:
         check_data_dir(settings)
+        check_site_dir(settings, stages)
+        check_local_port(settings, stages)
+        if not (no_app or once):  # the app's port is checked with the settings, before any job starts
+            check_app_port(settings, "the setting app_port (GREBENCH_APP_PORT), or run `grebench serve --no-app`")
     except SetupError as exc:
         raise click.UsageError(str(exc)) from None
     try:
@@ -119,21 +118,29 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
 
 
 def _serve(settings: Settings, service: Any, no_app: bool) -> None:
-    """Run the scheduler (and the app) until a signal sets the stop token."""
+    """Run the scheduler (and the app) until a signal sets the stop token.  The app is launched before the
+    scheduler starts: an app that cannot start (its port taken since the check) ends the command before any job
+    ran."""
     from grebench import stop
 
-    service.start()
     demo = None
     try:
-        if no_app:
-            click.echo("scheduler running (SIGTERM or Ctrl-C to stop)", err=True)
-        else:
+        if not no_app:
             from grebench.site import create_app, launch_kwargs
 
             # one vault: in-memory keys work; create_app already configured the Gradio queue (docs/site.md)
             demo = create_app(settings, vault=service.vault, queue=service.queue)
-            # the main thread keeps waiting on the stop token, not in Gradio's own loop
-            demo.launch(**launch_kwargs(settings), prevent_thread_lock=True)
+            try:
+                # the main thread keeps waiting on the stop token, not in Gradio's own loop
+                demo.launch(**launch_kwargs(settings), prevent_thread_lock=True)
+            except OSError as exc:  # Gradio's message names its own variables; ours names the setting
+                why = str(exc).split(". ")[0]
+                raise click.ClickException(
+                    f"the app could not listen on {settings.app_host}:{settings.app_port} ({why}); free the port or "
+                    "choose another with the setting app_port (GREBENCH_APP_PORT); no job was started") from None
+        service.start()
+        if no_app:
+            click.echo("scheduler running (SIGTERM or Ctrl-C to stop)", err=True)
         stop.wait_for_stop()
     finally:
         service.shutdown(wait=False)  # nothing new starts

@@ -13,16 +13,21 @@ policy (bounded retries and waits, error messages) in :mod:`._openreview_http`.
 Anonymous by default; ``OPENREVIEW_USERNAME``/``OPENREVIEW_PASSWORD`` from the
 environment log in (openreview-py's own login request, made before our retry
 policy is mounted).  Credentials are never logged.
+
+Every request (login, each page, the venue group, each PDF) runs through
+:func:`grebench.stop.call`: a stop signal is honoured at once even while a
+request hangs or openreview-py's own login retries sleep, and the ingest is
+recorded ``interrupted``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import time
 from datetime import datetime
 from typing import Any, Callable, Iterator
 
+from grebench import stop
 from grebench.ingest._archive import IngestLimits
 from grebench.ingest._content import venue_year
 from grebench.ingest._openreview_http import WaitBudget, describe_error, mount_policy, request_errors
@@ -51,7 +56,7 @@ class OpenReviewSource:
     """Papers of one OpenReview venue with their public reviews, decision and PDF."""
 
     def __init__(self, venue_id: str, settings: Settings, *, page_size: int = 1000,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = stop.sleep) -> None:
         venue_id = venue_id.strip().strip("/")
         if not venue_id or any(c.isspace() for c in venue_id):
             raise SourceError(f"invalid OpenReview venue id {venue_id!r} (expected e.g. ICLR.cc/2024/Conference)")
@@ -71,7 +76,7 @@ class OpenReviewSource:
         password = os.environ.get("OPENREVIEW_PASSWORD") or None
         factory = openreview.api.OpenReviewClient if self.api == "v2" else openreview.Client
         try:
-            client = factory(baseurl=self.baseurl, username=username, password=password)
+            client = stop.call(lambda: factory(baseurl=self.baseurl, username=username, password=password))
         except request_errors() as exc:
             what = "OpenReview login (OPENREVIEW_USERNAME)" if username or password else "OpenReview client"
             raise SourceError(describe_error(exc, self.budget, what)) from None
@@ -85,13 +90,14 @@ class OpenReviewSource:
 
         what = f"listing {invitation} at {self.baseurl}"
         try:
-            pages = tools.efficient_iterget(client.get_notes, desc=f"OpenReview {invitation}", invitation=invitation,
-                                            details=details, limit=self.page_size)
+            pages = stop.call(lambda: tools.efficient_iterget(
+                client.get_notes, desc=f"OpenReview {invitation}", invitation=invitation, details=details,
+                limit=self.page_size))
         except request_errors() as exc:
             raise SourceError(describe_error(exc, self.budget, what)) from None
         while True:
             try:
-                note = next(pages)
+                note = stop.call(lambda: next(pages))
             except StopIteration:
                 return
             except request_errors() as exc:
@@ -117,7 +123,7 @@ class OpenReviewSource:
         from openreview import OpenReviewException
 
         try:
-            client.get_group(self.venue_id)
+            stop.call(lambda: client.get_group(self.venue_id))
         except (OpenReviewException, IndexError) as exc:
             info = exc.args[0] if exc.args and isinstance(exc.args[0], dict) else {}
             if isinstance(exc, IndexError) or info.get("status") == 404 or info.get("name") == "NotFoundError":
@@ -134,7 +140,8 @@ class OpenReviewSource:
         def load() -> bytes:
             try:
                 # v2 takes the field name first: get_attachment(field_name, id=...)
-                data = client.get_attachment("pdf", id=note_id) if self.api == "v2" else client.get_pdf(note_id)
+                data = stop.call(lambda: client.get_attachment("pdf", id=note_id) if self.api == "v2"
+                                 else client.get_pdf(note_id))
             except request_errors() as exc:
                 raise SourceError(describe_error(exc, budget, f"PDF of {note_id}")) from None
             if not isinstance(data, bytes) or not data.startswith(b"%PDF-"):

@@ -10,7 +10,8 @@ on every prefix of the client's session with :class:`BoundedRetry`, which
 * counts every wait against one :class:`WaitBudget` per ingest and gives up at
   once, with :class:`RateLimitExhausted`, when a wait would exceed
   ``openreview_max_wait_s`` (so an absurd ``Retry-After`` fails fast instead of hanging),
-* sleeps through an injectable function, so tests need not wait.
+* sleeps through an injectable function (by default :func:`grebench.stop.sleep`: a stop ends a back-off at once, the
+  ingest is then recorded ``interrupted``), so tests need not wait.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from grebench import stop
+
 log = logging.getLogger(__name__)
 
 RETRY_STATUSES = (429, 500, 502, 503, 504)
@@ -41,7 +44,7 @@ class WaitBudget:
     """Total waiting allowed to one ingest, shared by all its requests, plus what the last answer looked like."""
 
     max_wait_s: float
-    sleep: Callable[[float], None] = time.sleep
+    sleep: Callable[[float], None] = stop.sleep
     waited_s: float = 0.0
     retries: int = 0
     last: dict[str, Any] = field(default_factory=dict)

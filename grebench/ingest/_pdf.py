@@ -15,6 +15,8 @@ import subprocess
 import sys
 from typing import Any
 
+from grebench import stop
+
 EXIT_MEMORY = 3  # the worker's exit status when its memory cap was hit
 _MEMORY_WORDS = ("memoryerror", "out of memory", "cannot allocate", "bad_alloc", "malloc", "failed to map segment")
 _CRASH_SIGNALS = {signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS}
@@ -41,13 +43,29 @@ def _worker_command(memory_mb: int) -> list[str]:
     return [sys.executable, "-c", _BOOTSTRAP, str(int(memory_mb))]
 
 
+def _communicate(proc: subprocess.Popen[bytes], data: bytes, timeout_s: float) -> tuple[bytes, bytes] | None:
+    """The child's (stdout, stderr), or None when ``timeout_s`` passed (the child is then killed).  A stop
+    (:mod:`grebench.stop`) kills the child and raises :class:`~grebench.stop.Interrupted` at once, instead of after
+    ``pdf_timeout_s``: ``communicate`` runs on a worker thread (it cannot be resumed in slices: a second call no
+    longer writes the input)."""
+    try:
+        return stop.call(lambda: proc.communicate(input=data, timeout=timeout_s), "grebench-pdf")
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return None
+    except stop.Interrupted:
+        proc.kill()  # the worker's communicate then ends with the child
+        raise
+
+
 def extract_pdf(data: bytes, *, timeout_s: float, memory_mb: int, max_bytes: int) -> dict[str, Any]:
     """Returns {"text": str|None, "pages": int|None, "hidden": [{"text": str, "reason": str, "page": int}],
     "flags": [{"phrase": str, "page": int, "hidden": bool}], "error": str|None}.
 
     Never raises for bad input: empty, not a PDF, too large (refused unparsed), corrupt, encrypted, too slow or too
     hungry all come back as ``text=None`` with a clear ``error``. A ``warnings`` list may be added (pages skipped,
-    for instance).
+    for instance). A stop request kills the child and raises :class:`grebench.stop.Interrupted`.
     """
     if not data:
         return _failure("empty input (0 bytes), not a PDF")
@@ -60,12 +78,10 @@ def extract_pdf(data: bytes, *, timeout_s: float, memory_mb: int, max_bytes: int
                                 stderr=subprocess.PIPE)
     except OSError as exc:
         return _failure(f"could not start the extraction process: {exc}")
-    try:
-        out, err = proc.communicate(input=data, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
+    answer = _communicate(proc, data, timeout_s)
+    if answer is None:
         return _failure(f"extraction timed out after {timeout_s:g} s")
+    out, err = answer
     memory_error = f"extraction exceeded the {memory_mb} MiB memory limit"
     stderr = err.decode("utf-8", "replace")
     if proc.returncode == EXIT_MEMORY:

@@ -6,7 +6,14 @@ through :func:`run_job` (check the setup, open the store, start the run, run the
 runner (:func:`run_stages`) records failures, timings and skips.  Stages talk only through the store.
 """
 
-from grebench.pipeline._check import SetupError, check_data_dir, check_setup
+from grebench.pipeline._check import (
+    SetupError,
+    check_app_port,
+    check_data_dir,
+    check_local_port,
+    check_setup,
+    check_site_dir,
+)
 from grebench.pipeline._jobs import JOBS, SCHEDULED, Job, JobResult, job, run_job, venue_sources
 from grebench.pipeline._resolve import ResolvedRun, RunSetup, resolve_run, resolve_setup, scored_setups
 from grebench.pipeline._runner import (
@@ -89,8 +96,11 @@ __all__ = [
     "SubmissionsStage",
     "ValidateStage",
     "ValidateSummary",
+    "check_app_port",
     "check_data_dir",
+    "check_local_port",
     "check_setup",
+    "check_site_dir",
     "expected_minutes",
     "job",
     "measured_seconds_per_request",

@@ -10,7 +10,10 @@ as ``what = value: why``.
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
+from collections.abc import Iterable
 from pathlib import Path
 
 from grebench.pipeline._runner import RunOptions
@@ -37,6 +40,23 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
+def _unusable_dir(path: Path) -> str | None:
+    """Why ``path`` cannot be (or become) a directory this user writes in: a file, read-only, or below a file or a
+    read-only directory; None when it can.  Nothing is created."""
+    if path.exists():
+        if not path.is_dir():
+            return "it is a file, not a directory"
+        if not os.access(path, os.W_OK | os.X_OK):
+            return "the directory is read-only for this user"
+        return None
+    above = _nearest_existing(path.parent)
+    if not above.is_dir():
+        return f"it cannot be created: {above} is a file, not a directory"
+    if not os.access(above, os.W_OK | os.X_OK):
+        return f"it cannot be created: {above} is read-only for this user"
+    return None
+
+
 def check_data_dir(settings: Settings) -> None:
     """Raise :class:`SetupError` when the data directory cannot hold the writer's store: a file, a read-only
     directory or store file, or a directory that cannot be created (a file or a read-only directory above it).
@@ -45,20 +65,86 @@ def check_data_dir(settings: Settings) -> None:
     """
     path = settings.data_path
     shown = f"data_dir = {str(path)!r}"
-    if path.exists():
-        if not path.is_dir():
-            raise SetupError(f"{shown}: it is a file, not a directory")
-        if not os.access(path, os.W_OK | os.X_OK):
-            raise SetupError(f"{shown}: the directory is read-only for this user (grebench writes its store there)")
-        db = settings.db_path
-        if db.exists() and not (db.is_file() and os.access(db, os.R_OK | os.W_OK)):
-            raise SetupError(f"{shown}: the store {db} is {'read-only' if db.is_file() else 'not a file'}")
+    why = _unusable_dir(path)
+    if why is not None:
+        read_only = why.startswith("the directory is read-only")
+        raise SetupError(f"{shown}: {why}{' (grebench writes its store there)' if read_only else ''}")
+    db = settings.db_path
+    if db.exists() and not (db.is_file() and os.access(db, os.R_OK | os.W_OK)):
+        raise SetupError(f"{shown}: the store {db} is {'read-only' if db.is_file() else 'not a file'}")
+
+
+def check_site_dir(settings: Settings, stages: Iterable[str]) -> None:
+    """Raise :class:`SetupError` when a job that builds the site (its last stage, after hours of scoring) could not
+    write ``site_dir``: said before its first stage.  The default (DATA_DIR/site) is checked with the data
+    directory."""
+    if "site" in stages and settings.site_dir:
+        why = _unusable_dir(settings.site_path)
+        if why is not None:
+            raise SetupError(f"site_dir = {str(settings.site_path)!r}: {why} (the site is built there)")
+
+
+#: Where Gradio tries the port first, whatever ``app_host`` says (``gradio.http_server``): taken there, it fails too;
+#: also the host of the local model servers.
+_LOOPBACK = "127.0.0.1"
+
+
+def _bind_error(host: str, port: int) -> str | None:
+    """Why a listening socket could not bind ``host:port`` now (None: it could).  ``SO_REUSEADDR`` like uvicorn, so
+    a port left in TIME_WAIT by the previous process counts as free."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return f"the host {host!r} does not resolve ({exc.strerror})"
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"port {port} on {host} is in use (another program listens there)"
+            return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    return None
+
+
+def check_app_port(settings: Settings, change: str = "the setting app_port (GREBENCH_APP_PORT)") -> None:
+    """Raise :class:`SetupError` when the app could not listen on ``app_host:app_port`` now.
+
+    A command that serves the app calls it with its other checks, before any job starts: a busy port found only
+    when the app launches comes after the work began.  ``change``: what the operator changes to pick another port
+    (``serve``: the setting; ``app``: its ``--port`` option too).  Another program may still take the port between
+    this check and the launch; the launch then fails on its own.
+    """
+    host, port = settings.app_host, settings.app_port
+    for where in dict.fromkeys((host, _LOOPBACK)):
+        why = _bind_error(where, port)
+        if why is not None:
+            raise SetupError(f"app_port = {port}: {why}; free it or choose another port with {change}")
+
+
+#: The stages that may start local model servers (bench: local candidates; score, validate: a ``vllm-local``
+#: estimator; panel: local judges and the estimator's machine metrics).
+LOCAL_SERVER_STAGES = frozenset({"bench", "score", "validate", "panel"})
+
+
+def check_local_port(settings: Settings, stages: Iterable[str]) -> None:
+    """Raise :class:`SetupError` when a fixed ``local_server_port`` (and the ports after it, one per ``vllm_servers``
+    server) is taken now while these stages would start a local model server on it: said before the job's first
+    stage instead of when the server starts, after ingest and generation.  ``local_server_port = 0`` (the default:
+    the OS chooses a free port each time) is never checked."""
+    first = settings.local_server_port
+    if not first or LOCAL_SERVER_STAGES.isdisjoint(stages):
         return
-    above = _nearest_existing(path.parent)
-    if not above.is_dir():
-        raise SetupError(f"{shown}: it cannot be created: {above} is a file, not a directory")
-    if not os.access(above, os.W_OK | os.X_OK):
-        raise SetupError(f"{shown}: it cannot be created: {above} is read-only for this user")
+    estimators = [settings.estimator, settings.proxy_estimator]
+    vllm_local = any(e.strip().startswith("vllm-local:") for e in estimators)
+    if not (vllm_local or settings.listed("local_candidates") or settings.listed("local_judges")):
+        return
+    for port in range(first, min(first + (settings.vllm_servers if vllm_local else 1), 65536)):
+        why = _bind_error(_LOOPBACK, port)
+        if why is not None:
+            raise SetupError(f"local_server_port = {first}: {why}; free it, or set local_server_port = 0 to let the "
+                             "OS choose a free port")
 
 
 def check_setup(settings: Settings, options: RunOptions | None = None, *, source: bool = False) -> None:

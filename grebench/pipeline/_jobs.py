@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from grebench import stop
-from grebench.pipeline._check import check_data_dir, check_setup
+from grebench.pipeline._check import check_data_dir, check_local_port, check_setup, check_site_dir
 from grebench.pipeline._resolve import ResolvedRun, resolve_setup
 from grebench.pipeline._runner import JobObserver, PipelineResult, RunOptions, StageContext, run_stages
 from grebench.progress import NoProgress, Progress
@@ -131,13 +131,16 @@ def run_job(settings: Settings, which: str | Job, options: RunOptions | None = N
     (:class:`JobObserver`: the CLI prints its plan lines and stage markers there, the scheduler marks its job
     running).  A stage exception of a ``refusals`` type (bad input a command reports as a usage error) finishes the
     run with that error and comes back as ``refused``.  :class:`~grebench.pipeline.SetupError` (a bad data
-    directory too) is raised before the store is opened.
+    directory or ``site_dir``, a fixed ``local_server_port`` another program holds, too) is raised before the store
+    is opened.
     """
     spec = job(which)
     observer = observer or JobObserver()
     opts = replace(options or RunOptions(), **spec.options)
     check_setup(settings, opts, source=spec.uses_source)
     check_data_dir(settings)
+    check_site_dir(settings, spec.stages)
+    check_local_port(settings, spec.stages)
     setup = resolve_setup(settings, opts)
     observer.checked(setup)
     with open_store() as store:

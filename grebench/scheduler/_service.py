@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 from grebench import stop
 from grebench.endpoints import KeyVault
-from grebench.pipeline import JOBS, SCHEDULED, JobObserver, run_job
+from grebench.pipeline import JOBS, SCHEDULED, JobObserver, SetupError, run_job
 from grebench.progress import PlainProgress
 from grebench.settings import Settings
 from grebench.store import Store, open_store, utcnow
@@ -33,6 +33,18 @@ from grebench.submissions import SubmissionQueue, queue_path
 
 log = logging.getLogger(__name__)
 JOB_KINDS = SCHEDULED  # also the start order when several are due: queue, poll, generate, score, site, snapshot
+
+
+def _failure_text(failures: Sequence[dict[str, Any]], summary: dict[str, Any]) -> str | None:
+    """What a failed job's record says: its first failure (``[stage] item: reason``, ``(+N more)``), else the
+    error of its summary."""
+    if failures:
+        first = failures[0]
+        item = f"{first['item']}: " if first.get("item") else ""
+        more = f" (+{len(failures) - 1} more)" if len(failures) > 1 else ""
+        return f"[{first['stage']}] {item}{first['reason']}{more}"
+    error = summary.get("error")
+    return str(error) if error else None
 
 
 class SchedulerService:
@@ -129,6 +141,10 @@ class SchedulerService:
     def run_job(self, kind: str) -> dict[str, Any]:
         """Run one job now, recording its state; failures are recorded, never raised (the schedule goes on).
 
+        The ``jobs`` row carries the job's true outcome: its run's status (``ok``, or ``failed`` when any item failed,
+        with the first failure as ``last_error``), ``failed`` with the error when the job raised, ``interrupted``
+        after a stop; one log line per job says the same.
+
         After a stop (:mod:`grebench.stop`) no job starts (``status: not started``); a job the stop reaches stops at
         its next request boundary and is recorded ``interrupted`` (run at once by the next start)."""
         if stop.stopping():
@@ -152,32 +168,39 @@ class SchedulerService:
                                       "WHERE job_id = ?", [utcnow(), run_id, kind])
                     store.checkpoint()
 
-            error, run_status, summary, run_id = None, "failed", {}, None
-            status = "ok"
+            error, run_status, summary, run_id, failures = None, "failed", {}, None, []
             try:
                 done = run_job(self.settings, kind, open_store=lambda: nullcontext(store), command=f"scheduler:{kind}",
                                progress=PlainProgress(), services=self.services, observer=MarkRunning())
-                summary, run_status, run_id = done.summary(), done.status, done.run_id
+                summary, run_status, run_id, failures = done.summary(), done.status, done.run_id, done.failures
+                status = run_status  # the job's outcome is its run's: a poll whose venue could not be read failed
+                error = _failure_text(failures, summary) if status == "failed" else None
             except (stop.Interrupted, KeyboardInterrupt) as exc:  # run_job recorded the run as interrupted
                 status = run_status = "interrupted"
                 error = str(exc) or type(exc).__name__
                 summary = {"interrupted": error}
                 run_id = started[0] if started else None
             except Exception as exc:  # a job failure must not stop the scheduler (run_job recorded it on the run)
-                log.exception("job %s failed", kind)
+                if not isinstance(exc, SetupError):  # a setting to fix is said by the job's line; a bug needs its trace
+                    log.exception("job %s failed", kind)
                 status, error = "failed", f"{type(exc).__name__}: {exc}"
                 summary = {"error": error}
                 run_id = started[0] if started else None
+                failures = store.run_failures(run_id) if run_id is not None else []
             store.con.execute(
                 "UPDATE jobs SET status = ?, last_finished_at = ?, last_error = ?, runs = runs + 1, "
                 "last_summary_json = ? WHERE job_id = ?",
                 [status, utcnow(), error, json.dumps(summary, default=str)[:100_000], kind])
             store.checkpoint()
-            failures = store.run_failures(run_id) if run_id is not None else []
-            log.info("job %s %s (%s)", kind, "interrupted" if status == "interrupted" else "finished",
-                     f"failed: {error}" if status == "failed" else run_status)
-            return {"job": kind, "run_id": run_id, "status": status, "run_status": run_status, "summary": summary,
-                    "failures": failures}
+            # the operator's one line per job, with its real outcome (APScheduler's own lines are kept out of stderr)
+            if status == "ok":
+                log.info("job %s finished (ok)", kind)
+            elif status == "failed":
+                log.warning("job %s finished (failed: %s)", kind, error)
+            else:
+                log.warning("job %s interrupted (%s)", kind, error)
+            return {"job": kind, "run_id": run_id, "status": status, "run_status": run_status, "error": error,
+                    "summary": summary, "failures": failures}
 
     def run_all_once(self) -> list[dict[str, Any]]:
         """Every job once, in order (``grebench serve --once``: a cron-style cycle); after a stop none starts."""

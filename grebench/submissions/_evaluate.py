@@ -198,6 +198,9 @@ def evaluate_queued(store: Store, settings: Settings, run_id: str, queue: Submis
                 done.append(_close(store, queue, vault, sub_state))
                 del running[sub_id]
     imported = accept_queued_imports(store, queue, settings)
+    for item in imported:  # a refused file is the submitter's; a store failure is the job's (its record says so)
+        if item["our_failure"]:
+            store.record_failure(run_id, "submissions", f"import {item['id']}", item["reason"])
     return {"accepted": accepted, "evaluated": done, "imported": imported}
 
 

@@ -138,11 +138,13 @@ def accept_queued_imports(store: Store, queue: SubmissionQueue, settings: Any) -
 
     Each file is checked again against the live store (papers may differ from the app's export) and imported in
     one transaction; a name already in the store fails the import (a web import never replaces a candidate).
-    The file's text leaves the queue when the import ends, finished or failed.
+    The file's text leaves the queue when the import ends, finished or failed.  ``our_failure``: the import failed
+    on our side (the store), not because of the file: the caller records it as its run's failure.
     """
     done: list[dict[str, Any]] = []
     for sub in queue.rows("SELECT * FROM import_submissions WHERE status = 'queued' ORDER BY created_at"):
         summary: dict[str, Any] | None = None
+        ours = False  # the import failed on our side (the store), not on the file: the job's failure too
         if store.scalar("SELECT count(*) FROM candidates WHERE lower(name) = lower(?)", [sub["candidate"]]):
             reason: str | None = f"a candidate named {sub['candidate']!r} already exists"
         else:
@@ -156,7 +158,7 @@ def accept_queued_imports(store: Store, queue: SubmissionQueue, settings: Any) -
             except (ImportRefused, CandidateError) as exc:
                 reason = str(exc)[:2000]
             except Exception as exc:  # a store failure: the import is rolled back; say so and go on
-                reason = f"{type(exc).__name__}: {exc}"[:2000]
+                reason, ours = f"{type(exc).__name__}: {exc}"[:2000], True
         status = "failed" if reason else "finished"
         if summary is not None:
             reason = (f"{summary['reviews']} reviews imported: {summary['clean']} clean, "
@@ -165,7 +167,7 @@ def accept_queued_imports(store: Store, queue: SubmissionQueue, settings: Any) -
             con.execute("UPDATE import_submissions SET status = ?, reason = ?, content = NULL, updated_at = ? "
                         "WHERE id = ?", [status, reason, utcnow(), sub["id"]])
         log.info("import %s %s%s", sub["id"], status, f": {reason}" if reason else "")
+        counts = {} if summary is None else {"reviews": summary["reviews"], "clean": summary["clean"]}
         done.append({"id": sub["id"], "candidate": sub["candidate"], "ok": status == "finished",
-                     "reason": reason, **({} if summary is None else {"reviews": summary["reviews"],
-                                                                      "clean": summary["clean"]})})
+                     "reason": reason, "our_failure": ours, **counts})
     return done

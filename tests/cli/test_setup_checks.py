@@ -236,3 +236,16 @@ def test_a_read_only_store_file_is_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["--data-dir", str(tmp_path), "run", "--estimator", "offline", "--papers", "4"],
                                 env=FAST_ENV)
     _one_line_refusal(result, f"the store {tmp_path / 'grebench.duckdb'} is read-only")
+
+
+def test_a_site_dir_that_cannot_be_written_is_refused_before_the_work_not_after_it(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("not a directory")
+    env = {**FAST_ENV, "GREBENCH_SITE_DIR": str(afile / "site")}
+    for command in (["run", "--estimator", "offline", "--papers", "4"], ["serve", "--once"]):
+        result = CliRunner().invoke(main, ["--data-dir", str(tmp_path / "data"), *command], env=env)
+        _one_line_refusal(result, f"site_dir = '{afile / 'site'}': it cannot be created: {afile} is a file, not a "
+                                  "directory (the site is built there)")
+    assert not (tmp_path / "data" / "grebench.duckdb").exists()  # refused before the store: no run was started
+    ingest = CliRunner().invoke(main, ["--data-dir", str(tmp_path / "data"), "ingest", "--limit", "2"], env=env)
+    assert ingest.exit_code == 0, ingest.output  # a job that builds no site is not refused

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -12,6 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from grebench import stop
 from grebench.cli import main
 from grebench.ingest._pdf import extract_pdf
 from grebench.ingest._pdf_hidden import find_injections
@@ -210,8 +214,6 @@ def test_encrypted_pdf() -> None:
 
 
 def test_oversized_pdf_refused_without_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
-    import subprocess
-
     def no_child(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("an oversized PDF must not reach the parser")
 
@@ -227,6 +229,32 @@ def test_timeout_kills_the_worker(timeout_s: float) -> None:
     result = extract_pdf(data, timeout_s=timeout_s, memory_mb=2048, max_bytes=50_000_000)
     assert time.monotonic() - started < timeout_s + 20  # killed at the limit, long before the work would end
     _assert_failure(result, f"timed out after {timeout_s:g} s")
+
+
+def test_a_stop_kills_the_worker_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    children: list[subprocess.Popen[bytes]] = []
+    started_child = threading.Event()
+    real_popen = subprocess.Popen
+
+    def popen(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        children.append(real_popen(*args, **kwargs))
+        started_child.set()
+        return children[-1]
+
+    def stop_once_started() -> None:
+        started_child.wait(60)
+        stop.request_stop(signal.SIGTERM)
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    threading.Thread(target=stop_once_started, daemon=True).start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(stop.Interrupted, match="stopped by SIGTERM"):
+            extract_pdf(pdf_factory.many_pages_pdf(), timeout_s=600, memory_mb=2048, max_bytes=50_000_000)
+    finally:
+        stop.reset()
+    assert time.monotonic() - started < 30  # the work takes about a minute, the limit is 600 s
+    assert children and children[0].wait(timeout=30) < 0  # killed, not left running
 
 
 def test_memory_limit_too_small() -> None:

@@ -7,9 +7,9 @@ recorded ``interrupted`` (never ``running``), no job started after the signal, a
 ``ok``.  The held request is released only after the process has exited: it cannot be what ends the job.
 The measured times are printed (``-s``) for docs/operations.md.
 
-``poll`` is the case with no boundary in reach: its thread is blocked in the held HTTP read (openreview-py's
-``requests``), so the watchdog ends the process ``stop_grace_s`` (8 s) after the signal, recording the job and its
-run ``interrupted`` on the way out.
+``poll``: the held HTTP read (openreview-py's ``requests``) runs on a worker thread the job waits on with the stop
+token (:func:`grebench.stop.call`), so the job stops at once, not when the watchdog ends the process
+``stop_grace_s`` (8 s) after the signal, as it did before issue 34.
 """
 
 from __future__ import annotations

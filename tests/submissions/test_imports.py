@@ -121,3 +121,26 @@ def test_the_submissions_stage_imports_and_never_replaces_a_candidate(settings: 
     assert result[good]["ok"] and not result[clash]["ok"]
     assert "a candidate named 'taken-1' already exists" in result[clash]["reason"]
     assert papers_store.scalar("SELECT count(*) FROM generations WHERE candidate = 'Taken-1'") == 0
+
+
+def test_an_import_that_fails_on_our_side_fails_the_queue_job_and_a_refused_file_does_not(
+        settings: Settings, papers_store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    queue = SubmissionQueue(None)
+    papers_store.con.execute("INSERT INTO candidates (name, kind, params_json, updated_at) "
+                             "VALUES ('Taken-1', 'imported', '{}', now())")
+    clash = queue_import(queue, _form(candidate="taken-1"), GOOD, settings, PAPERS)["id"]  # the submitter's fault
+    broken = queue_import(queue, _form(), GOOD, settings, PAPERS)["id"]
+
+    def store_fails(*_args: Any, **_kwargs: Any) -> None:
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr("grebench.submissions._imports.import_reviews", store_fails)
+    run_id = papers_store.start_run("queue", {})
+    ctx = StageContext(papers_store, settings, run_id, RunOptions(), NoProgress(),
+                       services={"queue": queue, "vault": KeyVault(env={})})
+    summary = stages("submissions")[0].run(ctx)
+    result = {d["id"]: d for d in summary["imported"]}
+    assert not result[clash]["ok"] and not result[clash]["our_failure"]
+    assert not result[broken]["ok"] and result[broken]["our_failure"]
+    assert papers_store.run_failures(run_id) == [
+        {"stage": "submissions", "item": f"import {broken}", "reason": "OSError: No space left on device"}]
