@@ -153,6 +153,7 @@ class Settings:
     control_model = Setting(str, '', 'litellm model for the LLM-made controls (deletion-completion, rephrase, abstract-only); empty: skip them.')
     local_candidates = Setting(str, 'smollm2-135m', 'Built-in local candidates: comma-separated catalogue names (`grebench models list`) that write reviews as kind = "local" candidates, served by transformers serve on 127.0.0.1 (empty: none).')
     local_server_startup_s = Setting(float, 300.0, 'Upper bound on the start of a local model server (transformers serve) before it answers /health; it only catches a hung server: readiness is observed, never timed.', minimum=0.1)
+    local_streams = Setting(int, 0, 'Calls sent at once to a local model server on a CPU (its continuous batching shares each decoding step across them); 0 = as many as have their prompts read within 0.4 x llm_idle_timeout_s at the tokens/s measured on this machine, at most 16.', minimum=0, maximum=256)
     local_server_port = Setting(int, 0, 'Port of a local model server on 127.0.0.1 (0 = a free port chosen by the OS on every start).', minimum=0, maximum=65535)
     vllm_python = Setting(str, '', 'Interpreter of the environment vLLM is installed in (scripts/install-vllm.sh prints it; vLLM pins an older transformers than grebench, so it cannot share this one); used by the vllm-local estimator.')
     vllm_servers = Setting(int, 1, 'vLLM servers the vllm-local estimator starts on this machine (requests are spread over them; on a CPU each gets its share of the cores, on GPUs each its own GPU).', minimum=1, maximum=64)

@@ -13,7 +13,7 @@ def plan_text(settings: Settings, setup: RunSetup, what: str = "main job", paper
     """What a run of the main job (or of serve's ``score`` job) will do: the models in each role, how many papers,
     and the expected time measured on this machine; all of it read from the job's resolved ``setup``.
     ``papers_known``: the eligible papers already stored (gives an estimate when every paper is scored)."""
-    from grebench.pipeline import AUTO_CPU_PAPERS, expected_minutes, measured_seconds_per_request, reuse_evidence
+    from grebench.pipeline import AUTO_CPU_PAPERS, expected_minutes, measured_throughput, reuse_evidence
     from grebench.scoring.estimators import estimator_info
 
     spec, size, why = setup.estimator, setup.papers, setup.papers_why
@@ -23,12 +23,12 @@ def plan_text(settings: Settings, setup: RunSetup, what: str = "main job", paper
     proxy = " (a fast proxy, not the metric's language model)" if info.proxy else ""
     text = (f"{what}: evaluation LM {spec}{proxy}; local candidates: {local}; local judges: {judges}; "
             f"papers: {'every eligible paper' if size is None else f'a seeded sample of {size}'} ({why})")
-    per_request = measured_seconds_per_request(settings, spec)
+    measured = measured_throughput(settings, spec)
     counted = size if size is not None else papers_known
-    if per_request is not None and counted:
-        low, high = expected_minutes(per_request, counted)
-        text += (f"; expected {low:.0f}-{high:.0f} minutes here (from {per_request:.2f} s per evaluation-LM "
-                 "request measured on this machine; each stage shows its ETA as it goes)")
+    if measured is not None and counted:
+        low, high = expected_minutes(measured[0], counted)
+        text += (f"; expected {low:.0f}-{high:.0f} minutes here (from the evaluation LM's {measured[0]:.0f} tokens/s "
+                 f"measured on this machine in {measured[1]}; each stage shows its ETA as it goes)")
     elif info.local_model:
         text += ("; the time is measured as the run goes (no throughput measured on this machine yet: the first run "
                  "probes it; each stage shows its ETA)")

@@ -114,7 +114,7 @@ def command(settings: Settings, source: str, estimator: str | None, preprocessor
     from grebench.pipeline import JobObserver, JobResult, RunOptions, RunSetup, SetupError, run_job
 
     opts = RunOptions(source=source, estimator=estimator, preprocessor=preprocessor, metrics=tuple(metrics),
-                      papers=papers)
+                      papers=papers, calibrate=True)
     summary: dict[str, Any] = {"source": source, "metrics": list(metrics)}
 
     class Observer(JobObserver):

@@ -64,7 +64,7 @@ def resolve_setup(settings: Settings, options: RunOptions) -> RunSetup:
     """The setup of a job with these options (checked first by :func:`grebench.pipeline.check_setup`): the chosen
     specs, and the sample's size (``papers = auto`` measures this machine once, here)."""
     estimator, preprocessor, papers, metrics = chosen(settings, options)
-    size, why = papers_size(papers, settings, estimator)
+    size, why = papers_size(papers, settings, estimator, calibrate=options.calibrate)
     return RunSetup(
         estimator=estimator, preprocessor=preprocessor, proxy=settings.proxy_estimator.strip(), metrics=metrics,
         papers=size,

@@ -43,6 +43,7 @@ class RunOptions:
     exam_only: bool = False
     site_dir: str | None = None           # site: build here (default: the setting)
     force: bool = False                   # skip no stage because of an unchanged fingerprint
+    calibrate: bool = False               # papers = auto: install the evaluation LM now to measure this machine
 
 
 @dataclass

@@ -46,31 +46,47 @@ AUTO_CPU_PAPERS = 12
 AUTO_CPU_MINUTES = 15.0
 AUTO_MIN_PAPERS = 3
 
-#: Minutes the default run of :data:`AUTO_CPU_PAPERS` papers takes on 2 cores, per CPU class (what runs fast there):
-#: measured on an Intel Xeon with AMX (12.6 and 13.1 minutes from a fresh clone, README) and an AMD EPYC with
-#: AVX-512-BF16 and no AMX (23.5 minutes); a CPU with neither runs only float32, which the dtype probe measured
-#: 1.76x slower than bfloat16 on that EPYC: 41 minutes (on a 2-core AVX2-only EPYC beside another job the bench
-#: stage alone ran 33 minutes).  A CPU with more cores is taken to scale with them.
-CLASS_MINUTES = {"amx": 13.0, "avx512-bf16": 23.5, "float32": 41.0}
-_CLASS_WORDS = {"amx": "an AMX CPU", "avx512-bf16": "an AVX-512-BF16 CPU without AMX",
-                "float32": "a CPU that runs only float32 fast (estimated)"}
+#: What one paper of the default main job costs (a local candidate's review, GEM and GEM-S with the controls, the
+#: local judge's exam share and votes), in tokens of the evaluation LM's forward pass: job seconds per paper times
+#: the tokens per second the dtype probe measured on the same machine, in the dtype the job ran in.  Calibrated on
+#: the default run from a fresh clone (docs/results.md, "The default run's time"); a machine's own figure is its
+#: probe's, measured before the sample is drawn and cached (:func:`grebench.runtime.choose_dtype`).
+JOB_TOKENS_PER_PAPER = 200_000
+#: The plan's range around that expectation: what one machine's repeated default runs spread over.
+EXPECTED_SPREAD = (0.8, 1.25)
 
 
-#: Calibration of the plan's range, measured on the default run (ICLR 2026, a local candidate, the controls, GEM and
-#: GEM-S) on 2-core machines: 918 evaluation-LM requests for 12 papers (266 for 3); a scored request costs 2.8 probe
-#: requests (0.70 s against the reuse probe's 0.25 s per request on the same machine: real reviews are longer than
-#: the probe's); the whole job took 1.6-2.1x its score stage (the local candidate's reviews, the judge's exam and
-#: votes), a loaded machine more.
-REQUESTS_PER_PAPER = 76
-PROBE_TO_REQUEST = 2.8
-JOB_OVER_SCORE = (1.6, 2.4)
+def expected_minutes(tokens_per_s: float, papers: int) -> tuple[float, float]:
+    """The main job's expected wall time (low, high) in minutes for ``papers`` papers on a machine whose evaluation
+    LM reads ``tokens_per_s`` tokens per second (its dtype probe)."""
+    minutes = JOB_TOKENS_PER_PAPER * papers / max(tokens_per_s, 1e-9) / 60
+    return minutes * EXPECTED_SPREAD[0], minutes * EXPECTED_SPREAD[1]
 
 
-def expected_minutes(seconds_per_request: float, papers: int) -> tuple[float, float]:
-    """The main job's expected wall time (low, high) in minutes from the probe's seconds per request measured on
-    this machine."""
-    score = seconds_per_request * PROBE_TO_REQUEST * REQUESTS_PER_PAPER * papers
-    return score * JOB_OVER_SCORE[0] / 60, score * JOB_OVER_SCORE[1] / 60
+def measured_throughput(settings: Settings, spec: str, *, calibrate: bool = False,
+                        install: bool = False) -> tuple[float, str] | None:
+    """(tokens per second, dtype) of a local-model estimator's forward pass on this machine, in the dtype it runs
+    in: its dtype probe's measurement.  ``calibrate``: measure it now when nothing is cached (about 10-40 s) if the
+    model is installed, or ``install`` it first; else None when nothing was measured here yet, or the estimator
+    runs no model here."""
+    if not _local_model(spec):
+        return None
+    from grebench.models import MODELS, ModelError, installed
+    from grebench.runtime import cached_choice, choose_dtype
+
+    _kind, arg = Registry.split(spec)
+    try:
+        if calibrate and arg in MODELS and not install and installed(settings, arg) is None:
+            return None  # not installed, and this job may need no model at all: pull nothing for a size
+        if calibrate:
+            _dtype, record = choose_dtype(settings, arg, "cpu", "auto")
+        else:
+            record = cached_choice(settings, arg) or {}
+    except ModelError:
+        return None
+    dtype = settings.hf_dtype if settings.hf_dtype not in ("", "auto") else str(record.get("dtype", ""))
+    rate = record.get(f"{dtype}_tok_s")
+    return (float(rate), dtype) if isinstance(rate, (int, float)) and rate > 0 else None
 
 
 def _probe_records(settings: Settings, spec: str) -> list[dict[str, Any]]:
@@ -98,16 +114,6 @@ def _probe_records(settings: Settings, spec: str) -> list[dict[str, Any]]:
                 all(key.get(k) == v for k, v in machine.items()):
             found.append(record)
     return sorted(found, key=lambda r: str(r.get("created_at", "")), reverse=True)
-
-
-def measured_seconds_per_request(settings: Settings, spec: str) -> float | None:
-    """Seconds per evaluation-LM request that this machine measured for a local-model estimator (its reuse probe,
-    cached under the models directory by an earlier run), or None when nothing was measured here yet."""
-    best: float | None = None
-    for record in _probe_records(settings, spec):
-        seconds = (record["reuse_s"] if record.get("reuse") else record["plain_s"]) / max(1, record["requests"])
-        best = seconds if best is None else min(best, seconds)
-    return best
 
 
 def reuse_evidence(settings: Settings, spec: str) -> str | None:
@@ -150,9 +156,11 @@ def uses_local_lm(settings: Settings, estimator_spec: str) -> bool:
             or bool(settings.listed("local_judges")))
 
 
-def papers_size(value: str | int | None, settings: Settings, estimator_spec: str) -> tuple[int | None, str]:
-    """(sample size or None for every paper, why): ``auto`` is :data:`AUTO_CPU_PAPERS` when a local language model
-    runs on a CPU, else every paper."""
+def papers_size(value: str | int | None, settings: Settings, estimator_spec: str,
+                calibrate: bool = False) -> tuple[int | None, str]:
+    """(sample size or None for every paper, why): ``auto`` is as many papers as fit :data:`AUTO_CPU_MINUTES` when
+    a local language model runs on a CPU (:func:`auto_cpu_size`; ``calibrate``: install it to measure), else every
+    paper."""
     if str(value if value is not None else "all").strip().lower() != "auto":
         return parse_papers(value), "as set"
     if not uses_local_lm(settings, estimator_spec):
@@ -163,41 +171,30 @@ def papers_size(value: str | int | None, settings: Settings, estimator_spec: str
         return None, "auto: a GPU, every paper"
     if not _local_model(estimator_spec):  # local candidates or judges beside a fast estimator: the fixed size
         return AUTO_CPU_PAPERS, f"auto: a local language model on a CPU, {AUTO_CPU_PAPERS} papers"
-    return auto_cpu_size(settings)
+    return auto_cpu_size(settings, estimator_spec, calibrate)
 
 
-def cpu_class(settings: Settings) -> str:
-    """What runs fast on this CPU: ``amx``, ``avx512-bf16`` (bfloat16 without AMX) or ``float32`` (neither, or
-    ``hf_dtype = float32`` set)."""
-    from grebench.runtime import cpu_flags
-
-    flags = set(cpu_flags())
-    if settings.hf_dtype == "float32":
-        return "float32"
-    if "amx_bf16" in flags:
-        return "amx"
-    return "avx512-bf16" if "avx512_bf16" in flags else "float32"
-
-
-def auto_cpu_size(settings: Settings) -> tuple[int, str]:
+def auto_cpu_size(settings: Settings, estimator_spec: str, calibrate: bool = False) -> tuple[int, str]:
     """(papers, why) for ``papers = auto`` with a local evaluation LM on a CPU: the most papers (at most
     :data:`AUTO_CPU_PAPERS`, at least :data:`AUTO_MIN_PAPERS`) whose default run takes about
-    :data:`AUTO_CPU_MINUTES` here, from the CPU class's measured minutes and the usable cores.  The same machine
-    always gets the same size (a rerun repeats nothing); where even the smallest sample takes longer, the reason
-    says how long, up front."""
-    from grebench.runtime import usable_cores
-
-    klass = cpu_class(settings)
-    cores = usable_cores()
-    per_paper = CLASS_MINUTES[klass] / AUTO_CPU_PAPERS * 2 / max(2, cores)
+    :data:`AUTO_CPU_MINUTES` here, from the evaluation LM's throughput measured on this machine before anything is
+    committed (its dtype probe, cached: the same machine always gets the same size, so a rerun repeats nothing);
+    where even the smallest sample takes longer, the reason says how long, up front.  The probe runs when the model
+    is installed, or with ``calibrate`` (``grebench run``: it installs it first); a job that may have nothing to do
+    (serve's) pulls nothing, and without a measurement takes :data:`AUTO_MIN_PAPERS`."""
+    measured = measured_throughput(settings, estimator_spec, calibrate=True, install=calibrate)
+    if measured is None:
+        return AUTO_MIN_PAPERS, (f"auto: a local language model on a CPU, {AUTO_MIN_PAPERS} papers (its throughput "
+                                 "could not be measured here)")
+    rate, dtype = measured
+    per_paper = JOB_TOKENS_PER_PAPER / rate / 60
     size = max(AUTO_MIN_PAPERS, min(AUTO_CPU_PAPERS, int(AUTO_CPU_MINUTES // per_paper)))
     minutes = per_paper * size
-    basis = f"{_CLASS_WORDS[klass]}, {cores} usable cores, {per_paper:.1f} minutes per paper"
+    basis = (f"{rate:.0f} tokens/s measured here in {dtype}, {per_paper:.1f} minutes per paper")
     if minutes > AUTO_CPU_MINUTES * 1.05:
         return size, (f"auto: a local language model on a CPU, {size} papers, the fewest that still rank: about "
                       f"{minutes:.0f} minutes here, longer than the {AUTO_CPU_MINUTES:.0f} aimed at: {basis}")
     return size, f"auto: a local language model on a CPU, {size} papers, about {minutes:.0f} minutes here: {basis}"
-
 
 def _rating(texts: list[str | None]) -> float | None:
     values = [float(m.group(1)) for t in texts if t and (m := _NUMBER.match(t))]

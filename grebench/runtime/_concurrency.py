@@ -1,12 +1,14 @@
 """How many calls at once a local model server (``transformers serve`` for ``local_candidates`` and
 ``local_judges``) is sent: what the machine can take, derived from what was measured on it.
 
-On a GPU the server batches well: ``bench_concurrency``.  On a CPU every call in flight shares the same few cores,
-so more calls only make each one slower (on a 2-core AVX2-only EPYC, four concurrent SmolLM2 reviews each ran past
-ten minutes).  The number is derived from the tokens per second the dtype probe measured on this machine with this
-checkpoint in the chosen dtype (cached per machine and checkpoint: :mod:`grebench.runtime._dtype`) and the usable
-cores: as many calls as can each have a full prompt (``context_tokens``) read within :data:`FIRST_TOKEN_S`, never
-more than the cores nor ``bench_concurrency``, at least one.  Without a measurement (a dtype set by hand) half the
+On a GPU the server batches well: ``bench_concurrency``.  On a CPU the server's continuous batching shares each
+decoding step (one read of the weights) across the calls in flight, so more calls give more tokens per second: the
+local candidate's 12 default reviews ran at 3.6 tokens/s two at a time and 15.5 tokens/s all at once on a 2-core Xeon
+(bfloat16, ``benchmarks/generation_engines.py``).  What bounds them is the reading of their prompts: every call in
+flight must have its prompt (``context_tokens``) read before :data:`FIRST_TOKEN_SHARE` of ``llm_idle_timeout_s``
+(the time a local call may go without data) has passed, at the tokens per second the dtype probe measured on this
+machine with this checkpoint in the chosen dtype (:mod:`grebench.runtime._dtype`); at most :data:`CPU_MAX_STREAMS`,
+at least one.  ``local_streams`` sets the number instead.  Without a measurement (a dtype set by hand) half the
 cores.
 """
 
@@ -18,8 +20,11 @@ from typing import Any
 
 from grebench.settings import Settings
 
-#: Every call in flight has its prompt read (prefill) within about this long, so that all of them stream soon.
-FIRST_TOKEN_S = 60.0
+#: Every call in flight has its prompt read (prefill) within this share of ``llm_idle_timeout_s``, so that none is
+#: given up for silence while the others' prompts are read.
+FIRST_TOKEN_SHARE = 0.4
+#: At most this many calls at once to a server on a CPU (its batching KV cache holds ``context_tokens`` for each).
+CPU_MAX_STREAMS = 16
 
 
 def usable_cores() -> int:
@@ -37,12 +42,14 @@ def server_concurrency(settings: Settings, device: str, dtype: str, probe: Mappi
     ceiling = max(1, settings.bench_concurrency)
     if device != "cpu":
         return ceiling, f"{device}: bench_concurrency = {ceiling}"
+    if settings.local_streams:
+        return settings.local_streams, f"local_streams = {settings.local_streams}"
     cores = usable_cores()
     measured = (probe or {}).get(f"{dtype}_tok_s")
     if not isinstance(measured, (int, float)) or measured <= 0:
-        n = max(1, min(ceiling, cores // 2))
+        n = max(1, cores // 2)
         return n, f"a CPU with {cores} usable cores, throughput not measured ({dtype} set, no probe): half the cores"
-    by_speed = int(float(measured) * FIRST_TOKEN_S // max(1, context_tokens))
-    n = max(1, min(ceiling, cores, by_speed))
-    return n, (f"a CPU with {cores} usable cores at {float(measured):.0f} tokens/s measured in {dtype}: a "
-               f"{context_tokens}-token prompt per call read within about {FIRST_TOKEN_S:.0f} s")
+    window = settings.llm_idle_timeout_s * FIRST_TOKEN_SHARE
+    n = max(1, min(CPU_MAX_STREAMS, int(float(measured) * window // max(1, context_tokens))))
+    return n, (f"a CPU at {float(measured):.0f} tokens/s measured in {dtype}: every call's {context_tokens}-token "
+               f"prompt read within {window:.0f} s, at most {CPU_MAX_STREAMS} calls")

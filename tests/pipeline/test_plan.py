@@ -7,76 +7,72 @@ from pathlib import Path
 
 import pytest
 
-from grebench.pipeline import expected_minutes, measured_seconds_per_request
+from grebench.pipeline import expected_minutes, measured_throughput
+from grebench.pipeline._sample import AUTO_CPU_MINUTES, AUTO_CPU_PAPERS, AUTO_MIN_PAPERS, JOB_TOKENS_PER_PAPER
 from grebench.settings import load_settings
 from tests.conftest import FAST_ENV
 
 
-def test_expected_minutes_scale_with_the_measured_throughput() -> None:
-    # the default run measured here: probe 0.25 s per request, 3 papers, 6.4 minutes in all
-    low, high = expected_minutes(0.25, 3)
-    assert (round(low, 1), round(high, 1)) == (4.3, 6.4) and low <= 6.4 <= high + 0.1
-    assert expected_minutes(0.5, 3) == (2 * low, 2 * high)
+def test_expected_minutes_follow_the_measured_throughput() -> None:
+    low, high = expected_minutes(2000.0, 6)
+    middle = JOB_TOKENS_PER_PAPER * 6 / 2000.0 / 60
+    assert low < middle < high and high / low < 1.7  # a range around the expectation, not a shrug
+    assert expected_minutes(1000.0, 6) == pytest.approx((2 * low, 2 * high))  # half the speed: twice the time
+    assert expected_minutes(2000.0, 12) == pytest.approx((2 * low, 2 * high))
 
 
-def test_the_plan_reads_this_machines_probe_and_only_it(tmp_path: Path) -> None:
+def test_the_plan_reads_this_machines_dtype_probe_and_only_it(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     from grebench.runtime import machine_key
 
     settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path),
                                   "GREBENCH_MODELS_DIR": str(tmp_path / "m")})
-    assert measured_seconds_per_request(settings, "hf:smollm2-135m") is None  # nothing measured: no promise
-    folder = tmp_path / "m" / ".reuse-probes"
+    assert measured_throughput(settings, "hf:smollm2-135m") is None  # nothing measured: no promise
+    here = json.dumps(machine_key(), sort_keys=True)
+    other = json.dumps({**machine_key(), "cpu": "another CPU"}, sort_keys=True)
+    folder = tmp_path / "m" / "smollm2-135m"
     folder.mkdir(parents=True)
-    here = {**machine_key(), "device": "cpu", "batch_tokens": 16384, "estimator": "hf:smollm2-135m@a672150f:dtype=x"}
-    other = {**here, "cpu": "another CPU"}
-    for name, key, reuse_s in (("a", here, 4.8), ("b", other, 0.1)):
-        (folder / f"{name}.json").write_text(json.dumps({"key": json.dumps(here if name == "a" else key),
-                                                         "reuse": True, "reuse_s": reuse_s, "plain_s": 9.0,
-                                                         "requests": 12}))
-    assert measured_seconds_per_request(settings, "hf:smollm2-135m") == pytest.approx(0.4)
-    assert measured_seconds_per_request(settings, "hf:other-model") is None
-    assert measured_seconds_per_request(settings, "offline") is None
+    (folder / "dtype-probe.json").write_text(json.dumps({
+        here: {"dtype": "bfloat16", "bfloat16_tok_s": 2099.6, "float32_tok_s": 809.0},
+        other: {"dtype": "float32", "bfloat16_tok_s": 9999.0, "float32_tok_s": 7777.0}}))
+    assert measured_throughput(settings, "hf:smollm2-135m") == (2099.6, "bfloat16")
+    by_hand = settings.replace(hf_dtype="float32")  # the dtype the job runs in, measured by the same probe
+    assert measured_throughput(by_hand, "hf:smollm2-135m") == (809.0, "float32")
+    assert measured_throughput(settings, "offline") is None
 
 
-@pytest.mark.parametrize(("flags", "cores", "dtype", "size", "words"), [
-    (["avx2", "avx512_bf16", "amx_bf16"], 2, "auto", 12, "an AMX CPU"),                 # the README Xeon
-    (["avx2", "avx512f", "avx512_bf16"], 2, "auto", 7, "an AVX-512-BF16 CPU"),          # the EPYC: 23.5 min for 12
-    (["avx2", "fma"], 2, "auto", 4, "runs only float32"),                               # an AVX2-only EPYC
-    (["avx2", "fma"], 8, "auto", 12, "runs only float32"),                              # more cores, more papers
-    (["avx2", "avx512_bf16", "amx_bf16"], 2, "float32", 4, "runs only float32"),       # float32 chosen by hand
-])
-def test_auto_sizes_the_sample_to_the_machine_at_hand(monkeypatch: pytest.MonkeyPatch, flags: list[str],
-                                                      cores: int, dtype: str, size: int, words: str) -> None:
+@pytest.mark.parametrize("rate", [8000.0, 2099.6, 700.0, 250.0])
+def test_auto_sizes_the_sample_from_the_throughput_measured_here(monkeypatch: pytest.MonkeyPatch,
+                                                                   rate: float) -> None:
     from grebench.pipeline import papers_size
-    from grebench.pipeline._sample import AUTO_CPU_MINUTES
-    from grebench.runtime import _dtype
 
-    monkeypatch.setattr(_dtype, "_cpu", lambda: ("a CPU", flags))
-    monkeypatch.setattr("grebench.runtime.usable_cores", lambda: cores)
+    monkeypatch.setattr("grebench.pipeline._sample.measured_throughput",
+                        lambda _s, _spec, calibrate=False, install=False: (rate, "bfloat16") if calibrate else None)
     monkeypatch.setattr("grebench.runtime.default_device", lambda _device: "cpu")
-    settings = load_settings(env={**FAST_ENV, "GREBENCH_HF_DTYPE": dtype})
+    settings = load_settings(env=dict(FAST_ENV))
     got, why = papers_size("auto", settings, "hf:smollm2-135m")
-    assert got == size and words in why, why
+    per_paper = JOB_TOKENS_PER_PAPER / rate / 60
+    assert got == max(AUTO_MIN_PAPERS, min(AUTO_CPU_PAPERS, int(AUTO_CPU_MINUTES // per_paper)))
+    assert f"{rate:.0f} tokens/s measured here in bfloat16" in why, why
     minutes = float(why.split("about ")[1].split(" minutes")[0])
-    assert minutes <= AUTO_CPU_MINUTES  # within the default run's aim on every class of machine
+    assert minutes == pytest.approx(per_paper * got, abs=0.5)
+    if got > AUTO_MIN_PAPERS:
+        assert minutes <= AUTO_CPU_MINUTES + 0.5  # within the default run's aim
+    if per_paper * AUTO_MIN_PAPERS > AUTO_CPU_MINUTES * 1.05:
+        assert "longer than the 15 aimed at" in why  # said up front
     assert papers_size("auto", settings, "offline")[0] is None  # no local model at all: every paper
     with_candidate = settings.replace(local_candidates="smollm2-135m")
     assert papers_size("auto", with_candidate, "offline")[0] == 12  # a fast estimator: the fixed size
     assert papers_size("5", settings, "hf:smollm2-135m") == (5, "as set")
 
 
-def test_auto_says_up_front_when_even_the_smallest_sample_is_slow(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_without_a_measurement_takes_the_fewest_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     from grebench.pipeline import papers_size
-    from grebench.pipeline._sample import AUTO_MIN_PAPERS, CLASS_MINUTES
-    from grebench.runtime import _dtype
 
-    monkeypatch.setattr(_dtype, "_cpu", lambda: ("a CPU", ["avx2"]))
-    monkeypatch.setattr("grebench.runtime.usable_cores", lambda: 1)
+    monkeypatch.setattr("grebench.pipeline._sample.measured_throughput", lambda *_a, **_k: None)
     monkeypatch.setattr("grebench.runtime.default_device", lambda _device: "cpu")
-    monkeypatch.setitem(CLASS_MINUTES, "float32", 90.0)
     got, why = papers_size("auto", load_settings(env=dict(FAST_ENV)), "hf:smollm2-135m")
-    assert got == AUTO_MIN_PAPERS and "longer than the 15 aimed at" in why and "about 22 minutes here" in why, why
+    assert got == AUTO_MIN_PAPERS and "could not be measured" in why
 
 
 @pytest.mark.parametrize("load, busy", [(0.2, False), (1.4, False), (1.6, True), (4.0, True)])
