@@ -9,7 +9,7 @@ template) and greedy decoding (``temperature = 0``, ``seed = 0``, ``--max-tokens
 - vLLM's CPU build (``vllm_python``, ``scripts/install-vllm.sh``; eager, a 2 GiB KV cache as ``vllm-local`` sizes
   it on a CPU) sent every request at once, when installed.
 
-For each: wall time, completion tokens per second, and whether its greedy outputs equal the one-at-a-time server's
+For each: its server's start-up, wall time, completion tokens per second, and whether its greedy outputs equal the one-at-a-time server's
 (the reproducibility a cached generation relies on: the same request must give the same text, whatever else is in
 flight).  Ends with one JSON line.
 
@@ -118,7 +118,9 @@ def main() -> None:
     engines = args.engines.split(",")
     results: dict[str, dict[str, Any]] = {}
     if "serve" in engines:
+        started = time.perf_counter()
         with LocalServer(path, settings, device="cpu", dtype=args.dtype) as server:
+            results["transformers serve start"] = {"seconds": round(time.perf_counter() - started, 1)}
             for level in args.concurrency.split(","):
                 n = len(texts) if level == "all" else int(level)
                 results[f"transformers serve x{n}"] = over_http(server.api_base, server.model_id, texts,
@@ -127,7 +129,9 @@ def main() -> None:
         results[f"generate batch {len(texts)}"] = in_process(path, args.dtype, texts, args.max_tokens)
     if "vllm" in engines:
         try:
+            started = time.perf_counter()
             with VLLMServer(path, settings, dtype=args.dtype, compile=False, kv_cache_gib=2.0) as server:
+                results["vLLM CPU start"] = {"seconds": round(time.perf_counter() - started, 1)}
                 results[f"vLLM CPU x{len(texts)}"] = over_http(server.api_base, server.model_id, texts,
                                                                args.max_tokens, len(texts))
         except Exception as exc:  # a missing or failing vLLM environment is reported, not fatal
