@@ -9,9 +9,9 @@ template) and greedy decoding (``temperature = 0``, ``seed = 0``, ``--max-tokens
 - vLLM's CPU build (``vllm_python``, ``scripts/install-vllm.sh``; eager, a 2 GiB KV cache as ``vllm-local`` sizes
   it on a CPU) sent every request at once, when installed.
 
-For each: its server's start-up, wall time, completion tokens per second, and whether its greedy outputs equal the one-at-a-time server's
-(the reproducibility a cached generation relies on: the same request must give the same text, whatever else is in
-flight).  Ends with one JSON line.
+For each: its server's start-up, wall time, completion tokens per second, and whether its greedy outputs equal the
+one-at-a-time server's (the reproducibility a cached generation relies on: the same request must give the same
+text, whatever else is in flight).  Ends with one JSON line.
 
     GREBENCH_MODELS_DIR=... python benchmarks/generation_engines.py --papers 12 --dtype bfloat16
 """
