@@ -51,7 +51,7 @@ AUTO_MIN_PAPERS = 3
 #: the tokens per second the dtype probe measured on the same machine, in the dtype the job ran in.  Calibrated on
 #: the default run from a fresh clone (docs/results.md, "The default run's time"); a machine's own figure is its
 #: probe's, measured before the sample is drawn and cached (:func:`grebench.runtime.choose_dtype`).
-JOB_TOKENS_PER_PAPER = 200_000
+JOB_TOKENS_PER_PAPER = 270_000
 #: The plan's range around that expectation: what one machine's repeated default runs spread over.
 EXPECTED_SPREAD = (0.8, 1.25)
 
