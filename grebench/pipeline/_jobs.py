@@ -141,7 +141,7 @@ def run_job(settings: Settings, which: str | Job, options: RunOptions | None = N
     check_data_dir(settings)
     check_site_dir(settings, spec.stages)
     check_local_port(settings, spec.stages)
-    setup = resolve_setup(settings, opts)
+    setup = resolve_setup(settings, opts, progress)
     observer.checked(setup)
     with open_store() as store:
         run_id = store.start_run(command or spec.name, dict(args if args is not None else {"job": spec.name}))

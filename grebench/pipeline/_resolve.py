@@ -26,6 +26,7 @@ from typing import Any
 
 from grebench.pipeline._runner import RunOptions
 from grebench.pipeline._sample import Sample, draw_sample, papers_size, recorded_sample
+from grebench.progress import Progress
 from grebench.scoring import ScoredSetup
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
@@ -60,11 +61,12 @@ def chosen(settings: Settings, options: RunOptions) -> tuple[str, str, str, tupl
             options.metrics or default_metrics())
 
 
-def resolve_setup(settings: Settings, options: RunOptions) -> RunSetup:
+def resolve_setup(settings: Settings, options: RunOptions, progress: Progress | None = None) -> RunSetup:
     """The setup of a job with these options (checked first by :func:`grebench.pipeline.check_setup`): the chosen
-    specs, and the sample's size (``papers = auto`` measures this machine once, here)."""
+    specs, and the sample's size (``papers = auto`` measures this machine once, here, shown on ``progress``)."""
     estimator, preprocessor, papers, metrics = chosen(settings, options)
-    size, why = papers_size(papers, settings, estimator, calibrate=options.calibrate)
+    size, why = papers_size(papers, settings, estimator, calibrate=options.calibrate,
+                            progress=progress)
     return RunSetup(
         estimator=estimator, preprocessor=preprocessor, proxy=settings.proxy_estimator.strip(), metrics=metrics,
         papers=size,

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from grebench.progress import Progress
 from grebench.registry import Registry
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
@@ -63,8 +64,8 @@ def expected_minutes(tokens_per_s: float, papers: int) -> tuple[float, float]:
     return minutes * EXPECTED_SPREAD[0], minutes * EXPECTED_SPREAD[1]
 
 
-def measured_throughput(settings: Settings, spec: str, *, calibrate: bool = False,
-                        install: bool = False) -> tuple[float, str] | None:
+def measured_throughput(settings: Settings, spec: str, *, calibrate: bool = False, install: bool = False,
+                        progress: Progress | None = None) -> tuple[float, str] | None:
     """(tokens per second, dtype) of a local-model estimator's forward pass on this machine, in the dtype it runs
     in: its dtype probe's measurement.  ``calibrate``: measure it now when nothing is cached (about 10-40 s) if the
     model is installed, or ``install`` it first; else None when nothing was measured here yet, or the estimator
@@ -79,7 +80,7 @@ def measured_throughput(settings: Settings, spec: str, *, calibrate: bool = Fals
         if calibrate and arg in MODELS and not install and installed(settings, arg) is None:
             return None  # not installed, and this job may need no model at all: pull nothing for a size
         if calibrate:
-            _dtype, record = choose_dtype(settings, arg, "cpu", "auto")
+            _dtype, record = choose_dtype(settings, arg, "cpu", "auto", progress)
         else:
             record = cached_choice(settings, arg) or {}
     except ModelError:
@@ -157,7 +158,7 @@ def uses_local_lm(settings: Settings, estimator_spec: str) -> bool:
 
 
 def papers_size(value: str | int | None, settings: Settings, estimator_spec: str,
-                calibrate: bool = False) -> tuple[int | None, str]:
+                calibrate: bool = False, progress: Progress | None = None) -> tuple[int | None, str]:
     """(sample size or None for every paper, why): ``auto`` is as many papers as fit :data:`AUTO_CPU_MINUTES` when
     a local language model runs on a CPU (:func:`auto_cpu_size`; ``calibrate``: install it to measure), else every
     paper."""
@@ -171,10 +172,11 @@ def papers_size(value: str | int | None, settings: Settings, estimator_spec: str
         return None, "auto: a GPU, every paper"
     if not _local_model(estimator_spec):  # local candidates or judges beside a fast estimator: the fixed size
         return AUTO_CPU_PAPERS, f"auto: a local language model on a CPU, {AUTO_CPU_PAPERS} papers"
-    return auto_cpu_size(settings, estimator_spec, calibrate)
+    return auto_cpu_size(settings, estimator_spec, calibrate, progress)
 
 
-def auto_cpu_size(settings: Settings, estimator_spec: str, calibrate: bool = False) -> tuple[int, str]:
+def auto_cpu_size(settings: Settings, estimator_spec: str, calibrate: bool = False,
+                  progress: Progress | None = None) -> tuple[int, str]:
     """(papers, why) for ``papers = auto`` with a local evaluation LM on a CPU: the most papers (at most
     :data:`AUTO_CPU_PAPERS`, at least :data:`AUTO_MIN_PAPERS`) whose default run takes about
     :data:`AUTO_CPU_MINUTES` here, from the evaluation LM's throughput measured on this machine before anything is
@@ -182,7 +184,8 @@ def auto_cpu_size(settings: Settings, estimator_spec: str, calibrate: bool = Fal
     where even the smallest sample takes longer, the reason says how long, up front.  The probe runs when the model
     is installed, or with ``calibrate`` (``grebench run``: it installs it first); a job that may have nothing to do
     (serve's) pulls nothing, and without a measurement takes :data:`AUTO_MIN_PAPERS`."""
-    measured = measured_throughput(settings, estimator_spec, calibrate=True, install=calibrate)
+    measured = measured_throughput(settings, estimator_spec, calibrate=True, install=calibrate,
+                                   progress=progress)
     if measured is None:
         return AUTO_MIN_PAPERS, (f"auto: a local language model on a CPU, {AUTO_MIN_PAPERS} papers (its throughput "
                                  "could not be measured here)")
