@@ -47,7 +47,7 @@ def test_auto_sizes_the_sample_from_the_throughput_measured_here(monkeypatch: py
     from grebench.pipeline import papers_size
 
     monkeypatch.setattr("grebench.pipeline._sample.measured_throughput",
-                        lambda _s, _spec, calibrate=False, install=False: (rate, "bfloat16") if calibrate else None)
+                        lambda _s, _spec, calibrate=False, **_k: (rate, "bfloat16") if calibrate else None)
     monkeypatch.setattr("grebench.runtime.default_device", lambda _device: "cpu")
     settings = load_settings(env=dict(FAST_ENV))
     got, why = papers_size("auto", settings, "hf:smollm2-135m")
