@@ -47,12 +47,15 @@ AUTO_CPU_PAPERS = 12
 AUTO_CPU_MINUTES = 15.0
 AUTO_MIN_PAPERS = 3
 
-#: What one paper of the default main job costs (a local candidate's review, GEM and GEM-S with the controls, the
-#: local judge's exam share and votes), in tokens of the evaluation LM's forward pass: job seconds per paper times
-#: the tokens per second the dtype probe measured on the same machine, in the dtype the job ran in.  Calibrated on
-#: the default run from a fresh clone (docs/results.md, "The default run's time"); a machine's own figure is its
-#: probe's, measured before the sample is drawn and cached (:func:`grebench.runtime.choose_dtype`).
-JOB_TOKENS_PER_PAPER = 270_000
+#: What the default main job costs, in tokens of the evaluation LM's forward pass at the rate the dtype probe
+#: measures: a part every run pays whatever its size (the reuse probe, the local judge's exam, server start-ups)
+#: and a part per paper (a local candidate's review, GEM and GEM-S of every candidate and control, the judges'
+#: votes).  Fitted to two default runs on 2 cores (docs/results.md, "The default run, end to end"): 11 papers in
+#: 1,163 s at 2,580 tokens/s (AMX, bfloat16) and 3 papers in 2,120 s at 638 tokens/s (the same Xeon held to
+#: AVX-512 without AMX, float32).  A machine's own rate is its probe's, measured before the sample is drawn and
+#: cached (:func:`grebench.runtime.choose_dtype`).
+JOB_FIXED_TOKENS = 730_000
+JOB_TOKENS_PER_PAPER = 206_000
 #: The plan's range around that expectation: what one machine's repeated default runs spread over.
 EXPECTED_SPREAD = (0.8, 1.25)
 
@@ -60,7 +63,7 @@ EXPECTED_SPREAD = (0.8, 1.25)
 def expected_minutes(tokens_per_s: float, papers: int) -> tuple[float, float]:
     """The main job's expected wall time (low, high) in minutes for ``papers`` papers on a machine whose evaluation
     LM reads ``tokens_per_s`` tokens per second (its dtype probe)."""
-    minutes = JOB_TOKENS_PER_PAPER * papers / max(tokens_per_s, 1e-9) / 60
+    minutes = (JOB_FIXED_TOKENS + JOB_TOKENS_PER_PAPER * papers) / max(tokens_per_s, 1e-9) / 60
     return minutes * EXPECTED_SPREAD[0], minutes * EXPECTED_SPREAD[1]
 
 
@@ -190,10 +193,10 @@ def auto_cpu_size(settings: Settings, estimator_spec: str, calibrate: bool = Fal
         return AUTO_MIN_PAPERS, (f"auto: a local language model on a CPU, {AUTO_MIN_PAPERS} papers (its throughput "
                                  "could not be measured here)")
     rate, dtype = measured
-    per_paper = JOB_TOKENS_PER_PAPER / rate / 60
-    size = max(AUTO_MIN_PAPERS, min(AUTO_CPU_PAPERS, int(AUTO_CPU_MINUTES // per_paper)))
-    minutes = per_paper * size
-    basis = (f"{rate:.0f} tokens/s measured here in {dtype}, {per_paper:.1f} minutes per paper")
+    per_paper, fixed = JOB_TOKENS_PER_PAPER / rate / 60, JOB_FIXED_TOKENS / rate / 60
+    size = max(AUTO_MIN_PAPERS, min(AUTO_CPU_PAPERS, int((AUTO_CPU_MINUTES - fixed) // per_paper)))
+    minutes = fixed + per_paper * size
+    basis = (f"{rate:.0f} tokens/s measured here in {dtype}: {fixed:.1f} minutes, then {per_paper:.1f} per paper")
     if minutes > AUTO_CPU_MINUTES * 1.05:
         return size, (f"auto: a local language model on a CPU, {size} papers, the fewest that still rank: about "
                       f"{minutes:.0f} minutes here, longer than the {AUTO_CPU_MINUTES:.0f} aimed at: {basis}")

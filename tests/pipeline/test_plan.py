@@ -8,17 +8,24 @@ from pathlib import Path
 import pytest
 
 from grebench.pipeline import expected_minutes, measured_throughput
-from grebench.pipeline._sample import AUTO_CPU_MINUTES, AUTO_CPU_PAPERS, AUTO_MIN_PAPERS, JOB_TOKENS_PER_PAPER
+from grebench.pipeline._sample import (
+    AUTO_CPU_MINUTES,
+    AUTO_CPU_PAPERS,
+    AUTO_MIN_PAPERS,
+    JOB_FIXED_TOKENS,
+    JOB_TOKENS_PER_PAPER,
+)
 from grebench.settings import load_settings
 from tests.conftest import FAST_ENV
 
 
 def test_expected_minutes_follow_the_measured_throughput() -> None:
     low, high = expected_minutes(2000.0, 6)
-    middle = JOB_TOKENS_PER_PAPER * 6 / 2000.0 / 60
+    middle = (JOB_FIXED_TOKENS + JOB_TOKENS_PER_PAPER * 6) / 2000.0 / 60
     assert low < middle < high and high / low < 1.7  # a range around the expectation, not a shrug
     assert expected_minutes(1000.0, 6) == pytest.approx((2 * low, 2 * high))  # half the speed: twice the time
-    assert expected_minutes(2000.0, 12) == pytest.approx((2 * low, 2 * high))
+    more = expected_minutes(2000.0, 12)
+    assert more[0] - low == pytest.approx(JOB_TOKENS_PER_PAPER * 6 / 2000.0 / 60 * 0.8)  # papers add their share
 
 
 def test_the_plan_reads_this_machines_dtype_probe_and_only_it(tmp_path: Path) -> None:
@@ -51,14 +58,14 @@ def test_auto_sizes_the_sample_from_the_throughput_measured_here(monkeypatch: py
     monkeypatch.setattr("grebench.runtime.default_device", lambda _device: "cpu")
     settings = load_settings(env=dict(FAST_ENV))
     got, why = papers_size("auto", settings, "hf:smollm2-135m")
-    per_paper = JOB_TOKENS_PER_PAPER / rate / 60
-    assert got == max(AUTO_MIN_PAPERS, min(AUTO_CPU_PAPERS, int(AUTO_CPU_MINUTES // per_paper)))
+    per_paper, fixed = JOB_TOKENS_PER_PAPER / rate / 60, JOB_FIXED_TOKENS / rate / 60
+    assert got == max(AUTO_MIN_PAPERS, min(AUTO_CPU_PAPERS, int((AUTO_CPU_MINUTES - fixed) // per_paper)))
     assert f"{rate:.0f} tokens/s measured here in bfloat16" in why, why
     minutes = float(why.split("about ")[1].split(" minutes")[0])
-    assert minutes == pytest.approx(per_paper * got, abs=0.5)
+    assert minutes == pytest.approx(fixed + per_paper * got, abs=0.5)
     if got > AUTO_MIN_PAPERS:
         assert minutes <= AUTO_CPU_MINUTES + 0.5  # within the default run's aim
-    if per_paper * AUTO_MIN_PAPERS > AUTO_CPU_MINUTES * 1.05:
+    if fixed + per_paper * AUTO_MIN_PAPERS > AUTO_CPU_MINUTES * 1.05:
         assert "longer than the 15 aimed at" in why  # said up front
     assert papers_size("auto", settings, "offline")[0] is None  # no local model at all: every paper
     with_candidate = settings.replace(local_candidates="smollm2-135m")
