@@ -20,7 +20,8 @@ RELEASE = "2025-11-12"
 
 
 def main(n_papers: int = 30) -> None:
-    lines = (DATA / "iclr2026_reviews.jsonl").read_text(encoding="utf-8").split("\n")  # not splitlines: texts hold U+2028
+    # split on newlines only: review texts hold U+2028, which splitlines() would split on
+    lines = (DATA / "iclr2026_reviews.jsonl").read_text(encoding="utf-8").split("\n")
     picked = [json.loads(line) for line in lines[::10][:n_papers] if line.strip()]
     out = [json.dumps({"_meta": {"venue_id": "ICLR.cc/2026/Conference", "venue": "ICLR 2026",
                                  "reviews_public_at": RELEASE}})]

@@ -26,6 +26,7 @@ _EXPORTS = {
     "BUNDLED": "grebench.ingest._archive",
     "SeasonSource": "grebench.ingest._season",
     "bundled_season_path": "grebench.ingest._season",
+    "season_span": "grebench.ingest._season",
 }
 
 __all__ = sorted(_EXPORTS)

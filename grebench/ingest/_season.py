@@ -11,6 +11,7 @@ showed that day.  Ingest stores a changed review as a new version, so an edit la
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -84,6 +85,41 @@ class SeasonSource(ArchiveSource):
             return record
         shown = [_review_as_of(r, public, now, where) for r in reviews]
         return {**record, "reviews": [r for r in shown if r is not None]}
+
+
+def season_span(source: SeasonSource) -> tuple[datetime, datetime]:
+    """The first day a paper was posted and the last day anything changed (a review shown or edited), at midnight:
+    the default days of a replay."""
+    posted: list[datetime] = []
+    changed: list[datetime] = []
+    meta: dict[str, Any] = {}
+    with source.path.open("rb") as handle:
+        for raw in handle:
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                continue  # ingest reports bad lines; the span reads the good ones
+            if not isinstance(record, dict):
+                continue
+            if set(record) == {"_meta"} and isinstance(record["_meta"], dict):
+                meta.update(record["_meta"])
+                continue
+            where = f"paper {record.get('id')!r}"
+            when = parse_time(record.get("submitted_at"), f"{where}: submitted_at")
+            if when is not None:
+                posted.append(when)
+            public = parse_time(record.get("reviews_public_at", meta.get("reviews_public_at")), where)
+            changed += [public] if public else []
+            for review in record.get("reviews") or []:
+                if isinstance(review, dict):
+                    for version in [review, *(review.get("history") or [])]:
+                        for key in ("modified_at", "visible_at", "created_at"):
+                            stamp = parse_time(version.get(key), where) if isinstance(version, dict) else None
+                            changed += [stamp] if stamp else []
+    if not posted:
+        raise SourceError(f"{source.path}: no paper with a submitted_at: not a season file")
+    first, last = min(posted), max(posted + changed)
+    return datetime(first.year, first.month, first.day), datetime(last.year, last.month, last.day)
 
 
 def check_season_arg(arg: str) -> None:
