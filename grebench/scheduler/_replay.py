@@ -2,9 +2,10 @@
 
 Each simulated day the clock is set to that day and the service runs ``poll`` (ingest what the season showed by
 then: :class:`grebench.ingest.SeasonSource`), ``generate`` (sealed generations for papers whose reviews are still
-hidden), ``score`` and ``site`` (a board version dated at the simulated time); the day's board rows go to
-``replay_history`` and the day is marked done.  After the last day ``snapshot`` cuts a snapshot of each venue-year.
-A replay killed mid-day runs that day again when restarted (the jobs skip what they finished), the done days never.
+hidden) and ``score``; the day's board rows go to ``replay_history``; ``site`` publishes a board version dated at
+the simulated time (with the history drawn) and the day is marked done.  After the last day ``snapshot`` cuts a
+snapshot of each venue-year.  A replay killed mid-day runs that day again when restarted (the jobs skip what they
+finished), the done days never.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from grebench.scheduler._service import SchedulerService
 from grebench.settings import Settings
 from grebench.store import SimulatedClock, Store
 
-#: The jobs of one simulated day, in order (the service's ``queue`` has nothing to do in a replay).
+#: The jobs of one simulated day, in order (the service's ``queue`` has nothing to do in a replay); the site job is
+#: last: it draws the board history, written after scoring.
 DAY_JOBS = ("poll", "generate", "score", "site")
 
 
@@ -47,14 +49,19 @@ def _day_facts(store: Store) -> dict[str, Any]:
     }
 
 
-def _record_day(store: Store, season: str, day: datetime, jobs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The day's board rows into ``replay_history`` and the day ``done``, in one transaction."""
-    facts = _day_facts(store)
+def _record_rows(store: Store, season: str, day: datetime) -> None:
+    """The day's board rows into ``replay_history`` (after scoring, so that the day's site draws that day too)."""
     with store.transaction() as con:
         con.execute("DELETE FROM replay_history WHERE season = ? AND day = ?", [season, day])
         con.execute("INSERT INTO replay_history SELECT ?, ?, b.board_id, b.metric, r.candidate, r.rank, r.score, "
                     "r.ci95_low, r.ci95_high, r.papers FROM boards b JOIN board_rows r USING (board_id)",
                     [season, day])
+
+
+def _record_day(store: Store, season: str, day: datetime, jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The day's facts, and the day ``done``."""
+    facts = _day_facts(store)
+    with store.transaction() as con:
         con.execute("UPDATE replay_days SET status = 'done', papers = ?, papers_scoreable = ?, papers_scored = ?, "
                     "sealed_generations = ?, review_versions = ?, board_version = ?, jobs_json = ? "
                     "WHERE season = ? AND day = ?",
@@ -87,7 +94,9 @@ def replay(settings: Settings, store: Store, season: str, days: Sequence[datetim
         store.con.execute("INSERT INTO replay_days (season, day, status) VALUES (?, ?, 'running') "
                           "ON CONFLICT DO NOTHING", [season, day])
         store.checkpoint()
-        jobs = [service.run_job(kind) for kind in DAY_JOBS]
+        jobs = [service.run_job(kind) for kind in DAY_JOBS[:-1]]
+        _record_rows(store, season, day)
+        jobs.append(service.run_job(DAY_JOBS[-1]))
         row = _record_day(store, season, day, jobs)
         out.append(row)
         if on_day is not None:

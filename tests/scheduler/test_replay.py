@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -68,6 +69,7 @@ class Straight:
     season: str
     days: list[dict[str, Any]]
     history: dict[str, Any]
+    site: Path
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +85,7 @@ def straight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Straight]:
             days = replay(settings, store, season, DAYS)
         finally:
             store.close()
-        yield Straight(tmp, llm, papers, season_file, season, days, _history(settings, season))
+        yield Straight(tmp, llm, papers, season_file, season, days, _history(settings, season), settings.site_path)
 
 
 @pytest.mark.slow
@@ -102,6 +104,12 @@ def test_each_replayed_day_holds_what_the_records_imply(straight: Straight) -> N
     ranked = {(r["day"], r["candidate"]) for r in straight.history["rows"] if r["rank"] is not None}
     assert (DAYS[-1], CANDIDATE) in ranked and (DAYS[-1], "human") in ranked
     assert len(straight.llm.chat_requests) == 6  # one per paper, none repeated on later days
+    # the site draws the history beside the headline board (its days as they were scored)
+    index = (straight.site / "index.html").read_text(encoding="utf-8")
+    drawn = re.findall(r'src="boards/([^"]+)-history\.svg"', index)
+    assert len(drawn) == 1, index[:2000]
+    svg = (straight.site / "boards" / f"{drawn[0]}-history.svg").read_text(encoding="utf-8")
+    assert CANDIDATE in svg and "simulated day" in svg
 
 
 @pytest.mark.slow
