@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -63,7 +64,8 @@ def command(settings: Settings, season: str | None, start: str | None, end: str 
     generations for papers whose reviews are still hidden), score, and site (a board version dated at the simulated
     time); the day's ranks, scores and CIs go to the board history.  After the last day a snapshot is cut.  Killed
     mid-day, the same command resumes on that day; done days are not run again.  The settings' `venues` are
-    replaced by the season; everything else (estimator, candidates, data_dir) is the settings'."""
+    replaced by the season; everything else (estimator, candidates, data_dir) is the settings'.  Exit 1 when a
+    job failed on some day (the day is still done: the next day's jobs run as serve's would)."""
     from grebench.ingest import SourceError, resolve_source, season_span
     from grebench.scheduler import history, replay, replay_days
 
@@ -90,6 +92,12 @@ def command(settings: Settings, season: str | None, start: str | None, end: str 
         elif not done:
             click.echo(f"every day from {days[0]:%Y-%m-%d} to {days[-1]:%Y-%m-%d} was replayed already "
                        "(grebench replay --history shows them)")
+    failed = [f"{d['day']:%Y-%m-%d %H:%M} {job}" for d in done for job, status in d["jobs"].items()
+              if status == "failed"]
+    if failed:  # the service's faults, as serve records them: the jobs table and runs say why
+        click.echo(f"{len(failed)} job(s) failed: {', '.join(failed[:10])} (see grebench stats and the jobs "
+                   "table)", err=True)
+        sys.exit(1)
 
 
 def _print_history(out: dict[str, Any], as_json: bool) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from grebench import stop
 from grebench.scheduler._service import SchedulerService
 from grebench.settings import Settings
 from grebench.store import SimulatedClock, Store
@@ -97,10 +98,12 @@ def replay(settings: Settings, store: Store, season: str, days: Sequence[datetim
         jobs = [service.run_job(kind) for kind in DAY_JOBS[:-1]]
         _record_rows(store, season, day)
         jobs.append(service.run_job(DAY_JOBS[-1]))
+        stop.check()  # a stop during the day: the day stays running (the next start runs it again), never done
         row = _record_day(store, season, day, jobs)
         out.append(row)
         if on_day is not None:
             on_day(row)
+    stop.check()
     _request_snapshots(settings, store)
     service.run_job("snapshot")
     return out

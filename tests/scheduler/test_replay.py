@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from grebench import stop
 from grebench.scheduler import history, replay
 from grebench.settings import Settings, load_settings
 from grebench.store import open_store
@@ -151,3 +152,17 @@ def test_a_replay_killed_mid_day_resumes_on_that_day_and_ends_with_the_same_hist
                                  timeout=60)
     assert history_cli.returncode == 0, history_cli.stderr[-2000:]
     assert [d["status"] for d in json.loads(history_cli.stdout)["days"]] == ["done"] * len(DAYS)
+
+
+@pytest.mark.slow
+def test_a_stop_during_a_day_leaves_that_day_running_not_done(straight: Straight) -> None:
+    settings = _settings(_config(straight.tmp, straight.llm.url, "stopped"))
+    store = open_store(settings.db_path)
+    try:
+        with pytest.raises(stop.Interrupted):
+            replay(settings, store, straight.season, DAYS[:2], on_day=lambda _day: stop.request_stop())
+        days = store.rows("SELECT day, status FROM replay_days ORDER BY day")
+    finally:
+        stop.reset()
+        store.close()
+    assert [(d["day"], d["status"]) for d in days] == [(DAYS[0], "done"), (DAYS[1], "running")]
