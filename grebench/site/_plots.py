@@ -100,6 +100,12 @@ def history_svg(rows: list[dict[str, Any]]) -> str:
             if banded:
                 ax.fill_between([p["day"] for p in banded], [p["ci95_low"] for p in banded],
                                 [p["ci95_high"] for p in banded], color=line.get_color(), alpha=0.15)
+        import matplotlib.dates as mdates
+
+        days = sorted({r["day"] for r in rows})
+        span = (days[-1] - days[0]).days if days else 0
+        ax.xaxis.set_major_locator(mdates.DayLocator(interval=max(1, span // 10)))  # whole days, at most ~10 ticks
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d"))
         ax.set_ylabel("score (band = 95% CI)")
         ax.set_xlabel("simulated day (replay)")
         ax.grid(alpha=0.3)
