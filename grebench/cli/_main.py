@@ -26,6 +26,7 @@ COMMANDS = {
     "site": "site",
     "app": "app",
     "serve": "serve",
+    "replay": "replay",
     "snapshot": "snapshot",
     "submit": "submit",
     "submissions": "submissions",

@@ -24,6 +24,9 @@ _EXPORTS = {
     "bundled_path": "grebench.ingest._archive",
     "bundled_source": "grebench.ingest._archive",
     "BUNDLED": "grebench.ingest._archive",
+    "SeasonSource": "grebench.ingest._season",
+    "bundled_season_path": "grebench.ingest._season",
+    "season_span": "grebench.ingest._season",
 }
 
 __all__ = sorted(_EXPORTS)

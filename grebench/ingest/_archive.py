@@ -26,7 +26,7 @@ BUNDLED_REVIEWS_PUBLIC_AT = "2019-11-08"
 IMPORTED = "imported"
 
 
-def _parse_time(value: Any, what: str) -> datetime | None:
+def parse_time(value: Any, what: str) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -92,8 +92,8 @@ def parse_record(record: Any, meta: dict[str, Any], source: str) -> PaperRecord:
         keywords=_nested_str(record, "papercopilot", "keywords"),
         decision=_expect(record, "decision", str, where, required=False),
         withdrawn=bool(record.get("withdrawn", False)),
-        submitted_at=_parse_time(record.get("submitted_at"), f"{where}: submitted_at"),
-        reviews_public_at=_parse_time(public, f"{where}: reviews_public_at"),
+        submitted_at=parse_time(record.get("submitted_at"), f"{where}: submitted_at"),
+        reviews_public_at=parse_time(public, f"{where}: reviews_public_at"),
         source=source,
         reviews=reviews,
         previous_versions=tuple(dict.fromkeys(p.strip() for p in previous if p.strip() != paper_id)),
@@ -125,8 +125,8 @@ def _parse_review(raw: Any, index: int, paper_id: str, default_pre: str, where: 
         rating=first_str(content, RATING_FIELDS),
         confidence=first_str(content, CONFIDENCE_FIELDS),
         signature=raw.get("signature") if isinstance(raw.get("signature"), str) else None,
-        visible_at=_parse_time(raw.get("visible_at"), f"{what}: visible_at"),
-        modified_at=_parse_time(raw.get("modified_at"), f"{what}: modified_at"),
+        visible_at=parse_time(raw.get("visible_at"), f"{what}: visible_at"),
+        modified_at=parse_time(raw.get("modified_at"), f"{what}: modified_at"),
         judgments=judgments,
         judgments_preprocessor=(raw.get("judgments_preprocessor") or default_pre) if judgments is not None else None,
     )
@@ -192,6 +192,10 @@ class ArchiveSource:
         self._meta = dict(meta or {})
         self.limits = limits or IngestLimits()
 
+    def as_of(self, record: Any, meta: dict[str, Any]) -> Any:
+        """The record as the source shows it now (an archive: as it is; a season: what was public by now, or None)."""
+        return record
+
     def fetch(self, since: datetime | None = None, limit: int | None = None) -> Iterator[PaperRecord | SourceFailure]:
         """Yield each valid line as a paper and each bad line as a failure."""
         try:
@@ -228,6 +232,9 @@ class ArchiveSource:
                     meta.update(record["_meta"])
                     continue
                 try:
+                    record = self.as_of(record, meta)
+                    if record is None:  # not public yet (a season replayed on a simulated clock)
+                        continue
                     paper = parse_record(record, meta, self.name)
                 except ValueError as exc:
                     yield SourceFailure(item, str(exc))

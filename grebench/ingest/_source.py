@@ -40,7 +40,7 @@ SourceFactory = Callable[[str, "Settings"], PaperSource]
 #: Registered paper sources.  Entry meta: ``venue_id`` (the argument is an OpenReview venue id: a bare venue id in
 #: the ``venues`` setting means this source).
 SOURCES: Registry[SourceFactory] = Registry(
-    "source", builtins=("grebench.ingest._archive", "grebench.ingest._openreview"))
+    "source", builtins=("grebench.ingest._archive", "grebench.ingest._season", "grebench.ingest._openreview"))
 
 
 def resolve_source(spec: str, settings: Settings) -> PaperSource:

@@ -23,7 +23,8 @@ from grebench.pipeline._resolve import ResolvedRun, resolve_setup
 from grebench.pipeline._runner import JobObserver, PipelineResult, RunOptions, StageContext, run_stages
 from grebench.progress import NoProgress, Progress
 from grebench.settings import Settings
-from grebench.store import Store
+from grebench.store import SimulatedClock, Store, WallClock, use_clock
+from grebench.store import clock as installed_clock
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +123,8 @@ def run_job(settings: Settings, which: str | Job, options: RunOptions | None = N
             open_store: Callable[[], AbstractContextManager[Store]], command: str | None = None,
             args: Mapping[str, Any] | None = None, progress: Progress | None = None,
             services: Mapping[str, Any] | None = None, observer: JobObserver | None = None,
-            refusals: Sequence[type[BaseException]] = ()) -> JobResult:
+            refusals: Sequence[type[BaseException]] = (),
+            clock: WallClock | SimulatedClock | None = None) -> JobResult:
     """Run a job: check and resolve its setup, open the store, start the run, run the stages, finish the run.
 
     ``open_store`` opens the one writer store (the CLI opens the file with its own messages; the scheduler hands in
@@ -132,8 +134,19 @@ def run_job(settings: Settings, which: str | Job, options: RunOptions | None = N
     running).  A stage exception of a ``refusals`` type (bad input a command reports as a usage error) finishes the
     run with that error and comes back as ``refused``.  :class:`~grebench.pipeline.SetupError` (a bad data
     directory or ``site_dir``, a fixed ``local_server_port`` another program holds, too) is raised before the store
-    is opened.
+    is opened.  ``clock`` (default: the installed one, the wall clock unless a replay set its own) is the job's "now":
+    installed while the job runs and carried by its :class:`StageContext`.
     """
+    with use_clock(clock or installed_clock()) as now:
+        return _run_job(settings, which, options, open_store=open_store, command=command, args=args,
+                        progress=progress, services=services, observer=observer, refusals=refusals, clock=now)
+
+
+def _run_job(settings: Settings, which: str | Job, options: RunOptions | None, *,
+             open_store: Callable[[], AbstractContextManager[Store]], command: str | None,
+             args: Mapping[str, Any] | None, progress: Progress | None, services: Mapping[str, Any] | None,
+             observer: JobObserver | None, refusals: Sequence[type[BaseException]],
+             clock: WallClock | SimulatedClock) -> JobResult:
     spec = job(which)
     observer = observer or JobObserver()
     opts = replace(options or RunOptions(), **spec.options)
@@ -148,7 +161,7 @@ def run_job(settings: Settings, which: str | Job, options: RunOptions | None = N
         observer.started(store, run_id)
         try:
             out = _run(StageContext(store, settings, run_id, opts, progress or NoProgress(), dict(services or {}),
-                                    setup), spec, observer)
+                                    setup, clock=clock), spec, observer)
         except (stop.Interrupted, KeyboardInterrupt) as exc:  # a signal: what finished is stored; resumable
             partial = getattr(exc, "pipeline_result", None)
             reason = str(exc) if isinstance(exc, stop.Interrupted) else "stopped by KeyboardInterrupt"

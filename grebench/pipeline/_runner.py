@@ -19,7 +19,7 @@ from grebench import stop
 from grebench.progress import NoProgress, Progress
 from grebench.registry import UnknownPart
 from grebench.settings import Settings
-from grebench.store import Store
+from grebench.store import WALL_CLOCK, SimulatedClock, Store, WallClock
 
 if TYPE_CHECKING:
     from grebench.pipeline._resolve import ResolvedRun, RunSetup
@@ -53,6 +53,8 @@ class StageContext:
     ``services`` holds what only some stages use (the scheduler's submission queue, key vault, resolver).
     ``setup`` is what the options and settings decide (:func:`grebench.pipeline.resolve_setup`, once per job);
     ``run`` what the job works with, resolved once by :func:`run_stages` before the first stage that reads it.
+    ``clock`` is where the job's "now" comes from (installed while the job runs: :func:`grebench.store.utcnow`
+    reads it): the wall clock, or a replay's simulated clock.
     """
 
     store: Store
@@ -63,6 +65,7 @@ class StageContext:
     services: dict[str, Any] = field(default_factory=dict)
     setup: RunSetup | None = None
     run: ResolvedRun | None = None
+    clock: WallClock | SimulatedClock = WALL_CLOCK
 
     @property
     def resolved(self) -> ResolvedRun:

@@ -7,6 +7,7 @@ Public API (importing it imports neither APScheduler nor any stage's heavy depen
   :func:`grebench.pipeline.run_job`, with their state in the ``jobs`` table.
 """
 
+from grebench.scheduler._replay import DAY_JOBS, history, replay, replay_days
 from grebench.scheduler._service import JOB_KINDS, SchedulerService
 
-__all__ = ["JOB_KINDS", "SchedulerService"]
+__all__ = ["DAY_JOBS", "JOB_KINDS", "SchedulerService", "history", "replay", "replay_days"]

@@ -20,7 +20,7 @@ from grebench.scoring import CONTAMINATED_NOTE, INCOMPLETE_NOTE, headline_first,
 from grebench.settings import Settings
 from grebench.site import _data, _versions
 from grebench.site._labels import Labels, board_id
-from grebench.site._plots import board_svg
+from grebench.site._plots import board_svg, history_svg
 from grebench.store import Store, code_files, fingerprint, utcnow
 
 SCHEMA_VERSION = 1
@@ -131,11 +131,11 @@ class _Writer:
 
 
 #: Bump when what the site shows changes (code, not data): the next build renders again.
-SITE_VERSION = "site-v8"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
-# v8: board versions
+SITE_VERSION = "site-v9"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
+# v8: board versions; v9: board history of a replay
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
          "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes",
-         "boards", "board_rows", "labels", "paper_links")
+         "boards", "board_rows", "labels", "paper_links", "replay_history")
 
 
 def site_fingerprint(store: Store, settings: Settings) -> str:
@@ -197,10 +197,11 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
     for b in boards:
         writer.page(f"boards/{b['slug']}.html", "leaderboard.html", board=b)
         (tmp / "boards" / f"{b['slug']}.svg").write_text(board_svg(b), encoding="utf-8")
+    histories = _write_histories(store, boards, tmp / "boards")
     payload = leaderboard_json(boards, now)
     latest = _versions.publish_version(store, payload, utcnow(), env) if publish else _versions.version(store)
     writer.page("index.html", "index.html", venues=venues, boards_by_venue=_data.group_by(boards, "venue_id"),
-                candidates=cands, version=latest)
+                candidates=cands, version=latest, histories=histories)
     names = {c["name"] for c in cands} | {r["candidate"] for b in boards for r in b["rows"]}
     for name in sorted(names):
         writer.page(f"models/{_data.slug(name)}.html", "model.html", m=_data.model_page(store, name, boards))
@@ -238,6 +239,23 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
     return {"out": str(out), "pages": writer.pages, "boards": len(boards), "models": len(names),
             "papers": len(papers), "leaderboard_json_sha256": hashlib.sha256(blob).hexdigest(),
             "version": None if latest is None else latest["version_id"], "versions": len(listed)}
+
+
+def _write_histories(store: Store, boards: list[dict[str, Any]], target: Path) -> set[str]:
+    """``boards/<slug>-history.svg`` for each board a replay has a history of (``grebench replay``); their slugs."""
+    if not _data.has_table(store, "replay_history"):  # an export or an old store
+        return set()
+    rows = store.rows("SELECT board_id, day, candidate, rank, score, ci95_low, ci95_high FROM replay_history "
+                      "ORDER BY board_id, day, candidate")
+    by_board: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_board.setdefault(r["board_id"], []).append(r)
+    done = set()
+    for b in boards:
+        if len({r["day"] for r in by_board.get(b["board_id"], [])}) >= 2:  # one day is no history yet
+            (target / f"{b['slug']}-history.svg").write_text(history_svg(by_board[b["board_id"]]), encoding="utf-8")
+            done.add(b["slug"])
+    return done
 
 
 def _write_versions(store: Store, target: Path) -> list[dict[str, Any]]:

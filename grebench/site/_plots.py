@@ -74,3 +74,46 @@ def board_svg(board: dict[str, Any]) -> str:
         fig.savefig(buf, format="svg", metadata={"Date": None})
         plt.close(fig)
     return buf.getvalue()
+
+
+def history_svg(rows: list[dict[str, Any]]) -> str:
+    """A board's history over a replay (``replay_history`` rows of one board): each ranked candidate's score per
+    simulated day with its 95% CI as a band, labelled with its rank on the last day."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    by_candidate: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("rank") is not None and _finite(r["score"]):
+            by_candidate.setdefault(str(r["candidate"]), []).append(r)
+    with matplotlib.rc_context({"svg.hashsalt": "grebench", "svg.fonttype": "none", "font.family": "sans-serif",
+                                "font.size": 9}):
+        fig, ax = plt.subplots(figsize=(7.0, 3.0))
+        for name, points in sorted(by_candidate.items(), key=lambda kv: kv[1][-1]["rank"]):
+            points = sorted(points, key=lambda p: p["day"])
+            days = [p["day"] for p in points]
+            line = ax.plot(days, [p["score"] for p in points], marker="o", markersize=3,
+                           label=f"#{points[-1]['rank']} {name}")[0]
+            banded = [p for p in points if _finite(p.get("ci95_low"), p.get("ci95_high"))]
+            if banded:
+                ax.fill_between([p["day"] for p in banded], [p["ci95_low"] for p in banded],
+                                [p["ci95_high"] for p in banded], color=line.get_color(), alpha=0.15)
+        import matplotlib.dates as mdates
+
+        days = sorted({r["day"] for r in rows})
+        span = (days[-1] - days[0]).days if days else 0
+        ax.xaxis.set_major_locator(mdates.DayLocator(interval=max(1, span // 10)))  # whole days, at most ~10 ticks
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d"))
+        ax.set_ylabel("score (band = 95% CI)")
+        ax.set_xlabel("simulated day (replay)")
+        ax.grid(alpha=0.3)
+        if by_candidate:
+            ax.legend(loc="best", fontsize=8, frameon=False)
+        fig.autofmt_xdate()
+        fig.tight_layout()
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+        plt.close(fig)
+    return buf.getvalue()

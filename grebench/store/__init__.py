@@ -4,6 +4,7 @@ Readers never open the writer's live file (DuckDB forbids a second process on a 
 ``grebench export`` Parquet files or a read-only copy made by :meth:`Store.copy_to`.
 """
 
+from grebench.store._clock import WALL_CLOCK, SimulatedClock, WallClock, clock, use_clock
 from grebench.store._fingerprint import BOOKKEEPING_COLUMNS, code_files, fingerprint, table_digests
 from grebench.store._links import EXPLICIT, PUBLIC_SINCE_VIEW, Link, linked_versions, public_since, put_links
 from grebench.store._migrate import migrate
@@ -48,12 +49,16 @@ __all__ = [
     "PROXY_ROLE",
     "PUBLIC_SINCE_VIEW",
     "REFERENCE",
+    "WALL_CLOCK",
     "Link",
     "PaperRecord",
     "ReviewRecord",
+    "SimulatedClock",
     "SnapshotError",
     "Store",
     "StoreLocked",
+    "WallClock",
+    "clock",
     "code_files",
     "cut_due_snapshots",
     "export_snapshot",
@@ -72,6 +77,7 @@ __all__ = [
     "schema_tables",
     "snapshot_day",
     "table_digests",
+    "use_clock",
     "utcnow",
     "venue_years",
     "verify_snapshot",

@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Callable
+
+from grebench.store._clock import clock
 
 #: What a kind of candidate is on a board (``board_rows.role``, ``labels.role`` of a candidate kind): a *contestant*
 #: is ranked and counts only on papers it cannot have seen reviewed; the *baseline* (the human review) is ranked and
@@ -18,8 +20,9 @@ MODEL_ROLE, PROXY_ROLE = "model", "proxy"
 
 
 def utcnow() -> datetime:
-    """Current UTC time as a naive datetime (DuckDB TIMESTAMP convention here)."""
-    return datetime.now(UTC).replace(tzinfo=None)
+    """The installed clock's time as a naive UTC datetime (DuckDB TIMESTAMP convention here): the wall clock, or a
+    replay's simulated one (:func:`grebench.store.use_clock`)."""
+    return clock().now()
 
 
 def sha256_json(obj: Any) -> str:
