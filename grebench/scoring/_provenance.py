@@ -32,7 +32,9 @@ from grebench.store import Store
 _PACKAGE = Path(grebench.__file__).resolve().parent
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 _REF = re.compile(r"^refs/[A-Za-z0-9._/-]+$")
-_SECRET = re.compile(r"key|token|secret|password|auth|credential", re.IGNORECASE)
+#: A parameter named like a credential (``api_key``, ``Authorization``, ``access-token``; not ``max_tokens``).
+_SECRET = re.compile(r"(^|[_-])(api[_-]?key|key|token|secret|password|passwd|auth|authorization|credentials?|"
+                     r"bearer|cookie)($|[_-])", re.IGNORECASE)
 _ESTIMATOR_ID = re.compile(r"^(?P<kind>[a-z0-9_-]+):(?P<model>[^@]+)@(?P<weights>[^:@/]*)(?P<options>(:[^:]*)*)$")
 #: The command that rebuilds the numbers from a snapshot (docs/store.md, "Reproducing the numbers").
 REBUILD_COMMAND = "grebench snapshot rebuild SNAPSHOT_DIR"
