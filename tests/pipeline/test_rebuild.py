@@ -21,6 +21,8 @@ from click.testing import CliRunner, Result
 
 from grebench.cli import main
 from grebench.scoring import code_version
+from grebench.settings import load_settings
+from grebench.site._app import produced_line
 from grebench.store import file_sha256, open_store, verify_snapshot
 from grebench.store._snapshot import MANIFEST, decoded_bytes
 from tests.conftest import FAST_ENV
@@ -120,6 +122,10 @@ def test_every_board_says_what_produced_it(published: dict[str, Any]) -> None:
     assert venue["sample"]["seed"] == seed and venue["sample"]["papers"] == papers == 6
     assert [(j["judge"], j["passed"], j["weight"]) for j in venue["panel"]["judges"]] == \
         [(e["judge"], e["passed"], e["weight"]) for e in exams] and exams
+    settings = load_settings(env=published["env"])
+    line = produced_line(settings, board_json["boards"][0])  # the app's board view, from the published export
+    assert line.startswith("How this was produced: grebench") and prov["code"]["scoring_sha256"][:12] in line
+    assert all(f"{j['judge']} {'passed' if j['passed'] else 'failed'}" in line for j in venue["panel"]["judges"])
     for page in [*site.glob("boards/*.html"), *site.glob("versions/*/index.html")]:
         html = page.read_text(encoding="utf-8")
         assert "How this was produced" in html and prov["code"]["scoring_sha256"][:16] in html, page
