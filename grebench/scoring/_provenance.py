@@ -155,17 +155,20 @@ def _candidates(store: Store, names: set[str]) -> dict[str, Any]:
             params = json.loads(r.get("params_json") or "{}")
         except ValueError:
             params = {}
+        # a nested parameter is kept as its JSON text: the snapshot manifest's nesting is bounded (8 levels)
+        decoding = {k: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
+                    for k, v in _redact(params if isinstance(params, dict) else {"params": params}).items()}
         out[r["name"]] = {"kind": r["kind"], "model": r.get("model"), "api_base": _clean_url(r.get("api_base")),
-                          "api_key_env": r.get("api_key_env") or None, "decoding": _redact(params),
+                          "api_key_env": r.get("api_key_env") or None, "decoding": decoding,
                           "prompt_versions": prompts.get(r["name"], [])}
     return out
 
 
-def _panel(store: Store, venue_id: str) -> dict[str, Any]:
+def _panel(store: Store, venue_id: str) -> list[dict[str, Any]]:
     judges = {r["name"]: r for r in _rows(store, "judges", "SELECT name, kind, model, family FROM judges")}
     exams = _rows(store, "judge_exams", "SELECT judge, p_c, p_p, p_s, passed, weight FROM judge_exams "
                   "WHERE venue_id = ? ORDER BY judge", [venue_id])
-    return {"judges": [{**{k: judges.get(e["judge"], {}).get(k) for k in ("kind", "model")}, **e} for e in exams]}
+    return [{**{k: judges.get(e["judge"], {}).get(k) for k in ("kind", "model")}, **e} for e in exams]
 
 
 def provenance(store: Store, venue_id: str | None = None) -> dict[str, Any]:

@@ -186,7 +186,7 @@ def produced_line(settings: Settings, board: Mapping[str, Any]) -> str:
     lm = f"`{board['estimator']}`" + (f" (weights {est['weights_sha8']}, {est.get('dtype') or 'dtype not named'})"
                                       if est.get("weights_sha8") else "")
     judges = ", ".join(f"{j['judge']} {'passed' if j['passed'] else 'failed'}"
-                       for j in (facts.get("panel") or {}).get("judges", [])) or "no exam"
+                       for j in facts.get("panel") or []) or "no exam"
     seed = (facts.get("sample") or {}).get("seed")
     return (f"How this was produced: grebench {code['package_version']}"
             + (f" (commit {code['git_commit'][:12]})" if code["git_commit"] else "")

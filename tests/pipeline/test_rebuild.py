@@ -120,12 +120,12 @@ def test_every_board_says_what_produced_it(published: dict[str, Any]) -> None:
         store.close()
     venue = prov["venues"][venue_id]
     assert venue["sample"]["seed"] == seed and venue["sample"]["papers"] == papers == 6
-    assert [(j["judge"], j["passed"], j["weight"]) for j in venue["panel"]["judges"]] == \
+    assert [(j["judge"], j["passed"], j["weight"]) for j in venue["panel"]] == \
         [(e["judge"], e["passed"], e["weight"]) for e in exams] and exams
     settings = load_settings(env=published["env"])
     line = produced_line(settings, board_json["boards"][0])  # the app's board view, from the published export
     assert line.startswith("How this was produced: grebench") and prov["code"]["scoring_sha256"][:12] in line
-    assert all(f"{j['judge']} {'passed' if j['passed'] else 'failed'}" in line for j in venue["panel"]["judges"])
+    assert all(f"{j['judge']} {'passed' if j['passed'] else 'failed'}" in line for j in venue["panel"])
     for page in [*site.glob("boards/*.html"), *site.glob("versions/*/index.html")]:
         html = page.read_text(encoding="utf-8")
         assert "How this was produced" in html and prov["code"]["scoring_sha256"][:16] in html, page

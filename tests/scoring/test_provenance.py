@@ -9,6 +9,7 @@ from pathlib import Path
 from grebench.scoring import estimator_facts, provenance
 from grebench.scoring._provenance import git_commit
 from grebench.store import Store, utcnow
+from grebench.store._snapshot import MAX_MANIFEST_DEPTH, _depth
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 OTHER = "89abcdef0123456789abcdef0123456789abcdef"
@@ -71,7 +72,7 @@ def test_a_key_never_appears_only_the_name_of_its_variable(store: Store) -> None
         "VALUES ('paid', 'llm', 'openai/gpt-x', ?, 'PAID_API_KEY', ?, ?)",
         [f"https://user:{secret}@api.example.com:8443/v1?key={secret}",
          json.dumps({"temperature": 0, "max_tokens": 900, "api_key": secret,
-                     "extra_headers": {"Authorization": secret}}),
+                     "extra_headers": {"Authorization": secret}, "extra_body": {"a": {"b": {"c": [1]}}}}),
          utcnow()])
     _board_with(store, "paid")
     prov = provenance(store)
@@ -79,6 +80,9 @@ def test_a_key_never_appears_only_the_name_of_its_variable(store: Store) -> None
     paid = prov["candidates"]["paid"]
     assert paid["api_key_env"] == "PAID_API_KEY" and paid["api_base"] == "https://api.example.com:8443/v1"
     assert paid["decoding"] == {"temperature": 0, "max_tokens": 900, "api_key": "[redacted]",
-                                "extra_headers": {"Authorization": "[redacted]"}}
+                                "extra_headers": '{"Authorization": "[redacted]"}',
+                                "extra_body": '{"a": {"b": {"c": [1]}}}'}
+    # it sits in a snapshot's manifest, whose nesting an importer bounds: a deep parameter never makes it refused
+    assert _depth({"provenance": prov}, MAX_MANIFEST_DEPTH) <= MAX_MANIFEST_DEPTH
     assert prov["estimators"]["hf:m@a672150f:dtype=float32"]["dtype"] == "float32"
     assert prov["venues"]["V"]["aggregation"] == {"version": "boards-v5", "bootstrap_samples": 100, "seed": 7}
