@@ -164,6 +164,17 @@ def _candidates(store: Store, names: set[str]) -> dict[str, Any]:
     return out
 
 
+def _scoring_code(store: Store, run_id: str | None) -> dict[str, Any] | None:
+    """The code version the score stage of ``run_id`` recorded in its summary (None: not recorded, or the run is
+    not in this store, e.g. an imported snapshot)."""
+    rows = _rows(store, "runs", "SELECT summary_json FROM runs WHERE run_id = ?", [run_id]) if run_id else []
+    try:
+        code = json.loads(rows[0]["summary_json"] or "{}").get("stages", {}).get("score", {}).get("code")
+    except (IndexError, ValueError, AttributeError):
+        return None
+    return code if isinstance(code, dict) else None
+
+
 def _panel(store: Store, venue_id: str) -> list[dict[str, Any]]:
     judges = {r["name"]: r for r in _rows(store, "judges", "SELECT name, kind, model, family FROM judges")}
     exams = _rows(store, "judge_exams", "SELECT judge, p_c, p_p, p_s, passed, weight FROM judge_exams "
@@ -184,8 +195,10 @@ def provenance(store: Store, venue_id: str | None = None) -> dict[str, Any]:
     preprocessors: dict[str, Any] = {}
     venues: dict[str, Any] = {}
     for b in boards:
-        spec = next((s["estimator_spec"] for (e, _), s in setups.items() if e == b["estimator"]), None)
-        estimators.setdefault(b["estimator"], {**estimator_facts(b["estimator"]), "spec": spec})
+        setup = next((s for (e, _), s in setups.items() if e == b["estimator"]), None)
+        estimators.setdefault(b["estimator"], {
+            **estimator_facts(b["estimator"]), "spec": None if setup is None else setup["estimator_spec"],
+            "scored_with_code": None if setup is None else _scoring_code(store, setup.get("run_id"))})
         pspec = next((s["preprocessor_spec"] for (_, p), s in setups.items() if p == b["preprocessor"]),
                      None if b["preprocessor"] != RAW_PREPROCESSOR else RAW_PREPROCESSOR)
         preprocessors.setdefault(b["preprocessor"], {"spec": pspec,

@@ -107,6 +107,7 @@ def test_every_board_says_what_produced_it(published: dict[str, Any]) -> None:
     assert prov["rebuild"].startswith("grebench snapshot rebuild")
     estimator = board_json["boards"][0]["estimator"]
     assert prov["estimators"][estimator]["spec"] == "offline"
+    assert prov["estimators"][estimator]["scored_with_code"] == code_version()  # recorded by the score stage
     assert prov["preprocessors"][board_json["boards"][0]["preprocessor"]]["spec"] == "rules"
     assert "bench/prompts/review_v2.txt" in prov["prompts"] and "panel/prompts/judge_v2.txt" in prov["prompts"]
     assert prov["candidates"]["human"]["kind"] == "human"
