@@ -132,7 +132,9 @@ def rebuild_snapshot(snapshot_dir: Path, settings: Settings, manifest_sha256: st
         work = settings.replace(data_dir=str(Path(tmp) / "data"))
         store = open_store(Path(tmp) / "rebuild.duckdb")
         try:
-            import_snapshot(store, snapshot_dir, manifest_sha256)
+            import_snapshot(store, snapshot_dir, manifest_sha256,
+                            max_expansion=settings.snapshot_import_max_expansion,
+                            max_decoded_bytes=settings.snapshot_import_max_mb * 1024 ** 2)
             return _rebuild(store, work, say)
         finally:
             store.close()
@@ -142,7 +144,8 @@ def _rebuild(store: Store, settings: Settings, say: Callable[[str], None]) -> di
     published, boards = _published(store)
     published_rows = _board_rows(store)
     setups = _setups(store)
-    problems: list[str] = []
+    problems: list[str] = [] if setups else ["the snapshot records no scored setup (scored_setups): nothing says "
+                                             "which estimator spec made its scores"]
     sample = [r["paper_id"] for r in store.rows("SELECT paper_id FROM paper_samples ORDER BY paper_id")] or None
     with store.transaction() as con:  # the published numbers are set aside above: these are made again
         con.execute("DELETE FROM scores")
