@@ -76,7 +76,7 @@ class ScoreStage(BaseStage):
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
         from grebench.pipeline._resolve import record_scored
-        from grebench.scoring import ScoredSetup, code_version, run_scoring
+        from grebench.scoring import ScoredSetup, run_scoring
 
         run = ctx.resolved
         papers, metrics = run.paper_ids, list(run.metrics)
@@ -88,7 +88,6 @@ class ScoreStage(BaseStage):
         summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, metrics, run.estimator, run.preprocessor,
                               progress=ctx.progress, paper_ids=papers)
         summary["sample"] = run.sample.description if run.sample.sampled else None
-        summary["code"] = code_version()  # what made these scores (provenance reads it back with the run)
         if not summary.get("nothing_to_score"):  # with nothing to score no estimator was made: no id to record
             proxy = None
             if proxy_summary is not None:

@@ -73,7 +73,6 @@ class ScoreSummary(_Common, total=False):
     nothing_to_score: bool
     sample: str | None
     proxy: dict[str, Any]
-    code: dict[str, Any]
 
 
 class BoardsSummary(_Common, total=False):

@@ -164,13 +164,11 @@ def _candidates(store: Store, names: set[str]) -> dict[str, Any]:
     return out
 
 
-def _scoring_code(store: Store, run_id: str | None) -> dict[str, Any] | None:
-    """The code version the score stage of ``run_id`` recorded in its summary (None: not recorded, or the run is
-    not in this store, e.g. an imported snapshot)."""
-    rows = _rows(store, "runs", "SELECT summary_json FROM runs WHERE run_id = ?", [run_id]) if run_id else []
+def _scoring_code(code_json: str | None) -> dict[str, Any] | None:
+    """The code version recorded with a scored setup (``scored_setups.code_json``; None before it was recorded)."""
     try:
-        code = json.loads(rows[0]["summary_json"] or "{}").get("stages", {}).get("score", {}).get("code")
-    except (IndexError, ValueError, AttributeError):
+        code = json.loads(code_json) if code_json else None
+    except ValueError:
         return None
     return code if isinstance(code, dict) else None
 
@@ -198,7 +196,7 @@ def provenance(store: Store, venue_id: str | None = None) -> dict[str, Any]:
         setup = next((s for (e, _), s in setups.items() if e == b["estimator"]), None)
         estimators.setdefault(b["estimator"], {
             **estimator_facts(b["estimator"]), "spec": None if setup is None else setup["estimator_spec"],
-            "scored_with_code": None if setup is None else _scoring_code(store, setup.get("run_id"))})
+            "scored_with_code": None if setup is None else _scoring_code(setup.get("code_json"))})
         pspec = next((s["preprocessor_spec"] for (_, p), s in setups.items() if p == b["preprocessor"]),
                      None if b["preprocessor"] != RAW_PREPROCESSOR else RAW_PREPROCESSOR)
         preprocessors.setdefault(b["preprocessor"], {"spec": pspec,
