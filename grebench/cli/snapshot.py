@@ -1,4 +1,4 @@
-"""`grebench snapshot export|verify|import`: frozen per-venue-year snapshots (Parquet + manifest with hashes)."""
+"""`grebench snapshot export|verify|rebuild|import`: frozen per-venue-year snapshots (Parquet, manifest, hashes)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ def command() -> None:
 @click.pass_obj
 def export(settings: Settings, venues: tuple[str, ...], out: str | None, replace: bool, as_json: bool) -> None:
     """Write snapshots; while `grebench serve` holds the store, queue the request for its snapshot job."""
+    from grebench.scoring import provenance
     from grebench.store import SnapshotError, export_snapshot, open_store, record_snapshot, venue_years
 
     try:
@@ -63,7 +64,7 @@ def export(settings: Settings, venues: tuple[str, ...], out: str | None, replace
             root = Path(out) if out else settings.snapshots_path
             target = root if out and len(chosen) == 1 else root / slug
             try:
-                manifest = export_snapshot(store, venue, target, replace=replace)
+                manifest = export_snapshot(store, venue, target, replace=replace, describe=provenance)
             except SnapshotError as exc:
                 raise click.ClickException(str(exc)) from None
             record_snapshot(store, manifest, "on-demand")
@@ -94,6 +95,51 @@ def verify(directory: str, manifest_sha256: str | None, as_json: bool) -> None:
         click.echo(f"{directory}: {'ok' if report['ok'] else 'FAILED'} ({report['files']} files)")
         for problem in report["problems"]:
             click.echo(f"  {problem}", err=True)
+    if not report["ok"]:
+        raise SystemExit(1)
+
+
+@command.command("rebuild")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--manifest-sha256", help="The published SHA-256 of manifest.json (Downloads page) to check too.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@settings_options
+@click.pass_obj
+def rebuild(settings: Settings, directory: str, manifest_sha256: str | None, as_json: bool) -> None:
+    """Make a snapshot's numbers again and compare them with the published ones (exit 1 unless all match).
+
+    Imports the snapshot into an empty temporary store (this data dir is not touched), scores it again with the
+    setup it records (estimator and preprocessor specs, metrics, paper sample), recomputes its boards with the
+    recorded bootstrap settings, and prints PASS or FAIL per score group and per board with the largest
+    difference and the tolerance the estimator promises.  The estimator must build the same id here (the same
+    weights and dtype: `hf:...` pulls its model first).
+    """
+    from grebench.pipeline import rebuild_snapshot
+    from grebench.store import SnapshotError
+
+    def say(line: str) -> None:
+        if not as_json:
+            click.echo(line, err=True)
+
+    try:
+        report = rebuild_snapshot(Path(directory), settings, manifest_sha256, log=say)
+    except SnapshotError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        emit_json(report)
+    else:
+        for g in report["scores"]:
+            click.echo(f"{'PASS' if g['ok'] else 'FAIL'}  scores {g['metric']} {g['estimator']} {g['preprocessor']}: "
+                       f"{g['n']} scores, max |diff| {g['max_diff']:.3g} (tolerance {g['tolerance']:.0e})"
+                       + ("" if g["ok"] or not g["worst"] else f"; {g['worst']}"))
+        for b in report["boards"]:
+            click.echo(f"{'PASS' if b['ok'] else 'FAIL'}  board {b['board_id']}: {b['rows']} rows, max |diff| "
+                       f"{b['max_diff']:.3g} (tolerance {b['tolerance']:.0e})")
+            for problem in b["problems"][:5]:
+                click.echo(f"      {problem}")
+        for problem in report["problems"]:
+            click.echo(f"FAIL  {problem}")
+        click.echo(f"{directory}: {'the published numbers rebuilt' if report['ok'] else 'NOT reproduced'}")
     if not report["ok"]:
         raise SystemExit(1)
 

@@ -4,6 +4,7 @@
 single-stage command runs a job of its stage; the scheduler runs its jobs by name (:data:`JOBS`).  Every one goes
 through :func:`run_job` (check the setup, open the store, start the run, run the stages, finish the run), whose
 runner (:func:`run_stages`) records failures, timings and skips.  Stages talk only through the store.
+:func:`rebuild_snapshot` makes a snapshot's published numbers again from its records and compares them.
 """
 
 from grebench.pipeline._check import (
@@ -15,6 +16,7 @@ from grebench.pipeline._check import (
     check_site_dir,
 )
 from grebench.pipeline._jobs import JOBS, SCHEDULED, Job, JobResult, job, run_job, venue_sources
+from grebench.pipeline._rebuild import rebuild_snapshot
 from grebench.pipeline._resolve import ResolvedRun, RunSetup, resolve_run, resolve_setup, scored_setups
 from grebench.pipeline._runner import (
     BaseStage,
@@ -106,6 +108,7 @@ __all__ = [
     "measured_throughput",
     "papers_size",
     "parse_papers",
+    "rebuild_snapshot",
     "resolve_run",
     "resolve_setup",
     "reuse_evidence",

@@ -133,10 +133,14 @@ def scored_setups(store: Store, estimator: str | None = None, preprocessor: str 
 
 
 def record_scored(store: Store, scored: ScoredSetup, run_id: str, role: str = "main") -> None:
-    """Record that ``run_id`` scored with this setup (``role``: main, or proxy for the fast proxy beside it)."""
-    store.con.execute("INSERT OR REPLACE INTO scored_setups VALUES (?, ?, ?, ?, ?, ?, ?)",
+    """Record that ``run_id`` scored with this setup (``role``: main, or proxy for the fast proxy beside it), and
+    with which code (:func:`grebench.scoring.code_version`: provenance shows it)."""
+    from grebench.scoring import code_version
+
+    store.con.execute("INSERT OR REPLACE INTO scored_setups (estimator_spec, preprocessor_spec, estimator_id, "
+                      "preprocessor_id, role, run_id, scored_at, code_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                       [scored.estimator_spec, scored.preprocessor_spec, scored.estimator_id, scored.preprocessor_id,
-                       role, run_id, utcnow()])
+                       role, run_id, utcnow(), json.dumps(code_version(), sort_keys=True)])
 
 
 def resolve_run(store: Store, settings: Settings, setup: RunSetup, *, draws: bool) -> ResolvedRun:

@@ -249,11 +249,12 @@ class SnapshotStage(BaseStage):
         self.today = today
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
+        from grebench.scoring import provenance
         from grebench.store import cut_due_snapshots
 
         s = ctx.settings
         return cut_due_snapshots(ctx.store, ctx.run_id, s.snapshots_path, s.snapshot_requests_path, s.snapshot_date,
-                                 self.today)
+                                 self.today, describe=provenance)
 
 
 #: Every stage by name, in the order of the main job, then the service's.

@@ -10,6 +10,8 @@ Public API (importing it never imports torch or litellm):
 * :func:`validation_rows` — the metric's validation (Cohen's d of every control vs the human review).
 * :func:`leaderboard` — the ranked rows of one (metric, estimator, preprocessor) table.
 * :func:`bootstrap_ci`, :func:`paired_difference`, :func:`rank_intervals` — the bootstrap over papers.
+* :func:`provenance` — what produced the stored boards (code version, evaluation LM, prompts, decoding, sample,
+  panel), one dict for leaderboard.json, the pages, the snapshot manifest and the app; :func:`code_version`.
 * :func:`rules_judgment_lines`, :func:`parse_judgment_output`, :func:`resolve_preprocessor` — preprocessing.
 """
 
@@ -59,6 +61,7 @@ from grebench.scoring._preprocess import (
     preprocessor_entry,
     resolve_preprocessor,
 )
+from grebench.scoring._provenance import REBUILD_COMMAND, code_version, estimator_facts, provenance
 from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest, LogprobResult
 from grebench.scoring._rules import RULES_ID, rules_judgment_lines
 from grebench.scoring._setup import ScoredSetup
@@ -86,6 +89,7 @@ __all__ = [
     "PREPROCESSORS",
     "PREPROCESS_PROMPT_VERSION",
     "RAW_PREPROCESSOR",
+    "REBUILD_COMMAND",
     "REFERENCE_WORD",
     "RULES_ID",
     "SCOPES",
@@ -102,10 +106,12 @@ __all__ = [
     "board_id",
     "boards_fingerprint",
     "bootstrap_ci",
+    "code_version",
     "cohens_d",
     "compute_boards",
     "default_metrics",
     "estimator_agreement",
+    "estimator_facts",
     "gem_judge_metric",
     "headline_board",
     "headline_first",
@@ -122,6 +128,7 @@ __all__ = [
     "per_paper_scores",
     "preprocess_texts",
     "preprocessor_entry",
+    "provenance",
     "rank_intervals",
     "rank_word",
     "request_key",

@@ -21,7 +21,7 @@ from typing import Any, cast
 
 from grebench._offline import apply_offline_defaults
 from grebench.endpoints import KeyVault, Resolver
-from grebench.scoring import CONTAMINATED_NOTE, INCOMPLETE_NOTE, headline_first, rank_word, sample_facts
+from grebench.scoring import CONTAMINATED_NOTE, INCOMPLETE_NOTE, headline_first, provenance, rank_word, sample_facts
 from grebench.settings import Settings
 from grebench.site import _data
 from grebench.site._build import publish_snapshots
@@ -172,7 +172,27 @@ def board_info(settings: Settings, venue: str | None, metric: str | None, setup:
         parts.append(INCOMPLETE_NOTE[0].upper() + INCOMPLETE_NOTE[1:])
     if any((r.get("rank_word") or rank_word(r)) == "contaminated" for r in board["rows"]):
         parts.append(CONTAMINATED_NOTE[0].upper() + CONTAMINATED_NOTE[1:])
+    parts.append(produced_line(settings, board))
     return "\n\n".join(parts)
+
+
+def produced_line(settings: Settings, board: Mapping[str, Any]) -> str:
+    """One line of the board's provenance (:func:`grebench.scoring.provenance`, as leaderboard.json has it)."""
+    cache = reader(settings)
+    venue = str(board["venue_id"])
+    prov = cache.view("provenance", venue, lambda store: provenance(store, venue))
+    code, est = prov["code"], prov["estimators"].get(board["estimator"], {})
+    facts = prov["venues"].get(venue, {})
+    lm = f"`{board['estimator']}`" + (f" (weights {est['weights_sha8']}, {est.get('dtype') or 'dtype not named'})"
+                                      if est.get("weights_sha8") else "")
+    judges = ", ".join(f"{j['judge']} {'passed' if j['passed'] else 'failed'}"
+                       for j in facts.get("panel") or []) or "no exam"
+    seed = (facts.get("sample") or {}).get("seed")
+    return (f"How this was produced: grebench {code['package_version']}"
+            + (f" (commit {code['git_commit'][:12]})" if code["git_commit"] else "")
+            + f", scoring code {code['scoring_sha256'][:12]}; evaluation LM {lm}; preprocessor "
+            f"`{board['preprocessor']}`" + (f"; sample seed {seed}" if seed is not None else "")
+            + f"; judge panel: {judges}. Rebuild: `{prov['rebuild']}`.")
 
 
 def board_view(settings: Settings, venue: str | None, metric: str | None, setup: str | None,

@@ -16,7 +16,7 @@ from typing import Any
 
 import jinja2
 
-from grebench.scoring import CONTAMINATED_NOTE, INCOMPLETE_NOTE, headline_first, rank_word, sample_facts
+from grebench.scoring import CONTAMINATED_NOTE, INCOMPLETE_NOTE, headline_first, provenance, rank_word, sample_facts
 from grebench.settings import Settings
 from grebench.site import _data, _versions
 from grebench.site._labels import Labels, board_id
@@ -73,10 +73,12 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def leaderboard_json(boards: list[dict[str, Any]], generated_at: datetime) -> dict[str, Any]:
+def leaderboard_json(boards: list[dict[str, Any]], generated_at: datetime,
+                     provenance: dict[str, Any] | None = None) -> dict[str, Any]:
     """The machine-readable leaderboard (schema documented in docs/site.md): boards in headline order (``boards[0]``
     is the headline board when ``headline`` is true), each with its ``sample`` and whether it is a ``proxy``; a row's
-    ``status`` is ``ranked``, ``incomplete``, ``contaminated`` or ``reference`` (the word the pages use)."""
+    ``status`` is ``ranked``, ``incomplete``, ``contaminated`` or ``reference`` (the word the pages use);
+    ``provenance`` says what produced them (:func:`grebench.scoring.provenance`)."""
     out = []
     for i, b in enumerate(boards):
         band = b.get("human_band")
@@ -90,7 +92,8 @@ def leaderboard_json(boards: list[dict[str, Any]], generated_at: datetime) -> di
             "rows": [{f: _clean(_row_status(r) if f == "status" else r.get(f)) for f in ROW_FIELDS}
                      for r in b["rows"]],
         })
-    return {"schema_version": SCHEMA_VERSION, "generated_at": generated_at.isoformat(), "boards": out}
+    return {"schema_version": SCHEMA_VERSION, "generated_at": generated_at.isoformat(), "boards": out,
+            "provenance": provenance}
 
 
 def _row_status(row: dict[str, Any]) -> str:
@@ -131,8 +134,8 @@ class _Writer:
 
 
 #: Bump when what the site shows changes (code, not data): the next build renders again.
-SITE_VERSION = "site-v9"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
-# v8: board versions; v9: board history of a replay
+SITE_VERSION = "site-v10"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
+# v8: board versions; v9: board history of a replay; v10: provenance (leaderboard.json and the board pages)
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
          "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes",
          "boards", "board_rows", "labels", "paper_links", "replay_history")
@@ -148,7 +151,7 @@ def site_fingerprint(store: Store, settings: Settings) -> str:
                                  [])
     snapshots = [(f["name"], f["bytes"], f["sha256"]) for f in _data.snapshot_files(settings.snapshots_path)]
     return fingerprint(store, tables=_READ, queries=queries,
-                       values=[SITE_VERSION, SCHEMA_VERSION, snapshots],
+                       values=[SITE_VERSION, SCHEMA_VERSION, snapshots, provenance(store)],
                        code=code_files(_HERE / "_build.py", _HERE / "_data.py", _HERE / "_plots.py",
                                        _HERE / "_labels.py", _HERE / "_versions.py", _HERE / "_changes.py",
                                        _HERE / "templates", _HERE / "static"))
@@ -194,11 +197,12 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
     boards = headline_first(_data.boards(store), labels.is_proxy)  # the headline board first (GEM-S, a real LM)
     venues = _data.venues(store)
     cands = _data.candidates(store)
+    prov = provenance(store)
     for b in boards:
-        writer.page(f"boards/{b['slug']}.html", "leaderboard.html", board=b)
+        writer.page(f"boards/{b['slug']}.html", "leaderboard.html", board=b, prov=prov)
         (tmp / "boards" / f"{b['slug']}.svg").write_text(board_svg(b), encoding="utf-8")
     histories = _write_histories(store, boards, tmp / "boards")
-    payload = leaderboard_json(boards, now)
+    payload = leaderboard_json(boards, now, prov)
     latest = _versions.publish_version(store, payload, utcnow(), env) if publish else _versions.version(store)
     writer.page("index.html", "index.html", venues=venues, boards_by_venue=_data.group_by(boards, "venue_id"),
                 candidates=cands, version=latest, histories=histories)

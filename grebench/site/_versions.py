@@ -93,7 +93,9 @@ def version(store: Store, vid: str | None = None, as_of: datetime | None = None)
 def publish_version(store: Store, leaderboard: dict[str, Any], published_at: datetime,
                     env: jinja2.Environment) -> dict[str, Any]:
     """Record the boards of ``leaderboard`` (see :func:`grebench.site.leaderboard_json`) as a new version, or keep
-    the latest one when its boards are the same; return the version (:func:`version`).  Never rewrites a row."""
+    the latest one when its boards are the same; return the version (:func:`version`).  Never rewrites a row.
+    The version keeps the ``provenance`` it was first published with: what produced its numbers (a later build
+    with other code but the same boards is no new version, see :func:`content_sha256`)."""
     digest = content_sha256(leaderboard)
     latest = version(store)
     if latest is not None and latest["content_sha256"] == digest:
@@ -111,11 +113,11 @@ def publish_version(store: Store, leaderboard: dict[str, Any], published_at: dat
     payload = {"schema_version": leaderboard["schema_version"], "generated_at": published_at.isoformat(),
                "version": {"id": vid, "published_at": published_at.isoformat(), "content_sha256": digest,
                            "href": version_href(vid), "page": version_href(vid, "index.html"), "previous": previous},
-               "boards": leaderboard["boards"]}
+               "boards": leaderboard["boards"], "provenance": leaderboard.get("provenance")}
     text = json.dumps(payload, indent=2, ensure_ascii=False, default=str)
     html = env.get_template("version.html").render(
         root="../../", built_at=published_at.isoformat() + "Z", v=payload["version"], boards=payload["boards"],
-        changes=changes, changes_text=changes_text(changes))
+        changes=changes, changes_text=changes_text(changes), prov=payload["provenance"])
     store.con.execute("INSERT INTO board_versions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                       [vid, published_at, digest, None if latest is None else latest["version_id"], text,
                        json.dumps(basis, sort_keys=True), json.dumps(changes, default=str), html])

@@ -20,6 +20,7 @@ from typing import Any
 from grebench import stop
 from grebench.store._records import utcnow
 from grebench.store._snapshot import (
+    Describe,
     SnapshotError,
     export_snapshot,
     file_sha256,
@@ -63,8 +64,9 @@ def _claimed_requests(store: Store, run_id: str, requests: Path) -> tuple[list[s
 
 
 def cut_due_snapshots(store: Store, run_id: str, root: Path, requests: Path, month_day: str,
-                      today: date | None = None) -> dict[str, Any]:
-    """Cut every due yearly snapshot under ``root`` and every request in ``requests``; failures are recorded."""
+                      today: date | None = None, describe: Describe | None = None) -> dict[str, Any]:
+    """Cut every due yearly snapshot under ``root`` and every request in ``requests``; failures are recorded.
+    ``describe`` fills each manifest's ``provenance`` (:func:`export_snapshot`)."""
     today = today or utcnow().date()
     done = {r["venue_id"] for r in store.rows("SELECT venue_id FROM snapshots WHERE reason = 'yearly'")}
     todo: list[tuple[str, Path, str]] = []
@@ -88,7 +90,7 @@ def cut_due_snapshots(store: Store, run_id: str, root: Path, requests: Path, mon
                 manifest = json.loads((out_dir / "manifest.json").read_text(encoding="utf-8"))  # cut, unrecorded
                 manifest.update(manifest_sha256=file_sha256(out_dir / "manifest.json"), path=str(out_dir))
             else:
-                manifest = export_snapshot(store, venue_id, out_dir, replace=True)
+                manifest = export_snapshot(store, venue_id, out_dir, replace=True, describe=describe)
             record_snapshot(store, manifest, reason)
             cut.append({"venue_id": venue_id, "path": str(out_dir), "reason": reason})
         except Exception as exc:  # one venue's failure is recorded; the others are still cut

@@ -20,6 +20,7 @@ import json
 import re
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -73,6 +74,7 @@ TABLES: dict[str, str] = {
     "panel_rankings": "SELECT * FROM panel_rankings WHERE venue_id = $venue",
     "panel_agreement": "SELECT * FROM panel_agreement WHERE venue_id = $venue",
     "machine_metrics": f"SELECT * FROM machine_metrics WHERE paper_id IN {_P}",
+    "paper_samples": "SELECT * FROM paper_samples WHERE venue_id = $venue",
     "boards": "SELECT * FROM boards WHERE venue_id = $venue",
     "board_rows": "SELECT * FROM board_rows WHERE board_id IN (SELECT board_id FROM boards WHERE venue_id = $venue)",
 }
@@ -171,7 +173,9 @@ def _readme(manifest: dict[str, Any]) -> str:
     lines = [f"# GRE-bench snapshot: {manifest['venue']} ({manifest['venue_id']})", "",
              f"Cut {manifest['created_at']} by grebench {manifest['product_version']} (format {FORMAT}).",
              "Frozen: check it with `grebench snapshot verify DIR`; load it with `grebench snapshot import DIR`, then",
-             "re-score it with another evaluation-LM: `grebench score --estimator vllm:http://HOST:8000`.", "",
+             "re-score it with another evaluation-LM: `grebench score --estimator vllm:http://HOST:8000`.",
+             "Rebuild its published numbers with the recorded setup (the manifest's `provenance`) and compare:",
+             "`grebench snapshot rebuild DIR`.", "",
              "| file | rows |", "|---|---|"]
     lines += [f"| `{name}` | {info['rows']} |" for name, info in manifest["files"].items()]
     lines += ["", "`validation_reports` and `judges` are store-wide (not filtered to this venue-year).",
@@ -179,8 +183,15 @@ def _readme(manifest: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def export_snapshot(store: Store, venue: str, out_dir: Path, *, replace: bool = False) -> dict[str, Any]:
-    """Write the snapshot of one venue-year into ``out_dir``; return its manifest (with ``manifest_sha256``)."""
+#: What a snapshot says produced its numbers, given the store and the venue id (the scoring stage's
+#: :func:`grebench.scoring.provenance`, handed down by the caller: the store stands below scoring).
+Describe = Callable[[Store, str], dict[str, Any]]
+
+
+def export_snapshot(store: Store, venue: str, out_dir: Path, *, replace: bool = False,
+                    describe: Describe | None = None) -> dict[str, Any]:
+    """Write the snapshot of one venue-year into ``out_dir``; return its manifest (with ``manifest_sha256``).
+    ``describe`` fills the manifest's ``provenance`` (None: the manifest has none)."""
     import grebench
 
     info = find_venue(store, venue)
@@ -207,6 +218,7 @@ def export_snapshot(store: Store, venue: str, out_dir: Path, *, replace: bool = 
             "format": FORMAT, "venue_id": venue_id, "venue": info["venue"], "venue_year": info["venue_year"],
             "slug": info["slug"], "product_version": grebench.__version__, "created_at": utcnow().isoformat(),
             **_provenance(store, venue_id), "files": files,
+            "provenance": None if describe is None else describe(store, venue_id),
         }
         (tmp / README).write_text(_readme(manifest), encoding="utf-8")
         manifest["readme_sha256"] = file_sha256(tmp / README)

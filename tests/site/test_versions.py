@@ -185,3 +185,22 @@ def test_a_changed_setup_is_named_as_the_cause() -> None:
     assert changes["setups_removed"] == ["v · gem-s · offline · rules"]
     assert {r["candidate"]: r["change"] for r in changes["rows"]} == {"x": "moved", "y": "moved"}
     assert all("changed setup (was v · gem-s · offline · rules)" in r["why"] for r in changes["rows"])
+
+
+def test_a_version_keeps_the_provenance_it_was_published_with(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Other code with the same boards is no new version (issue 34 §3): the version says what produced its numbers
+    when it was first published, and the stable leaderboard.json serves those bytes."""
+    import grebench.scoring._provenance as prov_module
+
+    with filled_file_store(tmp_path / "data") as (store, settings):
+        build_site(store, settings)
+        first = json.loads((settings.site_path / "leaderboard.json").read_text(encoding="utf-8"))
+        assert first["provenance"]["code"]["scoring_sha256"] and first["provenance"]["rebuild"]
+        newer = {**prov_module.code_version(), "scoring_sha256": "f" * 64, "git_commit": "e" * 40}
+        monkeypatch.setattr(prov_module, "code_version", lambda: newer)
+        summary = build_site(store, settings)
+        again = json.loads((settings.site_path / "leaderboard.json").read_text(encoding="utf-8"))
+        assert summary["versions"] == 1 and again == first
+        board_page = next((settings.site_path / "boards").glob("*.html")).read_text(encoding="utf-8")
+        assert "f" * 16 in board_page  # the board page (not a version) says what built it now

@@ -106,7 +106,8 @@ def test_an_imported_scored_setup_is_found_by_name_and_never_the_default(scored:
     from grebench.pipeline import scored_setups
 
     est, prep = scored.con.execute("SELECT estimator, preprocessor FROM scores LIMIT 1").fetchone()
-    scored.con.execute("INSERT INTO scored_setups VALUES ('offline', 'rules', ?, ?, 'main', 'r1', '2999-01-01')",
+    scored.con.execute("INSERT INTO scored_setups (estimator_spec, preprocessor_spec, estimator_id, preprocessor_id, "
+                       "role, run_id, scored_at) VALUES ('offline', 'rules', ?, ?, 'main', 'r1', '2999-01-01')",
                        [est, prep])
     export_snapshot(scored, VENUE, tmp_path / "snap")
     fresh = open_store(tmp_path / "fresh" / "grebench.duckdb")

@@ -56,6 +56,8 @@ class EstimatorInfo:
     for one the kind cannot use (``offline:foo``, ``vllm:`` without a URL); None: any ARG passes the check.
     ``label``: the words for one of its ids (``hf:smollm2-135m@…:dtype=bfloat16`` → ``SmolLM2-135M-Instruct (hf,
     bfloat16)``); None: the kind's name and the shortened id.
+    ``tolerance``: the largest difference (nats) between a stored score and the same pair scored again by an
+    estimator with the same id, elsewhere (what ``grebench snapshot rebuild`` allows); None: :data:`TOLERANCE`.
     """
 
     name: str
@@ -65,6 +67,11 @@ class EstimatorInfo:
     needs_corpus: bool = False
     check_arg: Callable[[str], None] | None = None
     label: Callable[[str], str] | None = None
+    tolerance: Callable[[str], float] | None = None
+
+    def tolerance_for(self, estimator_id: str) -> float:
+        """What this kind promises for a score of ``estimator_id`` scored again (see ``tolerance``)."""
+        return TOLERANCE if self.tolerance is None else self.tolerance(estimator_id)
 
     def describe(self, estimator_id: str) -> str:
         """The words for an id of this kind (a readable model name; the exact id stays beside it on the pages)."""
@@ -89,6 +96,19 @@ def estimator_info(spec_or_id: str) -> EstimatorInfo:
 def estimator_label(estimator_id: str) -> str:
     """The words for a stored estimator id; an id of a kind no longer registered comes back shortened."""
     return estimator_info(estimator_id).describe(estimator_id)
+
+
+#: The promise of a kind that makes none: a score scored again agrees to this many nats.
+TOLERANCE = 1e-6
+#: A low-precision model (bfloat16, float16) scored again on another device or batch drifts (docs/estimators.md).
+LOW_PRECISION_TOLERANCE = 0.05
+
+
+def dtype_tolerance(estimator_id: str) -> float:
+    """The tolerance of a model id by its dtype: float32 (or none named) agrees to 1e-4, a lower precision to
+    :data:`LOW_PRECISION_TOLERANCE`."""
+    match = re.search(r":dtype=([a-z0-9]+)", estimator_id)
+    return LOW_PRECISION_TOLERANCE if match and match.group(1) != "float32" else 1e-4
 
 
 _MODEL_ID = re.compile(r"^(?P<kind>[a-z0-9_-]+):(?P<model>.+)@(?P<rest>[^@/]*)$")
@@ -127,5 +147,6 @@ def close_estimator(estimator: Estimator) -> None:
         close()
 
 
-__all__ = ["ESTIMATORS", "Estimator", "EstimatorContext", "EstimatorFactory", "EstimatorInfo", "close_estimator",
+__all__ = ["ESTIMATORS", "LOW_PRECISION_TOLERANCE", "TOLERANCE", "Estimator", "EstimatorContext", "EstimatorFactory",
+           "EstimatorInfo", "close_estimator", "dtype_tolerance",
            "estimator_entry", "estimator_info", "estimator_label", "resolve_estimator", "served_model_label"]

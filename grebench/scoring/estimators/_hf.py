@@ -46,7 +46,7 @@ from typing import Any, TypeVar
 from grebench import stop
 from grebench._offline import apply_offline_defaults
 from grebench.scoring._request import LogprobRequest, LogprobResult
-from grebench.scoring.estimators import ESTIMATORS, EstimatorContext, served_model_label
+from grebench.scoring.estimators import ESTIMATORS, EstimatorContext, dtype_tolerance, served_model_label
 from grebench.scoring.estimators._tokenize import RequestTokenizer, TokenizedRequest, template_sha8
 
 _DTYPES = ("float32", "bfloat16", "float16")
@@ -531,7 +531,8 @@ def check_hf_arg(arg: str) -> None:
 
 @ESTIMATORS.register("hf", spec="hf:NAME|PATH",
                      summary="a built-in evaluation LM (grebench models list) or a local transformers checkpoint",
-                     local_model=True, catalogue_arg=True, check_arg=check_hf_arg, label=served_model_label("hf"))
+                     local_model=True, catalogue_arg=True, check_arg=check_hf_arg, label=served_model_label("hf"),
+                     tolerance=dtype_tolerance)
 def make_hf(arg: str, context: EstimatorContext) -> HFEstimator:
     """``hf:NAME`` (a catalogue model, pulled and checked on first use) or ``hf:PATH`` (a local checkpoint).
 

@@ -1,0 +1,174 @@
+"""Rebuild a snapshot's published numbers from its own records (issue 34 §3: ``grebench snapshot rebuild DIR``).
+
+The snapshot is imported into an empty temporary store; its scores and boards are set aside as *published*; the
+scores are made again with every recorded setup (the estimator and preprocessor specs of ``scored_setups``, the
+metrics the scores carry, the recorded paper sample), the boards are computed again with the recorded bootstrap
+samples and seed, and both are compared with what was published: per score group and per board, the largest
+difference and whether it is within what the estimator promises (:meth:`EstimatorInfo.tolerance_for`).  A setup
+that builds an estimator with another id (other weights, another dtype) cannot reproduce its numbers and fails.
+
+Judgment lines from an LLM preprocessor come from the snapshot (they cannot be asked again); the deterministic
+``rules`` lines are made again here.  Nothing outside the temporary directory is written.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from grebench.pipeline._sample import recorded_sample
+from grebench.scoring import RAW_PREPROCESSOR, RULES_ID, compute_boards, run_scoring
+from grebench.settings import Settings
+from grebench.store import Store, import_snapshot, open_store
+
+#: Board-row fields compared exactly (counts and ranks) and within the tolerance (numbers).
+EXACT_FIELDS = ("rank", "papers", "pairs", "clean_papers", "contaminated_papers", "kind")
+NUMBER_FIELDS = ("score", "ci90_low", "ci90_high", "ci95_low", "ci95_high", "rank_low", "rank_high",
+                 "diff_vs_human", "p_vs_human", "sealed_share")
+_SCORE_KEY = ("metric", "estimator", "preprocessor", "candidate", "paper_id", "reference_review_id")
+
+
+def _tolerance(estimator_id: str) -> float:
+    from grebench.scoring.estimators import estimator_info
+
+    return estimator_info(estimator_id).tolerance_for(estimator_id)
+
+
+def _published(store: Store) -> tuple[dict[tuple[Any, ...], float], list[dict[str, Any]]]:
+    scores = {tuple(r[k] for k in _SCORE_KEY): float(r["pmi"]) for r in store.rows(
+        f"SELECT {', '.join(_SCORE_KEY)}, pmi FROM scores")}
+    boards = store.rows("SELECT * FROM boards ORDER BY board_id")
+    return scores, boards
+
+
+def _board_rows(store: Store) -> dict[str, dict[str, dict[str, Any]]]:
+    out: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in store.rows("SELECT * FROM board_rows"):
+        out[r["board_id"]][r["candidate"]] = r
+    return out
+
+
+def _setups(store: Store) -> list[dict[str, Any]]:
+    """Every recorded setup whose scores the snapshot holds, with the metrics those scores carry."""
+    setups = []
+    for s in store.rows("SELECT DISTINCT estimator_spec, preprocessor_spec, estimator_id, preprocessor_id "
+                        "FROM scored_setups ORDER BY ALL"):
+        metrics = [r["metric"] for r in store.rows(
+            "SELECT DISTINCT metric FROM scores WHERE estimator = ? AND preprocessor IN (?, ?) ORDER BY metric",
+            [s["estimator_id"], s["preprocessor_id"], RAW_PREPROCESSOR])]
+        if metrics:
+            setups.append({**s, "metrics": metrics})
+    return setups
+
+
+def _compare_scores(published: dict[tuple[Any, ...], float], rebuilt: dict[tuple[Any, ...], float]
+                    ) -> list[dict[str, Any]]:
+    """One result per (metric, estimator, preprocessor): scores missing or extra, the largest difference, the
+    score that differs most (named)."""
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for key in sorted(set(published) | set(rebuilt), key=str):
+        group = groups.setdefault(key[:3], {"what": "scores", "metric": key[0], "estimator": key[1],
+                                            "preprocessor": key[2], "n": 0, "missing": 0, "extra": 0,
+                                            "max_diff": 0.0, "worst": None, "tolerance": _tolerance(key[1])})
+        group["n"] += 1
+        if key not in rebuilt:
+            group["missing"] += 1
+            group["worst"] = group["worst"] or f"{_name(key)}: not made again"
+        elif key not in published:
+            group["extra"] += 1
+            group["worst"] = group["worst"] or f"{_name(key)}: made again, never published"
+        else:
+            diff = abs(published[key] - rebuilt[key])
+            if diff > group["max_diff"]:
+                group["max_diff"] = diff
+                group["worst"] = f"{_name(key)}: published {published[key]:.9g}, rebuilt {rebuilt[key]:.9g}"
+    for g in groups.values():
+        g["ok"] = not g["missing"] and not g["extra"] and g["max_diff"] <= g["tolerance"]
+    return list(groups.values())
+
+
+def _name(key: tuple[Any, ...]) -> str:
+    return f"score of {key[3]} on paper {key[4]} against review {key[5]} ({key[0]})"
+
+
+def _compare_boards(boards: list[dict[str, Any]], published: dict[str, dict[str, dict[str, Any]]],
+                    rebuilt: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    out = []
+    for b in boards:
+        tol = _tolerance(b["estimator"])
+        was, now = published.get(b["board_id"], {}), rebuilt.get(b["board_id"], {})
+        problems: list[str] = []
+        worst = 0.0
+        for cand in sorted(set(was) | set(now)):
+            if cand not in now or cand not in was:
+                problems.append(f"{cand}: {'missing from' if cand not in now else 'new in'} the rebuilt board")
+                continue
+            for f in EXACT_FIELDS:
+                if was[cand].get(f) != now[cand].get(f):
+                    problems.append(f"{cand}: {f} published {was[cand].get(f)}, rebuilt {now[cand].get(f)}")
+            for f in NUMBER_FIELDS:
+                a, c = was[cand].get(f), now[cand].get(f)
+                if (a is None) != (c is None):
+                    problems.append(f"{cand}: {f} published {a}, rebuilt {c}")
+                elif a is not None and c is not None and abs(float(a) - float(c)) > worst:
+                    worst = abs(float(a) - float(c))
+                    if worst > tol:
+                        problems.append(f"{cand}: {f} published {float(a):.9g}, rebuilt {float(c):.9g}")
+        out.append({"what": "board", "board_id": b["board_id"], "metric": b["metric"], "estimator": b["estimator"],
+                    "preprocessor": b["preprocessor"], "scope": b["scope"], "rows": len(was), "max_diff": worst,
+                    "tolerance": tol, "problems": problems, "ok": not problems})
+    return out
+
+
+def rebuild_snapshot(snapshot_dir: Path, settings: Settings, manifest_sha256: str | None = None,
+                     log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Rebuild a snapshot's numbers and compare them with the published ones (see the module docstring):
+    ``{"ok", "setups", "scores": [per group], "boards": [per board], "problems"}``.  Raises
+    :class:`grebench.store.SnapshotError` for a snapshot that does not verify."""
+    say = log or (lambda _line: None)
+    with tempfile.TemporaryDirectory(prefix="grebench-rebuild-") as tmp:
+        work = settings.replace(data_dir=str(Path(tmp) / "data"))
+        store = open_store(Path(tmp) / "rebuild.duckdb")
+        try:
+            import_snapshot(store, snapshot_dir, manifest_sha256,
+                            max_expansion=settings.snapshot_import_max_expansion,
+                            max_decoded_bytes=settings.snapshot_import_max_mb * 1024 ** 2)
+            return _rebuild(store, work, say)
+        finally:
+            store.close()
+
+
+def _rebuild(store: Store, settings: Settings, say: Callable[[str], None]) -> dict[str, Any]:
+    published, boards = _published(store)
+    published_rows = _board_rows(store)
+    setups = _setups(store)
+    problems: list[str] = [] if setups else ["the snapshot records no scored setup (scored_setups): nothing says "
+                                             "which estimator spec made its scores"]
+    sample = recorded_sample(store).paper_ids  # the papers the published scores were made on (None: every one)
+    with store.transaction() as con:  # the published numbers are set aside above: these are made again
+        con.execute("DELETE FROM scores")
+        con.execute("DELETE FROM logprob_cache")
+        con.execute("DELETE FROM judgments WHERE preprocessor = ?", [RULES_ID])  # deterministic: made again
+    for s in setups:
+        say(f"scoring {', '.join(s['metrics'])} with {s['estimator_spec']} / {s['preprocessor_spec']}")
+        summary = run_scoring(store, settings, None, s["metrics"], s["estimator_spec"], s["preprocessor_spec"],
+                              paper_ids=sample)
+        if summary["estimator"] != s["estimator_id"]:
+            problems.append(f"{s['estimator_spec']} builds {summary['estimator']} here, the scores were made with "
+                            f"{s['estimator_id']}: another model, dtype or fit cannot give the same numbers")
+    rebuilt = {tuple(r[k] for k in _SCORE_KEY): float(r["pmi"]) for r in store.rows(
+        f"SELECT {', '.join(_SCORE_KEY)}, pmi FROM scores")}
+    runs = {(b["bootstrap_samples"], b["seed"]) for b in boards}
+    for samples, seed in sorted(runs) or [(settings.bootstrap_samples, settings.seed)]:
+        compute_boards(store, settings.replace(bootstrap_samples=samples, seed=seed))
+        if len(runs) > 1:
+            problems.append("the boards were computed with several bootstrap settings: only the last is compared")
+    score_results = _compare_scores(published, rebuilt)
+    board_results = _compare_boards(boards, published_rows, _board_rows(store))
+    ok = not problems and all(r["ok"] for r in score_results + board_results) and bool(board_results)
+    if not board_results:
+        problems.append("the snapshot publishes no board")
+    return {"ok": ok, "setups": setups, "scores": score_results, "boards": board_results, "problems": problems}
