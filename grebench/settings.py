@@ -141,7 +141,7 @@ class Settings:
     pdf_timeout_s = Setting(float, 60.0, 'Wall-clock limit for extracting one PDF (the extractor runs in a subprocess).', minimum=0.1)
     pdf_memory_mb = Setting(int, 2048, 'Address-space limit of the PDF extraction subprocess, in MiB.', minimum=64)
     pdf_max_bytes = Setting(int, 50000000, 'PDFs larger than this are refused without parsing.', minimum=1)
-    papers = Setting(str, 'auto', 'Papers the main job works on: all, N for a seeded sample stratified by venue and human rating, or auto (a sample of 12 when a local language model runs on a CPU; every paper on a GPU or with no local model); the plan gives the expected time measured on the machine at hand.')
+    papers = Setting(str, 'auto', 'Papers the main job works on: all, N for a seeded sample stratified by venue and human rating, or auto (on a CPU with a local language model, as many papers (3 to 12) as fit about 15 minutes at the throughput measured here; every paper on a GPU or with no local model); the plan gives the expected time measured on the machine at hand.')
     # -- bench ---------------------------------------------------------------------------------------------------------
     bench_concurrency = Setting(int, 4, 'Concurrent LLM calls per provider when generating candidate reviews.', minimum=1, maximum=256)
     llm_timeout_s = Setting(float, 600.0, 'Outer deadline of one LLM call to a remote endpoint, including a stream that goes silent.', minimum=0.01)
