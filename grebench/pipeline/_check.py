@@ -136,8 +136,10 @@ def check_local_port(settings: Settings, stages: Iterable[str]) -> None:
     first = settings.local_server_port
     if not first or LOCAL_SERVER_STAGES.isdisjoint(stages):
         return
+    from grebench.scoring.estimators import estimator_info
+
     estimators = [settings.estimator, settings.proxy_estimator]
-    vllm_local = any(e.strip().startswith("vllm-local:") for e in estimators)
+    vllm_local = any(estimator_info(e.strip()).local_servers for e in estimators if e.strip())
     if not (vllm_local or settings.listed("local_candidates") or settings.listed("local_judges")):
         return
     for port in range(first, min(first + (settings.vllm_servers if vllm_local else 1), 65536)):

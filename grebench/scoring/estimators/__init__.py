@@ -56,6 +56,8 @@ class EstimatorInfo:
     for one the kind cannot use (``offline:foo``, ``vllm:`` without a URL); None: any ARG passes the check.
     ``label``: the words for one of its ids (``hf:smollm2-135m@…:dtype=bfloat16`` → ``SmolLM2-135M-Instruct (hf,
     bfloat16)``); None: the kind's name and the shortened id.
+    ``local_servers``: starts model servers on this machine (loopback ports from ``local_server_port``, one per
+    ``vllm_servers`` server), checked before a job starts.
     ``tolerance``: the largest difference (nats) between a stored score and the same pair scored again by an
     estimator with the same id, elsewhere (what ``grebench snapshot rebuild`` allows); None: :data:`TOLERANCE`.
     """
@@ -68,6 +70,7 @@ class EstimatorInfo:
     check_arg: Callable[[str], None] | None = None
     label: Callable[[str], str] | None = None
     tolerance: Callable[[str], float] | None = None
+    local_servers: bool = False
 
     def tolerance_for(self, estimator_id: str) -> float:
         """What this kind promises for a score of ``estimator_id`` scored again (see ``tolerance``)."""

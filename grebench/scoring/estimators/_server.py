@@ -267,7 +267,7 @@ ESTIMATORS.add("vllm-local", make_vllm_local, spec="vllm-local:NAME|PATH",
                summary="vLLM server(s) started on 127.0.0.1 for a built-in evaluation LM or a checkpoint "
                        "(vllm_python, vllm_servers)",
                label=served_model_label("vLLM"), catalogue_arg=True, check_arg=check_local_model,
-               tolerance=_served)
+               tolerance=_served, local_servers=True)
 ESTIMATORS.add("sglang", _server_factory("sglang"), spec="sglang:URL",
                summary="SGLang server: input-token log-probs over /generate", label=served_model_label("SGLang"),
                check_arg=_url_check("sglang"), tolerance=_served)
