@@ -166,6 +166,7 @@ class Settings:
     scoring_llm_api_base = Setting(str, '', "OpenAI-compatible base URL for the preprocessing and ASSW LLMs (empty: the provider's default).")
     scoring_llm_api_key_env = Setting(str, '', 'Name of the environment variable holding the API key of the preprocessing and ASSW LLMs.')
     proxy_estimator = Setting(str, 'offline', 'A fast proxy estimator scored on the same pairs as the main one (its boards are labelled fast proxy; validate reports how well it agrees with the main estimator). Empty: none.')
+    attribution = Setting(str, 'auto', 'Per-line attribution of scores (what each judgment line of a review adds, by leaving it out: one extra evaluation-LM request per line, reference and metric; docs/scoring.md): auto (fast proxy estimators only, e.g. offline), off, leave-one-out (every estimator).', choices=('auto', 'off', 'leave-one-out'))
     estimator_concurrency = Setting(int, 8, 'Concurrent requests to a vLLM/SGLang evaluation-LM server.', minimum=1, maximum=1024)
     estimator_tokenizer = Setting(str, '', 'Local tokenizer dir of a vllm/sglang evaluation-LM (default: the served model id as a path).')
     estimator_timeout_s = Setting(float, 300.0, 'Timeout of one request to a vLLM/SGLang evaluation-LM server.', minimum=0.1)

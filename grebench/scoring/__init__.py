@@ -5,6 +5,7 @@ Public API (importing it never imports torch or litellm):
 * :func:`run_scoring` — score every stored generation against its references, with caching.
 * :func:`score_texts` — score any texts against their papers' references with a stored setup (the panel's gem judge);
   :func:`stored_pmis` — the stored ones by text; :func:`gem_judge_metric` — the metric the gem judge reads.
+* :func:`paper_attribution`, :func:`attribution_summary` — what each judgment line adds to a score (leave one out).
 * :func:`compute_boards` / :func:`stored_boards` — the leaderboards, computed once and stored; readers read them.
 * :func:`information_flags` — the information view of a copy (one reference explained far beyond any human review).
 * :func:`validation_rows` — the metric's validation (Cohen's d of every control vs the human review).
@@ -16,6 +17,13 @@ Public API (importing it never imports torch or litellm):
 """
 
 from grebench.scoring._aggregate import bootstrap_ci, paired_difference, rank_intervals
+from grebench.scoring._attribution import (
+    ATTRIBUTION_CHOICES,
+    THRESHOLD as ATTRIBUTION_THRESHOLD,
+    attribution_summary,
+    line_class,
+    paper_attribution,
+)
 from grebench.scoring._boards import (
     BOARD_VERSION,
     SCOPES,
@@ -78,6 +86,8 @@ from grebench.scoring._validate import (
 )
 
 __all__ = [
+    "ATTRIBUTION_CHOICES",
+    "ATTRIBUTION_THRESHOLD",
     "BOARD_VERSION",
     "CONTAMINATED",
     "CONTAMINATED_NOTE",
@@ -102,6 +112,7 @@ __all__ = [
     "SynopsisInputs",
     "TextPmis",
     "TextScores",
+    "attribution_summary",
     "available_tables",
     "board_id",
     "boards_fingerprint",
@@ -120,10 +131,12 @@ __all__ = [
     "is_contaminated_row",
     "is_incomplete_row",
     "leaderboard",
+    "line_class",
     "meets_expectation",
     "metric",
     "metric_preprocessor",
     "paired_difference",
+    "paper_attribution",
     "parse_judgment_output",
     "per_paper_scores",
     "preprocess_texts",

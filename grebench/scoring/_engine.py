@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from grebench import stop
 from grebench.bench import CONTROLS, REFERENCE, kind_info
 from grebench.progress import NoProgress, Progress, Task
+from grebench.scoring._attribution import ScoreKey, attributed, attributes, leave_one_out, write_attribution
 from grebench.scoring._metrics import METRICS, RAW_PREPROCESSOR, SynopsisInputs, default_metrics, metric
 from grebench.scoring._pairs import PairRule, Skips, pmi
 from grebench.scoring._preprocess import Judgment, preprocess_texts, resolve_preprocessor, text_sha256
@@ -180,6 +181,7 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
             return est_cache[raw]
 
         pairs: list[tuple[Estimator, str, _Pair]] = []
+        to_attribute: list[tuple[Estimator, str, _Pair, tuple[str, ...]]] = []
         for name in metrics if generations else ():  # nothing to score: no model is pulled, loaded or locked
             raw = metric(name).raw
             prep_id = RAW_PREPROCESSOR if raw else preprocessor.id  # type: ignore[union-attr]
@@ -192,6 +194,8 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
                                             "FROM scores WHERE metric = ? AND estimator = ? AND preprocessor = ?",
                                             [name, est.id, prep_id])}
             rule = PairRule(name, raw, lines, skips)
+            attribute = not raw and attributes(settings.attribution, _is_proxy(est))
+            done = attributed(store, name, est.id, prep_id) if attribute else set()
             for g in generations:
                 pid = g["paper_id"]
                 if pid not in synopses:
@@ -201,19 +205,22 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
                     continue
                 for ref, conditional, marginal in rule.requests(pid, synopses[pid], cand_text, splits[pid][1],
                                                                 ref_texts):
+                    pair = _Pair(name, g["candidate"], pid, ref, g["generation_id"], conditional, marginal)
                     if existing.get((g["candidate"], pid, ref)) != g["generation_id"]:
-                        pairs.append((est, prep_id, _Pair(name, g["candidate"], pid, ref, g["generation_id"],
-                                                          conditional, marginal)))
+                        pairs.append((est, prep_id, pair))
+                    if attribute and cand_text and (g["candidate"], pid, ref, g["generation_id"]) not in done:
+                        to_attribute.append((est, prep_id, pair, lines[text_sha256(g["text"])].lines))
         results, calls, hits, batches = _evaluate(store, [(e, p.conditional) for e, _, p in pairs]
                                                   + [(e, p.marginal) for e, _, p in pairs], display)
         _write_scores(store, pairs, results)
+        attribution = _attribute(store, to_attribute, display)
         summary: dict[str, Any] = {
             "metrics": metrics,
             "estimator": estimator.id if estimator
             else (next(iter(est_cache.values())).id if est_cache else estimator_spec),
             "preprocessor": preprocessor.id if preprocessor else RAW_PREPROCESSOR,
             "pairs_scored": len(pairs), "estimator_calls": calls, "estimator_batches": batches, "cache_hits": hits,
-            "skipped": skips.report(),
+            "skipped": skips.report(), "attribution": attribution,
         }
         if not generations:
             summary["nothing_to_score"] = True
@@ -227,6 +234,31 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
 
         for made in {id(e): e for e in est_cache.values()}.values():
             close_estimator(made)
+
+
+def _is_proxy(est: Estimator) -> bool:
+    """Whether an estimator is a fast proxy: its id's kind says so (a kind not registered is not one)."""
+    from grebench.scoring.estimators import estimator_info
+
+    return estimator_info(est.id).proxy
+
+
+def _attribute(store: Store, todo: list[tuple[Estimator, str, _Pair, tuple[str, ...]]],
+               progress: Progress) -> dict[str, Any]:
+    """Leave-one-line-out contributions of the pairs in ``todo`` (through the cache, like every request); returns
+    the requests it made, the cache hits and the rows written."""
+    if not todo:
+        return {"pairs": 0, "requests": 0, "cache_hits": 0, "rows": 0}
+    loo = [leave_one_out(p.conditional, cand_lines) for _, _, p, cand_lines in todo]
+    requests = [(est, p.conditional) for est, _, p, _ in todo]
+    requests += [(est, r) for (est, _, _, _), reqs in zip(todo, loo, strict=True) for r in reqs]
+    results, calls, hits, _ = _evaluate(store, requests, progress, label="attribute")
+    rows = []
+    for (est, prep_id, p, cand_lines), reqs in zip(todo, loo, strict=True):
+        full = results[request_key(est.id, p.conditional)].logprob
+        rows.append((ScoreKey(p.metric, est.id, prep_id, p.candidate, p.paper_id, p.reference, p.generation_id),
+                     cand_lines, [full - results[request_key(est.id, r)].logprob for r in reqs]))
+    return {"pairs": len(todo), "requests": calls, "cache_hits": hits, "rows": write_attribution(store, rows)}
 
 
 def _refuse_mixing(prep_id: str, splits: dict[str, Any], reviews: dict[str, Any], lines: dict[str, Judgment]) -> None:
@@ -249,7 +281,7 @@ def _synopses(store: Store, settings: Settings, name: str, data: dict[str, Any],
 
 
 def _evaluate(store: Store, requests: list[tuple[Estimator, LogprobRequest]],
-              progress: Progress) -> tuple[dict[str, LogprobResult], int, int, int]:
+              progress: Progress, label: str = "score") -> tuple[dict[str, LogprobResult], int, int, int]:
     """Answers keyed by request key: cache first, then the estimator in batches of papers."""
     keyed: dict[str, tuple[Estimator, LogprobRequest]] = {}
     for est, req in requests:
@@ -271,7 +303,7 @@ def _evaluate(store: Store, requests: list[tuple[Estimator, LogprobRequest]],
     groups = sorted(todo)
     # a slow estimator (a real LM on a CPU) takes fewer papers per batch, so progress and the cache move often
     step = min([int(getattr(e, "papers_per_batch", PAPERS_PER_BATCH)) for e in ests.values()] or [PAPERS_PER_BATCH])
-    with progress.task("score", total, "requests") as task:
+    with progress.task(label, total, "requests") as task:
         for start in range(0, len(groups), max(1, step)):
             batches += _batch(store, groups[start:start + max(1, step)], todo, keyed, ests, results, task)
     calls = total

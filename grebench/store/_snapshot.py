@@ -63,6 +63,7 @@ TABLES: dict[str, str] = {
     "judgments": f"SELECT * FROM judgments WHERE text_sha256 IN {_TEXTS}",
     "synopses": f"SELECT * FROM synopses WHERE paper_id IN {_P}",
     "scores": f"SELECT * FROM scores WHERE paper_id IN {_P}",
+    "line_attribution": f"SELECT * FROM line_attribution WHERE paper_id IN {_P}",
     "scored_setups": f"SELECT * FROM scored_setups WHERE estimator_id IN (SELECT estimator FROM scores "
                      f"WHERE paper_id IN {_P})",
     "validation_reports": "SELECT * FROM validation_reports",
