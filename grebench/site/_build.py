@@ -16,7 +16,15 @@ from typing import Any
 
 import jinja2
 
-from grebench.scoring import CONTAMINATED_NOTE, INCOMPLETE_NOTE, headline_first, provenance, rank_word, sample_facts
+from grebench.scoring import (
+    ATTRIBUTION_THRESHOLD,
+    CONTAMINATED_NOTE,
+    INCOMPLETE_NOTE,
+    headline_first,
+    provenance,
+    rank_word,
+    sample_facts,
+)
 from grebench.settings import Settings
 from grebench.site import _data, _versions
 from grebench.site._labels import Labels, board_id
@@ -61,7 +69,8 @@ def environment(labels: Labels | None = None) -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(num=_num, pct=_pct, day=_day, metric_label=words.metric, estimator_label=words.estimator,
                        preprocessor_label=words.preprocessor, board_title=words.board_title, board_id=board_id)
-    env.globals.update(setup_label=words.setup, contaminated_note=CONTAMINATED_NOTE, incomplete_note=INCOMPLETE_NOTE)
+    env.globals.update(setup_label=words.setup, contaminated_note=CONTAMINATED_NOTE, incomplete_note=INCOMPLETE_NOTE,
+                       attribution_threshold=ATTRIBUTION_THRESHOLD)
     return env
 
 
@@ -134,11 +143,12 @@ class _Writer:
 
 
 #: Bump when what the site shows changes (code, not data): the next build renders again.
-SITE_VERSION = "site-v10"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
-# v8: board versions; v9: board history of a replay; v10: provenance (leaderboard.json and the board pages)
+SITE_VERSION = "site-v11"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
+# v8: board versions; v9: board history of a replay; v10: provenance (leaderboard.json and the board pages);
+# v11: per-line attribution (paper pages, board rows)
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
          "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes",
-         "boards", "board_rows", "labels", "paper_links", "replay_history")
+         "boards", "board_rows", "labels", "paper_links", "replay_history", "line_attribution")
 
 
 def site_fingerprint(store: Store, settings: Settings) -> str:

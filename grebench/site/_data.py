@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections import defaultdict
 from collections.abc import Callable
@@ -60,12 +61,21 @@ def boards(store: Store, scope: str = "all") -> list[dict[str, Any]]:
 
     out = stored_boards(store, scope=scope)
     labels = Labels.load(store)
+    shares = _attribution_summary(store) if out else {}
     for b in out:
         labels.annotate(b)
         b["slug"] = b["board_id"]
         for r in b["rows"]:
             r["candidate_slug"] = slug(r["candidate"])
+            r["line_shares"] = shares.get((b["venue_id"], b["metric"], b["estimator"], b["preprocessor"], r["candidate"]))
     return out
+
+
+def _attribution_summary(store: Store) -> dict[tuple[str, str, str, str, str], dict[str, Any]]:
+    from grebench.scoring import attribution_summary
+
+    ok = has_table(store, "line_attribution") and has_table(store, "papers")
+    return attribution_summary(store) if ok else {}
 
 
 def candidates(store: Store) -> list[dict[str, Any]]:
@@ -191,12 +201,14 @@ def paper_pages(store: Store, paper_ids: list[str] | None = None) -> dict[str, d
     all_texts = [r["text"] for rs in humans.values() for r in rs] + [g["text"] or "" for gs in gens.values()
                                                                       for g in gs]
     lines = judgment_lines(store, all_texts, main_preprocessor(store))
+    attribution = _attribution(store, paper_ids)
     out = {}
     for pid, (paper, *_) in papers.items():
         for item in (*humans.get(pid, []), *gens.get(pid, [])):
             item["lines"] = lines_for(lines, item.get("text"))
         for g in gens.get(pid, []):
             g["candidate_slug"] = slug(g["candidate"])
+            g["attribution"] = attribution.get(pid, {}).get(g["generation_id"], [])
         text = texts.get(pid)
         linked = versions.get(pid, [])
         for v in linked:
@@ -208,6 +220,28 @@ def paper_pages(store: Store, paper_ids: list[str] | None = None) -> dict[str, d
                     "pair_scores": pair_scores.get(pid, []), "votes": votes.get(pid, []),
                     "hidden": _json(text[0]["hidden_json"], []) if text else [],
                     "flags": _json(text[0]["flags_json"], []) if text else []}
+    return out
+
+
+def _attribution(store: Store, paper_ids: list[str] | None) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Per paper and generation, the stored per-line contributions (:func:`grebench.scoring.paper_attribution`),
+    each block shaded by its headline metric: ``shade`` names it, each line gets its ``class`` and a ``level`` 1-4
+    (|value| over the block's largest |value|, in quarters): the shading the page draws."""
+    if not has_table(store, "line_attribution"):
+        return {}
+    from grebench.scoring import headline_metric, line_class, paper_attribution
+
+    out = paper_attribution(store, paper_ids)
+    for gens in out.values():
+        for blocks in gens.values():
+            for block in blocks:
+                shade = headline_metric() if headline_metric() in block["metrics"] else block["metrics"][0]
+                top = max((abs(x["values"].get(shade, 0.0)) for x in block["lines"]), default=0.0) or 1.0
+                block["shade"] = shade
+                for x in block["lines"]:
+                    value = x["values"].get(shade)
+                    x["class"] = "missing" if value is None else line_class(value)
+                    x["level"] = 0 if value is None else min(4, max(1, math.ceil(4 * abs(value) / top)))
     return out
 
 

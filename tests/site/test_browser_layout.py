@@ -31,7 +31,8 @@ MEASURE = """(() => {
   };
 })()"""
 ALL_COLUMNS = ["Rank", "Candidate", "Score", "90% CI", "95% CI", "Rank interval", "Papers", "Clean papers",
-               "Sealed share", "Δ vs human (p)", "Cost / review (USD)", "Latency / review (s)"]
+               "Sealed share", "Δ vs human (p)", "Cost / review (USD)", "Latency / review (s)",
+               "Lines + · 0 · −"]
 NARROW_COLUMNS = ["Rank", "Candidate", "Score", "95% CI", "Rank interval", "Δ vs human (p)"]
 
 
