@@ -251,21 +251,43 @@ def model_tables(settings: Settings, name: str) -> tuple[list[list[Any]], list[l
     return _copy(scores), _copy(window), text
 
 
-def paper_tables(settings: Settings, paper_id: str) -> tuple[str, list[list[Any]], list[list[Any]]]:
-    """The Paper tab: title and abstract, human and candidate reviews with judgment lines, per-pair scores."""
-    def compute(store: Store) -> tuple[str, list[list[Any]], list[list[Any]]]:
+#: The words of a line's class (grebench.scoring.line_class) in the Paper tab's shaded lines, and their colours.
+LINE_WORDS = {"carries": "carries information", "none": "none", "less": "less than none"}
+LINE_COLOURS = {"carries information": "green", "none": "gray", "less than none": "red"}
+
+
+def attribution_spans(page: Mapping[str, Any]) -> list[tuple[str, str | None]]:
+    """The Paper tab's shaded lines: per candidate and attributing setup a heading, then each judgment line with
+    its contribution to the headline metric (averaged over the references), labelled by its class."""
+    spans: list[tuple[str, str | None]] = []
+    for g in page.get("generations", []):
+        for a in g.get("attribution", []):
+            spans.append((f"{g['candidate']} · {a['shade']} · {a['estimator']} · {a['preprocessor']}\n", None))
+            for x in a["lines"]:
+                value = x["values"].get(a["shade"])
+                shown = "—" if value is None else f"{value:.2f}"
+                spans.append((f"{x['line']}  [{shown}]\n", LINE_WORDS.get(x["class"])))
+    return spans
+
+
+def paper_tables(settings: Settings, paper_id: str
+                 ) -> tuple[str, list[list[Any]], list[list[Any]], list[tuple[str, str | None]]]:
+    """The Paper tab: title and abstract, human and candidate reviews with judgment lines, per-pair scores, and
+    each candidate's judgment lines shaded by contribution (:func:`attribution_spans`)."""
+    def compute(store: Store) -> tuple[str, list[list[Any]], list[list[Any]], list[tuple[str, str | None]]]:
         p = _data.paper_page(store, paper_id)
         if not p:
-            return "unknown paper", [], []
+            return "unknown paper", [], [], []
         reviews = [["human", r["signature"] or r["review_id"], r["text"], "\n".join(r["lines"])] for r in p["humans"]]
         reviews += [[g["candidate"], g["status"], g["text"] or g["error"] or "", "\n".join(g["lines"])]
                     for g in p["generations"]]
         pairs = [[s["metric"], s["candidate"], s["reference_review_id"], _fmt(s["pmi"])] for s in p["pair_scores"]]
         versions = "".join(f"\n{_data.version_line(v)}" for v in p.get("versions", []))
-        return f"{p['paper']['title']}{versions}\n\n{p['paper']['abstract'] or ''}", reviews, pairs
+        return (f"{p['paper']['title']}{versions}\n\n{p['paper']['abstract'] or ''}", reviews, pairs,
+                attribution_spans(p))
 
-    head, reviews, pairs = reader(settings).view("paper", paper_id, compute)
-    return head, _copy(reviews), _copy(pairs)
+    head, reviews, pairs, spans = reader(settings).view("paper", paper_id, compute)
+    return head, _copy(reviews), _copy(pairs), list(spans)
 
 
 def _import_check(store: Store) -> tuple[frozenset[str], frozenset[str]]:
@@ -361,8 +383,9 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
     def model_view(name: str | None) -> tuple[list[list[Any]], list[list[Any]], str]:
         return model_tables(settings, name) if name else ([], [], "")
 
-    def paper_view(paper_id: str | None) -> tuple[str, list[list[Any]], list[list[Any]]]:
-        return paper_tables(settings, paper_id) if paper_id else ("", [], [])
+    def paper_view(paper_id: str | None
+                   ) -> tuple[str, list[list[Any]], list[list[Any]], list[tuple[str, str | None]]]:
+        return paper_tables(settings, paper_id) if paper_id else ("", [], [], [])
 
     def submit(model_name: str, model_string: str, base_url: str, released: str, cutoff: str, contact: str,
                api_key: str, params: str, request: Any = None) -> str:
@@ -464,8 +487,11 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                                              interactive=False, wrap=True, label="Reviews")
                 paper_pairs = gr.Dataframe(headers=["metric", "candidate", "reference", "pmi"], interactive=False,
                                            label="Per-pair scores")
-                paper.change(paper_view, paper, [paper_head, paper_reviews, paper_pairs], api_name="paper",
-                             **read)
+                paper_lines = gr.HighlightedText(label="Judgment lines by contribution (leave-one-out, nats, mean "
+                                                       "over references; docs/scoring.md)", color_map=LINE_COLOURS,
+                                                 show_legend=True, combine_adjacent=False)
+                paper.change(paper_view, paper, [paper_head, paper_reviews, paper_pairs, paper_lines],
+                             api_name="paper", **read)
             with gr.Tab("Submit", id="submit"):
                 gr.Markdown("Submit a model: a litellm model string (hosted providers) or an OpenAI-compatible "
                             "base URL (https, public address). It is evaluated on papers whose reviews became public "

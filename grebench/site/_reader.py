@@ -40,7 +40,7 @@ T = TypeVar("T")
 # the big bookkeeping tables (llm_calls, logprob_cache, runs, ...) are not loaded
 APP_TABLES = ("papers", "reviews", "review_versions", "paper_texts", "candidates", "generations", "scores",
               "judgments", "panel_rankings", "panel_verdicts", "panel_votes", "boards", "board_rows", "labels",
-              "paper_links", "scored_setups", "judges", "judge_exams")
+              "paper_links", "scored_setups", "judges", "judge_exams", "line_attribution")
 MAX_VIEWS = 256
 
 Fingerprint = tuple[tuple[str, int, int, int], ...]

@@ -91,6 +91,23 @@ def fill_store(s: Store) -> None:
     # (the scoring stage's last step: the site only reads stored boards)
 
 
+# candidate -> each line's contribution against reference 0 and reference 1 (nats)
+LINES = {"human": [(0.9, 0.7), (0.02, -0.04), (0.3, 0.5)], "generic": [(-0.4, -0.6), (0.0, 0.01)],
+         "good-llm": [(0.2, 0.1)], "late-llm": [(0.05, 0.0), (1.2, 0.8)]}
+
+
+def add_attribution(store: Store, paper_id: str = "p2020_0") -> None:
+    """Leave-one-out rows for every candidate of ``paper_id`` under the store's gem-s scores (offline, rules)."""
+    for candidate, lines in LINES.items():
+        for k in range(2):
+            for no, values in enumerate(lines):
+                store.con.execute(
+                    "INSERT INTO line_attribution VALUES ('gem-s', 'offline', 'rules', ?, ?, ?, ?, ?, ?, ?, "
+                    "'leave-one-out', ?)",
+                    [candidate, paper_id, f"{paper_id}_r{k}", f"g_{candidate}_{paper_id}", no,
+                     f"The reviewer appreciates line {no} of {candidate} <b>bold</b>", values[k], NOW])
+
+
 def data_settings(data: Path) -> Settings:
     """Fast settings on the data directory ``data``."""
     return load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(data)})

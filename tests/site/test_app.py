@@ -18,7 +18,7 @@ from grebench.settings import Settings, load_settings
 from grebench.site._app import create_app, launch_kwargs, queue_path
 from grebench.store import open_store
 from tests.conftest import FAST_ENV
-from tests.site.conftest import chromium, console_errors, fill_store, requires_chromium
+from tests.site.conftest import add_attribution, chromium, console_errors, fill_store, requires_chromium
 from tests.site.test_browser import keep_artifact
 
 CANARY = "sk-CANARY-app-5e1d77c0"
@@ -42,6 +42,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                                           "GREBENCH_APP_PORT": str(_free_port())})
     store = open_store(settings.db_path)
     fill_store(store)
+    add_attribution(store)
     store.export_parquet(settings.data_path / "export")
     store.close()
     demo = create_app(settings, resolver=RESOLVER)
@@ -127,8 +128,11 @@ def test_model_and_paper_endpoints_read_the_export(app: dict[str, Any]) -> None:
     data = scores["data"] if isinstance(scores, dict) else scores
     assert {row[0] for row in data} == {"ICLR.cc/2020/Conference", "ICLR.cc/2024/Conference"}
     assert "Judgment of good-llm" in sample
-    head, reviews, _pairs = app["client"].predict("p2020_0", api_name="/paper")
+    head, reviews, _pairs, lines = app["client"].predict("p2020_0", api_name="/paper")
     assert head.startswith("Paper 0 of 2020")
+    shaded = [(span["token"], span["class_or_confidence"]) for span in lines]  # the shaded lines, with their class
+    assert ("The reviewer appreciates line 0 of human <b>bold</b>  [0.80]\n", "carries information") in shaded
+    assert ("The reviewer appreciates line 0 of generic <b>bold</b>  [-0.50]\n", "less than none") in shaded
     texts = [r[2] for r in (reviews["data"] if isinstance(reviews, dict) else reviews)]
     assert any("<script>alert('xss')</script>" in t for t in texts)
 

@@ -17,26 +17,9 @@ from grebench.site import build_site
 from grebench.site._data import slug
 from grebench.store import Store
 from tests.site._cdp import Browser
-from tests.site.conftest import NOW, requires_chromium
+from tests.site.conftest import LINES, add_attribution, requires_chromium
 
 SHOTS = Path("/work/notes/shots")
-# candidate -> each line's contribution against reference 0 and reference 1 (nats)
-LINES = {"human": [(0.9, 0.7), (0.02, -0.04), (0.3, 0.5)], "generic": [(-0.4, -0.6), (0.0, 0.01)],
-         "good-llm": [(0.2, 0.1)], "late-llm": [(0.05, 0.0), (1.2, 0.8)]}
-
-
-def add_attribution(store: Store, paper_id: str = "p2020_0") -> None:
-    """Leave-one-out rows for every candidate of ``paper_id`` under the store's gem-s scores (offline, rules)."""
-    for candidate, lines in LINES.items():
-        for k in range(2):
-            for no, values in enumerate(lines):
-                store.con.execute(
-                    "INSERT INTO line_attribution VALUES ('gem-s', 'offline', 'rules', ?, ?, ?, ?, ?, ?, ?, "
-                    "'leave-one-out', ?)",
-                    [candidate, paper_id, f"{paper_id}_r{k}", f"g_{candidate}_{paper_id}", no,
-                     f"The reviewer appreciates line {no} of {candidate} <b>bold</b>", values[k], NOW])
-
-
 def _paper_file(site: Path, paper_id: str = "p2020_0") -> Path:
     return site / "papers" / f"{slug(paper_id)}.html"
 
