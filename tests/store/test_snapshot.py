@@ -117,3 +117,23 @@ def test_an_imported_scored_setup_is_found_by_name_and_never_the_default(scored:
     named = scored_setups(fresh, est)
     assert named is not None and named.estimator_id == est
     fresh.close()
+
+
+def test_line_attribution_travels_in_the_snapshot(scored: Store, tmp_path: Path) -> None:
+    # the offline estimator is a fast proxy: the score stage attributed the scored pairs (attribution = auto), all
+    # but those of reviews without a judgment line
+    columns = "metric, estimator, preprocessor, candidate, paper_id, reference_review_id, line_no, line, contribution"
+    rows = scored.rows(f"SELECT {columns} FROM line_attribution ORDER BY ALL")
+    assert rows
+    assert scored.scalar("""SELECT count(*) FROM (SELECT DISTINCT metric, estimator, preprocessor, candidate,
+                                   paper_id, reference_review_id FROM line_attribution)""") \
+        == scored.scalar("""SELECT count(*) FROM scores s JOIN generations g USING (generation_id)
+                            JOIN judgments j ON j.text_sha256 = sha256(g.text) AND j.preprocessor = s.preprocessor
+                            WHERE j.lines_json <> '[]'""")
+    manifest = export_snapshot(scored, VENUE, tmp_path / "snap")
+    assert manifest["files"]["line_attribution.parquet"]["rows"] == len(rows)
+    fresh = open_store(tmp_path / "fresh" / "grebench.duckdb")
+    report = import_snapshot(fresh, tmp_path / "snap")
+    assert report["rows_added"]["line_attribution"] == len(rows)
+    assert fresh.rows(f"SELECT {columns} FROM line_attribution ORDER BY ALL") == rows
+    fresh.close()
