@@ -19,7 +19,7 @@ Public API (importing it never imports torch or litellm):
 from grebench.scoring._aggregate import bootstrap_ci, paired_difference, rank_intervals
 from grebench.scoring._attribution import (
     ATTRIBUTION_CHOICES,
-    THRESHOLD as ATTRIBUTION_THRESHOLD,
+    ATTRIBUTION_THRESHOLD,
     attribution_summary,
     line_class,
     paper_attribution,

@@ -28,7 +28,7 @@ ATTRIBUTION_CHOICES = ("auto", "off", "leave-one-out")
 METHOD = "leave-one-out"
 #: |contribution| at or below this many nats counts as "none": above a low-precision model's drift (0.05 nats,
 #: docs/estimators.md), so a line counted as carrying information (or less than none) is not rounding noise.
-THRESHOLD = 0.1
+ATTRIBUTION_THRESHOLD = 0.1
 
 
 def attributes(setting: str, proxy: bool) -> bool:
@@ -96,8 +96,8 @@ def write_attribution(store: Store, rows: Sequence[tuple[ScoreKey, Sequence[str]
 
 
 def line_class(value: float) -> str:
-    """``carries`` (> :data:`THRESHOLD`), ``none`` (within ± it) or ``less`` (below −it)."""
-    return "carries" if value > THRESHOLD else "less" if value < -THRESHOLD else "none"
+    """``carries`` (> :data:`ATTRIBUTION_THRESHOLD`), ``none`` (within ± it) or ``less`` (below −it)."""
+    return "carries" if value > ATTRIBUTION_THRESHOLD else "less" if value < -ATTRIBUTION_THRESHOLD else "none"
 
 
 def paper_attribution(store: Store, paper_ids: Collection[str] | None = None
@@ -133,13 +133,14 @@ def paper_attribution(store: Store, paper_ids: Collection[str] | None = None
 
 def attribution_summary(store: Store) -> dict[tuple[str, str, str, str, str], dict[str, Any]]:
     """Per (venue id, metric, estimator, preprocessor, candidate): how many attributed lines (each averaged over
-    its references) carry information (> :data:`THRESHOLD`), none or less than none, as counts and shares."""
+    its references) carry information (> :data:`ATTRIBUTION_THRESHOLD`), none or less than none, as counts and
+    shares."""
     rows = store.rows(f"""WITH per_line AS (SELECT a.metric, a.estimator, a.preprocessor, a.candidate, p.venue_id,
                                                    a.paper_id, a.line_no, avg(a.contribution) AS v
                                             FROM line_attribution a JOIN papers p USING (paper_id) GROUP BY ALL)
                           SELECT venue_id, metric, estimator, preprocessor, candidate, count(*) AS lines,
-                                 count(*) FILTER (WHERE v > {THRESHOLD!r}) AS carries,
-                                 count(*) FILTER (WHERE v < {-THRESHOLD!r}) AS less
+                                 count(*) FILTER (WHERE v > {ATTRIBUTION_THRESHOLD!r}) AS carries,
+                                 count(*) FILTER (WHERE v < {-ATTRIBUTION_THRESHOLD!r}) AS less
                           FROM per_line GROUP BY ALL""")
     out: dict[tuple[str, str, str, str, str], dict[str, Any]] = {}
     for r in rows:

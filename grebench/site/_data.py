@@ -67,7 +67,8 @@ def boards(store: Store, scope: str = "all") -> list[dict[str, Any]]:
         b["slug"] = b["board_id"]
         for r in b["rows"]:
             r["candidate_slug"] = slug(r["candidate"])
-            r["line_shares"] = shares.get((b["venue_id"], b["metric"], b["estimator"], b["preprocessor"], r["candidate"]))
+            key = (b["venue_id"], b["metric"], b["estimator"], b["preprocessor"], r["candidate"])
+            r["line_shares"] = shares.get(key)  # None: not attributed (the attribution setting)
     return out
 
 

@@ -88,7 +88,7 @@ def test_readers_average_over_references_and_summarise(small_store: Store, setti
                 assert len(refs) == 2
                 assert line["values"][m] == pytest.approx(sum(v for _, v in refs) / 2)
     summary = attribution_summary(small_store)
-    for key, s in summary.items():
+    for s in summary.values():
         assert s["carries"] + s["none"] + s["less"] == s["lines"] > 0
         assert math.isclose(s["carries_share"] + s["none_share"] + s["less_share"], 1.0)
     per_line = small_store.rows("""SELECT avg(contribution) AS v FROM line_attribution WHERE metric = 'gem'
