@@ -73,11 +73,17 @@ def attributed(store: Store, metric: str, estimator: str, preprocessor: str) -> 
 
 def write_attribution(store: Store, rows: Sequence[tuple[ScoreKey, Sequence[str], Sequence[float]]]) -> int:
     """Store each key's lines and contributions (replacing what the key had); returns the rows written."""
+    if not rows:
+        return 0
+    keys = [(k.metric, k.estimator, k.preprocessor, k.candidate, k.paper_id, k.reference) for k, _, _ in rows]
+    store.con.execute(  # a key scored again (a new generation) keeps no line of the old review
+        """DELETE FROM line_attribution a USING (SELECT unnest(?::VARCHAR[]) AS m, unnest(?::VARCHAR[]) AS e,
+               unnest(?::VARCHAR[]) AS p, unnest(?::VARCHAR[]) AS c, unnest(?::VARCHAR[]) AS pid,
+               unnest(?::VARCHAR[]) AS r) k
+           WHERE a.metric = k.m AND a.estimator = k.e AND a.preprocessor = k.p AND a.candidate = k.c
+             AND a.paper_id = k.pid AND a.reference_review_id = k.r""", [list(col) for col in zip(*keys)])
     cols: dict[str, list[Any]] = defaultdict(list)
     for key, lines, values in rows:
-        store.con.execute("""DELETE FROM line_attribution WHERE metric = ? AND estimator = ? AND preprocessor = ?
-                             AND candidate = ? AND paper_id = ? AND reference_review_id = ?""",
-                          [key.metric, key.estimator, key.preprocessor, key.candidate, key.paper_id, key.reference])
         for i, (line, value) in enumerate(zip(lines, values, strict=True)):
             for name, v in (("metric", key.metric), ("estimator", key.estimator), ("preprocessor", key.preprocessor),
                             ("candidate", key.candidate), ("paper_id", key.paper_id), ("reference", key.reference),

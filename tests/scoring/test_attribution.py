@@ -11,7 +11,7 @@ from grebench.scoring._preprocess import RulesPreprocessor
 from grebench.scoring._request import LogprobRequest
 from grebench.settings import Settings
 from grebench.store import Store
-from tests.scoring.conftest import FakeEstimator
+from tests.scoring.conftest import FakeEstimator, add_generation
 from tests.scoring.test_engine import small_store  # noqa: F401  (fixture)
 
 
@@ -96,3 +96,19 @@ def test_readers_average_over_references_and_summarise(small_store: Store, setti
     want = sum(r["v"] > ATTRIBUTION_THRESHOLD for r in per_line)
     prep = str(small_store.scalar("SELECT DISTINCT preprocessor FROM line_attribution"))
     assert summary[("V", "gem", "fake-lm", prep, "human")]["carries"] == want
+
+
+def test_a_new_review_replaces_the_old_reviews_lines(small_store: Store, settings: Settings,  # noqa: F811
+                                                     fake_estimator: FakeEstimator) -> None:
+    run_scoring(small_store, _loo(settings), None, ["gem"], "offline", "rules", estimator=fake_estimator)
+    where = "WHERE candidate = 'sentence-deletion' AND paper_id = 'A'"
+    (old,) = small_store.rows(f"SELECT DISTINCT generation_id FROM line_attribution {where}")
+    text = ("The hypernetwork initialisation is novel. The Omniglot experiments are weak. "
+            "The gating ablation is missing.")
+    n_lines = len(RulesPreprocessor().preprocess([text])[0].lines)
+    assert n_lines > 1
+    add_generation(small_store, "sentence-deletion", "A", text, "A0")
+    summary = run_scoring(small_store, _loo(settings), None, ["gem"], "offline", "rules", estimator=fake_estimator)
+    assert summary["attribution"]["pairs"] == 2  # the new review against its two references, nothing else again
+    new = small_store.rows(f"SELECT generation_id, count(*) AS n FROM line_attribution {where} GROUP BY ALL")
+    assert len(new) == 1 and new[0]["generation_id"] != old["generation_id"] and new[0]["n"] == 2 * n_lines
