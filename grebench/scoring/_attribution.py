@@ -81,7 +81,7 @@ def write_attribution(store: Store, rows: Sequence[tuple[ScoreKey, Sequence[str]
                unnest(?::VARCHAR[]) AS p, unnest(?::VARCHAR[]) AS c, unnest(?::VARCHAR[]) AS pid,
                unnest(?::VARCHAR[]) AS r) k
            WHERE a.metric = k.m AND a.estimator = k.e AND a.preprocessor = k.p AND a.candidate = k.c
-             AND a.paper_id = k.pid AND a.reference_review_id = k.r""", [list(col) for col in zip(*keys)])
+             AND a.paper_id = k.pid AND a.reference_review_id = k.r""", [list(col) for col in zip(*keys, strict=True)])
     cols: dict[str, list[Any]] = defaultdict(list)
     for key, lines, values in rows:
         for i, (line, value) in enumerate(zip(lines, values, strict=True)):
