@@ -1,10 +1,11 @@
 """What per-line attribution costs on the real path: extra evaluation-LM requests and time (issue 35).
 
 A default offline run on the bundled ICLR 2026 sample (``--papers`` seeded papers: the human baseline and the
-controls) writes the reviews; then the score stage scores GEM and GEM-S with the built-in evaluation LM
-(``hf:smollm2-135m``, installed under ``GREBENCH_MODELS_DIR``; never pulled here) twice on the same store: with
-``attribution = off`` (cold cache: the score's own requests) and then with ``attribution = leave-one-out`` (the scores
-are cached, so only the leave-one-line-out requests run).  Ends with one JSON line: requests and seconds of both.
+controls) writes the reviews; then the score stage scores GEM and GEM-S with ``--estimator`` (default the built-in
+evaluation LM ``hf:smollm2-135m``, installed under ``GREBENCH_MODELS_DIR``, never pulled here; ``offline``: the fast
+proxy) twice on the same store: with ``attribution = off`` (cold cache: the score's own requests) and then with
+``attribution = leave-one-out`` (the scores are cached, so only the leave-one-line-out requests run).  Ends with one
+JSON line: requests and seconds of both.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from grebench.settings import load_settings
 from grebench.store import open_store
 
 
-def measure(papers: int, models_dir: str, dtype: str) -> dict[str, object]:
-    """Run the offline default run, then score with the real model without and with attribution."""
+def measure(papers: int, models_dir: str, dtype: str, estimator: str) -> dict[str, object]:
+    """Run the offline default run, then score with ``estimator`` without and with attribution."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {"GREBENCH_DATA_DIR": tmp, "GREBENCH_ESTIMATOR": "offline", "GREBENCH_PAPERS": str(papers),
                "GREBENCH_LOCAL_CANDIDATES": "", "GREBENCH_LOCAL_JUDGES": "", "GREBENCH_PROXY_ESTIMATOR": "",
@@ -40,11 +41,13 @@ def measure(papers: int, models_dir: str, dtype: str) -> dict[str, object]:
         store = open_store(settings.db_path)
         try:
             sample = [r["paper_id"] for r in store.rows("SELECT DISTINCT paper_id FROM scores")]
-            out: dict[str, object] = {"papers": len(sample), "dtype": dtype}
+            store.con.execute("DELETE FROM scores")  # a cold score stage: its own requests are the baseline
+            store.con.execute("DELETE FROM logprob_cache")
+            out: dict[str, object] = {"estimator": estimator, "papers": len(sample), "dtype": dtype}
             for setting in ("off", "leave-one-out"):
                 start = time.perf_counter()
                 summary = run_scoring(store, settings.replace(attribution=setting), None, ["gem", "gem-s"],
-                                      "hf:smollm2-135m", "rules", paper_ids=sample)
+                                      estimator, "rules", paper_ids=sample)
                 out[setting] = {"seconds": round(time.perf_counter() - start, 1),
                                 "score_requests": summary["estimator_calls"], "pairs": summary["pairs_scored"],
                                 "attribution": summary["attribution"]}
@@ -61,9 +64,10 @@ def main_() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--papers", type=int, default=2)
     parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--estimator", default="hf:smollm2-135m", help="e.g. offline (the fast proxy)")
     parser.add_argument("--models-dir", default=os.environ.get("GREBENCH_MODELS_DIR", ""))
     args = parser.parse_args()
-    print(json.dumps(measure(args.papers, args.models_dir, args.dtype)))
+    print(json.dumps(measure(args.papers, args.models_dir, args.dtype, args.estimator)))
 
 
 if __name__ == "__main__":
