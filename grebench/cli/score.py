@@ -39,5 +39,9 @@ def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None,
     click.echo(f"scored {score['pairs_scored']} pairs ({', '.join(score['metrics'])}) with {score['estimator']} "
                f"on {score['preprocessor']} lines: {score['estimator_calls']} estimator calls, "
                f"{score['cache_hits']} cache hits")
+    if score.get("attribution", {}).get("pairs"):
+        attribution = score["attribution"]
+        click.echo(f"attributed {attribution['pairs']} pairs line by line: {attribution['requests']} estimator calls "
+                   f"(leave-one-out; the attribution setting)")
     for item in score["skipped"]:
         click.echo(f"skipped {item['count']} {item['what']} for {item['metric']}: {item['reason']}", err=True)

@@ -99,7 +99,8 @@ class ScoreStage(BaseStage):
             ctx.run = run.with_scored(scored, proxy)  # validate and the panel, later in this job, read these ids
         if proxy_summary is not None:
             summary["proxy"] = {k: proxy_summary.get(k) for k in ("estimator", "preprocessor", "pairs_scored",
-                                                                  "estimator_calls", "cache_hits")}
+                                                                  "estimator_calls", "cache_hits",
+                                                                  "attribution")}
         return summary
 
 

@@ -70,6 +70,7 @@ class ScoreSummary(_Common, total=False):
     estimator_calls: int
     estimator_batches: int
     cache_hits: int
+    attribution: dict[str, Any]  # per-line attribution: pairs, requests, cache_hits, rows (docs/scoring.md)
     nothing_to_score: bool
     sample: str | None
     proxy: dict[str, Any]
