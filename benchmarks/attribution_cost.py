@@ -28,7 +28,7 @@ from grebench.settings import load_settings
 from grebench.store import open_store
 
 
-def measure(papers: int, models_dir: str, dtype: str, estimator: str) -> dict[str, object]:
+def measure(papers: int, models_dir: str, dtype: str, estimator: str, reuse: str) -> dict[str, object]:
     """Run the offline default run, then score with ``estimator`` without and with attribution."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {"GREBENCH_DATA_DIR": tmp, "GREBENCH_ESTIMATOR": "offline", "GREBENCH_PAPERS": str(papers),
@@ -37,13 +37,14 @@ def measure(papers: int, models_dir: str, dtype: str, estimator: str) -> dict[st
         result = CliRunner().invoke(main, ["run", "--json"], env=env, catch_exceptions=False)
         assert result.exit_code == 0, result.output
         settings = load_settings(env={**env, "GREBENCH_MODELS_DIR": models_dir, "GREBENCH_HF_DEVICE": "cpu",
-                                      "GREBENCH_HF_DTYPE": dtype})
+                                      "GREBENCH_HF_DTYPE": dtype, "GREBENCH_HF_PREFIX_REUSE": reuse})
         store = open_store(settings.db_path)
         try:
             sample = [r["paper_id"] for r in store.rows("SELECT DISTINCT paper_id FROM scores")]
             store.con.execute("DELETE FROM scores")  # a cold score stage: its own requests are the baseline
             store.con.execute("DELETE FROM logprob_cache")
-            out: dict[str, object] = {"estimator": estimator, "papers": len(sample), "dtype": dtype}
+            out: dict[str, object] = {"estimator": estimator, "papers": len(sample), "dtype": dtype,
+                                      "reuse": reuse}
             for setting in ("off", "leave-one-out"):
                 start = time.perf_counter()
                 summary = run_scoring(store, settings.replace(attribution=setting), None, ["gem", "gem-s"],
@@ -51,6 +52,7 @@ def measure(papers: int, models_dir: str, dtype: str, estimator: str) -> dict[st
                 out[setting] = {"seconds": round(time.perf_counter() - start, 1),
                                 "score_requests": summary["estimator_calls"], "pairs": summary["pairs_scored"],
                                 "attribution": summary["attribution"]}
+                print(json.dumps({setting: out[setting]}), file=sys.stderr, flush=True)  # partial, as it goes
             lines = store.rows("""SELECT count(*) AS n, count(DISTINCT (candidate, paper_id)) AS reviews
                                   FROM line_attribution WHERE metric = 'gem-s'""")[0]
             out["attributed_lines_gem_s"] = lines["n"]
@@ -65,9 +67,10 @@ def main_() -> None:
     parser.add_argument("--papers", type=int, default=2)
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--estimator", default="hf:smollm2-135m", help="e.g. offline (the fast proxy)")
+    parser.add_argument("--reuse", default="auto", help="the hf_prefix_reuse setting (auto measures it first)")
     parser.add_argument("--models-dir", default=os.environ.get("GREBENCH_MODELS_DIR", ""))
     args = parser.parse_args()
-    print(json.dumps(measure(args.papers, args.models_dir, args.dtype, args.estimator)))
+    print(json.dumps(measure(args.papers, args.models_dir, args.dtype, args.estimator, args.reuse)))
 
 
 if __name__ == "__main__":

@@ -82,6 +82,21 @@ class Browser:
             raise RuntimeError(f"page exception: {result['exceptionDetails']}")
         return result["result"].get("value")
 
+    def new_session(self) -> str:
+        """A new blank tab, attached: the session id later commands name."""
+        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        return str(self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"])
+
+    def open_page(self, session: str, page: Path, width: int, height: int = 900) -> None:
+        """Load ``page`` (a file) in a ``width`` x ``height`` window and wait (at most 15 s) until it is complete."""
+        self.send("Emulation.setDeviceMetricsOverride",
+                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, session)
+        self.send("Page.navigate", {"url": page.as_uri()}, session)
+        deadline = time.monotonic() + 15
+        while self.evaluate(session, "document.readyState") != "complete":
+            assert time.monotonic() < deadline, f"{page.name} did not load"
+            time.sleep(0.05)
+
     def wait_event(self, method: str, match: Any = None, timeout: float = 30.0) -> dict[str, Any]:
         """The first event ``method`` (seen already or arriving within ``timeout`` s) whose params ``match``
         accepts; it is removed from :attr:`events`."""

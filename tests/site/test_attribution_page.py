@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -79,15 +78,8 @@ def test_paper_page_renders_the_shading_in_chromium(small_store: Store, settings
     assert exe is not None
     browser = Browser(exe, tmp_path / "profile")
     try:
-        target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        browser.send("Emulation.setDeviceMetricsOverride",
-                     {"width": 1366, "height": 1400, "deviceScaleFactor": 1, "mobile": False}, session)
-        browser.send("Page.navigate", {"url": _paper_file(site).as_uri()}, session)
-        deadline = time.monotonic() + 15
-        while browser.evaluate(session, "document.readyState") != "complete":
-            assert time.monotonic() < deadline, "the paper page did not load"
-            time.sleep(0.05)
+        session = browser.new_session()
+        browser.open_page(session, _paper_file(site), 1366, 1400)
         colours = browser.evaluate(session, """(() => {
           const bg = (sel) => [...document.querySelectorAll(sel)].map((el) => getComputedStyle(el).backgroundColor);
           return {carries: bg('.attribution li.attr-carries'), none: bg('.attribution li.attr-none'),

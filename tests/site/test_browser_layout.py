@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +36,7 @@ NARROW_COLUMNS = ["Rank", "Candidate", "Score", "95% CI", "Rank interval", "Δ v
 
 
 def _open(browser: Browser, session: str, page: Path, width: int) -> dict[str, Any]:
-    browser.send("Emulation.setDeviceMetricsOverride",
-                 {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False}, session)
-    browser.send("Page.navigate", {"url": page.as_uri()}, session)
-    deadline = time.monotonic() + 15
-    while browser.evaluate(session, "document.readyState") != "complete":
-        assert time.monotonic() < deadline, f"{page.name} did not load"
-        time.sleep(0.05)
+    browser.open_page(session, page, width)
     return dict(browser.evaluate(session, MEASURE))
 
 
@@ -58,8 +51,7 @@ def test_index_and_board_fit_1400_1366_and_800_pixels(small_store: Store, settin
     assert exe is not None
     browser = Browser(exe, tmp_path / "profile")
     try:
-        target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        session = browser.new_session()
         for width in (1400, 1366, 800):
             for name, page in (("index", site / "index.html"), ("board", board)):
                 m = _open(browser, session, page, width)
