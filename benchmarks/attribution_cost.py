@@ -28,8 +28,10 @@ from grebench.settings import load_settings
 from grebench.store import open_store
 
 
-def measure(papers: int, models_dir: str, dtype: str, estimator: str, reuse: str) -> dict[str, object]:
-    """Run the offline default run, then score with ``estimator`` without and with attribution."""
+def measure(papers: int, models_dir: str, dtype: str, estimator: str, reuse: str, metrics: list[str],
+            candidate: str) -> dict[str, object]:
+    """Run the offline default run, then score with ``estimator`` without and with attribution (``candidate``: only
+    that candidate's reviews, for a slow machine)."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {"GREBENCH_DATA_DIR": tmp, "GREBENCH_ESTIMATOR": "offline", "GREBENCH_PAPERS": str(papers),
                "GREBENCH_LOCAL_CANDIDATES": "", "GREBENCH_LOCAL_JUDGES": "", "GREBENCH_PROXY_ESTIMATOR": "",
@@ -43,19 +45,21 @@ def measure(papers: int, models_dir: str, dtype: str, estimator: str, reuse: str
             sample = [r["paper_id"] for r in store.rows("SELECT DISTINCT paper_id FROM scores")]
             store.con.execute("DELETE FROM scores")  # a cold score stage: its own requests are the baseline
             store.con.execute("DELETE FROM logprob_cache")
+            if candidate:
+                store.con.execute("DELETE FROM generations WHERE candidate <> ?", [candidate])
             out: dict[str, object] = {"estimator": estimator, "papers": len(sample), "dtype": dtype,
-                                      "reuse": reuse}
+                                      "reuse": reuse, "metrics": metrics, "candidate": candidate or "all"}
             for setting in ("off", "leave-one-out"):
                 start = time.perf_counter()
-                summary = run_scoring(store, settings.replace(attribution=setting), None, ["gem", "gem-s"],
+                summary = run_scoring(store, settings.replace(attribution=setting), None, metrics,
                                       estimator, "rules", paper_ids=sample)
                 out[setting] = {"seconds": round(time.perf_counter() - start, 1),
                                 "score_requests": summary["estimator_calls"], "pairs": summary["pairs_scored"],
                                 "attribution": summary["attribution"]}
                 print(json.dumps({setting: out[setting]}), file=sys.stderr, flush=True)  # partial, as it goes
             lines = store.rows("""SELECT count(*) AS n, count(DISTINCT (candidate, paper_id)) AS reviews
-                                  FROM line_attribution WHERE metric = 'gem-s'""")[0]
-            out["attributed_lines_gem_s"] = lines["n"]
+                                  FROM line_attribution""")[0]
+            out["attribution_rows"] = lines["n"]
             return out
         finally:
             store.close()
@@ -67,10 +71,13 @@ def main_() -> None:
     parser.add_argument("--papers", type=int, default=2)
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--estimator", default="hf:smollm2-135m", help="e.g. offline (the fast proxy)")
+    parser.add_argument("--metrics", default="gem,gem-s")
+    parser.add_argument("--candidate", default="", help="only this candidate's reviews (default: all)")
     parser.add_argument("--reuse", default="auto", help="the hf_prefix_reuse setting (auto measures it first)")
     parser.add_argument("--models-dir", default=os.environ.get("GREBENCH_MODELS_DIR", ""))
     args = parser.parse_args()
-    print(json.dumps(measure(args.papers, args.models_dir, args.dtype, args.estimator, args.reuse)))
+    print(json.dumps(measure(args.papers, args.models_dir, args.dtype, args.estimator, args.reuse,
+                             args.metrics.split(","), args.candidate)))
 
 
 if __name__ == "__main__":
