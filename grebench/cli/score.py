@@ -41,7 +41,7 @@ def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None,
                f"{score['cache_hits']} cache hits")
     if score.get("attribution", {}).get("pairs"):
         attribution = score["attribution"]
-        click.echo(f"attributed {attribution['pairs']} pairs line by line: {attribution['requests']} estimator calls "
-                   f"(leave-one-out; the attribution setting)")
+        click.echo(f"attributed {attribution['pairs']} pairs line by line: {attribution['requests']} of the "
+                   "estimator calls (leave-one-out; the attribution setting)")
     for item in score["skipped"]:
         click.echo(f"skipped {item['count']} {item['what']} for {item['metric']}: {item['reason']}", err=True)

@@ -219,7 +219,10 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
             "estimator": estimator.id if estimator
             else (next(iter(est_cache.values())).id if est_cache else estimator_spec),
             "preprocessor": preprocessor.id if preprocessor else RAW_PREPROCESSOR,
-            "pairs_scored": len(pairs), "estimator_calls": calls, "estimator_batches": batches, "cache_hits": hits,
+            # every request asked of the estimator is counted (each is a new cache row), the attribution's included;
+            # ``attribution`` says how many were its own (its cache hits count the scores' conditionals it reread)
+            "pairs_scored": len(pairs), "estimator_calls": calls + attribution["requests"],
+            "estimator_batches": batches + attribution["batches"], "cache_hits": hits,
             "skipped": skips.report(), "attribution": attribution,
         }
         if not generations:
@@ -246,19 +249,20 @@ def _is_proxy(est: Estimator) -> bool:
 def _attribute(store: Store, todo: list[tuple[Estimator, str, _Pair, tuple[str, ...]]],
                progress: Progress) -> dict[str, Any]:
     """Leave-one-line-out contributions of the pairs in ``todo`` (through the cache, like every request); returns
-    the requests it made, the cache hits and the rows written."""
+    the requests it made, the cache hits, the estimator batches and the rows written."""
     if not todo:
-        return {"pairs": 0, "requests": 0, "cache_hits": 0, "rows": 0}
+        return {"pairs": 0, "requests": 0, "cache_hits": 0, "batches": 0, "rows": 0}
     loo = [leave_one_out(p.conditional, cand_lines) for _, _, p, cand_lines in todo]
     requests = [(est, p.conditional) for est, _, p, _ in todo]
     requests += [(est, r) for (est, _, _, _), reqs in zip(todo, loo, strict=True) for r in reqs]
-    results, calls, hits, _ = _evaluate(store, requests, progress, label="attribute")
+    results, calls, hits, batches = _evaluate(store, requests, progress, label="attribute")
     rows = []
     for (est, prep_id, p, cand_lines), reqs in zip(todo, loo, strict=True):
         full = results[request_key(est.id, p.conditional)].logprob
         rows.append((ScoreKey(p.metric, est.id, prep_id, p.candidate, p.paper_id, p.reference, p.generation_id),
                      cand_lines, [full - results[request_key(est.id, r)].logprob for r in reqs]))
-    return {"pairs": len(todo), "requests": calls, "cache_hits": hits, "rows": write_attribution(store, rows)}
+    return {"pairs": len(todo), "requests": calls, "cache_hits": hits, "batches": batches,
+            "rows": write_attribution(store, rows)}
 
 
 def _refuse_mixing(prep_id: str, splits: dict[str, Any], reviews: dict[str, Any], lines: dict[str, Judgment]) -> None:

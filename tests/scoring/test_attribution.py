@@ -27,6 +27,8 @@ def test_contributions_match_a_direct_recomputation(small_store: Store, settings
                                USING (metric, estimator, preprocessor, candidate, paper_id, reference_review_id)
                                ORDER BY ALL""")
     assert rows and summary["attribution"]["rows"] == len(rows)
+    # every request the estimator answered is counted once, the attribution's among them
+    assert summary["estimator_calls"] == fake_estimator.calls > summary["attribution"]["requests"] > 0
     abstracts = {r["paper_id"]: r["abstract"] for r in small_store.rows("SELECT paper_id, abstract FROM papers")}
     prep = RulesPreprocessor()
     checked = 0
