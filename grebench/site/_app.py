@@ -21,15 +21,7 @@ from typing import Any, cast
 
 from grebench._offline import apply_offline_defaults
 from grebench.endpoints import KeyVault, Resolver
-from grebench.scoring import (
-    CONTAMINATED_NOTE,
-    INCOMPLETE_NOTE,
-    headline_first,
-    provenance,
-    rank_range,
-    rank_word,
-    sample_facts,
-)
+from grebench.scoring import CONTAMINATED_NOTE, INCOMPLETE_NOTE, headline_first, provenance, rank_word, sample_facts
 from grebench.settings import Settings
 from grebench.site import _data
 from grebench.site._build import publish_snapshots
@@ -170,7 +162,7 @@ def _cell(row: Mapping[str, Any], column: str) -> Any:
     if column == "rank" and row.get("rank") is None:
         return row.get("rank_word") or rank_word(dict(row))
     if column == "rank_interval":
-        return rank_range(row) or ""
+        return row.get("rank_range") or ""
     return _fmt(row.get(column))
 
 

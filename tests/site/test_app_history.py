@@ -78,8 +78,7 @@ def test_chromium_sees_the_history_plot_beside_the_board(live_app: dict[str, Any
     assert exe is not None
     browser = Browser(exe, tmp_path / "profile")
     try:
-        target = browser.send("Target.createTarget", {"url": live_app["url"] + "/"})["targetId"]
-        session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        session = browser.open_tab(live_app["url"] + "/")
         deadline = time.monotonic() + 60  # the first load reads the export and draws the plot
         while not browser.evaluate(session, f"!!{HISTORY_IMG} && {HISTORY_IMG}.naturalWidth > 0"):
             assert time.monotonic() < deadline, "the app never showed the board's history plot"
