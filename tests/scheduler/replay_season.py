@@ -18,13 +18,15 @@ EDITED_ON, LATE_ON = "2025-11-03", "2025-11-05"  # paper 0's first review is edi
 
 
 def write_season(path: Path) -> list[dict[str, Any]]:
-    """Six real papers with made-up dates: an edit on 11-03 and a late review on 11-05; the records written."""
+    """Six real papers with made-up dates (the shipped season's own dates, edits and late reviews dropped): an edit
+    on 11-03 and a late review on 11-05; the records written."""
     lines = bundled_season_path().read_text(encoding="utf-8").split("\n")
     meta, papers = json.loads(lines[0]), [json.loads(line) for line in lines[1:7]]
     for i, paper in enumerate(papers):
         paper["submitted_at"], paper["reviews_public_at"] = POSTED[i], PUBLIC[i]
         for review in paper["reviews"]:
-            review.pop("visible_at")
+            for key in ("visible_at", "created_at", "history"):
+                review.pop(key, None)
             review["modified_at"] = PUBLIC[i]
     edited = papers[0]["reviews"][0]
     first = copy.deepcopy(edited["content"])
