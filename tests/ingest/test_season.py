@@ -95,3 +95,8 @@ def test_the_shipped_season_shows_each_edit_and_late_review_on_its_day() -> None
     assert arrives is not None and arrives > datetime(2025, 11, 12)
     assert shown(arrives - timedelta(seconds=1), paper_id, late["id"]) is None
     assert shown(arrives, paper_id, late["id"]) is not None
+    # the default days end on the first midnight after the season's last change (an edit in the afternoon)
+    last = max(d for p in papers for r in p["reviews"] for v in [r, *r.get("history", [])]
+               for d in (parse_time(v["modified_at"], "m"), parse_time(r["visible_at"], "v")) if d is not None)
+    assert last.time() != datetime.min.time()
+    assert season_span(source)[1] == datetime.combine(last.date(), datetime.min.time()) + timedelta(days=1)
