@@ -6,7 +6,7 @@ review versions; deterministic, offline.
 GIT_DIR is the git directory of a clone of ``imczxx/ICLR2026ReviewTracker`` (a bare clone is enough), the repository
 the bundled sample ``grebench/ingest/data/iclr2026_reviews.jsonl`` was built from (scripts/make_iclr2026_sample.py);
 nothing else is read.  Each ``docs/data/papers/{forum_id}.json`` there keeps every version of each reply the tracker
-saw from 2025-11-12 on (its ``merge.py`` never drops one), each with OpenReview's ``cdate`` and ``tmdate``.
+saw (its ``merge.py`` never drops one), each with OpenReview's ``cdate`` and ``tmdate``.
 
 Papers: those of the sample with a real edit (a review whose review-form content changed after the release) or a
 real late review (created after the release), then every tenth paper of the sample, up to ``--papers``; in the
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -84,7 +85,7 @@ def build(git_dir: str, commit: str, n_papers: int) -> tuple[list[dict[str, Any]
     sample = [json.loads(line) for line in lines if line.strip()]
     tracked = {p["id"]: p for p in read_papers(git_dir, commit, [p["id"] for p in sample])}
     records = [season_record(p, tracked[p["id"]]) for p in sample]
-    chosen = {r["id"] for r in records if _eventful(r)}
+    chosen = {r["id"] for r in [r for r in records if _eventful(r)][:n_papers]}
     for record in records[::10]:
         if len(chosen) >= n_papers:
             break
@@ -105,7 +106,11 @@ def main() -> None:
     parser.add_argument("--papers", type=int, default=30)
     parser.add_argument("--out", default=str(DATA / "iclr2026_season.jsonl"))
     args = parser.parse_args()
-    season, counts = build(args.git_dir, args.commit, args.papers)
+    try:
+        season, counts = build(args.git_dir, args.commit, args.papers)
+    except subprocess.CalledProcessError as exc:
+        raise SystemExit(f"{args.git_dir}: git could not read commit {args.commit} there: "
+                         f"{exc.stderr.decode(errors='replace').strip()}") from None
     meta = {"_meta": {"venue_id": "ICLR.cc/2026/Conference", "venue": "ICLR 2026", "reviews_public_at": RELEASE}}
     out = [json.dumps(meta)] + [json.dumps(p, ensure_ascii=False, sort_keys=True) for p in season]
     Path(args.out).write_text("\n".join(out) + "\n", encoding="utf-8")
