@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
+from grebench.scoring import board_lineage
 from grebench.site._labels import Labels
 from grebench.store import Store
 
@@ -76,12 +77,22 @@ def board_histories(store: Store, board_id: str | None = None) -> dict[str, list
     """Each board's ``replay_history`` rows (``grebench replay``; of one board if ``board_id`` is given), by day,
     for the boards with at least :data:`HISTORY_MIN_DAYS` replayed days; empty for a store or export without any.
     What the site's and the app's history plot draw (:func:`grebench.site._plots.history_svg`)."""
-    rows = _rows(store, "replay_history", "SELECT * FROM replay_history WHERE ? IS NULL OR board_id = ? "
-                 "ORDER BY board_id, day, candidate", [board_id, board_id])
-    by_board: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
-        by_board[r["board_id"]].append(r)
-    return {b: rs for b, rs in by_board.items() if len({r["day"] for r in rs}) >= HISTORY_MIN_DAYS}
+    home: dict[str, str] = {}  # a history row's board id -> the published board it is an earlier fit of
+    for b in _rows(store, "boards", "SELECT board_id, venue_id, metric, estimator, preprocessor, scope FROM boards "
+                                    "ORDER BY board_id"):
+        for earlier in board_lineage(store, b):
+            home.setdefault(earlier, b["board_id"])
+        home[b["board_id"]] = b["board_id"]
+    by_board: dict[str, dict[tuple[Any, str], dict[str, Any]]] = defaultdict(dict)
+    for r in _rows(store, "replay_history", "SELECT * FROM replay_history ORDER BY day, candidate, board_id"):
+        current = home.get(r["board_id"], r["board_id"])
+        if board_id is not None and current != board_id:
+            continue
+        key = (r["day"], r["candidate"])
+        if key not in by_board[current] or r["board_id"] == current:  # a day both fits were up: the board's own
+            by_board[current][key] = {**r, "board_id": current}
+    return {b: list(rs.values()) for b, rs in by_board.items()
+            if len({day for day, _ in rs}) >= HISTORY_MIN_DAYS}
 
 
 def candidates(store: Store) -> list[dict[str, Any]]:
