@@ -30,6 +30,7 @@ from grebench.scoring._boards import (
 )
 from grebench.scoring._engine import ScoringError, request_key, run_scoring
 from grebench.scoring._judgment_lines import PHRASES, parse_judgment_output
+from grebench.scoring._labels import store_labels
 from grebench.scoring._leaderboard import (
     CONTAMINATED,
     CONTAMINATED_NOTE,
@@ -138,6 +139,7 @@ __all__ = [
     "sample_facts",
     "score_texts",
     "store_report",
+    "store_labels",
     "stored_boards",
     "stored_pmis",
     "transformations",
