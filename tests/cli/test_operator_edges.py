@@ -164,7 +164,7 @@ def test_imported_reviews_outside_the_sample_are_said_and_never_nan(tmp_path: Pa
     imported = _cli(data, "bench", "import", "--candidate", "outsider", "--trust-cutoff", "--cutoff", "2018-01-01",
                     str(reviews))
     assert imported.exit_code == 0, imported.output
-    assert f"2 of the imported papers are outside the board's sample (the 2 papers" in imported.output
+    assert "2 of the imported papers are outside the board's sample (the 2 papers" in imported.output
     assert ", ".join(outside) in imported.output
     listed = _cli(data, "bench", "--papers", "2")
     assert listed.exit_code == 0, listed.output
