@@ -138,6 +138,25 @@ def test_an_exam_whose_gem_judge_could_not_be_scored_does_not_pass_it(scored_dir
     assert "not examined" not in passing.output
 
 
+def test_an_exam_whose_texts_the_estimator_failed_on_does_not_pass_the_gem_judge(
+        scored_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's own setup, its evaluation LM gone (a vllm server that stopped): the exam's texts fail."""
+    import grebench.panel._data as panel_data
+
+    def unreachable(*_args: object, **_kwargs: object) -> None:
+        raise ConnectionError("connection refused")
+
+    monkeypatch.setattr(panel_data, "score_texts", unreachable)
+    data = _copy(scored_dir, tmp_path)
+    result = _cli(data, "exam")
+    assert result.exit_code == 1, result.output
+    last = result.output.splitlines()[-1]
+    assert last.startswith("Error: judge gem not examined: could not score ") and "connection refused" in last
+    monkeypatch.undo()  # the estimator is back: the exam is taken again (an incomplete one is not kept), and passes
+    again = _cli(data, "exam")
+    assert again.exit_code == 0 and "not examined" not in again.output, again.output
+
+
 def test_an_imported_snapshot_keeps_the_board_labels(scored_dir: Path, tmp_path: Path) -> None:
     data = _copy(scored_dir, tmp_path)
     snap = tmp_path / "snap"
