@@ -42,6 +42,8 @@ from grebench.scoring._leaderboard import (
     is_incomplete_row,
     leaderboard,
     per_paper_scores,
+    rank_bounds,
+    rank_range,
     rank_word,
 )
 from grebench.scoring._metrics import (
@@ -130,7 +132,9 @@ __all__ = [
     "preprocess_texts",
     "preprocessor_entry",
     "provenance",
+    "rank_bounds",
     "rank_intervals",
+    "rank_range",
     "rank_word",
     "request_key",
     "resolve_preprocessor",

@@ -161,7 +161,7 @@ def _sample(store: Store) -> dict[str, str]:
         return {}
     out = {}
     for r in store.rows("SELECT venue_id, any_value(sample_json) AS sample_json, count(*) AS n FROM paper_samples "
-                        "GROUP BY venue_id"):
+                        "WHERE origin = 'run' GROUP BY venue_id"):
         try:
             info = json.loads(r["sample_json"])
         except (TypeError, ValueError):

@@ -68,6 +68,22 @@ def boards(store: Store, scope: str = "all") -> list[dict[str, Any]]:
     return out
 
 
+#: Replayed days a board needs before its history is drawn (one day is no history yet).
+HISTORY_MIN_DAYS = 2
+
+
+def board_histories(store: Store, board_id: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Each board's ``replay_history`` rows (``grebench replay``; of one board if ``board_id`` is given), by day,
+    for the boards with at least :data:`HISTORY_MIN_DAYS` replayed days; empty for a store or export without any.
+    What the site's and the app's history plot draw (:func:`grebench.site._plots.history_svg`)."""
+    rows = _rows(store, "replay_history", "SELECT * FROM replay_history WHERE ? IS NULL OR board_id = ? "
+                 "ORDER BY board_id, day, candidate", [board_id, board_id])
+    by_board: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_board[r["board_id"]].append(r)
+    return {b: rs for b, rs in by_board.items() if len({r["day"] for r in rs}) >= HISTORY_MIN_DAYS}
+
+
 def candidates(store: Store) -> list[dict[str, Any]]:
     """Every candidate (the api_key_env column is left out: it names a secret's place)."""
     rows = store.rows("""SELECT name, kind, model, family, released, cutoff, description, submitter

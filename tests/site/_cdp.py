@@ -82,6 +82,11 @@ class Browser:
             raise RuntimeError(f"page exception: {result['exceptionDetails']}")
         return result["result"].get("value")
 
+    def open_tab(self, url: str) -> str:
+        """Open ``url`` in a new tab; the session id that drives it."""
+        target = self.send("Target.createTarget", {"url": url})["targetId"]
+        return str(self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"])
+
     def wait_event(self, method: str, match: Any = None, timeout: float = 30.0) -> dict[str, Any]:
         """The first event ``method`` (seen already or arriving within ``timeout`` s) whose params ``match``
         accepts; it is removed from :attr:`events`."""
