@@ -29,6 +29,7 @@ from grebench.bench._prompt import REVIEW_PROMPT_VERSION, PaperInput, review_mes
 from grebench.bench._registry import (
     CONTROL_KIND,
     HUMAN,
+    IMPORTED_KIND,
     Candidate,
     candidate_endpoints,
     kind_info,
@@ -286,11 +287,25 @@ def run_bench(store: Store, settings: Settings, run_id: str | None, candidate_na
         "calls_made": tally.calls_made, "cached": tally.cached, "failed": tally.failed,
         "generations_total": sum(counts.values()), "tokens_in": tally.tokens_in, "tokens_out": tally.tokens_out,
         "cost_usd": round(tally.cost_usd, 6), "skipped_papers": skipped,
-        "candidates": [{"name": c.name, "kind": c.kind, "generations": counts.get(c.name, 0)} for c in chosen],
+        "candidates": [{"name": c.name, "kind": c.kind, "generations": counts.get(c.name, 0)} for c in chosen]
+                      + ([] if candidate_names else _imported(store, {s.paper_id for s in splits})),
         "gave_up": tally.gave_up, "generations_written": tally.written,
         "skipped_generations": tally.skipped_generations, "papers_eligible": len(splits),
         "llm_controls": [c.name for c in chosen if c.kind == CONTROL_KIND and c.needs_llm],
     }
+
+
+def _imported(store: Store, sample: set[str]) -> list[dict[str, Any]]:
+    """The imported candidates (``grebench bench import``; the bench writes none of their reviews): how many
+    papers they have a review of, and how many of those are among the papers this bench worked on
+    (``sample_papers``)."""
+    papers: dict[str, set[str]] = {}
+    for r in store.rows("""SELECT c.name, g.paper_id FROM candidates c
+                           LEFT JOIN generations g ON g.candidate = c.name AND g.status = 'ok'
+                           WHERE c.kind = ? ORDER BY c.name""", [IMPORTED_KIND]):
+        papers.setdefault(r["name"], set()).update([r["paper_id"]] if r["paper_id"] is not None else [])
+    return [{"name": name, "kind": IMPORTED_KIND, "generations": len(ids), "sample_papers": len(ids & sample)}
+            for name, ids in papers.items()]
 
 
 def generate_for(store: Store, settings: Settings, run_id: str | None, candidates: list[Candidate],

@@ -32,6 +32,7 @@ from grebench.scoring._boards import (
 )
 from grebench.scoring._engine import ScoringError, request_key, run_scoring
 from grebench.scoring._judgment_lines import PHRASES, parse_judgment_output
+from grebench.scoring._labels import store_labels
 from grebench.scoring._leaderboard import (
     CONTAMINATED,
     CONTAMINATED_NOTE,
@@ -144,6 +145,7 @@ __all__ = [
     "run_scoring",
     "sample_facts",
     "score_texts",
+    "store_labels",
     "store_report",
     "stored_boards",
     "stored_pmis",

@@ -206,6 +206,8 @@ def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str,
         clean = len(scores.get(name) or {})
         ci = bootstrap_ci(list(per_paper.values()), samples=samples, seed=seed)
         diff = paired_difference(per_paper, human, samples=samples, seed=seed) if human and name != HUMAN else None
+        if diff is not None and not diff["papers"]:  # no paper in common with the human baseline: no difference
+            diff = None
         rows.append({
             "candidate": name, "kind": info[name]["kind"], "role": info[name]["role"], "metric": metric,
             "estimator": estimator_id,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from grebench.scoring import CONTAMINATED_NOTE, INCOMPLETE_NOTE, rank_range, rank_word, sample_facts
-from grebench.store import REFERENCE  # a control's role: shown, never ranked
+from grebench.store import BASELINE, REFERENCE  # a control's role: shown, never ranked
 
 
 def _sample_line(board: dict[str, Any]) -> str:
@@ -30,9 +30,11 @@ def board_text(board: dict[str, Any], title: str | None = None) -> str:
     ranked = [r for r in board["rows"] if r.get("rank") is not None]
     unranked = [r for r in board["rows"] if r.get("rank") is None and r.get("role") != REFERENCE]
     reference = [r for r in board["rows"] if r.get("rank") is None and r.get("role") == REFERENCE]
+    baseline = any(r.get("role") == BASELINE for r in board["rows"])
     for r in ranked + unranked + reference:
         mark = f" [{r['tag']}]" if r.get("tag") else ""
-        vs = "" if r.get("diff_vs_human") is None else f"{r['diff_vs_human']:+.2f} (p={r['p_vs_human']:.3f})"
+        vs = ("no paper in common" if baseline and r.get("role") != BASELINE else "") \
+            if r.get("diff_vs_human") is None else f"{r['diff_vs_human']:+.2f} (p={r['p_vs_human']:.3f})"
         span = rank_range(r)
         rank = rank_word(r) or (str(r["rank"]) if span is None else f"{r['rank']} ({span})")
         if rank_word(r) == "incomplete":
