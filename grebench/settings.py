@@ -15,11 +15,12 @@ Candidate models are declared as ``[[candidates]]`` tables in the TOML file
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Mapping, TypeVar, overload
+from typing import Any, Generic, Iterable, Mapping, TypeVar, overload
 
 ENV_PREFIX = "GREBENCH_"
 T = TypeVar("T")
@@ -295,6 +296,26 @@ class Settings:
 #: Every setting, in declaration order.
 SETTINGS: tuple[Setting[Any], ...] = tuple(v for v in vars(Settings).values() if isinstance(v, Setting))
 _BY_NAME = {s.name: s for s in SETTINGS}
+#: The tables a settings file may hold besides the settings (which go at its top level, under no table header):
+#: ``[[candidates]]`` (docs/candidates.md) and ``[[judges]]`` (docs/panel.md).
+TABLES = ("candidates", "judges")
+
+
+def _did_you_mean(word: str, known: Iterable[str], form: str = "{}") -> str:
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.75)
+    return f"; did you mean {form.format(close[0])}?" if close else ""
+
+
+def _unknown_table(path: Path, key: str, value: Any) -> str:
+    """Why ``[key]`` is refused, in one line: settings under a table header (``[grebench]``) would be ignored."""
+    header = f"[[{key}]]" if isinstance(value, list) else f"[{key}]"
+    known = "the tables grebench reads are " + " and ".join(f"[[{name}]]" for name in TABLES)
+    settings = [k for k in value if k in _BY_NAME] if isinstance(value, dict) else []
+    if settings:
+        return (f"{path}: unknown table {header}: settings go at the top of the file, before any table header "
+                f"(move {', '.join(settings[:3])}{' ...' if len(settings) > 3 else ''} there); {known}")
+    return f"{path}: unknown table {header}{_did_you_mean(key, TABLES, '[[{}]]')} ({known})"
+
 
 def load_settings(config: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Settings:
     """Resolve settings from defaults, the TOML file and ``GREBENCH_*`` variables."""
@@ -311,12 +332,17 @@ def load_settings(config: str | os.PathLike[str] | None = None, env: Mapping[str
         except tomllib.TOMLDecodeError as exc:
             raise ValueError(f"{path}: invalid TOML: {exc}") from None
         for key, value in raw.items():
-            if isinstance(value, (dict, list)) and key not in _BY_NAME:
+            if key in TABLES:
                 tables[key] = value
             elif key in _BY_NAME:
+                if isinstance(value, (dict, list)):  # str() would turn a table into a value
+                    raise ValueError(f"{path}: {key} is a setting, not a table: write {key} = VALUE at the top of "
+                                     "the file")
                 values[key] = _coerce(_BY_NAME[key], value, str(path))
+            elif isinstance(value, (dict, list)):
+                raise ValueError(_unknown_table(path, key, value))
             else:
-                raise ValueError(f"{path}: unknown setting {key!r}")
+                raise ValueError(f"{path}: unknown setting {key!r}{_did_you_mean(key, _BY_NAME, '{!r}')}")
     for setting in SETTINGS:
         env_name = f"{ENV_PREFIX}{setting.name.upper()}"
         if env_name in env:

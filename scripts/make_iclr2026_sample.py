@@ -27,16 +27,20 @@ FORM = ("summary", "soundness", "presentation", "contribution", "strengths", "we
         "confidence")
 
 
-def read_papers(git_dir: str, commit: str) -> list[dict[str, Any]]:
-    """Every paper file at ``commit``, parsed (one ``git cat-file --batch`` process)."""
-    names = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "--name-only", commit, "docs/data/papers/"],
-                           check=True, capture_output=True, text=True).stdout.split()
+def read_papers(git_dir: str, commit: str, ids: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every paper file at ``commit`` (or those of the forum ``ids``), parsed (one ``git cat-file --batch``
+    process)."""
+    names = [f"docs/data/papers/{i}.json" for i in ids] if ids is not None else subprocess.run(
+        ["git", f"--git-dir={git_dir}", "ls-tree", "--name-only", commit, "docs/data/papers/"],
+        check=True, capture_output=True, text=True).stdout.split()
     batch = subprocess.run(["git", f"--git-dir={git_dir}", "cat-file", "--batch"],
                            input="".join(f"{commit}:{n}\n" for n in names).encode(), check=True,
                            capture_output=True).stdout
     papers, pos = [], 0
-    for _ in names:
+    for name in names:
         header_end = batch.index(b"\n", pos)
+        if batch[pos:header_end].endswith(b" missing"):
+            raise SystemExit(f"{git_dir}: no {name} at {commit} (is it a clone of ICLR2026ReviewTracker?)")
         size = int(batch[pos:header_end].split()[2])
         papers.append(json.loads(batch[header_end + 1:header_end + 1 + size]))
         pos = header_end + 1 + size + 1

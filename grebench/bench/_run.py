@@ -29,6 +29,7 @@ from grebench.bench._prompt import REVIEW_PROMPT_VERSION, PaperInput, review_mes
 from grebench.bench._registry import (
     CONTROL_KIND,
     HUMAN,
+    IMPORTED_KIND,
     Candidate,
     candidate_endpoints,
     kind_info,
@@ -150,6 +151,16 @@ def _llm_todo(store: Store, settings: Settings, cands: list[Candidate], splits: 
                for _c, _job, _m, old in _llm_jobs(store, settings, cands, splits, papers, texts))
 
 
+def _tally_done(store: Store, settings: Settings, cands: list[Candidate], splits: list[Split],
+                papers: dict[str, Any], texts: dict[str, str], tally: _Tally) -> None:
+    """Count what a run with nothing to make would have found: made (cached) or given up on."""
+    for _c, _job, _m, old in _llm_jobs(store, settings, cands, splits, papers, texts):
+        if old is not None and old["status"] == "ok":
+            tally.cached += 1
+        else:
+            tally.gave_up += 1
+
+
 def _run_llm(store: Store, settings: Settings, run_id: str | None, cands: list[Candidate], splits: list[Split],
              papers: dict[str, Any], texts: dict[str, str], tally: _Tally, progress: Task) -> None:
     from grebench.llm import ChatRequest, ChatResult, LLMClient
@@ -264,11 +275,7 @@ def run_bench(store: Store, settings: Settings, run_id: str | None, candidate_na
                 display.task("bench: LLM reviews", len(llm) * len(splits), "reviews") as task:
             _run_llm(store, settings, run_id, served, splits, papers, texts, tally, task)
     elif llm:  # every review made (or given up on): the same tallies, and no model pulled, locked or served
-        for _c, _job, _m, old in _llm_jobs(store, settings, llm, splits, papers, texts):
-            if old is not None and old["status"] == "ok":
-                tally.cached += 1
-            else:
-                tally.gave_up += 1
+        _tally_done(store, settings, llm, splits, papers, texts, tally)
     for skip in tally.skipped_generations:
         log.info("no %s generation for %s: %s", skip["candidate"], skip["paper_id"], skip["reason"])
     store.checkpoint()
@@ -280,11 +287,25 @@ def run_bench(store: Store, settings: Settings, run_id: str | None, candidate_na
         "calls_made": tally.calls_made, "cached": tally.cached, "failed": tally.failed,
         "generations_total": sum(counts.values()), "tokens_in": tally.tokens_in, "tokens_out": tally.tokens_out,
         "cost_usd": round(tally.cost_usd, 6), "skipped_papers": skipped,
-        "candidates": [{"name": c.name, "kind": c.kind, "generations": counts.get(c.name, 0)} for c in chosen],
+        "candidates": [{"name": c.name, "kind": c.kind, "generations": counts.get(c.name, 0)} for c in chosen]
+                      + ([] if candidate_names else _imported(store, {s.paper_id for s in splits})),
         "gave_up": tally.gave_up, "generations_written": tally.written,
         "skipped_generations": tally.skipped_generations, "papers_eligible": len(splits),
         "llm_controls": [c.name for c in chosen if c.kind == CONTROL_KIND and c.needs_llm],
     }
+
+
+def _imported(store: Store, sample: set[str]) -> list[dict[str, Any]]:
+    """The imported candidates (``grebench bench import``; the bench writes none of their reviews): how many
+    papers they have a review of, and how many of those are among the papers this bench worked on
+    (``sample_papers``)."""
+    papers: dict[str, set[str]] = {}
+    for r in store.rows("""SELECT c.name, g.paper_id FROM candidates c
+                           LEFT JOIN generations g ON g.candidate = c.name AND g.status = 'ok'
+                           WHERE c.kind = ? ORDER BY c.name""", [IMPORTED_KIND]):
+        papers.setdefault(r["name"], set()).update([r["paper_id"]] if r["paper_id"] is not None else [])
+    return [{"name": name, "kind": IMPORTED_KIND, "generations": len(ids), "sample_papers": len(ids & sample)}
+            for name, ids in papers.items()]
 
 
 def generate_for(store: Store, settings: Settings, run_id: str | None, candidates: list[Candidate],
@@ -305,10 +326,12 @@ def generate_for(store: Store, settings: Settings, run_id: str | None, candidate
         wanted = [p for p in paper_ids if p in papers and (not clean_only or is_clean(c.cutoff, papers[p][1]))]
         # a paper without a split only needs its id: LLM candidates read the paper, not a human review
         rows = [splits.get(p) or Split(p, "", ()) for p in wanted]
-        if rows:
+        if rows and _llm_todo(store, settings, [c], rows, papers, texts):
             with candidate_endpoints([c], settings) as served, \
                     display.task(f"generate: {c.name}", len(rows), "reviews") as task:
                 _run_llm(store, settings, run_id, served, rows, papers, texts, tally, task)
+        elif rows:  # a poll that brought nothing new: no model pulled, locked or served (a day of a replay)
+            _tally_done(store, settings, [c], rows, papers, texts, tally)
     store.checkpoint()
     return {"calls_made": tally.calls_made, "cached": tally.cached, "failed": tally.failed,
             "gave_up": tally.gave_up, "tokens_in": tally.tokens_in, "tokens_out": tally.tokens_out,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import click
 
@@ -34,8 +35,39 @@ COMMANDS = {
 }
 
 
+class OneLineUsageError(click.UsageError):
+    """A usage error said in one line, ``Error: MESSAGE`` (exit status 2), without click's usage header and "Try
+    --help" hint: a refusal names what is wrong and what is allowed, so the header only pushes it down."""
+
+    def show(self, file: Any = None) -> None:
+        """Print the one line on stderr."""
+        click.echo(f"Error: {self.format_message()}", file=file, err=file is None)
+
+
+def _one_line(exc: click.UsageError) -> click.UsageError:
+    """``exc`` as a :class:`OneLineUsageError`, its message rendered while its context is known (a missing
+    parameter names its option from it); ``grebench`` with no arguments still shows the help."""
+    if isinstance(exc, (OneLineUsageError, click.exceptions.NoArgsIsHelpError)):
+        return exc
+    return OneLineUsageError(" ".join(exc.format_message().split()), exc.ctx)
+
+
 class LazyGroup(click.Group):
-    """A group whose commands are imported only when used (keeps `--help` and startup fast)."""
+    """A group whose commands are imported only when used (keeps `--help` and startup fast); its usage errors, and
+    those of every command below it, are said in one line (:class:`OneLineUsageError`)."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)

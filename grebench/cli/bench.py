@@ -48,7 +48,9 @@ def command(ctx: click.Context, candidates: tuple[str, ...], papers: str | None,
                    f"{summary['failed']} failed; {summary['generations_total']} generations in the store; "
                    f"tokens {summary['tokens_in']} in / {summary['tokens_out']} out; cost ${summary['cost_usd']:.4f}.")
         for c in summary["candidates"]:
-            click.echo(f"  {c['name']:<24} {c['kind']:<8} {c['generations']} generations")
+            on_sample = ("" if c.get("sample_papers") is None else
+                         f" ({c['sample_papers']} of {summary['papers_eligible']} sample papers)")
+            click.echo(f"  {c['name']:<24} {c['kind']:<8} {c['generations']} generations{on_sample}")
         if summary["skipped_papers"]:
             click.echo(f"  {len(summary['skipped_papers'])} papers skipped (fewer than 3 official reviews)", err=True)
         if summary["gave_up"]:
@@ -97,6 +99,7 @@ def import_command(settings: Settings, name: str, file: str, as_json: bool, trus
         with writer_store(settings) as store:
             summary = import_reviews(store, settings, name, data, meta, source=path.name,
                                      trust_declared=trust_cutoff)
+            summary["outside_sample"], summary["sample_size"] = _outside_sample(store, summary["candidate"])
     except ImportRefused as exc:
         _refuse(exc.as_json(), as_json)
     except CandidateError as exc:
@@ -116,6 +119,26 @@ def import_command(settings: Settings, name: str, file: str, as_json: bool, trus
                "split. `grebench score` (or `grebench run`) scores them.")
     for warning in summary["warnings"]:
         click.echo(f"  warning: {warning}", err=True)
+    outside = summary["outside_sample"]
+    if outside:
+        shown = ", ".join(outside[:10]) + (f" and {len(outside) - 10} more" if len(outside) > 10 else "")
+        click.echo(f"  warning: {len(outside)} of the imported papers are outside the board's sample (the "
+                   f"{summary['sample_size']} papers of the last scoring job): the human baseline is generated only "
+                   f"on the sample, so they are not compared or ranked there; `grebench run --papers all` (or a "
+                   f"sample that includes them) brings them in: {shown}", err=True)
+
+
+def _outside_sample(store: Any, candidate: str) -> tuple[list[str], int | None]:
+    """The papers ``candidate`` has an imported review of that the recorded sample (the papers the boards compare
+    candidates on) leaves out, and the sample's size; none when every paper is in it."""
+    from grebench.pipeline import recorded_sample
+
+    sample = recorded_sample(store).paper_ids
+    if sample is None:
+        return [], None
+    papers = {r["paper_id"] for r in store.rows(
+        "SELECT DISTINCT paper_id FROM generations WHERE candidate = ? AND status = 'ok'", [candidate])}
+    return sorted(papers - set(sample)), len(sample)
 
 
 def _cutoff_words(summary: dict[str, Any]) -> str:

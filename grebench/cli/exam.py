@@ -23,8 +23,8 @@ def exam_tables(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in rows:
         table = out.setdefault(r["venue_id"], {"venue_id": r["venue_id"], "eta_c": r["eta_c"], "eta_p": r["eta_p"],
                                                "rows": []})
-        table["rows"].append({k: r[k] for k in ("judge", "kind", "p_c", "p_p", "p_s", "passed", "weight", "failed",
-                                                "self_preference")})
+        table["rows"].append({k: r.get(k) for k in ("judge", "kind", "p_c", "p_p", "p_s", "passed", "weight",
+                                                    "failed", "self_preference", "not_examined")})
     return list(out.values())
 
 
@@ -53,7 +53,9 @@ def command(settings: Settings, judges: tuple[str, ...], estimator: str | None, 
 
     Consistency: the preference must survive swapping the two reviews.  Pertinence: a review of this paper must beat
     a strong review of the most similar other paper.  Self-confidence: a judge must be surer on easy pairs than on
-    hard ones.  A judge passes with consistency and pertinence at or above the mean over all judges.
+    hard ones.  A judge passes with consistency and pertinence at or above the mean over all judges.  A judge that
+    could not be examined (the gem judge when its evaluation LM could not score the exam's texts) does not pass, and
+    the command then exits with status 1 saying why.
     """
     options = RunOptions(judges=judges, exam_only=True, estimator=estimator, preprocessor=preprocessor)
     stages, _run_id, _status = run_stage(settings, "exam", ["panel"], options, as_json,
@@ -70,3 +72,6 @@ def command(settings: Settings, judges: tuple[str, ...], estimator: str | None, 
         click.echo("no candidate reviews yet: run `grebench run` (or bench and score) first", err=True)
     else:
         print_exam(tables)
+    unexamined = {(r["judge"], r["not_examined"]) for t in tables for r in t["rows"] if r.get("not_examined")}
+    if unexamined:
+        raise click.ClickException("; ".join(f"judge {judge} not examined: {why}" for judge, why in sorted(unexamined)))

@@ -15,7 +15,8 @@ from grebench.settings import Settings
 @click.command("ingest")
 @click.option("--source", default="bundled", show_default=True,
               help=source_help() + " (e.g. openreview:ICLR.cc/2024/Conference).")
-@click.option("--limit", type=int, default=None, help="Stop after N papers.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Stop after N papers (N ≥ 1).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 @settings_options
 @click.pass_obj

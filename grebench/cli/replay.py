@@ -52,7 +52,8 @@ def _show_day(row: dict[str, Any]) -> None:
 @click.option("--to", "end", metavar="DATE", help="Last simulated day (default: the season's last change).")
 @click.option("--step", default="1d", show_default=True,
               help="Simulated time between two runs of the jobs: Nd, Nh, Nm.")
-@click.option("--history", "show_history", is_flag=True, help="Show the stored board history; replay nothing.")
+@click.option("--history", "show_history", is_flag=True, help="Show the stored board history (each day's rank with its "
+              "95% rank interval, score with its 95% CI); replay nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @settings_options
 @click.pass_obj
@@ -101,6 +102,8 @@ def command(settings: Settings, season: str | None, start: str | None, end: str 
 
 
 def _print_history(out: dict[str, Any], as_json: bool) -> None:
+    from grebench.scoring import rank_range
+
     if as_json:
         emit_json(out)
         return
@@ -115,5 +118,7 @@ def _print_history(out: dict[str, Any], as_json: bool) -> None:
                    f"{d['papers_scoreable']} scoreable, {d['sealed_generations']} sealed generations")
         for r in rows.get((d["season"], d["day"]), []):
             ci = "" if r["ci95_low"] is None else f" [{r['ci95_low']:.3f}, {r['ci95_high']:.3f}]"
-            rank = "-" if r["rank"] is None else str(r["rank"])
-            click.echo(f"  {r['metric']:<8} #{rank:<3} {r['candidate']:<28} {r['score']:.3f}{ci} on {r['papers']}")
+            span = rank_range(r)
+            rank = "-" if r["rank"] is None else str(r["rank"]) + (f" ({span})" if span else "")
+            board = r["metric"] + (" sealed" if r.get("scope") == "sealed" else "")
+            click.echo(f"  {board:<12} #{rank:<9} {r['candidate']:<28} {r['score']:.3f}{ci} on {r['papers']}")

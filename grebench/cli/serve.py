@@ -22,6 +22,7 @@ import click
 
 from grebench.cli._common import emit_json
 from grebench.cli._options import settings_options
+from grebench.pipeline import SCHEDULED
 from grebench.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -54,8 +55,8 @@ def _failed(results: list[dict[str, Any]]) -> bool:
 @click.option("--no-app", is_flag=True, help="Run the scheduler only (no Gradio app).")
 @click.option("--once", is_flag=True, help="Run every job once, in order, and exit (a cron-style cycle); exit "
               "status 1 when a job failed.")
-@click.option("--job", "jobs", multiple=True, help="Only these jobs (repeatable): queue, poll, generate, score, "
-              "site, snapshot. Default: all.")
+@click.option("--job", "jobs", multiple=True, type=click.Choice(SCHEDULED),
+              help="Only these jobs (repeatable). Default: all.")
 @click.option("--json", "as_json", is_flag=True, help="With --once: print the job summaries as JSON.")
 @settings_options
 @click.pass_obj

@@ -171,6 +171,13 @@ def import_(settings: Settings, directory: str, manifest_sha256: str | None, as_
             # imported papers are linked to their versions like ingested ones (the contamination date, copies)
             report["links"] = link_papers(store, {r["paper_id"] for r in store.rows(
                 "SELECT paper_id FROM papers WHERE venue_id = ?", [report["venue_id"]])})
+        if any(report["rows_added"].values()):
+            from grebench.scoring import store_labels
+
+            # the boards' words (the human baseline's and the controls' tags, the estimator's name) are not in a
+            # snapshot: they come from this install's registries, as the boards stage writes them
+            with store.transaction():
+                store_labels(store)
     if not report["authenticated"]:
         report["warning"] = ("authenticity NOT checked: the files match their manifest, but nothing says the "
                              "manifest is the published one; pass --manifest-sha256 with the SHA-256 of this "

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from datetime import datetime
 from typing import Any, Callable, Iterator
 
@@ -39,6 +40,13 @@ from grebench.store import PaperRecord
 log = logging.getLogger(__name__)
 
 V2_FROM_YEAR = 2024
+
+#: One path segment of an OpenReview group id (``ICLR.cc``, ``2024``, ``Conference``, ``Datasets_and_Benchmarks``,
+#: ``ES-FoMo-II``): letters, digits and ``._-+~@``, not starting with a dot (no ``.`` or ``..``).  A venue id is
+#: such segments joined by single slashes; whitespace, quotes and shell or URL metacharacters never occur in one.
+_SEGMENT = r"[A-Za-z0-9_][A-Za-z0-9_.+~@-]*"
+_VENUE_ID = re.compile(rf"{_SEGMENT}(?:/{_SEGMENT})*")
+_VENUE_ID_MAX = 200
 
 
 def choose_api(venue_id: str, setting: str) -> str:
@@ -57,9 +65,7 @@ class OpenReviewSource:
 
     def __init__(self, venue_id: str, settings: Settings, *, page_size: int = 1000,
                  sleep: Callable[[float], None] = stop.sleep) -> None:
-        venue_id = venue_id.strip().strip("/")
-        if not venue_id or any(c.isspace() for c in venue_id):
-            raise SourceError(f"invalid OpenReview venue id {venue_id!r} (expected e.g. ICLR.cc/2024/Conference)")
+        venue_id = check_venue_id(venue_id)
         self.venue_id = venue_id
         self.name = f"openreview:{venue_id}"
         self.settings = settings
@@ -200,10 +206,23 @@ class OpenReviewSource:
             self._check_venue(client)
 
 
-def check_openreview_arg(arg: str) -> None:
-    """``openreview:VENUE_ID`` needs a venue id (checked before any work)."""
-    if not arg:
+def check_venue_id(venue_id: str) -> str:
+    """``venue_id`` without surrounding blanks and slashes, checked against the grammar of OpenReview group ids:
+    path segments of letters, digits and ``._-+~@`` joined by single slashes, none starting with a dot (so no
+    ``..``), at most 200 characters.  A :class:`SourceError` saying what is wrong otherwise."""
+    cleaned = venue_id.strip().strip("/")
+    if not cleaned:
         raise SourceError("openreview source spec must be openreview:VENUE_ID (e.g. ICLR.cc/2024/Conference)")
+    if len(cleaned) > _VENUE_ID_MAX or not _VENUE_ID.fullmatch(cleaned):
+        raise SourceError(f"invalid OpenReview venue id {venue_id!r}: a venue id is path segments of letters, digits "
+                          "and ._-+~@ joined by single slashes, none starting with a dot, at most "
+                          f"{_VENUE_ID_MAX} characters (e.g. ICLR.cc/2024/Conference)")
+    return cleaned
+
+
+def check_openreview_arg(arg: str) -> None:
+    """``openreview:VENUE_ID`` needs a well-formed venue id (checked before any work: :func:`check_venue_id`)."""
+    check_venue_id(arg)
 
 
 @SOURCES.register("openreview", spec="openreview:VENUE_ID", summary="a venue on OpenReview (API v1 or v2)",

@@ -12,7 +12,7 @@ showed that day.  Ingest stores a changed review as a new version, so an edit la
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -88,8 +88,8 @@ class SeasonSource(ArchiveSource):
 
 
 def season_span(source: SeasonSource) -> tuple[datetime, datetime]:
-    """The first day a paper was posted and the last day anything changed (a review shown or edited), at midnight:
-    the default days of a replay."""
+    """The first day a paper was posted, at midnight, and the first midnight by which everything had changed (a
+    review shown or edited): the default days of a replay, the last of which shows the season's last change."""
     posted: list[datetime] = []
     changed: list[datetime] = []
     meta: dict[str, Any] = {}
@@ -119,7 +119,8 @@ def season_span(source: SeasonSource) -> tuple[datetime, datetime]:
     if not posted:
         raise SourceError(f"{source.path}: no paper with a submitted_at: not a season file")
     first, last = min(posted), max(posted + changed)
-    return datetime(first.year, first.month, first.day), datetime(last.year, last.month, last.day)
+    end = datetime(last.year, last.month, last.day)
+    return datetime(first.year, first.month, first.day), end if end == last else end + timedelta(days=1)
 
 
 def check_season_arg(arg: str) -> None:

@@ -91,6 +91,12 @@ def installed(settings: Settings, name: str) -> dict[str, Any] | None:
     return manifest
 
 
+#: Files whose SHA-256 this process checked, as (path, device, inode, size, mtime, expected hash): a long-lived
+#: process (``serve``, ``replay``: four jobs a day, each installing the models it uses) hashes half a gigabyte once,
+#: not once per job; a file replaced or touched since has another identity and is hashed again.
+_HASHED: set[tuple[Any, ...]] = set()
+
+
 def check_files(settings: Settings, name: str, manifest: dict[str, Any], hashed: set[str] | None = None,
                 progress: Progress | None = None) -> dict[str, Any]:
     """Check every file's size and the SHA-256 of the ``hashed`` ones (None: all); raise naming the first bad one."""
@@ -98,22 +104,26 @@ def check_files(settings: Settings, name: str, manifest: dict[str, Any], hashed:
     files: dict[str, dict[str, Any]] = manifest["files"]
     todo = {rel for rel in files if hashed is None or rel in hashed}
     total = 0
+    seen: dict[str, tuple[Any, ...]] = {}
     for rel, want in sorted(files.items()):
         path = _inside(folder, rel, name)
         try:
-            size = path.stat().st_size
+            stat = path.stat()
         except FileNotFoundError:
             raise _corrupt(name, f"{path} is missing") from None
-        if size != want["bytes"]:
-            raise _corrupt(name, f"{path} is {size:,} bytes, the manifest says {want['bytes']:,} (truncated or "
-                                 "changed)")
-        total += size
+        if stat.st_size != want["bytes"]:
+            raise _corrupt(name, f"{path} is {stat.st_size:,} bytes, the manifest says {want['bytes']:,} (truncated "
+                                 "or changed)")
+        total += stat.st_size
+        seen[rel] = (str(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, want["sha256"])
+    todo = {rel for rel in todo if seen[rel] not in _HASHED}  # hashed in this process and unchanged since: done
     with (progress or NoProgress()).task(f"verify {name}", total=sum(files[r]["bytes"] for r in todo),
                                          unit="bytes") as task:
         for rel in sorted(todo):
             sha, _ = hash_file(folder / rel, task)
             if sha != files[rel]["sha256"]:
                 raise _corrupt(name, f"{folder / rel} has SHA-256 {sha}, the manifest says {files[rel]['sha256']}")
+            _HASHED.add(seen[rel])
     return {"name": name, "path": str(folder), "files": len(files), "bytes": total, "hashed": len(todo), "ok": True}
 
 

@@ -107,6 +107,14 @@ class GemScores:
         self.metric = metric if setup is not None else None
         self._values: TextPmis | None = None
         self.estimator_calls = 0  # requests the estimator computed (not found in the log-prob cache) for exam texts
+        self.failure: str | None = None  # why exam texts could not be scored (the estimator failed), if they could not
+
+    def unusable(self) -> str | None:
+        """Why a judge reading these scores cannot be examined (nothing scored with this setup, or the exam's texts
+        could not be scored); None when it can."""
+        if self.setup is None or self.metric is None:
+            return "nothing in the store is scored with this evaluation LM and preprocessor (run grebench score first)"
+        return self.failure
 
     @property
     def values(self) -> TextPmis:
@@ -130,7 +138,8 @@ class GemScores:
         try:
             scored = score_texts(self.store, self.settings, self.setup, self.metric, todo)
         except Exception as exc:  # the judge abstains on these texts rather than failing the panel
-            log.warning("gem judge: could not score %d exam texts (%s); the judge abstains on them", len(todo), exc)
+            self.failure = f"could not score {len(todo)} exam texts ({exc})"
+            log.warning("gem judge: %s; it is not examined", self.failure)
             return 0
         for key, pmis in scored.pmis.items():
             self.values[key].update(pmis)

@@ -224,14 +224,26 @@ def examine(judge: Judge, sets: ExamSets, task: Any = None) -> dict[str, Any]:
                         "confidence_easy": easy, "confidence_hard": hard}}
 
 
+def not_examined(result: dict[str, Any], why: str) -> dict[str, Any]:
+    """A judge's exam result that does not count: what it answered had no basis (``why``: e.g. the gem judge's
+    texts could not be scored, so every answer was a tie).  :func:`grade` fails it, leaves it out of the
+    thresholds and gives it no weight."""
+    return {**result, "p_c": None, "p_p": None, "p_s": None, "not_examined": why}
+
+
 def grade(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float | None, float | None]:
-    """Thresholds = mean over the judges; pass/fail, failed tests and weights."""
+    """Thresholds = mean over the judges; pass/fail, failed tests and weights (a judge :func:`not_examined` fails
+    with its reason)."""
     cs = [r["p_c"] for r in results if r["p_c"] is not None]
     ps = [r["p_p"] for r in results if r["p_p"] is not None]
     eta_c = float(np.mean(cs)) if cs else None
     eta_p = float(np.mean(ps)) if ps else None
     out = []
     for r in results:
+        if r.get("not_examined"):
+            out.append({**r, "passed": False, "weight": 0.0, "failed": [f"not examined: {r['not_examined']}"],
+                        "eta_c": eta_c, "eta_p": eta_p})
+            continue
         failed = []
         if r["p_c"] is None or eta_c is None or r["p_c"] < eta_c - 1e-12:
             failed.append("consistency")

@@ -20,7 +20,7 @@ from grebench.panel import _state
 from grebench.panel._aggregate import agreement, judge_score, outcome, rank_with_bootstrap, weighted_vote
 from grebench.panel._data import GemScores, VenueData, load_venue, sha, venues
 from grebench.panel._debate import Debater, run_debate
-from grebench.panel._exam import ask, build_exam, exam_size, examine, grade, self_preference
+from grebench.panel._exam import ask, build_exam, exam_size, examine, grade, not_examined, self_preference
 from grebench.panel._judges import (
     JUDGES,
     Judge,
@@ -342,7 +342,8 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
                sample: frozenset[str] | None,
                run_id: str | None, judge_names: Sequence[str] | None, exam_only: bool,
                progress: Progress, servers: LocalServers | None = None) -> tuple[list[Judge], dict[str, Any], bool]:
-    """One venue-year in full: (judges, its summary part, whether every vote was answered)."""
+    """One venue-year in full: (judges, its summary part, whether every vote was answered and the gem judge's exam
+    texts were scored: an incomplete part is computed again next time)."""
     data = load_venue(store, venue_id, sample)
     tfidf = TfIdf("\n".join([p.title, p.abstract, p.text]) for p in data.papers.values())
     judges = build_judges(settings, client, gem, tfidf, judge_names, servers)
@@ -363,6 +364,9 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
                 with progress.task(f"panel: exam of {j.name}", exam_size(part_sets), "answers") as answers:
                     results.append(examine(j, part_sets, answers))
             task.advance()
+    why = gem.unusable()
+    if why is not None:  # the gem judge's every answer would be a tie: no exam, no vote
+        results = [not_examined(r, why) if needs_gem_scores([j]) else r for j, r in zip(judges, results, strict=True)]
     graded, eta_c, eta_p = grade(results)
     llm_judges = any(not is_reference(j) for j in judges)
     bias = self_preference(judges, data, settings.seed,
@@ -372,9 +376,10 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
     part["exam"] = [{"venue_id": venue_id, "judge": r["judge"], "kind": by_name[r["judge"]].kind,
                      "p_c": r["p_c"], "p_p": r["p_p"], "p_s": r["p_s"], "passed": r["passed"],
                      "weight": r["weight"], "failed": r["failed"], "eta_c": eta_c, "eta_p": eta_p,
-                     "self_preference": bias.get(r["judge"])} for r in graded]
+                     "self_preference": bias.get(r["judge"]), "not_examined": r.get("not_examined")}
+                    for r in graded]
     if exam_only:
-        return judges, part, True
+        return judges, part, gem.failure is None
     weights = {r["judge"]: r["weight"] for r in graded if r["passed"] and r["weight"] > 0}
     part["qualified"] = [{"venue_id": venue_id, "qualified": sorted(weights), "examined": len(judges)}]
     pairs = _pairs(data, settings.panel_pairs_per_paper, settings.seed)
@@ -400,4 +405,4 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
     part["verdicts"] = len(verdicts)
     part["flagged"] = sum(v["flagged"] for v in verdicts)
     part["debated"] = sum(v["debated"] for v in verdicts)
-    return judges, part, missing == 0
+    return judges, part, missing == 0 and gem.failure is None

@@ -34,6 +34,7 @@ from grebench.pipeline._sample import (
     measured_throughput,
     papers_size,
     parse_papers,
+    recorded_sample,
     reuse_evidence,
 )
 from grebench.pipeline._stages import (
@@ -109,6 +110,7 @@ __all__ = [
     "papers_size",
     "parse_papers",
     "rebuild_snapshot",
+    "recorded_sample",
     "resolve_run",
     "resolve_setup",
     "reuse_evidence",

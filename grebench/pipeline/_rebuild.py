@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from grebench.pipeline._sample import recorded_sample
+from grebench.pipeline._sample import adopt_snapshot_sample
 from grebench.scoring import RAW_PREPROCESSOR, RULES_ID, compute_boards, run_scoring
 from grebench.settings import Settings
 from grebench.store import Store, import_snapshot, open_store
@@ -147,7 +147,7 @@ def _rebuild(store: Store, settings: Settings, say: Callable[[str], None]) -> di
     setups = _setups(store)
     problems: list[str] = [] if setups else ["the snapshot records no scored setup (scored_setups): nothing says "
                                              "which estimator spec made its scores"]
-    sample = recorded_sample(store).paper_ids  # the papers the published scores were made on (None: every one)
+    sample = adopt_snapshot_sample(store).paper_ids  # the papers the published scores were made on (None: all)
     with store.transaction() as con:  # the published numbers are set aside above: these are made again
         con.execute("DELETE FROM scores")
         con.execute("DELETE FROM logprob_cache")

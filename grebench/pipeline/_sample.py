@@ -219,7 +219,7 @@ def draw_sample(store: Store, size: int | None, seed: int, why: str = "as set") 
                          GROUP BY p.paper_id, p.venue_id HAVING count(DISTINCT r.review_id) >= ?
                          ORDER BY p.paper_id""", [MIN_REVIEWS])
     if size is None or size >= len(rows):
-        store.con.execute("DELETE FROM paper_samples")
+        store.con.execute("DELETE FROM paper_samples WHERE origin = 'run'")
         return Sample(None, "every eligible paper", len(rows), len(rows), seed, why)
     strata: dict[tuple[str, int], list[str]] = {}
     by_venue: dict[str, list[tuple[float, str]]] = {}
@@ -247,8 +247,9 @@ def draw_sample(store: Store, size: int | None, seed: int, why: str = "as set") 
 
 def recorded_sample(store: Store) -> Sample:
     """The sample the last job that scored worked on, as ``paper_samples`` holds it (a reader of the stored scores
-    works on the same papers); every paper when none was recorded."""
-    rows = store.rows("SELECT paper_id, sample_json FROM paper_samples ORDER BY paper_id")
+    works on the same papers); every paper when none was recorded.  Only this store's own jobs' rows count: a
+    sample that came with an imported snapshot is never this store's (see :func:`adopt_snapshot_sample`)."""
+    rows = store.rows("SELECT paper_id, sample_json FROM paper_samples WHERE origin = 'run' ORDER BY paper_id")
     if not rows:
         return Sample(None, "every eligible paper", None, None, None, "as recorded")
     info = json.loads(rows[0]["sample_json"])
@@ -259,6 +260,16 @@ def recorded_sample(store: Store) -> Sample:
 def _record(store: Store, sample: Sample, venue_of: dict[str, str]) -> None:
     info = json.dumps({"description": sample.description, "size": sample.size, "eligible": sample.eligible})
     with store.transaction() as con:
-        con.execute("DELETE FROM paper_samples")
-        store.insert_rows("paper_samples", ("venue_id", "paper_id", "sample_json", "created_at"),
-                          [[venue_of[p], p, info, utcnow()] for p in sample.paper_ids or ()])
+        con.execute("DELETE FROM paper_samples WHERE origin = 'run'")
+        store.insert_rows("paper_samples", ("venue_id", "paper_id", "sample_json", "created_at", "origin"),
+                          [[venue_of[p], p, info, utcnow(), "run"] for p in sample.paper_ids or ()])
+
+
+def adopt_snapshot_sample(store: Store) -> Sample:
+    """Make the sample an imported snapshot recorded this store's own and return it.  Only for a store that holds
+    nothing but that snapshot (``grebench snapshot rebuild``'s temporary store): anywhere else an imported sample
+    stays the snapshot's (``origin = 'snapshot'``) and no reader of this store's numbers sees it."""
+    with store.transaction() as con:
+        con.execute("DELETE FROM paper_samples WHERE origin = 'run'")
+        con.execute("UPDATE paper_samples SET origin = 'run' WHERE origin = 'snapshot'")
+    return recorded_sample(store)

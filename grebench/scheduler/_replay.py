@@ -51,12 +51,14 @@ def _day_facts(store: Store) -> dict[str, Any]:
 
 
 def _record_rows(store: Store, season: str, day: datetime) -> None:
-    """The day's board rows into ``replay_history`` (after scoring, so that the day's site draws that day too)."""
+    """The day's board rows (rank with its interval, score with its CI) into ``replay_history`` (after scoring, so
+    that the day's site draws that day too)."""
     with store.transaction() as con:
         con.execute("DELETE FROM replay_history WHERE season = ? AND day = ?", [season, day])
-        con.execute("INSERT INTO replay_history SELECT ?, ?, b.board_id, b.metric, r.candidate, r.rank, r.score, "
-                    "r.ci95_low, r.ci95_high, r.papers FROM boards b JOIN board_rows r USING (board_id)",
-                    [season, day])
+        con.execute("INSERT INTO replay_history (season, day, board_id, metric, candidate, rank, rank_low, "
+                    "rank_high, score, ci95_low, ci95_high, papers) SELECT ?, ?, b.board_id, b.metric, r.candidate, "
+                    "r.rank, r.rank_low, r.rank_high, r.score, r.ci95_low, r.ci95_high, r.papers "
+                    "FROM boards b JOIN board_rows r USING (board_id)", [season, day])
 
 
 def _record_day(store: Store, season: str, day: datetime, jobs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -118,9 +120,10 @@ def _request_snapshots(settings: Settings, store: Store) -> None:
 
 
 def history(store: Store, season: str | None = None) -> dict[str, Any]:
-    """The board history of the replays in ``store`` (of ``season`` only, if given): each day's facts and rows."""
+    """The board history of the replays in ``store`` (of ``season`` only, if given): each day's facts and rows
+    (each row with its board's ``scope``, ``all`` or ``sealed``, where the board is still stored)."""
     where, params = ("WHERE season = ?", [season]) if season else ("", [])
     days = store.rows(f"SELECT * FROM replay_days {where} ORDER BY season, day", params)
-    rows = store.rows(f"SELECT * FROM replay_history {where} ORDER BY season, day, board_id, rank NULLS LAST, "
-                      "candidate", params)
+    rows = store.rows(f"SELECT h.*, b.scope FROM replay_history h LEFT JOIN boards b USING (board_id) {where} "
+                      "ORDER BY season, day, b.scope, board_id, rank NULLS LAST, candidate", params)
     return {"days": days, "rows": rows}

@@ -28,16 +28,19 @@ from grebench.scoring._boards import (
     BOARD_VERSION,
     SCOPES,
     board_id,
+    board_lineage,
     boards_fingerprint,
     compute_boards,
     headline_board,
     headline_first,
     sample_facts,
     stored_boards,
+    superseded_estimators,
     venue_scope,
 )
 from grebench.scoring._engine import ScoringError, request_key, run_scoring
 from grebench.scoring._judgment_lines import PHRASES, parse_judgment_output
+from grebench.scoring._labels import store_labels
 from grebench.scoring._leaderboard import (
     CONTAMINATED,
     CONTAMINATED_NOTE,
@@ -49,6 +52,8 @@ from grebench.scoring._leaderboard import (
     is_incomplete_row,
     leaderboard,
     per_paper_scores,
+    rank_bounds,
+    rank_range,
     rank_word,
 )
 from grebench.scoring._metrics import (
@@ -115,6 +120,7 @@ __all__ = [
     "attribution_summary",
     "available_tables",
     "board_id",
+    "board_lineage",
     "boards_fingerprint",
     "bootstrap_ci",
     "code_version",
@@ -142,7 +148,9 @@ __all__ = [
     "preprocess_texts",
     "preprocessor_entry",
     "provenance",
+    "rank_bounds",
     "rank_intervals",
+    "rank_range",
     "rank_word",
     "request_key",
     "resolve_preprocessor",
@@ -150,9 +158,11 @@ __all__ = [
     "run_scoring",
     "sample_facts",
     "score_texts",
+    "store_labels",
     "store_report",
     "stored_boards",
     "stored_pmis",
+    "superseded_estimators",
     "transformations",
     "validation_fingerprint",
     "validation_rows",

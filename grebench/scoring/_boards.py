@@ -89,10 +89,39 @@ def _costs(store: Store) -> dict[str, dict[str, Any]]:
 
 
 def _setups(store: Store) -> list[dict[str, Any]]:
-    return store.rows("""SELECT p.venue_id, any_value(p.venue) AS venue, s.metric, s.estimator, s.preprocessor
+    gone = superseded_estimators(store)
+    rows = store.rows("""SELECT p.venue_id, any_value(p.venue) AS venue, s.metric, s.estimator, s.preprocessor
                          FROM scores s JOIN papers p USING (paper_id)
                          GROUP BY p.venue_id, s.metric, s.estimator, s.preprocessor
                          ORDER BY p.venue_id, s.metric, s.estimator, s.preprocessor""")
+    return [r for r in rows if r["estimator"] not in gone]
+
+
+def _spec_rows(store: Store) -> list[dict[str, Any]]:
+    if not store.scalar("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'scored_setups'"):
+        return []
+    return store.rows("SELECT estimator_spec, preprocessor_spec, estimator_id, scored_at FROM scored_setups "
+                      "WHERE role <> 'snapshot' ORDER BY scored_at, estimator_id")
+
+
+def superseded_estimators(store: Store) -> set[str]:
+    """Estimator ids that a later scoring with the same specs replaced: the offline estimator refitted on the
+    reviews public by then (its id names its corpus), a model scored again in another dtype.  Their scores stay
+    stored (a snapshot or ``--as-of`` still reads them) but they get no board: the board of a setup is the one its
+    latest scoring made, so a review edited mid-season does not leave yesterday's fit ranked beside today's.  An
+    imported setup (``role = 'snapshot'``) neither replaces nor is replaced."""
+    rows = _spec_rows(store)
+    latest = {(r["estimator_spec"], r["preprocessor_spec"]): r["estimator_id"] for r in rows}  # ordered by time
+    return {r["estimator_id"] for r in rows} - set(latest.values())
+
+
+def board_lineage(store: Store, board: Mapping[str, Any]) -> set[str]:
+    """The ids this board had under earlier estimator ids of the same spec (see :func:`superseded_estimators`),
+    with its own: a board followed across refits, as the board history draws it."""
+    rows = _spec_rows(store)
+    specs = {r["estimator_spec"] for r in rows if r["estimator_id"] == board["estimator"]}
+    ids = {r["estimator_id"] for r in rows if r["estimator_spec"] in specs} | {board["estimator"]}
+    return {board_id(board["venue_id"], board["metric"], e, board["preprocessor"], board["scope"]) for e in ids}
 
 
 def _eligible(store: Store) -> dict[str, int]:
@@ -103,7 +132,7 @@ def _eligible(store: Store) -> dict[str, int]:
 def boards_fingerprint(store: Store, settings: Settings) -> str:
     """What the boards depend on: scores, candidates, generations, papers, splits, samples, settings, code."""
     return fingerprint(store, tables=("scores", "candidates", "generations", "papers", "baseline_splits",
-                                      "paper_samples", "paper_links"),
+                                      "paper_samples", "paper_links", "scored_setups"),
                        values=[BOARD_VERSION, settings.bootstrap_samples, settings.seed, label_parts(),
                                settings.board_max_missing_share],
                        code=code_files(_HERE / "_boards.py", _HERE / "_leaderboard.py", _HERE / "_aggregate.py",
@@ -161,7 +190,7 @@ def _sample(store: Store) -> dict[str, str]:
         return {}
     out = {}
     for r in store.rows("SELECT venue_id, any_value(sample_json) AS sample_json, count(*) AS n FROM paper_samples "
-                        "GROUP BY venue_id"):
+                        "WHERE origin = 'run' GROUP BY venue_id"):
         try:
             info = json.loads(r["sample_json"])
         except (TypeError, ValueError):

@@ -13,7 +13,9 @@ failing on the papers it would do badly on must not buy a rank.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from grebench.bench import (
@@ -155,6 +157,23 @@ def rank_word(row: dict[str, Any]) -> str | None:
     return REFERENCE_WORD if role == REFERENCE else "not ranked"
 
 
+def rank_bounds(row: Mapping[str, Any]) -> tuple[int, int] | None:
+    """A ranked row's 95% rank interval as whole ranks (None when it has no interval: unranked, or history kept
+    before intervals were): the 2.5th percentile rounded down and the 97.5th rounded up, so that the shown interval
+    never looks narrower than the bootstrap's (a percentile between two ranks is interpolated)."""
+    low, high = row.get("rank_low"), row.get("rank_high")
+    if row.get("rank") is None or low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return None
+    return math.floor(float(low)), math.ceil(float(high))
+
+
+def rank_range(row: Mapping[str, Any]) -> str | None:
+    """A ranked row's 95% rank interval as the site, the app and the CLI write it, ``1–3`` (an en dash; ``1–1``
+    for a rank no resample changes); None without one (:func:`rank_bounds`)."""
+    bounds = rank_bounds(row)
+    return None if bounds is None else f"{bounds[0]}–{bounds[1]}"
+
+
 def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str, samples: int = 2000,
                 seed: int = 20200426, max_missing_share: float = DEFAULT_MAX_MISSING_SHARE) -> list[dict[str, Any]]:
     """Rows of the leaderboard, best first (field names are a stable contract: see docs/scoring.md).
@@ -187,6 +206,8 @@ def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str,
         clean = len(scores.get(name) or {})
         ci = bootstrap_ci(list(per_paper.values()), samples=samples, seed=seed)
         diff = paired_difference(per_paper, human, samples=samples, seed=seed) if human and name != HUMAN else None
+        if diff is not None and not diff["papers"]:  # no paper in common with the human baseline: no difference
+            diff = None
         rows.append({
             "candidate": name, "kind": info[name]["kind"], "role": info[name]["role"], "metric": metric,
             "estimator": estimator_id,

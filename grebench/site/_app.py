@@ -25,6 +25,7 @@ from grebench.scoring import CONTAMINATED_NOTE, INCOMPLETE_NOTE, headline_first,
 from grebench.settings import Settings
 from grebench.site import _data
 from grebench.site._build import publish_snapshots
+from grebench.site._history import history_html
 from grebench.site._labels import Labels
 from grebench.site._limits import request_limits
 from grebench.site._reader import (
@@ -49,7 +50,7 @@ from grebench.submissions import (
     read_upload,
 )
 
-BOARD_COLUMNS = ["rank", "candidate", "kind", "score", "ci95_low", "ci95_high", "rank_low", "rank_high", "papers",
+BOARD_COLUMNS = ["rank", "candidate", "kind", "score", "ci95_low", "ci95_high", "rank_interval", "papers",
                  "clean_papers", "complete", "missing_papers", "vouched", "sealed_share", "cost_usd", "latency_s"]
 
 
@@ -152,8 +153,17 @@ def board_table(settings: Settings, venue: str | None, metric: str | None, setup
     if board is None:
         return []
     rows = [r for r in board["rows"] if include_controls or r["role"] != REFERENCE]
-    return [[((r.get("rank_word") or rank_word(r)) if c == "rank" and r.get("rank") is None else _fmt(r.get(c)))
-             for c in BOARD_COLUMNS] for r in rows]
+    return [[_cell(r, c) for c in BOARD_COLUMNS] for r in rows]
+
+
+def _cell(row: Mapping[str, Any], column: str) -> Any:
+    """One cell of the Leaderboard tab: an unranked row's rank says why (``contaminated``, ``reference``), the
+    rank interval reads as the site and the CLI write it (``1–3``)."""
+    if column == "rank" and row.get("rank") is None:
+        return row.get("rank_word") or rank_word(dict(row))
+    if column == "rank_interval":
+        return row.get("rank_range") or ""
+    return _fmt(row.get(column))
 
 
 def board_info(settings: Settings, venue: str | None, metric: str | None, setup: str | None,
@@ -195,11 +205,22 @@ def produced_line(settings: Settings, board: Mapping[str, Any]) -> str:
             + f"; judge panel: {judges}. Rebuild: `{prov['rebuild']}`.")
 
 
+def board_history(settings: Settings, venue: str | None, metric: str | None, setup: str | None,
+                  only_sealed: bool) -> str:
+    """The board's history plot over a replay (HTML: the site's figure, or "no history yet")."""
+    board = _match(settings, venue, metric, setup, only_sealed)
+    if board is None:
+        return ""
+    bid, title = str(board["board_id"]), str(board.get("title") or board["metric"])
+    return cast("str", reader(settings).view("history", bid, lambda store: history_html(store, bid, title)))
+
+
 def board_view(settings: Settings, venue: str | None, metric: str | None, setup: str | None,
-               include_controls: bool, only_sealed: bool) -> tuple[list[list[Any]], str]:
-    """The Leaderboard tab for one filter choice: the rows and the line above them."""
+               include_controls: bool, only_sealed: bool) -> tuple[list[list[Any]], str, str]:
+    """The Leaderboard tab for one filter choice: the rows, the line above them and the board's history plot."""
     return (board_table(settings, venue, metric, setup, include_controls, only_sealed),
-            board_info(settings, venue, metric, setup, only_sealed))
+            board_info(settings, venue, metric, setup, only_sealed),
+            board_history(settings, venue, metric, setup, only_sealed))
 
 
 class SnapshotDownloads:
@@ -373,12 +394,12 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
         venues, metrics, setups, models, papers = cache.view("choices", None, _board_choices)
         # the headline board first (GEM-S, a language model, the latest venue): _board_choices orders the choices
         first = (venues[0] if venues else None, metrics[0][1] if metrics else None, setups[0][1] if setups else None)
-        rows, info = board_view(settings, *first, True, False)
+        rows, info, plot = board_view(settings, *first, True, False)
         folders = snapshot_folders()
         return (gr.update(choices=venues, value=first[0]), gr.update(choices=metrics, value=first[1]),
                 gr.update(choices=setups, value=first[2]), rows, gr.update(choices=list(models)),
                 gr.update(choices=list(papers)), queue_rows(), downloads(), info,
-                gr.update(choices=folders, value=folders[0] if folders else None))
+                gr.update(choices=folders, value=folders[0] if folders else None), plot)
 
     def model_view(name: str | None) -> tuple[list[list[Any]], list[list[Any]], str]:
         return model_tables(settings, name) if name else ([], [], "")
@@ -466,11 +487,13 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                 info = gr.Markdown(elem_id="board-info")
                 board = gr.Dataframe(headers=BOARD_COLUMNS, interactive=False, label="Leaderboard",
                                      elem_id="board-table")
+                # the board's history over a replay: the site's own figure (no click handler: it is a picture)
+                history = gr.HTML(elem_id="board-history", js_on_load=None)
                 filtered = _bind(board_view, settings)
                 for widget in (venue, metric, setup, controls, sealed):
                     # Gradio accepts api_name=False (no API endpoint) at runtime; its stubs say str | None
-                    widget.change(filtered, [venue, metric, setup, controls, sealed], [board, info], api_name=False,  # type: ignore[arg-type]
-                                  **read)
+                    widget.change(filtered, [venue, metric, setup, controls, sealed], [board, info, history],
+                                  api_name=False, **read)  # type: ignore[arg-type]
             with gr.Tab("Model", id="model"):
                 model = gr.Dropdown(label="Candidate", choices=[], allow_custom_value=True)
                 model_scores = gr.Dataframe(headers=["venue", "metric", "setup", "rank", "score", "ci95_low",
@@ -542,8 +565,8 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                 d_choice.change(snapshot_view, d_choice, [d_files, d_info], api_name="snapshot", **read)
                 d_table = gr.Dataframe(headers=["file", "bytes", "sha256"], interactive=False,
                                        label="Every snapshot file")
-        demo.load(load_choices, None, [venue, metric, setup, board, model, paper, q_table, d_table, info, d_choice],
-                  api_name=False, **read)
+        demo.load(load_choices, None, [venue, metric, setup, board, model, paper, q_table, d_table, info, d_choice,
+                                       history], api_name=False, **read)
         demo.load(_tab_from_query, None, tabs, api_name=False, **read)
     demo.queue(**QUEUE_KWARGS)
     # per-session state (the component values Gradio keeps for every visitor) is bounded: the oldest sessions go

@@ -22,6 +22,7 @@ from grebench.scoring import (
     INCOMPLETE_NOTE,
     headline_first,
     provenance,
+    rank_range,
     rank_word,
     sample_facts,
 )
@@ -68,7 +69,8 @@ def environment(labels: Labels | None = None) -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(num=_num, pct=_pct, day=_day, metric_label=words.metric, estimator_label=words.estimator,
-                       preprocessor_label=words.preprocessor, board_title=words.board_title, board_id=board_id)
+                       preprocessor_label=words.preprocessor, board_title=words.board_title, board_id=board_id,
+                       rank_range=lambda row: rank_range(row) or "—")
     env.globals.update(setup_label=words.setup, contaminated_note=CONTAMINATED_NOTE, incomplete_note=INCOMPLETE_NOTE,
                        attribution_threshold=ATTRIBUTION_THRESHOLD)
     return env
@@ -143,9 +145,10 @@ class _Writer:
 
 
 #: Bump when what the site shows changes (code, not data): the next build renders again.
-SITE_VERSION = "site-v11"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
+SITE_VERSION = "site-v12"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
 # v8: board versions; v9: board history of a replay; v10: provenance (leaderboard.json and the board pages);
-# v11: per-line attribution (paper pages, board rows)
+# v11: rank intervals in the history plot, the history beside every board
+# v12: per-line attribution (paper pages, board rows)
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
          "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes",
          "boards", "board_rows", "labels", "paper_links", "replay_history", "line_attribution")
@@ -208,10 +211,11 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
     venues = _data.venues(store)
     cands = _data.candidates(store)
     prov = provenance(store)
-    for b in boards:
-        writer.page(f"boards/{b['slug']}.html", "leaderboard.html", board=b, prov=prov)
-        (tmp / "boards" / f"{b['slug']}.svg").write_text(board_svg(b), encoding="utf-8")
+    (tmp / "boards").mkdir(parents=True, exist_ok=True)
     histories = _write_histories(store, boards, tmp / "boards")
+    for b in boards:
+        writer.page(f"boards/{b['slug']}.html", "leaderboard.html", board=b, prov=prov, histories=histories)
+        (tmp / "boards" / f"{b['slug']}.svg").write_text(board_svg(b), encoding="utf-8")
     payload = leaderboard_json(boards, now, prov)
     latest = _versions.publish_version(store, payload, utcnow(), env) if publish else _versions.version(store)
     writer.page("index.html", "index.html", venues=venues, boards_by_venue=_data.group_by(boards, "venue_id"),
@@ -257,17 +261,11 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
 
 def _write_histories(store: Store, boards: list[dict[str, Any]], target: Path) -> set[str]:
     """``boards/<slug>-history.svg`` for each board a replay has a history of (``grebench replay``); their slugs."""
-    if not _data.has_table(store, "replay_history"):  # an export or an old store
-        return set()
-    rows = store.rows("SELECT board_id, day, candidate, rank, score, ci95_low, ci95_high FROM replay_history "
-                      "ORDER BY board_id, day, candidate")
-    by_board: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        by_board.setdefault(r["board_id"], []).append(r)
+    histories = _data.board_histories(store)
     done = set()
     for b in boards:
-        if len({r["day"] for r in by_board.get(b["board_id"], [])}) >= 2:  # one day is no history yet
-            (target / f"{b['slug']}-history.svg").write_text(history_svg(by_board[b["board_id"]]), encoding="utf-8")
+        if b["board_id"] in histories:
+            (target / f"{b['slug']}-history.svg").write_text(history_svg(histories[b["board_id"]]), encoding="utf-8")
             done.add(b["slug"])
     return done
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from grebench.scoring import rank_word
+from grebench.scoring import rank_range, rank_word
 from grebench.store import BASELINE, CONTESTANT, MODEL_ROLE, PROXY_ROLE, REFERENCE, Store
 
 _MAX_FALLBACK = 48
@@ -93,8 +93,9 @@ class Labels:
                    or _FALLBACK_COLOURS.get(role or self.role(kind), DEFAULT_COLOUR))
 
     def annotate(self, board: dict[str, Any]) -> dict[str, Any]:
-        """Give a stored board its words (``title``, ``metric_label``) and each row its ``role``, ``tag`` and
-        ``colour`` (a row's stored role wins: it is what the board was computed with)."""
+        """Give a stored board its words (``title``, ``metric_label``) and each row its ``role``, ``tag``,
+        ``colour``, ``rank_word`` and ``rank_range`` (a row's stored role wins: it is what the board was computed
+        with)."""
         board["title"] = self.board_title(board)
         board["metric_label"] = self.metric(str(board["metric"]))
         board["proxy"] = self.is_proxy(str(board["estimator"]))
@@ -103,6 +104,7 @@ class Labels:
             r["tag"] = self.kind_tag(r.get("kind"))
             r["colour"] = self.colour(r.get("kind"), r["role"])
             r["rank_word"] = rank_word(r)
+            r["rank_range"] = rank_range(r)
         return board
 
 

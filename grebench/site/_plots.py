@@ -6,6 +6,7 @@ import io
 import math
 from typing import Any
 
+from grebench.scoring import rank_bounds, rank_range
 from grebench.site._labels import row_colour
 from grebench.store import BASELINE, REFERENCE
 
@@ -77,12 +78,15 @@ def board_svg(board: dict[str, Any]) -> str:
 
 
 def history_svg(rows: list[dict[str, Any]]) -> str:
-    """A board's history over a replay (``replay_history`` rows of one board): each ranked candidate's score per
-    simulated day with its 95% CI as a band, labelled with its rank on the last day."""
+    """A board's history over a replay (``replay_history`` rows of one board), two panels sharing the simulated days:
+    each ranked candidate's score with its 95% CI as a band, and its rank (1 at the top) with its 95% rank interval
+    as a band; the legend names each candidate with its rank and rank interval on the last day."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
+    import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     by_candidate: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
@@ -90,30 +94,47 @@ def history_svg(rows: list[dict[str, Any]]) -> str:
             by_candidate.setdefault(str(r["candidate"]), []).append(r)
     with matplotlib.rc_context({"svg.hashsalt": "grebench", "svg.fonttype": "none", "font.family": "sans-serif",
                                 "font.size": 9}):
-        fig, ax = plt.subplots(figsize=(7.0, 3.0))
-        for name, points in sorted(by_candidate.items(), key=lambda kv: kv[1][-1]["rank"]):
+        fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(8.0, 4.8), height_ratios=(3, 2),
+                                          layout="constrained")
+        worst = 1
+        for name, points in sorted(by_candidate.items(), key=lambda kv: (kv[1][-1]["rank"], kv[0])):
             points = sorted(points, key=lambda p: p["day"])
             days = [p["day"] for p in points]
-            line = ax.plot(days, [p["score"] for p in points], marker="o", markersize=3,
-                           label=f"#{points[-1]['rank']} {name}")[0]
-            banded = [p for p in points if _finite(p.get("ci95_low"), p.get("ci95_high"))]
-            if banded:
-                ax.fill_between([p["day"] for p in banded], [p["ci95_low"] for p in banded],
-                                [p["ci95_high"] for p in banded], color=line.get_color(), alpha=0.15)
-        import matplotlib.dates as mdates
-
-        days = sorted({r["day"] for r in rows})
-        span = (days[-1] - days[0]).days if days else 0
-        ax.xaxis.set_major_locator(mdates.DayLocator(interval=max(1, span // 10)))  # whole days, at most ~10 ticks
-        ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d"))
-        ax.set_ylabel("score (band = 95% CI)")
-        ax.set_xlabel("simulated day (replay)")
-        ax.grid(alpha=0.3)
-        if by_candidate:
-            ax.legend(loc="best", fontsize=8, frameon=False)
-        fig.autofmt_xdate()
-        fig.tight_layout()
+            last = points[-1]
+            span = rank_range(last)
+            label = f"#{last['rank']}" + (f" ({span})" if span else "") + f" {name}"
+            colour = top.plot(days, [p["score"] for p in points], marker="o", markersize=3, label=label)[0].get_color()
+            _band(top, [(p["day"], p["ci95_low"], p["ci95_high"]) for p in points], colour)
+            bottom.plot(days, [p["rank"] for p in points], marker="o", markersize=3, color=colour,
+                        drawstyle="steps-mid")
+            bounds = [(p["day"], *b) for p in points if (b := rank_bounds(p)) is not None]
+            _band(bottom, bounds, colour, step=True)
+            worst = max([worst, *(p["rank"] for p in points), *(b[2] for b in bounds)])
+        all_days = sorted({r["day"] for r in rows})
+        span_days = (all_days[-1] - all_days[0]).days if all_days else 0
+        bottom.xaxis.set_major_locator(mdates.DayLocator(interval=max(1, span_days // 10)))  # whole days, ≤ ~10 ticks
+        bottom.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d"))
+        top.set_ylabel("score (band = 95% CI)")
+        bottom.set_ylabel("rank (band = 95%\nrank interval)")
+        bottom.set_ylim(worst + 0.5, 0.5)  # rank 1 at the top
+        bottom.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+        bottom.set_xlabel("simulated day (replay)")
+        for ax in (top, bottom):
+            ax.grid(alpha=0.3)
+        if by_candidate:  # beside the panels: a board has up to a dozen ranked candidates
+            top.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False,
+                       title="rank (95% interval)\non the last day", title_fontsize=8, alignment="left")
+        for label in bottom.get_xticklabels():
+            label.set(rotation=30, horizontalalignment="right")
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None})
         plt.close(fig)
     return buf.getvalue()
+
+
+def _band(ax: Any, points: list[tuple[Any, Any, Any]], colour: str, step: bool = False) -> None:
+    """A translucent band through (x, low, high) points with finite bounds (none: nothing drawn)."""
+    kept = [p for p in points if _finite(p[1], p[2])]
+    if kept:
+        ax.fill_between([p[0] for p in kept], [p[1] for p in kept], [p[2] for p in kept], color=colour, alpha=0.15,
+                        step="mid" if step else None, linewidth=0)

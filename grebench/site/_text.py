@@ -2,17 +2,17 @@
 
 One CI convention everywhere a board is shown as a table: the 95% bootstrap CI over papers (the plots on the site
 add the 90% interval as the thick bar).  Ranked rows (LLMs, imported reviews, the human baseline) come first with
-their rank interval; then contestants that did not review the board's sample ("incomplete"), and LLMs with no
-clean paper (scored on contaminated papers, not ranked: "contaminated"), the words the site and the app use too;
-then controls as reference rows without a rank ("reference").
+their 95% rank interval (``2 (1–3)``); then contestants that did not review the board's sample ("incomplete"), and
+LLMs with no clean paper (scored on contaminated papers, not ranked: "contaminated"), the words the site and the app
+use too; then controls as reference rows without a rank ("reference").
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from grebench.scoring import CONTAMINATED_NOTE, INCOMPLETE_NOTE, rank_word, sample_facts
-from grebench.store import REFERENCE  # a control's role: shown, never ranked
+from grebench.scoring import CONTAMINATED_NOTE, INCOMPLETE_NOTE, rank_range, rank_word, sample_facts
+from grebench.store import BASELINE, REFERENCE  # a control's role: shown, never ranked
 
 
 def _sample_line(board: dict[str, Any]) -> str:
@@ -30,10 +30,13 @@ def board_text(board: dict[str, Any], title: str | None = None) -> str:
     ranked = [r for r in board["rows"] if r.get("rank") is not None]
     unranked = [r for r in board["rows"] if r.get("rank") is None and r.get("role") != REFERENCE]
     reference = [r for r in board["rows"] if r.get("rank") is None and r.get("role") == REFERENCE]
+    baseline = any(r.get("role") == BASELINE for r in board["rows"])
     for r in ranked + unranked + reference:
         mark = f" [{r['tag']}]" if r.get("tag") else ""
-        vs = "" if r.get("diff_vs_human") is None else f"{r['diff_vs_human']:+.2f} (p={r['p_vs_human']:.3f})"
-        rank = rank_word(r) if r.get("rank") is None else f"{r['rank']} [{r['rank_low']:.0f}-{r['rank_high']:.0f}]"
+        vs = ("no paper in common" if baseline and r.get("role") != BASELINE else "") \
+            if r.get("diff_vs_human") is None else f"{r['diff_vs_human']:+.2f} (p={r['p_vs_human']:.3f})"
+        span = rank_range(r)
+        rank = rank_word(r) or (str(r["rank"]) if span is None else f"{r['rank']} ({span})")
         if rank_word(r) == "incomplete":
             mark += f" ({r.get('missing_papers')} of {r.get('due_papers')} papers missing)"
         lines.append(f"{rank:>12}  {r['candidate'] + mark:<44} {r['score']:>8.2f}  "

@@ -75,7 +75,7 @@ TABLES: dict[str, str] = {
     "panel_rankings": "SELECT * FROM panel_rankings WHERE venue_id = $venue",
     "panel_agreement": "SELECT * FROM panel_agreement WHERE venue_id = $venue",
     "machine_metrics": f"SELECT * FROM machine_metrics WHERE paper_id IN {_P}",
-    "paper_samples": "SELECT * FROM paper_samples WHERE venue_id = $venue",
+    "paper_samples": "SELECT * FROM paper_samples WHERE venue_id = $venue AND origin = 'run'",
     "boards": "SELECT * FROM boards WHERE venue_id = $venue",
     "board_rows": "SELECT * FROM board_rows WHERE board_id IN (SELECT board_id FROM boards WHERE venue_id = $venue)",
 }
@@ -86,7 +86,9 @@ TABLES: dict[str, str] = {
 FORCED: dict[str, dict[str, str]] = {"llm_calls": {"cache_scope": "snapshot"},
                                      # an imported scored setup never becomes this store's default one (what
                                      # validate, exam and judge read unless a spec or id is named): only by name
-                                     "scored_setups": {"role": "snapshot"}}
+                                     "scored_setups": {"role": "snapshot"},
+                                     # a snapshot's sample is its own: never what this store's numbers claim
+                                     "paper_samples": {"origin": "snapshot"}}
 
 
 class SnapshotError(ValueError):
@@ -479,6 +481,30 @@ def _insert(con: Any, table: str, cols: str, values: str, keyed: bool, batches: 
         con.unregister("grebench_snapshot_src")
 
 
+#: The tables whose rows say which papers, reviews and boards a snapshot holds (imported first): every other row
+#: of the snapshot must name only those, and its venue-year (see :func:`_outside`).
+DEFINES: dict[str, str] = {"papers": "paper_id", "reviews": "review_id", "boards": "board_id"}
+
+
+def _outside(table: str, batch: Any, own: dict[str, set[str]]) -> str | None:
+    """Why a batch names something outside the snapshot's own venue-year (None: it does not).  A snapshot speaks
+    only of the venue-year its manifest names: a row about another venue, or about a paper, review or board the
+    snapshot does not hold itself, would add to or change what this store says about its own papers (an extra
+    score, split, sample or vote for a paper it ingested itself).  ``own`` grows as the defining tables are read."""
+    defined = DEFINES.get(table)
+    for column in batch.schema.names:
+        if column not in own or column == defined:
+            continue
+        values = {v for v in batch.column(column).unique().to_pylist() if v is not None}
+        stray = sorted(str(v) for v in values - own[column])
+        if stray:
+            return (f"a row names {column} {stray[0][:80]!r}, which is not this snapshot's own (a snapshot of "
+                    f"{next(iter(own['venue_id']))[:80]} speaks only of its venue-year's papers, reviews and boards)")
+    if defined is not None:
+        own[defined].update(str(v) for v in batch.column(defined).unique().to_pylist() if v is not None)
+    return None
+
+
 def _refusal(name: str, size: int, rows: int, why: str) -> SnapshotError:
     """One refusal line: the member, why, and how far import had got (all rolled back)."""
     return SnapshotError(f"{name}: {why}; refused after {size:,} bytes, {rows:,} rows: nothing imported")
@@ -511,6 +537,8 @@ def _import(store: Store, snapshot_dir: Path, manifest_sha256: str | None, max_e
     total = 0
     added: dict[str, int] = {}
     decoded: dict[str, int] = {}
+    members.sort(key=lambda m: (m[0].removesuffix(".parquet") not in DEFINES, m[0]))  # what rows may name, first
+    own: dict[str, set[str]] = {"venue_id": {str(manifest["venue_id"])}, **{c: set() for c in DEFINES.values()}}
     with store.transaction() as con:
         for name, info, path in members:
             table = name.removesuffix(".parquet")
@@ -561,6 +589,9 @@ def _import(store: Store, snapshot_dir: Path, manifest_sha256: str | None, max_e
                                  f"holds more than the {most_rows:,} rows its manifest says")
                 if size + grown > limit:
                     raise _refusal(name, total + size, rows, why)
+                stray = _outside(table, batch, own)
+                if stray:
+                    raise _refusal(name, total + size, rows, stray)
                 rows, size = rows + batch.num_rows, size + grown
                 pending.append(batch)
                 pending_rows, pending_size = pending_rows + batch.num_rows, pending_size + grown

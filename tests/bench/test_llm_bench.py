@@ -146,3 +146,34 @@ def test_llm_controls_run_with_control_model(tiny_store: Store, settings: Settin
     assert summary["calls_made"] == 12
     prompts = [r["body"]["messages"][0]["content"] for r in fake_llm.chat_requests]
     assert sum("[MISSING]" in p for p in prompts) == 4 and sum("Rewrite the peer review" in p for p in prompts) == 4
+
+
+def test_generating_again_what_is_made_serves_no_model(
+        tiny_store: Store, settings: Settings, fake_llm: FakeOpenAIServer, canary_key: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scheduler's generate job runs after every poll (each simulated day of a replay): when every review of
+    its papers is made, it pulls, locks and serves nothing (a local server took 20 s and 4 GB to start per day)."""
+    from contextlib import contextmanager
+
+    import grebench.bench._run as bench_run
+    from grebench.bench import generate_for
+
+    served: list[list[str]] = []
+    real = bench_run.candidate_endpoints
+
+    @contextmanager
+    def counting(cands, s):  # type: ignore[no-untyped-def]
+        served.append([c.name for c in cands])
+        with real(cands, s) as out:
+            yield out
+
+    monkeypatch.setattr(bench_run, "candidate_endpoints", counting)
+    s = _settings(settings, fake_llm)
+    fake = [c for c in load_candidates(s) if c.name == "fake"]
+    papers = ["paper0", "paper1", "paper4"]  # paper4 has no split: a sealed generation's case
+    first = generate_for(tiny_store, s, None, fake, papers)
+    assert first["calls_made"] == 3 and served == [["fake"]]
+    again = generate_for(tiny_store, s, None, fake, papers)
+    assert again["calls_made"] == 0 and again["cached"] == 3 and served == [["fake"]]
+    assert generate_for(tiny_store, s, None, fake, [*papers, "paper2"])["calls_made"] == 1  # a new paper: served
+    assert served == [["fake"], ["fake"]] and len(fake_llm.chat_requests) == 4

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import json
+from datetime import datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
-from grebench.ingest import SeasonSource, SourceFailure, season_span
+from grebench.ingest import SeasonSource, SourceFailure, bundled_season_path, season_span
+from grebench.ingest._archive import parse_time
 from grebench.store import PaperRecord, SimulatedClock, WallClock, use_clock, utcnow
 from tests.scheduler.replay_season import write_season
 
@@ -52,3 +56,47 @@ def test_the_wall_clock_is_the_default_and_a_simulated_one_ticks_forward() -> No
         a, b = utcnow(), utcnow()
         assert datetime(2025, 11, 1) < a < b < datetime(2025, 11, 1, 0, 0, 1)
     assert abs((utcnow() - WallClock().now()).total_seconds()) < 60
+
+
+def _shipped() -> list[dict[str, Any]]:
+    lines = bundled_season_path().read_text(encoding="utf-8").split("\n")  # texts hold U+2028: no splitlines()
+    return [json.loads(line) for line in lines[1:] if line.strip()]
+
+
+def test_the_shipped_season_holds_real_edits_in_date_order() -> None:
+    edited = [(p["id"], r) for p in _shipped() for r in p["reviews"] if r.get("history")]
+    assert edited, "the shipped season has no edited review"
+    for _paper, review in edited:
+        versions = [*review["history"], {"modified_at": review["modified_at"], "content": review["content"]}]
+        dates = [parse_time(v["modified_at"], "version") for v in versions]
+        assert parse_time(review["created_at"], "created") <= dates[0]
+        assert dates == sorted(dates) and len(set(dates)) == len(dates), review["id"]
+        contents = [json.dumps(v["content"], sort_keys=True) for v in versions]
+        assert all(a != b for a, b in pairwise(contents)), review["id"]  # each version changed the form
+
+
+def test_the_shipped_season_shows_each_edit_and_late_review_on_its_day() -> None:
+    source = SeasonSource(bundled_season_path())
+    papers = _shipped()
+    paper_id, review = next((p["id"], r) for p in papers for r in p["reviews"] if r.get("history"))
+    edit = parse_time(review["modified_at"], "edit")
+    assert edit is not None
+
+    def shown(day: datetime, pid: str, rid: str) -> Any:
+        return next((r for r in _at(source, day.isoformat())[pid].reviews if r.review_id == rid), None)
+
+    before, after = shown(edit - timedelta(seconds=1), paper_id, review["id"]), shown(edit, paper_id, review["id"])
+    assert before is not None and after is not None and before.content_sha256 != after.content_sha256
+    assert before.modified_at == parse_time(review["history"][-1]["modified_at"], "previous")
+    assert after.modified_at == edit
+    # a late review: written after the release (2025-11-12), public from then on
+    paper_id, late = next((p["id"], r) for p in papers for r in p["reviews"] if r["visible_at"] != "2025-11-12")
+    arrives = parse_time(late["visible_at"], "late")
+    assert arrives is not None and arrives > datetime(2025, 11, 12)
+    assert shown(arrives - timedelta(seconds=1), paper_id, late["id"]) is None
+    assert shown(arrives, paper_id, late["id"]) is not None
+    # the default days end on the first midnight after the season's last change (an edit in the afternoon)
+    last = max(d for p in papers for r in p["reviews"] for v in [r, *r.get("history", [])]
+               for d in (parse_time(v["modified_at"], "m"), parse_time(r["visible_at"], "v")) if d is not None)
+    assert last.time() != datetime.min.time()
+    assert season_span(source)[1] == datetime.combine(last.date(), datetime.min.time()) + timedelta(days=1)

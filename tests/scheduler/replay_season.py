@@ -1,4 +1,4 @@
-"""A small season for replay tests, made from the shipped one, and what its records imply day by day."""
+"""A small season for replay tests, made from the bundled ICLR 2026 sample, and what its records imply day by day."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from grebench.ingest import bundled_season_path
+from grebench.ingest import bundled_path
 
 DAYS = [datetime(2025, 11, d) for d in range(1, 6)]
 # paper index -> (posted, reviews public): two papers appear after the first reviews, three papers' reviews later
@@ -18,13 +18,14 @@ EDITED_ON, LATE_ON = "2025-11-03", "2025-11-05"  # paper 0's first review is edi
 
 
 def write_season(path: Path) -> list[dict[str, Any]]:
-    """Six real papers with made-up dates: an edit on 11-03 and a late review on 11-05; the records written."""
-    lines = bundled_season_path().read_text(encoding="utf-8").split("\n")
-    meta, papers = json.loads(lines[0]), [json.loads(line) for line in lines[1:7]]
+    """Six real papers (every tenth of the bundled ICLR 2026 sample, as the shipped season's first six were before it
+    took the real edits) with made-up dates: an edit on 11-03 and a late review on 11-05; the records written."""
+    lines = bundled_path("iclr2026").read_text(encoding="utf-8").split("\n")  # texts hold U+2028: no splitlines()
+    meta = {"_meta": {"venue_id": "ICLR.cc/2026/Conference", "venue": "ICLR 2026"}}
+    papers = [json.loads(line) for line in lines[:60:10]]
     for i, paper in enumerate(papers):
         paper["submitted_at"], paper["reviews_public_at"] = POSTED[i], PUBLIC[i]
         for review in paper["reviews"]:
-            review.pop("visible_at")
             review["modified_at"] = PUBLIC[i]
     edited = papers[0]["reviews"][0]
     first = copy.deepcopy(edited["content"])

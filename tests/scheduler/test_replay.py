@@ -110,7 +110,9 @@ def test_each_replayed_day_holds_what_the_records_imply(straight: Straight) -> N
     drawn = re.findall(r'src="boards/([^"]+)-history\.svg"', index)
     assert len(drawn) == 1, index[:2000]
     svg = (straight.site / "boards" / f"{drawn[0]}-history.svg").read_text(encoding="utf-8")
-    assert CANDIDATE in svg and "simulated day" in svg
+    assert CANDIDATE in svg and "simulated day" in svg and "rank (band = 95%" in svg  # the rank panel
+    # each ranked row keeps its rank interval, as the day's board had it (m0028)
+    assert all(r["rank_low"] <= r["rank"] <= r["rank_high"] for r in straight.history["rows"] if r["rank"] is not None)
 
 
 @pytest.mark.slow

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grebench.scoring import bootstrap_ci, paired_difference, rank_intervals
+from grebench.scoring import bootstrap_ci, paired_difference, rank_bounds, rank_intervals, rank_range
 
 
 def test_bootstrap_ci_covers_the_true_mean_at_the_nominal_rate() -> None:
@@ -63,3 +63,24 @@ def test_rank_intervals_on_a_constructed_case() -> None:
     assert ranks["worst"]["rank"] == 4 and ranks["worst"]["rank_low"] == 4.0
     for name in ("tie-a", "tie-b"):
         assert ranks[name]["rank_low"] == 2.0 and ranks[name]["rank_high"] == 3.0
+
+
+def test_rank_intervals_are_seeded_and_tied_candidates_overlap() -> None:
+    rng = np.random.default_rng(3)
+    papers = [f"p{i}" for i in range(40)]
+    shared = [float(rng.normal(0, 2)) for _ in papers]
+    scores = {"ahead": {p: v + 8.0 for p, v in zip(papers, shared, strict=True)},
+              "tie-a": {p: v + float(rng.normal(0, 1)) for p, v in zip(papers, shared, strict=True)},
+              "tie-b": {p: v + float(rng.normal(0, 1)) for p, v in zip(papers, shared, strict=True)}}
+    ranks = rank_intervals(scores, samples=500, seed=11)
+    assert rank_range(ranks["ahead"]) == "1–1"
+    a, b = rank_bounds(ranks["tie-a"]), rank_bounds(ranks["tie-b"])
+    assert a == b == (2, 3)  # neither tied candidate is told apart from the other
+    assert rank_intervals(scores, samples=500, seed=11) == ranks  # the same seed: the same intervals
+
+
+def test_a_rank_interval_is_shown_in_whole_ranks_never_narrower() -> None:
+    assert rank_range({"rank": 2, "rank_low": 1.4, "rank_high": 2.6}) == "1–3"
+    assert rank_range({"rank": 1, "rank_low": 1.0, "rank_high": 1.0}) == "1–1"
+    assert rank_range({"rank": None, "rank_low": None, "rank_high": None}) is None
+    assert rank_range({"rank": 3}) is None  # a history day kept before rank intervals were

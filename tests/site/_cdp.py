@@ -82,9 +82,9 @@ class Browser:
             raise RuntimeError(f"page exception: {result['exceptionDetails']}")
         return result["result"].get("value")
 
-    def new_session(self) -> str:
-        """A new blank tab, attached: the session id later commands name."""
-        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+    def open_tab(self, url: str) -> str:
+        """Open ``url`` in a new tab; the session id that drives it."""
+        target = self.send("Target.createTarget", {"url": url})["targetId"]
         return str(self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"])
 
     def open_page(self, session: str, page: Path, width: int, height: int = 900) -> None:

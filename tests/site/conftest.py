@@ -91,6 +91,20 @@ def fill_store(s: Store) -> None:
     # (the scoring stage's last step: the site only reads stored boards)
 
 
+#: Days of the board history :func:`record_history` writes.
+HISTORY_DAYS = [datetime(2025, 11, d) for d in (10, 11, 12)]
+
+
+def record_history(s: Store, season: str = "season:test", days: list[datetime] = HISTORY_DAYS) -> None:
+    """A replay's board history of the store's boards as they are (each day done, its board rows recorded the way
+    the replay records them)."""
+    from grebench.scheduler._replay import _record_rows
+
+    for day in days:
+        s.con.execute("INSERT INTO replay_days (season, day, status) VALUES (?, ?, 'done')", [season, day])
+        _record_rows(s, season, day)
+
+
 # candidate -> each line's contribution against reference 0 and reference 1 (nats)
 LINES = {"human": [(0.9, 0.7), (0.02, -0.04), (0.3, 0.5)], "generic": [(-0.4, -0.6), (0.0, 0.01)],
          "good-llm": [(0.2, 0.1)], "late-llm": [(0.05, 0.0), (1.2, 0.8)]}

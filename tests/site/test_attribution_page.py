@@ -78,7 +78,7 @@ def test_paper_page_renders_the_shading_in_chromium(small_store: Store, settings
     assert exe is not None
     browser = Browser(exe, tmp_path / "profile")
     try:
-        session = browser.new_session()
+        session = browser.open_tab("about:blank")
         browser.open_page(session, _paper_file(site), 1366, 1400)
         colours = browser.evaluate(session, """(() => {
           const bg = (sel) => [...document.querySelectorAll(sel)].map((el) => getComputedStyle(el).backgroundColor);

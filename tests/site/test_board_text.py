@@ -27,7 +27,7 @@ def test_a_contaminated_llm_is_shown_below_the_ranking_and_labelled_never_ranked
     # one word for the row, the same the site and the app show (grebench.scoring.CONTAMINATED)
     assert lines[at["smollm2-135m"]].lstrip().startswith("contaminated ")
     assert lines[at["elongation"]].lstrip().startswith("reference ")
-    assert lines[at["human"]].lstrip().startswith("1 [1-1]")
+    assert lines[at["human"]].lstrip().startswith("1 (1–1)")  # the rank and its 95% rank interval
     assert "contam." not in "\n".join(lines)
     # the footnote names the true reason for any candidate (an untrusted import has no cutoff to blame)
     assert lines[-1] == CONTAMINATED_NOTE and "before the candidate's review was written or received" in lines[-1]

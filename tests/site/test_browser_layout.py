@@ -51,7 +51,7 @@ def test_index_and_board_fit_1400_1366_and_800_pixels(small_store: Store, settin
     assert exe is not None
     browser = Browser(exe, tmp_path / "profile")
     try:
-        session = browser.new_session()
+        session = browser.open_tab("about:blank")
         for width in (1400, 1366, 800):
             for name, page in (("index", site / "index.html"), ("board", board)):
                 m = _open(browser, session, page, width)

@@ -11,13 +11,13 @@ import pytest
 from bs4 import BeautifulSoup
 
 from grebench.pipeline import RunOptions, SiteStage, StageContext, run_stages
-from grebench.scoring import compute_boards, leaderboard
+from grebench.scoring import compute_boards, leaderboard, rank_range
 from grebench.settings import Settings, load_settings
 from grebench.site import SCHEMA_VERSION, build_site
 from grebench.site._build import ROW_FIELDS
 from grebench.store import Store, open_store
 from tests.conftest import FAST_ENV
-from tests.site.conftest import fill_store
+from tests.site.conftest import fill_store, record_history
 
 
 @pytest.fixture(scope="module")
@@ -180,3 +180,32 @@ def test_only_finished_snapshot_files_are_published(tmp_path: Path) -> None:
     published = sorted(p.relative_to(tmp_path / "site").as_posix() for p in (tmp_path / "site").rglob("*")
                        if p.is_file())
     assert published == ["snapshots/iclr-2020/manifest.json"]
+
+
+def test_each_board_page_shows_its_rank_intervals_and_its_replay_history(settings: Settings, tmp_path: Path) -> None:
+    store = open_store(None)
+    fill_store(store)
+    plain = Path(build_site(store, settings, tmp_path / "plain")["out"])
+    assert not list((plain / "boards").glob("*-history.svg")) and "history" not in (plain / "index.html").read_text()
+    record_history(store)
+    site = Path(build_site(store, settings, tmp_path / "site")["out"])
+    data = json.loads((site / "leaderboard.json").read_text())
+    for board in data["boards"]:
+        page = site / "boards" / f"{_slug(site, board)}.html"
+        soup = _soup(page)
+        figure = soup.select_one("figure.history img")
+        assert figure is not None, page.name
+        assert (page.parent / Path(figure["src"]).name).read_text().lstrip().startswith(("<?xml", "<svg"))
+        cells = [tr.select("td")[5].get_text(strip=True) for tr in soup.select("table.board tbody tr")]
+        assert cells == [rank_range(r) or "—" for r in board["rows"]]  # rank interval column, from the JSON's rows
+        assert any(r["rank_low"] is not None for r in board["rows"])
+    svg = next((site / "boards").glob("*-history.svg")).read_text()
+    assert "rank (band = 95%" in svg and "(1–" in svg  # the rank panel, the legend's rank intervals
+    assert "figure class=\"history\"" in (site / "index.html").read_text()
+    store.con.close()
+
+
+def _slug(site: Path, board: dict) -> str:
+    """The page name of a leaderboard.json board (its venue and metric; the small store has one setup)."""
+    prefix = board["venue_id"].lower().replace("/", "-")
+    return next(p.stem for p in (site / "boards").glob(f"{prefix}-{board['metric']}-*.html"))

@@ -40,7 +40,8 @@ def headline_store(store: Store, settings: Settings) -> None:
     for pid, venue in (("p2020_0", "ICLR.cc/2020/Conference"), ("p2020_1", "ICLR.cc/2020/Conference"),
                        ("p2020_2", "ICLR.cc/2020/Conference"), ("p2024_0", "ICLR.cc/2024/Conference"),
                        ("p2024_1", "ICLR.cc/2024/Conference")):
-        con.execute("INSERT INTO paper_samples VALUES (?, ?, ?, ?)", [venue, pid, info, NOW])
+        con.execute("INSERT INTO paper_samples (venue_id, paper_id, sample_json, created_at) VALUES (?, ?, ?, ?)",
+                    [venue, pid, info, NOW])
     con.execute("DELETE FROM scores WHERE paper_id = 'p2024_2'")  # outside the sample: never scored
     con.execute("UPDATE generations SET sealed = false WHERE candidate = 'late-llm'")
     compute_boards(store, settings)

@@ -45,10 +45,20 @@ def bomb_table(rows: int = ROWS) -> pa.Table:
                      "latest_version": pa.array([1] * rows, type=pa.int32())})
 
 
+def paper_table() -> pa.Table:
+    """The one paper (``p`` of venue ``V``) that :func:`bomb_table`'s rows are about: a snapshot's rows may name only
+    its own papers, so a bomb without it would be refused for that before its size is ever measured."""
+    now = pa.array([datetime(2020, 1, 1)], type=pa.timestamp("us"))
+    return pa.table({"paper_id": ["p"], "venue_id": ["V"], "title": ["t"], "withdrawn": [False], "source": ["s"],
+                     "content_sha256": ["0"], "ingested_at": now, "updated_at": now})
+
+
 def make_snapshot(root: Path, members: dict[str, pa.Table], **extra: Any) -> Path:
     """A snapshot folder the way an attacker writes one: members, a README and a manifest that matches them."""
     root.mkdir(parents=True)
     files: dict[str, Any] = {}
+    if members and "papers.parquet" not in members:
+        members = {"papers.parquet": paper_table(), **members}
     for name, table in members.items():
         pq.write_table(table, root / name, compression="zstd", use_dictionary=True)
         files[name] = {"table": name.removesuffix(".parquet"), "rows": table.num_rows,
