@@ -131,14 +131,10 @@ def import_command(settings: Settings, name: str, file: str, as_json: bool, trus
 def _outside_sample(store: Any, candidate: str) -> tuple[list[str], int | None]:
     """The papers ``candidate`` has an imported review of that the recorded sample (the papers the boards compare
     candidates on) leaves out, and the sample's size; none when every paper is in it."""
-    from grebench.pipeline import recorded_sample
+    from grebench.pipeline import outside_sample
 
-    sample = recorded_sample(store).paper_ids
-    if sample is None:
-        return [], None
-    papers = {r["paper_id"] for r in store.rows(
-        "SELECT DISTINCT paper_id FROM generations WHERE candidate = ? AND status = 'ok'", [candidate])}
-    return sorted(papers - set(sample)), len(sample)
+    return outside_sample(store, [r["paper_id"] for r in store.rows(
+        "SELECT DISTINCT paper_id FROM generations WHERE candidate = ? AND status = 'ok'", [candidate])])
 
 
 def _cutoff_words(summary: dict[str, Any]) -> str:

@@ -32,9 +32,9 @@ from grebench.pipeline._sample import (
     Sample,
     expected_minutes,
     measured_throughput,
+    outside_sample,
     papers_size,
     parse_papers,
-    recorded_sample,
     reuse_evidence,
 )
 from grebench.pipeline._stages import (
@@ -107,10 +107,10 @@ __all__ = [
     "expected_minutes",
     "job",
     "measured_throughput",
+    "outside_sample",
     "papers_size",
     "parse_papers",
     "rebuild_snapshot",
-    "recorded_sample",
     "resolve_run",
     "resolve_setup",
     "reuse_evidence",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -263,6 +264,15 @@ def _record(store: Store, sample: Sample, venue_of: dict[str, str]) -> None:
         con.execute("DELETE FROM paper_samples WHERE origin = 'run'")
         store.insert_rows("paper_samples", ("venue_id", "paper_id", "sample_json", "created_at", "origin"),
                           [[venue_of[p], p, info, utcnow(), "run"] for p in sample.paper_ids or ()])
+
+
+def outside_sample(store: Store, paper_ids: Collection[str]) -> tuple[list[str], int | None]:
+    """Which of ``paper_ids`` the recorded sample (the papers the boards compare candidates on) leaves out, and the
+    sample's size; none, and None, when the last job worked on every paper."""
+    sample = recorded_sample(store).paper_ids
+    if sample is None:
+        return [], None
+    return sorted(set(paper_ids) - set(sample)), len(sample)
 
 
 def adopt_snapshot_sample(store: Store) -> Sample:
