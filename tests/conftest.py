@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Iterator
 
@@ -13,6 +15,16 @@ from grebench.settings import Settings, load_settings
 from grebench.store import Store, open_store
 
 apply_offline_defaults()
+# Gradio keeps uploads and the files it serves in one folder (GRADIO_TEMP_DIR, else /tmp/gradio) that outlives the
+# processes: each test run gets its own, removed at the end, so runs on one machine never share an upload space.
+_GRADIO_TEMP = tempfile.mkdtemp(prefix="grebench-tests-gradio-")
+os.environ["GRADIO_TEMP_DIR"] = _GRADIO_TEMP
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Remove this run's Gradio folder."""
+    shutil.rmtree(_GRADIO_TEMP, ignore_errors=True)
+
 # Tests must never reach OpenReview with real credentials.
 for _var in ("OPENREVIEW_USERNAME", "OPENREVIEW_PASSWORD", "OPENREVIEW_TOKEN"):
     os.environ.pop(_var, None)

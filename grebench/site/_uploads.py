@@ -53,15 +53,19 @@ def discard_upload(path: str | os.PathLike[str] | None) -> bool:
         return False
 
 
-def _folder_usage(root: Path, stop_after: int) -> tuple[int, int]:
-    """(files, bytes) under ``root``, counting at most ``stop_after`` files (enough to know a cap is reached)."""
+def _folder_usage(root: Path, stop_after: int, newer_than: float | None = None) -> tuple[int, int]:
+    """(files, bytes) under ``root``, counting at most ``stop_after`` files (enough to know a cap is reached), and
+    only files modified after ``newer_than`` (a time.time() value) when it is given."""
     files = size = 0
     for dirpath, _, names in os.walk(root):
         for name in names:
             try:
-                size += os.path.getsize(os.path.join(dirpath, name))
+                info = os.stat(os.path.join(dirpath, name))
             except OSError:
                 continue
+            if newer_than is not None and info.st_mtime < newer_than:
+                continue
+            size += info.st_size
             files += 1
             if files >= stop_after:
                 return files, size
@@ -72,9 +76,12 @@ class UploadQuota:
     """Per-address and global limits of the upload route (see the module docstring); thread-safe."""
 
     def __init__(self, per_hour: int, files_per_hour: int, bytes_per_hour: int, max_files: int,
-                 max_bytes: int) -> None:
+                 max_bytes: int, max_age_s: float | None = None) -> None:
         self.per_hour, self.files_per_hour, self.bytes_per_hour = per_hour, files_per_hour, bytes_per_hour
         self.max_files, self.max_bytes = max_files, max_bytes
+        #: files older than this are past every app's ``delete_cache`` age: left behind by an app process that
+        #: ended before its cleanup ran (a crash, a test run), they do not fill this app's upload space
+        self.max_age_s = max_age_s
         self._requests: dict[str, collections.deque[float]] = {}
         self._stored: dict[str, collections.deque[tuple[float, int, int]]] = {}
         self._lock = threading.Lock()
@@ -111,7 +118,8 @@ class UploadQuota:
         if files >= self.files_per_hour or size + length > self.bytes_per_hour:
             return 429, (f"upload refused: your address's share of the upload space is {self.files_per_hour} files "
                          f"and {self.bytes_per_hour:,} bytes per hour")
-        files, size = _folder_usage(upload_folder(), self.max_files)
+        stale = None if self.max_age_s is None else time.time() - self.max_age_s
+        files, size = _folder_usage(upload_folder(), self.max_files, stale)
         if files >= self.max_files or size + length > self.max_bytes:
             return 503, "upload refused: the upload space is full, try again later"
         return None
@@ -139,4 +147,5 @@ def upload_quota(settings: Any) -> UploadQuota:
     return UploadQuota(per_hour=settings.app_uploads_per_address_per_hour,
                        files_per_hour=settings.app_upload_files_per_address_per_hour,
                        bytes_per_hour=settings.app_upload_bytes_per_address_per_hour,
-                       max_files=settings.app_upload_max_files, max_bytes=settings.app_upload_max_bytes)
+                       max_files=settings.app_upload_max_files, max_bytes=settings.app_upload_max_bytes,
+                       max_age_s=settings.app_upload_ttl_s)

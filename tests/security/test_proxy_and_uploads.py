@@ -106,3 +106,30 @@ def test_discard_upload_removes_only_files_in_the_upload_folder(tmp_path: Path,
     assert not discard_upload(outside) and outside.exists()
     assert not discard_upload(folder / ".." / "store.duckdb") and outside.exists()
     assert discard_upload(inside) and not inside.exists() and not inside.parent.exists()
+
+
+def test_files_left_past_every_apps_cache_age_do_not_fill_the_upload_space(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gradio's upload folder (/tmp/gradio unless GRADIO_TEMP_DIR) outlives an app: files of a process that ended
+    before its ``delete_cache`` ran stay there.  Before, they counted against the space, so after enough ended app
+    processes every upload was refused "the upload space is full" (found when a test run on a machine with earlier
+    runs' downloads left behind failed).  Files older than ``app_upload_ttl_s`` are past every app's cleanup age."""
+    import os
+    import time
+
+    from grebench.site._uploads import UploadQuota
+
+    folder = tmp_path / "gradio"
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(folder))
+    for i in range(5):  # another app's leftovers, two hours old
+        path = folder / f"old{i}" / "manifest.json"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"{}")
+        os.utime(path, (time.time() - 7200, time.time() - 7200))
+    quota = UploadQuota(per_hour=100, files_per_hour=100, bytes_per_hour=1 << 30, max_files=3, max_bytes=1 << 30,
+                        max_age_s=3600)
+    assert quota.before("127.0.0.1", 10) is None
+    for i in range(3):  # this hour's files do count
+        (folder / f"new{i}").write_bytes(b"x")
+    refused = quota.before("127.0.0.1", 10)
+    assert refused is not None and refused[0] == 503
