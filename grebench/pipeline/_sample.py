@@ -3,7 +3,9 @@
 A real evaluation-LM on a CPU scores a few dozen papers in minutes, not four hundred; the sample keeps the default
 run short while keeping the spread of paper quality (strata: venue-year × tercile of the mean human rating, each
 stratum sampled in proportion, largest remainders first).  The same seed, size and eligible papers give the same
-sample on every machine.  The sample is recorded in ``paper_samples`` so boards say which papers they cover.
+sample on every machine.  The sample is recorded in ``paper_samples`` so boards say which papers they cover, and a
+later job with the same seed and size keeps it (only papers that are no longer eligible are replaced): a store that
+``serve`` keeps updating does not reshuffle its sample when ratings are edited (:func:`draw_sample`).
 """
 
 from __future__ import annotations
@@ -211,7 +213,14 @@ def _rating(texts: list[str | None]) -> float | None:
 def draw_sample(store: Store, size: int | None, seed: int, why: str = "as set") -> Sample:
     """Draw the seeded sample of ``size`` papers (None: every eligible paper) from the papers that can have a human
     baseline (enough official reviews for a split: the bench stage makes the splits) and record it in
-    ``paper_samples``.  Called once per job, by the resolver, before any stage of the job reads the sample."""
+    ``paper_samples``.  Called once per job, by the resolver, before any stage of the job reads the sample.
+
+    A sample is kept, not redrawn: when the recorded sample was drawn with the same seed and size, its papers that
+    are still eligible stay in it, and only the places of papers that left (or the whole sample, the first time)
+    are drawn, from the papers not in it.  A continuously updated store changes under the sampler (reviews edited,
+    ratings changed, late reviews, new papers): redrawn each job, a rating edit that moved papers between terciles
+    swapped sampled papers, and the boards, which keep every scored paper, then covered the union of several
+    samples while naming one.  A new seed or size draws afresh."""
     from grebench.bench import MIN_REVIEWS
 
     rows = store.rows("""SELECT p.paper_id, p.venue_id, list(v.rating) AS ratings FROM papers p
@@ -222,6 +231,35 @@ def draw_sample(store: Store, size: int | None, seed: int, why: str = "as set") 
     if size is None or size >= len(rows):
         store.con.execute("DELETE FROM paper_samples WHERE origin = 'run'")
         return Sample(None, "every eligible paper", len(rows), len(rows), seed, why)
+    eligible = {r["paper_id"] for r in rows}
+    kept = sorted(set(_kept_papers(store, seed, size)) & eligible)
+    chosen = kept + _stratified([r for r in rows if r["paper_id"] not in set(kept)], size - len(kept), seed)
+    description = (f"seeded sample of {size} of {len(rows)} papers, stratified by venue and rating tercile "
+                   f"(seed {seed})")
+    sample = Sample(tuple(sorted(chosen)), description, size, len(rows), seed, why)
+    _record(store, sample, {r["paper_id"]: r["venue_id"] for r in rows})
+    return sample
+
+
+def _kept_papers(store: Store, seed: int, size: int) -> list[str]:
+    """The papers of the recorded sample when it was drawn with this seed and size (else none)."""
+    rows = store.rows("SELECT paper_id, sample_json FROM paper_samples WHERE origin = 'run' ORDER BY paper_id")
+    if not rows:
+        return []
+    try:
+        info = json.loads(rows[0]["sample_json"])
+    except (TypeError, ValueError):
+        return []
+    if not isinstance(info, dict) or info.get("seed") != seed or info.get("size") != size:
+        return []
+    return [r["paper_id"] for r in rows]
+
+
+def _stratified(rows: list[dict[str, Any]], size: int, seed: int) -> list[str]:
+    """``size`` papers of ``rows`` in proportion to their strata (venue-year × tercile of the mean human rating
+    within the venue-year), largest remainders first, each stratum shuffled by its own seeded generator."""
+    if size <= 0:
+        return []
     strata: dict[tuple[str, int], list[str]] = {}
     by_venue: dict[str, list[tuple[float, str]]] = {}
     for r in rows:
@@ -239,11 +277,7 @@ def draw_sample(store: Store, size: int | None, seed: int, why: str = "as set") 
         members = sorted(strata[key])
         random.Random(f"{seed}:sample:{key[0]}:{key[1]}").shuffle(members)
         chosen += members[:take[key]]
-    description = (f"seeded sample of {size} of {len(rows)} papers, stratified by venue and rating tercile "
-                   f"(seed {seed})")
-    sample = Sample(tuple(sorted(chosen)), description, size, len(rows), seed, why)
-    _record(store, sample, {r["paper_id"]: r["venue_id"] for r in rows})
-    return sample
+    return chosen
 
 
 def recorded_sample(store: Store) -> Sample:
@@ -259,7 +293,8 @@ def recorded_sample(store: Store) -> Sample:
 
 
 def _record(store: Store, sample: Sample, venue_of: dict[str, str]) -> None:
-    info = json.dumps({"description": sample.description, "size": sample.size, "eligible": sample.eligible})
+    info = json.dumps({"description": sample.description, "size": sample.size, "eligible": sample.eligible,
+                       "seed": sample.seed})
     with store.transaction() as con:
         con.execute("DELETE FROM paper_samples WHERE origin = 'run'")
         store.insert_rows("paper_samples", ("venue_id", "paper_id", "sample_json", "created_at", "origin"),

@@ -56,3 +56,42 @@ def test_a_fresh_store_benches_only_the_sample(tmp_path: Path, archive: Path) ->
         assert con.execute("SELECT paper_id FROM paper_samples ORDER BY paper_id").fetchall() == sample
     finally:
         con.close()
+
+
+def test_a_sample_is_kept_across_jobs_while_the_store_changes_under_it(settings) -> None:  # noqa: ANN001
+    """A continuously updated store (the replay's edits): rating edits that move papers between terciles do not
+    reshuffle the sample; a paper that is no longer eligible is replaced and the rest stay; a new size draws
+    afresh, as on a fresh store."""
+    from grebench.ingest import resolve_source, run_ingest
+    from grebench.pipeline._sample import _stratified, draw_sample
+    from grebench.store import open_store
+
+    store = open_store(None)
+    try:
+        run_ingest(resolve_source("bundled", settings), store, settings, store.start_run("ingest", {}), limit=60)
+        first = draw_sample(store, 12, settings.seed)
+        assert first.paper_ids is not None and len(first.paper_ids) == 12
+        store.con.execute("UPDATE review_versions SET rating = '0' WHERE review_id IN (SELECT review_id FROM "
+                          "reviews WHERE paper_id IN (SELECT unnest(?::VARCHAR[])))", [list(first.paper_ids)])
+
+        def eligible() -> list[dict]:
+            return store.rows("""SELECT p.paper_id, p.venue_id, list(v.rating) AS ratings FROM papers p
+                                 JOIN reviews r ON r.paper_id = p.paper_id AND r.kind = 'official_review'
+                                 LEFT JOIN review_versions v ON v.review_id = r.review_id
+                                      AND v.version = r.latest_version
+                                 GROUP BY ALL HAVING count(DISTINCT r.review_id) >= 3 ORDER BY p.paper_id""")
+
+        redrawn = sorted(_stratified(eligible(), 12, settings.seed))
+        assert redrawn != list(first.paper_ids)  # the edit moves the sampled papers into one tercile: a redraw differs
+        assert draw_sample(store, 12, settings.seed).paper_ids == first.paper_ids
+
+        gone = first.paper_ids[0]
+        store.con.execute("UPDATE reviews SET kind = 'withdrawn_review' WHERE paper_id = ?", [gone])
+        third = draw_sample(store, 12, settings.seed)
+        assert third.paper_ids is not None and len(third.paper_ids) == 12 and gone not in third.paper_ids
+        assert set(first.paper_ids) - {gone} <= set(third.paper_ids)
+
+        smaller = draw_sample(store, 8, settings.seed)
+        assert smaller.paper_ids == tuple(sorted(_stratified(eligible(), 8, settings.seed)))
+    finally:
+        store.con.close()
