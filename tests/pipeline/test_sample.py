@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 from grebench.ingest._archive import bundled_path
+from grebench.settings import Settings
 from tests.conftest import FAST_ENV
 
 
@@ -58,7 +59,7 @@ def test_a_fresh_store_benches_only_the_sample(tmp_path: Path, archive: Path) ->
         con.close()
 
 
-def test_a_sample_is_kept_across_jobs_while_the_store_changes_under_it(settings) -> None:  # noqa: ANN001
+def test_a_sample_is_kept_across_jobs_while_the_store_changes_under_it(settings: Settings) -> None:
     """A continuously updated store (the replay's edits): rating edits that move papers between terciles do not
     reshuffle the sample; a paper that is no longer eligible is replaced and the rest stay; a new size draws
     afresh, as on a fresh store."""
