@@ -4,8 +4,8 @@ A real evaluation-LM on a CPU scores a few dozen papers in minutes, not four hun
 run short while keeping the spread of paper quality (strata: venue-year × tercile of the mean human rating, each
 stratum sampled in proportion, largest remainders first).  The same seed, size and eligible papers give the same
 sample on every machine.  The sample is recorded in ``paper_samples`` so boards say which papers they cover, and a
-later job with the same seed and size keeps it (only papers that are no longer eligible are replaced): a store that
-``serve`` keeps updating does not reshuffle its sample when ratings are edited (:func:`draw_sample`).
+later job with the same seed keeps it (papers that are no longer eligible are replaced; a larger size adds papers): a
+store that ``serve`` keeps updating does not reshuffle its sample when ratings are edited (:func:`draw_sample`).
 """
 
 from __future__ import annotations
@@ -215,12 +215,13 @@ def draw_sample(store: Store, size: int | None, seed: int, why: str = "as set") 
     baseline (enough official reviews for a split: the bench stage makes the splits) and record it in
     ``paper_samples``.  Called once per job, by the resolver, before any stage of the job reads the sample.
 
-    A sample is kept, not redrawn: when the recorded sample was drawn with the same seed and size, its papers that
-    are still eligible stay in it, and only the places of papers that left (or the whole sample, the first time)
-    are drawn, from the papers not in it.  A continuously updated store changes under the sampler (reviews edited,
-    ratings changed, late reviews, new papers): redrawn each job, a rating edit that moved papers between terciles
-    swapped sampled papers, and the boards, which keep every scored paper, then covered the union of several
-    samples while naming one.  A new seed or size draws afresh."""
+    A sample is kept, not redrawn: the recorded sample's papers that are still eligible stay in it when it was drawn
+    with the same seed (up to ``size``: a smaller size keeps a stratified subset of them), and only the remaining
+    places are drawn, from the papers not in it.  A continuously updated store changes under the sampler (reviews
+    edited, ratings changed, late reviews, new papers): redrawn each job, a rating edit that moved papers between
+    terciles swapped sampled papers, and the boards, which keep every scored paper, then covered the union of
+    several samples while naming one; a larger ``--papers`` likewise now adds papers to the ones already scored.
+    A new seed draws afresh; a fresh store draws what it always drew."""
     from grebench.bench import MIN_REVIEWS
 
     rows = store.rows("""SELECT p.paper_id, p.venue_id, list(v.rating) AS ratings FROM papers p
@@ -231,9 +232,13 @@ def draw_sample(store: Store, size: int | None, seed: int, why: str = "as set") 
     if size is None or size >= len(rows):
         store.con.execute("DELETE FROM paper_samples WHERE origin = 'run'")
         return Sample(None, "every eligible paper", len(rows), len(rows), seed, why)
-    eligible = {r["paper_id"] for r in rows}
-    kept = sorted(set(_kept_papers(store, seed, size)) & eligible)
-    chosen = kept + _stratified([r for r in rows if r["paper_id"] not in set(kept)], size - len(kept), seed)
+    previous = set(_kept_papers(store, seed))
+    kept = [r for r in rows if r["paper_id"] in previous]
+    if len(kept) > size:  # a smaller sample than the recorded one: a stratified subset of it
+        subset = set(_stratified(kept, size, seed))
+        kept = [r for r in kept if r["paper_id"] in subset]
+    taken = {r["paper_id"] for r in kept}
+    chosen = sorted(taken) + _stratified([r for r in rows if r["paper_id"] not in taken], size - len(kept), seed)
     description = (f"seeded sample of {size} of {len(rows)} papers, stratified by venue and rating tercile "
                    f"(seed {seed})")
     sample = Sample(tuple(sorted(chosen)), description, size, len(rows), seed, why)
@@ -241,8 +246,8 @@ def draw_sample(store: Store, size: int | None, seed: int, why: str = "as set") 
     return sample
 
 
-def _kept_papers(store: Store, seed: int, size: int) -> list[str]:
-    """The papers of the recorded sample when it was drawn with this seed and size (else none)."""
+def _kept_papers(store: Store, seed: int) -> list[str]:
+    """The papers of the recorded sample when it was drawn with this seed (else none)."""
     rows = store.rows("SELECT paper_id, sample_json FROM paper_samples WHERE origin = 'run' ORDER BY paper_id")
     if not rows:
         return []
@@ -250,7 +255,7 @@ def _kept_papers(store: Store, seed: int, size: int) -> list[str]:
         info = json.loads(rows[0]["sample_json"])
     except (TypeError, ValueError):
         return []
-    if not isinstance(info, dict) or info.get("seed") != seed or info.get("size") != size:
+    if not isinstance(info, dict) or info.get("seed") != seed:
         return []
     return [r["paper_id"] for r in rows]
 

@@ -61,8 +61,8 @@ def test_a_fresh_store_benches_only_the_sample(tmp_path: Path, archive: Path) ->
 
 def test_a_sample_is_kept_across_jobs_while_the_store_changes_under_it(settings: Settings) -> None:
     """A continuously updated store (the replay's edits): rating edits that move papers between terciles do not
-    reshuffle the sample; a paper that is no longer eligible is replaced and the rest stay; a new size draws
-    afresh, as on a fresh store."""
+    reshuffle the sample; a paper that is no longer eligible is replaced and the rest stay; a larger size adds papers
+    to the sampled ones, a smaller one keeps a subset of them; a new seed draws afresh."""
     from grebench.ingest import resolve_source, run_ingest
     from grebench.pipeline._sample import _stratified, draw_sample
     from grebench.store import open_store
@@ -92,7 +92,13 @@ def test_a_sample_is_kept_across_jobs_while_the_store_changes_under_it(settings:
         assert third.paper_ids is not None and len(third.paper_ids) == 12 and gone not in third.paper_ids
         assert set(first.paper_ids) - {gone} <= set(third.paper_ids)
 
+        larger = draw_sample(store, 16, settings.seed)
+        assert larger.paper_ids is not None and len(larger.paper_ids) == 16
+        assert set(third.paper_ids) < set(larger.paper_ids)
         smaller = draw_sample(store, 8, settings.seed)
-        assert smaller.paper_ids == tuple(sorted(_stratified(eligible(), 8, settings.seed)))
+        assert smaller.paper_ids is not None and len(smaller.paper_ids) == 8
+        assert set(smaller.paper_ids) < set(larger.paper_ids)
+        other_seed = draw_sample(store, 8, settings.seed + 1)
+        assert other_seed.paper_ids == tuple(sorted(_stratified(eligible(), 8, settings.seed + 1)))
     finally:
         store.con.close()
