@@ -131,7 +131,9 @@ def _click_and_download(browser: Browser, session: str, selector: str, index: in
 def test_every_snapshot_downloads_from_the_static_site(published: dict[str, Any], browser: Browser,
                                                        tmp_path: Path) -> None:
     session = _open(browser, published["site_url"] + "/downloads.html")
-    _wait(browser, session, "document.querySelectorAll('section.snapshot').length", "the snapshot sections")
+    # the whole page, not its first section: Chromium runs scripts while a slow machine still parses the rest
+    _wait(browser, session, "document.readyState === 'complete' && document.querySelectorAll('section.snapshot')"
+          ".length", "the snapshot sections")
     sections = browser.evaluate(session, """[...document.querySelectorAll('section.snapshot')].map(s => ({
         folder: s.dataset.folder, sha: s.querySelector('.manifest-sha256').innerText,
         command: s.querySelector('.import-command').innerText,
