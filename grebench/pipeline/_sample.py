@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from grebench.progress import Progress
 from grebench.registry import Registry
@@ -23,6 +23,7 @@ from grebench.settings import Settings
 from grebench.store import Store, utcnow
 
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)")
+_K = TypeVar("_K", str, tuple[str, int])
 
 
 @dataclass(frozen=True)
@@ -216,8 +217,9 @@ def draw_sample(store: Store, size: int | None, seed: int, why: str = "as set") 
     ``paper_samples``.  Called once per job, by the resolver, before any stage of the job reads the sample.
 
     A sample is kept, not redrawn: the recorded sample's papers that are still eligible stay in it when it was drawn
-    with the same seed (up to ``size``: a smaller size keeps a stratified subset of them), and only the remaining
-    places are drawn, from the papers not in it.  A continuously updated store changes under the sampler (reviews
+    with the same seed (up to each venue-year's share of ``size``: a smaller size, or a venue-year that appeared
+    since, keeps a stratified subset of them), and only the remaining places are drawn, from the papers not in it
+    (:func:`_kept_and_drawn`).  A continuously updated store changes under the sampler (reviews
     edited, ratings changed, late reviews, new papers): redrawn each job, a rating edit that moved papers between
     terciles swapped sampled papers, and the boards, which keep every scored paper, then covered the union of
     several samples while naming one; a larger ``--papers`` likewise now adds papers to the ones already scored.
@@ -232,13 +234,8 @@ def draw_sample(store: Store, size: int | None, seed: int, why: str = "as set") 
     if size is None or size >= len(rows):
         store.con.execute("DELETE FROM paper_samples WHERE origin = 'run'")
         return Sample(None, "every eligible paper", len(rows), len(rows), seed, why)
-    previous = set(_kept_papers(store, seed))
-    kept = [r for r in rows if r["paper_id"] in previous]
-    if len(kept) > size:  # a smaller sample than the recorded one: a stratified subset of it
-        subset = set(_stratified(kept, size, seed))
-        kept = [r for r in kept if r["paper_id"] in subset]
-    taken = {r["paper_id"] for r in kept}
-    chosen = sorted(taken) + _stratified([r for r in rows if r["paper_id"] not in taken], size - len(kept), seed)
+    previous = set(_kept_papers(store, seed)) & {r["paper_id"] for r in rows}
+    chosen = _stratified(rows, size, seed) if not previous else _kept_and_drawn(rows, previous, size, seed)
     description = (f"seeded sample of {size} of {len(rows)} papers, stratified by venue and rating tercile "
                    f"(seed {seed})")
     sample = Sample(tuple(sorted(chosen)), description, size, len(rows), seed, why)
@@ -260,6 +257,37 @@ def _kept_papers(store: Store, seed: int) -> list[str]:
     return [r["paper_id"] for r in rows]
 
 
+def _kept_and_drawn(rows: list[dict[str, Any]], previous: set[str], size: int, seed: int) -> list[str]:
+    """A sample of ``size`` that keeps the ``previous`` papers: each venue-year gets its share of ``size`` (in
+    proportion to its eligible papers, largest remainders first), holds its previous papers up to that share (a
+    stratified subset where it has more: a venue that appeared since takes its share from the others) and draws the
+    rest of it from its papers not in the sample."""
+    by_venue: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_venue.setdefault(r["venue_id"], []).append(r)
+    chosen: list[str] = []
+    for venue, share in _shares({v: len(items) for v, items in by_venue.items()}, size).items():
+        kept = [r for r in by_venue[venue] if r["paper_id"] in previous]
+        if len(kept) > share:
+            subset = set(_stratified(kept, share, seed))
+            kept = [r for r in kept if r["paper_id"] in subset]
+        taken = {r["paper_id"] for r in kept}
+        chosen += sorted(taken) + _stratified([r for r in by_venue[venue] if r["paper_id"] not in taken],
+                                              share - len(kept), seed)
+    return chosen
+
+
+def _shares(counts: Mapping[_K, int], size: int) -> dict[_K, int]:
+    """``size`` split over the keys in proportion to their counts: floors first, then the largest remainders (ties
+    by key)."""
+    total = sum(counts.values())
+    quota = {k: size * n / total for k, n in counts.items()}
+    take = {k: int(q) for k, q in quota.items()}
+    for k in sorted(quota, key=lambda k: (-(quota[k] - take[k]), k))[:size - sum(take.values())]:
+        take[k] += 1
+    return take
+
+
 def _stratified(rows: list[dict[str, Any]], size: int, seed: int) -> list[str]:
     """``size`` papers of ``rows`` in proportion to their strata (venue-year × tercile of the mean human rating
     within the venue-year), largest remainders first, each stratum shuffled by its own seeded generator."""
@@ -273,10 +301,7 @@ def _stratified(rows: list[dict[str, Any]], size: int, seed: int) -> list[str]:
         items.sort()
         for i, (_, pid) in enumerate(items):  # terciles of the mean rating within the venue-year
             strata.setdefault((venue, 3 * i // len(items)), []).append(pid)
-    quota = {k: size * len(v) / len(rows) for k, v in strata.items()}
-    take = {k: int(q) for k, q in quota.items()}
-    for k in sorted(quota, key=lambda k: (-(quota[k] - take[k]), k))[:size - sum(take.values())]:
-        take[k] += 1
+    take = _shares({k: len(v) for k, v in strata.items()}, size)
     chosen: list[str] = []
     for key in sorted(strata):
         members = sorted(strata[key])

@@ -102,3 +102,30 @@ def test_a_sample_is_kept_across_jobs_while_the_store_changes_under_it(settings:
         assert other_seed.paper_ids == tuple(sorted(_stratified(eligible(), 8, settings.seed + 1)))
     finally:
         store.con.close()
+
+
+def test_a_venue_that_appears_later_gets_its_share_of_a_kept_sample(settings: Settings) -> None:
+    """serve polls several venues: one whose reviews become public after the sample was drawn enters it with its
+    share of the size (in proportion to its eligible papers), the others keep a subset of their sampled papers."""
+    from grebench.ingest import resolve_source, run_ingest
+    from grebench.pipeline._sample import draw_sample
+    from grebench.store import open_store
+
+    store = open_store(None)
+    try:
+        run_ingest(resolve_source("bundled", settings), store, settings, store.start_run("ingest", {}), limit=60)
+        later = [r["paper_id"] for r in store.rows("SELECT paper_id FROM papers ORDER BY paper_id DESC LIMIT 20")]
+        store.con.execute("UPDATE papers SET venue_id = 'Later.cc/2027/Conference' WHERE paper_id IN "
+                          "(SELECT unnest(?::VARCHAR[]))", [later])
+        store.con.execute("UPDATE reviews SET kind = 'hidden' WHERE kind = 'official_review' AND paper_id IN "
+                          "(SELECT unnest(?::VARCHAR[]))", [later])
+        first = draw_sample(store, 12, settings.seed)
+        assert first.paper_ids is not None and not set(first.paper_ids) & set(later)
+        store.con.execute("UPDATE reviews SET kind = 'official_review' WHERE kind = 'hidden'")  # released
+        second = draw_sample(store, 12, settings.seed)
+        assert second.paper_ids is not None
+        new = set(second.paper_ids) & set(later)
+        assert 3 <= len(new) <= 5  # about 12 × 20 / 60
+        assert set(second.paper_ids) - new < set(first.paper_ids)  # the first venue keeps a subset of its papers
+    finally:
+        store.con.close()
