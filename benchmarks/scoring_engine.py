@@ -427,7 +427,29 @@ def main_smollm2(n_papers: int, dtype: str) -> dict[str, Any]:
                    "peak_shapes": {name: list(mkn) for name, mkn in shapes.items()}, "load_s": round(load_s, 1)})
 
 
-def main_8b(n_papers: int, dtype: str = "auto", reuse: str = "auto") -> dict[str, Any]:
+def profile_calls(est: HFEstimator, reqs: list[LogprobRequest], out: Path) -> None:
+    """torch.profiler tables (CUDA time by operator) of one engine call per path on the first call's papers."""
+    from torch.profiler import ProfilerActivity, profile
+
+    papers: list[str] = []
+    for r in reqs:
+        if r.paper_id not in papers:
+            papers.append(r.paper_id)
+    keep = set(papers[:max(1, int(est.papers_per_batch))])
+    sub = [r for r in reqs if r.paper_id in keep]
+    out.mkdir(parents=True, exist_ok=True)
+    for name, reuse in (("reuse", True), ("plain", False)):
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            est.logprobs_with(sub, reuse)
+            _sync(est.device)
+        table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=30)
+        (out / f"profile-{name}.txt").write_text(f"{len(sub)} requests, {len(keep)} papers\n{table}\n",
+                                                  encoding="utf-8")
+        print(f"profile of one {name} call written to {out / f'profile-{name}.txt'}", file=sys.stderr)
+
+
+def main_8b(n_papers: int, dtype: str = "auto", reuse: str = "auto", profile_dir: Path | None = None,
+            batch_tokens: int = 32_768) -> dict[str, Any]:
     """Engine vs the authors'-style loop, both on the GPU, on a random Llama-3.1-8B-shaped model.
 
     The engine decides prefix reuse as the product does (:func:`choose_reuse`, measured here, not cached); the peak
@@ -450,13 +472,16 @@ def main_8b(n_papers: int, dtype: str = "auto", reuse: str = "auto") -> dict[str
         model = LlamaForCausalLM(cfg).to(tdt)
     with tempfile.TemporaryDirectory() as tmp:
         tok = AutoTokenizer.from_pretrained(build_tokenizer_only(Path(tmp)), local_files_only=True)
-    est = HFEstimator.from_model(model, tok, f"hf:random-llama-3.1-8b:dtype={chosen}", batch_tokens=32_768)
+    est = HFEstimator.from_model(model, tok, f"hf:random-llama-3.1-8b:dtype={chosen}",
+                                 batch_tokens=batch_tokens)
     record = choose_reuse(est, reuse, None)
     print(f"reuse decision: {record.get('why', record['source'])}", file=sys.stderr)
     shapes = model_matmul_shapes(cfg, tokens=8192, scored=2048)
     reqs = bench_requests(n_papers)
     result = compare(est, reqs, lambda: model_matmul_peak("cuda", tdt, shapes))
-    return report({"model": "random-llama-3.1-8b", "dtype": chosen,
+    if profile_dir is not None:
+        profile_calls(est, reqs, profile_dir)
+    return report({"model": "random-llama-3.1-8b", "batch_tokens": batch_tokens, "dtype": chosen,
                    "dtype_reason": "auto on CUDA: bfloat16" if dtype == "auto" else "given by --dtype",
                    "device": "cuda", "gpu": torch.cuda.get_device_name(0), **result,
                    "reuse_decision": {k: v for k, v in record.items() if k != "key"},
@@ -485,11 +510,15 @@ def main() -> None:
                              "reuse path a GPU runs")
     parser.add_argument("--reuse", choices=["auto", "on", "off"], default="auto",
                         help="llama-3.1-8b: prefix reuse as the product decides it (auto: measured) or forced")
+    parser.add_argument("--batch-tokens", type=int, default=32_768,
+                        help="llama-3.1-8b: the engine's token budget per forward batch")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="llama-3.1-8b: write torch.profiler tables of one call per path to this directory")
     args = parser.parse_args()
     which = args.shape if args.shape else args.model
     papers = args.papers or DEFAULT_PAPERS[which]
     if which == "llama-3.1-8b":
-        print(json.dumps(main_8b(papers, args.dtype, args.reuse)))
+        print(json.dumps(main_8b(papers, args.dtype, args.reuse, args.profile, args.batch_tokens)))
         return
     if which == "tiny":
         print(json.dumps(main_tiny(papers, args.dtype, args.papers_per_call or None)))

@@ -147,6 +147,76 @@ def test_cut_respects_budget_and_padding_waste() -> None:
     assert batches[0] == [10, 10, 11] and [100] in batches
 
 
+def test_the_gpu_cut_is_the_cheapest_cut_within_the_budget() -> None:
+    """With a per-forward overhead (a GPU's), the cut is the exact minimum of padded positions + overhead per batch
+    among every cut of the sorted items into runs of ≤ budget padded tokens (checked against all 2^(n-1) cuts)."""
+    import itertools
+    import random
+
+    from grebench.scoring.estimators._hf import _cut
+
+    rng = random.Random(7)
+    for trial in range(40):
+        lengths = sorted(rng.randint(1, 60) for _ in range(rng.randint(1, 10)))
+        budget, overhead = rng.choice([60, 120, 400]), rng.choice([1, 20, 200])
+
+        def cost(batches: list[list[int]], overhead: int = overhead) -> int:
+            return sum(len(b) * max(b) + overhead for b in batches)
+
+        def fits(batches: list[list[int]], budget: int = budget) -> bool:
+            return all(len(b) == 1 or len(b) * max(b) <= budget for b in batches)
+
+        got = _cut(lengths, lambda n: n, budget, overhead=overhead)
+        assert [x for b in got for x in b] == lengths and fits(got)
+        best = None
+        for marks in itertools.product([False, True], repeat=len(lengths) - 1):
+            cuts, start = [], 0
+            for i, mark in enumerate(marks, start=1):
+                if mark:
+                    cuts.append(lengths[start:i])
+                    start = i
+            cuts.append(lengths[start:])
+            if fits(cuts) and (best is None or cost(cuts) < best):
+                best = cost(cuts)
+        assert cost(got) == best, (trial, lengths, budget, overhead)
+    # a large overhead merges what the padding rule would split; no overhead keeps the CPU's rule
+    spread = [10, 12, 20, 35, 60]
+    assert _cut(spread, lambda n: n, budget=1000, overhead=10_000) == [spread]
+    assert _cut(spread, lambda n: n, budget=1000) == _cut(spread, lambda n: n, budget=1000, overhead=0)
+    assert len(_cut(spread, lambda n: n, budget=1000)) > 1
+
+
+def test_the_gpu_batching_gives_the_same_numbers_in_fewer_forwards(tiny_llama_dir: Path,  # noqa: F811
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU's cut (an overhead per forward), run here on a CPU in float32: both paths give the plain path's
+    numbers, and reuse runs fewer forward passes than under the CPU's padding rule."""
+    from grebench.scoring.estimators._hf import GPU_FORWARD_OVERHEAD, HFEstimator
+
+    reqs = sample_requests(n_papers=4, n_candidates=3)
+    est = HFEstimator(str(tiny_llama_dir), dtype="float32", device="cpu", batch_tokens=50_000)
+    calls = 0
+    forward = est.model.base_model.forward
+
+    def counting(*args, **kwargs):
+        nonlocal calls
+        calls += 1
+        return forward(*args, **kwargs)
+
+    est.model.base_model.forward = counting
+    reference = est.logprobs_with(reqs, reuse=False)
+    calls = 0
+    est.logprobs_with(reqs, reuse=True)
+    cpu_forwards = calls
+    monkeypatch.setattr(HFEstimator, "forward_overhead", property(lambda self: GPU_FORWARD_OVERHEAD))
+    for reuse in (True, False):
+        calls = 0
+        got = est.logprobs_with(reqs, reuse=reuse)
+        if reuse:
+            assert calls < cpu_forwards
+        for a, b in zip(got, reference, strict=True):
+            assert abs(a.logprob - b.logprob) < 1e-5 * max(1, a.n_tokens / 100)
+
+
 def test_scored_span_is_target_plus_end_of_turn(hf) -> None:
     req = LogprobRequest("p", "An abstract.", None, "The reviewer appreciates the clear writing.")
     t = hf.encode(req)

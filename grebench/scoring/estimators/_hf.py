@@ -55,6 +55,12 @@ REUSE_MIN_SPEEDUP = 1.1
 REUSE_MAX_DELTA_PER_100 = 0.05
 #: Scored positions per LM-head chunk: bounds the float32 logits to chunk × vocabulary (1 GiB at 128k).
 HEAD_CHUNK = 2048
+#: A forward's fixed cost on a GPU, in token positions: batches are cut to minimise padded positions + this per
+#: forward (:func:`_cut`).  Measured on an H200 at Llama-3.1-8B shape (bf16, ``benchmarks/scoring_engine.py --shape
+#: llama-3.1-8b --profile``): the reuse path cut by the CPU's padding rule ran 99 forwards per 16-paper call with
+#: 2.8 s of GPU work in 10.4 s of wall time, about 75 ms of Python, launches and syncs per forward, against ~35 µs
+#: per position.  A constant, not a timing, so that a run's batches — and its bfloat16 numbers — are reproducible.
+GPU_FORWARD_OVERHEAD = 2048
 _T = TypeVar("_T")
 log = logging.getLogger(__name__)
 
@@ -68,11 +74,15 @@ def _config_sha8(path: Path) -> str:
 class _Contexts:
     """Cached contexts of one batch: KV per layer (``[contexts, heads, slots, head_dim]``), which slots of each
     context hold its real tokens (``valid``, bool ``[contexts, slots]``: the others are pads, masked out) and the
-    position of the token after each context (``next_pos``)."""
+    position of the token after each context (``next_pos``).  ``used`` (one past each context's last real slot) and
+    ``padded`` (whether any slot of a context below ``used`` is a pad) are the same facts kept on the host, so that
+    choosing a kernel or a cache width never waits for the GPU."""
 
     kv: list[tuple[Any, Any]]
     valid: Any
     next_pos: Any
+    used: list[int]
+    padded: list[bool]
 
 
 @dataclass
@@ -86,9 +96,17 @@ class _Row:
     labels: list[int]
 
 
-def _cut(items: list[_T], length: Callable[[_T], int], budget: int, max_waste: float = 0.1) -> list[list[_T]]:
-    """Cut items sorted by ascending length into right-padded batches of ≤ ``budget`` tokens with padding included;
-    a batch also ends where padding would exceed ``max_waste`` of its tokens (pads are computed for nothing)."""
+def _cut(items: list[_T], length: Callable[[_T], int], budget: int, max_waste: float = 0.1,
+         overhead: int = 0) -> list[list[_T]]:
+    """Cut items sorted by ascending length into right-padded batches of ≤ ``budget`` tokens with padding included.
+
+    ``overhead == 0`` (a CPU: a forward's fixed cost is small beside its tokens'): a batch also ends where padding
+    would exceed ``max_waste`` of its tokens (pads are computed for nothing).  ``overhead > 0`` (a GPU, where a
+    forward's fixed cost — Python, launches, a sync — is worth thousands of token positions of a large model): the
+    cut that minimises padded positions + ``overhead`` per batch, found exactly by dynamic programming over the
+    sorted items (a batch is a run of consecutive items, padded to its last, longest one)."""
+    if overhead > 0 and items:
+        return _cut_by_cost(items, [length(it) for it in items], budget, overhead)
     batches: list[list[_T]] = []
     cur: list[_T] = []
     total = 0
@@ -103,6 +121,26 @@ def _cut(items: list[_T], length: Callable[[_T], int], budget: int, max_waste: f
     if cur:
         batches.append(cur)
     return batches
+
+
+def _cut_by_cost(items: list[_T], lengths: list[int], budget: int, overhead: int) -> list[list[_T]]:
+    """best[j] = least cost of the first j items; a batch items[i:j] costs (j - i) × lengths[j - 1] + overhead and
+    holds at most ``budget`` padded tokens (a single item always fits)."""
+    n = len(items)
+    best = [0.0] + [float("inf")] * n
+    start = [0] * (n + 1)
+    for j in range(1, n + 1):
+        width = max(1, lengths[j - 1])
+        for i in range(j - 1, max(-1, j - 1 - max(1, budget // width)), -1):
+            cost = best[i] + (j - i) * width + overhead
+            if cost < best[j]:
+                best[j], start[j] = cost, i
+    batches: list[list[_T]] = []
+    j = n
+    while j > 0:
+        batches.append(items[start[j]:j])
+        j = start[j]
+    return batches[::-1]
 
 
 class HFEstimator:
@@ -158,6 +196,12 @@ class HFEstimator:
             return 1
         return max(8, 4 * self.batch_tokens // 8192)  # both paths batch across papers
 
+    @property
+    def forward_overhead(self) -> int:
+        """A forward's fixed cost in token positions, for :func:`_cut`: 0 on a CPU (batches cut by padding share, as
+        they always were there), :data:`GPU_FORWARD_OVERHEAD` on a GPU."""
+        return 0 if self.device.type == "cpu" else GPU_FORWARD_OVERHEAD
+
     def logprobs(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
         """Summed log-probs of each target (its tokens plus the end-of-turn suffix), in request order."""
         return self.logprobs_with(requests, self.reuse_prefix)
@@ -182,11 +226,13 @@ class HFEstimator:
         by_prefix: dict[tuple[int, ...], dict[tuple[int, ...], list[int]]] = {}
         for i, t in enumerate(toks):
             by_prefix.setdefault(t.prefix, {}).setdefault(t.rest[:len(t.rest) - t.n_target], []).append(i)
-        for prefixes in _cut(sorted(by_prefix, key=len), len, self.batch_tokens):
+        over = self.forward_overhead
+        for prefixes in _cut(sorted(by_prefix, key=len), len, self.batch_tokens, overhead=over):
             stop.check()
             level1 = self._contexts(None, [(0, p) for p in prefixes])
             groups = [(k, shared) for k, p in enumerate(prefixes) for shared in by_prefix[p]]
-            for chunk in _cut(sorted(groups, key=lambda g: len(g[1])), lambda g: len(g[1]), self.batch_tokens):
+            for chunk in _cut(sorted(groups, key=lambda g: len(g[1])), lambda g: len(g[1]), self.batch_tokens,
+                              overhead=over):
                 stop.check()
                 # each group's context ends one token early: its last token is the first input of its targets
                 level2 = self._contexts(level1, [(k, shared[:-1]) for k, shared in chunk])
@@ -204,24 +250,30 @@ class HFEstimator:
 
         dev = self.device
         width = max(len(tokens) for _, tokens in items)
-        sel = torch.tensor([parent for parent, _ in items], device=dev)
-        lengths = torch.tensor([len(tokens) for _, tokens in items], device=dev)
+        sel = self._tensor([parent for parent, _ in items])
+        lengths = self._tensor([len(tokens) for _, tokens in items])
         if width == 0:
             return None if past is None else _Contexts(
                 [(k.index_select(0, sel), v.index_select(0, sel)) for k, v in past.kv],
-                past.valid.index_select(0, sel), past.next_pos.index_select(0, sel))
-        ids = torch.tensor([list(tokens) + [self._pad_id()] * (width - len(tokens)) for _, tokens in items],
-                           device=dev)
+                past.valid.index_select(0, sel), past.next_pos.index_select(0, sel),
+                [past.used[p] for p, _ in items], [past.padded[p] for p, _ in items])
+        ids = self._tensor([list(tokens) + [self._pad_id()] * (width - len(tokens)) for _, tokens in items])
         real = torch.arange(width, device=dev)[None, :] < lengths[:, None]
         self.positions_fed += int(ids.numel())
         if past is None:  # right pads only: a real token never sees one (causal), no mask needed
             out = self.model.base_model(input_ids=ids, use_cache=True)
             valid, start = real, torch.zeros(len(items), dtype=torch.long, device=dev)
+            used, padded = [len(tokens) for _, tokens in items], [False] * len(items)
         else:
             before = past.valid.index_select(0, sel)
             start = past.next_pos.index_select(0, sel)
             cache = DynamicCache(ddp_cache_data=[(k.index_select(0, sel), v.index_select(0, sel)) for k, v in past.kv])
-            if bool(before.all()):  # one paper, or prefixes of one length: no pad slot to hide, the causal kernel
+            slots = int(past.valid.shape[1])
+            # a parent whose real tokens stop short of the cache's width leaves pad slots before this pass's tokens
+            used = [slots + len(tokens) if tokens else past.used[p] for p, tokens in items]
+            padded = [past.padded[p] or (bool(tokens) and past.used[p] < slots) for p, tokens in items]
+            # one paper, or prefixes of one length: no pad slot to hide, the causal kernel
+            if not any(past.padded[p] or past.used[p] < slots for p, _ in items):
                 out = self.model.base_model(input_ids=ids, past_key_values=cache, use_cache=True)
             else:
                 # a pad slot of this pass may attend to its own row (finite values, never read): only the parent's
@@ -231,20 +283,38 @@ class HFEstimator:
                                             position_ids=start[:, None] + torch.arange(width, device=dev)[None, :])
             valid = torch.cat([before, real], dim=1)
         return _Contexts([(layer.keys, layer.values) for layer in out.past_key_values.layers], valid,
-                         start + lengths)
+                         start + lengths, used, padded)
+
+    def _tensor(self, data: list[Any]) -> Any:
+        """An int64 tensor of ``data`` on the device.  On a GPU it is copied from pinned memory without blocking: a
+        plain copy from pageable memory makes the host wait until the GPU has finished all queued work, so every
+        batch's index tensors would drain the queue before the next batch is launched."""
+        import torch
+
+        t = torch.tensor(data, dtype=torch.long)
+        if self.device.type != "cuda":
+            return t
+        return t.pin_memory().to(self.device, non_blocking=True)
 
     def _pad_id(self) -> int:
         return self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
 
     def _score_rows(self, rows: list[_Row], kv: _Contexts | None, sums: list[float]) -> None:
         """Sort rows by length, cut into batches of ≤ batch_tokens padded input tokens, add each row's sum."""
-        rows.sort(key=lambda r: (len(r.inputs), r.ctx))
-        for batch in _cut(rows, lambda r: len(r.inputs), self.batch_tokens):
-            stop.check()  # a forward batch is the request boundary of a local model
-            for row, val in zip(batch, self._score_batch(batch, kv), strict=True):
-                sums[row.req] = val
+        import torch
 
-    def _score_batch(self, batch: list[_Row], kv: _Contexts | None) -> list[float]:
+        rows.sort(key=lambda r: (len(r.inputs), r.ctx))
+        done: list[tuple[list[_Row], Any]] = []
+        for batch in _cut(rows, lambda r: len(r.inputs), self.batch_tokens, overhead=self.forward_overhead):
+            stop.check()  # a forward batch is the request boundary of a local model
+            done.append((batch, self._score_batch(batch, kv)))
+        # read back once: a read per batch would make the host wait for the GPU before it queues the next batch
+        values = torch.cat([out for _, out in done]).tolist() if done else []
+        for row, val in zip([row for batch, _ in done for row in batch], values, strict=True):
+            sums[row.req] = val
+
+    def _score_batch(self, batch: list[_Row], kv: _Contexts | None) -> Any:
+        """Each row's summed log-prob, as a float64 tensor on the device."""
         import torch
         from transformers import DynamicCache
 
@@ -252,14 +322,13 @@ class HFEstimator:
         width = max(len(r.inputs) for r in batch)
         if dev.type == "cuda" and kv is None:  # tensor-core friendly widths; right pads never reach a scored token
             width = -(-width // 8) * 8
-        ids = torch.tensor([r.inputs + [self._pad_id()] * (width - len(r.inputs)) for r in batch], device=dev)
+        ids = self._tensor([r.inputs + [self._pad_id()] * (width - len(r.inputs)) for r in batch])
         self.positions_fed += int(ids.numel())
         kwargs: dict[str, Any] = {}
         if kv is not None:
-            sel = torch.tensor([r.group for r in batch], device=dev)
+            sel = self._tensor([r.group for r in batch])
             valid = kv.valid.index_select(0, sel)
-            used = valid.any(dim=0).nonzero()
-            n_ctx = int(used.max()) + 1 if len(used) else 1  # slots past every row's context are not read
+            n_ctx = max(1, max(kv.used[r.group] for r in batch))  # slots past every row's context are not read
             kwargs["past_key_values"] = DynamicCache(ddp_cache_data=[
                 (k[:, :, :n_ctx].index_select(0, sel), v[:, :, :n_ctx].index_select(0, sel)) for k, v in kv.kv])
             # context slots that are not a row's own real tokens (pads, another group's tokens) are masked out
@@ -275,15 +344,14 @@ class HFEstimator:
             rows_i += [b] * n
             cols += range(len(r.inputs) - n, len(r.inputs))
             labels += r.labels
-        rows_t = torch.tensor(rows_i, device=dev)
-        h = hidden[rows_t, torch.tensor(cols, device=dev)]
-        labels_t = torch.tensor(labels, device=dev)
+        rows_t = self._tensor(rows_i)
+        h = hidden[rows_t, self._tensor(cols)]
+        labels_t = self._tensor(labels)
         head = self.model.get_output_embeddings()
         tok_lp = torch.cat([torch.log_softmax(head(h[a:a + HEAD_CHUNK]).float(), dim=-1)
                             .gather(1, labels_t[a:a + HEAD_CHUNK, None])[:, 0]
                             for a in range(0, len(labels), HEAD_CHUNK)])
-        out = torch.zeros(len(batch), dtype=torch.float64, device=dev).index_add_(0, rows_t, tok_lp.double())
-        return out.tolist()
+        return torch.zeros(len(batch), dtype=torch.float64, device=dev).index_add_(0, rows_t, tok_lp.double())
 
 
 _WORDS = ("the", "model", "method", "results", "paper", "proposed", "training", "data", "experiments", "baseline",
