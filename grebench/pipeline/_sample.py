@@ -245,16 +245,8 @@ def draw_sample(store: Store, size: int | None, seed: int, why: str = "as set") 
 
 def _kept_papers(store: Store, seed: int) -> list[str]:
     """The papers of the recorded sample when it was drawn with this seed (else none)."""
-    rows = store.rows("SELECT paper_id, sample_json FROM paper_samples WHERE origin = 'run' ORDER BY paper_id")
-    if not rows:
-        return []
-    try:
-        info = json.loads(rows[0]["sample_json"])
-    except (TypeError, ValueError):
-        return []
-    if not isinstance(info, dict) or info.get("seed") != seed:
-        return []
-    return [r["paper_id"] for r in rows]
+    recorded = recorded_sample(store)
+    return list(recorded.paper_ids or ()) if recorded.seed == seed else []
 
 
 def _kept_and_drawn(rows: list[dict[str, Any]], previous: set[str], size: int, seed: int) -> list[str]:
@@ -317,9 +309,15 @@ def recorded_sample(store: Store) -> Sample:
     rows = store.rows("SELECT paper_id, sample_json FROM paper_samples WHERE origin = 'run' ORDER BY paper_id")
     if not rows:
         return Sample(None, "every eligible paper", None, None, None, "as recorded")
-    info = json.loads(rows[0]["sample_json"])
+    try:
+        info = json.loads(rows[0]["sample_json"])
+    except (TypeError, ValueError):
+        info = None
+    if not isinstance(info, dict):
+        info = {}
+    seed = info.get("seed")  # recorded since the sample is kept across jobs; older rows have none
     return Sample(tuple(r["paper_id"] for r in rows), str(info.get("description", "")), info.get("size"),
-                  info.get("eligible"), None, "as recorded")
+                  info.get("eligible"), seed if isinstance(seed, int) else None, "as recorded")
 
 
 def _record(store: Store, sample: Sample, venue_of: dict[str, str]) -> None:

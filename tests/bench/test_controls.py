@@ -152,3 +152,40 @@ def test_papers_with_fewer_than_three_reviews_are_skipped_with_a_reason(tiny_sto
     again, _ = make_splits(tiny_store, 7)
     assert again == splits
     assert len(tiny_papers()) == 5
+
+
+def test_padding_controls_add_varied_content_free_sentences_that_reach_the_metric() -> None:
+    """Issue 35: four padding styles, each seeded, varied across papers, keeping every word of the review, adding at
+    least two sentences per section that the judgment-line preprocessor keeps (so the metric sees them), and never
+    written by a default run."""
+    from grebench.bench._prompt import PaperInput
+    from grebench.bench.controls import CONTROLS, ControlInput
+    from grebench.bench.controls._gaming import abstract_phrases
+    from grebench.scoring import rules_judgment_lines
+    from tests.scoring.tiny_builders import bundled_papers
+
+    names = ["padding-generic", "padding-topic", "padding-restatement", "padding-hedge"]
+    papers = [p for p in bundled_papers() if p["reviews"] and p["abstract"]][:60]
+    for name in names:
+        control = CONTROLS.get(name).obj
+        assert control.kind == "manipulation" and not control.default and control.build is not None
+        added_all: list[str] = []
+        lines_added = 0
+        for p in papers:
+            human = p["reviews"][0]
+            inp = ControlInput(PaperInput(p["id"], "A title", p["abstract"], None), human=human, seed=3)
+            text = control.build(inp)
+            assert text == control.build(inp)  # seeded: the same inputs give the same text
+            assert text != control.build(ControlInput(inp.paper, human=human, seed=4))
+            assert not Counter(human.split()) - Counter(text.split()), (name, p["id"])  # nothing removed
+            kept = {s for _, body in split_sections(human) for _, s in split_sentences(body)}
+            added = [s for _, body in split_sections(text) for _, s in split_sentences(body) if s not in kept]
+            assert len(added) >= 2 * len(split_sections(human)), (name, p["id"])
+            if name == "padding-topic":  # they name phrases of the paper's own abstract
+                phrases = abstract_phrases(f"A title. {p['abstract']}")
+                assert sum(any(ph in s for ph in phrases) for s in added) >= 0.8 * len(added), p["id"]
+            added_all += added
+            lines_added += len(rules_judgment_lines(text)) - len(rules_judgment_lines(human))
+        # no fixed sentence identifies the control; the metric sees the padding (it is not dropped as boilerplate)
+        assert len(set(added_all)) > 0.6 * len(added_all), name
+        assert lines_added / len(papers) >= 3, (name, lines_added / len(papers))

@@ -102,7 +102,8 @@ class Control:
 
 CONTROLS: Registry[Control] = Registry("control", builtins=("grebench.bench.controls._paper",
                                                             "grebench.bench.controls._gaming",
-                                                            "grebench.bench.controls._copy"))
+                                                            "grebench.bench.controls._copy",
+                                                            "grebench.bench.controls._padding"))
 
 
 def _check(kind: str, expected: str) -> None:
