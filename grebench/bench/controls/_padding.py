@@ -116,41 +116,33 @@ def restated_sentence(own: list[str], rng: random.Random) -> str:
     return rng.choice(_RESTATE_LEADS) + body[0].lower() + body[1:] if body else hedge_sentence(rng)
 
 
-@register_control("padding-generic", kind="manipulation", expected=NOT_REWARDED, source="human",
-                  version=PADDING_VERSION, default=False,
-                  description="The human candidate review padded with review-sounding remarks that fit any "
-                  "submission (seeded pools), half as many sentences again per section.")
-def _padding_generic(inp: ControlInput) -> str:
-    rng = inp.rng("padding-generic")
-    return pad_sections(inp.require_human(), lambda own: generic_sentence(rng), rng)
-
-
-@register_control("padding-topic", kind="manipulation", expected=NOT_REWARDED, source="human",
-                  version=PADDING_VERSION, default=False,
-                  description="The human candidate review padded with claim-free sentences that name phrases of "
-                  "the paper's own title and abstract, half as many sentences again per section.")
-def _padding_topic(inp: ControlInput) -> str:
+def _topic_maker(inp: ControlInput, rng: random.Random) -> Callable[[list[str]], str]:
     found = [p for p in abstract_phrases(f"{inp.paper.title}. {inp.paper.abstract or ''}") if len(p) > 3]
     phrases = [p for p in found if " " in p] or found  # word pairs and triples read as topics; single words less so
     if not phrases:
         raise ControlSkip("paper has no title or abstract phrases")
-    rng = inp.rng("padding-topic")
-    return pad_sections(inp.require_human(), lambda own: topic_sentence(phrases, rng), rng)
+    return lambda own: topic_sentence(phrases, rng)
 
 
-@register_control("padding-restatement", kind="manipulation", expected=NOT_REWARDED, source="human",
-                  version=PADDING_VERSION, default=False,
-                  description="The human candidate review padded with its own sentences again, reworded and "
-                  "introduced as restatements, half as many sentences again per section.")
-def _padding_restatement(inp: ControlInput) -> str:
-    rng = inp.rng("padding-restatement")
-    return pad_sections(inp.require_human(), lambda own: restated_sentence(own, rng), rng)
+#: name -> (what pads the review, per paper: (input, seeded generator) -> the maker of one padding sentence)
+_STYLES: dict[str, tuple[str, Callable[[ControlInput, random.Random], Callable[[list[str]], str]]]] = {
+    "padding-generic": ("review-sounding remarks that fit any submission (seeded pools)",
+                        lambda inp, rng: lambda own: generic_sentence(rng)),
+    "padding-topic": ("claim-free sentences that name phrases of the paper's own title and abstract", _topic_maker),
+    "padding-restatement": ("its own sentences again, reworded and introduced as restatements",
+                            lambda inp, rng: lambda own: restated_sentence(own, rng)),
+    "padding-hedge": ("hedges about the reviewer's confidence", lambda inp, rng: lambda own: hedge_sentence(rng)),
+}
 
 
-@register_control("padding-hedge", kind="manipulation", expected=NOT_REWARDED, source="human",
-                  version=PADDING_VERSION, default=False,
-                  description="The human candidate review padded with hedges about the reviewer's confidence, "
-                  "half as many sentences again per section.")
-def _padding_hedge(inp: ControlInput) -> str:
-    rng = inp.rng("padding-hedge")
-    return pad_sections(inp.require_human(), lambda own: hedge_sentence(rng), rng)
+def _padding_builder(name: str) -> Callable[[ControlInput], str]:
+    def build(inp: ControlInput) -> str:
+        rng = inp.rng(name)
+        return pad_sections(inp.require_human(), _STYLES[name][1](inp, rng), rng)
+    return build
+
+
+for _name, (_what, _) in _STYLES.items():
+    register_control(_name, kind="manipulation", expected=NOT_REWARDED, source="human", version=PADDING_VERSION,
+                     default=False, description=f"The human candidate review padded with {_what}, half as many "
+                     "sentences again per section.")(_padding_builder(_name))
