@@ -82,8 +82,13 @@ def naive_scores(est: HFEstimator, reqs: list[LogprobRequest]) -> list[float]:
         ids = torch.tensor([t.ids], device=est.device)
         logits = est.model(ids).logits[0].float().detach()
         logp = torch.log(torch.softmax(logits, dim=-1))
-        n = len(t.ids)
-        val = float(sum(float(logp[j - 1, t.ids[j]]) for j in range(n - t.n_target, n)))
+        start = len(t.ids) - t.n_target
+        verbs = list(est.encode.verb_ids)
+        val = 0.0
+        for j in t.scored():  # the product's target rule: phrase tokens left out, a verb as a choice among four
+            val += float(logp[start + j - 1, t.ids[start + j]])
+            if j in t.choice:
+                val -= float(torch.logsumexp(logp[start + j - 1, verbs], 0))
         if r.first_review is None:
             cache[key] = val
         out.append(val)

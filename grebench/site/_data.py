@@ -300,7 +300,17 @@ def methodology(store: Store) -> dict[str, Any]:
     agreement = _rows(store, "panel_agreement", """SELECT venue_id, gem_metric, kendall_tau, pair_agreement, n_pairs
                                                    FROM panel_agreement ORDER BY venue_id, gem_metric""")
     setups = store.rows("SELECT DISTINCT estimator, preprocessor FROM scores ORDER BY estimator, preprocessor")
-    return {"reports": list(latest.values()), "exams": exams, "agreement": agreement, "setups": setups}
+    return {"reports": list(latest.values()), "exams": exams, "agreement": agreement, "setups": setups,
+            "padding": published_padding()}
+
+
+def published_padding() -> dict[str, Any]:
+    """The measured before/after of the target rule on the bundled samples (issue 35), as shipped with the package
+    (``grebench/scoring/data/padding_validation.json``, written from ``benchmarks/target_rule.py``'s output)."""
+    from importlib import resources
+
+    text = resources.files("grebench.scoring").joinpath("data/padding_validation.json").read_text(encoding="utf-8")
+    return dict(json.loads(text))
 
 
 def changelog(store: Store, limit: int = 200) -> list[dict[str, Any]]:

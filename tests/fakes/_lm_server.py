@@ -28,13 +28,19 @@ class TinyLM:
 
     def prompt_logprobs(self, ids: list[int]) -> list[tuple[float, int]]:
         """(log-prob of token j given tokens < j, rank of token j) for j >= 1."""
+        return [(lp, rank) for lp, rank, _ in self.prompt_logprobs_top(ids, 0)]
+
+    def prompt_logprobs_top(self, ids: list[int], k: int) -> list[tuple[float, int, list[tuple[int, float]]]]:
+        """As :meth:`prompt_logprobs`, with the k most likely tokens at each position as (token id, log-prob)."""
         torch = self.torch
         with self.lock, torch.inference_mode():
             logp = torch.log_softmax(self.model(torch.tensor([ids])).logits[0].float(), -1)
         out = []
         for j in range(1, len(ids)):
             row = logp[j - 1]
-            out.append((float(row[ids[j]]), int((row > row[ids[j]]).sum()) + 1))
+            best = torch.topk(row, k) if k else None
+            top = [] if best is None else [(int(i), float(v)) for v, i in zip(best.values, best.indices, strict=True)]
+            out.append((float(row[ids[j]]), int((row > row[ids[j]]).sum()) + 1, top))
         return out
 
 

@@ -27,9 +27,14 @@ def fake_sglang(checkpoint: Path) -> Iterator[str]:
             start = int(body.get("logprob_start_len", -1))
             if not body.get("return_logprob") or start < 0:
                 return 200, {"text": "", "meta_info": {"prompt_tokens": len(ids)}}
-            lps = [None, *(lp for lp, _ in lm.prompt_logprobs(ids))]
-            items = [[lps[j], ids[j], None] for j in range(start, len(ids))]
-            return 200, {"text": "", "meta_info": {"prompt_tokens": len(ids), "input_token_logprobs": items}}
+            k = int(body.get("top_logprobs_num") or 0)
+            rows = [None, *lm.prompt_logprobs_top(ids, k)]
+            items = [[None if rows[j] is None else rows[j][0], ids[j], None] for j in range(start, len(ids))]
+            meta: dict[str, Any] = {"prompt_tokens": len(ids), "input_token_logprobs": items}
+            if k:
+                meta["input_top_logprobs"] = [None if rows[j] is None else [[v, t, None] for t, v in rows[j][2]]
+                                              for j in range(start, len(ids))]
+            return 200, {"text": "", "meta_info": meta}
         return 404, {"error": f"no route {method} {path}"}
 
     with serve(handle) as url:

@@ -2,7 +2,7 @@
 
 Response shape as vLLM returns it: ``choices[0].prompt_logprobs`` is a list aligned with the prompt tokens, ``None``
 for the first, then a dict keyed by token id (a string once JSON-encoded) of ``{logprob, rank, decoded_token}``
-holding the actual prompt token (plus the top-k when ``prompt_logprobs`` > 0; this fake only sends the actual one).
+holding the actual prompt token plus the top-k when ``prompt_logprobs`` = k > 0.
 ``fail_first`` makes the first N completion calls answer 503 to exercise the client's retries.
 
 ``python -m tests.fakes.vllm_server --model PATH --port N [--host 127.0.0.1 ...]`` runs it the way vLLM's
@@ -41,8 +41,11 @@ def vllm_handler(checkpoint: Path, model_name: str | None = None,
             if not isinstance(ids, list) or body.get("prompt_logprobs") is None:
                 return 400, {"error": "expected token-id prompt and prompt_logprobs"}
             plp: list[Any] = [None]
-            for tok, (lp, rank) in zip(ids[1:], lm.prompt_logprobs(ids), strict=True):
-                plp.append({str(tok): {"logprob": lp, "rank": rank, "decoded_token": f"<{tok}>"}})
+            for tok, (lp, rank, top) in zip(ids[1:], lm.prompt_logprobs_top(ids, int(body["prompt_logprobs"])),
+                                            strict=True):
+                entry = {str(t): {"logprob": v, "rank": r + 1, "decoded_token": f"<{t}>"}
+                         for r, (t, v) in enumerate(top)}
+                plp.append(entry | {str(tok): {"logprob": lp, "rank": rank, "decoded_token": f"<{tok}>"}})
             choice = {"index": 0, "text": "x", "logprobs": None, "finish_reason": "length", "prompt_logprobs": plp}
             return 200, {"id": "cmpl-fake", "object": "text_completion", "model": name, "choices": [choice],
                          "usage": {"prompt_tokens": len(ids), "completion_tokens": 1}}

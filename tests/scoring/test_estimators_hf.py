@@ -34,14 +34,21 @@ def _papers_per_batch(est, reqs: list[LogprobRequest]) -> list[set[str]]:
 
 
 def _direct(est, req: LogprobRequest) -> float:
-    """Plain teacher forcing: full forward pass, log-softmax over all positions, gather the scored tokens."""
+    """Plain teacher forcing: full forward pass, log-softmax over all positions, gather the scored tokens (the
+    judgment phrase's fixed tokens left out, a verb renormalised over the four verbs)."""
     import torch
 
     t = est.encode(req)
     with torch.no_grad():
         logp = torch.log_softmax(est.model(torch.tensor([t.ids])).logits[0].float(), -1)
-    n = len(t.ids)
-    return float(sum(float(logp[j - 1, t.ids[j]]) for j in range(n - t.n_target, n)))
+    start = len(t.ids) - t.n_target
+    total = 0.0
+    for j in t.scored():
+        row = logp[start + j - 1]
+        total += float(row[t.ids[start + j]])
+        if j in t.choice:
+            total -= float(torch.logsumexp(row[list(est.encode.verb_ids)], 0))
+    return total
 
 
 def test_batched_equals_one_by_one_equals_direct(hf) -> None:
@@ -226,6 +233,44 @@ def test_scored_span_is_target_plus_end_of_turn(hf) -> None:
     assert hf.id.startswith("hf:") and "dtype=float32" in hf.id and ":chat=" in hf.id
 
 
+def test_the_judgment_phrase_is_not_scored_and_its_verb_is_a_choice_among_four(hf) -> None:
+    """Issue 35: "The reviewer" and the verb's continuation are format, not information; the verb counts as which of
+    the four judgments the line makes."""
+    lines = ["The reviewer appreciates the clear writing.", "The reviewer criticizes the missing baselines.",
+             "The reviewer questions whether the bound holds.", "The reviewer suggests a larger ablation."]
+    req = LogprobRequest("p", "An abstract.", "The reviewer criticizes the proofs.", "\n".join(lines))
+    t = hf.encode(req)
+    target = t.ids[-t.n_target:]
+    phrases = hf.tokenizer.decode([target[j] for j in sorted(t.skip + t.choice)])
+    assert phrases == "".join(line.split(" that")[0][:len(" ".join(line.split()[:3]))] for line in lines)
+    assert len(t.choice) == 4 and [hf.tokenizer.decode([target[j]]).strip() for j in t.choice] == [
+        hf.tokenizer.decode([v]).strip() for v in hf.encode.verb_ids]
+    scored = hf.tokenizer.decode([target[j] for j in t.scored() if j not in t.choice])
+    assert "reviewer" not in scored and "the missing baselines" in scored and "whether the bound holds" in scored
+    got = hf.logprobs([req])[0]
+    assert got.n_tokens == t.n_target - len(t.skip)
+    assert abs(got.logprob - _direct(hf, req)) < 1e-4
+    plain = hf.logprobs_with([req], reuse=False)[0]  # the plain path applies the same rule
+    assert abs(plain.logprob - got.logprob) < 1e-4
+
+
+def test_a_server_verb_outside_the_top_logprobs_counts_as_none() -> None:
+    import math
+
+    from grebench.scoring.estimators._server import scored_sum
+    from grebench.scoring.estimators._tokenize import TokenizedRequest
+
+    t = TokenizedRequest((1,), (5, 6, 7, 8), 4, skip=(0,), choice=(1,))
+    verbs = (10, 11, 12, 13)
+    vals = [-9.0, -1.0, -2.0, -3.0]
+    all_listed = [{}, {10: -1.0, 11: -2.0, 12: -3.0, 13: -4.0}, {}, {}]
+    norm = math.log(sum(math.exp(x) for x in (-1.0, -2.0, -3.0, -4.0)))
+    assert scored_sum(t, vals, all_listed, verbs) == pytest.approx(-1.0 - norm - 2.0 - 3.0)
+    one_missing = [{}, {10: -1.0, 11: -2.0, 12: -3.0}, {}, {}]
+    norm3 = math.log(sum(math.exp(x) for x in (-1.0, -2.0, -3.0)))
+    assert scored_sum(t, vals, one_missing, verbs) == pytest.approx(-1.0 - norm3 - 2.0 - 3.0)
+
+
 def test_resolve_hf_rejects_missing_dir(settings) -> None:
     from grebench.models import ModelError
 
@@ -233,8 +278,13 @@ def test_resolve_hf_rejects_missing_dir(settings) -> None:
         resolve_estimator("hf:/nonexistent/ckpt", settings)
 
 
-def test_vllm_matches_hf_with_retries_and_two_replicas(hf, tiny_llama_dir: Path, settings) -> None:  # noqa: F811
+def test_vllm_matches_hf_with_retries_and_two_replicas(hf, tiny_llama_dir: Path, settings,  # noqa: F811
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.fakes.vllm_server import fake_vllm
+
+    # a random tiny model spreads a verb's position over its whole vocabulary: asked for all of it, the server's
+    # verb choice is exact (a real LM puts the four verbs in its top 20 there)
+    monkeypatch.setattr("grebench.scoring.estimators._server.TOP_LOGPROBS", len(hf.tokenizer))
 
     reqs = sample_requests(n_papers=2, n_candidates=1)
     expected = hf.logprobs(reqs)
@@ -249,8 +299,10 @@ def test_vllm_matches_hf_with_retries_and_two_replicas(hf, tiny_llama_dir: Path,
         assert abs(a.logprob - b.logprob) <= 1e-4 * max(1, a.n_tokens / 100)
 
 
-def test_sglang_matches_hf(hf, tiny_llama_dir: Path, settings) -> None:  # noqa: F811
+def test_sglang_matches_hf(hf, tiny_llama_dir: Path, settings, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
     from tests.fakes.sglang_server import fake_sglang
+
+    monkeypatch.setattr("grebench.scoring.estimators._server.TOP_LOGPROBS", len(hf.tokenizer))
 
     reqs = sample_requests(n_papers=1, n_candidates=2)
     expected = hf.logprobs(reqs)

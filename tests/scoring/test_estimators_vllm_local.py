@@ -98,7 +98,11 @@ def fake_vllm_python(tmp_path: Path) -> Path:
 
 
 def test_vllm_local_starts_two_servers_spreads_scores_like_hf_and_stops_them(
-        tiny_llama_dir: Path, settings: Settings, fake_vllm_python: Path) -> None:  # noqa: F811
+        tiny_llama_dir: Path, settings: Settings, fake_vllm_python: Path,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the random tiny model spreads a verb's position over its whole 400-token vocabulary: asked for all of it, the
+    # server's verb choice is exact (a real LM puts the four verbs among its top 20 there)
+    monkeypatch.setattr("grebench.scoring.estimators._server.TOP_LOGPROBS", 400)
     s = settings.replace(vllm_python=str(fake_vllm_python), vllm_servers=2, hf_dtype="float32", hf_device="cpu",
                          estimator_concurrency=4)
     est = resolve_estimator(f"vllm-local:{tiny_llama_dir}", s)

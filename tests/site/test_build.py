@@ -10,6 +10,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from bs4 import BeautifulSoup
 
+import grebench.scoring
 from grebench.pipeline import RunOptions, SiteStage, StageContext, run_stages
 from grebench.scoring import compute_boards, leaderboard, rank_range
 from grebench.settings import Settings, load_settings
@@ -121,6 +122,18 @@ def test_model_paper_methodology_and_downloads_pages(site: Path) -> None:
     assert cells[:3] == ["GEM-S (abstract)", "generic", "degradation"] and "-1.37" in cells and "-1.10" in cells
     assert method.select_one("table.validation td")["title"] == "gem-s"  # the metric's id stays on the page
     assert "ref-position" in method.get_text() and "consistency" in method.get_text()
+    # issue 35: the measured before/after of the target rule, from the data shipped with the package
+    published = json.loads((Path(grebench.scoring.__file__).parent / "data" / "padding_validation.json").read_text())
+    tables = method.select("table.padding")
+    assert [h.get_text(strip=True) for h in method.select("#padding ~ h3")][:2] == ["ICLR 2026", "ICLR 2020"]
+    assert len(tables) == len(published["samples"]) == 2
+    for table, sample in zip(tables, published["samples"], strict=True):
+        rows = {tr.select("td")[0].get_text(strip=True): [td.get_text(strip=True) for td in tr.select("td")]
+                for tr in table.select("tbody tr")}
+        hedge = next(r for r in sample["rows"] if r["control"] == "padding-hedge")
+        assert rows["padding-hedge"][2] == f"{hedge['before']['d']:.2f}"
+        assert rows["padding-hedge"][-1] == hedge["after"]["verdict"] != "rewarded"
+    assert "Spearman ρ 0.959" in method.get_text() and "Spearman ρ 0.946" in method.get_text()
     downloads = _soup(site / "downloads.html").get_text(" ", strip=True)
     digest = hashlib.sha256(b'{"papers": 3}').hexdigest()
     assert "iclr2020/manifest.json" in downloads and digest in downloads

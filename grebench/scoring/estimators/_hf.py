@@ -47,7 +47,7 @@ from grebench import stop
 from grebench._offline import apply_offline_defaults
 from grebench.scoring._request import LogprobRequest, LogprobResult
 from grebench.scoring.estimators import ESTIMATORS, EstimatorContext, dtype_tolerance, served_model_label
-from grebench.scoring.estimators._tokenize import RequestTokenizer, TokenizedRequest, template_sha8
+from grebench.scoring.estimators._tokenize import TARGET_RULE, RequestTokenizer, TokenizedRequest, template_sha8
 
 _DTYPES = ("float32", "bfloat16", "float16")
 REUSE_CHOICES = ("auto", "on", "off")
@@ -94,6 +94,8 @@ class _Row:
     ctx: int                # cached context length
     inputs: list[int]
     labels: list[int]
+    skip: tuple[int, ...] = ()    # label positions not scored (:data:`~._tokenize.TARGET_RULE`)
+    choice: tuple[int, ...] = ()  # label positions scored as a choice among the judgment verbs
 
 
 def _cut(items: list[_T], length: Callable[[_T], int], budget: int, max_waste: float = 0.1,
@@ -172,7 +174,8 @@ class HFEstimator:
         self.dtype = dtype
         self.reuse_record: dict[str, Any] | None = None
         self.positions_fed = 0  # token positions run through the model, pads included (what was computed)
-        self.id = f"hf:{root}@{_config_sha8(root)}:dtype={dtype}:chat={template_sha8(self.tokenizer)}"
+        self.id = (f"hf:{root}@{_config_sha8(root)}:dtype={dtype}:chat={template_sha8(self.tokenizer)}"
+                   f":target={TARGET_RULE}")
 
     @classmethod
     def from_model(cls, model: Any, tokenizer: Any, id: str, batch_tokens: int = 16_384) -> HFEstimator:
@@ -214,11 +217,11 @@ class HFEstimator:
         sums: list[float] = [0.0] * len(requests)
         with torch.inference_mode():
             if not reuse:
-                rows = [_Row(i, -1, 0, t.ids[:-1], t.ids[-t.n_target:]) for i, t in enumerate(toks)]
+                rows = [_Row(i, -1, 0, t.ids[:-1], t.ids[-t.n_target:], t.skip, t.choice) for i, t in enumerate(toks)]
                 self._score_rows(rows, None, sums)
             else:
                 self._score_reused(toks, sums)
-        return [LogprobResult(v, t.n_target) for v, t in zip(sums, toks, strict=True)]
+        return [LogprobResult(v, t.n_target - len(t.skip)) for v, t in zip(sums, toks, strict=True)]
 
     def _score_reused(self, toks: list[TokenizedRequest], sums: list[float]) -> None:
         """Levels 1-3 over every paper of the call: prefixes in batches, then (prefix, first review) contexts in
@@ -238,7 +241,7 @@ class HFEstimator:
                 level2 = self._contexts(level1, [(k, shared[:-1]) for k, shared in chunk])
                 after = [len(prefixes[k]) + len(shared) - 1 for k, shared in chunk]
                 rows = [_Row(i, g, after[g], [shared[-1], *toks[i].rest[len(shared):-1]],
-                             list(toks[i].rest[len(shared):]))
+                             list(toks[i].rest[len(shared):]), toks[i].skip, toks[i].choice)
                         for g, (k, shared) in enumerate(chunk) for i in by_prefix[prefixes[k]][shared]]
                 self._score_rows(rows, level2, sums)
 
@@ -337,20 +340,31 @@ class HFEstimator:
                                                  dim=1).long()
             kwargs["position_ids"] = kv.next_pos.index_select(0, sel)[:, None] + torch.arange(width, device=dev)[None]
         hidden = self.model.base_model(input_ids=ids, use_cache=kv is not None, **kwargs).last_hidden_state
-        rows_i, labels = [], []
+        rows_i, labels, choice = [], [], []
         cols: list[int] = []
         for b, r in enumerate(batch):
-            n = len(r.labels)
-            rows_i += [b] * n
-            cols += range(len(r.inputs) - n, len(r.inputs))
-            labels += r.labels
+            n, skip, picks = len(r.labels), set(r.skip), set(r.choice)
+            start = len(r.inputs) - n
+            for j in range(n):
+                if j not in skip:
+                    rows_i.append(b)
+                    cols.append(start + j)
+                    labels.append(r.labels[j])
+                    choice.append(j in picks)
         rows_t = self._tensor(rows_i)
         h = hidden[rows_t, self._tensor(cols)]
         labels_t = self._tensor(labels)
+        verbs = self._tensor(list(self.encode.verb_ids))
         head = self.model.get_output_embeddings()
-        tok_lp = torch.cat([torch.log_softmax(head(h[a:a + HEAD_CHUNK]).float(), dim=-1)
-                            .gather(1, labels_t[a:a + HEAD_CHUNK, None])[:, 0]
-                            for a in range(0, len(labels), HEAD_CHUNK)])
+        parts = []
+        for a in range(0, len(labels), HEAD_CHUNK):
+            logp = torch.log_softmax(head(h[a:a + HEAD_CHUNK]).float(), dim=-1)
+            lp = logp.gather(1, labels_t[a:a + HEAD_CHUNK, None])[:, 0]
+            if any(choice[a:a + HEAD_CHUNK]):  # a verb: its probability among the four verbs
+                norm = torch.logsumexp(logp.index_select(1, verbs), dim=-1)
+                lp = torch.where(self._tensor(choice[a:a + HEAD_CHUNK]).bool(), lp - norm, lp)
+            parts.append(lp)
+        tok_lp = torch.cat(parts) if parts else torch.zeros(0, device=dev)
         return torch.zeros(len(batch), dtype=torch.float64, device=dev).index_add_(0, rows_t, tok_lp.double())
 
 
@@ -606,7 +620,7 @@ def make_hf(arg: str, context: EstimatorContext) -> HFEstimator:
 
     ``hf_dtype = auto`` runs the dtype :func:`grebench.runtime.choose_dtype` picks.  A catalogue model's id names the
     model and its weights' hash, not the directory it sits in, so its scores compare across machines:
-    ``hf:NAME@<checkpoint sha8>:dtype=<dtype>:chat=<template sha8>``.
+    ``hf:NAME@<checkpoint sha8>:dtype=<dtype>:chat=<template sha8>:target=<target rule>``.
     """
     from grebench.models import MODELS, installed, resolve_checkpoint
     from grebench.runtime import choose_dtype
@@ -619,7 +633,7 @@ def make_hf(arg: str, context: EstimatorContext) -> HFEstimator:
     manifest = installed(s, label) if label in MODELS else None  # a path's label is absolute: never a name
     if manifest is not None:
         estimator.id = (f"hf:{label}@{manifest['checkpoint_sha256'][:8]}:dtype={dtype}"
-                        f":chat={template_sha8(estimator.tokenizer)}")
+                        f":chat={template_sha8(estimator.tokenizer)}:target={TARGET_RULE}")
     with context.progress.task("reuse probe", total=1, unit="steps") as task:
         record = choose_reuse(estimator, s.hf_prefix_reuse, s.reuse_probes_path)
         task.advance()

@@ -13,7 +13,8 @@ them when the scoring ends (:meth:`ServerEstimator.close`) or the process dies.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
@@ -30,11 +31,33 @@ from grebench.scoring.estimators import (
     EstimatorFactory,
     served_model_label,
 )
-from grebench.scoring.estimators._tokenize import RequestTokenizer, TokenizedRequest, tokenizer_sha8
+from grebench.scoring.estimators._tokenize import TARGET_RULE, RequestTokenizer, TokenizedRequest, tokenizer_sha8
 
 
 class ServerError(RuntimeError):
     """The evaluation-LM server failed or answered something that is not a log-prob response."""
+
+
+#: Top log-probs asked for at the positions of a verb choice (vLLM's default ``max_logprobs`` is 20).
+TOP_LOGPROBS = 20
+
+
+def scored_sum(t: TokenizedRequest, vals: Sequence[float], tops: Sequence[Mapping[int, float]],
+               verb_ids: Sequence[int]) -> float:
+    """The target's score from its per-token log-probs (:data:`~._tokenize.TARGET_RULE`): skipped positions left
+    out, a verb choice renormalised over the judgment verbs among the position's top log-probs (a verb outside the
+    top :data:`TOP_LOGPROBS` has less probability than each listed token and is counted as none; the scored verb is
+    always listed)."""
+    skip, choice = set(t.skip), set(t.choice)
+    total = 0.0
+    for j, value in enumerate(vals):
+        if j in skip:
+            continue
+        if j in choice:
+            listed = [tops[j][v] for v in verb_ids if v in tops[j]]
+            value -= max(listed) + math.log(sum(math.exp(x - max(listed)) for x in listed))
+        total += value
+    return total
 
 
 class ServerEstimator:
@@ -59,7 +82,7 @@ class ServerEstimator:
                              f"(the server serves {self.model!r})")
         self.tokenizer = AutoTokenizer.from_pretrained(Path(path).expanduser(), local_files_only=True)
         self.encode = RequestTokenizer(self.tokenizer)
-        self.id = f"{kind}:{self.model}@{tokenizer_sha8(self.tokenizer)}"
+        self.id = f"{kind}:{self.model}@{tokenizer_sha8(self.tokenizer)}:target={TARGET_RULE}"
         self.servers: list[Any] = []  # local servers this estimator started (vllm-local), stopped by close()
 
     def close(self) -> None:
@@ -98,21 +121,35 @@ class ServerEstimator:
     def _one(self, k: int, t: TokenizedRequest) -> LogprobResult:
         url, ids = self.urls[k % len(self.urls)], t.ids
         start = len(ids) - t.n_target
+        top = TOP_LOGPROBS if t.choice else 0  # a verb choice needs the other verbs' log-probs at its position
+        tops: list[dict[int, float]] = []
         if self.kind == "vllm":
-            body = {"model": self.model, "prompt": ids, "max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 0}
+            body = {"model": self.model, "prompt": ids, "max_tokens": 1, "temperature": 0.0, "prompt_logprobs": top}
             plp = self._call("POST", url + "/v1/completions", body)["choices"][0].get("prompt_logprobs")
             if not isinstance(plp, list) or len(plp) != len(ids):
                 raise ServerError(f"{url}: response has no prompt_logprobs for {len(ids)} tokens")
             vals = [plp[j][str(ids[j])]["logprob"] for j in range(start, len(ids))]
+            if top:
+                tops = [{int(tok): v["logprob"] for tok, v in plp[j].items()} for j in range(start, len(ids))]
         else:
             body = {"input_ids": ids, "sampling_params": {"max_new_tokens": 0, "temperature": 0.0},
                     "return_logprob": True, "logprob_start_len": start - 1}
-            items = self._call("POST", url + "/generate", body)["meta_info"]["input_token_logprobs"]
+            if top:
+                body["top_logprobs_num"] = top
+            meta = self._call("POST", url + "/generate", body)["meta_info"]
+            items = meta["input_token_logprobs"]
             if len(items) != t.n_target + 1 or any(int(it[1]) != tok for it, tok in zip(items[1:], ids[start:],
                                                                                        strict=True)):
                 raise ServerError(f"{url}: input_token_logprobs do not match the scored tokens")
             vals = [it[0] for it in items[1:]]
-        return LogprobResult(float(sum(vals)), t.n_target)
+            if top:
+                listed = meta.get("input_top_logprobs")
+                if not isinstance(listed, list) or len(listed) != len(items):
+                    raise ServerError(f"{url}: response has no input_top_logprobs for the scored tokens")
+                tops = [{int(it[1]): float(it[0]) for it in (row or [])} | {int(ids[start + i]): float(vals[i])}
+                        for i, row in enumerate(listed[1:])]
+        return LogprobResult(scored_sum(t, [float(v) for v in vals], tops, self.encode.verb_ids),
+                             t.n_target - len(t.skip))
 
     def logprobs(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
         """Summed log-probs of each target, in request order (sent paper by paper, round-robin over URLs)."""
@@ -251,7 +288,8 @@ def make_vllm_local(arg: str, context: EstimatorContext) -> ServerEstimator:
     estimator.servers = servers
     manifest = installed(s, label) if label in MODELS else None
     sha8 = manifest["checkpoint_sha256"][:8] if manifest is not None else tokenizer_sha8(estimator.tokenizer)
-    estimator.id = f"vllm:{label}@{sha8}:dtype={dtype}:chat={template_sha8(estimator.tokenizer)}"
+    estimator.id = (f"vllm:{label}@{sha8}:dtype={dtype}:chat={template_sha8(estimator.tokenizer)}"
+                    f":target={TARGET_RULE}")
     return estimator
 
 
