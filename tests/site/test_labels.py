@@ -23,20 +23,24 @@ from tests.conftest import FAST_ENV
 
 OFFLINE_ID = ("offline:wb-bigram+content-copy:lam=0.08:beta=0.4:eps=0.001:minpapers=2:copy=tokens:fn=3820d16a"
               ":lower-words:corpus=ac12c4a0d31d")
-HF_ID = "hf:/root/.cache/grebench/models/SmolLM2-135M@1a2b3c4d:dtype=float32:chat=9f8e7d6c"
+HF_ID = "hf:/root/.cache/grebench/models/SmolLM2-135M@1a2b3c4d:dtype=float32:chat=9f8e7d6c:target=judgment-v1"
 
 
 @pytest.mark.parametrize(("estimator", "label"), [
     (OFFLINE_ID, "offline word model (fast proxy)"),
     ("offline", "offline word model (fast proxy)"),
     (HF_ID, "SmolLM2-135M (hf, float32)"),
-    ("hf:smollm2-135m@77aa11bb:dtype=bfloat16:chat=00ff00ff", "SmolLM2-135M-Instruct (hf, bfloat16)"),  # its title
+    ("hf:smollm2-135m@77aa11bb:dtype=bfloat16:chat=00ff00ff:target=judgment-v1",
+     "SmolLM2-135M-Instruct (hf, bfloat16)"),  # its title
+    # an id from before the target rule: its scores are not comparable, and the words say so
+    ("hf:smollm2-135m@77aa11bb:dtype=bfloat16:chat=00ff00ff",
+     "SmolLM2-135M-Instruct (hf, bfloat16, every token scored)"),
     ("hf:/home/u/.cache/huggingface/hub/models--HuggingFaceTB--SmolLM2-360M/snapshots/0123abcd@5e6f7a8b"
-     ":dtype=float32:chat=1", "SmolLM2-360M (hf, float32)"),
-    ("hf:/ckpt/my@model@5e6f7a8b:dtype=float16:chat=1", "my@model (hf, float16)"),
-    ("vllm:meta-llama/Llama-3.1-8B-Instruct@ab12cd34", "Llama-3.1-8B-Instruct (vLLM)"),
-    ("vllm:/models/Qwen2.5-7B@ab12cd34", "Qwen2.5-7B (vLLM)"),
-    ("sglang:/srv/models/gemma-2-9b@0011aabb", "gemma-2-9b (SGLang)"),
+     ":dtype=float32:chat=1:target=judgment-v1", "SmolLM2-360M (hf, float32)"),
+    ("hf:/ckpt/my@model@5e6f7a8b:dtype=float16:chat=1:target=judgment-v1", "my@model (hf, float16)"),
+    ("vllm:meta-llama/Llama-3.1-8B-Instruct@ab12cd34:target=judgment-v1", "Llama-3.1-8B-Instruct (vLLM)"),
+    ("vllm:/models/Qwen2.5-7B@ab12cd34:target=judgment-v1", "Qwen2.5-7B (vLLM)"),
+    ("sglang:/srv/models/gemma-2-9b@0011aabb:target=judgment-v1", "gemma-2-9b (SGLang)"),
     ("toy:some-plugin-estimator:with=options:that-go-on-and-on-for-quite-a-while@abc",
      "estimator toy:some-plugin-estimator:with=options:that-go-…"),  # an unregistered kind's id, shortened
 ])
@@ -64,12 +68,12 @@ def test_preprocessors_in_words(preprocessor: str, label: str) -> None:
 def test_board_titles_read_as_sentences(small_store: Store) -> None:
     small_store.con.execute("INSERT INTO scores SELECT * REPLACE (? AS estimator) FROM scores", [HF_ID])
     small_store.con.execute("INSERT INTO scores SELECT DISTINCT ON (candidate, paper_id, reference_review_id) * "
-                            "REPLACE ('vllm:m@1' AS estimator, 'none' AS preprocessor) FROM scores")
+                            "REPLACE ('vllm:m@1:target=judgment-v1' AS estimator, 'none' AS preprocessor) FROM scores")
     rows = {(what, key): {"label": label, "role": role} for what, key, label, role, _ in label_rows(small_store)}
     labels = Labels(rows)
     assert labels.board_title({"metric": "gem-s", "estimator": HF_ID, "preprocessor": "rules-v3"}) == \
         "GEM-S (abstract) · scored by SmolLM2-135M (hf, float32) · rules-v3 preprocessor"  # no such id stored
-    assert labels.setup("vllm:m@1", "none") == "scored by m (vLLM) · no preprocessor (raw text)"
+    assert labels.setup("vllm:m@1:target=judgment-v1", "none") == "scored by m (vLLM) · no preprocessor (raw text)"
     assert Labels().board_title({"metric": "gem", "estimator": OFFLINE_ID, "preprocessor": "rules-v3"}) == \
         "gem · estimator offline:wb-bigram+content-copy:lam=0.08:beta=0.… · rules-v3 preprocessor"  # no labels
     assert Labels().estimator("") == "unknown estimator"

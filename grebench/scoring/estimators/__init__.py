@@ -128,7 +128,9 @@ def served_model_label(server: str) -> Callable[[str], str]:
             return EstimatorInfo(server).describe(estimator_id)
         options = dict(part.split("=", 1) for part in match.group("rest").split(":")[1:] if "=" in part)
         dtype = options.get("dtype")
-        return f"{model_title(match.group('model'))} ({server}{', ' + dtype if dtype else ''})"
+        # an id from before the target rule (docs/estimators.md, "Which tokens count") scored every target token
+        legacy = "" if "target" in options else ", every token scored"
+        return f"{model_title(match.group('model'))} ({server}{', ' + dtype if dtype else ''}{legacy})"
 
     return label
 
