@@ -30,6 +30,12 @@ class TinyLM:
         """(log-prob of token j given tokens < j, rank of token j) for j >= 1."""
         return [(lp, rank) for lp, rank, _ in self.prompt_logprobs_top(ids, 0)]
 
+    def next_logprobs(self, ids: list[int]) -> list[float]:
+        """Log-probs of every token of the vocabulary after ``ids``."""
+        torch = self.torch
+        with self.lock, torch.inference_mode():
+            return [float(x) for x in torch.log_softmax(self.model(torch.tensor([ids])).logits[0, -1].float(), -1)]
+
     def prompt_logprobs_top(self, ids: list[int], k: int) -> list[tuple[float, int, list[tuple[int, float]]]]:
         """As :meth:`prompt_logprobs`, with the k most likely tokens at each position as (token id, log-prob)."""
         torch = self.torch

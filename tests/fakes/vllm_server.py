@@ -38,6 +38,17 @@ def vllm_handler(checkpoint: Path, model_name: str | None = None,
                 state["fails"] -= 1
                 return 503, {"error": "overloaded"}
             ids = body["prompt"]
+            if isinstance(ids, list) and body.get("prompt_logprobs") is None and body.get("logprobs"):
+                # one generated token, greedy among ``allowed_token_ids``, with its raw log-prob (vLLM's default
+                # ``raw_logprobs`` mode: before the allowed-tokens mask)
+                logp = lm.next_logprobs(ids)
+                allowed = body.get("allowed_token_ids") or range(len(logp))
+                tok = max(allowed, key=lambda t: logp[t])
+                choice = {"index": 0, "text": f"<{tok}>", "finish_reason": "length", "prompt_logprobs": None,
+                          "logprobs": {"tokens": [f"<{tok}>"], "token_logprobs": [logp[tok]],
+                                       "top_logprobs": [{f"<{tok}>": logp[tok]}], "text_offset": [0]}}
+                return 200, {"id": "cmpl-fake", "object": "text_completion", "model": name, "choices": [choice],
+                             "usage": {"prompt_tokens": len(ids), "completion_tokens": 1}}
             if not isinstance(ids, list) or body.get("prompt_logprobs") is None:
                 return 400, {"error": "expected token-id prompt and prompt_logprobs"}
             plp: list[Any] = [None]

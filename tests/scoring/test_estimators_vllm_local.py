@@ -100,9 +100,8 @@ def fake_vllm_python(tmp_path: Path) -> Path:
 def test_vllm_local_starts_two_servers_spreads_scores_like_hf_and_stops_them(
         tiny_llama_dir: Path, settings: Settings, fake_vllm_python: Path,  # noqa: F811
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # the random tiny model spreads a verb's position over its whole 400-token vocabulary: asked for all of it, the
-    # server's verb choice is exact (a real LM puts the four verbs among its top 20 there)
-    monkeypatch.setattr("grebench.scoring.estimators._server.TOP_LOGPROBS", 400)
+    # two top log-probs: the verbs missing from them are asked for on their own, and the numbers stay hf's
+    monkeypatch.setattr("grebench.scoring.estimators._server.TOP_LOGPROBS", 2)
     s = settings.replace(vllm_python=str(fake_vllm_python), vllm_servers=2, hf_dtype="float32", hf_device="cpu",
                          estimator_concurrency=4)
     est = resolve_estimator(f"vllm-local:{tiny_llama_dir}", s)
@@ -124,9 +123,13 @@ def test_vllm_local_starts_two_servers_spreads_scores_like_hf_and_stops_them(
     assert all(srv.pid is None for srv in servers) and est.servers == []  # type: ignore[attr-defined]
 
 
-def test_requests_are_spread_over_all_urls(tiny_llama_dir: Path, settings: Settings) -> None:  # noqa: F811
+def test_requests_are_spread_over_all_urls(tiny_llama_dir: Path, settings: Settings,  # noqa: F811
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.fakes._lm_server import serve
     from tests.fakes.vllm_server import vllm_handler
+
+    # the whole 400-token vocabulary listed: no verb is asked for on its own, one call per request
+    monkeypatch.setattr("grebench.scoring.estimators._server.TOP_LOGPROBS", 400)
 
     one, two = vllm_handler(tiny_llama_dir), vllm_handler(tiny_llama_dir)
     with serve(one) as url1, serve(two) as url2:

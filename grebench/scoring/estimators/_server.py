@@ -38,16 +38,18 @@ class ServerError(RuntimeError):
     """The evaluation-LM server failed or answered something that is not a log-prob response."""
 
 
-#: Top log-probs asked for at the positions of a verb choice (vLLM's default ``max_logprobs`` is 20).
+#: Top log-probs asked for with a target that has verb choices (vLLM's default ``max_logprobs`` is 20); a verb outside
+#: them at a choice position is asked for with one more request (vLLM: one generated token restricted to the verb;
+#: SGLang: the prompt up to that position, then the verb).
 TOP_LOGPROBS = 20
 
 
 def scored_sum(t: TokenizedRequest, vals: Sequence[float], tops: Sequence[Mapping[int, float]],
                verb_ids: Sequence[int]) -> float:
     """The target's score from its per-token log-probs (:data:`~._tokenize.TARGET_RULE`): skipped positions left
-    out, a verb choice renormalised over the judgment verbs among the position's top log-probs (a verb outside the
-    top :data:`TOP_LOGPROBS` has less probability than each listed token and is counted as none; the scored verb is
-    always listed)."""
+    out, a verb choice renormalised over the judgment verbs at the position (``tops[j]``: the top log-probs the
+    server listed there, plus any verb outside them that the estimator asked for on its own; a verb still missing
+    counts as none)."""
     skip, choice = set(t.skip), set(t.choice)
     total = 0.0
     for j, value in enumerate(vals):
@@ -148,8 +150,31 @@ class ServerEstimator:
                     raise ServerError(f"{url}: response has no input_top_logprobs for the scored tokens")
                 tops = [{int(it[1]): float(it[0]) for it in (row or [])} | {int(ids[start + i]): float(vals[i])}
                         for i, row in enumerate(listed[1:])]
+        for j in t.choice:  # a verb outside the top log-probs: asked for on its own, so the choice is exact
+            for verb in self.encode.verb_ids:
+                if verb not in tops[j]:
+                    tops[j][verb] = self._last_logprob(url, [*ids[:start + j], verb])
         return LogprobResult(scored_sum(t, [float(v) for v in vals], tops, self.encode.verb_ids),
                              t.n_target - len(t.skip))
+
+    def _last_logprob(self, url: str, ids: list[int]) -> float:
+        """The log-prob of the last token of ``ids`` given the ones before it."""
+        if self.kind == "vllm":
+            # one generated token that can only be this one: vLLM returns its raw log-prob (``logprobs_mode`` is
+            # ``raw_logprobs`` by default), and the prompt's KV comes from the prefix cache after the first verb
+            body = {"model": self.model, "prompt": ids[:-1], "max_tokens": 1, "temperature": 0.0, "logprobs": 1,
+                    "allowed_token_ids": [ids[-1]]}
+            got = self._call("POST", url + "/v1/completions", body)["choices"][0].get("logprobs") or {}
+            values = got.get("token_logprobs") if isinstance(got, dict) else None
+            if not isinstance(values, list) or not values or not isinstance(values[0], int | float):
+                raise ServerError(f"{url}: response has no log-prob for the asked token")
+            return float(values[0])
+        body = {"input_ids": ids, "sampling_params": {"max_new_tokens": 0, "temperature": 0.0},
+                "return_logprob": True, "logprob_start_len": len(ids) - 2}
+        items = self._call("POST", url + "/generate", body)["meta_info"]["input_token_logprobs"]
+        if not items or int(items[-1][1]) != ids[-1] or items[-1][0] is None:
+            raise ServerError(f"{url}: input_token_logprobs do not match the asked token")
+        return float(items[-1][0])
 
     def logprobs(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
         """Summed log-probs of each target, in request order (sent paper by paper, round-robin over URLs)."""
