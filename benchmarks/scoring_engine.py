@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from grebench.scoring._request import LogprobRequest
+from grebench.scoring.estimators._server import scored_sum
 from tests.scoring.tiny_builders import build_tiny_llama, bundled_papers, judgment_corpus  # no test tooling needed
 
 if TYPE_CHECKING:
@@ -84,11 +85,10 @@ def naive_scores(est: HFEstimator, reqs: list[LogprobRequest]) -> list[float]:
         logp = torch.log(torch.softmax(logits, dim=-1))
         start = len(t.ids) - t.n_target
         verbs = list(est.encode.verb_ids)
-        val = 0.0
-        for j in t.scored():  # the product's target rule: phrase tokens left out, a verb as a choice among four
-            val += float(logp[start + j - 1, t.ids[start + j]])
-            if j in t.choice:
-                val -= float(torch.logsumexp(logp[start + j - 1, verbs], 0))
+        rows = logp[start - 1:len(t.ids) - 1]
+        vals = [float(rows[j, t.ids[start + j]]) for j in range(t.n_target)]
+        tops = [{v: float(rows[j, v]) for v in verbs} if j in t.choice else {} for j in range(t.n_target)]
+        val = scored_sum(t, vals, tops, verbs)  # the product's target rule, as the server estimators apply it
         if r.first_review is None:
             cache[key] = val
         out.append(val)
