@@ -7,8 +7,12 @@ store that was scored under both rules (the same papers, candidates and referenc
     export GREBENCH_DATA_DIR=/tmp/pad GREBENCH_MODELS_DIR=...
     grebench ingest --source bundled:iclr2026
     grebench bench --papers 20 --candidate human --candidate padding-hedge ...   # every control to validate
-    grebench score --papers 20 --estimator hf:smollm2-135m --metric gem-s        # (scored before the rule too)
+    grebench score --papers 20 --estimator hf:smollm2-135m --metric gem-s
     python benchmarks/target_rule.py --metric gem-s
+
+The rule is not a setting, so the scores from before it come from the code before it: the same ``score`` command run
+from a worktree at ``0d05268`` (``git worktree add ../before 0d05268``, with that checkout's package on the path in
+place of this one).  Each rule's scores carry their own estimator id, so the two never mix in the store.
 
 It prints, for every control, Cohen's d against the human review with the product's bootstrap CI, paired p and
 verdict under each setup (:func:`grebench.scoring._validate.validation_rows`, what ``grebench validate`` reports), how
