@@ -13,7 +13,13 @@ def plan_text(settings: Settings, setup: RunSetup, what: str = "main job", paper
     """What a run of the main job (or of serve's ``score`` job) will do: the models in each role, how many papers,
     and the expected time measured on this machine; all of it read from the job's resolved ``setup``.
     ``papers_known``: the eligible papers already stored (gives an estimate when every paper is scored)."""
-    from grebench.pipeline import AUTO_CPU_PAPERS, expected_minutes, measured_throughput, reuse_evidence
+    from grebench.pipeline import (
+        AUTO_CPU_PAPERS,
+        expected_minutes,
+        measured_throughput,
+        reuse_evidence,
+        throughput_caveat,
+    )
     from grebench.scoring.estimators import estimator_info
 
     spec, size, why = setup.estimator, setup.papers, setup.papers_why
@@ -28,7 +34,8 @@ def plan_text(settings: Settings, setup: RunSetup, what: str = "main job", paper
     if measured is not None and counted:
         low, high = expected_minutes(measured[0], counted)
         text += (f"; expected {low:.0f}-{high:.0f} minutes here (from the evaluation LM's {measured[0]:.0f} tokens/s "
-                 f"measured on this machine in {measured[1]}; each stage shows its ETA as it goes)")
+                 f"measured on this machine in {measured[1]}{throughput_caveat(settings, spec)}; each stage shows its "
+                 "ETA as it goes)")
     elif info.local_model:
         text += ("; the time is measured as the run goes (no throughput measured on this machine yet: the first run "
                  "probes it; each stage shows its ETA)")
@@ -46,25 +53,15 @@ def plan_text(settings: Settings, setup: RunSetup, what: str = "main job", paper
     return text
 
 
-#: Load beyond which the plan says the machine is busy: other work already holds this share of the usable cores.
-BUSY_LOAD_SHARE = 0.75
-
-
 def busy_note() -> str:
     """A warning for the plan when other work already keeps the cores busy (the 1-minute load average before this
     run's own work starts): the sample and its expected minutes assume idle cores and stay as they are (the same
     machine always draws the same sample), so the plan says the run will take longer and why (what two CPU-bound
     processes beside the default run cost on 2 cores: docs/operations.md)."""
-    import os
+    from grebench.runtime import is_busy, load_average, usable_cores
 
-    from grebench.runtime import usable_cores
-
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):  # no load average on this platform
-        return ""
-    cores = usable_cores()
-    if load < BUSY_LOAD_SHARE * cores:
+    load, cores = load_average(), usable_cores()
+    if load is None or not is_busy(load, cores=cores):
         return ""
     return (f"; the machine is busy now (1-minute load average {load:.1f} on {cores} usable cores): the times above "
             "assume idle cores, so expect it to take longer (several times with every core taken)")

@@ -36,6 +36,7 @@ from grebench.pipeline._sample import (
     papers_size,
     parse_papers,
     reuse_evidence,
+    throughput_caveat,
 )
 from grebench.pipeline._stages import (
     STAGES,
@@ -119,5 +120,6 @@ __all__ = [
     "scored_setups",
     "stages",
     "summary_of",
+    "throughput_caveat",
     "venue_sources",
 ]

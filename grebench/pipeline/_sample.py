@@ -87,7 +87,7 @@ def measured_throughput(settings: Settings, spec: str, *, calibrate: bool = Fals
         if calibrate and arg in MODELS and not install and installed(settings, arg) is None:
             return None  # not installed, and this job may need no model at all: pull nothing for a size
         if calibrate:
-            _dtype, record = choose_dtype(settings, arg, "cpu", "auto", progress)
+            _dtype, record = choose_dtype(settings, arg, "cpu", "auto", progress, retake_busy=True)
         else:
             record = cached_choice(settings, arg) or {}
     except ModelError:
@@ -95,6 +95,26 @@ def measured_throughput(settings: Settings, spec: str, *, calibrate: bool = Fals
     dtype = settings.hf_dtype if settings.hf_dtype not in ("", "auto") else str(record.get("dtype", ""))
     rate = record.get(f"{dtype}_tok_s")
     return (float(rate), dtype) if isinstance(rate, (int, float)) and rate > 0 else None
+
+
+def throughput_caveat(settings: Settings, spec: str) -> str:
+    """What the plan adds after this machine's measured throughput when its dtype probe ran beside other work (it is
+    measured again at the first start that finds the machine quiet: :func:`grebench.runtime.choose_dtype`); else
+    nothing."""
+    if not _local_model(spec):
+        return ""
+    from grebench.runtime import cached_choice
+
+    _kind, arg = Registry.split(spec)
+    try:
+        record = cached_choice(settings, arg) or {}
+    except ImportError:
+        return ""
+    if not record.get("busy"):
+        return ""
+    loads = [x for x in (record.get("load_before"), record.get("load_after")) if isinstance(x, (int, float))]
+    load = f"load {max(loads):.1f} on {record.get('cores')} cores" if loads else "a busy machine"
+    return f", beside other work ({load}): measured again at the first start that finds the machine quiet"
 
 
 def _probe_records(settings: Settings, spec: str) -> list[dict[str, Any]]:

@@ -24,13 +24,14 @@ device is looked for).
 
 from __future__ import annotations
 
-from grebench.runtime._concurrency import server_concurrency, usable_cores
+from grebench.runtime._concurrency import BUSY_SHARE, is_busy, load_average, server_concurrency, usable_cores
 from grebench.runtime._dtype import DTYPE_CHOICES, cached_choice, choose_dtype, cpu_flags, machine_key
 from grebench.runtime._pool import LOCAL_CONTEXT_TOKENS, LocalModel, LocalServers, resolve_local
 from grebench.runtime._serve import LocalServer, LocalServerError, PortInUse, default_device, free_port
 from grebench.runtime._vllm import VLLMServer, vllm_interpreter
 
 __all__ = [
+    "BUSY_SHARE",
     "DTYPE_CHOICES",
     "LOCAL_CONTEXT_TOKENS",
     "LocalModel",
@@ -44,6 +45,8 @@ __all__ = [
     "cpu_flags",
     "default_device",
     "free_port",
+    "is_busy",
+    "load_average",
     "machine_key",
     "resolve_local",
     "server_concurrency",

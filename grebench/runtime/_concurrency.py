@@ -27,6 +27,25 @@ FIRST_TOKEN_SHARE = 0.4
 CPU_MAX_STREAMS = 16
 
 
+#: The machine is busy when other work keeps at least this share of its usable cores taken (the 1-minute load
+#: average): a timing taken then measures the machine and its neighbours, not the machine.
+BUSY_SHARE = 0.75
+
+
+def load_average() -> float | None:
+    """The 1-minute load average, or None where the platform has none."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def is_busy(*loads: float | None, cores: int | None = None) -> bool:
+    """Whether any of these load averages is at least :data:`BUSY_SHARE` of ``cores`` (the usable cores)."""
+    limit = BUSY_SHARE * (cores if cores is not None else usable_cores())
+    return any(load is not None and load >= limit for load in loads)
+
+
 def usable_cores() -> int:
     """The CPU cores this process may run on (its affinity; a container's cpuset)."""
     try:

@@ -10,7 +10,10 @@ only if it is ≥ 1.3× faster and the mean |Δ| is below 0.05 nats; else float3
 The result is stored as JSON (``models_path/NAME/dtype-probe.json``; for a path spec under
 ``models_path/.dtype-probes/``) keyed by the machine (CPU model and relevant flags, torch version, thread count) and
 by the checkpoint's identity, and reused while both match: the choice, and hence the estimator id that records the
-dtype, stays the same on one machine from run to run.
+dtype, stays the same on one machine from run to run.  One exception: a probe taken while other work kept the machine
+busy (the load average before or after it at least :data:`~grebench.runtime._concurrency.BUSY_SHARE` of the usable
+cores) is taken again at the first run start that finds the machine quiet (the plan's calibration, ``retake_busy``):
+its tokens per second size the default run's sample, and beside other work they measure the neighbours too.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any
 from grebench._offline import apply_offline_defaults
 from grebench.models import MODELS, ModelError, installed, models_path, resolve_checkpoint
 from grebench.progress import NoProgress, Progress
+from grebench.runtime._concurrency import is_busy, load_average, usable_cores
 from grebench.settings import Settings
 
 DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16")
@@ -43,11 +47,14 @@ _FLAGS = {"avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16",
 
 
 def choose_dtype(settings: Settings, spec: str, device: str, requested: str,
-                 progress: Progress | None = None) -> tuple[str, dict[str, Any]]:
+                 progress: Progress | None = None, *, retake_busy: bool = False) -> tuple[str, dict[str, Any]]:
     """The torch dtype to run ``spec`` in on ``device`` and why: ``(dtype, record)``.
 
     ``requested`` other than ``auto`` is used as given.  ``record["source"]`` says where the choice came from:
     ``setting``, ``device`` (CUDA: bfloat16; other accelerators: float32), ``probe`` (measured now) or ``cache``.
+    ``retake_busy``: a stored probe that was taken on a busy machine is taken again if this one is quiet now.  Only
+    a run's start asks for that (its plan sizes the sample); every later call of the run reads what the start
+    stored, so the stages of one run never see two dtypes.
     """
     if requested not in DTYPE_CHOICES:
         raise ModelError(f"hf_dtype must be one of {', '.join(DTYPE_CHOICES)}, got {requested!r}", "dtype")
@@ -64,13 +71,24 @@ def choose_dtype(settings: Settings, spec: str, device: str, requested: str,
     identity = checkpoint_identity(settings, spec.strip(), path)
     records = _read(file)
     cached = records.get(key)
-    if isinstance(cached, dict) and cached.get("checkpoint") == identity and cached.get("dtype") in DTYPE_CHOICES:
+    if isinstance(cached, dict) and cached.get("checkpoint") == identity and cached.get("dtype") in DTYPE_CHOICES \
+            and not (retake_busy and _quieter_now(cached)):
         return str(cached["dtype"]), {**cached, "source": "cache", "file": str(file)}
     record = {**probe(path, progress), "machine": machine, "checkpoint": identity, "model": label,
               "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
     records[key] = record
     _write(file, records)
     return str(record["dtype"]), {**record, "source": "probe", "file": str(file)}
+
+
+def _quieter_now(record: dict[str, Any]) -> bool:
+    """Whether a stored probe was taken on a busy machine and this one is not busy now: then it is taken again.
+    Its tokens per second size the default run's sample and set its expected time, and a timing taken beside other
+    work measures the neighbours too; a probe from a quiet machine is kept whatever the load now."""
+    if not record.get("busy"):
+        return False
+    load = load_average()
+    return load is not None and not is_busy(load)
 
 
 def cached_choice(settings: Settings, name: str) -> dict[str, Any] | None:
@@ -151,7 +169,7 @@ def probe(path: Path, progress: Progress | None = None) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    started = time.monotonic()
+    started, load_before = time.monotonic(), load_average()
     with (progress or NoProgress()).task("dtype probe", total=4, unit="steps") as task:
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True,
@@ -187,6 +205,9 @@ def probe(path: Path, progress: Progress | None = None) -> dict[str, Any]:
         "rule": f"bfloat16 if speedup >= {MIN_SPEEDUP} and mean |Δ log p| < {MAX_MEAN_ABS_DELTA} nats, else float32",
         "probe_s": round(time.monotonic() - started, 1),
     }
+    load_after = load_average()
+    record.update(load_before=load_before, load_after=load_after, cores=usable_cores(),
+                  busy=is_busy(load_before, load_after))
     if failure is not None:
         record["bfloat16_error"] = failure
     return record

@@ -123,3 +123,26 @@ def test_the_plan_states_the_scoring_path_and_its_evidence(tmp_path: Path) -> No
     text = plan_text(settings, setup)
     assert "scoring path prefix reuse (timings: reuse 2.10x plain (median of 5 interleaved rounds" in text
     assert "load 1.2 on 2 cores" in text and "drift" not in text
+
+
+def test_the_plan_says_when_its_throughput_was_measured_beside_other_work(tmp_path: Path) -> None:
+    """Issue 33: a dtype probe taken on a busy machine sizes the sample until a quiet start measures it again; the
+    plan says so next to the figure it uses."""
+    pytest.importorskip("torch")
+    from grebench.cli._plan import plan_text
+    from grebench.pipeline import RunOptions, resolve_setup
+    from grebench.runtime import machine_key
+
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path), "GREBENCH_ESTIMATOR":
+                                  "hf:smollm2-135m", "GREBENCH_MODELS_DIR": str(tmp_path / "m")})
+    folder = tmp_path / "m" / "smollm2-135m"
+    folder.mkdir(parents=True)
+    here = json.dumps(machine_key(), sort_keys=True)
+    record = {"dtype": "bfloat16", "bfloat16_tok_s": 1458.0, "float32_tok_s": 500.0, "load_before": 1.7,
+              "load_after": 2.9, "cores": 2, "busy": True}
+    (folder / "dtype-probe.json").write_text(json.dumps({here: record}))
+    setup = resolve_setup(settings, RunOptions(papers="3"))
+    text = plan_text(settings, setup)
+    assert "1458 tokens/s measured on this machine in bfloat16, beside other work (load 2.9 on 2 cores)" in text
+    (folder / "dtype-probe.json").write_text(json.dumps({here: {**record, "busy": False}}))
+    assert "beside other work" not in plan_text(settings, setup)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,3 +56,36 @@ def test_the_dtype_probe_reads_its_text_from_the_runtime_and_is_reused(
     assert "/.dtype-probes/" in first["file"] and first["float32_tok_s"] > 0
     again, second = choose_dtype(settings, str(tiny_llama_dir), "cpu", "auto")
     assert (again, second["source"], second["created_at"]) == (dtype, "cache", first["created_at"])
+
+
+def test_a_dtype_probe_taken_on_a_busy_machine_is_taken_again_on_a_quiet_start(
+        tiny_llama_dir: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """Issue 33: the dtype probe's tokens per second size the default run's sample.  One taken beside other work is
+    kept only until a run start that finds the machine quiet measures it again; one taken on a quiet machine is kept
+    whatever the load later."""
+    pytest.importorskip("torch")
+    monkeypatch.setattr(_dtype, "BATCH", (1, 16))
+    monkeypatch.setattr(_dtype, "TEXT_TOKENS", 32)
+    monkeypatch.setattr(_dtype, "usable_cores", lambda: 2)
+    from grebench.runtime import _concurrency
+
+    monkeypatch.setattr(_concurrency, "usable_cores", lambda: 2)
+    load = {"now": 3.0}
+    monkeypatch.setattr(_dtype, "load_average", lambda: load["now"])
+    spec = str(tiny_llama_dir)
+
+    def choose() -> dict[str, Any]:
+        return choose_dtype(settings, spec, "cpu", "auto", retake_busy=True)[1]
+
+    first = choose()
+    assert first["source"] == "probe" and first["busy"] is True
+    assert (first["load_before"], first["load_after"], first["cores"]) == (3.0, 3.0, 2)
+    still_busy = choose()
+    assert still_busy["source"] == "cache"  # nothing quieter to measure on: the record stands
+    load["now"] = 0.2
+    assert choose_dtype(settings, spec, "cpu", "auto")[1]["source"] == "cache"  # within a run: what its start stored
+    quiet = choose()
+    assert quiet["source"] == "probe" and quiet["busy"] is False and quiet["load_before"] == 0.2
+    load["now"] = 5.0
+    later = choose()
+    assert later["source"] == "cache" and later["busy"] is False  # a quiet measurement is not replaced by a busy one

@@ -420,9 +420,6 @@ PROBE_ROUNDS = 5
 PROBE_AGREE = 4
 #: With inconclusive timings, reuse where the plain path computes at least this many times the positions.
 FLOP_PRIOR_RATIO = 1.5
-#: A probe taken while other work held this share of the usable cores is re-taken on a quieter start.
-PROBE_BUSY_SHARE = 0.75
-
 
 def decide_reuse(rounds: Sequence[tuple[float, float]], flop_ratio: float) -> tuple[bool, str, str]:
     """(reuse faster, basis, evidence) from timed rounds of (plain seconds, reuse seconds) and the positions the
@@ -449,12 +446,9 @@ def decide_reuse(rounds: Sequence[tuple[float, float]], flop_ratio: float) -> tu
 
 
 def _load() -> float | None:
-    import os
+    from grebench.runtime import load_average
 
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):  # no load average on this platform
-        return None
+    return load_average()
 
 
 def measure_reuse(est: HFEstimator) -> dict[str, Any]:
@@ -469,7 +463,7 @@ def measure_reuse(est: HFEstimator) -> dict[str, Any]:
     """
     import torch
 
-    from grebench.runtime import usable_cores
+    from grebench.runtime import is_busy, usable_cores
 
     load_before = _load()
     reqs = probe_requests(probe_papers(est))
@@ -518,7 +512,7 @@ def measure_reuse(est: HFEstimator) -> dict[str, Any]:
     t_plain = sorted(p for p, _ in rounds)[len(rounds) // 2]
     t_reuse = sorted(r for _, r in rounds)[len(rounds) // 2]
     load_after, cores = _load(), usable_cores()
-    busy = max(load_before or 0.0, load_after or 0.0) >= PROBE_BUSY_SHARE * cores
+    busy = is_busy(load_before, load_after)
     why = (f"{evidence}; drift from float32 {reuse_drift:.4f} (reuse) vs {plain_drift:.4f} (plain) nats per 100 "
            f"scored tokens (reuse only if <= plain's + {REUSE_MAX_DELTA_PER_100})")
     return {"reuse": faster and faithful, "basis": basis, "speedup": round(t_plain / max(t_reuse, 1e-9), 3),
@@ -596,12 +590,12 @@ def choose_reuse(est: HFEstimator, setting: str, cache_dir: Path | None) -> dict
 def _quieter_now(record: dict[str, Any]) -> bool:
     """Whether a cached probe was taken on a busy machine and this one is not busy now: then it is taken again
     (a verdict measured beside other work is kept only until a quieter start can measure it)."""
-    from grebench.runtime import usable_cores
+    from grebench.runtime import is_busy
 
     if not record.get("busy"):
         return False
     load = _load()
-    return load is not None and load < PROBE_BUSY_SHARE * usable_cores()
+    return load is not None and not is_busy(load)
 
 
 def check_hf_arg(arg: str) -> None:
