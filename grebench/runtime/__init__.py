@@ -24,7 +24,14 @@ device is looked for).
 
 from __future__ import annotations
 
-from grebench.runtime._concurrency import BUSY_SHARE, is_busy, load_average, server_concurrency, usable_cores
+from grebench.runtime._concurrency import (
+    BUSY_SHARE,
+    is_busy,
+    load_average,
+    quieter_now,
+    server_concurrency,
+    usable_cores,
+)
 from grebench.runtime._dtype import DTYPE_CHOICES, cached_choice, choose_dtype, cpu_flags, machine_key
 from grebench.runtime._pool import LOCAL_CONTEXT_TOKENS, LocalModel, LocalServers, resolve_local
 from grebench.runtime._serve import LocalServer, LocalServerError, PortInUse, default_device, free_port
@@ -48,6 +55,7 @@ __all__ = [
     "is_busy",
     "load_average",
     "machine_key",
+    "quieter_now",
     "resolve_local",
     "server_concurrency",
     "usable_cores",

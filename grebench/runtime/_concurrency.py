@@ -15,7 +15,7 @@ cores.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from grebench.settings import Settings
@@ -44,6 +44,16 @@ def is_busy(*loads: float | None, cores: int | None = None) -> bool:
     """Whether any of these load averages is at least :data:`BUSY_SHARE` of ``cores`` (the usable cores)."""
     limit = BUSY_SHARE * (cores if cores is not None else usable_cores())
     return any(load is not None and load >= limit for load in loads)
+
+
+def quieter_now(record: Mapping[str, Any], load: Callable[[], float | None] = load_average) -> bool:
+    """Whether a stored probe ``record`` was taken on a busy machine (its ``busy``) and the machine is not busy now
+    (``load()``, read only then): a timing taken beside other work is kept only until a quiet start measures it
+    again.  The dtype probe and the reuse probe share this rule."""
+    if not record.get("busy"):
+        return False
+    now = load()
+    return now is not None and not is_busy(now)
 
 
 def usable_cores() -> int:

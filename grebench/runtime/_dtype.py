@@ -32,7 +32,7 @@ from typing import Any
 from grebench._offline import apply_offline_defaults
 from grebench.models import MODELS, ModelError, installed, models_path, resolve_checkpoint
 from grebench.progress import NoProgress, Progress
-from grebench.runtime._concurrency import is_busy, load_average, usable_cores
+from grebench.runtime._concurrency import is_busy, load_average, quieter_now, usable_cores
 from grebench.settings import Settings
 
 DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16")
@@ -72,23 +72,13 @@ def choose_dtype(settings: Settings, spec: str, device: str, requested: str,
     records = _read(file)
     cached = records.get(key)
     if isinstance(cached, dict) and cached.get("checkpoint") == identity and cached.get("dtype") in DTYPE_CHOICES \
-            and not (retake_busy and _quieter_now(cached)):
+            and not (retake_busy and quieter_now(cached, load_average)):
         return str(cached["dtype"]), {**cached, "source": "cache", "file": str(file)}
     record = {**probe(path, progress), "machine": machine, "checkpoint": identity, "model": label,
               "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
     records[key] = record
     _write(file, records)
     return str(record["dtype"]), {**record, "source": "probe", "file": str(file)}
-
-
-def _quieter_now(record: dict[str, Any]) -> bool:
-    """Whether a stored probe was taken on a busy machine and this one is not busy now: then it is taken again.
-    Its tokens per second size the default run's sample and set its expected time, and a timing taken beside other
-    work measures the neighbours too; a probe from a quiet machine is kept whatever the load now."""
-    if not record.get("busy"):
-        return False
-    load = load_average()
-    return load is not None and not is_busy(load)
 
 
 def cached_choice(settings: Settings, name: str) -> dict[str, Any] | None:

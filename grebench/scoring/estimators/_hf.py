@@ -554,6 +554,8 @@ def choose_reuse(est: HFEstimator, setting: str, cache_dir: Path | None) -> dict
     """Apply ``hf_prefix_reuse`` to ``est``: ``on``/``off`` as given; ``auto`` from the cached record of this
     machine, device and estimator id, else measured now (:func:`measure_reuse`) and cached.  Returns the record;
     the estimator id gets ``:kv=plain`` when a low-precision estimator runs without reuse."""
+    from grebench.runtime import quieter_now
+
     if setting not in REUSE_CHOICES:
         raise ValueError(f"hf_prefix_reuse must be one of {', '.join(REUSE_CHOICES)}, got {setting!r}")
     base_id = est.id
@@ -569,7 +571,7 @@ def choose_reuse(est: HFEstimator, setting: str, cache_dir: Path | None) -> dict
             except (OSError, ValueError):
                 cached = None
         if isinstance(cached, dict) and cached.get("key") == key and isinstance(cached.get("reuse"), bool) \
-                and not _quieter_now(cached):
+                and not quieter_now(cached, _load):
             record = {**cached, "source": "cache", "file": str(file)}
         else:
             record = {**measure_reuse(est), "key": key,
@@ -585,17 +587,6 @@ def choose_reuse(est: HFEstimator, setting: str, cache_dir: Path | None) -> dict
     if not est.reuse_prefix and est.dtype != "float32":
         est.id = f"{base_id}:kv=plain"
     return record
-
-
-def _quieter_now(record: dict[str, Any]) -> bool:
-    """Whether a cached probe was taken on a busy machine and this one is not busy now: then it is taken again
-    (a verdict measured beside other work is kept only until a quieter start can measure it)."""
-    from grebench.runtime import is_busy
-
-    if not record.get("busy"):
-        return False
-    load = _load()
-    return load is not None and not is_busy(load)
 
 
 def check_hf_arg(arg: str) -> None:
