@@ -112,8 +112,12 @@ def throughput_caveat(settings: Settings, spec: str) -> str:
         return ""
     if not record.get("busy"):
         return ""
+    others = record.get("others_cores")
     loads = [x for x in (record.get("load_before"), record.get("load_after")) if isinstance(x, (int, float))]
-    load = f"load {max(loads):.1f} on {record.get('cores')} cores" if loads else "a busy machine"
+    if isinstance(others, (int, float)):
+        load = f"other processes took {others:.1f} of its {record.get('cores')} cores"
+    else:
+        load = f"load {max(loads):.1f} on {record.get('cores')} cores" if loads else "a busy machine"
     return f", beside other work ({load}): measured again at the first start that finds the machine quiet"
 
 

@@ -26,25 +26,38 @@ from __future__ import annotations
 
 from grebench.runtime._concurrency import (
     BUSY_SHARE,
+    NEIGHBOUR_SHARE,
+    Neighbours,
     is_busy,
     load_average,
+    probe_busy,
     quieter_now,
     server_concurrency,
     usable_cores,
 )
 from grebench.runtime._dtype import DTYPE_CHOICES, cached_choice, choose_dtype, cpu_flags, machine_key
 from grebench.runtime._pool import LOCAL_CONTEXT_TOKENS, LocalModel, LocalServers, resolve_local
-from grebench.runtime._serve import LocalServer, LocalServerError, PortInUse, default_device, free_port
+from grebench.runtime._serve import (
+    CacheRefused,
+    LocalServer,
+    LocalServerError,
+    PortInUse,
+    default_device,
+    free_port,
+)
 from grebench.runtime._vllm import VLLMServer, vllm_interpreter
 
 __all__ = [
     "BUSY_SHARE",
     "DTYPE_CHOICES",
     "LOCAL_CONTEXT_TOKENS",
+    "NEIGHBOUR_SHARE",
+    "CacheRefused",
     "LocalModel",
     "LocalServer",
     "LocalServerError",
     "LocalServers",
+    "Neighbours",
     "PortInUse",
     "VLLMServer",
     "cached_choice",
@@ -55,6 +68,7 @@ __all__ = [
     "is_busy",
     "load_average",
     "machine_key",
+    "probe_busy",
     "quieter_now",
     "resolve_local",
     "server_concurrency",

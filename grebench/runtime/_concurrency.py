@@ -15,7 +15,9 @@ cores.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
 from typing import Any
 
 from grebench.settings import Settings
@@ -40,20 +42,83 @@ def load_average() -> float | None:
         return None
 
 
-def is_busy(*loads: float | None, cores: int | None = None) -> bool:
-    """Whether any of these load averages is at least :data:`BUSY_SHARE` of ``cores`` (the usable cores)."""
-    limit = BUSY_SHARE * (cores if cores is not None else usable_cores())
+#: A probe's timing was taken beside other work when other processes kept at least this share of the usable cores
+#: taken while it ran (:class:`Neighbours`): a probe uses every core, so its rate is then off by about that share.
+NEIGHBOUR_SHARE = 0.25
+
+
+def is_busy(*loads: float | None, cores: int | None = None, share: float = BUSY_SHARE) -> bool:
+    """Whether any of these load averages is at least ``share`` (:data:`BUSY_SHARE`) of ``cores`` (the usable
+    cores)."""
+    limit = share * (cores if cores is not None else usable_cores())
     return any(load is not None and load >= limit for load in loads)
 
 
+def _busy_ticks(cpus: Collection[int]) -> int | None:
+    """Clock ticks the kernel counts as busy (user, nice, system, irq, softirq, steal) on ``cpus`` since boot, from
+    Linux's ``/proc/stat``; None where it cannot be read."""
+    try:
+        lines = Path("/proc/stat").read_text(encoding="ascii").splitlines()
+    except OSError:
+        return None
+    total, seen = 0, 0
+    for line in lines:
+        name, _, rest = line.partition(" ")
+        if not (name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus):
+            continue
+        fields = [int(x) for x in rest.split()]
+        if len(fields) < 8:
+            return None
+        user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+        total += user + nice + system + irq + softirq + steal
+        seen += 1
+    return total if seen else None
+
+
+class Neighbours:
+    """How many of this process's cores other work takes while a timing runs: the busy time the kernel counts on
+    those cores, less this process's own CPU time (every thread), per second of wall time.
+
+    A load average read after a probe counts the probe itself (a 64 s float32 probe on 2 cores lifts the 1-minute
+    average to about 1.3 on its own, which read as "busy" on every quiet 2-core machine); this counts only the
+    others, over exactly the probe's span, steal time of a shared VM included.  None (:meth:`cores`) where the
+    kernel does not say (not Linux)."""
+
+    def __init__(self) -> None:
+        try:
+            self.cpus: Collection[int] = os.sched_getaffinity(0)
+        except (AttributeError, OSError):
+            self.cpus = range(os.cpu_count() or 1)
+        self.started = (time.monotonic(), _busy_ticks(self.cpus), time.process_time())
+
+    def cores(self) -> float | None:
+        """Cores' worth of other work since this was made (0 = none), or None where it cannot be measured."""
+        wall0, ticks0, own0 = self.started
+        ticks = _busy_ticks(self.cpus)
+        wall, own = time.monotonic() - wall0, time.process_time() - own0
+        if ticks is None or ticks0 is None or wall <= 0:
+            return None
+        hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        return max(0.0, (ticks - ticks0) / hz - own) / wall
+
+
+def probe_busy(others: float | None, load_before: float | None, cores: int) -> bool:
+    """Whether a probe ran beside other work: other processes took :data:`NEIGHBOUR_SHARE` of the cores while it
+    ran (:class:`Neighbours`); where that cannot be measured, the load average before it was :data:`BUSY_SHARE` of
+    them (never the one after it, which counts the probe)."""
+    if others is not None:
+        return others >= NEIGHBOUR_SHARE * cores
+    return is_busy(load_before, cores=cores)
+
+
 def quieter_now(record: Mapping[str, Any], load: Callable[[], float | None] = load_average) -> bool:
-    """Whether a stored probe ``record`` was taken on a busy machine (its ``busy``) and the machine is not busy now
-    (``load()``, read only then): a timing taken beside other work is kept only until a quiet start measures it
-    again.  The dtype probe and the reuse probe share this rule."""
+    """Whether a stored probe ``record`` was taken on a busy machine (its ``busy``) and the machine is quiet now
+    (``load()``, read only then, under :data:`NEIGHBOUR_SHARE` of the cores): a timing taken beside other work is
+    kept only until a quiet start measures it again.  The dtype probe and the reuse probe share this rule."""
     if not record.get("busy"):
         return False
     now = load()
-    return now is not None and not is_busy(now)
+    return now is not None and not is_busy(now, share=NEIGHBOUR_SHARE)
 
 
 def usable_cores() -> int:

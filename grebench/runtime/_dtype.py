@@ -32,7 +32,7 @@ from typing import Any
 from grebench._offline import apply_offline_defaults
 from grebench.models import MODELS, ModelError, installed, models_path, resolve_checkpoint
 from grebench.progress import NoProgress, Progress
-from grebench.runtime._concurrency import is_busy, load_average, quieter_now, usable_cores
+from grebench.runtime._concurrency import Neighbours, load_average, probe_busy, quieter_now, usable_cores
 from grebench.settings import Settings
 
 DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16")
@@ -159,7 +159,7 @@ def probe(path: Path, progress: Progress | None = None) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    started, load_before = time.monotonic(), load_average()
+    started, load_before, neighbours = time.monotonic(), load_average(), Neighbours()
     with (progress or NoProgress()).task("dtype probe", total=4, unit="steps") as task:
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True,
@@ -195,9 +195,10 @@ def probe(path: Path, progress: Progress | None = None) -> dict[str, Any]:
         "rule": f"bfloat16 if speedup >= {MIN_SPEEDUP} and mean |Δ log p| < {MAX_MEAN_ABS_DELTA} nats, else float32",
         "probe_s": round(time.monotonic() - started, 1),
     }
-    load_after = load_average()
-    record.update(load_before=load_before, load_after=load_after, cores=usable_cores(),
-                  busy=is_busy(load_before, load_after))
+    others, load_after, cores = neighbours.cores(), load_average(), usable_cores()
+    record.update(load_before=load_before, load_after=load_after, cores=cores,
+                  others_cores=None if others is None else round(others, 2),
+                  busy=probe_busy(others, load_before, cores))
     if failure is not None:
         record["bfloat16_error"] = failure
     return record

@@ -83,9 +83,16 @@ class LocalServers:
                 concurrency, why = model.concurrency(self.settings)
             else:
                 why = ""
+            call_tokens = cache_tokens // max(concurrency, 1) if cache_tokens else None
             server = self._stack.enter_context(LocalServer(
                 model.path, self.settings, device=model.device, dtype=model.dtype, cache_tokens=cache_tokens,
-                name=Path(model.spec).name or model.spec))
+                call_tokens=call_tokens, name=Path(model.spec).name or model.spec))
+            if cache_tokens and call_tokens and server.cache_tokens and server.cache_tokens < cache_tokens:
+                fits = max(1, server.cache_tokens // call_tokens)
+                if fits < concurrency:
+                    why = (f"the KV cache of {concurrency} calls of {call_tokens} tokens is more than transformers "
+                           f"finds free here: {server.cache_tokens} tokens hold {fits}")
+                    concurrency = fits
             log.info("local server %s: %d call(s) at once%s", model.label, concurrency, f" ({why})" if why else "")
             self._stack.enter_context(local_endpoints([server.api_base], concurrency=concurrency))
             self._servers[key] = server

@@ -22,7 +22,13 @@ writer is the parent and SIGKILL the child's group when it reads end-of-file, wh
 the parent is gone, however it ended.
 
 On the CPU the continuous-batching KV cache would otherwise take 60% of the free RAM: ``cache_tokens`` (the bench
-passes ``bench_concurrency`` x the candidate's ``context_tokens``) sizes it to what the calls can use.
+passes the calls it sends at once x the candidate's ``context_tokens``) sizes it to what the calls can use.
+transformers checks that size against the memory it finds free only when the first request arrives (on a CPU: 60% of
+the RAM of the NUMA nodes the process may use, less what it holds), and a cache that does not fit kills its batching
+worker for good: every call then fails with 503.  So a server is ready only once it has also generated one token, and
+a cache that transformers refuses is started again smaller, in the proportion its own figures give (never below
+``call_tokens``, one call's context): :attr:`LocalServer.cache_tokens` is what it runs with, and the caller sends
+correspondingly fewer calls at once (:class:`grebench.runtime.LocalServers`).
 """
 
 from __future__ import annotations
@@ -72,10 +78,27 @@ from transformers.cli.transformers import main
 sys.exit(main())
 """
 _PORT_TAKEN = re.compile(r"address already in use|Errno 98|Errno 48|only one usage of each socket address", re.I)
+#: transformers' continuous-batching refusal of a KV cache larger than the memory it finds free
+#: (``PagedAttentionCache._check_footprint``): the two byte counts.
+_CACHE_REFUSED = re.compile(r"Memory footprint (\d+) is more than available memory (\d+)")
+#: Starts with a smaller cache after transformers refused one, before giving up.
+CACHE_SHRINKS = 4
+#: The share of the memory transformers reports free that a shrunk cache aims at (its own check is exact; this
+#: leaves room for the sizes it rounds up).
+CACHE_FILL = 0.9
 
 
 class LocalServerError(RuntimeError):
     """A local model server that could not start (or stopped), with the tail of its log."""
+
+
+class CacheRefused(LocalServerError):
+    """transformers refused the continuous-batching KV cache the server was started with: ``footprint`` bytes asked
+    for, ``available`` bytes it finds free."""
+
+    def __init__(self, footprint: int, available: int, message: str) -> None:
+        super().__init__(message)
+        self.footprint, self.available = footprint, available
 
 
 class PortInUse(LocalServerError):
@@ -180,7 +203,9 @@ class LocalServer:
 
     ``port``: None = the ``local_server_port`` setting (0 = one chosen by the OS).  ``device`` / ``dtype`` go to
     the server (``--device``, ``--dtype``); ``continuous_batching`` (on by default) batches concurrent requests;
-    ``cache_tokens`` sizes the batching KV cache (None: the server's own sizing from free memory).
+    ``cache_tokens`` sizes the batching KV cache (None: the server's own sizing from free memory); where
+    transformers refuses that size it is started again with a smaller one, never below ``call_tokens`` (default:
+    ``cache_tokens``, i.e. never smaller), and :attr:`cache_tokens` is the size it runs with.
     """
 
     #: What the log and the errors call the server.
@@ -188,7 +213,8 @@ class LocalServer:
 
     def __init__(self, checkpoint: str | os.PathLike[str], settings: Settings, *, port: int | None = None,
                  device: str = "cpu", dtype: str = "float32", continuous_batching: bool = True,
-                 cache_tokens: int | None = None, name: str | None = None) -> None:
+                 cache_tokens: int | None = None, call_tokens: int | None = None,
+                 name: str | None = None) -> None:
         self.checkpoint = Path(checkpoint)
         self.settings = settings
         self.requested_port = settings.local_server_port if port is None else int(port)
@@ -197,6 +223,8 @@ class LocalServer:
         self.device, self.dtype = device, dtype
         self.continuous_batching = continuous_batching
         self.cache_tokens = cache_tokens
+        self.requested_cache_tokens = cache_tokens
+        self.call_tokens = min(call_tokens or cache_tokens or 0, cache_tokens or 0) or None
         digest = hashlib.sha256(str(self.checkpoint).encode()).hexdigest()[:8]
         slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name or self.checkpoint.name).strip("-.") or "model"
         self.root = settings.local_servers_path
@@ -253,9 +281,35 @@ class LocalServer:
 
     # -- starting --------------------------------------------------------------------------------------------------
     def start(self) -> LocalServer:
-        """Start the child and return once it answers ``/health`` (see the module docstring)."""
+        """Start the child and return once it answers ``/health`` and has generated a token (see the module
+        docstring); a KV cache transformers refuses is started again smaller."""
         if self._proc is not None:
             raise LocalServerError("the local server is already running")
+        for _shrink in range(CACHE_SHRINKS + 1):
+            try:
+                return self._start_on_a_port()
+            except CacheRefused as exc:
+                smaller = self._smaller_cache(exc)
+                if smaller is None:
+                    raise
+                log.info("%s for %s: transformers refused a KV cache of %d tokens (%.2f GB asked for, %.2f GB free "
+                         "as it counts memory here); starting it again with %d tokens", self.program,
+                         self.checkpoint, self.cache_tokens, exc.footprint / 1e9, exc.available / 1e9, smaller)
+                self.cache_tokens = smaller
+        raise LocalServerError(f"{self.program} for {self.checkpoint}: transformers refused {CACHE_SHRINKS + 1} "
+                               f"KV-cache sizes down to {self.cache_tokens} tokens; the end of its log "
+                               f"({self.log_path}):\n{self.log_tail()}")
+
+    def _smaller_cache(self, refused: CacheRefused) -> int | None:
+        """The cache size to try after ``refused``: its tokens scaled by free/asked (:data:`CACHE_FILL` of it), in
+        whole pages, at least one call's context; None when it cannot shrink."""
+        tokens, floor = self.cache_tokens or 0, self.call_tokens or 0
+        if tokens <= floor or refused.footprint <= 0:
+            return None
+        scaled = int(tokens * CACHE_FILL * refused.available / refused.footprint) // PAGE_TOKENS * PAGE_TOKENS
+        return max(floor, min(scaled, tokens - PAGE_TOKENS))
+
+    def _start_on_a_port(self) -> LocalServer:
         fixed = self.requested_port != 0
         tries = 1 if fixed else 2
         for attempt in range(1, tries + 1):
@@ -297,6 +351,8 @@ class LocalServer:
         self.port = port
         try:
             self._wait_ready(port)
+            if self.continuous_batching:
+                self._first_token(port)
         except BaseException:  # not ready, or interrupted while waiting: the child must not outlive this
             self.stop()
             raise
@@ -329,6 +385,35 @@ class LocalServer:
                         f"local_server_startup_s = {limit:g} s (a hung server?); the end of its log "
                         f"({self.log_path}):\n{self.log_tail()}")
                 _wait_exit(proc.pid, POLL_S)  # returns as soon as the child exits
+
+    def _first_token(self, port: int) -> None:
+        """One greedy token through the OpenAI-compatible route: transformers builds its continuous-batching worker
+        (and checks its KV cache against free memory) on the first request, and a worker that died there answers
+        every later call with 503.  :class:`CacheRefused` when it refused the cache, :class:`LocalServerError` for
+        any other failure, with the tail of its log."""
+        import httpx
+
+        body = {"model": self.model_id, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 1,
+                "temperature": 0, "seed": 0}
+        why = ""
+        try:
+            with httpx.Client(timeout=self.settings.local_server_startup_s, trust_env=False) as http:
+                response = http.post(f"http://{HOST}:{port}/v1/chat/completions", json=body)
+            if response.status_code == 200 and response.json().get("choices"):
+                return
+            why = f"HTTP {response.status_code}: {response.text[:300]}"
+        except (httpx.HTTPError, ValueError, AttributeError) as exc:
+            why = f"{type(exc).__name__}: {exc}"
+        tail = self.log_tail()
+        refused = _CACHE_REFUSED.search(tail)
+        if refused:
+            footprint, available = int(refused.group(1)), int(refused.group(2))
+            raise CacheRefused(footprint, available,
+                               f"{self.program} for {self.checkpoint} refused a KV cache of {self.cache_tokens} "
+                               f"tokens: {footprint / 1e9:.2f} GB asked for, {available / 1e9:.2f} GB free as "
+                               f"transformers counts memory here ({self.log_path})")
+        raise LocalServerError(f"{self.program} for {self.checkpoint} answered /health but could not generate a "
+                               f"token ({why}); the end of its log ({self.log_path}):\n{tail}")
 
     def _healthy(self, http: Any, url: str) -> bool:
         import httpx

@@ -144,5 +144,7 @@ def test_the_plan_says_when_its_throughput_was_measured_beside_other_work(tmp_pa
     setup = resolve_setup(settings, RunOptions(papers="3"))
     text = plan_text(settings, setup)
     assert "1458 tokens/s measured on this machine in bfloat16, beside other work (load 2.9 on 2 cores)" in text
+    (folder / "dtype-probe.json").write_text(json.dumps({here: {**record, "others_cores": 1.04}}))
+    assert "beside other work (other processes took 1.0 of its 2 cores)" in plan_text(settings, setup)
     (folder / "dtype-probe.json").write_text(json.dumps({here: {**record, "busy": False}}))
     assert "beside other work" not in plan_text(settings, setup)

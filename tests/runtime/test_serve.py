@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grebench.runtime import LocalServer, LocalServerError, PortInUse
+from grebench.runtime import CacheRefused, LocalServer, LocalServerError, PortInUse
 from grebench.runtime import _serve as serve_module
 from grebench.settings import Settings
 from tests.runtime.served import gone, held_port, port_free, require_serve, wait_gone
@@ -151,3 +151,71 @@ def test_ports_outside_the_range_are_refused(tmp_path: Path, settings: Settings)
     values = {**settings.values, "local_server_port": 70000}
     with pytest.raises(LocalServerError, match="local_server_port must be 0"):
         LocalServer(tmp_path, Settings(values=values, tables=settings.tables, config_path=settings.config_path))
+
+
+def test_a_kv_cache_transformers_refuses_is_a_clear_error_at_start_not_a_server_that_fails_every_call(
+        tiny_llama_dir: Path, settings: Settings) -> None:  # noqa: F811
+    """transformers checks the continuous-batching cache against the memory it finds free only at the first request,
+    and a refusal kills its batching worker for good (every call then answers 503; seen on a 2-core EPYC whose NUMA
+    node reports 7.6 GB: 12 float32 calls of 8,192 tokens asked for 6.1 GB of 4.3).  Readiness includes one token,
+    so the refusal surfaces at start, with transformers' own figures; with no room to shrink it is an error."""
+    server = LocalServer(tiny_llama_dir, settings, cache_tokens=10**9)  # 10^9 tokens: more than any machine has
+    with pytest.raises(CacheRefused, match=r"refused a KV cache of 1000000000 tokens: [\d.]+ GB asked for") as err:
+        server.start()
+    assert err.value.footprint > err.value.available > 0
+    assert server.pid is None and server.port == 0  # stopped and reaped
+
+
+#: A stand-in for ``transformers serve`` speaking its protocol (GET /health, POST /v1/chat/completions): its
+#: continuous-batching cache holds at most LIMIT tokens; a larger ``--cb-num-blocks`` is refused at the first request
+#: with transformers' own message in the log and 503 answers, as the real one does.
+_FAKE_SERVE = r'''
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+LIMIT = 30000
+args = sys.argv[2:]
+port = int(args[args.index("--port") + 1])
+tokens = int(args[args.index("--cb-num-blocks") + 1]) * 256
+print("blocks", tokens // 256, flush=True)
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+    def answer(self, code, body):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def do_GET(self):
+        self.answer(200, {"status": "ok"})
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        if tokens > LIMIT:
+            print(f"MemoryError: Memory footprint {tokens * 1000} is more than available memory {LIMIT * 1000}",
+                  flush=True)
+            self.answer(503, {"error": "CB worker is dead and cannot accept request"})
+        else:
+            self.answer(200, {"object": "chat.completion", "choices": [{"index": 0, "finish_reason": "length",
+                              "message": {"role": "assistant", "content": "Hi"}}]})
+HTTPServer(("127.0.0.1", port), H).serve_forever()
+'''
+
+
+def test_a_refused_cache_is_started_again_smaller_and_the_pool_sends_fewer_calls_at_once(
+        tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    from grebench.llm._local import local_concurrency
+    from grebench.runtime import LocalModel, LocalServers
+
+    monkeypatch.setattr(serve_module, "LAUNCHER", _FAKE_SERVE)
+    model = LocalModel("ckpt", tmp_path, "ckpt", "cpu", "float32")
+    with LocalServers(settings) as servers:
+        server = servers.server(model, cache_tokens=100 * 1024, concurrency=100)  # 102,400 tokens: refused
+        # scaled by free/asked (0.9 of it) in whole pages: 102,400 x 0.9 x 30,000 / 102,400 = 27,000 -> 26,880
+        assert (server.requested_cache_tokens, server.cache_tokens) == (102_400, 26_880)
+        assert local_concurrency(server.api_base) == 26  # 26,880 tokens hold 26 calls of 1,024
+        assert "blocks 105" in server.log_path.read_text()  # the start that fits: 26,880 / 256 pages
+    assert server.pid is None
+
+    with pytest.raises(CacheRefused):  # one call's context does not fit: no smaller start is tried
+        LocalServer(tmp_path, settings, cache_tokens=40_960, call_tokens=40_960).start()

@@ -421,9 +421,22 @@ def test_a_probe_taken_on_a_busy_machine_is_taken_again_on_a_quieter_start(
 
     loads = iter([9.0, 9.0, 0.1, 0.1, 0.1])  # busy during the first probe, quiet from then on
     monkeypatch.setattr(_hf, "_load", lambda: next(loads))
+    others = iter([1.8, 0.0])  # what other processes took of the cores during each probe
+
+    class Others:
+        def __init__(self) -> None:
+            self.value = next(others)
+
+        def cores(self) -> float:
+            return self.value
+
+    monkeypatch.setattr(_hf, "_neighbours", Others)
+    monkeypatch.setattr("grebench.runtime._concurrency.usable_cores", lambda: 2)
+    monkeypatch.setattr("grebench.runtime.usable_cores", lambda: 2)
     est = _hf.HFEstimator(str(tiny_llama_dir), dtype="float32", device="cpu", batch_tokens=8192)
     first = _hf.choose_reuse(est, "auto", tmp_path)
     assert first["source"] == "probe" and first["busy"] is True and len(first["rounds"]) == _hf.PROBE_ROUNDS
+    assert first["others_cores"] == 1.8
     second = _hf.choose_reuse(est, "auto", tmp_path)  # quiet now: measured again, not read from the cache
     assert second["source"] == "probe" and second["busy"] is False
     third = _hf.choose_reuse(est, "auto", tmp_path)

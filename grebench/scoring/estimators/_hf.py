@@ -451,6 +451,13 @@ def _load() -> float | None:
     return load_average()
 
 
+def _neighbours() -> Any:
+    """What other work takes of the cores while the probe runs (:class:`grebench.runtime.Neighbours`)."""
+    from grebench.runtime import Neighbours
+
+    return Neighbours()
+
+
 def measure_reuse(est: HFEstimator) -> dict[str, Any]:
     """Time both paths on :func:`probe_requests` and decide (:func:`decide_reuse`, then the fidelity rule).
 
@@ -463,9 +470,9 @@ def measure_reuse(est: HFEstimator) -> dict[str, Any]:
     """
     import torch
 
-    from grebench.runtime import is_busy, usable_cores
+    from grebench.runtime import probe_busy, usable_cores
 
-    load_before = _load()
+    load_before, neighbours = _load(), _neighbours()
     reqs = probe_requests(probe_papers(est))
     n_target = [est.encode(r).n_target for r in reqs]
     _timed(est, reqs[:2], False)
@@ -511,8 +518,8 @@ def measure_reuse(est: HFEstimator) -> dict[str, Any]:
     faithful = reuse_drift <= plain_drift + REUSE_MAX_DELTA_PER_100
     t_plain = sorted(p for p, _ in rounds)[len(rounds) // 2]
     t_reuse = sorted(r for _, r in rounds)[len(rounds) // 2]
-    load_after, cores = _load(), usable_cores()
-    busy = is_busy(load_before, load_after)
+    others, load_after, cores = neighbours.cores(), _load(), usable_cores()
+    busy = probe_busy(others, load_before, cores)
     why = (f"{evidence}; drift from float32 {reuse_drift:.4f} (reuse) vs {plain_drift:.4f} (plain) nats per 100 "
            f"scored tokens (reuse only if <= plain's + {REUSE_MAX_DELTA_PER_100})")
     return {"reuse": faster and faithful, "basis": basis, "speedup": round(t_plain / max(t_reuse, 1e-9), 3),
@@ -520,6 +527,7 @@ def measure_reuse(est: HFEstimator) -> dict[str, Any]:
             "reuse_drift_per_100_tokens": round(reuse_drift, 5), "plain_drift_per_100_tokens": round(plain_drift, 5),
             "max_delta_per_100_tokens": round(between, 5), "plain_s": round(t_plain, 3), "reuse_s": round(t_reuse, 3),
             "requests": len(reqs), "load_before": load_before, "load_after": load_after, "cores": cores,
+            "others_cores": None if others is None else round(others, 2),
             "busy": busy, "why": why}
 
 
