@@ -4,15 +4,21 @@ the paper sample the ``score`` job works on, and the expected time of a cycle), 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from grebench.pipeline import ResolvedRun, RunSetup
 from grebench.settings import Settings
 
+if TYPE_CHECKING:
+    from grebench.runtime import Neighbours
 
-def plan_text(settings: Settings, setup: RunSetup, what: str = "main job", papers_known: int | None = None) -> str:
+
+def plan_text(settings: Settings, setup: RunSetup, what: str = "main job", papers_known: int | None = None,
+              neighbours: Neighbours | None = None) -> str:
     """What a run of the main job (or of serve's ``score`` job) will do: the models in each role, how many papers,
     and the expected time measured on this machine; all of it read from the job's resolved ``setup``.
-    ``papers_known``: the eligible papers already stored (gives an estimate when every paper is scored)."""
+    ``papers_known``: the eligible papers already stored (gives an estimate when every paper is scored);
+    ``neighbours``: what other processes took of the cores since the command started (:func:`busy_note`)."""
     from grebench.pipeline import (
         AUTO_CPU_PAPERS,
         expected_minutes,
@@ -42,7 +48,7 @@ def plan_text(settings: Settings, setup: RunSetup, what: str = "main job", paper
     if info.local_model:
         evidence = reuse_evidence(settings, spec)
         text += f"; {evidence}" if evidence else "; the scoring path (prefix reuse or plain) is probed on first use"
-    busy = busy_note()
+    busy = busy_note(neighbours)
     if busy and (info.local_model or setup.local_candidates or setup.local_judges):
         text += busy
     if size == AUTO_CPU_PAPERS and why.startswith("auto"):
@@ -53,18 +59,36 @@ def plan_text(settings: Settings, setup: RunSetup, what: str = "main job", paper
     return text
 
 
-def busy_note() -> str:
-    """A warning for the plan when other work already keeps the cores busy (the 1-minute load average before this
-    run's own work starts): the sample and its expected minutes assume idle cores and stay as they are (the same
-    machine always draws the same sample), so the plan says the run will take longer and why (what two CPU-bound
-    processes beside the default run cost on 2 cores: docs/operations.md)."""
-    from grebench.runtime import is_busy, load_average, usable_cores
+#: The shortest span over which the plan measures other processes' CPU use (:class:`grebench.runtime.Neighbours`);
+#: a plan made sooner (nothing to calibrate) reads the load average instead.
+BUSY_WINDOW_S = 5.0
 
-    load, cores = load_average(), usable_cores()
-    if load is None or not is_busy(load, cores=cores):
-        return ""
-    return (f"; the machine is busy now (1-minute load average {load:.1f} on {cores} usable cores): the times above "
-            "assume idle cores, so expect it to take longer (several times with every core taken)")
+
+def busy_note(neighbours: Neighbours | None = None) -> str:
+    """A warning for the plan when other work keeps the cores busy: the sample and its expected minutes assume idle
+    cores and stay as they are (the same machine always draws the same sample), so the plan says the run will take
+    longer and why (what two CPU-bound processes beside the default run cost on 2 cores: docs/operations.md).
+
+    ``neighbours``: a meter made when the command started.  Once it has run :data:`BUSY_WINDOW_S` (the plan's
+    calibration, a model pull), the other processes' share of the cores over that span decides, at the probes' own
+    line (:data:`grebench.runtime.NEIGHBOUR_SHARE`): the 1-minute load average read after the calibration counts
+    the calibration itself (a quiet 2-core AVX2 EPYC read 1.7 after its 64 s float32 probe and was told it was
+    busy).  Otherwise the load average, at :data:`grebench.runtime.BUSY_SHARE` of the cores."""
+    from grebench.runtime import NEIGHBOUR_SHARE, is_busy, load_average, usable_cores
+
+    cores = usable_cores()
+    others = neighbours.cores() if neighbours is not None and neighbours.seconds >= BUSY_WINDOW_S else None
+    if others is not None:
+        if others < NEIGHBOUR_SHARE * cores:
+            return ""
+        what = f"other processes took {others:.1f} of its {cores} usable cores since this command started"
+    else:
+        load = load_average()
+        if load is None or not is_busy(load, cores=cores):
+            return ""
+        what = f"1-minute load average {load:.1f} on {cores} usable cores"
+    return (f"; the machine is busy now ({what}): the times above assume idle cores, so expect it to take longer "
+            "(several times with every core taken)")
 
 
 def serve_plan(settings: Settings, kinds: Sequence[str], intervals: dict[str, float],

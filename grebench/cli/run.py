@@ -112,7 +112,9 @@ def command(settings: Settings, source: str, estimator: str | None, preprocessor
             metrics: tuple[str, ...], papers: str | None, as_json: bool) -> None:
     """Run the main job on a source (default: the bundled ICLR 2026 sample) and print the leaderboard."""
     from grebench.pipeline import JobObserver, JobResult, RunOptions, RunSetup, SetupError, run_job
+    from grebench.runtime import Neighbours
 
+    neighbours = Neighbours()  # other processes' share of the cores from here to the plan (its busy note)
     opts = RunOptions(source=source, estimator=estimator, preprocessor=preprocessor, metrics=tuple(metrics),
                       papers=papers, calibrate=True)
     summary: dict[str, Any] = {"source": source, "metrics": list(metrics)}
@@ -122,7 +124,7 @@ def command(settings: Settings, source: str, estimator: str | None, preprocessor
 
         def checked(self, setup: RunSetup) -> None:
             if not as_json:
-                click.echo(plan_text(settings, setup), err=True)
+                click.echo(plan_text(settings, setup, neighbours=neighbours), err=True)
 
         def stage(self, name: str) -> None:
             if not as_json:

@@ -91,6 +91,11 @@ class Neighbours:
             self.cpus = range(os.cpu_count() or 1)
         self.started = (time.monotonic(), _busy_ticks(self.cpus), time.process_time())
 
+    @property
+    def seconds(self) -> float:
+        """Wall time since this was made."""
+        return time.monotonic() - self.started[0]
+
     def cores(self) -> float | None:
         """Cores' worth of other work since this was made (0 = none), or None where it cannot be measured."""
         wall0, ticks0, own0 = self.started

@@ -114,6 +114,34 @@ def test_the_plan_says_when_other_work_keeps_the_cores_busy(monkeypatch: pytest.
     assert "busy" not in offline  # no language model on this machine: the load does not change the plan
 
 
+@pytest.mark.parametrize("others, busy", [(0.02, False), (0.4, False), (0.6, True), (1.9, True)])
+def test_the_plan_s_busy_note_counts_other_processes_not_its_own_calibration(monkeypatch: pytest.MonkeyPatch,
+                                                                            others: float, busy: bool) -> None:
+    """Issue 33: on a quiet 2-core AVX2 EPYC the plan said "the machine is busy now (1-minute load average 1.7)"
+    after its own 64 s calibration probe had raised that average.  Once the command has run a few seconds, the other
+    processes' share of the cores over that span decides, whatever the load average says."""
+    from grebench.cli._plan import BUSY_WINDOW_S, plan_text
+    from grebench.pipeline import RunOptions, resolve_setup
+
+    class Meter:  # what grebench.runtime.Neighbours measured since the command started
+        seconds = BUSY_WINDOW_S + 60
+
+        def cores(self) -> float:
+            return others
+
+    monkeypatch.setattr("os.getloadavg", lambda: (1.7, 1.0, 0.5))  # high from our own probe: not the question
+    monkeypatch.setattr("grebench.runtime.usable_cores", lambda: 2)
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_ESTIMATOR": "hf:smollm2-135m"})
+    setup = resolve_setup(settings, RunOptions())
+    text = plan_text(settings, setup, neighbours=Meter())  # type: ignore[arg-type]
+    assert ("the machine is busy now" in text) is busy, text
+    if busy:
+        assert f"other processes took {others:.1f} of its 2 usable cores since this command started" in text
+    Meter.seconds = 0.5  # too short a span to tell (no calibration ran): the load average, as before
+    assert "1-minute load average 1.7 on 2 usable cores" in plan_text(settings, setup,
+                                                                      neighbours=Meter())  # type: ignore[arg-type]
+
+
 def test_the_plan_states_the_scoring_path_and_its_evidence(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     from grebench.cli._plan import plan_text
