@@ -105,9 +105,12 @@ def serve_plan(settings: Settings, kinds: Sequence[str], intervals: dict[str, fl
     lines = ["serve plan: jobs " + ", ".join(f"{k} every {every(intervals[k])}" for k in kinds)
              + " (one at a time; SIGTERM or Ctrl-C stops the running job at its next request boundary)"]
     if "score" in kinds:
+        from grebench.runtime import Neighbours
+
+        neighbours = Neighbours()  # across the setup's calibration, if it runs one (busy_note)
         setup = resolve_setup(settings, RunOptions(**dict(JOBS["score"].options)))  # the score job's, as it runs
         lines.append(plan_text(settings, setup, "score job (first cycle over the sample; later cycles score only "
-                                               "what is new)", papers_known))
+                                               "what is new)", papers_known, neighbours))
     return lines
 
 
