@@ -175,7 +175,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 LIMIT = 30000
 args = sys.argv[2:]
 port = int(args[args.index("--port") + 1])
-tokens = int(args[args.index("--cb-num-blocks") + 1]) * 256
+tokens = int(args[args.index("--cb-num-blocks") + 1]) * 256 if "--cb-num-blocks" in args else 0
 print("blocks", tokens // 256, flush=True)
 class H(BaseHTTPRequestHandler):
     def log_message(self, *a):
@@ -191,7 +191,9 @@ class H(BaseHTTPRequestHandler):
         self.answer(200, {"status": "ok"})
     def do_POST(self):
         self.rfile.read(int(self.headers["Content-Length"]))
-        if tokens > LIMIT:
+        if not tokens:  # sized by the server itself: stands for a checkpoint that cannot chat (no template)
+            self.answer(500, {"error": "Cannot use chat template functions: no template"})
+        elif tokens > LIMIT:
             print(f"MemoryError: Memory footprint {tokens * 1000} is more than available memory {LIMIT * 1000}",
                   flush=True)
             self.answer(503, {"error": "CB worker is dead and cannot accept request"})
@@ -219,3 +221,14 @@ def test_a_refused_cache_is_started_again_smaller_and_the_pool_sends_fewer_calls
 
     with pytest.raises(CacheRefused):  # one call's context does not fit: no smaller start is tried
         LocalServer(tmp_path, settings, cache_tokens=40_960, call_tokens=40_960).start()
+
+
+def test_a_first_token_that_fails_for_another_reason_is_logged_and_the_server_is_used(
+        tmp_path: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Only a refused cache stops the start: a checkpoint without a chat template can still judge through
+    /v1/systemone, and a chat call records its own error."""
+    monkeypatch.setattr(serve_module, "LAUNCHER", _FAKE_SERVE)
+    with caplog.at_level("WARNING"), LocalServer(tmp_path, settings) as server:
+        assert server.port and server.cache_tokens is None
+    assert "answered /health but not a first chat token (HTTP 500" in caplog.text and "no template" in caplog.text
+    assert server.pid is None
