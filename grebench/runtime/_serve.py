@@ -210,6 +210,9 @@ class LocalServer:
 
     #: What the log and the errors call the server.
     program = "transformers serve"
+    #: Whether readiness asks for a first token (:meth:`_first_token`): transformers' continuous batching sizes its
+    #: KV cache at the first request; a server that sizes it at start (vLLM) is ready once it answers /health.
+    first_token = True
 
     def __init__(self, checkpoint: str | os.PathLike[str], settings: Settings, *, port: int | None = None,
                  device: str = "cpu", dtype: str = "float32", continuous_batching: bool = True,
@@ -351,7 +354,7 @@ class LocalServer:
         self.port = port
         try:
             self._wait_ready(port)
-            if self.continuous_batching:
+            if self.first_token and self.continuous_batching:
                 self._first_token(port)
         except BaseException:  # not ready, or interrupted while waiting: the child must not outlive this
             self.stop()

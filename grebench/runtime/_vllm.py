@@ -55,6 +55,7 @@ class VLLMServer(LocalServer):
     """``python -m vllm.entrypoints.openai.api_server --model CHECKPOINT`` on 127.0.0.1 while the ``with`` runs."""
 
     program = "vLLM"
+    first_token = False  # vLLM sizes its KV cache at start (--kv-cache-memory-bytes) and fails there
 
     def __init__(self, checkpoint: str | os.PathLike[str], settings: Settings, *, port: int | None = None,
                  dtype: str = "float32", name: str | None = None, threads: str | None = None,
