@@ -189,6 +189,11 @@ def rank_with_bootstrap(verdicts: Sequence[Mapping[str, Any]], samples: int, see
     return sorted(out, key=lambda r: (r["rank"] is None, r["rank"] or 0, -r["strength"], r["candidate"]))
 
 
+#: Decimals kept of a strength or a score before ranks are compared (:func:`agreement`): far above the floating-point
+#: noise of their computation, far below any difference that means something.
+TIE_DECIMALS = 6
+
+
 def agreement(verdicts: Sequence[Mapping[str, Any]], gem_per_paper: Mapping[tuple[str, str], float],
               panel_strength: Mapping[str, float], gem_score: Mapping[str, float],
               top: int = 10) -> dict[str, Any]:
@@ -202,7 +207,11 @@ def agreement(verdicts: Sequence[Mapping[str, Any]], gem_per_paper: Mapping[tupl
     common = sorted(set(panel_strength) & set(gem_score))
     tau = None
     if len(common) >= 2:
-        result = kendalltau([panel_strength[c] for c in common], [gem_score[c] for c in common])
+        # ties are ties on every machine: Bradley-Terry's iterations leave candidates with the same record equal only
+        # to about 1e-10, and in which direction depends on the CPU's floating-point kernels (a 2-core AVX2 EPYC
+        # broke ties an AMX Xeon kept, and published tau 0.615 for 0.646)
+        result = kendalltau([round(panel_strength[c], TIE_DECIMALS) for c in common],
+                            [round(gem_score[c], TIE_DECIMALS) for c in common])
         tau = None if np.isnan(result.statistic) else float(result.statistic)
     agree = counted = 0
     disagreements = []

@@ -42,9 +42,11 @@ CHECKPOINT_SHA256 = "a672150fb4f99d7c8f4168cecdd464069c0ef3a37d8113f22ddb9d48031
 
 @pytest.fixture(scope="module")
 def estimator(real_models_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+    # reuse on, not probed: these tests are about the scores, and the reuse probe on the real weights takes minutes
+    # on a float32-only CPU (2.6 min quiet on a 2-core AVX2 EPYC, past the 300 s test limit beside other work)
     settings = load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path_factory.mktemp("data")),
                                   "GREBENCH_MODELS_DIR": str(real_models_dir), "GREBENCH_HF_DTYPE": "float32",
-                                  "GREBENCH_HF_DEVICE": "cpu"})
+                                  "GREBENCH_HF_DEVICE": "cpu", "GREBENCH_HF_PREFIX_REUSE": "on"})
     return resolve_estimator(f"hf:{REAL}", settings)
 
 
