@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -34,7 +34,8 @@ import numpy as np
 from grebench import stop
 from grebench.bench import CONTROLS, HUMAN
 from grebench.panel._data import VenueData
-from grebench.panel._judges import Judge, PaperView, ReviewView, TfIdf, Verdict
+from grebench.panel._judges import Judge, PaperView, ReviewView, TfIdf, Verdict, is_reference
+from grebench.progress import Progress
 
 log = logging.getLogger(__name__)
 Item = tuple[PaperView, ReviewView, ReviewView]
@@ -182,16 +183,18 @@ def ask(judge: Judge, items: Sequence[Item], guard: bool = True) -> list[Verdict
     return [(v if isinstance(v := next(it), Verdict) else None) if ok else None for ok in allowed]
 
 
-def _consistency(first: list[Verdict | None], swapped: list[Verdict | None]) -> float | None:
-    survived = [(a.preference, b.preference) in {("one", "two"), ("two", "one"), ("tie", "tie")}
-                for a, b in zip(first, swapped, strict=True) if a is not None and b is not None]
-    return float(np.mean(survived)) if survived else None
+def _survived(a: Verdict | None, b: Verdict | None) -> float | None:
+    """1 when a preference survives the swap (a tie in both orders counts), 0 when not, None without both answers."""
+    if a is None or b is None:
+        return None
+    return float((a.preference, b.preference) in {("one", "two"), ("two", "one"), ("tie", "tie")})
 
 
-def _pertinence(ra_first: list[Verdict | None], ra_second: list[Verdict | None]) -> float | None:
-    wins = [{"one": 1.0, "tie": 0.5, "two": 0.0}[v.preference] for v in ra_first if v is not None]
-    wins += [{"two": 1.0, "tie": 0.5, "one": 0.0}[v.preference] for v in ra_second if v is not None]
-    return float(np.mean(wins)) if wins else None
+def _ra_wins(v: Verdict | None, ra_first: bool) -> float | None:
+    """RA's share of one pertinence answer (a tie counts half), None without an answer."""
+    if v is None:
+        return None
+    return ({"one": 1.0, "tie": 0.5, "two": 0.0} if ra_first else {"two": 1.0, "tie": 0.5, "one": 0.0})[v.preference]
 
 
 def _mean_conf(verdicts: list[Verdict | None]) -> float | None:
@@ -199,29 +202,172 @@ def _mean_conf(verdicts: list[Verdict | None]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
+@dataclass
+class Share:
+    """A test's score so far: the mean of ``outcomes`` (each in [0, 1]; None = no answer, not counted) with
+    ``remaining`` outcomes not asked yet.  :meth:`bounds` is every value the whole test could still end at."""
+
+    outcomes: list[float | None] = field(default_factory=list)
+    remaining: int = 0
+
+    @property
+    def value(self) -> float | None:
+        got = [x for x in self.outcomes if x is not None]
+        return float(np.mean(got)) if got else None
+
+    def bounds(self) -> tuple[float, float]:
+        """(lowest, highest) share the whole test can end at: every outcome still to come 0, or every one 1 (an
+        unanswered one only moves the share towards what was answered, so it never goes past either)."""
+        got = [x for x in self.outcomes if x is not None]
+        n = len(got) + self.remaining
+        if n == 0:
+            return 0.0, 1.0
+        return sum(got) / n, (sum(got) + self.remaining) / n
+
+
+#: (P_c bounds, P_p bounds) of one judge: what its exam can still end at; (0, 1) for a test not asked yet.
+Bounds = tuple[tuple[float, float], tuple[float, float]]
+UNKNOWN: Bounds = ((0.0, 1.0), (0.0, 1.0))
+#: Pairs an exam that may stop early asks at once (both orders: twice as many answers in flight).
+EXAM_CHUNK = 4
+
+
 def exam_size(sets: ExamSets) -> int:
     """How many answers the exam asks of a judge (consistency and pertinence in both orders)."""
     return 2 * len(sets.consistency) + 2 * len(sets.pertinence) + len(sets.easy) + len(sets.hard)
 
 
-def examine(judge: Judge, sets: ExamSets, task: Any = None) -> dict[str, Any]:
+def examine(judge: Judge, sets: ExamSets, task: Any = None,
+            settled: Callable[[Bounds], bool] | None = None) -> dict[str, Any]:
     """One judge's raw exam scores (thresholds come later, from all judges together); ``task`` advances per answer
-    set (a progress task, for LLM judges whose every answer is a model call)."""
+    set (a progress task, for LLM judges whose every answer is a model call).
+
+    ``settled`` (an LLM judge, whose every answer is a model call): consistency, then pertinence, are asked
+    :data:`EXAM_CHUNK` pairs at a time, and after each chunk ``settled`` gets the bounds of what the exam can still
+    end at; when it says the judge fails whatever the rest of its answers, the exam stops there.  The result then
+    keeps the shares of what was asked, the tests not asked (``unasked``) and the bounds, and :func:`grade` fails
+    it.  Self-confidence, which never decides a pass, is asked only of a judge the exam did not stop.
+    """
     def asked(items: Sequence[Item]) -> list[Verdict | None]:
         answers = ask(judge, items)
         if task is not None:
             task.advance(len(items))
         return answers
 
-    swap = [(p, b, a) for p, a, b in sets.consistency]
-    p_c = _consistency(asked(sets.consistency), asked(swap))
-    p_p = _pertinence(asked(sets.pertinence), asked([(p, b, a) for p, a, b in sets.pertinence]))
+    c, p = Share(remaining=len(sets.consistency)), Share(remaining=2 * len(sets.pertinence))
+    step = EXAM_CHUNK if settled is not None else max(1, len(sets.consistency) + len(sets.pertinence))
+    stopped: str | None = None
+    for test, items in (("consistency", sets.consistency), ("pertinence", sets.pertinence)):
+        for at in range(0, len(items), step):
+            chunk = items[at:at + step]
+            answers = asked(chunk + [(q, b, a) for q, a, b in chunk])
+            first, second = answers[:len(chunk)], answers[len(chunk):]
+            if test == "consistency":
+                c.outcomes += [_survived(a, b) for a, b in zip(first, second, strict=True)]
+                c.remaining -= len(chunk)
+            else:
+                p.outcomes += [_ra_wins(v, True) for v in first] + [_ra_wins(v, False) for v in second]
+                p.remaining -= 2 * len(chunk)
+            if settled is not None and (c.remaining or p.remaining) and settled((c.bounds(), p.bounds())):
+                stopped = test
+                break
+        if stopped:
+            break
+    result: dict[str, Any] = {
+        "judge": judge.name, "p_c": c.value, "p_p": p.value, "p_s": None,
+        "details": {"pairs": {"consistency": len(sets.consistency), "pertinence": len(sets.pertinence),
+                              "easy": len(sets.easy), "hard": len(sets.hard)},
+                    "confidence_easy": None, "confidence_hard": None}}
+    if stopped is not None:
+        asked_pairs = {"consistency": len(sets.consistency) - c.remaining,
+                       "pertinence": len(sets.pertinence) - p.remaining // 2}
+        unasked = ["pertinence"] if sets.pertinence and not asked_pairs["pertinence"] else []
+        if task is not None:
+            task.set_total(2 * sum(asked_pairs.values()))
+        why = (f"stopped after {asked_pairs['consistency']} of {len(sets.consistency)} consistency and "
+               f"{asked_pairs['pertinence']} of {len(sets.pertinence)} pertinence pairs: it could no longer pass, "
+               f"whatever its other answers")
+        log.info("exam of %s %s", judge.name, why)
+        return {**result, "unasked": [*unasked, "self-confidence"], "bounds": [list(c.bounds()), list(p.bounds())],
+                "stopped": why, "details": {**result["details"], "asked": asked_pairs}}
     easy, hard = _mean_conf(asked(sets.easy)), _mean_conf(asked(sets.hard))
-    p_s = None if easy is None or hard is None else float(easy > hard)
-    return {"judge": judge.name, "p_c": p_c, "p_p": p_p, "p_s": p_s,
-            "details": {"pairs": {"consistency": len(sets.consistency), "pertinence": len(sets.pertinence),
-                                  "easy": len(sets.easy), "hard": len(sets.hard)},
-                        "confidence_easy": easy, "confidence_hard": hard}}
+    result["p_s"] = None if easy is None or hard is None else float(easy > hard)
+    result["details"].update(confidence_easy=easy, confidence_hard=hard)
+    return result
+
+
+def bounds_of(result: dict[str, Any]) -> Bounds:
+    """What a judge's exam can still end at: its own shares when it was asked everything."""
+    if result.get("bounds") is not None:
+        (clo, chi), (plo, phi) = result["bounds"]
+        return (clo, chi), (plo, phi)
+    c, p = result.get("p_c"), result.get("p_p")
+    return ((c, c) if c is not None else (0.0, 1.0)), ((p, p) if p is not None else (0.0, 1.0))
+
+
+def _passes(own: tuple[float, float], others: Sequence[tuple[float, float]]) -> bool:
+    """Whether a judge with (P_c, P_p) = ``own`` passes beside ``others``: each at or above the mean of all."""
+    return all(own[k] >= float(np.mean([own[k], *(o[k] for o in others)])) - 1e-12 for k in (0, 1))
+
+
+def certainly_fails(name: str, bounds: dict[str, Bounds]) -> bool:
+    """Whether judge ``name`` fails whatever any exam not finished yet ends at (its own and the others'): it fails
+    even with its own shares at their highest and every other judge's at their lowest."""
+    own = bounds[name]
+    return not _passes((own[0][1], own[1][1]), [(b[0][0], b[1][0]) for k, b in bounds.items() if k != name])
+
+
+def decided(name: str, bounds: dict[str, Bounds]) -> bool:
+    """Whether judge ``name`` passes or fails whatever the exams not finished end at: its verdict is the same with
+    its shares at their highest and the others' at their lowest as with its own lowest and the others' highest
+    (a pass only gets harder as its shares fall and the others' rise)."""
+    own = bounds[name]
+    others = [b for k, b in bounds.items() if k != name]
+    easiest = _passes((own[0][1], own[1][1]), [(b[0][0], b[1][0]) for b in others])
+    hardest = _passes((own[0][0], own[1][0]), [(b[0][1], b[1][1]) for b in others])
+    return easiest == hardest
+
+
+def examine_panel(judges: Sequence[Judge], sets: ExamSets, llm_sets: ExamSets, progress: Progress,
+                  label: str = "panel: exam",
+                  adjust: Callable[[Judge, dict[str, Any]], dict[str, Any]] = lambda j, r: r) -> list[dict[str, Any]]:
+    """Every judge's exam, in the judges' order: a reference judge (no model call) on ``sets``, an LLM judge on
+    ``llm_sets`` (a bounded part: its every answer is a model call).  ``adjust`` turns a raw result into the one
+    graded (:func:`not_examined` for the gem judge whose texts could not be scored).
+
+    The reference judges go first; an LLM judge's exam then stops as soon as it fails whatever its remaining answers
+    and the remaining judges' exams turn out to be (:func:`examine`, :func:`certainly_fails`).  Its shares stand in
+    for the whole exam only when every judge's verdict is the same whatever the stopped exams would have ended at
+    (:func:`decided`): the thresholds are means over all judges, so a stopped judge's shares move them.  Otherwise
+    the stopped judges are asked the rest (what they answered is cached) and the verdicts are the full exam's.
+    """
+    found: dict[str, dict[str, Any]] = {}
+    bounds: dict[str, Bounds] = {j.name: UNKNOWN for j in judges}
+
+    def examined(j: Judge, early: bool) -> dict[str, Any]:
+        if is_reference(j):
+            return examine(j, sets)
+        with progress.task(f"{label} of {j.name}", exam_size(llm_sets), "answers") as answers:
+            return examine(j, llm_sets, answers, settled=(lambda b: certainly_fails(j.name, {**bounds, j.name: b}))
+                           if early else None)
+
+    def graded() -> list[dict[str, Any]]:
+        return [adjust(j, found[j.name]) for j in judges]
+
+    with progress.task(label, len(judges), "judges") as task:
+        for j in sorted(judges, key=lambda j: not is_reference(j)):
+            found[j.name] = examined(j, early=True)
+            bounds[j.name] = bounds_of(adjust(j, found[j.name]))
+            task.advance()
+    results = graded()
+    final = {r["judge"]: bounds_of(r) for r in results}
+    if any(r.get("stopped") for r in results) and not all(decided(j.name, final) for j in judges):
+        for j in judges:
+            if found[j.name].get("stopped"):
+                log.info("exam of %s: asked the rest, as another judge's verdict turns on it", j.name)
+                found[j.name] = examined(j, early=False)
+        results = graded()
+    return results
 
 
 def not_examined(result: dict[str, Any], why: str) -> dict[str, Any]:
@@ -244,22 +390,30 @@ def grade(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float | 
             out.append({**r, "passed": False, "weight": 0.0, "failed": [f"not examined: {r['not_examined']}"],
                         "eta_c": eta_c, "eta_p": eta_p})
             continue
+        unasked = set(r.get("unasked") or ())
         failed = []
-        if r["p_c"] is None or eta_c is None or r["p_c"] < eta_c - 1e-12:
-            failed.append("consistency")
-        if r["p_p"] is None or eta_p is None or r["p_p"] < eta_p - 1e-12:
-            failed.append("pertinence")
-        if not r["p_s"]:
+        for test, key, eta in (("consistency", "p_c", eta_c), ("pertinence", "p_p", eta_p)):
+            if test in unasked:
+                failed.append(f"{test} not asked")
+            elif r[key] is None or eta is None or r[key] < eta - 1e-12:
+                failed.append(test)
+        if "self-confidence" in unasked:
+            failed.append("self-confidence not asked")
+        elif not r["p_s"]:
             failed.append("self-confidence")  # reported; does not disqualify (it only lowers the weight)
-        passed = "consistency" not in failed and "pertinence" not in failed
-        weight = sum(x or 0.0 for x in (r["p_c"], r["p_p"], r["p_s"])) / 3
+        # a stopped exam fails whatever the rest would have been (examine, certainly_fails)
+        passed = not r.get("stopped") and "consistency" not in failed and "pertinence" not in failed
+        weight = 0.0 if r.get("stopped") else sum(x or 0.0 for x in (r["p_c"], r["p_p"], r["p_s"])) / 3
         out.append({**r, "passed": passed, "weight": weight, "failed": failed,
                     "eta_c": eta_c, "eta_p": eta_p})
     return out, eta_c, eta_p
 
 
-def self_preference(judges: Sequence[Judge], data: VenueData, seed: int, papers: int = 20) -> dict[str, Any]:
-    """Self-preference bias of each judge whose family has candidates (Co-Eval; methods.md §6).
+def self_preference(judges: Sequence[Judge], data: VenueData, seed: int, papers: int = 20,
+                    voting: Callable[[str], bool] = lambda name: True) -> dict[str, Any]:
+    """Self-preference bias of each judge whose family has candidates (Co-Eval; methods.md §6), measured for the
+    judges that may vote (``voting``): the bias of one that failed its exam would never weigh on anything, so it is
+    reported as not measured rather than paid for (its comparisons are most of an LLM judge's exam cost).
 
     On up to ``papers`` papers, every judge compares each own-family review with every other candidate's review in
     both orders; R(i) = 1 + the (fractional) number of candidates it prefers over the own review.  Bias = mean over
@@ -270,6 +424,10 @@ def self_preference(judges: Sequence[Judge], data: VenueData, seed: int, papers:
     for judge in judges:
         own = sorted(c for c, f in data.families.items() if judge.family and f == judge.family)
         if not own:
+            continue
+        if not voting(judge.name):
+            out[judge.name] = {"own_candidates": own, "instances": 0, "bias": None,
+                               "not_measured": "it failed the exam, so it casts no vote"}
             continue
         raters = [k for k in judges if k is judge or not (k.family and k.family == judge.family)]
         instances = [(pid, c) for pid in sorted(data.generations) for c in own

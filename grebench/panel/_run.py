@@ -20,7 +20,7 @@ from grebench.panel import _state
 from grebench.panel._aggregate import agreement, judge_score, outcome, rank_with_bootstrap, weighted_vote
 from grebench.panel._data import GemScores, VenueData, load_venue, sha, venues
 from grebench.panel._debate import Debater, run_debate
-from grebench.panel._exam import ask, build_exam, exam_size, examine, grade, not_examined, self_preference
+from grebench.panel._exam import ask, build_exam, examine_panel, grade, not_examined, self_preference
 from grebench.panel._judges import (
     JUDGES,
     Judge,
@@ -255,7 +255,7 @@ def _write_exam(store: Store, venue_id: str, graded: list[dict[str, Any]], bias:
     with store.transaction() as con:
         con.execute("DELETE FROM judge_exams WHERE venue_id = ?", [venue_id])
         for r in graded:
-            details = {**r["details"], "self_preference": bias.get(r["judge"])}
+            details = {**r["details"], "self_preference": bias.get(r["judge"]), "stopped": r.get("stopped")}
             con.execute("INSERT INTO judge_exams VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         [venue_id, r["judge"], r["p_c"], r["p_p"], r["p_s"], r["passed"], r["weight"],
                          json.dumps(r["failed"]), r["eta_c"], r["eta_p"], json.dumps(details), utcnow()])
@@ -353,30 +353,25 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
     sets = build_exam(data, settings.exam_pairs, settings.seed)
     if needs_gem_scores(judges):
         gem.extend(sets.texts(), data.splits)
-    with progress.task(f"panel: exam, {venue_id}", len(judges), "judges") as task:
-        results = []
-        llm_pairs = settings.exam_llm_pairs
-        for j in judges:  # an LLM judge's every answer is a model call: it takes a bounded, seeded part of each test
-            if is_reference(j):
-                results.append(examine(j, sets))
-            else:
-                part_sets = sets.limited(llm_pairs) if llm_pairs > 0 else sets
-                with progress.task(f"panel: exam of {j.name}", exam_size(part_sets), "answers") as answers:
-                    results.append(examine(j, part_sets, answers))
-            task.advance()
-    why = gem.unusable()
-    if why is not None:  # the gem judge's every answer would be a tie: no exam, no vote
-        results = [not_examined(r, why) if needs_gem_scores([j]) else r for j, r in zip(judges, results, strict=True)]
+    llm_pairs = settings.exam_llm_pairs
+    why = gem.unusable() if needs_gem_scores(judges) else None
+    results = examine_panel(judges, sets, sets.limited(llm_pairs) if llm_pairs > 0 else sets, progress,
+                            f"panel: exam, {venue_id}",
+                            adjust=lambda j, r: not_examined(r, why) if why is not None and needs_gem_scores([j])
+                            else r)
     graded, eta_c, eta_p = grade(results)
     llm_judges = any(not is_reference(j) for j in judges)
+    passed = {r["judge"] for r in graded if r["passed"]}
     bias = self_preference(judges, data, settings.seed,
-                           papers=min(20, max(1, llm_pairs // 6)) if llm_judges and llm_pairs > 0 else 20)
+                           papers=min(20, max(1, llm_pairs // 6)) if llm_judges and llm_pairs > 0 else 20,
+                           voting=lambda name: name in passed)
     _write_exam(store, venue_id, graded, bias)
     by_name = {j.name: j for j in judges}
     part["exam"] = [{"venue_id": venue_id, "judge": r["judge"], "kind": by_name[r["judge"]].kind,
                      "p_c": r["p_c"], "p_p": r["p_p"], "p_s": r["p_s"], "passed": r["passed"],
                      "weight": r["weight"], "failed": r["failed"], "eta_c": eta_c, "eta_p": eta_p,
-                     "self_preference": bias.get(r["judge"]), "not_examined": r.get("not_examined")}
+                     "self_preference": bias.get(r["judge"]), "not_examined": r.get("not_examined"),
+                     "stopped": r.get("stopped")}
                     for r in graded]
     if exam_only:
         return judges, part, gem.failure is None
