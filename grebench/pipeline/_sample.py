@@ -60,8 +60,11 @@ AUTO_MIN_PAPERS = 3
 #: does not follow the probe's rate is what differs.  Fitted (issue 33 §3, docs/results.md) to two default runs of 3
 #: papers at the same code, stage by stage (scoring's per-paper seconds after its reuse probe): the AMX Xeon at 1,572
 #: bfloat16 tokens/s (job 567 s, 91 s a paper) and that EPYC at 462 float32 tokens/s (job 1,236 s, 149 s a paper).
-#: An older run it was not fitted to, 11 papers in 1,163 s at 2,580 tokens/s on an AMX Xeon, it puts at 1,131 s.
-JOB_FIXED_S = 86.0
+#: Since the local judge's exam stops once the judge cannot pass, and a failed judge's self-preference is not
+#: measured (``1bd0f57``), the fixed part is less the 137,000 judge-prompt tokens no longer read (``llm_calls``: 85
+#: decisions of 147,513 tokens became 6 of 10,313) and the panel's other seconds measured on that EPYC (its panel
+#: stage went from 470 s to 102 s): 86 s → 11 s, 302,000 → 165,000 tokens.
+JOB_FIXED_S = 11.0
 JOB_FIXED_TOKENS = 165_000
 JOB_PAPER_S = 67.0
 JOB_TOKENS_PER_PAPER = 45_000

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any, Iterator
@@ -143,3 +144,31 @@ def test_family_guard_and_idempotent_panel(server: FakeOpenAIServer, settings: S
     assert store.scalar("SELECT count(*) FROM panel_votes") == n_votes
     length_votes = store.scalar("SELECT count(*) FROM panel_votes WHERE judge = 'length' AND candidate_a = 'llm-x'")
     assert length_votes > 0  # reference judges have no family: they do judge llm-x
+
+
+def test_a_judge_that_always_answers_one_is_stopped_and_its_bias_not_measured(settings: Settings,
+                                                                             store: Store) -> None:
+    """Through the real panel and client: a judge that always prefers the first review shown fails consistency after
+    a few pairs; it is asked nothing more (no pertinence, no self-confidence, no self-preference), its exam row says
+    so, and a rerun asks it nothing at all."""
+    build_venue(store, {"llm-x": "x", "llm-y": "y"})
+    tables = {"judges": [{"name": "jx", "model": "openai/fake-model", "family": "x"}]}
+    with FakeOpenAIServer(reply=lambda _m: "one\nConfidence: high\nReason: the first.") as biased:
+        tables["judges"][0]["api_base"] = biased.url
+        settings = Settings(values={**settings.values, "bootstrap_samples": 20, "llm_max_retries": 0,
+                                    "exam_pairs": 12, "exam_llm_pairs": 12}, tables=tables)
+        summary = run_panel(store, settings, None, **UNSCORED, judge_names=["jx", "length", "overlap"])
+        exam = {r["judge"]: r for r in summary["exam"]}["jx"]
+        asked = len(biased.chat_requests)
+        assert not exam["passed"] and exam["p_c"] == 0.0 and exam["p_p"] is None and exam["p_s"] is None
+        assert exam["failed"] == ["consistency", "pertinence not asked", "self-confidence not asked"]
+        assert exam["stopped"].startswith("stopped after 4 of ") and exam["weight"] == 0.0
+        assert exam["self_preference"]["bias"] is None and "failed the exam" in exam["self_preference"]["not_measured"]
+        # one chunk of 4 consistency pairs in both orders (the family guard answers some without a call), against
+        # 50+ answers for the whole exam and the bias
+        assert 0 < asked <= 8
+        details = json.loads(store.scalar("SELECT details_json FROM judge_exams WHERE judge = 'jx'"))
+        assert details["asked"] == {"consistency": 4, "pertinence": 0} and details["stopped"] == exam["stopped"]
+        assert store.scalar("SELECT count(*) FROM panel_votes WHERE judge = 'jx'") == 0
+        run_panel(store, settings, None, **UNSCORED, judge_names=["jx", "length", "overlap"])
+        assert len(biased.chat_requests) == asked  # the rerun reads its cached answers
