@@ -24,7 +24,8 @@ def exam_tables(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         table = out.setdefault(r["venue_id"], {"venue_id": r["venue_id"], "eta_c": r["eta_c"], "eta_p": r["eta_p"],
                                                "rows": []})
         table["rows"].append({k: r.get(k) for k in ("judge", "kind", "p_c", "p_p", "p_s", "passed", "weight",
-                                                    "failed", "self_preference", "not_examined")})
+                                                    "failed", "self_preference", "not_examined",
+                                                    "stopped")})
     return list(out.values())
 
 
@@ -42,7 +43,8 @@ def print_exam(tables: list[dict[str, Any]]) -> None:
 @click.command("exam")
 @click.option("--judge", "judges", multiple=True, help="Examine only these judges (repeatable; default: all).")
 @click.option("--json", "as_json", is_flag=True,
-              help="Print {venue_id, eta_c, eta_p, rows: [{judge, p_c, p_p, p_s, passed, weight, failed}], venues}.")
+              help="Print {venue_id, eta_c, eta_p, rows: [{judge, p_c, p_p, p_s, passed, weight, failed, stopped}], "
+                   "venues}.")
 @setting_option("estimator", default="the one the store was scored with", extra_help="The gem judge's evaluation LM.")
 @setting_option("preprocessor", default="the one the store was scored with")
 @settings_options
