@@ -310,22 +310,24 @@ def _passes(own: tuple[float, float], others: Sequence[tuple[float, float]]) -> 
     return all(own[k] >= float(np.mean([own[k], *(o[k] for o in others)])) - 1e-12 for k in (0, 1))
 
 
+def _passes_at(name: str, bounds: dict[str, Bounds], own_high: bool) -> bool:
+    """Whether judge ``name`` passes with its own shares at their highest and every other judge's at their lowest
+    (``own_high``: its easiest case), or the other way round (its hardest)."""
+    own = 1 if own_high else 0
+    return _passes((bounds[name][0][own], bounds[name][1][own]),
+                   [(b[0][1 - own], b[1][1 - own]) for k, b in bounds.items() if k != name])
+
+
 def certainly_fails(name: str, bounds: dict[str, Bounds]) -> bool:
     """Whether judge ``name`` fails whatever any exam not finished yet ends at (its own and the others'): it fails
-    even with its own shares at their highest and every other judge's at their lowest."""
-    own = bounds[name]
-    return not _passes((own[0][1], own[1][1]), [(b[0][0], b[1][0]) for k, b in bounds.items() if k != name])
+    even in its easiest case."""
+    return not _passes_at(name, bounds, own_high=True)
 
 
 def decided(name: str, bounds: dict[str, Bounds]) -> bool:
-    """Whether judge ``name`` passes or fails whatever the exams not finished end at: its verdict is the same with
-    its shares at their highest and the others' at their lowest as with its own lowest and the others' highest
-    (a pass only gets harder as its shares fall and the others' rise)."""
-    own = bounds[name]
-    others = [b for k, b in bounds.items() if k != name]
-    easiest = _passes((own[0][1], own[1][1]), [(b[0][0], b[1][0]) for b in others])
-    hardest = _passes((own[0][0], own[1][0]), [(b[0][1], b[1][1]) for b in others])
-    return easiest == hardest
+    """Whether judge ``name`` passes or fails whatever the exams not finished end at: its easiest and hardest cases
+    agree (a pass only gets harder as its shares fall and the others' rise)."""
+    return _passes_at(name, bounds, own_high=True) == _passes_at(name, bounds, own_high=False)
 
 
 def examine_panel(judges: Sequence[Judge], sets: ExamSets, llm_sets: ExamSets, progress: Progress,

@@ -430,9 +430,7 @@ def decide_reuse(rounds: Sequence[tuple[float, float]], flop_ratio: float) -> tu
     changed during the probe, two paths within noise of each other) the FLOP count decides: reuse where the plain
     path computes :data:`FLOP_PRIOR_RATIO` times its work.  One slow round, whichever path it hit, changes nothing.
     """
-    ratios = sorted(plain / max(reuse, 1e-9) for plain, reuse in rounds)
-    faster = sum(r >= REUSE_MIN_SPEEDUP for r in ratios)
-    slower = sum(r < 1.0 for r in ratios)
+    ratios, faster, slower = _tally(rounds)
     need = min(PROBE_AGREE, len(ratios))
     median = ratios[len(ratios) // 2]
     timed = f"reuse {median:.2f}x plain (median of {len(ratios)} interleaved rounds, {ratios[0]:.2f}-{ratios[-1]:.2f})"
@@ -445,12 +443,17 @@ def decide_reuse(rounds: Sequence[tuple[float, float]], flop_ratio: float) -> tu
             f"(reuse if >= {FLOP_PRIOR_RATIO})")
 
 
+def _tally(rounds: Sequence[tuple[float, float]]) -> tuple[list[float], int, int]:
+    """(sorted reuse speed-ups, rounds with reuse at least :data:`REUSE_MIN_SPEEDUP` faster, rounds with it slower)."""
+    ratios = sorted(plain / max(reuse, 1e-9) for plain, reuse in rounds)
+    return ratios, sum(r >= REUSE_MIN_SPEEDUP for r in ratios), sum(r < 1.0 for r in ratios)
+
+
 def _settled(rounds: Sequence[tuple[float, float]]) -> bool:
     """Whether the timings of :data:`PROBE_ROUNDS` rounds would decide as these do whatever the rounds not run yet
     show: :data:`PROBE_AGREE` of them already agree (then the rest is not timed)."""
-    ratios = [plain / max(reuse, 1e-9) for plain, reuse in rounds]
-    return (sum(r >= REUSE_MIN_SPEEDUP for r in ratios) >= PROBE_AGREE
-            or sum(r < 1.0 for r in ratios) >= PROBE_AGREE)
+    _ratios, faster, slower = _tally(rounds)
+    return max(faster, slower) >= PROBE_AGREE
 
 
 def _load() -> float | None:
