@@ -18,7 +18,7 @@ def print_report(rows: list[dict], estimator: str, preprocessor: str) -> None:
                f"{'verdict':<27}{'expected':<22}(paper's d)")
     fooled = []
     for r in rows:
-        ci = f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+        ci = "[—]" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
         paper = f"{r['paper_d']:+.3f}" if r.get("paper_d") is not None else ""
         expected = r.get("expected") or ""
         ok = r.get("as_expected", True)

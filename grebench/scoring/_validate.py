@@ -46,12 +46,22 @@ def cohens_d(s: np.ndarray, s_prime: np.ndarray) -> float:
 
 
 def _bootstrap_d(s: np.ndarray, s_prime: np.ndarray, samples: int, seed: int) -> tuple[float, float]:
+    """95% percentile interval of d over resamples of the papers.
+
+    A resample that draws one paper every time has no spread, so its d is undefined; it is left out rather than
+    divided by what rounding leaves of a zero variance (on 3 papers one resample in nine draws a single paper, and
+    ``mean([x, x, x])`` need not be ``x``: that once put 8e15 in a published interval).  Without any defined
+    resample the interval is unknown (NaN, shown as a dash)."""
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(s), size=(samples, len(s)))
-    a, b = s[idx], s_prime[idx]
+    ordered = np.sort(idx, axis=1)
+    spread = (ordered[:, 1:] != ordered[:, :-1]).any(axis=1)
+    a, b = s[idx[spread]], s_prime[idx[spread]]
     pooled = np.sqrt((a.var(axis=1, ddof=1) + b.var(axis=1, ddof=1)) / 2)
     with np.errstate(divide="ignore", invalid="ignore"):
         d = np.where(pooled > 0, (b.mean(axis=1) - a.mean(axis=1)) / pooled, 0.0)
+    if not len(d):
+        return float("nan"), float("nan")
     low, high = np.percentile(d, [2.5, 97.5])
     return float(low), float(high)
 
@@ -63,6 +73,11 @@ def _paired_p(s: np.ndarray, s_prime: np.ndarray) -> float:
     if np.allclose(diff, 0):
         return 1.0
     return float(stats.ttest_rel(s_prime, s).pvalue)
+
+
+def _finite(x: float) -> float | None:
+    """``x`` to 4 places, or None where it is not a number (kept out of JSON as NaN)."""
+    return round(x, 4) if np.isfinite(x) else None
 
 
 def verdict(d: float, p: float) -> str:
@@ -112,7 +127,7 @@ def _row(metric: str, name: str, t: Control, human: dict[str, dict], other: dict
     found = verdict(d, p)
     return {
         "metric": metric, "transformation": name, "kind": t.kind, "d": round(d, 4),
-        "ci_low": round(low, 4), "ci_high": round(high, 4), "p": float(f"{p:.3g}"), "n_papers": len(s),
+        "ci_low": _finite(low), "ci_high": _finite(high), "p": float(f"{p:.3g}"), "n_papers": len(s),
         "verdict": found, "expected": t.expected, "as_expected": meets_expectation(t.expected, found),
         "mean_human": round(float(a.mean()), 4), "mean_transformed": round(float(b.mean()), 4),
         "paper_d": t.paper_d if metric == headline_metric() else None,

@@ -25,6 +25,21 @@ def test_cohens_d_matches_hand_computation() -> None:
     assert cohens_d(s, s) == 0.0
 
 
+def test_bootstrap_interval_leaves_out_resamples_of_a_single_paper() -> None:
+    """On 3 papers one resample in nine draws one paper three times: no spread, so no d.  The variance of
+    [0.1, 0.1, 0.1] is 2.9e-34 in floating point, not 0, and dividing by it once published an interval reaching
+    -3.7e17."""
+    from grebench.scoring._validate import _bootstrap_d
+
+    s, s_prime = np.array([0.1, 1.7, 2.9]), np.array([-4.3, 7.77, 12.345])
+    assert np.array([0.1] * 3).var(ddof=1) > 0  # the rounding the interval must not divide by
+    low, high = _bootstrap_d(s, s_prime, 2000, 0)
+    # every resample with two or more distinct papers: |d| is bounded by the spread of these values
+    assert -5 < low < high < 5
+    # where every resample draws a single paper nothing is defined: unknown, not a number
+    assert all(np.isnan(_bootstrap_d(np.array([0.1]), np.array([2.0]), 50, 0)))
+
+
 def test_verdicts() -> None:
     assert verdict(-0.4, 0.001) == "penalised"
     assert verdict(0.4, 0.001) == "rewarded"

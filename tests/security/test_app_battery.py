@@ -56,7 +56,11 @@ def world(tmp_path_factory: pytest.TempPathFactory, fake_llm: FakeOpenAIServer) 
                       # every test here submits from 127.0.0.1, refusals included (they count toward the limit)
                       'submissions_per_address_per_week = 1000\n'
                       'bootstrap_samples = 20\n')
-    settings = load_settings(config, env={"GREBENCH_DATA_DIR": str(root / "data")})
+    # no built-in local model: the battery is about the app's gates and the submitted endpoint, and generating the
+    # local SmolLM2's reviews of four papers on the CPU took 280 s of this fixture (over the 300 s limit on a slower
+    # machine)
+    settings = load_settings(config, env={"GREBENCH_DATA_DIR": str(root / "data"), "GREBENCH_LOCAL_CANDIDATES": "",
+                                          "GREBENCH_LOCAL_JUDGES": ""})
     store = open_store(settings.db_path)
     with store.transaction():
         for paper in tiny_papers():
