@@ -33,8 +33,9 @@ for _var in ("OPENREVIEW_USERNAME", "OPENREVIEW_PASSWORD", "OPENREVIEW_TOKEN"):
 # judge.  Tests of the real evaluation LM, the local server and the built-in candidate and judge opt in explicitly
 # (tests/models, tests/pipeline/test_default_run.py); subprocesses and CliRunner inherit these through os.environ,
 # settings built from an explicit env dict add FAST_ENV.
-FAST_ENV = {"GREBENCH_ESTIMATOR": "offline", "GREBENCH_PAPERS": "all", "GREBENCH_LOCAL_CANDIDATES": "",
-            "GREBENCH_LOCAL_JUDGES": ""}
+# NO_LOCAL_MODELS alone: no built-in local model generates or judges (for a test whose config sets its own estimator).
+NO_LOCAL_MODELS = {"GREBENCH_LOCAL_CANDIDATES": "", "GREBENCH_LOCAL_JUDGES": ""}
+FAST_ENV = {"GREBENCH_ESTIMATOR": "offline", "GREBENCH_PAPERS": "all", **NO_LOCAL_MODELS}
 for _key, _value in FAST_ENV.items():
     os.environ.setdefault(_key, _value)
 

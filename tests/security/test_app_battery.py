@@ -31,6 +31,7 @@ from grebench.site._app import create_app, launch_kwargs, queue_path
 from grebench.store import Store, open_store
 from grebench.submissions import SubmissionQueue
 from tests.bench.conftest import tiny_papers
+from tests.conftest import NO_LOCAL_MODELS
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.security.conftest import CANARY, RESOLVER, OutboundGuard, free_port, leaks
 from tests.security.test_ssrf import EVAL_LM, HTTP_OK, SSRF
@@ -59,8 +60,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, fake_llm: FakeOpenAIServer) 
     # no built-in local model: the battery is about the app's gates and the submitted endpoint, and generating the
     # local SmolLM2's reviews of four papers on the CPU took 280 s of this fixture (over the 300 s limit on a slower
     # machine)
-    settings = load_settings(config, env={"GREBENCH_DATA_DIR": str(root / "data"), "GREBENCH_LOCAL_CANDIDATES": "",
-                                          "GREBENCH_LOCAL_JUDGES": ""})
+    settings = load_settings(config, env={"GREBENCH_DATA_DIR": str(root / "data"), **NO_LOCAL_MODELS})
     store = open_store(settings.db_path)
     with store.transaction():
         for paper in tiny_papers():
