@@ -38,10 +38,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
 from grebench.pipeline._resolve import scored_setups
+from grebench.scoring import paired_test
 from grebench.scoring._preprocess import preprocess_texts, resolve_preprocessor
 from grebench.scoring._preprocess import text_sha256 as sha
 from grebench.scoring._texts import score_texts, stored_pmis
-from grebench.scoring._validate import _bootstrap_d, _paired_p, cohens_d, verdict
+from grebench.scoring._validate import _bootstrap_d, cohens_d, verdict
 from grebench.settings import load_settings
 from grebench.store import open_store
 
@@ -128,9 +129,10 @@ def main() -> None:
             s2 = np.array([cand[p] for p in common])
             d = cohens_d(s, s2)
             lo, hi = _bootstrap_d(s, s2, args.bootstrap, args.seed)
-            p = _paired_p(s, s2)
+            test = paired_test(s2 - s)
+            p = test.p
             cells[adj] = {"d": round(d, 3), "ci": [round(lo, 3), round(hi, 3)], "p": round(p, 4),
-                          "verdict": verdict(d, p), "papers": len(common)}
+                          "verdict": verdict(d, test), "papers": len(common)}
         if len(cells) < 2:
             continue
         report["controls"][candidate] = {"before": cells[False], "after": cells[True]}

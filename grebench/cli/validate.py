@@ -6,7 +6,8 @@ import click
 
 from grebench.cli._common import emit_json, metric_choice, run_stage
 from grebench.cli._options import setting_option, settings_options
-from grebench.pipeline import RunOptions, summary_of
+from grebench.pipeline import RunOptions, ValidateSummary, summary_of
+from grebench.scoring import format_p, papers_to_decide
 from grebench.settings import Settings
 
 
@@ -16,19 +17,46 @@ def print_report(rows: list[dict], estimator: str, preprocessor: str) -> None:
     width = max([24, *(len(str(r["transformation"])) + 2 for r in rows)])
     click.echo(f"{'metric':<11}{'control':<{width}}{'kind':<13}{'d':>8}  {'95% CI':<18}{'p':>9}{'papers':>7}  "
                f"{'verdict':<27}{'expected':<22}(paper's d)")
-    fooled = []
+    fooled, untold = [], []
     for r in rows:
         ci = "[—]" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
         paper = f"{r['paper_d']:+.3f}" if r.get("paper_d") is not None else ""
         expected = r.get("expected") or ""
         ok = r.get("as_expected", True)
-        mark = "" if ok else "  <- NOT AS EXPECTED"
+        needed = r.get("papers_needed")
+        mark = ("  <- NOT AS EXPECTED" if ok is False else
+                f"  (too few papers to tell: about {needed} needed)" if ok is None and needed else
+                "  (too few papers to tell)" if ok is None else "")
+        p = format_p(r["p"], r["n_papers"]).removeprefix("p = ").removeprefix("p ")
         click.echo(f"{r['metric']:<11}{r['transformation']:<{width}}{r['kind']:<13}{r['d']:>+8.3f}  {ci:<18}"
-                   f"{r['p']:>9.2g}{r['n_papers']:>7}  {r['verdict']:<27}{expected:<22}{paper}{mark}")
-        if not ok:
+                   f"{p:>9}{r['n_papers']:>7}  {r['verdict']:<27}{expected:<22}{paper}{mark}")
+        if ok is False:
             fooled.append(f"{r['metric']} {r['transformation']}")
+        elif ok is None:
+            untold.append(r)
     if fooled:
         click.echo(f"the metric is not as expected on: {', '.join(fooled)} (published on the methodology page)")
+    if untold:
+        most = max((r.get("papers_needed") or 0 for r in untold), default=0)
+        click.echo(f"too few papers to tell on {len(untold)} row(s): the paired test needs at least "
+                   f"{papers_to_decide()} papers to reach p < 0.05 at all"
+                   + (f", and about {most} at the smallest effect seen" if most else "")
+                   + " (`grebench run --papers N`)")
+    summary = [r for r in rows if r.get("as_expected") is not None]
+    click.echo(f"{sum(1 for r in summary if r['as_expected'])} of {len(rows)} rows as expected, "
+               f"{len(fooled)} not, {len(untold)} too few papers to tell")
+
+
+def print_untested(validation: ValidateSummary) -> None:
+    """What the report did not test (a core run: the other controls and plain GEM), and how to test it."""
+    controls, metrics = validation.get("controls_not_tested") or [], validation.get("metrics_not_tested") or []
+    if not controls and not metrics:
+        return
+    what = "the core set" if validation.get("validation") == "core" else "part of the validation"
+    parts = ([f"{len(controls)} control(s) ({', '.join(controls)})"] if controls else []) + \
+        ([f"metric(s) {', '.join(metrics)}"] if metrics else [])
+    click.echo(f"this store was scored with {what}: not tested here: {'; '.join(parts)}; "
+               "`grebench run --validation full` scores them (slow on a CPU: every control and both metrics)")
 
 
 def print_agreement(agreement: list[dict]) -> None:
@@ -65,7 +93,9 @@ def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None,
     rows = validation.get("rows", [])
     if as_json:
         emit_json({"estimator": estimator_id, "preprocessor": preprocessor_id, "run_id": run_id, "rows": rows,
-                   "agreement": validation.get("agreement", [])})
+                   "agreement": validation.get("agreement", []),
+                   **{k: validation.get(k) for k in ("validation", "controls_not_tested", "metrics_not_tested")}})
     else:
         print_report(rows, estimator_id, preprocessor_id)
+        print_untested(validation)
         print_agreement(validation.get("agreement", []))

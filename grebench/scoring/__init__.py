@@ -10,13 +10,24 @@ Public API (importing it never imports torch or litellm):
 * :func:`information_flags` — the information view of a copy (one reference explained far beyond any human review).
 * :func:`validation_rows` — the metric's validation (Cohen's d of every control vs the human review).
 * :func:`leaderboard` — the ranked rows of one (metric, estimator, preprocessor) table.
-* :func:`bootstrap_ci`, :func:`paired_difference`, :func:`rank_intervals` — the bootstrap over papers.
+* :func:`bootstrap_ci`, :func:`paired_difference`, :func:`rank_intervals` — the bootstrap over papers;
+  :func:`paired_test`, :func:`format_p` — the one paired test (sign-flip, the paper as the unit) and how a p is shown.
 * :func:`provenance` — what produced the stored boards (code version, evaluation LM, prompts, decoding, sample,
   panel), one dict for leaderboard.json, the pages, the snapshot manifest and the app; :func:`code_version`.
 * :func:`rules_judgment_lines`, :func:`parse_judgment_output`, :func:`resolve_preprocessor` — preprocessing.
 """
 
-from grebench.scoring._aggregate import bootstrap_ci, paired_difference, rank_intervals
+from grebench.scoring._aggregate import (
+    ALPHA,
+    PairedTest,
+    bootstrap_ci,
+    format_p,
+    paired_difference,
+    paired_test,
+    papers_to_decide,
+    rank_intervals,
+    smallest_p,
+)
 from grebench.scoring._attribution import (
     ATTRIBUTION_CHOICES,
     ATTRIBUTION_THRESHOLD,
@@ -80,6 +91,7 @@ from grebench.scoring._rules import RULES_ID, rules_judgment_lines
 from grebench.scoring._setup import ScoredSetup
 from grebench.scoring._texts import TextPmis, TextScores, gem_judge_metric, score_texts, stored_pmis
 from grebench.scoring._validate import (
+    TOO_FEW,
     cohens_d,
     estimator_agreement,
     meets_expectation,
@@ -91,6 +103,7 @@ from grebench.scoring._validate import (
 )
 
 __all__ = [
+    "ALPHA",
     "ATTRIBUTION_CHOICES",
     "ATTRIBUTION_THRESHOLD",
     "BOARD_VERSION",
@@ -108,10 +121,12 @@ __all__ = [
     "REFERENCE_WORD",
     "RULES_ID",
     "SCOPES",
+    "TOO_FEW",
     "InformationFlag",
     "LogprobRequest",
     "LogprobResult",
     "Metric",
+    "PairedTest",
     "ScoredSetup",
     "ScoringError",
     "SynopsisInputs",
@@ -129,6 +144,7 @@ __all__ = [
     "default_metrics",
     "estimator_agreement",
     "estimator_facts",
+    "format_p",
     "gem_judge_metric",
     "headline_board",
     "headline_first",
@@ -142,7 +158,9 @@ __all__ = [
     "metric",
     "metric_preprocessor",
     "paired_difference",
+    "paired_test",
     "paper_attribution",
+    "papers_to_decide",
     "parse_judgment_output",
     "per_paper_scores",
     "preprocess_texts",
@@ -158,6 +176,7 @@ __all__ = [
     "run_scoring",
     "sample_facts",
     "score_texts",
+    "smallest_p",
     "store_labels",
     "store_report",
     "stored_boards",

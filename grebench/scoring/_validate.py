@@ -1,15 +1,22 @@
 """The metric's own validation (methods.md §4): does it reward information, not length or style?
 
-For each metric and each transformation of the human candidate review, compare the
-per-paper scores of the human review (s) and of its transformation (s') over the same
-papers and references: Cohen's d = (mean s' - mean s) / sqrt((sd s² + sd s'²) / 2), a 95%
-CI by bootstrap over papers, and a paired t-test p-value.  Verdicts:
+For each metric and each transformation of the human candidate review, compare the per-paper scores of the human
+review (s) and of its transformation (s') over the same papers and references: Cohen's d = (mean s' - mean s) /
+sqrt((sd s² + sd s'²) / 2), a 95% CI by bootstrap over papers, and the p of the product's one paired test
+(:func:`grebench.scoring._aggregate.paired_test`: a sign-flip permutation test with the paper as the unit, the test
+the boards' "vs human" column reads too, so a board row and a validation row of one control always agree).
+Verdicts:
 
-- ``penalised``: d < 0 and p < 0.05 (what a degradation should get);
-- ``rewarded``: d > 0 and p < 0.05 (a manipulation that gains: a failure of the metric);
-- ``penalised, not significant``: d < 0 but p >= 0.05 (lower, not significantly: short of what a degradation
-  should get);
-- ``not rewarded``: d >= 0 and p >= 0.05 (no significant increase).
+- ``penalised``: lower, p < 0.05 (what a degradation should get);
+- ``rewarded``: higher, p < 0.05 (a manipulation that gains: a failure of the metric);
+- ``penalised, not significant``: lower, p >= 0.05;
+- ``not rewarded``: not lower, p >= 0.05 (no significant increase);
+- ``too few papers to tell``: the board has fewer papers than the test needs to reach p < 0.05 at all (6): no
+  verdict either way (on 3 papers the smallest p is 0.25).
+
+Whether a verdict is what the control expects (``as_expected``) is True, False, or None where the papers cannot
+tell: too few for the test at all, or a degradation lowered in the right direction but short of significance on
+fewer papers than its observed effect needs (``papers_needed`` says about how many).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import numpy as np
 from grebench.bench import CONTROLS, HUMAN, Control
 from grebench.bench.controls import PENALISED
 from grebench.registry import Registry
+from grebench.scoring._aggregate import ALPHA, PairedTest, paired_test, papers_to_decide
 from grebench.scoring._leaderboard import FLOOR_JOIN, FLOORED_PMI
 from grebench.scoring._metrics import headline_metric
 from grebench.settings import Settings
@@ -34,9 +42,32 @@ def transformations() -> list[Control]:
     return [e.obj for e in CONTROLS]
 
 
-def meets_expectation(expected: str, verdict_: str) -> bool:
-    """Whether a verdict is what the control expects: penalised, or at least not rewarded."""
-    return verdict_ == "penalised" if expected == PENALISED else verdict_ != "rewarded"
+TOO_FEW = "too few papers to tell"
+#: The power the papers-needed estimate aims at (the usual 80 %), two-sided at :data:`ALPHA`.
+_Z_ALPHA, _Z_POWER = 1.959964, 0.841621
+
+
+def meets_expectation(expected: str, verdict_: str, test: PairedTest | None = None) -> bool | None:
+    """Whether a verdict is what the control expects (penalised, or at least not rewarded); None where the papers
+    cannot tell: :data:`TOO_FEW`, or (with the ``test``) a verdict that no number of papers this small could turn."""
+    if verdict_ == TOO_FEW or (test is not None and not test.can_decide and verdict_ != "rewarded"):
+        return None
+    if expected == PENALISED:
+        if verdict_ == "penalised, not significant":
+            return None
+        return verdict_ == "penalised"
+    return verdict_ != "rewarded"
+
+
+def papers_needed(s: np.ndarray, s_prime: np.ndarray) -> int | None:
+    """About how many papers the observed per-paper effect needs to be significant (two-sided at :data:`ALPHA`,
+    80 % power, normal approximation on the standardised paired difference); None without a spread or an effect."""
+    diff = s_prime - s
+    sd = float(diff.std(ddof=1)) if diff.size > 1 else 0.0
+    if sd <= 0 or not np.isfinite(sd) or diff.mean() == 0:
+        return None
+    dz = abs(float(diff.mean())) / sd
+    return max(papers_to_decide(), int(np.ceil(((_Z_ALPHA + _Z_POWER) / dz) ** 2)))
 
 
 def cohens_d(s: np.ndarray, s_prime: np.ndarray) -> float:
@@ -66,26 +97,20 @@ def _bootstrap_d(s: np.ndarray, s_prime: np.ndarray, samples: int, seed: int) ->
     return float(low), float(high)
 
 
-def _paired_p(s: np.ndarray, s_prime: np.ndarray) -> float:
-    from scipy import stats
-
-    diff = s_prime - s
-    if np.allclose(diff, 0):
-        return 1.0
-    return float(stats.ttest_rel(s_prime, s).pvalue)
-
-
 def _finite(x: float) -> float | None:
     """``x`` to 4 places, or None where it is not a number (kept out of JSON as NaN)."""
     return round(x, 4) if np.isfinite(x) else None
 
 
-def verdict(d: float, p: float) -> str:
-    """Penalised, rewarded, penalised but not significantly, or not rewarded (see module docstring)."""
-    if p < 0.05 and d < 0:
+def verdict(d: float, test: PairedTest) -> str:
+    """Penalised, rewarded, penalised but not significantly, not rewarded, or too few papers to tell (see the
+    module docstring): the sign of ``d`` (that of the mean difference) and the paired test's p."""
+    if test.p < ALPHA and d < 0:
         return "penalised"
-    if p < 0.05 and d > 0:
+    if test.p < ALPHA and d > 0:
         return "rewarded"
+    if not test.can_decide:
+        return TOO_FEW
     return "penalised, not significant" if d < 0 else "not rewarded"
 
 
@@ -123,12 +148,17 @@ def _row(metric: str, name: str, t: Control, human: dict[str, dict], other: dict
     a, b = np.array(s), np.array(s_prime)
     d = cohens_d(a, b)
     low, high = _bootstrap_d(a, b, samples, seed)
-    p = _paired_p(a, b)
-    found = verdict(d, p)
+    test = paired_test(b - a)
+    found = verdict(d, test)
+    as_expected = meets_expectation(t.expected, found, test)
+    needed = None
+    if as_expected is None:
+        needed = papers_to_decide() if not test.can_decide else papers_needed(a, b)
     return {
         "metric": metric, "transformation": name, "kind": t.kind, "d": round(d, 4),
-        "ci_low": _finite(low), "ci_high": _finite(high), "p": float(f"{p:.3g}"), "n_papers": len(s),
-        "verdict": found, "expected": t.expected, "as_expected": meets_expectation(t.expected, found),
+        "ci_low": _finite(low), "ci_high": _finite(high), "p": float(f"{test.p:.3g}"), "p_min": test.p_min,
+        "test": test.method, "n_papers": len(s), "verdict": found, "expected": t.expected,
+        "as_expected": as_expected, "papers_needed": needed,
         "mean_human": round(float(a.mean()), 4), "mean_transformed": round(float(b.mean()), 4),
         "paper_d": t.paper_d if metric == headline_metric() else None,
     }

@@ -21,7 +21,15 @@ from typing import Any, cast
 
 from grebench._offline import apply_offline_defaults
 from grebench.endpoints import KeyVault, Resolver
-from grebench.scoring import CONTAMINATED_NOTE, INCOMPLETE_NOTE, headline_first, provenance, rank_word, sample_facts
+from grebench.scoring import (
+    CONTAMINATED_NOTE,
+    INCOMPLETE_NOTE,
+    format_p,
+    headline_first,
+    provenance,
+    rank_word,
+    sample_facts,
+)
 from grebench.settings import Settings
 from grebench.site import _data
 from grebench.site._build import publish_snapshots
@@ -51,7 +59,8 @@ from grebench.submissions import (
 )
 
 BOARD_COLUMNS = ["rank", "candidate", "kind", "score", "ci95_low", "ci95_high", "rank_interval", "papers",
-                 "clean_papers", "complete", "missing_papers", "vouched", "sealed_share", "cost_usd", "latency_s"]
+                 "vs_human", "clean_papers", "complete", "missing_papers", "vouched", "sealed_share", "cost_usd",
+                 "latency_s"]
 
 
 TAB_IDS = ("leaderboard", "model", "paper", "submit", "queue", "downloads")
@@ -163,6 +172,9 @@ def _cell(row: Mapping[str, Any], column: str) -> Any:
         return row.get("rank_word") or rank_word(dict(row))
     if column == "rank_interval":
         return row.get("rank_range") or ""
+    if column == "vs_human":  # the paired difference and the one paired test's p, as every page prints them
+        diff = row.get("diff_vs_human")
+        return "" if diff is None else f"{diff:+.2f} ({format_p(row.get('p_vs_human'), row.get('papers'))})"
     return _fmt(row.get(column))
 
 
@@ -174,7 +186,7 @@ def board_info(settings: Settings, venue: str | None, metric: str | None, setup:
     if board is None:
         return "No scores for this choice."
     parts = [f"**{board.get('venue') or board['venue_id']} · {board.get('title') or board['metric']}**",
-             f"Sample: **{sample_facts(board)['text']}**."]
+             f"Sample: **{sample_facts(board)['text']}**. Controls: {sample_facts(board)['controls']}."]
     if board.get("proxy"):
         parts.append("Scored by a fast proxy, not by the metric's language model: a quick stand-in, not the "
                      "headline result.")

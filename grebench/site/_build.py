@@ -20,6 +20,7 @@ from grebench.scoring import (
     ATTRIBUTION_THRESHOLD,
     CONTAMINATED_NOTE,
     INCOMPLETE_NOTE,
+    format_p,
     headline_first,
     provenance,
     rank_range,
@@ -70,7 +71,9 @@ def environment(labels: Labels | None = None) -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(num=_num, pct=_pct, day=_day, metric_label=words.metric, estimator_label=words.estimator,
                        preprocessor_label=words.preprocessor, board_title=words.board_title, board_id=board_id,
-                       rank_range=lambda row: rank_range(row) or "—")
+                       rank_range=lambda row: rank_range(row) or "—",
+                       p_vs_human=lambda row: format_p(row.get("p_vs_human"), row.get("papers")),
+                       p_value=lambda row: format_p(row.get("p"), row.get("n_papers")))
     env.globals.update(setup_label=words.setup, contaminated_note=CONTAMINATED_NOTE, incomplete_note=INCOMPLETE_NOTE,
                        attribution_threshold=ATTRIBUTION_THRESHOLD)
     return env

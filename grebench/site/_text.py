@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from grebench.scoring import CONTAMINATED_NOTE, INCOMPLETE_NOTE, rank_range, rank_word, sample_facts
+from grebench.scoring import CONTAMINATED_NOTE, INCOMPLETE_NOTE, format_p, rank_range, rank_word, sample_facts
 from grebench.store import BASELINE, REFERENCE  # a control's role: shown, never ranked
 
 
 def _sample_line(board: dict[str, Any]) -> str:
     facts = sample_facts(board)
-    return f"sample: {facts['text']}" + ("; `--papers all` scores every paper" if facts["sampled"] else "")
+    return (f"sample: {facts['text']}" + ("; `--papers all` scores every paper" if facts["sampled"] else "")
+            + (f"; controls: {facts['controls']}" if facts["controls"] != "no controls" else ""))
 
 
 def board_text(board: dict[str, Any], title: str | None = None) -> str:
@@ -34,7 +35,8 @@ def board_text(board: dict[str, Any], title: str | None = None) -> str:
     for r in ranked + unranked + reference:
         mark = f" [{r['tag']}]" if r.get("tag") else ""
         vs = ("no paper in common" if baseline and r.get("role") != BASELINE else "") \
-            if r.get("diff_vs_human") is None else f"{r['diff_vs_human']:+.2f} (p={r['p_vs_human']:.3f})"
+            if r.get("diff_vs_human") is None else \
+            f"{r['diff_vs_human']:+.2f} ({format_p(r['p_vs_human'], r['papers'])})"
         span = rank_range(r)
         rank = rank_word(r) or (str(r["rank"]) if span is None else f"{r['rank']} ({span})")
         if rank_word(r) == "incomplete":

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from grebench.scoring import cohens_d, meets_expectation, store_report, validation_rows, verdict
+from grebench.scoring import (
+    TOO_FEW,
+    cohens_d,
+    meets_expectation,
+    paired_test,
+    store_report,
+    validation_rows,
+    verdict,
+)
 from grebench.store import Store, utcnow
 
 
@@ -41,13 +49,36 @@ def test_bootstrap_interval_leaves_out_resamples_of_a_single_paper() -> None:
 
 
 def test_verdicts() -> None:
-    assert verdict(-0.4, 0.001) == "penalised"
-    assert verdict(0.4, 0.001) == "rewarded"
-    assert verdict(0.4, 0.2) == "not rewarded"
-    # lower but not significantly: says so (a degradation that is not significantly penalised is not as expected)
-    assert verdict(-0.4, 0.2) == "penalised, not significant"
-    assert not meets_expectation("penalised", verdict(-0.4, 0.2))
-    assert meets_expectation("not rewarded", verdict(-0.4, 0.2)) and meets_expectation("not rewarded", "not rewarded")
+    significant = paired_test([1.0] * 10)  # p = 2/1024
+    flat = paired_test([1.0, -1.0] * 5)  # p = 1 on enough papers to decide
+    few = paired_test([1.0, 2.0, 3.0])  # 3 papers: p can be no lower than 0.25
+    assert significant.p < 0.05 and flat.p >= 0.05 and flat.can_decide and not few.can_decide
+    assert verdict(-0.4, significant) == "penalised"
+    assert verdict(0.4, significant) == "rewarded"
+    assert verdict(0.4, flat) == "not rewarded"
+    # lower but not significantly: says so, and a degradation short of significance cannot be told on these papers
+    assert verdict(-0.4, flat) == "penalised, not significant"
+    assert meets_expectation("penalised", verdict(-0.4, flat)) is None
+    assert meets_expectation("penalised", verdict(0.4, flat)) is False  # not lower at all: not as expected
+    assert meets_expectation("not rewarded", verdict(-0.4, flat)) and meets_expectation("not rewarded", "not rewarded")
+    # too few papers for the test to reach p < 0.05 at all: no verdict either way, whichever way it leans
+    assert verdict(-3.0, few) == verdict(3.0, few) == TOO_FEW
+    assert meets_expectation("penalised", TOO_FEW, few) is None
+    assert meets_expectation("not rewarded", TOO_FEW, few) is None
+
+
+def test_three_papers_give_no_verdict_and_no_p_below_a_quarter(store: Store) -> None:
+    """The first run's complaint: on 3 papers a control above the human read "p = 0.000" and "NOT AS EXPECTED"."""
+    human = {f"p{i}": {"r1": 10.0 + i, "r2": 11.0 + i} for i in range(3)}
+    shuffled = {p: {r: v + 9.9 for r, v in refs.items()} for p, refs in human.items()}
+    deleted = {p: {r: v + 1.5 for r, v in refs.items()} for p, refs in human.items()}
+    _insert(store, "human", human)
+    _insert(store, "sentence-shuffle", shuffled)
+    _insert(store, "sentence-deletion", deleted)
+    rows = {r["transformation"]: r for r in validation_rows(store, "est", "rules-v1", ["gem-s"], 200, 1)}
+    for row in rows.values():
+        assert row["p"] == 0.25 and row["p_min"] == 0.25
+        assert row["verdict"] == TOO_FEW and row["as_expected"] is None and row["papers_needed"] == 6
 
 
 def test_rows_use_common_papers_and_references(store: Store) -> None:
