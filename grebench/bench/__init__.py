@@ -64,7 +64,7 @@ from grebench.bench._registry import (
 from grebench.bench._run import generate_for, run_bench
 from grebench.bench._sections import join_sections, split_sections, split_sentences
 from grebench.bench._unreviewed import generate_unreviewed, reseal, stored_candidate, unreviewed_paper_ids
-from grebench.bench.controls import CONTROLS, Control, ControlInput, ControlSkip
+from grebench.bench.controls import CONTROLS, Control, ControlInput, ControlSkip, core_controls, default_controls
 
 __all__ = [
     "BASELINE",
@@ -109,6 +109,8 @@ __all__ = [
     "copy_evidence",
     "copy_findings",
     "copy_share",
+    "core_controls",
+    "default_controls",
     "generate_for",
     "generate_unreviewed",
     "import_reviews",

@@ -15,48 +15,49 @@ if TYPE_CHECKING:
 
 def plan_text(settings: Settings, setup: RunSetup, what: str = "main job", papers_known: int | None = None,
               neighbours: Neighbours | None = None) -> str:
-    """What a run of the main job (or of serve's ``score`` job) will do: the models in each role, how many papers,
-    and the expected time measured on this machine; all of it read from the job's resolved ``setup``.
-    ``papers_known``: the eligible papers already stored (gives an estimate when every paper is scored);
-    ``neighbours``: what other processes took of the cores since the command started (:func:`busy_note`)."""
-    from grebench.pipeline import (
-        AUTO_CPU_PAPERS,
-        expected_minutes,
-        measured_throughput,
-        reuse_evidence,
-        throughput_caveat,
-    )
+    """What a run of the main job (or of serve's ``score`` job) will do, in a few short lines read from the job's
+    resolved ``setup``: how many papers, what it checks, the expected minutes with their range and what they were
+    measured from, and the models in each role.  ``papers_known``: the eligible papers already stored (gives an
+    estimate when every paper is scored); ``neighbours``: what other processes took of the cores since the command
+    started (:func:`busy_note`)."""
+    from grebench.bench import default_controls
+    from grebench.pipeline import dtype_basis, expected_minutes, reuse_evidence, throughput_caveat
     from grebench.scoring.estimators import estimator_info
 
     spec, size, why = setup.estimator, setup.papers, setup.papers_why
-    local = ", ".join(setup.local_candidates) or "none"
-    judges = ", ".join(setup.local_judges) or "none"
     info = estimator_info(spec)
-    proxy = " (a fast proxy, not the metric's language model)" if info.proxy else ""
-    text = (f"{what}: evaluation LM {spec}{proxy}; local candidates: {local}; local judges: {judges}; "
-            f"papers: {'every eligible paper' if size is None else f'a seeded sample of {size}'} ({why})")
-    measured = measured_throughput(settings, spec)
+    all_hint = "`--papers all`" if what == "main job" else "the setting `papers = all`"
+    if size is None:
+        papers = "every eligible paper" + (f" ({papers_known})" if papers_known else "")
+    else:
+        papers = f"{size} papers, a seeded sample" + (f" sized for about 15 minutes here ({all_hint}: every paper)"
+                                                       if why.startswith("auto") else f" ({why})")
+    lines = [f"{what}: {papers}"]
+    controls = len(default_controls(llm=bool(settings.control_model)))
+    if setup.core:
+        lines.append(f"checks: GEM-S with the human baseline, every contestant and the core controls "
+                     f"({len(setup.controls)} of {controls}: {', '.join(setup.controls)}); `--validation full` runs "
+                     f"all {controls} and GEM too")
+    else:
+        lines.append(f"checks: {' and '.join(m.upper() for m in setup.metrics)} with all {len(setup.controls)} "
+                     "controls (the full validation)")
     counted = size if size is not None else papers_known
-    if measured is not None and counted:
-        low, high = expected_minutes(measured[0], counted)
-        text += (f"; expected {low:.0f}-{high:.0f} minutes here (from the evaluation LM's {measured[0]:.0f} tokens/s "
-                 f"measured on this machine in {measured[1]}{throughput_caveat(settings, spec)}; each stage shows its "
-                 "ETA as it goes)")
+    if setup.throughput is not None and counted:
+        rate, dtype = setup.throughput
+        low, high = expected_minutes(rate, counted, setup.core)
+        basis = "; ".join(b for b in (dtype_basis(settings, spec), reuse_evidence(settings, spec, dtype)) if b)
+        lines.append(f"expected {low:.0f}-{high:.0f} minutes: the evaluation LM reads {rate:.0f} tokens/s here in "
+                     f"{dtype}" + (f" ({basis})" if basis else "") + throughput_caveat(settings, spec))
     elif info.local_model:
-        text += ("; the time is measured as the run goes (no throughput measured on this machine yet: the first run "
-                 "probes it; each stage shows its ETA)")
-    if info.local_model:
-        evidence = reuse_evidence(settings, spec)
-        text += f"; {evidence}" if evidence else "; the scoring path (prefix reuse or plain) is probed on first use"
+        lines.append("expected time: not measured on this machine yet (the first run measures it; each stage shows "
+                     "its ETA)")
+    proxy = " (a fast proxy, not the metric's language model)" if info.proxy else ""
+    lines.append(f"models: evaluation LM {spec}{proxy}; local candidates: {', '.join(setup.local_candidates) or 'none'}"
+                 f"; local judges: {', '.join(setup.local_judges) or 'none'}")
     busy = busy_note(neighbours)
     if busy and (info.local_model or setup.local_candidates or setup.local_judges):
-        text += busy
-    if size == AUTO_CPU_PAPERS and why.startswith("auto"):
-        text += "; `--papers all` scores every paper" if what == "main job" else \
-            "; the setting `papers = all` scores every paper"
-    elif size is None and why.startswith("auto: a GPU"):
-        text += "; on a GPU every paper is scored (papers = auto)"
-    return text
+        lines.append(busy)
+    return "\n  ".join(lines)
 
 
 #: The shortest span over which the plan measures other processes' CPU use (:class:`grebench.runtime.Neighbours`);
@@ -87,7 +88,7 @@ def busy_note(neighbours: Neighbours | None = None) -> str:
         if load is None or not is_busy(load, cores=cores):
             return ""
         what = f"1-minute load average {load:.1f} on {cores} usable cores"
-    return (f"; the machine is busy now ({what}): the times above assume idle cores, so expect it to take longer "
+    return (f"the machine is busy now ({what}): the times above assume idle cores, so expect it to take longer "
             "(several times with every core taken)")
 
 

@@ -19,10 +19,12 @@ from grebench.settings import Settings
 @click.option("--candidate", "candidates", multiple=True, metavar="NAME",
               help="Only this candidate (repeatable). Default: all configured, human and controls.")
 @setting_option("papers")
+@setting_option("validation")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 @settings_options
 @click.pass_context
-def command(ctx: click.Context, candidates: tuple[str, ...], papers: str | None, as_json: bool) -> None:
+def command(ctx: click.Context, candidates: tuple[str, ...], papers: str | None, validation: str | None,
+            as_json: bool) -> None:
     """Generate every missing review; resumable, and a rerun makes no calls for what exists.
 
     Candidates are the bundled human baseline and controls plus the [[candidates]]
@@ -34,7 +36,8 @@ def command(ctx: click.Context, candidates: tuple[str, ...], papers: str | None,
     settings: Settings = ctx.obj
     try:
         stages, _run_id, status = run_stage(settings, "bench", ["bench"],
-                                            RunOptions(candidates=candidates, papers=papers), as_json,
+                                            RunOptions(candidates=candidates, papers=papers,
+                                                       validation=validation), as_json,
                                             {"candidates": list(candidates)})
     except click.ClickException as exc:
         raise click.UsageError(exc.message) from None

@@ -49,7 +49,7 @@ def _leaderboards(store: Store, summary: dict[str, Any]) -> list[dict[str, Any]]
 
 
 def _print(summary: dict[str, Any]) -> None:
-    from grebench.cli.validate import print_agreement, print_report
+    from grebench.cli.validate import print_agreement, print_report, print_untested
     from grebench.pipeline import summary_of
 
     stages = summary["stages"]
@@ -71,6 +71,7 @@ def _print(summary: dict[str, Any]) -> None:
     if validation.get("rows"):
         click.echo("")
         print_report(validation["rows"], validation["estimator"], validation["preprocessor"])
+        print_untested(validation)
         print_agreement(validation.get("agreement", []))
     _print_panel(summary_of(stages, "panel"))
     site = summary_of(stages, "site")
@@ -102,21 +103,23 @@ def _print_panel(panel: PanelSummary) -> None:
 @click.option("--source", default="bundled", show_default=True, help="Paper source: " + source_help() + ".")
 @setting_option("estimator")
 @setting_option("preprocessor")
-@click.option("--metric", "metrics", multiple=True, default=default_metrics(), show_default=True,
-              type=metric_choice(), help="Metrics to score (repeatable).")
+@click.option("--metric", "metrics", multiple=True, type=metric_choice(),
+              help="Metrics to score (repeatable; default: GEM-S with the core validation, every registered metric "
+                   f"({', '.join(default_metrics())}) with the full one).")
 @setting_option("papers")
+@setting_option("validation")
 @click.option("--json", "as_json", is_flag=True, help="Print the final summary as JSON.")
 @settings_options
 @click.pass_obj
 def command(settings: Settings, source: str, estimator: str | None, preprocessor: str | None,
-            metrics: tuple[str, ...], papers: str | None, as_json: bool) -> None:
+            metrics: tuple[str, ...], papers: str | None, validation: str | None, as_json: bool) -> None:
     """Run the main job on a source (default: the bundled ICLR 2026 sample) and print the leaderboard."""
     from grebench.pipeline import JobObserver, JobResult, RunOptions, RunSetup, SetupError, run_job
     from grebench.runtime import Neighbours
 
     neighbours = Neighbours()  # other processes' share of the cores from here to the plan (its busy note)
     opts = RunOptions(source=source, estimator=estimator, preprocessor=preprocessor, metrics=tuple(metrics),
-                      papers=papers, calibrate=True)
+                      papers=papers, calibrate=True, validation=validation)
     summary: dict[str, Any] = {"source": source, "metrics": list(metrics)}
 
     class Observer(JobObserver):
@@ -138,10 +141,11 @@ def command(settings: Settings, source: str, estimator: str | None, preprocessor
             summary["run_id"] = done.run_id
             if done.run is not None:
                 summary["resolved"] = done.run.as_json()
+                summary["metrics"] = list(done.run.metrics)
             return {k: v for k, v in summary.items() if k != "leaderboards"}
 
     run_args = {"source": source, "estimator": estimator, "preprocessor": preprocessor, "metrics": list(metrics),
-                "papers": papers}
+                "papers": papers, "validation": validation}
     try:
         with stoppable(settings):
             done = run_job(settings, "run", opts, open_store=lambda: writer_store(settings), args=run_args,

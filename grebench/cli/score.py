@@ -12,24 +12,28 @@ from grebench.settings import Settings
 
 @click.command("score")
 @click.option("--metric", "metrics", multiple=True, type=metric_choice(),
-              help=f"Metric to compute (repeatable; default {' and '.join(default_metrics())}).")
+              help=f"Metric to compute (repeatable; default GEM-S with the core validation, "
+                   f"{' and '.join(default_metrics())} with the full one).")
 @setting_option("estimator")
 @setting_option("preprocessor")
 @setting_option("papers")
+@setting_option("validation")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @settings_options
 @click.pass_obj
 def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None, preprocessor: str | None,
-            papers: str | None, as_json: bool) -> None:
+            papers: str | None, validation: str | None, as_json: bool) -> None:
     """Score candidates' reviews with GEM / GEM-S; cached, so a rerun with nothing new makes no estimator call.
 
     A ranking uses one preprocessor for candidates and references alike: `imported` refuses to run when a
     reference has no imported judgment lines, and scores only the candidates whose text came with them.
     """
-    options = RunOptions(estimator=estimator, preprocessor=preprocessor, metrics=tuple(metrics), papers=papers)
+    options = RunOptions(estimator=estimator, preprocessor=preprocessor, metrics=tuple(metrics), papers=papers,
+                         validation=validation)
     stages, _run_id, status = run_stage(
         settings, "score", ["score", "boards"], options, as_json,
-        {"metrics": list(metrics), "estimator": estimator, "preprocessor": preprocessor, "papers": papers})
+        {"metrics": list(metrics), "estimator": estimator, "preprocessor": preprocessor, "papers": papers,
+         "validation": validation})
     score = summary_of(stages, "score")
     if "error" in score:
         raise click.ClickException(score["error"])

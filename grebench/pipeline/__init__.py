@@ -30,6 +30,8 @@ from grebench.pipeline._runner import (
 from grebench.pipeline._sample import (
     AUTO_CPU_PAPERS,
     Sample,
+    cost_model,
+    dtype_basis,
     expected_minutes,
     job_minutes,
     measured_throughput,
@@ -106,6 +108,8 @@ __all__ = [
     "check_local_port",
     "check_setup",
     "check_site_dir",
+    "cost_model",
+    "dtype_basis",
     "expected_minutes",
     "job",
     "job_minutes",

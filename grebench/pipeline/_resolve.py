@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from grebench.pipeline._runner import RunOptions
-from grebench.pipeline._sample import Sample, draw_sample, papers_size, recorded_sample
+from grebench.pipeline._sample import Sample, draw_sample, measured_throughput, papers_size, recorded_sample
 from grebench.progress import Progress
 from grebench.scoring import ScoredSetup
 from grebench.settings import Settings
@@ -49,6 +49,17 @@ class RunSetup:
     named_preprocessor: str | None
     local_candidates: tuple[str, ...]
     local_judges: tuple[str, ...]
+    validation: str = "full"        # core | full: what the job checks besides the headline board
+    validation_why: str = "as set"
+    controls: tuple[str, ...] = ()  # the controls the job writes and scores (core: the core set; full: every default)
+    #: (tokens per second, dtype) the evaluation LM was measured at on this machine (sized the sample; the plan's
+    #: expected time); None: nothing measured here, or no local model
+    throughput: tuple[float, str] | None = None
+
+    @property
+    def core(self) -> bool:
+        """Whether the job checks only the core set (GEM-S, the core controls) rather than the full validation."""
+        return self.validation == "core"
 
 
 def chosen(settings: Settings, options: RunOptions) -> tuple[str, str, str, tuple[str, ...]]:
@@ -61,19 +72,40 @@ def chosen(settings: Settings, options: RunOptions) -> tuple[str, str, str, tupl
             options.metrics or default_metrics())
 
 
+def validation_set(settings: Settings, options: RunOptions, papers: str, size: int | None) -> tuple[str, str]:
+    """(core | full, why) of a job: the option over the setting; ``auto`` is core where ``papers = auto`` sized a
+    sample for a CPU (a finite size), and full on a GPU, with every paper or a size as set."""
+    chosen_value = (options.validation or settings.validation).strip().lower()
+    if chosen_value in ("core", "full"):
+        return chosen_value, "as set"
+    if papers.strip().lower() == "auto" and size is not None:
+        return "core", "auto: a CPU run sized to about 15 minutes checks the headline and the core controls"
+    return "full", "auto: a GPU, every paper or a sample size as set: every control and both metrics"
+
+
 def resolve_setup(settings: Settings, options: RunOptions, progress: Progress | None = None) -> RunSetup:
     """The setup of a job with these options (checked first by :func:`grebench.pipeline.check_setup`): the chosen
-    specs, and the sample's size (``papers = auto`` measures this machine once, here, shown on ``progress``)."""
+    specs, the sample's size (``papers = auto`` measures this machine once, here, shown on ``progress``) and what
+    the job validates (:func:`validation_set`: the core set scores GEM-S only, unless metrics are named)."""
+    from grebench.bench import core_controls, default_controls
+    from grebench.scoring import headline_metric
+
     estimator, preprocessor, papers, metrics = chosen(settings, options)
+    full = (options.validation or settings.validation).strip().lower() == "full"
     size, why = papers_size(papers, settings, estimator, calibrate=options.calibrate,
-                            progress=progress)
+                            progress=progress, core=not full)
+    validation, validation_why = validation_set(settings, options, papers, size)
+    if validation == "core" and not options.metrics:
+        metrics = (headline_metric(),)
     return RunSetup(
         estimator=estimator, preprocessor=preprocessor, proxy=settings.proxy_estimator.strip(), metrics=metrics,
         papers=size,
         papers_why=why, seed=settings.seed, judges=options.judges, exam_only=options.exam_only,
         named_estimator=options.estimator, named_preprocessor=options.preprocessor,
         local_candidates=tuple(settings.listed("local_candidates")),
-        local_judges=tuple(settings.listed("local_judges")))
+        local_judges=tuple(settings.listed("local_judges")), validation=validation, validation_why=validation_why,
+        controls=tuple(core_controls() if validation == "core" else default_controls(llm=bool(settings.control_model))),
+        throughput=measured_throughput(settings, estimator))
 
 
 @dataclass(frozen=True)
@@ -116,7 +148,8 @@ class ResolvedRun:
                 "whence": self.whence, "metrics": list(self.metrics),
                 "scored": None if self.scored is None else self.scored.as_json(),
                 "proxy": None if self.proxy is None else self.proxy.as_json(),
-                "sample": self.sample.description, "papers": self.sample.size}
+                "sample": self.sample.description, "papers": self.sample.size,
+                "validation": self.setup.validation, "controls": list(self.setup.controls)}
 
 
 def scored_setups(store: Store, estimator: str | None = None, preprocessor: str | None = None) -> ScoredSetup | None:

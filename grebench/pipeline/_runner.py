@@ -44,6 +44,7 @@ class RunOptions:
     site_dir: str | None = None           # site: build here (default: the setting)
     force: bool = False                   # skip no stage because of an unchanged fingerprint
     calibrate: bool = False               # papers = auto: install the evaluation LM now to measure this machine
+    validation: str | None = None         # core | full | auto | None (the setting ``validation``)
 
 
 @dataclass

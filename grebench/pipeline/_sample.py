@@ -51,40 +51,57 @@ AUTO_CPU_PAPERS = 12
 AUTO_CPU_MINUTES = 15.0
 AUTO_MIN_PAPERS = 3
 
-#: What the default main job costs on a CPU at the evaluation LM's rate ``r`` (tokens per second, the dtype probe's):
-#: ``JOB_FIXED_S + JOB_FIXED_TOKENS / r`` seconds whatever its size (model loads and server start-ups, the reuse
-#: probe, the local judge's exam, the local candidate's decoding, which reads weights more than it computes) plus
-#: ``JOB_PAPER_S + JOB_TOKENS_PER_PAPER / r`` per paper (the candidate's prompt, GEM and GEM-S of every candidate and
-#: control against every reference).  A model in tokens alone missed a CPU class by 2.3x: it said 39-61 minutes on a
-#: 2-core AVX2-only EPYC (462 float32 tokens/s) for a job that took 20.6, and fitted the AMX Xeon well; the part that
-#: does not follow the probe's rate is what differs.  Fitted (issue 33 §3, docs/results.md) to two default runs of 3
-#: papers at the same code, stage by stage (scoring's per-paper seconds after its reuse probe): the AMX Xeon at 1,572
-#: bfloat16 tokens/s (job 567 s, 91 s a paper) and that EPYC at 462 float32 tokens/s (job 1,236 s, 149 s a paper).
-#: Since the local judge's exam stops once the judge cannot pass, and a failed judge's self-preference is not
-#: measured (``1bd0f57``), the fixed part is less the 137,000 judge-prompt tokens no longer read (``llm_calls``: 85
-#: decisions of 147,513 tokens became 6 of 10,313) and the panel's other seconds measured on that EPYC (its panel
-#: stage went from 470 s to 102 s): 86 s → 11 s, 302,000 → 165,000 tokens.
-JOB_FIXED_S = 11.0
-JOB_FIXED_TOKENS = 165_000
-JOB_PAPER_S = 67.0
-JOB_TOKENS_PER_PAPER = 45_000
+@dataclass(frozen=True)
+class CostModel:
+    """What the default main job costs on a CPU at the evaluation LM's rate ``r`` (tokens per second, the dtype
+    probe's): ``fixed_s + fixed_tokens / r`` seconds whatever its size (model loads, the local judge's exam) plus
+    ``paper_s + tokens_per_paper / r`` per paper (the candidate's review, the scoring of every candidate and control
+    against every reference).  A model in tokens alone missed a CPU class by 2.3x: the part that does not follow the
+    probe's rate (decoding reads weights more than it computes) is what differs between CPU classes."""
+
+    fixed_s: float
+    fixed_tokens: float
+    paper_s: float
+    tokens_per_paper: float
+
+    def minutes(self, tokens_per_s: float) -> tuple[float, float]:
+        """(minutes whatever the size, minutes per paper) at ``tokens_per_s``."""
+        rate = max(tokens_per_s, 1e-9)
+        return (self.fixed_s + self.fixed_tokens / rate) / 60, (self.paper_s + self.tokens_per_paper / rate) / 60
+
+
+#: The full validation (``validation = full``: every default control, GEM and GEM-S): fitted (issue 33 §3,
+#: docs/results.md) to two default runs of 3 papers at the same code, stage by stage: the AMX Xeon at 1,572 bfloat16
+#: tokens/s (job 567 s, 91 s a paper) and an AVX2-only EPYC at 462 float32 tokens/s (job 1,236 s, 149 s a paper),
+#: less the local judge's exam tokens no longer read since its exam stops once it cannot pass (``1bd0f57``).
+FULL_COST = CostModel(fixed_s=11.0, fixed_tokens=165_000, paper_s=67.0, tokens_per_paper=45_000)
+#: The core set (``validation = core``, a CPU's default: GEM-S, the human baseline, the contestants and five core
+#: controls), with the local candidate decoded in batches and no reuse probe (issue 47): fitted to the default runs
+#: in docs/results.md#the-default-run-end-to-end.
+CORE_COST = CostModel(fixed_s=60.0, fixed_tokens=40_000, paper_s=8.0, tokens_per_paper=11_000)
+
+
+def cost_model(core: bool) -> CostModel:
+    """The cost model of the core set or of the full validation."""
+    return CORE_COST if core else FULL_COST
+
+
 #: The plan's range around that expectation: what one machine's repeated default runs spread over.
 EXPECTED_SPREAD = (0.8, 1.25)
 
 
-def expected_minutes(tokens_per_s: float, papers: int) -> tuple[float, float]:
+def expected_minutes(tokens_per_s: float, papers: int, core: bool = False) -> tuple[float, float]:
     """The main job's expected wall time (low, high) in minutes for ``papers`` papers on a machine whose evaluation
-    LM reads ``tokens_per_s`` tokens per second (its dtype probe)."""
-    fixed, per_paper = job_minutes(tokens_per_s)
+    LM reads ``tokens_per_s`` tokens per second (its dtype probe), with the core set or the full validation."""
+    fixed, per_paper = job_minutes(tokens_per_s, core)
     minutes = fixed + per_paper * papers
     return minutes * EXPECTED_SPREAD[0], minutes * EXPECTED_SPREAD[1]
 
 
-def job_minutes(tokens_per_s: float) -> tuple[float, float]:
+def job_minutes(tokens_per_s: float, core: bool = False) -> tuple[float, float]:
     """(minutes whatever the size, minutes per paper) of the default main job on a CPU whose evaluation LM reads
-    ``tokens_per_s`` tokens per second (:data:`JOB_FIXED_S` and the constants beside it)."""
-    rate = max(tokens_per_s, 1e-9)
-    return (JOB_FIXED_S + JOB_FIXED_TOKENS / rate) / 60, (JOB_PAPER_S + JOB_TOKENS_PER_PAPER / rate) / 60
+    ``tokens_per_s`` tokens per second (:class:`CostModel`)."""
+    return cost_model(core).minutes(tokens_per_s)
 
 
 def measured_throughput(settings: Settings, spec: str, *, calibrate: bool = False, install: bool = False,
@@ -134,7 +151,7 @@ def throughput_caveat(settings: Settings, spec: str) -> str:
         load = f"other processes took {others:.1f} of its {record.get('cores')} cores"
     else:
         load = f"load {max(loads):.1f} on {record.get('cores')} cores" if loads else "a busy machine"
-    return f", beside other work ({load}): measured again at the first start that finds the machine quiet"
+    return f", beside other work ({load}; measured again at the next quiet start)"
 
 
 def _probe_records(settings: Settings, spec: str) -> list[dict[str, Any]]:
@@ -164,9 +181,18 @@ def _probe_records(settings: Settings, spec: str) -> list[dict[str, Any]]:
     return sorted(found, key=lambda r: str(r.get("created_at", "")), reverse=True)
 
 
-def reuse_evidence(settings: Settings, spec: str) -> str | None:
-    """What the scoring path of a local-model estimator is on this machine and why, from its latest reuse probe
-    (for the plan line); None for an estimator that runs no model here or when nothing was probed yet."""
+def reuse_evidence(settings: Settings, spec: str, dtype: str | None = None) -> str | None:
+    """What the scoring path of a local-model estimator is on this machine and why (for the plan): decided by the
+    FLOP count for float32 on a CPU (no probe runs), else its latest reuse probe; None for an estimator that runs no
+    model here or when nothing was probed yet."""
+    if not _local_model(spec):
+        return None
+    if settings.hf_prefix_reuse in ("on", "off"):
+        return f"scoring path {'prefix reuse' if settings.hf_prefix_reuse == 'on' else 'plain forward'} (as set)"
+    from grebench.runtime import default_device
+
+    if dtype == "float32" and default_device(settings.hf_device) == "cpu":
+        return "prefix reuse by FLOP count"
     records = _probe_records(settings, spec)
     if not records:
         return None
@@ -178,6 +204,25 @@ def reuse_evidence(settings: Settings, spec: str) -> str | None:
     evidence = str(r.get("why", "")).split("; drift", 1)[0]
     return f"scoring path {path} ({r.get('basis', 'timings')}: {evidence}; probed {r.get('created_at', '?')}" \
            f"{where}{busy})"
+
+
+def dtype_basis(settings: Settings, spec: str) -> str:
+    """How the evaluation LM's dtype was chosen on this machine, in a few words (for the plan); '' when unknown."""
+    if not _local_model(spec):
+        return ""
+    if settings.hf_dtype not in ("", "auto"):
+        return "dtype as set"
+    from grebench.runtime import cached_choice
+
+    _kind, arg = Registry.split(spec)
+    try:
+        record = cached_choice(settings, arg) or {}
+    except ImportError:
+        return ""
+    if record.get("decided_by") == "cpu flags":
+        return "no bfloat16 instructions"
+    speedup = record.get("speedup")
+    return f"bfloat16 measured at {speedup:.2f}x float32" if isinstance(speedup, float) else ""
 
 
 def _local_model(estimator_spec: str) -> bool:
@@ -205,10 +250,10 @@ def uses_local_lm(settings: Settings, estimator_spec: str) -> bool:
 
 
 def papers_size(value: str | int | None, settings: Settings, estimator_spec: str,
-                calibrate: bool = False, progress: Progress | None = None) -> tuple[int | None, str]:
+                calibrate: bool = False, progress: Progress | None = None, core: bool = True) -> tuple[int | None, str]:
     """(sample size or None for every paper, why): ``auto`` is as many papers as fit :data:`AUTO_CPU_MINUTES` when
-    a local language model runs on a CPU (:func:`auto_cpu_size`; ``calibrate``: install it to measure), else every
-    paper."""
+    a local language model runs on a CPU (:func:`auto_cpu_size`; ``calibrate``: install it to measure; ``core``:
+    with the core set's costs, else the full validation's), else every paper."""
     if str(value if value is not None else "all").strip().lower() != "auto":
         return parse_papers(value), "as set"
     if not uses_local_lm(settings, estimator_spec):
@@ -219,11 +264,11 @@ def papers_size(value: str | int | None, settings: Settings, estimator_spec: str
         return None, "auto: a GPU, every paper"
     if not _local_model(estimator_spec):  # local candidates or judges beside a fast estimator: the fixed size
         return AUTO_CPU_PAPERS, f"auto: a local language model on a CPU, {AUTO_CPU_PAPERS} papers"
-    return auto_cpu_size(settings, estimator_spec, calibrate, progress)
+    return auto_cpu_size(settings, estimator_spec, calibrate, progress, core)
 
 
 def auto_cpu_size(settings: Settings, estimator_spec: str, calibrate: bool = False,
-                  progress: Progress | None = None) -> tuple[int, str]:
+                  progress: Progress | None = None, core: bool = True) -> tuple[int, str]:
     """(papers, why) for ``papers = auto`` with a local evaluation LM on a CPU: the most papers (at most
     :data:`AUTO_CPU_PAPERS`, at least :data:`AUTO_MIN_PAPERS`) whose default run takes about
     :data:`AUTO_CPU_MINUTES` here, from the evaluation LM's throughput measured on this machine before anything is
@@ -237,7 +282,7 @@ def auto_cpu_size(settings: Settings, estimator_spec: str, calibrate: bool = Fal
         return AUTO_MIN_PAPERS, (f"auto: a local language model on a CPU, {AUTO_MIN_PAPERS} papers (its throughput "
                                  "could not be measured here)")
     rate, dtype = measured
-    fixed, per_paper = job_minutes(rate)
+    fixed, per_paper = job_minutes(rate, core)
     size = max(AUTO_MIN_PAPERS, min(AUTO_CPU_PAPERS, int((AUTO_CPU_MINUTES - fixed) // per_paper)))
     minutes = fixed + per_paper * size
     basis = (f"{rate:.0f} tokens/s measured here in {dtype}: {fixed:.1f} minutes, then {per_paper:.1f} per paper")

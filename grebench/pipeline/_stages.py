@@ -57,8 +57,9 @@ class BenchStage(BaseStage):
             return {**generate_unreviewed(ctx.store, ctx.settings, ctx.run_id), "resealed": resealed}
         sample = ctx.resolved.sample
         summary = run_bench(ctx.store, ctx.settings, ctx.run_id, list(ctx.options.candidates) or None,
-                            progress=ctx.progress, paper_ids=sample.paper_ids)
+                            progress=ctx.progress, paper_ids=sample.paper_ids, controls=ctx.resolved.setup.controls)
         summary["sample"] = sample.description if sample.sampled else None
+        summary["validation"] = ctx.resolved.setup.validation
         return {**summary, "resealed": resealed, "complete": not summary["failed"]}
 
 
@@ -84,9 +85,12 @@ class ScoreStage(BaseStage):
         if run.setup.proxy and Registry.split(run.setup.proxy)[0] != Registry.split(run.estimator)[0]:
             # the fast proxy first (seconds), on the same pairs: the main estimator's scores are then the latest
             proxy_summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, metrics, run.setup.proxy,
-                                        run.preprocessor, progress=ctx.progress, paper_ids=papers)
+                                        run.preprocessor, progress=ctx.progress, paper_ids=papers,
+                                        controls=run.setup.controls,
+                                        label=f"score (fast proxy {Registry.split(run.setup.proxy)[0]})")
         summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, metrics, run.estimator, run.preprocessor,
-                              progress=ctx.progress, paper_ids=papers)
+                              progress=ctx.progress, paper_ids=papers, controls=run.setup.controls)
+        summary["validation"] = run.setup.validation
         summary["sample"] = run.sample.description if run.sample.sampled else None
         if not summary.get("nothing_to_score"):  # with nothing to score no estimator was made: no id to record
             proxy = None
@@ -167,7 +171,23 @@ class ValidateStage(BaseStage):
         store_report(ctx.store, ctx.run_id, est, prep, rows)
         proxy = ctx.resolved.proxy.estimator_id if ctx.resolved.proxy else None
         agreement = [a for m in metrics if (a := estimator_agreement(ctx.store, m, est, prep, proxy)) is not None]
-        return {"estimator": est, "preprocessor": prep, "metrics": metrics, "rows": rows, "agreement": agreement}
+        return {"estimator": est, "preprocessor": prep, "metrics": metrics, "rows": rows, "agreement": agreement,
+                **untested(rows, llm_controls=bool(ctx.settings.control_model))}
+
+
+def untested(rows: list[dict[str, Any]], llm_controls: bool = False) -> dict[str, Any]:
+    """What a validation report did not test: the default controls (those written by ``control_model`` only with
+    ``llm_controls``) and metrics without a row (a core run scores the core controls with GEM-S only), and whether
+    that makes it the core set or the full validation."""
+    from grebench.bench import core_controls, default_controls
+    from grebench.scoring import default_metrics
+
+    tested = {str(r["transformation"]).split(" (", 1)[0] for r in rows}
+    metrics = {r["metric"] for r in rows}
+    missing = [c for c in default_controls(llm=llm_controls) if c not in tested]
+    core = bool(rows) and tested <= set(core_controls()) and bool(missing)
+    return {"validation": "core" if core else "full" if not missing else "partial",
+            "controls_not_tested": missing, "metrics_not_tested": [m for m in default_metrics() if m not in metrics]}
 
 
 class PanelStage(BaseStage):

@@ -58,6 +58,7 @@ class BenchSummary(_Common, total=False):
     sample: str | None
     resealed: int
     complete: bool
+    validation: str                 # core | full: the control set the run wrote
 
 
 class ScoreSummary(_Common, total=False):
@@ -74,6 +75,7 @@ class ScoreSummary(_Common, total=False):
     nothing_to_score: bool
     sample: str | None
     proxy: dict[str, Any]
+    validation: str                 # core | full: the control set and metrics the run scored
 
 
 class BoardsSummary(_Common, total=False):
@@ -92,6 +94,9 @@ class ValidateSummary(_Common, total=False):
     rows: list[dict[str, Any]]
     agreement: list[dict[str, Any]]
     nothing_to_validate: str
+    validation: str                 # core | full | partial: what the report tested
+    controls_not_tested: list[str]
+    metrics_not_tested: list[str]
 
 
 class PanelSummary(_Common, total=False):

@@ -225,7 +225,24 @@ def sample_facts(board: Mapping[str, Any]) -> dict[str, Any]:
     else:
         text = f"{papers} papers"
     return {"papers": papers, "eligible": eligible, "sampled": sampled, "seed": seed if sampled else None,
-            "description": sample.get("description") if isinstance(sample, dict) else None, "text": text}
+            "description": sample.get("description") if isinstance(sample, dict) else None, "text": text,
+            "controls": control_set(board)}
+
+
+def control_set(board: Mapping[str, Any]) -> str:
+    """Which controls a board's rows include, in words: the core set a CPU's default run checks, or the full
+    validation (what ``validation`` the scores were made with, read from the rows themselves)."""
+    from grebench.bench import core_controls, kind_info
+    from grebench.store import REFERENCE
+
+    names = sorted({str(r["candidate"]) for r in board.get("rows") or ()
+                    if (r.get("role") or kind_info(r.get("kind")).role) == REFERENCE})
+    if not names:
+        return "no controls"
+    if set(names) <= set(core_controls()):
+        return (f"the core controls ({len(names)}: {', '.join(names)}); `grebench run --validation full` adds the "
+                "others and GEM")
+    return f"{len(names)} controls (the full validation)"
 
 
 def headline_key(board: Mapping[str, Any], is_proxy: Callable[[str], bool]) -> tuple[Any, ...]:

@@ -125,12 +125,15 @@ def _check_no_leak(data: dict[str, Any]) -> None:
 def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: Sequence[str] = (),
                 estimator_spec: str = "", preprocessor_spec: str = "",
                 progress: Progress | None = None, estimator: Estimator | None = None,
-                paper_ids: Collection[str] | None = None) -> dict[str, Any]:
+                paper_ids: Collection[str] | None = None, controls: Collection[str] | None = None,
+                label: str = "score") -> dict[str, Any]:
     """Score every stored generation against its references; returns the run summary.
 
     The specs are the ones in force (the pipeline fills in the settings' defaults, once: ``RunOptions``).
     ``estimator`` overrides ``estimator_spec`` (tests hand in a fake that speaks the same protocol); ``paper_ids``
-    limits the scoring to those papers (the main job's sample).
+    limits the scoring to those papers (the main job's sample); ``controls`` to those controls (the run's set: a
+    core run leaves controls an earlier full run wrote unscored), None: every stored one.  ``label`` names the
+    progress lines (the fast proxy's say so, so that its seconds are never read as the evaluation LM's).
     """
     metrics = list(dict.fromkeys(metrics or default_metrics()))
     unknown = [m for m in metrics if m not in METRICS]
@@ -150,7 +153,8 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
     splits, reviews, generations = data["splits"], data["reviews"], data["generations"]
     ref_texts = {rid: text for rid, (_, text) in reviews.items()}
     wanted = splits if paper_ids is None else set(paper_ids) & set(splits)
-    generations = [g for g in generations if g["paper_id"] in wanted]
+    generations = [g for g in generations if g["paper_id"] in wanted
+                   and (controls is None or g["candidate"] in controls or kind_info(g["kind"]).role != REFERENCE)]
     needs_lines = any(not metric(m).raw for m in metrics)
     preprocessor = resolve_preprocessor(preprocessor_spec, settings, store) if needs_lines else None
     # what each text becomes: judgment lines (or the raw text for a raw metric)
@@ -211,9 +215,9 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
                     if attribute and cand_text and (g["candidate"], pid, ref, g["generation_id"]) not in done:
                         to_attribute.append((est, prep_id, pair, lines[text_sha256(g["text"])].lines))
         results, calls, hits, batches = _evaluate(store, [(e, p.conditional) for e, _, p in pairs]
-                                                  + [(e, p.marginal) for e, _, p in pairs], display)
+                                                  + [(e, p.marginal) for e, _, p in pairs], display, label)
         _write_scores(store, pairs, results)
-        attribution = _attribute(store, to_attribute, display)
+        attribution = _attribute(store, to_attribute, display, label.replace("score", "attribute", 1))
         summary: dict[str, Any] = {
             "metrics": metrics,
             "estimator": estimator.id if estimator
@@ -247,7 +251,7 @@ def _is_proxy(est: Estimator) -> bool:
 
 
 def _attribute(store: Store, todo: list[tuple[Estimator, str, _Pair, tuple[str, ...]]],
-               progress: Progress) -> dict[str, Any]:
+               progress: Progress, label: str = "attribute") -> dict[str, Any]:
     """Leave-one-line-out contributions of the pairs in ``todo`` (through the cache, like every request); returns
     the requests it made, the cache hits, the estimator batches and the rows written."""
     if not todo:
@@ -255,7 +259,7 @@ def _attribute(store: Store, todo: list[tuple[Estimator, str, _Pair, tuple[str, 
     loo = [leave_one_out(p.conditional, cand_lines) for _, _, p, cand_lines in todo]
     requests = [(est, p.conditional) for est, _, p, _ in todo]
     requests += [(est, r) for (est, _, _, _), reqs in zip(todo, loo, strict=True) for r in reqs]
-    results, calls, hits, batches = _evaluate(store, requests, progress, label="attribute")
+    results, calls, hits, batches = _evaluate(store, requests, progress, label=label)
     rows = []
     for (est, prep_id, p, cand_lines), reqs in zip(todo, loo, strict=True):
         full = results[request_key(est.id, p.conditional)].logprob

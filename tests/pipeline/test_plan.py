@@ -79,8 +79,8 @@ def test_auto_sizes_the_sample_from_the_throughput_measured_here(monkeypatch: py
                         lambda _s, _spec, calibrate=False, **_k: (rate, "bfloat16") if calibrate else None)
     monkeypatch.setattr("grebench.runtime.default_device", lambda _device: "cpu")
     settings = load_settings(env=dict(FAST_ENV))
-    got, why = papers_size("auto", settings, "hf:smollm2-135m")
-    fixed, per_paper = job_minutes(rate)
+    got, why = papers_size("auto", settings, "hf:smollm2-135m")  # a CPU's default: the core set's costs
+    fixed, per_paper = job_minutes(rate, core=True)
     assert got == max(AUTO_MIN_PAPERS, min(AUTO_CPU_PAPERS, int((AUTO_CPU_MINUTES - fixed) // per_paper)))
     assert f"{rate:.0f} tokens/s measured here in bfloat16" in why, why
     minutes = float(why.split("about ")[1].split(" minutes")[0])
@@ -162,7 +162,16 @@ def test_the_plan_states_the_scoring_path_and_its_evidence(tmp_path: Path) -> No
     settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path), "GREBENCH_ESTIMATOR":
                                   "hf:smollm2-135m", "GREBENCH_MODELS_DIR": str(tmp_path / "m")})
     setup = resolve_setup(settings, RunOptions(papers="3"))
-    assert "probed on first use" in plan_text(settings, setup)
+    assert "not measured on this machine yet" in plan_text(settings, setup)
+    here = json.dumps(machine_key(), sort_keys=True)
+    probe = tmp_path / "m" / "smollm2-135m" / "dtype-probe.json"
+    probe.parent.mkdir(parents=True)
+    # float32 on a CPU without bfloat16 instructions: both choices are known in advance, and the plan says why
+    probe.write_text(json.dumps({here: {"dtype": "float32", "float32_tok_s": 460.0, "decided_by": "cpu flags"}}))
+    text = plan_text(settings, resolve_setup(settings, RunOptions(papers="3")))
+    assert "460 tokens/s here in float32 (no bfloat16 instructions; prefix reuse by FLOP count)" in text, text
+    # bfloat16 (measured): the reuse probe decides, and the plan gives its evidence
+    probe.write_text(json.dumps({here: {"dtype": "bfloat16", "bfloat16_tok_s": 1500.0, "speedup": 3.1}}))
     folder = tmp_path / "m" / ".reuse-probes"
     folder.mkdir(parents=True)
     key = {**machine_key(), "device": "cpu", "batch_tokens": 16384, "estimator": "hf:smollm2-135m@a672150f:dtype=x"}
@@ -170,9 +179,25 @@ def test_the_plan_states_the_scoring_path_and_its_evidence(tmp_path: Path) -> No
         "key": json.dumps(key), "reuse": True, "basis": "timings", "reuse_s": 2.0, "plain_s": 4.2, "requests": 12,
         "why": "reuse 2.10x plain (median of 5 interleaved rounds, 1.90-2.30); 5/5 rounds >= 1.1x; drift ...",
         "created_at": "2026-11-26T17:00:00+00:00", "load_before": 1.2, "cores": 2, "busy": False}))
-    text = plan_text(settings, setup)
+    text = plan_text(settings, resolve_setup(settings, RunOptions(papers="3")))
+    assert "bfloat16 measured at 3.10x float32" in text
     assert "scoring path prefix reuse (timings: reuse 2.10x plain (median of 5 interleaved rounds" in text
     assert "load 1.2 on 2 cores" in text and "drift" not in text
+
+
+def test_the_plan_is_a_few_short_lines(tmp_path: Path) -> None:
+    """Issue 47 §5: the first run's plan was one 900-character sentence."""
+    from grebench.cli._plan import plan_text
+    from grebench.pipeline import RunOptions, resolve_setup
+
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path)})
+    for options in (RunOptions(), RunOptions(papers="12", validation="core")):
+        lines = plan_text(settings, resolve_setup(settings, options)).splitlines()
+        assert 3 <= len(lines) <= 6 and all(len(line) <= 240 for line in lines), lines
+    core = plan_text(settings, resolve_setup(settings, RunOptions(papers="12", validation="core")))
+    assert "GEM-S with the human baseline, every contestant and the core controls (5 of 12" in core
+    assert "`--validation full` runs all 12 and GEM too" in core
+    assert "the full validation" in plan_text(settings, resolve_setup(settings, RunOptions(papers="all")))
 
 
 def test_the_plan_says_when_its_throughput_was_measured_beside_other_work(tmp_path: Path) -> None:
@@ -193,8 +218,8 @@ def test_the_plan_says_when_its_throughput_was_measured_beside_other_work(tmp_pa
     (folder / "dtype-probe.json").write_text(json.dumps({here: record}))
     setup = resolve_setup(settings, RunOptions(papers="3"))
     text = plan_text(settings, setup)
-    assert "1458 tokens/s measured on this machine in bfloat16, beside other work (load 2.9 on 2 cores)" in text
+    assert "1458 tokens/s here in bfloat16, beside other work (load 2.9 on 2 cores;" in text
     (folder / "dtype-probe.json").write_text(json.dumps({here: {**record, "others_cores": 1.04}}))
-    assert "beside other work (other processes took 1.0 of its 2 cores)" in plan_text(settings, setup)
+    assert "beside other work (other processes took 1.0 of its 2 cores;" in plan_text(settings, setup)
     (folder / "dtype-probe.json").write_text(json.dumps({here: {**record, "busy": False}}))
     assert "beside other work" not in plan_text(settings, setup)

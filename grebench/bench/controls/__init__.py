@@ -13,10 +13,13 @@ from grebench.bench.controls._base import (
     ControlInput,
     ControlSkip,
     Messages,
+    core_controls,
+    default_controls,
     register_control,
     register_llm_control,
 )
 from grebench.bench.controls._paper import derangement
 
 __all__ = ["CONTROLS", "EXPECTATIONS", "NOT_REWARDED", "PENALISED", "PENALISED_OR_NEUTRAL", "Control",
-           "ControlInput", "ControlSkip", "Messages", "derangement", "register_control", "register_llm_control"]
+           "ControlInput", "ControlSkip", "Messages", "core_controls",
+           "default_controls", "derangement", "register_control", "register_llm_control"]

@@ -86,6 +86,7 @@ class Control:
     exam_role: Literal["easy", "pertinence"] | None = None
     paper_d: float | None = None      # the GEM paper's Cohen's d for GEM-S with Llama-3.1-8B (methods.md §4)
     default: bool = True              # written by every bench run (else only when named)
+    core: bool = False                # in the core set a default CPU run checks (``validation = core``)
 
     @property
     def needs_llm(self) -> bool:
@@ -106,6 +107,18 @@ CONTROLS: Registry[Control] = Registry("control", builtins=("grebench.bench.cont
                                                             "grebench.bench.controls._padding"))
 
 
+def core_controls() -> list[str]:
+    """The core set (``validation = core``): the few controls a default run on a CPU checks, chosen for what each
+    tells a reader (docs/scoring.md#the-core-controls); every default control runs with ``validation = full``."""
+    return [e.name for e in CONTROLS if e.obj.core]
+
+
+def default_controls(llm: bool = True) -> list[str]:
+    """Every control a bench writes unless named (``validation = full``); ``llm`` False leaves out those written
+    by ``control_model`` (a bench without one skips them)."""
+    return [e.name for e in CONTROLS if e.obj.default and (llm or not e.obj.needs_llm)]
+
+
 def _check(kind: str, expected: str) -> None:
     if kind not in ("degradation", "manipulation"):
         raise ValueError(f"control kind must be degradation or manipulation, got {kind!r}")
@@ -116,13 +129,14 @@ def _check(kind: str, expected: str) -> None:
 def register_control(name: str, *, kind: Literal["degradation", "manipulation"], expected: str, description: str,
                      source: Literal["human", "other", "reference"] | None = None, version: str = "control-v1",
                      exam_role: Literal["easy", "pertinence"] | None = None, paper_d: float | None = None,
-                     default: bool = True) -> Callable[[Callable[[ControlInput], str]], Callable[[ControlInput], str]]:
+                     default: bool = True, core: bool = False
+                     ) -> Callable[[Callable[[ControlInput], str]], Callable[[ControlInput], str]]:
     """Decorator: register a control built without an LLM from its builder function."""
     _check(kind, expected)
 
     def decorate(build: Callable[[ControlInput], str]) -> Callable[[ControlInput], str]:
         CONTROLS.add(name, Control(name, kind, expected, description, source, build=build, version=version,
-                                   exam_role=exam_role, paper_d=paper_d, default=default),
+                                   exam_role=exam_role, paper_d=paper_d, default=default, core=core),
                      summary=description)
         return build
 

@@ -181,7 +181,7 @@ def invert_verdicts(text: str) -> str:
 
 
 # -- registrations ------------------------------------------------------------------------------------------------
-@register_control("keyword-stuffing", kind="manipulation", expected=NOT_REWARDED, source="human",
+@register_control("keyword-stuffing", kind="manipulation", expected=NOT_REWARDED, source="human", core=True,
                   version=GAMING_VERSION, exam_role="pertinence", description="The human candidate review plus a line "
                   "of 10-15 phrases cut from the paper's abstract (seeded choice, lead-in and separator).")
 def _keyword_stuffing(inp: ControlInput) -> str:

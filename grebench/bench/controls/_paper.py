@@ -78,19 +78,20 @@ def derangement(paper_ids: list[str], seed: int) -> dict[str, str]:
 
 # -- registrations -------------------------------------------------------------------------------------------------
 @register_control("sentence-deletion", kind="degradation", expected=PENALISED, source="human", paper_d=-0.409,
+                  core=True,
                   description="The human candidate review with every second sentence of each section removed.")
 def _sentence_deletion(inp: ControlInput) -> str:
     return sentence_deletion(inp.require_human())
 
 
-@register_control("elongation", kind="manipulation", expected=NOT_REWARDED, source="human", paper_d=-0.070,
+@register_control("elongation", kind="manipulation", expected=NOT_REWARDED, source="human", paper_d=-0.070, core=True,
                   version=GAMING_VERSION, description="The human candidate review with 3-6 varied content-free "
                   "sentences (seeded pools) inserted at random places in each section.")
 def _elongation(inp: ControlInput) -> str:
     return varied_elongation(inp.require_human(), inp.rng("elongation"))
 
 
-@register_control("abstract-restatement", kind="degradation", expected=PENALISED, exam_role="pertinence",
+@register_control("abstract-restatement", kind="degradation", expected=PENALISED, exam_role="pertinence", core=True,
                   description="A review that only restates the paper's abstract.")
 def _abstract_restatement(inp: ControlInput) -> str:
     if not (inp.paper.abstract or "").strip():
@@ -104,7 +105,7 @@ def _generic(inp: ControlInput) -> str:
     return GENERIC_REVIEW
 
 
-@register_control("other-paper", kind="degradation", expected=PENALISED, source="other", exam_role="easy",
+@register_control("other-paper", kind="degradation", expected=PENALISED, source="other", exam_role="easy", core=True,
                   description="The human candidate review of a different paper (seeded derangement).")
 def _other_paper(inp: ControlInput) -> str:
     if inp.other is None:
