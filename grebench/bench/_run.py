@@ -223,6 +223,94 @@ def _run_llm(store: Store, settings: Settings, run_id: str | None, cands: list[C
         LLMClient(settings, store).complete_many(requests, on_done=done)
 
 
+def _batched(cands: list[Candidate], settings: Settings) -> tuple[list[Candidate], list[Candidate]]:
+    """(local candidates written in this process in batches, candidates called through an endpoint): a ``local``
+    candidate decodes in batches across papers unless ``local_generation = server``."""
+    from grebench.bench._local import LOCAL_KIND
+
+    batch = [c for c in cands if c.kind == LOCAL_KIND and settings.local_generation == "batch"]
+    return batch, [c for c in cands if c not in batch]
+
+
+def _run_local_batches(store: Store, settings: Settings, run_id: str | None, cands: list[Candidate],
+                       splits: list[Split], papers: dict[str, Any], texts: dict[str, str], tally: _Tally,
+                       progress: Task) -> None:
+    """The reviews of ``kind = "local"`` candidates, decoded in this process in a deterministic batch plan across
+    papers (:class:`grebench.runtime.LocalGenerator`); each batch is written as soon as it is decoded."""
+    from grebench.models import ModelError
+    from grebench.runtime import LocalGenerator, resolve_local
+
+    for c in cands:
+        todo: dict[str, tuple[dict[str, Any], Any]] = {}
+        for _c, job, messages, old in _llm_jobs(store, settings, [c], splits, papers, texts):
+            job.pop("purpose")
+            if old is not None and old["status"] == "ok":
+                tally.cached += 1
+                progress.advance()
+            elif old is not None and old["attempts"] >= MAX_TRIES:
+                tally.gave_up += 1
+                progress.advance()
+            else:
+                job["tries"] = 0 if old is None else old["attempts"]
+                todo[job["paper_id"]] = (job, messages)
+        if not todo:
+            continue
+        try:
+            model = resolve_local(settings, c.model or "")
+        except ModelError as exc:
+            _fail_jobs(store, run_id, [j for j, _ in todo.values()], f"local model {c.model}: {exc}", tally, progress)
+            continue
+        with LocalGenerator(model.path, model.device, model.dtype, model.label) as gen:
+            prompts = {pid: gen.prompt_ids(messages) for pid, (_job, messages) in todo.items()}
+            plan = gen.plan(prompts, int(c.params["max_tokens"]), settings.local_batch_mib * 2 ** 20)
+            log.info("%s: %d reviews in %d batch(es) (plan %s)", c.name, len(todo), len(plan.batches), plan.id)
+
+            def write(batch: list[Any], candidate: Candidate = c,
+                      jobs: dict[str, tuple[dict[str, Any], Any]] = todo) -> None:
+                rows = []
+                for out in batch:
+                    job = jobs[out.key][0]
+                    flags = {**job["flags"], "producer": "local-batch", "generation": out.provenance,
+                             "output_truncated": out.finish == "length"}
+                    parsed = parse_review(out.text) if out.text else None
+                    if parsed is not None:
+                        flags.update(parse_method=parsed.method, missing_sections=parsed.missing)
+                    ok = bool(out.text)
+                    rows.append(make_row(
+                        **{**_row_args(job), "flags": flags}, status="ok" if ok else "failed",
+                        text=out.text if ok else None,
+                        sections=None if parsed is None else list(parsed.sections.items()),
+                        parse_ok=None if parsed is None else parsed.parse_ok,
+                        error=None if ok else "the model wrote nothing", attempts=job["tries"] + 1,
+                        generated_at=utcnow(), tokens_in=out.tokens_in, tokens_out=out.tokens_out, cost_usd=0.0,
+                        latency_s=round(out.seconds, 3)))
+                    tally.calls_made += 1
+                    tally.tokens_in += out.tokens_in
+                    tally.tokens_out += out.tokens_out
+                    if not ok:
+                        tally.failed += 1
+                        if run_id is not None:
+                            store.record_failure(run_id, "bench", f"{candidate.name}:{out.key}",
+                                                 "the model wrote nothing")
+                    progress.advance()
+                write_rows(store, rows)
+
+            gen.run(plan, prompts, write)
+
+
+def _fail_jobs(store: Store, run_id: str | None, jobs: list[dict[str, Any]], reason: str, tally: _Tally,
+               progress: Task) -> None:
+    """Record generations that could not be attempted (the model could not be loaded) as failed tries."""
+    rows = [make_row(**_row_args(job), status="failed", text=None, sections=None, parse_ok=None, error=reason,
+                     attempts=job["tries"] + 1, generated_at=utcnow()) for job in jobs]
+    write_rows(store, rows)
+    for job in jobs:
+        tally.failed += 1
+        progress.advance()
+        if run_id is not None:
+            store.record_failure(run_id, "bench", f"{job['candidate']}:{job['paper_id']}", reason)
+
+
 def _cache_scope(c: Candidate, settings: Settings) -> str | None:
     """Who may share the candidate's cached calls: a generation's ``generated_at`` is the time of a call made for
     that candidate, so a submitted model shares with nobody, and an operator candidate only with requests to the same
@@ -236,6 +324,25 @@ def _cache_scope(c: Candidate, settings: Settings) -> str | None:
     return credential_scope(settings.data_path, c.api_key_env)
 
 
+def _generate(store: Store, settings: Settings, run_id: str | None, llm: list[Candidate], splits: list[Split],
+              papers: dict[str, Any], texts: dict[str, str], tally: _Tally, display: Progress, label: str) -> None:
+    """The LLM candidates' missing reviews: local models in batches in this process, the others through their
+    endpoints; with nothing to make (a poll that brought nothing new, a day of a replay) no model is pulled,
+    loaded, locked or served, and the tallies count what is stored."""
+    if not llm:
+        return
+    if not _llm_todo(store, settings, llm, splits, papers, texts):
+        _tally_done(store, settings, llm, splits, papers, texts, tally)
+        return
+    batched, served = _batched(llm, settings)
+    with display.task(label, len(llm) * len(splits), "reviews") as task:
+        if batched:
+            _run_local_batches(store, settings, run_id, batched, splits, papers, texts, tally, task)
+        if served:
+            with candidate_endpoints(served, settings) as ready:
+                _run_llm(store, settings, run_id, ready, splits, papers, texts, tally, task)
+
+
 def _row_args(job: dict[str, Any]) -> dict[str, Any]:
     return {"candidate": job["candidate"], "paper_id": job["paper_id"], "prompt_version": job["prompt_version"],
             "params": job["params"], "source_review_id": job["source_review_id"], "flags": job["flags"],
@@ -243,14 +350,17 @@ def _row_args(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_bench(store: Store, settings: Settings, run_id: str | None, candidate_names: list[str] | None = None,
-              progress: Progress | None = None, paper_ids: Collection[str] | None = None) -> dict[str, Any]:
+              progress: Progress | None = None, paper_ids: Collection[str] | None = None,
+              controls: Collection[str] | None = None) -> dict[str, Any]:
     """Generate every missing review; return the summary (see ``grebench bench --json``).
 
-    ``paper_ids`` limits the run to those papers (the main job's sample); None: every eligible paper.
+    ``paper_ids`` limits the run to those papers (the main job's sample); None: every eligible paper.  ``controls``:
+    the controls to write (the run's set: the core set or every default control); None: every default control.
     """
     everyone = load_candidates(settings)
     sync_candidates(store, everyone)
-    chosen = [c for c in everyone if c.kind != CONTROL_KIND or CONTROLS.get(c.name).obj.default]
+    wanted_controls = set(controls) if controls is not None else {e.name for e in CONTROLS if e.obj.default}
+    chosen = [c for c in everyone if c.kind != CONTROL_KIND or c.name in wanted_controls]
     if candidate_names:
         known = {c.name: c for c in everyone}
         unknown = [n for n in candidate_names if n not in known]
@@ -270,12 +380,7 @@ def run_bench(store: Store, settings: Settings, run_id: str | None, candidate_na
     llm = [c for c in generated if c.needs_llm]
     with display.task("bench: human baseline and controls", len(deterministic) * len(splits), "reviews") as task:
         _run_deterministic(store, deterministic, splits, papers, texts, settings.seed, tally, task)
-    if llm and _llm_todo(store, settings, llm, splits, papers, texts):
-        with candidate_endpoints(llm, settings) as served, \
-                display.task("bench: LLM reviews", len(llm) * len(splits), "reviews") as task:
-            _run_llm(store, settings, run_id, served, splits, papers, texts, tally, task)
-    elif llm:  # every review made (or given up on): the same tallies, and no model pulled, locked or served
-        _tally_done(store, settings, llm, splits, papers, texts, tally)
+    _generate(store, settings, run_id, llm, splits, papers, texts, tally, display, "bench: LLM reviews")
     for skip in tally.skipped_generations:
         log.info("no %s generation for %s: %s", skip["candidate"], skip["paper_id"], skip["reason"])
     store.checkpoint()
@@ -326,12 +431,8 @@ def generate_for(store: Store, settings: Settings, run_id: str | None, candidate
         wanted = [p for p in paper_ids if p in papers and (not clean_only or is_clean(c.cutoff, papers[p][1]))]
         # a paper without a split only needs its id: LLM candidates read the paper, not a human review
         rows = [splits.get(p) or Split(p, "", ()) for p in wanted]
-        if rows and _llm_todo(store, settings, [c], rows, papers, texts):
-            with candidate_endpoints([c], settings) as served, \
-                    display.task(f"generate: {c.name}", len(rows), "reviews") as task:
-                _run_llm(store, settings, run_id, served, rows, papers, texts, tally, task)
-        elif rows:  # a poll that brought nothing new: no model pulled, locked or served (a day of a replay)
-            _tally_done(store, settings, [c], rows, papers, texts, tally)
+        if rows:
+            _generate(store, settings, run_id, [c], rows, papers, texts, tally, display, f"generate: {c.name}")
     store.checkpoint()
     return {"calls_made": tally.calls_made, "cached": tally.cached, "failed": tally.failed,
             "gave_up": tally.gave_up, "tokens_in": tally.tokens_in, "tokens_out": tally.tokens_out,

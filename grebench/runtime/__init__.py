@@ -10,6 +10,8 @@ layer above it, decides how they run here and runs them:
 - **servers** on 127.0.0.1 for as long as a ``with`` block runs: :class:`LocalServer` (``transformers serve``) and
   :class:`VLLMServer` (vLLM in its own environment, :func:`vllm_interpreter`), on a port from :func:`free_port`;
   :class:`LocalServerError` / :class:`PortInUse` say why one could not start;
+- **in-process generation**: :class:`LocalGenerator` decodes a local candidate's prompts together in a
+  deterministic :class:`BatchPlan` (:func:`plan_batches`) across papers, recorded with every generation;
 - **the pool** of a stage's servers: :func:`resolve_local` turns a model spec into a :class:`LocalModel`
   (checkpoint, device, dtype) and :class:`LocalServers` serves each one once, registered with the LLM client as
   grebench's own loopback endpoint, all stopped when the stage ends.  The bench's local candidates and the panel's
@@ -36,6 +38,7 @@ from grebench.runtime._concurrency import (
     usable_cores,
 )
 from grebench.runtime._dtype import DTYPE_CHOICES, cached_choice, choose_dtype, cpu_flags, machine_key
+from grebench.runtime._generate import BatchPlan, Generated, LocalGenerator, plan_batches
 from grebench.runtime._pool import LOCAL_CONTEXT_TOKENS, LocalModel, LocalServers, resolve_local
 from grebench.runtime._serve import (
     CacheRefused,
@@ -52,7 +55,10 @@ __all__ = [
     "DTYPE_CHOICES",
     "LOCAL_CONTEXT_TOKENS",
     "NEIGHBOUR_SHARE",
+    "BatchPlan",
     "CacheRefused",
+    "Generated",
+    "LocalGenerator",
     "LocalModel",
     "LocalServer",
     "LocalServerError",
@@ -68,6 +74,7 @@ __all__ = [
     "is_busy",
     "load_average",
     "machine_key",
+    "plan_batches",
     "probe_busy",
     "quieter_now",
     "resolve_local",

@@ -1,11 +1,14 @@
 """``hf_dtype = auto``: bfloat16 where it is fast and faithful, float32 where it is not — measured, then remembered.
 
 Whether bfloat16 pays on a CPU depends on the CPU (AVX-512-BF16, AMX), the torch build and the thread count: one
-EPYC with AVX-512-BF16 runs this estimator 1.76× faster in bfloat16, other CPUs run it slower than float32.  So on a
-CPU the choice is measured with the real model: forward passes of a fixed batch (4 × 256 token ids from a fixed
-seed; one warm-up, then the best of 2) in float32 and in bfloat16, and the mean per-token |Δ log p| between the two
-on a fixed real text (an ICLR 2020 review from the bundled sample, OpenReview note BJeu-JE2FB).  bfloat16 is chosen
-only if it is ≥ 1.3× faster and the mean |Δ| is below 0.05 nats; else float32.  On CUDA bfloat16 is used unmeasured.
+EPYC with AVX-512-BF16 runs this estimator 1.76× faster in bfloat16, other CPUs run it slower than float32.  Where the
+CPU has no bfloat16 instructions at all (no AVX-512-BF16, no AMX: an AVX2-only EPYC) the answer is known in advance:
+float32, and only its speed is measured (one warm-up and the best of 2 forwards: seconds), which sizes the default
+run's sample.  Elsewhere the choice is measured with the real model: forward passes of a fixed batch (4 × 256 token
+ids from a fixed seed; one warm-up, then the best of 2) in float32 and in bfloat16, and the mean per-token |Δ log p|
+between the two on a fixed real text (an ICLR 2020 review from the bundled sample, OpenReview note BJeu-JE2FB).
+bfloat16 is chosen only if it is ≥ 1.3× faster and the mean |Δ| is below 0.05 nats; else float32.  On CUDA
+bfloat16 is used unmeasured.
 
 The result is stored as JSON (``models_path/NAME/dtype-probe.json``; for a path spec under
 ``models_path/.dtype-probes/``) keyed by the machine (CPU model and relevant flags, torch version, thread count) and
@@ -74,7 +77,8 @@ def choose_dtype(settings: Settings, spec: str, device: str, requested: str,
     if isinstance(cached, dict) and cached.get("checkpoint") == identity and cached.get("dtype") in DTYPE_CHOICES \
             and not (retake_busy and quieter_now(cached, load_average)):
         return str(cached["dtype"]), {**cached, "source": "cache", "file": str(file)}
-    record = {**probe(path, progress), "machine": machine, "checkpoint": identity, "model": label,
+    record = {**probe(path, progress, bfloat16=bfloat16_possible(machine["flags"])),
+              "machine": machine, "checkpoint": identity, "model": label,
               "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
     records[key] = record
     _write(file, records)
@@ -153,13 +157,27 @@ def _cpu() -> tuple[str, list[str]]:
     return model or platform.processor() or platform.machine() or "unknown", sorted(flags)
 
 
-def probe(path: Path, progress: Progress | None = None) -> dict[str, Any]:
-    """Measure float32 against bfloat16 on a CPU with the checkpoint at ``path``; the record says which to use."""
+#: CPU flags of bfloat16 instructions (x86: AVX-512-BF16, AMX; Arm: BF16).  Without any, torch runs bfloat16 by
+#: converting to float32 and back, always slower than float32 (an AVX2-only EPYC: 0.2-0.5×), so nothing is timed.
+BF16_FLAGS = {"avx512_bf16", "amx_bf16", "bf16"}
+
+
+def bfloat16_possible(flags: list[str]) -> bool:
+    """Whether bfloat16 can be faster than float32 on a CPU with these flags (only then is it measured)."""
+    return bool(BF16_FLAGS & set(flags))
+
+
+def probe(path: Path, progress: Progress | None = None, bfloat16: bool = True) -> dict[str, Any]:
+    """Measure float32 (and, where the CPU has bfloat16 instructions, bfloat16) on a CPU with the checkpoint at
+    ``path``; the record says which to use and the float32 tokens/s that size the default run.  ``bfloat16``
+    False: the flags decide float32 and only its speed is measured (seconds, not minutes, on an AVX2 CPU)."""
     apply_offline_defaults()
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     started, load_before, neighbours = time.monotonic(), load_average(), Neighbours()
+    if not bfloat16:
+        return _float32_only(path, progress, started, load_before, neighbours)
     with (progress or NoProgress()).task("dtype probe", total=4, unit="steps") as task:
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True,
@@ -201,6 +219,31 @@ def probe(path: Path, progress: Progress | None = None) -> dict[str, Any]:
                   busy=probe_busy(others, load_before, cores))
     if failure is not None:
         record["bfloat16_error"] = failure
+    return record
+
+
+def _float32_only(path: Path, progress: Progress | None, started: float, load_before: float | None,
+                  neighbours: Neighbours) -> dict[str, Any]:
+    """The probe of a CPU without bfloat16 instructions: float32, decided by its flags; its speed measured once."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    with (progress or NoProgress()).task("throughput probe (float32)", total=1, unit="steps") as task:
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True,
+                                                     attn_implementation="sdpa").eval()
+        batch = torch.randint(0, model.config.vocab_size, BATCH, generator=torch.Generator().manual_seed(SEED))
+        with torch.inference_mode():
+            t32 = _best_seconds(model, batch)
+        task.advance()
+    record: dict[str, Any] = {
+        "dtype": "float32", "float32_tok_s": round(BATCH[0] * BATCH[1] / t32, 1), "bfloat16_tok_s": None,
+        "speedup": None, "mean_abs_delta_logp": None, "batch": list(BATCH),
+        "rule": "float32: the CPU has no bfloat16 instructions (AVX-512-BF16, AMX), so bfloat16 is not timed",
+        "decided_by": "cpu flags", "probe_s": round(time.monotonic() - started, 1)}
+    others, load_after, cores = neighbours.cores(), load_average(), usable_cores()
+    record.update(load_before=load_before, load_after=load_after, cores=cores,
+                  others_cores=None if others is None else round(others, 2),
+                  busy=probe_busy(others, load_before, cores))
     return record
 
 

@@ -83,6 +83,10 @@ class LocalServers:
                 concurrency, why = model.concurrency(self.settings)
             else:
                 why = ""
+            if cache_tokens is None and model.device == "cpu":
+                # left to itself transformers sizes the batching cache at 60 % of the free RAM (7.7 GB for a 135M
+                # judge on a 24 GiB machine): bound it by the same byte budget as a batch of local generation
+                cache_tokens, concurrency, why = self._bounded(model, concurrency, why)
             call_tokens = cache_tokens // max(concurrency, 1) if cache_tokens else None
             server = self._stack.enter_context(LocalServer(
                 model.path, self.settings, device=model.device, dtype=model.dtype, cache_tokens=cache_tokens,
@@ -97,6 +101,20 @@ class LocalServers:
             self._stack.enter_context(local_endpoints([server.api_base], concurrency=concurrency))
             self._servers[key] = server
         return self._servers[key]
+
+    def _bounded(self, model: LocalModel, concurrency: int, why: str) -> tuple[int, int, str]:
+        """(KV-cache tokens, calls at once, why) of a CPU server within ``local_batch_mib``: as many full-context
+        calls as the budget holds (at least one), the cache sized to them."""
+        from grebench.runtime._generate import checkpoint_kv_bytes_per_token
+
+        per_token = checkpoint_kv_bytes_per_token(model.path, model.dtype)
+        budget = self.settings.local_batch_mib * 2 ** 20
+        fits = max(1, budget // max(1, per_token * LOCAL_CONTEXT_TOKENS))
+        if fits < concurrency:
+            why = (f"{fits} call(s) of {LOCAL_CONTEXT_TOKENS} tokens fit local_batch_mib = "
+                   f"{self.settings.local_batch_mib} at {per_token} bytes a token")
+            concurrency = int(fits)
+        return concurrency * LOCAL_CONTEXT_TOKENS, concurrency, why
 
     def close(self) -> None:
         """Stop every server started here."""

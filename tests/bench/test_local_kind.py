@@ -83,7 +83,7 @@ def test_a_local_model_writes_reviews_through_the_bench_and_a_rerun_on_another_p
     first_port, second_port = _free_ports(2)
     papers = ["paper0", "paper1"]
     base = with_candidates(settings, entry, bench_concurrency=2, llm_max_retries=0, hf_dtype="float32",
-                           hf_device="cpu")
+                           hf_device="cpu", local_generation="server")
 
     first = run_bench(tiny_store, base.replace(local_server_port=first_port), None, ["tiny"], paper_ids=papers)
     assert first["calls_made"] == 2 and first["failed"] == 0

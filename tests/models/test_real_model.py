@@ -164,6 +164,7 @@ def test_choose_dtype_probes_once_per_machine_and_reuses_the_choice(
 
     monkeypatch.setattr(probe_module, "BATCH", (1, 32))  # what is measured is irrelevant here: keep it short
     monkeypatch.setattr(probe_module, "TEXT_TOKENS", 64)
+    monkeypatch.setattr(probe_module, "bfloat16_possible", lambda flags: True)  # both dtypes measured, any CPU
     settings = _copy(real_models_dir, tmp_path)
     dtype, first = choose_dtype(settings, REAL, "cpu", "auto")
     assert dtype in ("float32", "bfloat16") and first["source"] == "probe"

@@ -40,6 +40,28 @@ def test_a_local_candidate_defaults_to_the_runtime_s_context(settings: Settings)
     assert candidate.params["context_tokens"] == LOCAL_CONTEXT_TOKENS
 
 
+def test_a_cpu_server_s_kv_cache_is_bounded_by_bytes_not_left_to_free_ram(settings: Settings, tmp_path: Path) -> None:
+    """Issue 47 §4: left to itself transformers sized a local judge's batching cache at 60 % of the free RAM, and
+    the first run's peak RSS was that server's 7.7 GB.  A CPU server now holds as many full-context calls as
+    ``local_batch_mib`` fits, at least one."""
+    import json
+
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    # SmolLM2-135M's shape: 30 layers × 3 KV heads × 64 dims × keys and values × 4 bytes = 46,080 bytes a token
+    (ckpt / "config.json").write_text(json.dumps({"num_hidden_layers": 30, "num_attention_heads": 9,
+                                                  "num_key_value_heads": 3, "hidden_size": 576, "head_dim": 64}))
+    model = LocalModel("x", ckpt, "x", "cpu", "float32")
+    per_call = 46_080 * LOCAL_CONTEXT_TOKENS
+    with LocalServers(settings.replace(local_batch_mib=768)) as servers:
+        tokens, calls, why = servers._bounded(model, 16, "")
+    assert calls == 768 * 2 ** 20 // per_call == 2 and tokens == 2 * LOCAL_CONTEXT_TOKENS and "local_batch_mib" in why
+    with LocalServers(settings.replace(local_batch_mib=16)) as servers:
+        assert servers._bounded(model, 16, "")[1] == 1  # never none
+    with LocalServers(settings.replace(local_batch_mib=16_000)) as servers:
+        assert servers._bounded(model, 3, "as measured")[1:] == (3, "as measured")  # fewer than fit: unchanged
+
+
 def test_a_pool_that_started_nothing_closes_without_work(settings: Settings) -> None:
     with LocalServers(settings) as servers:
         assert servers.running == []
@@ -53,11 +75,41 @@ def test_the_dtype_probe_reads_its_text_from_the_runtime_and_is_reused(
     pytest.importorskip("torch")
     monkeypatch.setattr(_dtype, "BATCH", (1, 16))  # what is measured is irrelevant here: keep it short
     monkeypatch.setattr(_dtype, "TEXT_TOKENS", 32)
+    monkeypatch.setattr(_dtype, "bfloat16_possible", lambda flags: True)  # a CPU where only a measurement tells
     dtype, first = choose_dtype(settings, str(tiny_llama_dir), "cpu", "auto")
     assert dtype in ("float32", "bfloat16") and first["source"] == "probe" and first["text_tokens"] == 32
     assert "/.dtype-probes/" in first["file"] and first["float32_tok_s"] > 0
     again, second = choose_dtype(settings, str(tiny_llama_dir), "cpu", "auto")
     assert (again, second["source"], second["created_at"]) == (dtype, "cache", first["created_at"])
+
+
+@pytest.mark.parametrize("flags, measured", [(["avx2", "fma"], False), (["avx2", "avx512f"], False),
+                                             (["avx512f", "avx512_bf16"], True), (["amx_bf16", "amx_tile"], True)])
+def test_a_cpu_without_bfloat16_instructions_runs_float32_without_timing_bfloat16(
+        tiny_llama_dir: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch, flags: list[str],  # noqa: F811
+        measured: bool) -> None:
+    """Issue 47 §3: the dtype probe took 1.9 of a first run's 21 minutes on an AVX2-only EPYC, timing a bfloat16
+    that such a CPU can only emulate.  Where the flags say so, float32 is chosen unmeasured and only its speed (which
+    sizes the sample) is taken; where bfloat16 instructions exist, both are measured as before."""
+    pytest.importorskip("torch")
+    monkeypatch.setattr(_dtype, "BATCH", (1, 16))
+    monkeypatch.setattr(_dtype, "TEXT_TOKENS", 32)
+    monkeypatch.setattr(_dtype, "_cpu", lambda: ("a test CPU", sorted(flags)))
+    timed: list[str] = []
+    real = _dtype._best_seconds
+
+    def best(model: Any, batch: Any, repeats: int = 2) -> float:
+        timed.append(str(next(model.parameters()).dtype))
+        return real(model, batch, repeats)
+
+    monkeypatch.setattr(_dtype, "_best_seconds", best)
+    dtype, record = choose_dtype(settings, str(tiny_llama_dir), "cpu", "auto")
+    assert record["float32_tok_s"] > 0 and record["machine"]["flags"] == sorted(flags)
+    if measured:
+        assert timed == ["torch.float32", "torch.bfloat16"] and record["bfloat16_tok_s"] is not None
+    else:
+        assert dtype == "float32" and timed == ["torch.float32"] and record["decided_by"] == "cpu flags"
+        assert record["bfloat16_tok_s"] is None and "no bfloat16 instructions" in record["rule"]
 
 
 def test_a_dtype_probe_taken_on_a_busy_machine_is_taken_again_on_a_quiet_start(

@@ -61,6 +61,10 @@ HEAD_CHUNK = 2048
 #: 2.8 s of GPU work in 10.4 s of wall time, about 75 ms of Python, launches and syncs per forward, against ~35 µs
 #: per position.  A constant, not a timing, so that a run's batches — and its bfloat16 numbers — are reproducible.
 GPU_FORWARD_OVERHEAD = 2048
+#: What one forward may hold on a CPU beside the weights (``hf_batch_mib``): a token budget alone let a batch of short
+#: targets copy its context's KV cache once per row (160 rows of a 2,000-token context: 15 GB for a 135M model) and
+#: the first run's peak RSS reach 7.7 GB.  Batches are cut by :meth:`HFEstimator.row_bytes` as well as by tokens.
+DEFAULT_BATCH_BYTES = 512 * 2 ** 20
 _T = TypeVar("_T")
 log = logging.getLogger(__name__)
 
@@ -149,7 +153,7 @@ class HFEstimator:
     """Teacher-forced log-probs from a local transformers checkpoint, with two-level prefix KV reuse."""
 
     def __init__(self, path: str, dtype: str = "bfloat16", device: str = "auto", batch_tokens: int = 16_384,
-                 reuse_prefix: bool = True) -> None:
+                 reuse_prefix: bool = True, batch_bytes: int = DEFAULT_BATCH_BYTES) -> None:
         """``reuse_prefix``: run the two-level prefix cache (True) or plain forwards of whole prompts (False);
         :func:`make_hf` decides it per device with :func:`measure_reuse`."""
         apply_offline_defaults()
@@ -170,6 +174,7 @@ class HFEstimator:
         self.model.to(self.device).eval()  # type: ignore[arg-type]
         self.encode = RequestTokenizer(self.tokenizer)
         self.batch_tokens = batch_tokens
+        self.batch_bytes = batch_bytes
         self.reuse_prefix = reuse_prefix
         self.dtype = dtype
         self.reuse_record: dict[str, Any] | None = None
@@ -185,6 +190,7 @@ class HFEstimator:
         self.device = next(model.parameters()).device
         self.encode = RequestTokenizer(tokenizer)
         self.batch_tokens, self.reuse_prefix = batch_tokens, True
+        self.batch_bytes = DEFAULT_BATCH_BYTES
         self.dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
         self.reuse_record = None
         self.positions_fed = 0
@@ -204,6 +210,37 @@ class HFEstimator:
         """A forward's fixed cost in token positions, for :func:`_cut`: 0 on a CPU (batches cut by padding share, as
         they always were there), :data:`GPU_FORWARD_OVERHEAD` on a GPU."""
         return 0 if self.device.type == "cpu" else GPU_FORWARD_OVERHEAD
+
+    def row_bytes(self, width: int, context: int = 0) -> int:
+        """What one row of ``width`` input tokens after ``context`` cached tokens holds during a forward: its copy of
+        the context's KV cache and its own, the attention scores and weights of every head, and the widest
+        activations of a layer (the MLP's)."""
+        cfg = self.model.config
+        heads = int(cfg.num_attention_heads)
+        kv_heads = int(getattr(cfg, "num_key_value_heads", None) or heads)
+        head_dim = int(getattr(cfg, "head_dim", None) or cfg.hidden_size // heads)
+        width_bytes = 2 if self.dtype in ("bfloat16", "float16") else 4
+        kv = 2 * int(cfg.num_hidden_layers) * kv_heads * head_dim * width_bytes
+        mlp = (4 * int(cfg.hidden_size) + 3 * int(getattr(cfg, "intermediate_size", 4 * cfg.hidden_size))) * 4
+        return (context + width) * kv + 2 * heads * width * (context + width) * 4 + width * mlp
+
+    def _within_bytes(self, batch: list[_T], width: Callable[[_T], int], context: Callable[[_T], int]
+                      ) -> list[list[_T]]:
+        """``batch`` (sorted by width) cut in order into runs whose rows, each padded to the run's widest and
+        longest context, hold at most :attr:`batch_bytes` (:meth:`row_bytes`); a row over it alone runs alone."""
+        out: list[list[_T]] = []
+        cur: list[_T] = []
+        w = c = 0
+        for item in batch:
+            nw, nc = max(w, width(item)), max(c, context(item))
+            if cur and (len(cur) + 1) * self.row_bytes(nw, nc) > self.batch_bytes:
+                out.append(cur)
+                cur, nw, nc = [], width(item), context(item)
+            cur.append(item)
+            w, c = nw, nc
+        if cur:
+            out.append(cur)
+        return out
 
     def logprobs(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
         """Summed log-probs of each target (its tokens plus the end-of-turn suffix), in request order."""
@@ -234,8 +271,14 @@ class HFEstimator:
             stop.check()
             level1 = self._contexts(None, [(0, p) for p in prefixes])
             groups = [(k, shared) for k, p in enumerate(prefixes) for shared in by_prefix[p]]
-            for chunk in _cut(sorted(groups, key=lambda g: len(g[1])), lambda g: len(g[1]), self.batch_tokens,
-                              overhead=over):
+            ordered = sorted(groups, key=lambda g: len(g[1]))
+            lengths = [len(p) for p in prefixes]
+
+            def prefix_of(group: tuple[int, tuple[int, ...]], n: list[int] = lengths) -> int:
+                return n[group[0]]
+
+            for chunk in (part for cut in _cut(ordered, lambda g: len(g[1]), self.batch_tokens, overhead=over)
+                          for part in self._within_bytes(cut, lambda g: len(g[1]), prefix_of)):
                 stop.check()
                 # each group's context ends one token early: its last token is the first input of its targets
                 level2 = self._contexts(level1, [(k, shared[:-1]) for k, shared in chunk])
@@ -308,9 +351,11 @@ class HFEstimator:
 
         rows.sort(key=lambda r: (len(r.inputs), r.ctx))
         done: list[tuple[list[_Row], Any]] = []
-        for batch in _cut(rows, lambda r: len(r.inputs), self.batch_tokens, overhead=self.forward_overhead):
-            stop.check()  # a forward batch is the request boundary of a local model
-            done.append((batch, self._score_batch(batch, kv)))
+        context = (lambda r: kv.used[r.group]) if kv is not None else (lambda r: 0)
+        for cut in _cut(rows, lambda r: len(r.inputs), self.batch_tokens, overhead=self.forward_overhead):
+            for batch in self._within_bytes(cut, lambda r: len(r.inputs), context):
+                stop.check()  # a forward batch is the request boundary of a local model
+                done.append((batch, self._score_batch(batch, kv)))
         # read back once: a read per batch would make the host wait for the GPU before it queues the next batch
         values = torch.cat([out for _, out in done]).tolist() if done else []
         for row, val in zip([row for batch, _ in done for row in batch], values, strict=True):
@@ -572,6 +617,20 @@ def _device_key(est: HFEstimator) -> dict[str, Any]:
     return key
 
 
+#: Where the answer is known in advance no probe runs: in float32 on a CPU the reuse path computes about 40 % of a
+#: plain forward's positions (the FLOP count of :func:`probe_requests`: plain runs 2.51× the positions) and gives the
+#: same log-probs to 1e-5 nats, and every probe taken on a CPU chose it (an AMX Xeon in bfloat16 5 of 5, an AVX2-only
+#: EPYC in float32 5 of 5 beside other work and 2.15× quiet; docs/results.md); the probe cost 2.5-3.9 minutes of a
+#: first run there.  A low precision or a GPU, where padding drift and kernel launch costs decide, is still measured.
+def reuse_by_rule(est: HFEstimator) -> dict[str, Any] | None:
+    """The reuse record decided without timing (float32 on a CPU: reuse), or None where only a probe can tell."""
+    if est.device.type != "cpu" or est.dtype != "float32":
+        return None
+    return {"reuse": True, "source": "rule", "basis": "flops",
+            "why": "float32 on a CPU: reuse runs about 40 % of a plain forward's positions and equals it to 1e-5 "
+                   "nats, so no probe is needed"}
+
+
 def choose_reuse(est: HFEstimator, setting: str, cache_dir: Path | None) -> dict[str, Any]:
     """Apply ``hf_prefix_reuse`` to ``est``: ``on``/``off`` as given; ``auto`` from the cached record of this
     machine, device and estimator id, else measured now (:func:`measure_reuse`) and cached.  Returns the record;
@@ -583,6 +642,8 @@ def choose_reuse(est: HFEstimator, setting: str, cache_dir: Path | None) -> dict
     base_id = est.id
     if setting != "auto":
         record: dict[str, Any] = {"reuse": setting == "on", "source": "setting"}
+    elif known := reuse_by_rule(est):
+        record = known
     else:
         key = json.dumps({**_device_key(est), "estimator": base_id}, sort_keys=True)
         file = None if cache_dir is None else cache_dir / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
@@ -636,14 +697,18 @@ def make_hf(arg: str, context: EstimatorContext) -> HFEstimator:
     s = context.settings
     path, label = resolve_checkpoint(s, arg, context.progress)
     dtype, _why = choose_dtype(s, arg, s.hf_device, s.hf_dtype, context.progress)
-    estimator = HFEstimator(str(path), dtype=dtype, device=s.hf_device, batch_tokens=s.hf_batch_tokens)
+    estimator = HFEstimator(str(path), dtype=dtype, device=s.hf_device, batch_tokens=s.hf_batch_tokens,
+                            batch_bytes=s.hf_batch_mib * 2 ** 20)
     manifest = installed(s, label) if label in MODELS else None  # a path's label is absolute: never a name
     if manifest is not None:
         estimator.id = (f"hf:{label}@{manifest['checkpoint_sha256'][:8]}:dtype={dtype}"
                         f":chat={template_sha8(estimator.tokenizer)}:target={TARGET_RULE}")
-    with context.progress.task("reuse probe", total=1, unit="steps") as task:
+    if s.hf_prefix_reuse == "auto" and reuse_by_rule(estimator) is None:
+        with context.progress.task("reuse probe", total=1, unit="steps") as task:
+            record = choose_reuse(estimator, s.hf_prefix_reuse, s.reuse_probes_path)
+            task.advance()
+    else:  # decided without a measurement: nothing to show progress of
         record = choose_reuse(estimator, s.hf_prefix_reuse, s.reuse_probes_path)
-        task.advance()
     log.info("hf estimator on %s: %s (%s%s)", estimator.device,
              "prefix reuse" if estimator.reuse_prefix else "plain forward batched across papers", record["source"],
              ": " + record["why"] if "why" in record else "")

@@ -1,0 +1,97 @@
+"""``kind = "local"`` reviews decoded in this process in a deterministic batch plan across papers (issue 47 §2)."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grebench import stop
+from grebench.bench import run_bench
+from grebench.runtime import LocalGenerator, plan_batches
+from grebench.settings import Settings
+from grebench.store import Store
+from tests.bench.conftest import with_candidates
+from tests.scoring.tiny_llama import tiny_llama_dir  # noqa: F401
+
+
+def test_the_plan_sorts_by_length_and_cuts_by_bytes_and_rows() -> None:
+    lengths = {"c": 300, "a": 100, "b": 100, "d": 900, "e": 50}
+    plan = plan_batches(lengths, max_new_tokens=100, kv_bytes_per_token=1000, budget_bytes=2_000_000,
+                        dtype="float32", max_batch=16)
+    # sorted by length, then key; four rows padded to 300 + 100 tokens take 1.6 MB, and with the 900-token prompt
+    # five rows would take 5 MB: it decodes on its own
+    assert plan.batches == (("e", "a", "b", "c"), ("d",))
+    assert plan.where("c") == (0, 4) and plan.where("d") == (1, 1)
+    assert plan_batches(lengths, 100, 1000, 2_000_000, "float32", max_batch=2).batches == \
+        (("e", "a"), ("b", "c"), ("d",))
+    # the plan depends on its inputs only: the same inputs, the same id; another budget, another plan
+    again = plan_batches(dict(reversed(list(lengths.items()))), 100, 1000, 2_000_000, "float32", max_batch=16)
+    assert again == plan and again.id == plan.id
+    assert plan_batches(lengths, 100, 1000, 10_000_000, "float32").id != plan.id
+
+
+def _tiny(settings: Settings, tiny_llama_dir: Path, **extra: Any) -> Settings:  # noqa: F811
+    entry = {"name": "tiny", "kind": "local", "model": str(tiny_llama_dir), "cutoff": "2019-01-01",
+             "params": {"max_tokens": 24, "context_tokens": 4096}}
+    return with_candidates(settings, entry, hf_dtype="float32", hf_device="cpu", **extra)
+
+
+def _texts(store: Store) -> dict[str, str]:
+    return {r["paper_id"]: r["text"] for r in store.rows(
+        "SELECT paper_id, text FROM generations WHERE candidate = 'tiny' AND status = 'ok'")}
+
+
+def test_local_reviews_decode_in_one_recorded_plan_and_a_rerun_reproduces_them(
+        tiny_store: Store, settings: Settings, tiny_llama_dir: Path) -> None:  # noqa: F811
+    pytest.importorskip("torch")
+    s = _tiny(settings, tiny_llama_dir)
+    first = run_bench(tiny_store, s, None, ["tiny"])
+    assert first["calls_made"] == 4 and first["failed"] == 0
+    rows = tiny_store.rows("SELECT * FROM generations WHERE candidate = 'tiny' ORDER BY paper_id")
+    assert len(rows) == 4 and all(r["status"] == "ok" and r["text"] and r["tokens_out"] for r in rows)
+    made = [json.loads(r["flags_json"])["generation"] for r in rows]
+    assert {m["engine"] for m in made} == {"transformers-generate"} and {m["dtype"] for m in made} == {"float32"}
+    assert len({m["batch_plan"] for m in made}) == 1 and {m["batch_size"] for m in made} == {4}  # one batch
+    assert not tiny_store.rows("SELECT * FROM llm_calls")  # no server, no call through an endpoint
+
+    again = run_bench(tiny_store, s, None, ["tiny"])  # stored: nothing is loaded or decoded
+    assert again["calls_made"] == 0 and again["cached"] == 4
+    texts = _texts(tiny_store)
+    tiny_store.con.execute("DELETE FROM generations WHERE candidate = 'tiny'")
+    run_bench(tiny_store, s, None, ["tiny"])  # the same engine, dtype and plan: the same text
+    assert _texts(tiny_store) == texts
+
+
+def test_a_stop_between_batches_keeps_the_batches_done_and_a_rerun_decodes_only_the_rest(
+        tiny_store: Store, settings: Settings, tiny_llama_dir: Path,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("torch")
+    s = _tiny(settings, tiny_llama_dir)
+    monkeypatch.setattr(LocalGenerator, "plan", lambda self, prompts, new, budget: plan_batches(
+        {k: len(v) for k, v in prompts.items()}, new, self.kv_bytes_per_token, budget, self.dtype, max_batch=2))
+    batches: list[list[str]] = []
+    real_run = LocalGenerator.run
+
+    def run_then_stop(self: LocalGenerator, plan: Any, prompts: Any, on_batch: Any) -> None:
+        def each(batch: list[Any]) -> None:
+            on_batch(batch)
+            batches.append([g.key for g in batch])
+            if len(batches) == 1:
+                stop.request_stop(signal.SIGTERM)
+
+        real_run(self, plan, prompts, each)
+
+    monkeypatch.setattr(LocalGenerator, "run", run_then_stop)
+    try:
+        with pytest.raises(stop.Interrupted):
+            run_bench(tiny_store, s, None, ["tiny"])
+    finally:
+        stop.reset()
+    assert len(batches) == 1 and set(_texts(tiny_store)) == set(batches[0])  # the first batch was written
+    summary = run_bench(tiny_store, s, None, ["tiny"])
+    assert summary["cached"] == 2 and summary["calls_made"] == 2
+    assert len(batches) == 2 and not set(batches[1]) & set(batches[0]) and len(_texts(tiny_store)) == 4
