@@ -37,7 +37,7 @@ from grebench.panel._llm_judge import (
     parse_reply,
 )
 from grebench.panel._machine_metrics import measure
-from grebench.panel._run import build_judges, run_panel
+from grebench.panel._run import build_judges, check_judges, judge_names, run_panel
 
 __all__ = [
     "JUDGES",
@@ -63,8 +63,10 @@ __all__ = [
     "build_exam",
     "build_judges",
     "can_debate",
+    "check_judges",
     "examine",
     "grade",
+    "judge_names",
     "judge_score",
     "measure",
     "outcome",

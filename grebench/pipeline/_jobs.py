@@ -131,10 +131,12 @@ def run_job(settings: Settings, which: str | Job, options: RunOptions | None = N
     the store it holds).  The setup is resolved here, once (:func:`grebench.pipeline.resolve_setup`), and the run
     once, by the runner, before the first stage that reads it; ``observer`` hears of each step
     (:class:`JobObserver`: the CLI prints its plan lines and stage markers there, the scheduler marks its job
-    running).  A stage exception of a ``refusals`` type (bad input a command reports as a usage error) finishes the
+    running).  A stage exception of a ``refusals`` type (bad input found only while a stage works) finishes the
     run with that error and comes back as ``refused``.  :class:`~grebench.pipeline.SetupError` (a bad data
     directory or ``site_dir``, a fixed ``local_server_port`` another program holds, too) is raised before the store
-    is opened.  ``clock`` (default: the installed one, the wall clock unless a replay set its own) is the job's "now":
+    is opened, or, for what only the store can tell (an unknown ``--candidate`` or ``--judge``, a setup nothing was
+    scored with: :meth:`Stage.check`), once it is open but before the run is recorded or anything is written.
+    ``clock`` (default: the installed one, the wall clock unless a replay set its own) is the job's "now":
     installed while the job runs and carried by its :class:`StageContext`.
     """
     with use_clock(clock or installed_clock()) as now:
@@ -157,6 +159,8 @@ def _run_job(settings: Settings, which: str | Job, options: RunOptions | None, *
     setup = resolve_setup(settings, opts, progress)
     observer.checked(setup)
     with open_store() as store:
+        _refuse_early(StageContext(store, settings, "", opts, progress or NoProgress(), dict(services or {}), setup,
+                                   clock=clock), spec)
         run_id = store.start_run(command or spec.name, dict(args if args is not None else {"job": spec.name}))
         observer.started(store, run_id)
         try:
@@ -187,6 +191,14 @@ def _run_job(settings: Settings, which: str | Job, options: RunOptions | None, *
             summary.setdefault("resolved", out.run.as_json())
         out.status = store.finish_run(run_id, summary)
         return out
+
+
+def _refuse_early(ctx: StageContext, spec: Job) -> None:
+    """Every stage's own refusals (:meth:`Stage.check`), before the run is recorded and before any stage writes:
+    a refused job leaves the store as it found it (no run, no drawn sample, no cleared state)."""
+    names = list(spec.stages)
+    for i, stage in enumerate(_stages(spec)):
+        stage.check(ctx, names[:i])
 
 
 def _run(ctx: StageContext, spec: Job, observer: JobObserver) -> JobResult:

@@ -132,6 +132,14 @@ class Stage(Protocol):
         a job without one reads the sample its stored scores were made on."""
         ...
 
+    def check(self, ctx: StageContext, earlier: Sequence[str]) -> None:
+        """Raise :class:`grebench.pipeline.SetupError` when the stage would refuse what the job asks of it (an
+        unknown candidate or judge, a setup nothing was scored with, an output folder it cannot write).  Called
+        for every stage of a job before the run is recorded and before any stage writes (``ctx.run_id`` is empty;
+        ``earlier``: the stages before this one in the job, whose output this one may need), so a refusal changes
+        nothing in the store."""
+        ...
+
     def run(self, ctx: StageContext) -> dict[str, Any]:
         """Do the work; return the stage's summary (JSON-serialisable).  ``complete: false`` keeps the stage from
         being skipped next time (some items failed and must be tried again)."""
@@ -170,6 +178,9 @@ class BaseStage:
     def draws_sample(self, ctx: StageContext) -> bool:
         """The stage works on no sample."""
         return False
+
+    def check(self, ctx: StageContext, earlier: Sequence[str]) -> None:
+        """Nothing to refuse beyond the job's setup check."""
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
         """Subclasses do the work."""
