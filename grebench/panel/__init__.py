@@ -11,7 +11,7 @@ Public API (importing it never imports litellm):
 
 from grebench.panel._aggregate import bradley_terry, judge_score, outcome, rank_with_bootstrap, weighted_vote
 from grebench.panel._debate import DebateOutcome, run_debate
-from grebench.panel._exam import ExamSets, build_exam, examine, grade, self_preference
+from grebench.panel._exam import ExamSets, build_exam, examine, grade, is_unreachable, self_preference
 from grebench.panel._judges import (
     JUDGE_KINDS,
     JUDGES,
@@ -66,6 +66,7 @@ __all__ = [
     "check_judges",
     "examine",
     "grade",
+    "is_unreachable",
     "judge_names",
     "judge_score",
     "measure",

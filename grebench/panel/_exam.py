@@ -187,13 +187,22 @@ def ask(judge: Judge, items: Sequence[Item], guard: bool = True,
     return [(v if isinstance(v := next(it), Verdict) else None) if ok else None for ok in allowed]
 
 
+#: How a judge that could not be reached is "not examined" (its reason starts so).
+UNREACHABLE = "unreachable"
+
+
+def is_unreachable(why: str | None) -> bool:
+    """Whether a "not examined" reason is an unreachable judge's (:func:`unreachable`)."""
+    return bool(why) and str(why).startswith(f"{UNREACHABLE} (")
+
+
 def unreachable(errors: Sequence[BaseException], answered: bool) -> str | None:
     """Why a judge is not examined when it could not be reached: ``unreachable (the error)`` when it answered
     nothing and every failure was an endpoint that could not be reached (:class:`JudgeError` ``unreachable``);
     None otherwise (a judge that answered badly is examined, and may fail)."""
     if answered or not errors or not all(getattr(e, "unreachable", False) for e in errors):
         return None
-    return f"unreachable ({getattr(errors[0], 'cause', str(errors[0]))})"
+    return f"{UNREACHABLE} ({getattr(errors[0], 'cause', str(errors[0]))})"
 
 
 def _survived(a: Verdict | None, b: Verdict | None) -> float | None:

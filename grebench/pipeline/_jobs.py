@@ -20,7 +20,14 @@ from typing import Any
 from grebench import stop
 from grebench.pipeline._check import check_data_dir, check_local_port, check_setup, check_site_dir
 from grebench.pipeline._resolve import ResolvedRun, resolve_setup
-from grebench.pipeline._runner import JobObserver, PipelineResult, RunOptions, StageContext, run_stages
+from grebench.pipeline._runner import (
+    JobObserver,
+    PipelineResult,
+    RunOptions,
+    StageContext,
+    check_stages,
+    run_stages,
+)
 from grebench.progress import NoProgress, Progress
 from grebench.settings import Settings
 from grebench.store import SimulatedClock, Store, WallClock, use_clock
@@ -159,13 +166,17 @@ def _run_job(settings: Settings, which: str | Job, options: RunOptions | None, *
     setup = resolve_setup(settings, opts, progress)
     observer.checked(setup)
     with open_store() as store:
-        _refuse_early(StageContext(store, settings, "", opts, progress or NoProgress(), dict(services or {}), setup,
-                                   clock=clock), spec)
+        # every refusal before the run is recorded and before anything is written (a refusal changes nothing)
+        early = StageContext(store, settings, "", opts, progress or NoProgress(), dict(services or {}), setup,
+                             clock=clock)
+        check_stages(early, _stages(spec))
         run_id = store.start_run(command or spec.name, dict(args if args is not None else {"job": spec.name}))
         observer.started(store, run_id)
+        if early.run is not None:  # a reading job's run, resolved for its checks: the same one, heard of once
+            observer.resolved(early.run)
         try:
             out = _run(StageContext(store, settings, run_id, opts, progress or NoProgress(), dict(services or {}),
-                                    setup, clock=clock), spec, observer)
+                                    setup, run=early.run, clock=clock), spec, observer)
         except (stop.Interrupted, KeyboardInterrupt) as exc:  # a signal: what finished is stored; resumable
             partial = getattr(exc, "pipeline_result", None)
             reason = str(exc) if isinstance(exc, stop.Interrupted) else "stopped by KeyboardInterrupt"
@@ -191,14 +202,6 @@ def _run_job(settings: Settings, which: str | Job, options: RunOptions | None, *
             summary.setdefault("resolved", out.run.as_json())
         out.status = store.finish_run(run_id, summary)
         return out
-
-
-def _refuse_early(ctx: StageContext, spec: Job) -> None:
-    """Every stage's own refusals (:meth:`Stage.check`), before the run is recorded and before any stage writes:
-    a refused job leaves the store as it found it (no run, no drawn sample, no cleared state)."""
-    names = list(spec.stages)
-    for i, stage in enumerate(_stages(spec)):
-        stage.check(ctx, names[:i])
 
 
 def _run(ctx: StageContext, spec: Job, observer: JobObserver) -> JobResult:

@@ -244,6 +244,20 @@ def run_stages(ctx: StageContext, stages: Sequence[Stage], *, observer: JobObser
     return result
 
 
+def check_stages(ctx: StageContext, stages: Sequence[Stage]) -> None:
+    """Every stage's own refusals (:meth:`Stage.check`), before the job records its run or writes anything.
+
+    A job that only reads stored scores (``validate``, ``exam``, ``judge``: no stage draws the sample) resolves its
+    run here, once, and keeps it on ``ctx``: resolving it writes nothing, and its checks read it (is anything scored
+    with the setup it names?).  A job that draws its sample resolves later, as :func:`run_stages` says: drawing
+    records the sample, which a refused job must not do."""
+    if ctx.run is None and not any(s.draws_sample(ctx) for s in stages) and any(s.needs_run(ctx) for s in stages):
+        _resolve(ctx, False, JobObserver())
+    names = [s.name for s in stages]
+    for i, stage in enumerate(stages):
+        stage.check(ctx, names[:i])
+
+
 def _resolve(ctx: StageContext, draws: bool, observer: JobObserver) -> None:
     from grebench.pipeline._resolve import resolve_run, resolve_setup
 

@@ -164,14 +164,11 @@ class ValidateStage(BaseStage):
         """Alone (``grebench validate``), the stage needs stored scores of the setup it resolves to: a store with
         none, or a named setup nothing was scored with, is refused before the run is recorded.  After a score
         stage in the same job the scores are that stage's to make."""
-        from grebench.pipeline._resolve import resolve_run
-
         if "score" in earlier:
             return
         if not ctx.store.scalar("SELECT count(*) FROM scores"):
             raise SetupError("no scores in the store: run `grebench score` first")
-        assert ctx.setup is not None
-        run = resolve_run(ctx.store, ctx.settings, ctx.setup, draws=False)  # reads only: no sample is drawn
+        run = ctx.resolved  # a reading job's run is resolved before its checks (check_stages)
         if run.scored is None:
             scored = ", ".join(f"{r['estimator_id']} ({r['preprocessor_id']})" for r in ctx.store.rows(
                 "SELECT DISTINCT estimator_id, preprocessor_id FROM scored_setups ORDER BY ALL"))
@@ -224,7 +221,7 @@ class PanelStage(BaseStage):
             raise SetupError(f"--judge: {exc}" if ctx.options.judges else str(exc)) from None
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
-        from grebench.panel import run_panel
+        from grebench.panel import is_unreachable, run_panel
         from grebench.scoring import gem_judge_metric
 
         run = ctx.resolved
@@ -234,10 +231,15 @@ class PanelStage(BaseStage):
                             metric=gem_judge_metric(ctx.store, run.scored), paper_ids=run.paper_ids,
                             judge_names=list(run.setup.judges) or None, progress=ctx.progress,
                             exam_only=run.setup.exam_only)
+        # a judge that could not be examined (unreachable, or texts that could not be scored) is the job's failure:
+        # the run's status says what the command's exit status says.  Not when it is another failure's consequence
+        # (a score stage that failed leaves the gem judge nothing to read: said once), nor when nothing is scored
+        # yet (a first serve cycle before any review is public: the gem judge has nothing to be examined on)
+        said = bool(ctx.store.run_failures(ctx.run_id))
+        nothing_scored = not ctx.store.scalar("SELECT count(*) FROM scores")
         for row in summary.get("exam", []):
-            # a judge that could not be examined (unreachable, or texts that could not be scored) is the job's
-            # failure: the run's status says what the command's exit status says
-            if row.get("not_examined"):
+            why = row.get("not_examined")
+            if why and not said and (is_unreachable(why) or not nothing_scored):
                 ctx.store.record_failure(ctx.run_id, self.name, f"{row['venue_id']}: judge {row['judge']}",
                                          f"not examined: {row['not_examined']}")
         return summary
