@@ -91,7 +91,10 @@ class Day(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-def shown(when: datetime) -> str:
-    """A time as the CLI prints it: UTC to the second, ``2025-11-12 06:00:00 UTC`` (no microseconds)."""
+def shown(when: datetime | None) -> str:
+    """A time as the CLI prints it: UTC to the second, ``2025-11-12 06:00:00 UTC`` (no microseconds); a naive time
+    is UTC (the store's); no time is ``-``."""
+    if not isinstance(when, datetime):
+        return "-" if when is None else str(when)
     aware = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
     return f"{aware.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"

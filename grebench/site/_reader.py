@@ -277,8 +277,9 @@ class PublishedState:
 
     def describe(self) -> str:
         """``board version V published T (from DIR)``: what a reader says it shows."""
-        what = (f"board version {self.version_id} published {self.published_at} UTC" if self.version_id
-                else "the last export")
+        when = f"{self.published_at:%Y-%m-%d %H:%M:%S}" if hasattr(self.published_at, "strftime") \
+            else str(self.published_at)  # to the second, as the CLI prints every time
+        what = f"board version {self.version_id} published {when} UTC" if self.version_id else "the last export"
         return f"{what} (from {self.source})"
 
 

@@ -29,7 +29,7 @@ def test_every_form_is_an_aware_utc_instant(text: str, day_end: bool, expected: 
 @pytest.mark.parametrize("text", ["", "yesterday", "2025-13-01", "2025-11-12T24:00", "2025-11-12T06:00+25:00",
                                   "12/11/2025", "2025-11-12T06", "2025-11-12Zulu"])
 def test_anything_else_is_refused_with_the_accepted_forms(text: str) -> None:
-    with pytest.raises(ValueError, match="YYYY-MM-DD|valid date"):
+    with pytest.raises(ValueError, match=r"YYYY-MM-DD|valid date"):
         parse_when(text)
 
 

@@ -20,7 +20,6 @@ from tests.bench.conftest import TOPICS, tiny_papers
 from tests.conftest import FAST_ENV
 
 
-
 def _misleading(n: int) -> str:
     """A review of paper ``n`` whose judgment lines are about the other papers' subjects: it has lines, and they
     score below every reference-set review on this paper's references (many wrong lines, each against them)."""
