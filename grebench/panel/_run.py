@@ -21,7 +21,15 @@ from grebench.panel import _state
 from grebench.panel._aggregate import agreement, judge_score, outcome, rank_with_bootstrap, weighted_vote
 from grebench.panel._data import GemScores, VenueData, load_venue, sha, venues
 from grebench.panel._debate import Debater, run_debate
-from grebench.panel._exam import ask, build_exam, examine_panel, grade, not_examined, self_preference
+from grebench.panel._exam import (
+    ask,
+    build_exam,
+    examine_panel,
+    grade,
+    is_unreachable,
+    not_examined,
+    self_preference,
+)
 from grebench.panel._judges import (
     JUDGES,
     Judge,
@@ -394,8 +402,9 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
                      "self_preference": bias.get(r["judge"]), "not_examined": r.get("not_examined"),
                      "stopped": r.get("stopped")}
                     for r in graded]
-    # a judge not examined (unreachable, or the gem judge's texts unscored) is examined again next time
-    examined = gem.failure is None and not any(r.get("not_examined") for r in graded)
+    # a judge that could not be reached, or the gem judge whose texts the estimator failed on, is examined again
+    # next time (a gem judge with nothing scored to read stays so until the scores change the fingerprint)
+    examined = gem.failure is None and not any(is_unreachable(r.get("not_examined")) for r in graded)
     if exam_only:
         return judges, part, examined
     weights = {r["judge"]: r["weight"] for r in graded if r["passed"] and r["weight"] > 0}
