@@ -61,7 +61,7 @@ from grebench.bench._registry import (
     parse_candidate,
     sync_candidates,
 )
-from grebench.bench._run import generate_for, run_bench
+from grebench.bench._run import check_candidates, generate_for, run_bench
 from grebench.bench._sections import join_sections, split_sections, split_sentences
 from grebench.bench._unreviewed import generate_unreviewed, reseal, stored_candidate, unreviewed_paper_ids
 from grebench.bench.controls import CONTROLS, Control, ControlInput, ControlSkip, core_controls, default_controls
@@ -102,6 +102,7 @@ __all__ = [
     "Split",
     "candidate_endpoints",
     "check_candidate_name",
+    "check_candidates",
     "check_meta",
     "choose_split",
     "clean_pairs",

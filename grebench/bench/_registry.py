@@ -303,17 +303,22 @@ def load_candidates(settings: Settings) -> list[Candidate]:
     return out
 
 
+def check_names_free(store: Store, candidates: list[Candidate]) -> None:
+    """Raise :class:`CandidateError` when a configured candidate takes the name of imported reviews (reads only)."""
+    imported = {r["name"].lower() for r in store.rows("SELECT name FROM candidates WHERE kind = ?", [IMPORTED_KIND])}
+    for c in candidates:
+        if c.kind != IMPORTED_KIND and c.name.lower() in imported:
+            raise CandidateError(f"candidate {c.name!r}: name already used by imported reviews (grebench bench "
+                                 "import); choose another name")
+
+
 def sync_candidates(store: Store, candidates: list[Candidate]) -> None:
     """Write the registry into the ``candidates`` table (the key's variable name only, never a key).
 
     Imported candidates live only in the store (``grebench bench import``): a configured candidate may not take
     the name of one (its reviews would be mixed with the imported ones).
     """
-    imported = {r["name"].lower() for r in store.rows("SELECT name FROM candidates WHERE kind = ?", [IMPORTED_KIND])}
-    for c in candidates:
-        if c.kind != IMPORTED_KIND and c.name.lower() in imported:
-            raise CandidateError(f"candidate {c.name!r}: name already used by imported reviews (grebench bench "
-                                 "import); choose another name")
+    check_names_free(store, candidates)
     with store.transaction() as con:
         for c in candidates:
             con.execute("DELETE FROM candidates WHERE name = ?", [c.name])

@@ -32,6 +32,7 @@ from grebench.bench._registry import (
     IMPORTED_KIND,
     Candidate,
     candidate_endpoints,
+    check_names_free,
     kind_info,
     load_candidates,
     sync_candidates,
@@ -349,6 +350,19 @@ def _row_args(job: dict[str, Any]) -> dict[str, Any]:
             "reviews_public_at": job["public_at"]}
 
 
+def check_candidates(store: Store, settings: Settings, names: Collection[str] = ()) -> list[Candidate]:
+    """Every candidate the bench would write for, checked without writing anything: the configured ones parse
+    (:class:`CandidateError` otherwise), none takes the name of imported reviews, and each of ``names`` (the
+    ``--candidate`` choice) is one of them (``ValueError`` naming the known ones otherwise)."""
+    everyone = load_candidates(settings)
+    check_names_free(store, everyone)
+    known = [c.name for c in everyone]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown candidate(s): {', '.join(unknown)} (known: {', '.join(known)})")
+    return everyone
+
+
 def run_bench(store: Store, settings: Settings, run_id: str | None, candidate_names: list[str] | None = None,
               progress: Progress | None = None, paper_ids: Collection[str] | None = None,
               controls: Collection[str] | None = None) -> dict[str, Any]:
@@ -357,15 +371,12 @@ def run_bench(store: Store, settings: Settings, run_id: str | None, candidate_na
     ``paper_ids`` limits the run to those papers (the main job's sample); None: every eligible paper.  ``controls``:
     the controls to write (the run's set: the core set or every default control); None: every default control.
     """
-    everyone = load_candidates(settings)
+    everyone = check_candidates(store, settings, candidate_names or ())
     sync_candidates(store, everyone)
     wanted_controls = set(controls) if controls is not None else {e.name for e in CONTROLS if e.obj.default}
     chosen = [c for c in everyone if c.kind != CONTROL_KIND or c.name in wanted_controls]
     if candidate_names:
         known = {c.name: c for c in everyone}
-        unknown = [n for n in candidate_names if n not in known]
-        if unknown:
-            raise ValueError(f"unknown candidate(s): {', '.join(unknown)} (known: {', '.join(known)})")
         chosen = [known[n] for n in dict.fromkeys(candidate_names)]
     splits, skipped = make_splits(store, settings.seed)
     if paper_ids is not None:

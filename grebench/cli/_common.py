@@ -21,12 +21,11 @@ from grebench.settings import Settings
 from grebench.store import Store, StoreLocked, open_store
 
 
-@contextmanager
-def writer_store(settings: Settings, locked_ok: bool = False) -> Iterator[Store]:
-    """Open the writer's store, with a clear message when another writer holds it (``locked_ok``: raise
-    :class:`grebench.store.StoreLocked` instead, for a command that can then use what was published); a data
-    directory that cannot hold it (a file, read-only, cannot be created) is a usage error, said in one line before
-    anything is written."""
+def open_writer(settings: Settings, locked_ok: bool = False) -> Store:
+    """Open the writer's store, or end the command with one line: a data directory that cannot hold it (a file,
+    read-only, cannot be created) is a usage error (exit 2) said before anything is written; a store another
+    process holds names that process (```grebench serve` (PID 123)``), at once (``locked_ok``: raise
+    :class:`grebench.store.StoreLocked` instead, for a command that can then use what was published)."""
     from grebench.pipeline import SetupError, check_data_dir
 
     try:
@@ -34,18 +33,34 @@ def writer_store(settings: Settings, locked_ok: bool = False) -> Iterator[Store]
     except SetupError as exc:
         raise click.UsageError(str(exc)) from None
     try:
-        store = open_store(settings.db_path)
+        return open_store(settings.db_path)
     except StoreLocked as exc:
         if locked_ok:
             raise
-        raise click.ClickException(f"{exc} ({holder_name(exc.pid)} holds it)") from None
+        raise click.ClickException(locked_message(settings, exc)) from None
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from None
     except (duckdb.Error, OSError) as exc:
         raise click.ClickException(_store_failure(settings, exc)) from None
+
+
+def locked_message(settings: Settings, exc: StoreLocked) -> str:
+    """What a writer says when another process holds the store: who, and what to do (DuckDB's own text names the
+    interpreter, ``python3.11``, not the command)."""
+    return (f"the store {settings.db_path} is in use: {holder_name(exc.pid)} holds it, and only one grebench writer "
+            "may run on a data directory at a time. Wait for it to finish or stop it (SIGTERM), or use another "
+            "--data-dir; readers (`grebench stats`, `leaderboard`, `export`) work beside it.")
+
+
+@contextmanager
+def writer_store(settings: Settings, locked_ok: bool = False) -> Iterator[Store]:
+    """The writer's store for the block (:func:`open_writer`); a store that cannot be written during the block
+    (a full disk) ends the command with one line, no traceback."""
+    store = open_writer(settings, locked_ok)
     try:
         yield store
     except duckdb.Error as exc:  # e.g. disk full: the database is invalidated; say so plainly, no traceback
+        store.note_failure(_store_failure(settings, exc))  # the next writer records it as the run's failure
         _close_quietly(store)
         raise click.ClickException(_store_failure(settings, exc)) from None
     except BaseException:
@@ -55,6 +70,7 @@ def writer_store(settings: Settings, locked_ok: bool = False) -> Iterator[Store]
         try:
             store.close()
         except duckdb.Error as exc:
+            store.note_failure(_store_failure(settings, exc))
             _close_quietly(store)
             raise click.ClickException(_store_failure(settings, exc)) from None
 

@@ -147,3 +147,7 @@ def _configure_logging(settings: Settings, verbose: int) -> None:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
     # each OpenReview retry is logged by our retry policy, with its wait: urllib3's own line would say it twice
     logging.getLogger("urllib3.connectionpool").setLevel(max(logging.ERROR, logging.getLogger().level))
+    # what a schema migration did is for whoever asks (-v): it ran on store creation and on every busy-store read
+    # (the reader builds its in-memory store through the migrations), where it only said "nothing changed"
+    if verbose == 0:
+        logging.getLogger("grebench.store.migrations").setLevel(max(logging.WARNING, logging.getLogger().level))

@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 import click
 
 from grebench.cli._common import emit_json, run_stage, writer_store
+from grebench.cli._dates import Day
 from grebench.cli._options import setting_option, settings_options
 from grebench.pipeline import RunOptions, summary_of
 from grebench.settings import Settings
@@ -34,13 +35,10 @@ def command(ctx: click.Context, candidates: tuple[str, ...], papers: str | None,
     if ctx.invoked_subcommand is not None:
         return
     settings: Settings = ctx.obj
-    try:
-        stages, _run_id, status = run_stage(settings, "bench", ["bench"],
-                                            RunOptions(candidates=candidates, papers=papers,
-                                                       validation=validation), as_json,
-                                            {"candidates": list(candidates)})
-    except click.ClickException as exc:
-        raise click.UsageError(exc.message) from None
+    # an unknown --candidate is refused (exit 2) before the run is recorded or the sample drawn: Stage.check
+    stages, _run_id, status = run_stage(settings, "bench", ["bench"],
+                                        RunOptions(candidates=candidates, papers=papers, validation=validation),
+                                        as_json, {"candidates": list(candidates)})
     summary = summary_of(stages, "bench")
     if "error" in summary:
         raise click.ClickException(summary["error"])
@@ -66,12 +64,12 @@ def command(ctx: click.Context, candidates: tuple[str, ...], papers: str | None,
 @click.option("--candidate", "name", required=True, metavar="NAME",
               help="The candidate the reviews become (kind imported); importing again replaces its reviews.")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--cutoff", help="The model's training-data cutoff, YYYY-MM-DD (overrides the file's _meta line). "
-              "Informational unless --trust-cutoff: a declared date is no evidence.")
+@click.option("--cutoff", type=Day(), help="The model's training-data cutoff, YYYY-MM-DD (overrides the file's "
+              "_meta line). Informational unless --trust-cutoff: a declared date is no evidence.")
 @click.option("--trust-cutoff", is_flag=True, help="The operator vouches for the file's cutoff and generated_at "
               "dates: they decide which reviews count. Without it the reviews count only for papers whose reviews "
               "were not yet public when this import ran (the server's clock).")
-@click.option("--released", help="Release date of the model, YYYY-MM-DD.")
+@click.option("--released", type=Day(), help="Release date of the model, YYYY-MM-DD.")
 @click.option("--model", help="What wrote the reviews (model or system name).")
 @click.option("--family", help="Model family (the judges' self-preference guard).")
 @click.option("--description", help="One line about the candidate.")

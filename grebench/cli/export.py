@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from grebench.cli._common import emit_json, holder_name, writer_store
+from grebench.cli._dates import shown
 from grebench.cli._options import settings_options
 from grebench.settings import Settings
 from grebench.store import StoreLocked
@@ -40,7 +41,7 @@ def command(settings: Settings, out: Path | None, as_json: bool) -> None:
     elif "published" in result:
         click.echo(f"{result['published']['writer']} is writing the store: {len(result['tables'])} tables of the "
                    f"last published state (board version {result['published']['version']}, published "
-                   f"{result['published']['published_at']} UTC) are in {target}")
+                   f"{shown(result['published']['published_at'])}) are in {target}")
     else:
         click.echo(f"exported {len(result['tables'])} tables to {target}")
 

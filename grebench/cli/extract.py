@@ -33,5 +33,5 @@ def command(settings: Settings, pdf: Path, as_json: bool) -> None:
         for flag in result["flags"]:
             click.echo(f"flag: phrase aimed at an LLM reviewer on page {flag['page']}: {flag['phrase']!r}", err=True)
     if result.get("error") is not None:
-        click.echo(f"error: {pdf}: {result['error']}", err=True)
+        click.echo(f"Error: {pdf}: {result['error']}", err=True)  # every command's refusal style
         sys.exit(1)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time
-from typing import Any
+from datetime import datetime
+from typing import Any, NoReturn
 
 import click
 
 from grebench.cli._common import emit_json, headline_metric, metric_choice, reader_store
+from grebench.cli._dates import When
+from grebench.cli._dates import shown as when
 from grebench.cli._options import setting_option, settings_options
 from grebench.settings import Settings
 from grebench.store import Store
@@ -30,28 +32,9 @@ def _pick(boards: list[dict[str, Any]], key: str, wanted: str | None, what: str)
     return str(boards[0][key])
 
 
-#: The exported tables a board needs when the leaderboard is read from the last published state.
-BOARD_TABLES = ("boards", "board_rows", "papers", "labels")
-
-
-class AsOf(click.ParamType):
-    """A date (``2026-11-20``: the end of that day) or an ISO date-time (``2026-11-20T12:00``, UTC unless it says
-    otherwise), as a naive UTC datetime."""
-
-    name = "DATE"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> datetime:
-        if isinstance(value, datetime):
-            return value
-        text = str(value).strip()
-        try:
-            if len(text) == 10:
-                return datetime.combine(date.fromisoformat(text), time.max)
-            when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            self.fail(f"{value!r} is not a date (YYYY-MM-DD) or an ISO date-time (YYYY-MM-DDTHH:MM[:SS][Z])",
-                      param, ctx)
-        return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when
+#: The exported tables a board needs when the leaderboard is read from the last published state (the history follows
+#: a board across refits through ``scored_setups``).
+BOARD_TABLES = ("boards", "board_rows", "papers", "labels", "scored_setups")
 
 
 @click.command("leaderboard")
@@ -63,8 +46,12 @@ class AsOf(click.ParamType):
 @click.option("--venue", help="Venue id (default: every venue-year with scores).")
 @click.option("--sealed", is_flag=True, help="LLM candidates only on reviews written before the human reviews "
               "were public.")
-@click.option("--as-of", "as_of", type=AsOf(), help="The boards as published at DATE (YYYY-MM-DD: the end of that "
-              "day; or an ISO date-time, UTC): the last board version published at or before it.")
+@click.option("--as-of", "as_of", type=When(day_end=True), help="The boards as published at DATE (YYYY-MM-DD: the "
+              "end of that day; or an ISO date-time; UTC unless it says Z or an offset like +02:00): the last board "
+              "version published at or before it.")
+@click.option("--history", "show_history", is_flag=True, help="Print the board's history over the published board "
+              "versions (from serve, run, site build or a replay): each version's rank with its 95% rank interval "
+              "and score with its 95% CI, per candidate.")
 @click.option("--changes", is_flag=True, help="Print what changed in the latest board version (or --as-of's) since "
               "the version before it, and why: papers entered, new or edited reference reviews, new candidates, "
               "a changed setup, rows that moved.")
@@ -72,7 +59,7 @@ class AsOf(click.ParamType):
 @settings_options
 @click.pass_obj
 def command(settings: Settings, metric: str, estimator: str | None, preprocessor: str | None, venue: str | None,
-            sealed: bool, as_of: datetime | None, changes: bool, as_json: bool) -> None:
+            sealed: bool, as_of: datetime | None, show_history: bool, changes: bool, as_json: bool) -> None:
     """Print the stored leaderboards: mean score over papers, 95% bootstrap CI over papers, rank intervals.
 
     The human baseline and the controls are marked; LLM candidates count only on papers whose reviews were not
@@ -84,29 +71,34 @@ def command(settings: Settings, metric: str, estimator: str | None, preprocessor
     from grebench.scoring import RAW_PREPROCESSOR, headline_first, metric_preprocessor, sample_facts, stored_boards
     from grebench.site import Labels, board_text, version_boards
 
-    if sealed and as_of is not None:
+    if sealed and (as_of is not None or show_history):
         raise click.UsageError("--sealed boards are not kept in board versions (a version holds the published "
-                               "boards); drop --sealed or --as-of")
+                               f"boards); drop --sealed or {'--history' if show_history else '--as-of'}")
+    if show_history and (as_of is not None or changes):
+        raise click.UsageError("--history shows every version: drop --as-of and --changes")
     reader = reader_store(settings, "run `grebench run` first", tables=BOARD_TABLES)
     store = reader.store
     try:
         labels = Labels.load(store)
+        if show_history:
+            _print_history(store, labels, metric, venue, as_json)
+            return
         ver = None
         if as_of is not None or changes:
             ver = _version_or_fail(store, as_of)
             if changes:
                 _print_changes(ver, as_json)
                 return
-            boards = [b for b in version_boards(ver) if b["metric"] == metric and venue in (None, b["venue_id"])]
+            published = version_boards(ver)
+            boards = [b for b in published if b["metric"] == metric and venue in (None, b["venue_id"])]
         else:
-            boards = stored_boards(store, metric=metric, venue_id=venue, scope="sealed" if sealed else "all")
+            published = stored_boards(store, scope="sealed" if sealed else "all")
+            boards = [b for b in published if b["metric"] == metric and venue in (None, b["venue_id"])]
         boards = headline_first([labels.annotate(b) for b in boards], labels.is_proxy)
     finally:
         reader.close()
     if not boards:
-        where = f" in board version {ver['version_id']}" if ver is not None else " in the store"
-        raise click.ClickException(f"no {metric} board{where}: run `grebench score --metric {metric}` "
-                                   "(or `grebench run`)")
+        _refuse_no_board(metric, venue, ver, published)
     others = sorted({(b["estimator"], labels.estimator(b["estimator"])) for b in boards})
     est = _pick(boards, "estimator", estimator, "estimator")
     others = [o for o in others if o[0] != est]
@@ -126,26 +118,79 @@ def command(settings: Settings, metric: str, estimator: str | None, preprocessor
                    **({"published": reader.published} if reader.published else {})})
         return
     if shown is not None:
-        click.echo(f"board version {shown['version']}, published {shown['published_at']} UTC\n")
+        click.echo(f"board version {shown['version']}, published {when(shown['published_at'])}\n")
     click.echo("\n\n".join(board_text(b, title=_title(b)) for b in boards))
     for other, label in others:
         click.echo(f"\nalso scored by {label}: `grebench leaderboard --estimator {other.split('@')[0]}`")
 
 
+def _refuse_no_board(metric: str, venue: str | None, ver: dict[str, Any] | None,
+                     published: list[dict[str, Any]]) -> NoReturn:
+    """End the command saying why no board is shown and naming what exists: an unknown ``--venue`` is a usage
+    error listing the venues with boards (exit 2); otherwise the metrics there, or that nothing was scored yet."""
+    where = f"in board version {ver['version_id']} (published {when(ver['published_at'])})" if ver is not None \
+        else "in the store"
+    venues = sorted({(b["venue_id"], b.get("venue") or b["venue_id"]) for b in published})
+    if venue is not None and venues and venue not in {v for v, _ in venues}:
+        known = ", ".join(f"{v} ({name})" for v, name in venues)
+        raise click.UsageError(f"--venue {venue}: no such venue {where}; venues with boards: {known}")
+    metrics = sorted({b["metric"] for b in published if venue in (None, b["venue_id"])})
+    if metrics:
+        raise click.ClickException(f"no {metric} board {where}{'' if venue is None else ' for ' + venue}; boards "
+                                   f"there rank by: {', '.join(metrics)} (--metric), or run "
+                                   f"`grebench score --metric {metric}`")
+    raise click.ClickException(f"no board {where}: run `grebench score --metric {metric}` (or `grebench run`)")
+
+
 def _version_or_fail(store: Store, as_of: datetime | None) -> dict[str, Any]:
-    """The version published at ``as_of`` (the latest without it), or one clear error."""
-    from grebench.site import version
+    """The version published at ``as_of`` (the latest without it), or one clear error naming what exists."""
+    from grebench.site import version, versions
 
     found = version(store, as_of=as_of)
     if found is not None:
         return dict(found)
-    first = version(store, as_of=None)
-    if first is None:
-        raise click.ClickException("no board version was published yet: the site stage publishes one "
-                                   "(`grebench run`, `grebench site build`, or `serve`'s site job)")
-    earliest = store.rows("SELECT version_id, published_at FROM board_versions ORDER BY published_at LIMIT 1")[0]
-    raise click.ClickException(f"no board version was published at or before {as_of} UTC; the first is "
-                               f"{earliest['version_id']}, published {earliest['published_at']} UTC")
+    listed = versions(store)
+    if not listed:
+        raise click.ClickException("no board version was published yet: the site stage publishes one once boards "
+                                   "exist (`grebench run`, `grebench site build`, or `serve`'s site job)")
+    first, last = listed[-1], listed[0]
+    assert as_of is not None
+    raise click.ClickException(f"no board version was published at or before {when(as_of)}; {len(listed)} "
+                               f"version(s) exist, the first {first['version_id']} published "
+                               f"{when(first['published_at'])}, the latest {last['version_id']} published "
+                               f"{when(last['published_at'])} (`grebench leaderboard --history` lists them)")
+
+
+def _print_history(store: Store, labels: Any, metric: str, venue: str | None, as_json: bool) -> None:
+    """Every board of ``metric`` (and ``venue``) followed across the published board versions."""
+    from grebench.scoring import rank_range
+    from grebench.site import version_history
+
+    lines = version_history(store, venue_id=venue, metric=metric)
+    if as_json:
+        emit_json({"metric": metric, "venue": venue, "boards": lines})
+        return
+    if not lines:
+        everything = version_history(store)
+        if not everything:
+            raise click.ClickException("no board version was published yet: the site stage publishes one once "
+                                       "boards exist (`grebench run`, `grebench site build`, or `serve`'s site job)")
+        _refuse_no_board(metric, venue, None, [{"venue_id": s["venue_id"], "venue": s["venue"],
+                                                "metric": s["metric"]} for s in everything])
+    for i, line in enumerate(lines):
+        title = (f"{line['venue'] or line['venue_id']} — {labels.metric(line['metric'])} · "
+                 f"{labels.estimator(line['estimator'])} · {line['preprocessor']} [{line['scope']} boards]")
+        click.echo(("\n" if i else "") + f"{title}: {len(line['points'])} version(s)")
+        for point in line["points"]:
+            origin = "" if point["origin"] == "site" else f", from a {point['origin']}"
+            click.echo(f"  {when(point['published_at'])} (version {point['version_id']}{origin})")
+            for r in point["rows"]:
+                span = rank_range(r)
+                rank = ("ref" if r.get("status") == "reference" else "-") if r["rank"] is None else \
+                    f"#{r['rank']}" + (f" ({span})" if span else "")
+                ci = "" if r.get("ci95_low") is None else f" [{r['ci95_low']:.3f}, {r['ci95_high']:.3f}]"
+                score = "-" if r.get("score") is None else f"{r['score']:.3f}"
+                click.echo(f"    {rank:<12} {r['candidate']:<28} {score}{ci} on {r.get('papers')}")
 
 
 def _print_changes(ver: dict[str, Any], as_json: bool) -> None:
@@ -155,7 +200,7 @@ def _print_changes(ver: dict[str, Any], as_json: bool) -> None:
         emit_json({"version": ver["version_id"], "published_at": ver["published_at"],
                    "previous": ver["previous_id"], "changes": ver["changes"]})
     else:
-        click.echo(f"board version {ver['version_id']}, published {ver['published_at']} UTC")
+        click.echo(f"board version {ver['version_id']}, published {when(ver['published_at'])}")
         click.echo(changes_text(ver["changes"]))
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from grebench.cli._common import emit_json, reader_store, stoppable, writer_store
+from grebench.cli._dates import When, shown
 from grebench.cli._options import settings_options
 from grebench.settings import Settings
 
@@ -22,15 +23,6 @@ def _step(text: str) -> timedelta:
     if not match or int(match.group(1)) <= 0:
         raise click.BadParameter(f"{text!r}: a positive step like 1d, 12h or 30m", param_hint="--step")
     return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
-
-
-def _day(text: str | None, hint: str) -> datetime | None:
-    if text is None:
-        return None
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        raise click.BadParameter(f"{text!r}: a date like 2025-11-12 (or 2025-11-12T06:00)", param_hint=hint) from None
 
 
 def _season_spec(season: str) -> str:
@@ -48,8 +40,10 @@ def _show_day(row: dict[str, Any]) -> None:
 @click.option("--season", metavar="PATH|bundled",
               help="A season file (docs/replay.md: the archive format plus dates) or `bundled` (the default: 30 ICLR "
                    "2026 papers, scripts/make_replay_season.py).  With --history: that season only.")
-@click.option("--from", "start", metavar="DATE", help="First simulated day (default: the first paper's posting day).")
-@click.option("--to", "end", metavar="DATE", help="Last simulated day (default: the season's last change).")
+@click.option("--from", "start", type=When(), help="First simulated day (default: the first paper's posting day): "
+              "a date (its midnight) or a date-time, UTC unless it says Z or an offset.")
+@click.option("--to", "end", type=When(), help="Last simulated day (default: the season's last change); not before "
+              "--from.")
 @click.option("--step", default="1d", show_default=True,
               help="Simulated time between two runs of the jobs: Nd, Nh, Nm.")
 @click.option("--history", "show_history", is_flag=True, help="Show the stored board history (each day's rank with its "
@@ -57,8 +51,8 @@ def _show_day(row: dict[str, Any]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @settings_options
 @click.pass_obj
-def command(settings: Settings, season: str | None, start: str | None, end: str | None, step: str, show_history: bool,
-            as_json: bool) -> None:
+def command(settings: Settings, season: str | None, start: datetime | None, end: datetime | None, step: str,
+            show_history: bool, as_json: bool) -> None:
     """Replay a season day by day on a simulated clock through the same jobs `grebench serve` runs.
 
     Each simulated day: poll (papers posted by then, reviews public by then, as edited by then), generate (sealed
@@ -85,7 +79,12 @@ def command(settings: Settings, season: str | None, start: str | None, end: str 
         first, last = season_span(source)  # type: ignore[arg-type]
     except (SourceError, OSError, ValueError) as exc:
         raise click.UsageError(f"--season {season}: {exc}") from None
-    days = replay_days(_day(start, "--from") or first, _day(end, "--to") or last, step_delta)
+    try:  # every day checked before the store is opened: a reversed range is a usage error, not a traceback
+        days = replay_days(start or first, end or last, step_delta)
+    except ValueError as exc:
+        given = " and ".join(f"{flag} {shown(when)}" for flag, when in (("--from", start), ("--to", end)) if when)
+        raise click.UsageError(f"{exc}: nothing to replay ({given or 'the season'}; the season runs from "
+                               f"{shown(first)} to {shown(last)})") from None
     with stoppable(settings), writer_store(settings) as store:
         done = replay(settings, store, spec, days, on_day=None if as_json else _show_day)
         if as_json:
@@ -120,5 +119,5 @@ def _print_history(out: dict[str, Any], as_json: bool) -> None:
             ci = "" if r["ci95_low"] is None else f" [{r['ci95_low']:.3f}, {r['ci95_high']:.3f}]"
             span = rank_range(r)
             rank = "-" if r["rank"] is None else str(r["rank"]) + (f" ({span})" if span else "")
-            board = r["metric"] + (" sealed" if r.get("scope") == "sealed" else "")
-            click.echo(f"  {board:<12} #{rank:<9} {r['candidate']:<28} {r['score']:.3f}{ci} on {r['papers']}")
+            board = f"{r['metric']} [{r.get('scope') or 'board gone'}]"  # all and sealed boards are told apart
+            click.echo(f"  {board:<18} #{rank:<9} {r['candidate']:<28} {r['score']:.3f}{ci} on {r['papers']}")

@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from grebench.cli._common import emit_json
+from grebench.cli._common import emit_json, open_writer
 from grebench.cli._options import settings_options
 from grebench.pipeline import SCHEDULED
 from grebench.settings import Settings
@@ -81,9 +81,12 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
             check_app_port(settings, "the setting app_port (GREBENCH_APP_PORT), or run `grebench serve --no-app`")
     except SetupError as exc:
         raise click.UsageError(str(exc)) from None
+    # the writer lock first, before anything slow: a second serve on this data dir names the holder at once
+    store = open_writer(settings)
     try:
-        service = SchedulerService(settings, kinds=list(jobs) or JOB_KINDS)
+        service = SchedulerService(settings, store, kinds=list(jobs) or JOB_KINDS, close_store=True)
     except (RuntimeError, ValueError) as exc:
+        store.close()
         raise click.ClickException(str(exc)) from None
     failed = False
     with stop.handling_signals(settings.stop_grace_s):

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import click
 
-from grebench.cli._common import emit_json, writer_store
+from grebench.cli._common import emit_json, holder_name, writer_store
 from grebench.cli._options import settings_options
 from grebench.settings import Settings
+from grebench.store import Store
 
 
 @click.group("snapshot")
@@ -30,53 +31,80 @@ def command() -> None:
 @settings_options
 @click.pass_obj
 def export(settings: Settings, venues: tuple[str, ...], out: str | None, replace: bool, as_json: bool) -> None:
-    """Write snapshots; while `grebench serve` holds the store, queue the request for its snapshot job."""
+    """Write snapshots; while `grebench serve` holds the store, queue the request for its snapshot job.
+
+    Every venue-year named is checked before anything is written: an unknown one is refused (exit 2) naming the
+    known ones, and a queued request is checked against the last published state of the store."""
     from grebench.scoring import provenance
-    from grebench.store import SnapshotError, export_snapshot, open_store, record_snapshot, venue_years
+    from grebench.store import SnapshotError, StoreLocked, export_snapshot, record_snapshot
 
     try:
-        store = open_store(settings.db_path)
-    except RuntimeError:
-        if not venues:
-            raise click.ClickException("the store is in use (grebench serve?): name --venue-year to queue a "
-                                       "snapshot request for the running service") from None
-        path = settings.snapshot_requests_path
-        try:
-            queued = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
-        except (OSError, ValueError):
-            queued = []  # an unreadable file is the service's to report (it records it as a failure)
-        queued = [str(q) for q in queued] if isinstance(queued, list) else []
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(sorted(set(queued) | set(venues))), encoding="utf-8")
-        os.replace(tmp, path)  # whole or not at all: the service never reads a half-written request
-        click.echo(f"the store is in use: requested {', '.join(venues)} from the running service "
-                   f"(its snapshot job cuts it within snapshot_check_min)", err=True)
-        return
-    manifests = []
-    try:
-        chosen = list(venues) or [v["venue_id"] for v in venue_years(store)]
-        for venue in chosen:
+        with writer_store(settings, locked_ok=True) as store:
             try:
-                slug = next(v["slug"] for v in venue_years(store) if venue.lower() in
-                            {v["venue_id"].lower(), str(v["venue"]).lower(), v["slug"].lower()})
-            except StopIteration:
-                slug = venue
-            root = Path(out) if out else settings.snapshots_path
-            target = root if out and len(chosen) == 1 else root / slug
-            try:
-                manifest = export_snapshot(store, venue, target, replace=replace, describe=provenance)
+                targets = _targets(store, venues, out, settings)
             except SnapshotError as exc:
-                raise click.ClickException(str(exc)) from None
-            record_snapshot(store, manifest, "on-demand")
-            manifests.append(manifest)
-            if not as_json:
-                rows = sum(f["rows"] for f in manifest["files"].values())
-                click.echo(f"{manifest['venue']}: {len(manifest['files'])} files, {rows} rows -> {target} "
-                           f"(manifest sha256 {manifest['manifest_sha256']})")
-    finally:
-        store.close()
+                raise click.UsageError(str(exc)) from None
+            manifests = []
+            for venue, target in targets:
+                try:
+                    manifest = export_snapshot(store, venue, target, replace=replace, describe=provenance)
+                except SnapshotError as exc:
+                    raise click.ClickException(str(exc)) from None
+                record_snapshot(store, manifest, "on-demand")
+                manifests.append(manifest)
+                if not as_json:
+                    rows = sum(f["rows"] for f in manifest["files"].values())
+                    click.echo(f"{manifest['venue']}: {len(manifest['files'])} files, {rows} rows -> {target} "
+                               f"(manifest sha256 {manifest['manifest_sha256']})")
+    except StoreLocked as exc:
+        _queue(settings, venues, holder_name(exc.pid))
+        return
     if as_json:
         emit_json(manifests)
+
+
+def _targets(store: Store, venues: tuple[str, ...], out: str | None, settings: Settings) -> list[tuple[str, Path]]:
+    """(venue id, folder) of each venue-year to cut, every name checked first (:class:`SnapshotError` for an
+    unknown one, before anything is written)."""
+    from grebench.store import find_venue, venue_years
+
+    chosen = [find_venue(store, v) for v in venues] if venues else venue_years(store)
+    root = Path(out) if out else settings.snapshots_path
+    return [(v["venue_id"], root if out and len(chosen) == 1 else root / v["slug"]) for v in chosen]
+
+
+def _queue(settings: Settings, venues: tuple[str, ...], holder: str) -> None:
+    """Leave the request for the running service's snapshot job (the store is held by ``holder``), each venue-year
+    checked now against the last published state: a typo is refused here, not reported hours later."""
+    from grebench.site import published_state
+    from grebench.store import SnapshotError, find_venue
+
+    if not venues:
+        raise click.ClickException(f"the store is in use ({holder} holds it): name --venue-year to queue a "
+                                   "snapshot request for the running service")
+    state = published_state(settings.export_path, ("papers",))
+    checked = "checked against the last published state"
+    if state is None:
+        checked = "not checked: nothing is published yet; the snapshot job records an unknown one as a failure"
+    else:
+        try:
+            for venue in venues:
+                find_venue(state.store, venue)
+        except SnapshotError as exc:
+            raise click.UsageError(str(exc)) from None
+        finally:
+            state.store.con.close()
+    path = settings.snapshot_requests_path
+    try:
+        queued = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+    except (OSError, ValueError):
+        queued = []  # an unreadable file is the service's to report (it records it as a failure)
+    queued = [str(q) for q in queued] if isinstance(queued, list) else []
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(sorted(set(queued) | set(venues))), encoding="utf-8")
+    os.replace(tmp, path)  # whole or not at all: the service never reads a half-written request
+    click.echo(f"the store is in use ({holder} holds it): requested {', '.join(venues)} from the running service "
+               f"({checked}; its snapshot job cuts it within snapshot_check_min)", err=True)
 
 
 @command.command("verify")

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from grebench.cli._common import emit_json, reader_store
+from grebench.cli._dates import shown
 from grebench.cli._options import settings_options
 from grebench.settings import Settings
 
@@ -51,7 +52,7 @@ def command(settings: Settings, as_json: bool) -> None:
     click.echo(f"store: {result['db_path']}")
     if reader.published is not None:
         click.echo(f"showing the last published state: board version {reader.published['version']} published "
-                   f"{reader.published['published_at']} UTC ({reader.published['writer']} is writing the store)")
+                   f"{shown(reader.published['published_at'])} ({reader.published['writer']} is writing the store)")
     for table, count in result["tables"].items():
         click.echo(f"  {table:<20} {count:>8}")
     for venue in result["venues"]:
@@ -59,4 +60,4 @@ def command(settings: Settings, as_json: bool) -> None:
                    f"{venue['with_text']} with PDF text")
     for run in result["runs"]:
         note = f" — {run['note']}" if run.get("note") else ""
-        click.echo(f"run {run['run_id']} {run['command']}: {run['status']} ({run['started_at']}){note}")
+        click.echo(f"run {run['run_id']} {run['command']}: {run['status']} ({shown(run['started_at'])}){note}")

@@ -12,6 +12,7 @@ import os
 import click
 
 from grebench.cli._common import emit_json
+from grebench.cli._dates import Day
 from grebench.cli._options import settings_options
 from grebench.settings import Settings
 
@@ -20,9 +21,9 @@ from grebench.settings import Settings
 @click.option("--name", "model_name", required=True, help="Model name (becomes the candidate name).")
 @click.option("--model", "model_string", default="", help="litellm model string (hosted providers), e.g. openai/x.")
 @click.option("--base-url", default="", help="OpenAI-compatible base URL (https, public address).")
-@click.option("--released", default="", help="Release date YYYY-MM-DD.")
-@click.option("--cutoff", required=True, help="Training-data cutoff YYYY-MM-DD (shown, not trusted until the operator "
-              "runs `grebench submissions approve ID`).")
+@click.option("--released", default="", type=Day(), help="Release date YYYY-MM-DD.")
+@click.option("--cutoff", required=True, type=Day(), help="Training-data cutoff YYYY-MM-DD (shown, not trusted until "
+              "the operator runs `grebench submissions approve ID`).")
 @click.option("--contact", required=True, help="E-mail address or handle of the submitter.")
 @click.option("--api-key-env", default=None, help="NAME of an environment variable holding the API key.")
 @click.option("--params", default="", help='Generation parameters as JSON, e.g. {"temperature": 0.7}.')

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 from grebench import stop
 from grebench._offline import apply_offline_defaults
-from grebench.endpoints import describe_network_error
+from grebench.endpoints import describe_network_error, network_cause
 from grebench.llm import _cache
 from grebench.llm._call import Attempt, call_attempt
 from grebench.llm._decide import call_decision
@@ -39,6 +39,11 @@ def _sleep(seconds: float) -> None:
 _HTML = "the endpoint returned HTML instead of JSON (wrong api_base, or a proxy error page)"
 
 
+#: Network causes that mean the endpoint was never reached (:func:`grebench.endpoints.network_cause`): nothing
+#: listens, the name does not resolve, the TLS handshake fails.  A timeout or a closed connection reached something.
+UNREACHABLE = frozenset({"dns", "refused", "tls"})
+
+
 class _GiveUp(Exception):
     """A failure that retrying cannot fix."""
 
@@ -46,9 +51,10 @@ class _GiveUp(Exception):
 class _Retry(Exception):
     """A failure worth retrying, with the wait the server asked for (if any)."""
 
-    def __init__(self, message: str, wait_s: float | None = None) -> None:
+    def __init__(self, message: str, wait_s: float | None = None, unreachable: bool = False) -> None:
         super().__init__(message)
         self.wait_s = wait_s
+        self.unreachable = unreachable  # the endpoint was never reached (DNS, refused, TLS): no answer at all
 
 
 def _import_litellm() -> Any:
@@ -109,7 +115,8 @@ def _classify(attempt: Attempt, timeout_s: float, max_retry_after_s: float, lite
             network = status is None or isinstance(exc, litellm.APIConnectionError) or "Connection error" in message
             cause = describe_network_error(exc) if network else None
             text = f"HTTP {status}: {message}" if status else message
-            raise _Retry(f"{text} ({cause})" if cause else text)
+            kind = network_cause(exc) if network else None
+            raise _Retry(f"{text} ({cause})" if cause else text, unreachable=kind in UNREACHABLE)
         raise _GiveUp(f"HTTP {status}: {message}" if status else f"{type(exc).__name__}: {message}")
     if content_type == "text/html" or attempt.text.lstrip().lower().startswith(("<!doctype html", "<html")):
         raise _GiveUp(_HTML)
@@ -182,6 +189,7 @@ class LLMClient:
         litellm = _import_litellm()
         attempts = 0
         error = "no attempt made"
+        unreachable = False
         while attempts <= s.llm_max_retries:
             stop.check()  # a request boundary: after a stop no new attempt is sent
             attempts += 1
@@ -192,10 +200,10 @@ class LLMClient:
             try:
                 _classify(attempt, s.llm_timeout_s, s.llm_max_retry_after_s, litellm)
             except _GiveUp as exc:
-                error = str(exc)
+                error, unreachable = str(exc), False
                 break
             except _Retry as exc:
-                error = str(exc)
+                error, unreachable = str(exc), exc.unreachable
                 if attempts > s.llm_max_retries:
                     error = f"{error} (after {attempts} attempts)"
                     break
@@ -208,7 +216,7 @@ class LLMClient:
             if request.stream and not attempt.streamed:
                 _note_unstreamed(request)
             return self._success(request, attempt, attempts, started, litellm)
-        return self._result(request, self._scrub(error, api_key), None, attempts, started)
+        return self._result(request, self._scrub(error, api_key), None, attempts, started, unreachable)
 
     @staticmethod
     def _scrub(text: str, api_key: str | None) -> str:
@@ -217,11 +225,11 @@ class LLMClient:
         return text
 
     def _result(self, request: ChatRequest, error: str | None, text: str | None, attempts: int,
-                started: float) -> ChatResult:
+                started: float, unreachable: bool = False) -> ChatResult:
         return ChatResult(status="failed", text=None, error=error if error is not None else text, tokens_in=None,
                           tokens_out=None, cost_usd=None, latency_s=round(time.monotonic() - started, 3),
                           attempts=attempts, truncated=False, cached=False, logprobs=None, generated_at=utcnow(),
-                          request_key=request.cache_key())
+                          request_key=request.cache_key(), unreachable=unreachable)
 
     def _success(self, request: ChatRequest, attempt: Attempt, attempts: int, started: float,
                  litellm: Any) -> ChatResult:

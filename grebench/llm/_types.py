@@ -148,6 +148,7 @@ class ChatResult:
     logprobs: list[dict[str, Any]] | None
     generated_at: datetime
     request_key: str = field(default="")
+    unreachable: bool = False  # failed because the endpoint could not be reached (DNS, refused, TLS)
 
     @property
     def ok(self) -> bool:

@@ -11,7 +11,7 @@ Public API (importing it never imports litellm):
 
 from grebench.panel._aggregate import bradley_terry, judge_score, outcome, rank_with_bootstrap, weighted_vote
 from grebench.panel._debate import DebateOutcome, run_debate
-from grebench.panel._exam import ExamSets, build_exam, examine, grade, self_preference
+from grebench.panel._exam import ExamSets, build_exam, examine, grade, is_unreachable, self_preference
 from grebench.panel._judges import (
     JUDGE_KINDS,
     JUDGES,
@@ -37,7 +37,7 @@ from grebench.panel._llm_judge import (
     parse_reply,
 )
 from grebench.panel._machine_metrics import measure
-from grebench.panel._run import build_judges, run_panel
+from grebench.panel._run import build_judges, check_judges, judge_names, run_panel
 
 __all__ = [
     "JUDGES",
@@ -63,8 +63,11 @@ __all__ = [
     "build_exam",
     "build_judges",
     "can_debate",
+    "check_judges",
     "examine",
     "grade",
+    "is_unreachable",
+    "judge_names",
     "judge_score",
     "measure",
     "outcome",

@@ -160,10 +160,12 @@ def build_exam(data: VenueData, m: int, seed: int) -> ExamSets:
     return sets
 
 
-def ask(judge: Judge, items: Sequence[Item], guard: bool = True) -> list[Verdict | None]:
+def ask(judge: Judge, items: Sequence[Item], guard: bool = True,
+        errors: list[BaseException] | None = None) -> list[Verdict | None]:
     """The judge's verdicts (None where it could not answer or must not: its own family's reviews).
 
-    ``guard=False`` only for measuring self-preference bias; those answers never become votes.
+    ``guard=False`` only for measuring self-preference bias; those answers never become votes.  ``errors`` (when
+    given) receives why each failed answer failed.
     """
     stop.check()  # a comparison boundary: after a stop no judge is asked anything more
     allowed = [not (guard and judge.family and (a.family == judge.family or b.family == judge.family))
@@ -179,8 +181,28 @@ def ask(judge: Judge, items: Sequence[Item], guard: bool = True) -> list[Verdict
                 answers.append(judge.compare(paper, a, b))
             except Exception as exc:  # a judge failing on one pair must not stop the exam
                 answers.append(exc)
+    if errors is not None:
+        errors += [a for a in answers if isinstance(a, BaseException)]
     it = iter(answers)
     return [(v if isinstance(v := next(it), Verdict) else None) if ok else None for ok in allowed]
+
+
+#: How a judge that could not be reached is "not examined" (its reason starts so).
+UNREACHABLE = "unreachable"
+
+
+def is_unreachable(why: str | None) -> bool:
+    """Whether a "not examined" reason is an unreachable judge's (:func:`unreachable`)."""
+    return bool(why) and str(why).startswith(f"{UNREACHABLE} (")
+
+
+def unreachable(errors: Sequence[BaseException], answered: bool) -> str | None:
+    """Why a judge is not examined when it could not be reached: ``unreachable (the error)`` when it answered
+    nothing and every failure was an endpoint that could not be reached (:class:`JudgeError` ``unreachable``);
+    None otherwise (a judge that answered badly is examined, and may fail)."""
+    if answered or not errors or not all(getattr(e, "unreachable", False) for e in errors):
+        return None
+    return f"{UNREACHABLE} ({getattr(errors[0], 'cause', str(errors[0]))})"
 
 
 def _survived(a: Verdict | None, b: Verdict | None) -> float | None:
@@ -248,8 +270,13 @@ def examine(judge: Judge, sets: ExamSets, task: Any = None,
     keeps the shares of what was asked, the tests not asked (``unasked``) and the bounds, and :func:`grade` fails
     it.  Self-confidence, which never decides a pass, is asked only of a judge the exam did not stop.
     """
+    errors: list[BaseException] = []
+    answered, count = False, 0
+
     def asked(items: Sequence[Item]) -> list[Verdict | None]:
-        answers = ask(judge, items)
+        nonlocal answered, count
+        answers = ask(judge, items, errors=errors)
+        answered, count = answered or any(a is not None for a in answers), count + len(items)
         if task is not None:
             task.advance(len(items))
         return answers
@@ -268,6 +295,9 @@ def examine(judge: Judge, sets: ExamSets, task: Any = None,
             else:
                 p.outcomes += [_ra_wins(v, True) for v in first] + [_ra_wins(v, False) for v in second]
                 p.remaining -= 2 * len(chunk)
+            if unreachable(errors, answered):  # a dead endpoint: asking the rest would only wait on retries
+                stopped = "unreachable"
+                break
             if settled is not None and (c.remaining or p.remaining) and settled((c.bounds(), p.bounds())):
                 stopped = test
                 break
@@ -278,6 +308,12 @@ def examine(judge: Judge, sets: ExamSets, task: Any = None,
         "details": {"pairs": {"consistency": len(sets.consistency), "pertinence": len(sets.pertinence),
                               "easy": len(sets.easy), "hard": len(sets.hard)},
                     "confidence_easy": None, "confidence_hard": None}}
+    why = unreachable(errors, answered)
+    if why is not None:
+        if task is not None:
+            task.set_total(count)  # what was asked: the bar ends there, not at the whole exam
+        log.warning("exam of %s: %s", judge.name, why)
+        return not_examined(result, why)
     if stopped is not None:
         asked_pairs = {"consistency": len(sets.consistency) - c.remaining,
                        "pertinence": len(sets.pertinence) - p.remaining // 2}
@@ -359,11 +395,15 @@ def examine_panel(judges: Sequence[Judge], sets: ExamSets, llm_sets: ExamSets, p
     with progress.task(label, len(judges), "judges") as task:
         for j in sorted(judges, key=lambda j: not is_reference(j)):
             found[j.name] = examined(j, early=True)
-            bounds[j.name] = bounds_of(adjust(j, found[j.name]))
+            result = adjust(j, found[j.name])
+            if result.get("not_examined"):  # left out of the thresholds (grade), so of every judge's bounds too
+                bounds.pop(j.name, None)
+            else:
+                bounds[j.name] = bounds_of(result)
             task.advance()
     results = graded()
-    final = {r["judge"]: bounds_of(r) for r in results}
-    if any(r.get("stopped") for r in results) and not all(decided(j.name, final) for j in judges):
+    final = {r["judge"]: bounds_of(r) for r in results if not r.get("not_examined")}
+    if any(r.get("stopped") for r in results) and not all(decided(name, final) for name in final):
         for j in judges:
             if found[j.name].get("stopped"):
                 log.info("exam of %s: asked the rest, as another judge's verdict turns on it", j.name)

@@ -40,7 +40,16 @@ MAX_ABSTRACT_CHARS = 3_000
 
 
 class JudgeError(RuntimeError):
-    """A judge could not answer (failed call, unparseable reply); the vote is skipped and the failure recorded."""
+    """A judge could not answer (failed call, unparseable reply); the vote is skipped and the failure recorded.
+
+    ``unreachable``: the judge's endpoint could not be reached at all (nothing listens, the name does not resolve,
+    TLS failed): a judge whose every answer failed so was not examined, which is not the same as failing the exam.
+    ``cause``: the call's own error, without the judge's name."""
+
+    def __init__(self, message: str, *, unreachable: bool = False, cause: str | None = None) -> None:
+        super().__init__(message)
+        self.unreachable = unreachable
+        self.cause = cause or message
 
 
 def _template(name: str) -> str:
@@ -122,7 +131,8 @@ class LLMJudge:
     def _verdict(self, result: ChatResult) -> Verdict:
         self._count(result)
         if not result.ok or result.text is None:
-            raise JudgeError(f"judge {self.name}: {result.error or 'no reply'}")
+            cause = result.error or "no reply"
+            raise JudgeError(f"judge {self.name}: {cause}", unreachable=result.unreachable, cause=cause)
         return parse_reply(result.text, result.logprobs)
 
     def compare(self, paper: PaperView, review_a: ReviewView, review_b: ReviewView) -> Verdict:

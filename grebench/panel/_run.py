@@ -12,6 +12,7 @@ import random
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, cast
 
 from grebench.bench import kind_info
@@ -20,7 +21,15 @@ from grebench.panel import _state
 from grebench.panel._aggregate import agreement, judge_score, outcome, rank_with_bootstrap, weighted_vote
 from grebench.panel._data import GemScores, VenueData, load_venue, sha, venues
 from grebench.panel._debate import Debater, run_debate
-from grebench.panel._exam import ask, build_exam, examine_panel, grade, not_examined, self_preference
+from grebench.panel._exam import (
+    ask,
+    build_exam,
+    examine_panel,
+    grade,
+    is_unreachable,
+    not_examined,
+    self_preference,
+)
 from grebench.panel._judges import (
     JUDGES,
     Judge,
@@ -64,6 +73,26 @@ def build_judges(settings: Settings, client: LLMClient, gem: GemScores, tfidf: T
             raise ValueError(f"unknown judge(s): {', '.join(unknown)} (known: {', '.join(known)})")
         judges = [j for j in judges if j.name in set(names)]
     return judges
+
+
+def judge_names(settings: Settings) -> list[str]:
+    """The names of every judge a panel has (registered, ``local_judges``, ``[[judges]]`` tables), without building
+    one: what ``--judge`` is checked against before a job records its run.  A ``[[judges]]`` table that cannot be
+    parsed raises its ``ValueError``, as :func:`build_judges` would."""
+    from grebench.llm import endpoint_tables, table_name
+
+    names = [*JUDGES.names(), *(Path(spec).name or spec for spec in settings.listed("local_judges"))]
+    names += [table_name(entry, f"[[judges]] #{i + 1}")
+              for i, entry in enumerate(endpoint_tables(settings.tables.get("judges"), "judges"))]
+    return names
+
+
+def check_judges(settings: Settings, wanted: Sequence[str]) -> None:
+    """Raise ``ValueError`` naming the known judges when ``wanted`` names one the panel does not have."""
+    known = judge_names(settings)
+    unknown = [n for n in wanted if n not in known]
+    if unknown:
+        raise ValueError(f"unknown judge(s): {', '.join(unknown)} (known: {', '.join(known)})")
 
 
 def _sync_judges(store: Store, judges: Sequence[Judge]) -> None:
@@ -373,8 +402,11 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
                      "self_preference": bias.get(r["judge"]), "not_examined": r.get("not_examined"),
                      "stopped": r.get("stopped")}
                     for r in graded]
+    # a judge that could not be reached, or the gem judge whose texts the estimator failed on, is examined again
+    # next time (a gem judge with nothing scored to read stays so until the scores change the fingerprint)
+    examined = gem.failure is None and not any(is_unreachable(r.get("not_examined")) for r in graded)
     if exam_only:
-        return judges, part, gem.failure is None
+        return judges, part, examined
     weights = {r["judge"]: r["weight"] for r in graded if r["passed"] and r["weight"] > 0}
     part["qualified"] = [{"venue_id": venue_id, "qualified": sorted(weights), "examined": len(judges)}]
     pairs = _pairs(data, settings.panel_pairs_per_paper, settings.seed)
@@ -400,4 +432,4 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
     part["verdicts"] = len(verdicts)
     part["flagged"] = sum(v["flagged"] for v in verdicts)
     part["debated"] = sum(v["debated"] for v in verdicts)
-    return judges, part, missing == 0 and gem.failure is None
+    return judges, part, missing == 0 and examined

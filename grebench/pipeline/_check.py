@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -40,21 +41,35 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
-def _unusable_dir(path: Path) -> str | None:
+def _write_probe(directory: Path) -> str | None:
+    """Why nothing can be made in ``directory`` (an existing one), found by making and removing a temporary
+    directory there, as a writer would (None: it can).  Permission bits do not say it: root passes every
+    ``os.access`` check, yet cannot create anything in ``/proc`` or on a read-only mount."""
+    try:
+        probe = tempfile.mkdtemp(prefix=".grebench-probe-", dir=directory)
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    os.rmdir(probe)
+    return None
+
+
+def unusable_dir(path: Path) -> str | None:
     """Why ``path`` cannot be (or become) a directory this user writes in: a file, read-only, or below a file or a
-    read-only directory; None when it can.  Nothing is created."""
+    read-only directory; None when it can.  Nothing is left behind (a temporary probe is made and removed)."""
     if path.exists():
         if not path.is_dir():
             return "it is a file, not a directory"
         if not os.access(path, os.W_OK | os.X_OK):
             return "the directory is read-only for this user"
-        return None
+        why = _write_probe(path)
+        return None if why is None else f"nothing can be written in it ({why})"
     above = _nearest_existing(path.parent)
     if not above.is_dir():
         return f"it cannot be created: {above} is a file, not a directory"
     if not os.access(above, os.W_OK | os.X_OK):
         return f"it cannot be created: {above} is read-only for this user"
-    return None
+    why = _write_probe(above)
+    return None if why is None else f"it cannot be created in {above} ({why})"
 
 
 def check_data_dir(settings: Settings) -> None:
@@ -65,7 +80,7 @@ def check_data_dir(settings: Settings) -> None:
     """
     path = settings.data_path
     shown = f"data_dir = {str(path)!r}"
-    why = _unusable_dir(path)
+    why = unusable_dir(path)
     if why is not None:
         read_only = why.startswith("the directory is read-only")
         raise SetupError(f"{shown}: {why}{' (grebench writes its store there)' if read_only else ''}")
@@ -79,7 +94,7 @@ def check_site_dir(settings: Settings, stages: Iterable[str]) -> None:
     write ``site_dir``: said before its first stage.  The default (DATA_DIR/site) is checked with the data
     directory."""
     if "site" in stages and settings.site_dir:
-        why = _unusable_dir(settings.site_path)
+        why = unusable_dir(settings.site_path)
         if why is not None:
             raise SetupError(f"site_dir = {str(settings.site_path)!r}: {why} (the site is built there)")
 

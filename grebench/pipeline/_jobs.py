@@ -20,7 +20,14 @@ from typing import Any
 from grebench import stop
 from grebench.pipeline._check import check_data_dir, check_local_port, check_setup, check_site_dir
 from grebench.pipeline._resolve import ResolvedRun, resolve_setup
-from grebench.pipeline._runner import JobObserver, PipelineResult, RunOptions, StageContext, run_stages
+from grebench.pipeline._runner import (
+    JobObserver,
+    PipelineResult,
+    RunOptions,
+    StageContext,
+    check_stages,
+    run_stages,
+)
 from grebench.progress import NoProgress, Progress
 from grebench.settings import Settings
 from grebench.store import SimulatedClock, Store, WallClock, use_clock
@@ -131,10 +138,12 @@ def run_job(settings: Settings, which: str | Job, options: RunOptions | None = N
     the store it holds).  The setup is resolved here, once (:func:`grebench.pipeline.resolve_setup`), and the run
     once, by the runner, before the first stage that reads it; ``observer`` hears of each step
     (:class:`JobObserver`: the CLI prints its plan lines and stage markers there, the scheduler marks its job
-    running).  A stage exception of a ``refusals`` type (bad input a command reports as a usage error) finishes the
+    running).  A stage exception of a ``refusals`` type (bad input found only while a stage works) finishes the
     run with that error and comes back as ``refused``.  :class:`~grebench.pipeline.SetupError` (a bad data
     directory or ``site_dir``, a fixed ``local_server_port`` another program holds, too) is raised before the store
-    is opened.  ``clock`` (default: the installed one, the wall clock unless a replay set its own) is the job's "now":
+    is opened, or, for what only the store can tell (an unknown ``--candidate`` or ``--judge``, a setup nothing was
+    scored with: :meth:`Stage.check`), once it is open but before the run is recorded or anything is written.
+    ``clock`` (default: the installed one, the wall clock unless a replay set its own) is the job's "now":
     installed while the job runs and carried by its :class:`StageContext`.
     """
     with use_clock(clock or installed_clock()) as now:
@@ -157,11 +166,17 @@ def _run_job(settings: Settings, which: str | Job, options: RunOptions | None, *
     setup = resolve_setup(settings, opts, progress)
     observer.checked(setup)
     with open_store() as store:
+        # every refusal before the run is recorded and before anything is written (a refusal changes nothing)
+        early = StageContext(store, settings, "", opts, progress or NoProgress(), dict(services or {}), setup,
+                             clock=clock)
+        check_stages(early, _stages(spec))
         run_id = store.start_run(command or spec.name, dict(args if args is not None else {"job": spec.name}))
         observer.started(store, run_id)
+        if early.run is not None:  # a reading job's run, resolved for its checks: the same one, heard of once
+            observer.resolved(early.run)
         try:
             out = _run(StageContext(store, settings, run_id, opts, progress or NoProgress(), dict(services or {}),
-                                    setup, clock=clock), spec, observer)
+                                    setup, run=early.run, clock=clock), spec, observer)
         except (stop.Interrupted, KeyboardInterrupt) as exc:  # a signal: what finished is stored; resumable
             partial = getattr(exc, "pipeline_result", None)
             reason = str(exc) if isinstance(exc, stop.Interrupted) else "stopped by KeyboardInterrupt"

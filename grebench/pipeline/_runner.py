@@ -133,6 +133,14 @@ class Stage(Protocol):
         a job without one reads the sample its stored scores were made on."""
         ...
 
+    def check(self, ctx: StageContext, earlier: Sequence[str]) -> None:
+        """Raise :class:`grebench.pipeline.SetupError` when the stage would refuse what the job asks of it (an
+        unknown candidate or judge, a setup nothing was scored with, an output folder it cannot write).  Called
+        for every stage of a job before the run is recorded and before any stage writes (``ctx.run_id`` is empty;
+        ``earlier``: the stages before this one in the job, whose output this one may need), so a refusal changes
+        nothing in the store."""
+        ...
+
     def run(self, ctx: StageContext) -> dict[str, Any]:
         """Do the work; return the stage's summary (JSON-serialisable).  ``complete: false`` keeps the stage from
         being skipped next time (some items failed and must be tried again)."""
@@ -171,6 +179,9 @@ class BaseStage:
     def draws_sample(self, ctx: StageContext) -> bool:
         """The stage works on no sample."""
         return False
+
+    def check(self, ctx: StageContext, earlier: Sequence[str]) -> None:
+        """Nothing to refuse beyond the job's setup check."""
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
         """Subclasses do the work."""
@@ -232,6 +243,20 @@ def run_stages(ctx: StageContext, stages: Sequence[Stage], *, observer: JobObser
             result.seconds[stage.name] = round(time.perf_counter() - started, 3)
             store.checkpoint()
     return result
+
+
+def check_stages(ctx: StageContext, stages: Sequence[Stage]) -> None:
+    """Every stage's own refusals (:meth:`Stage.check`), before the job records its run or writes anything.
+
+    A job that only reads stored scores (``validate``, ``exam``, ``judge``: no stage draws the sample) resolves its
+    run here, once, and keeps it on ``ctx``: resolving it writes nothing, and its checks read it (is anything scored
+    with the setup it names?).  A job that draws its sample resolves later, as :func:`run_stages` says: drawing
+    records the sample, which a refused job must not do."""
+    if ctx.run is None and not any(s.draws_sample(ctx) for s in stages) and any(s.needs_run(ctx) for s in stages):
+        _resolve(ctx, False, JobObserver())
+    names = [s.name for s in stages]
+    for i, stage in enumerate(stages):
+        stage.check(ctx, names[:i])
 
 
 def _resolve(ctx: StageContext, draws: bool, observer: JobObserver) -> None:

@@ -6,10 +6,12 @@ that run them are data (:data:`grebench.pipeline.JOBS`).  Stages talk only throu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any
 
+from grebench.pipeline._check import SetupError, unusable_dir
 from grebench.pipeline._runner import BaseStage, Stage, StageContext
 from grebench.registry import Registry
 
@@ -48,6 +50,16 @@ class BenchStage(BaseStage):
 
     def draws_sample(self, ctx: StageContext) -> bool:
         return ctx.options.bench_scope != "unreviewed"  # the generate job writes sealed reviews of unreviewed papers
+
+    def check(self, ctx: StageContext, earlier: Sequence[str]) -> None:
+        """An unknown ``--candidate``, a ``[[candidates]]`` table that does not parse or a name taken by imported
+        reviews is refused before the sample is drawn (drawing records it) or any candidate is written."""
+        from grebench.bench import CandidateError, check_candidates
+
+        try:
+            check_candidates(ctx.store, ctx.settings, ctx.options.candidates)
+        except (CandidateError, ValueError) as exc:
+            raise SetupError(f"--candidate: {exc}" if ctx.options.candidates else str(exc)) from None
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
         from grebench.bench import generate_unreviewed, reseal, run_bench
@@ -152,6 +164,22 @@ class ValidateStage(BaseStage):
             [m, estimator_id, preprocessor_id, RAW_PREPROCESSOR])]
         return estimator_id, preprocessor_id, metrics
 
+    def check(self, ctx: StageContext, earlier: Sequence[str]) -> None:
+        """Alone (``grebench validate``), the stage needs stored scores of the setup it resolves to: a store with
+        none, or a named setup nothing was scored with, is refused before the run is recorded.  After a score
+        stage in the same job the scores are that stage's to make."""
+        if "score" in earlier:
+            return
+        if not ctx.store.scalar("SELECT count(*) FROM scores"):
+            raise SetupError("no scores in the store: run `grebench score` first")
+        run = ctx.resolved  # a reading job's run is resolved before its checks (check_stages)
+        if run.scored is None:
+            scored = ", ".join(f"{r['estimator_id']} ({r['preprocessor_id']})" for r in ctx.store.rows(
+                "SELECT DISTINCT estimator_id, preprocessor_id FROM scored_setups ORDER BY ALL"))
+            raise SetupError(f"no scores with estimator {run.estimator} and preprocessor {run.preprocessor}; "
+                             f"scored setups: {scored or 'none'} (name one with --estimator / --preprocessor, or "
+                             "run `grebench score` with this setup first)")
+
     def fingerprint(self, ctx: StageContext) -> tuple[str, str] | None:
         from grebench.scoring import validation_fingerprint
 
@@ -202,17 +230,39 @@ class PanelStage(BaseStage):
     def needs_run(self, ctx: StageContext) -> bool:
         return True
 
+    def check(self, ctx: StageContext, earlier: Sequence[str]) -> None:
+        """An unknown ``--judge`` (or a ``[[judges]]`` table that does not parse) is refused before any judge is
+        recorded or any stored exam is set aside."""
+        from grebench.panel import check_judges
+
+        try:
+            check_judges(ctx.settings, ctx.options.judges)
+        except ValueError as exc:
+            raise SetupError(f"--judge: {exc}" if ctx.options.judges else str(exc)) from None
+
     def run(self, ctx: StageContext) -> dict[str, Any]:
-        from grebench.panel import run_panel
+        from grebench.panel import is_unreachable, run_panel
         from grebench.scoring import gem_judge_metric
 
         run = ctx.resolved
         # the gem judge reads (and scores its exam texts with) the setup the stored scores were made with, on the
         # job's sample: both resolved once for the job
-        return run_panel(ctx.store, ctx.settings, ctx.run_id, setup=run.scored,
-                         metric=gem_judge_metric(ctx.store, run.scored), paper_ids=run.paper_ids,
-                         judge_names=list(run.setup.judges) or None, progress=ctx.progress,
-                         exam_only=run.setup.exam_only)
+        summary = run_panel(ctx.store, ctx.settings, ctx.run_id, setup=run.scored,
+                            metric=gem_judge_metric(ctx.store, run.scored), paper_ids=run.paper_ids,
+                            judge_names=list(run.setup.judges) or None, progress=ctx.progress,
+                            exam_only=run.setup.exam_only)
+        # a judge that could not be examined (unreachable, or texts that could not be scored) is the job's failure:
+        # the run's status says what the command's exit status says.  Not when it is another failure's consequence
+        # (a score stage that failed leaves the gem judge nothing to read: said once), nor when nothing is scored
+        # yet (a first serve cycle before any review is public: the gem judge has nothing to be examined on)
+        said = bool(ctx.store.run_failures(ctx.run_id))
+        nothing_scored = not ctx.store.scalar("SELECT count(*) FROM scores")
+        for row in summary.get("exam", []):
+            why = row.get("not_examined")
+            if why and not said and (is_unreachable(why) or not nothing_scored):
+                ctx.store.record_failure(ctx.run_id, self.name, f"{row['venue_id']}: judge {row['judge']}",
+                                         f"not examined: {row['not_examined']}")
+        return summary
 
 
 class SiteStage(BaseStage):
@@ -223,6 +273,13 @@ class SiteStage(BaseStage):
 
     def _out(self, ctx: StageContext) -> Path:
         return Path(ctx.options.site_dir) if ctx.options.site_dir else ctx.settings.site_path
+
+    def check(self, ctx: StageContext, earlier: Sequence[str]) -> None:
+        """A folder the site cannot be built in (``--out`` or ``site_dir``) is refused before any stage runs."""
+        why = unusable_dir(self._out(ctx))
+        if why is not None:
+            shown = "--out" if ctx.options.site_dir else "site_dir"
+            raise SetupError(f"{shown} = {str(self._out(ctx))!r}: {why} (the site is built there)")
 
     def fingerprint(self, ctx: StageContext) -> tuple[str, str] | None:
         from grebench.site import site_fingerprint

@@ -18,7 +18,7 @@ from typing import Any
 from grebench import stop
 from grebench.scheduler._service import SchedulerService
 from grebench.settings import Settings
-from grebench.store import SimulatedClock, Store
+from grebench.store import SimulatedClock, Store, naive_utc
 
 #: The jobs of one simulated day, in order (the service's ``queue`` has nothing to do in a replay); the site job is
 #: last: it draws the board history, written after scoring.
@@ -26,11 +26,13 @@ DAY_JOBS = ("poll", "generate", "score", "site")
 
 
 def replay_days(start: datetime, end: datetime, step: timedelta) -> list[datetime]:
-    """The simulated times from ``start`` to ``end`` (inclusive) every ``step``."""
+    """The simulated times from ``start`` to ``end`` (inclusive) every ``step``, as naive UTC (aware times are
+    converted: :func:`grebench.store.naive_utc`)."""
+    start, end = naive_utc(start), naive_utc(end)
     if step <= timedelta(0):
         raise ValueError(f"the step must be positive, got {step}")
     if end < start:
-        raise ValueError(f"--to {end:%Y-%m-%d} is before --from {start:%Y-%m-%d}")
+        raise ValueError(f"the last day ({end:%Y-%m-%d %H:%M} UTC) is before the first ({start:%Y-%m-%d %H:%M} UTC)")
     out, day = [], start
     while day <= end:
         out.append(day)
@@ -55,9 +57,9 @@ def _record_rows(store: Store, season: str, day: datetime) -> None:
     that the day's site draws that day too)."""
     with store.transaction() as con:
         con.execute("DELETE FROM replay_history WHERE season = ? AND day = ?", [season, day])
-        con.execute("INSERT INTO replay_history (season, day, board_id, metric, candidate, rank, rank_low, "
-                    "rank_high, score, ci95_low, ci95_high, papers) SELECT ?, ?, b.board_id, b.metric, r.candidate, "
-                    "r.rank, r.rank_low, r.rank_high, r.score, r.ci95_low, r.ci95_high, r.papers "
+        con.execute("INSERT INTO replay_history (season, day, board_id, metric, scope, candidate, rank, rank_low, "
+                    "rank_high, score, ci95_low, ci95_high, papers) SELECT ?, ?, b.board_id, b.metric, b.scope, "
+                    "r.candidate, r.rank, r.rank_low, r.rank_high, r.score, r.ci95_low, r.ci95_high, r.papers "
                     "FROM boards b JOIN board_rows r USING (board_id)", [season, day])
 
 
@@ -83,6 +85,7 @@ def replay(settings: Settings, store: Store, season: str, days: Sequence[datetim
     Returns the days run now."""
     if not days:
         return []
+    days = [naive_utc(d) for d in days]  # the store's days are naive UTC: an aware day would never match one
     settings = settings.replace(venues=season)
     done = {r["day"] for r in store.rows("SELECT day FROM replay_days WHERE season = ? AND status = 'done'",
                                          [season])}
@@ -120,10 +123,14 @@ def _request_snapshots(settings: Settings, store: Store) -> None:
 
 
 def history(store: Store, season: str | None = None) -> dict[str, Any]:
-    """The board history of the replays in ``store`` (of ``season`` only, if given): each day's facts and rows
-    (each row with its board's ``scope``, ``all`` or ``sealed``, where the board is still stored)."""
+    """The board history of the replays in ``store`` (of ``season`` only, if given): each day's facts and rows,
+    each row with its board's ``scope``, ``all`` or ``sealed`` (recorded with the row; for days replayed before
+    that, read from ``boards`` where the board is still stored, else None)."""
     where, params = ("WHERE season = ?", [season]) if season else ("", [])
     days = store.rows(f"SELECT * FROM replay_days {where} ORDER BY season, day", params)
-    rows = store.rows(f"SELECT h.*, b.scope FROM replay_history h LEFT JOIN boards b USING (board_id) {where} "
-                      "ORDER BY season, day, b.scope, board_id, rank NULLS LAST, candidate", params)
+    # a store not migrated yet (opened read-only) has no recorded scope
+    scope = "h.* EXCLUDE (scope), coalesce(h.scope, b.scope)" if "scope" in store.columns("replay_history") \
+        else "h.*, b.scope"
+    rows = store.rows(f"SELECT {scope} AS scope FROM replay_history h LEFT JOIN boards b USING (board_id) {where} "
+                      "ORDER BY season, day, h.metric, scope NULLS LAST, board_id, rank NULLS LAST, candidate", params)
     return {"days": days, "rows": rows}

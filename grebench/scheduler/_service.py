@@ -48,16 +48,17 @@ def _failure_text(failures: Sequence[dict[str, Any]], summary: dict[str, Any]) -
 
 
 class SchedulerService:
-    """The jobs, their state in the store, and the APScheduler that runs them."""
+    """The jobs, their state in the store, and the APScheduler that runs them (the store is opened here unless one
+    is handed in; ``close_store``: :meth:`close` closes a handed-in store too)."""
 
     def __init__(self, settings: Settings, store: Store | None = None, *, vault: KeyVault | None = None,
                  queue: SubmissionQueue | None = None, kinds: Sequence[str] = JOB_KINDS, resolver: Any = None,
-                 clock: WallClock | SimulatedClock | None = None) -> None:
+                 clock: WallClock | SimulatedClock | None = None, close_store: bool = False) -> None:
         unknown = [k for k in kinds if k not in JOB_KINDS]
         if unknown:
             raise ValueError(f"unknown job(s) {unknown}: choose from {', '.join(JOB_KINDS)}")
         self.settings = settings
-        self._owns_store = store is None
+        self._owns_store = store is None or close_store  # close_store: the caller hands the store over
         self.store = store or open_store(settings.db_path)
         self.vault = vault or KeyVault()
         self.queue = queue or SubmissionQueue(queue_path(settings))

@@ -50,19 +50,24 @@ def available_tables(store: Store) -> list[dict[str, Any]]:
 
 
 # A pair scored with x = ∅ (no judgment lines) has conditional = marginal exactly (the same request); its PMI is
-# replaced by the reference's floor: the lowest PMI of a review with lines on that reference, at most 0.
+# replaced by the reference's floor: the lowest PMI on that reference of a review with lines from the reference set
+# (the human baseline and the controls, which every store scores on every paper), at most 0.  Never a submitted or
+# imported candidate's: then importing one review that scores badly would move every published row that gets the
+# floor (a control such as `empty`), and what a board says of the reference set would depend on who else entered.
 # Use with FLOOR_JOIN (parameters: metric, estimator, preprocessor) and scores aliased `s`.
 FLOORED_PMI = "CASE WHEN s.conditional = s.marginal THEN least(0.0, coalesce(f.floor, 0.0)) ELSE s.pmi END"
-_FLOORS = """SELECT paper_id, reference_review_id, min(pmi) AS floor FROM scores
+_REFERENCE_SET = f"SELECT name FROM candidates WHERE kind IN ('{HUMAN_KIND}', '{CONTROL_KIND}')"
+_FLOORS = f"""SELECT paper_id, reference_review_id, min(pmi) AS floor FROM scores
               WHERE metric = ? AND estimator = ? AND preprocessor = ? AND conditional <> marginal
+                AND candidate IN ({_REFERENCE_SET})
               GROUP BY paper_id, reference_review_id"""
 FLOOR_JOIN = f"""LEFT JOIN ({_FLOORS}) f
                  ON f.paper_id = s.paper_id AND f.reference_review_id = s.reference_review_id"""
 
 
 def reference_floors(store: Store, metric: str, estimator_id: str, preprocessor: str) -> dict[tuple[str, str], float]:
-    """The floor of each (paper, reference) as :data:`FLOORED_PMI` applies it: the lowest PMI of any review with
-    judgment lines, at most 0 (a pair without a floor gets 0)."""
+    """The floor of each (paper, reference) as :data:`FLOORED_PMI` applies it: the lowest PMI of a reference-set
+    review (human baseline, controls) with judgment lines, at most 0 (a pair without a floor gets 0)."""
     return {(p, r): min(0.0, float(v)) for p, r, v in store.con.execute(
         _FLOORS, [metric, estimator_id, preprocessor]).fetchall()}
 
@@ -73,7 +78,8 @@ def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor:
     A review with no judgment lines (empty, or nothing a judgment can be read from) is scored with x = ∅, so its
     conditional request *is* the marginal one and its PMI is exactly 0 — which would put saying nothing above every
     review that misleads on some reference.  Such a review carries no information about the paper: on each reference
-    it gets the floor instead, the lowest PMI of any review with judgment lines (at most 0): :data:`FLOORED_PMI`.
+    it gets the floor instead, the lowest PMI of a reference-set review (the human baseline, the controls) with
+    judgment lines (at most 0): :data:`FLOORED_PMI`.
     """
     preprocessor = metric_preprocessor(metric, preprocessor)
     rows = store.rows(

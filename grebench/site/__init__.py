@@ -20,6 +20,7 @@ from grebench.site._changes import changes_text, version_changes
 from grebench.site._labels import Labels
 from grebench.site._reader import published_state
 from grebench.site._text import board_text
+from grebench.site._timeline import board_histories, version_history
 from grebench.site._versions import publish_version, version, version_boards, versions
 
 
@@ -51,6 +52,7 @@ def app_reader(*args: Any, **kwargs: Any) -> Any:
     return reader(*args, **kwargs)
 
 
-__all__ = ["SCHEMA_VERSION", "Labels", "app_reader", "board_text", "build_site", "changes_text", "create_app",
-           "launch_app", "launch_kwargs", "leaderboard_json", "publish_version", "published_state",
-           "site_fingerprint", "site_intact", "version", "version_boards", "version_changes", "versions"]
+__all__ = ["SCHEMA_VERSION", "Labels", "app_reader", "board_histories", "board_text", "build_site", "changes_text",
+           "create_app", "launch_app", "launch_kwargs", "leaderboard_json", "publish_version", "published_state",
+           "site_fingerprint", "site_intact", "version", "version_boards", "version_changes", "version_history",
+           "versions"]

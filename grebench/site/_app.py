@@ -219,7 +219,7 @@ def produced_line(settings: Settings, board: Mapping[str, Any]) -> str:
 
 def board_history(settings: Settings, venue: str | None, metric: str | None, setup: str | None,
                   only_sealed: bool) -> str:
-    """The board's history plot over a replay (HTML: the site's figure, or "no history yet")."""
+    """The board's history plot over its published versions (HTML: the site's figure, or "no history yet")."""
     board = _match(settings, venue, metric, setup, only_sealed)
     if board is None:
         return ""
@@ -499,7 +499,7 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                 info = gr.Markdown(elem_id="board-info")
                 board = gr.Dataframe(headers=BOARD_COLUMNS, interactive=False, label="Leaderboard",
                                      elem_id="board-table")
-                # the board's history over a replay: the site's own figure (no click handler: it is a picture)
+                # the board's history over its versions: the site's own figure (no click handler: it is a picture)
                 history = gr.HTML(elem_id="board-history", js_on_load=None)
                 filtered = _bind(board_view, settings)
                 for widget in (venue, metric, setup, controls, sealed):

@@ -31,6 +31,7 @@ from grebench.settings import Settings
 from grebench.site import _data, _versions
 from grebench.site._labels import Labels, board_id
 from grebench.site._plots import board_svg, history_svg
+from grebench.site._timeline import board_histories
 from grebench.store import Store, code_files, fingerprint, utcnow
 
 SCHEMA_VERSION = 1
@@ -148,13 +149,13 @@ class _Writer:
 
 
 #: Bump when what the site shows changes (code, not data): the next build renders again.
-SITE_VERSION = "site-v12"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
+SITE_VERSION = "site-v13"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
 # v8: board versions; v9: board history of a replay; v10: provenance (leaderboard.json and the board pages);
 # v11: rank intervals in the history plot, the history beside every board
-# v12: per-line attribution (paper pages, board rows)
+# v12: per-line attribution (paper pages, board rows); v13: the history plot from the board versions
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
          "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes",
-         "boards", "board_rows", "labels", "paper_links", "replay_history", "line_attribution")
+         "boards", "board_rows", "labels", "paper_links", "scored_setups", "line_attribution")
 
 
 def site_fingerprint(store: Store, settings: Settings) -> str:
@@ -165,12 +166,16 @@ def site_fingerprint(store: Store, settings: Settings) -> str:
                                         created_at::DATE)) FROM (SELECT * FROM validation_reports
                    QUALIFY row_number() OVER (PARTITION BY estimator, preprocessor ORDER BY created_at DESC) = 1)""",
                                  [])
+    if _data.has_table(store, "board_versions") and "origin" in store.columns("board_versions"):
+        # versions a snapshot brought change the history plots; the site's own publishes follow from its inputs
+        queries["imported_versions"] = ("SELECT count(*), bit_xor(hash(version_id)) FROM board_versions "
+                                        "WHERE origin <> 'site'", [])
     snapshots = [(f["name"], f["bytes"], f["sha256"]) for f in _data.snapshot_files(settings.snapshots_path)]
     return fingerprint(store, tables=_READ, queries=queries,
                        values=[SITE_VERSION, SCHEMA_VERSION, snapshots, provenance(store)],
                        code=code_files(_HERE / "_build.py", _HERE / "_data.py", _HERE / "_plots.py",
                                        _HERE / "_labels.py", _HERE / "_versions.py", _HERE / "_changes.py",
-                                       _HERE / "templates", _HERE / "static"))
+                                       _HERE / "_timeline.py", _HERE / "templates", _HERE / "static"))
 
 
 def build_site(store: Store, settings: Settings, out_dir: Path | None = None, *,
@@ -215,12 +220,12 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
     cands = _data.candidates(store)
     prov = provenance(store)
     (tmp / "boards").mkdir(parents=True, exist_ok=True)
-    histories = _write_histories(store, boards, tmp / "boards")
+    payload = leaderboard_json(boards, now, prov)
+    latest = _versions.publish_version(store, payload, utcnow(), env) if publish else _versions.version(store)
+    histories = _write_histories(store, boards, tmp / "boards")  # after the publish: the plot ends at this version
     for b in boards:
         writer.page(f"boards/{b['slug']}.html", "leaderboard.html", board=b, prov=prov, histories=histories)
         (tmp / "boards" / f"{b['slug']}.svg").write_text(board_svg(b), encoding="utf-8")
-    payload = leaderboard_json(boards, now, prov)
-    latest = _versions.publish_version(store, payload, utcnow(), env) if publish else _versions.version(store)
     writer.page("index.html", "index.html", venues=venues, boards_by_venue=_data.group_by(boards, "venue_id"),
                 candidates=cands, version=latest, histories=histories)
     names = {c["name"] for c in cands} | {r["candidate"] for b in boards for r in b["rows"]}
@@ -263,8 +268,9 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
 
 
 def _write_histories(store: Store, boards: list[dict[str, Any]], target: Path) -> set[str]:
-    """``boards/<slug>-history.svg`` for each board a replay has a history of (``grebench replay``); their slugs."""
-    histories = _data.board_histories(store)
+    """``boards/<slug>-history.svg`` for each board published in at least two board versions (by ``serve``,
+    ``run``, a replay or a snapshot: :mod:`grebench.site._timeline`); their slugs."""
+    histories = board_histories(store)
     done = set()
     for b in boards:
         if b["board_id"] in histories:

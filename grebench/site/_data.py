@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from grebench.scoring import board_lineage
 from grebench.site._labels import Labels
 from grebench.store import Store
 
@@ -72,31 +71,6 @@ def boards(store: Store, scope: str = "all") -> list[dict[str, Any]]:
             r["line_shares"] = shares.get(key)  # None: not attributed (the attribution setting)
     return out
 
-
-#: Replayed days a board needs before its history is drawn (one day is no history yet).
-HISTORY_MIN_DAYS = 2
-
-
-def board_histories(store: Store, board_id: str | None = None) -> dict[str, list[dict[str, Any]]]:
-    """Each board's ``replay_history`` rows (``grebench replay``; of one board if ``board_id`` is given), by day,
-    for the boards with at least :data:`HISTORY_MIN_DAYS` replayed days; empty for a store or export without any.
-    What the site's and the app's history plot draw (:func:`grebench.site._plots.history_svg`)."""
-    home: dict[str, str] = {}  # a history row's board id -> the published board it is an earlier fit of
-    for b in _rows(store, "boards", "SELECT board_id, venue_id, metric, estimator, preprocessor, scope FROM boards "
-                                    "ORDER BY board_id"):
-        for earlier in board_lineage(store, b):
-            home.setdefault(earlier, b["board_id"])
-        home[b["board_id"]] = b["board_id"]
-    by_board: dict[str, dict[tuple[Any, str], dict[str, Any]]] = defaultdict(dict)
-    for r in _rows(store, "replay_history", "SELECT * FROM replay_history ORDER BY day, candidate, board_id"):
-        current = home.get(r["board_id"], r["board_id"])
-        if board_id is not None and current != board_id:
-            continue
-        key = (r["day"], r["candidate"])
-        if key not in by_board[current] or r["board_id"] == current:  # a day both fits were up: the board's own
-            by_board[current][key] = {**r, "board_id": current}
-    return {b: list(rs.values()) for b, rs in by_board.items()
-            if len({day for day, _ in rs}) >= HISTORY_MIN_DAYS}
 
 def _attribution_summary(store: Store) -> dict[tuple[str, str, str, str, str], dict[str, Any]]:
     from grebench.scoring import attribution_summary

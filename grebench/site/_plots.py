@@ -78,9 +78,10 @@ def board_svg(board: dict[str, Any]) -> str:
 
 
 def history_svg(rows: list[dict[str, Any]]) -> str:
-    """A board's history over a replay (``replay_history`` rows of one board), two panels sharing the simulated days:
-    each ranked candidate's score with its 95% CI as a band, and its rank (1 at the top) with its 95% rank interval
-    as a band; the legend names each candidate with its rank and rank interval on the last day."""
+    """A board's history over its published versions (rows of one board, ``day`` = a version's publish time:
+    :func:`grebench.site._timeline.board_histories`), two panels sharing the time axis: each ranked candidate's
+    score with its 95% CI as a band, and its rank (1 at the top) with its 95% rank interval as a band; the legend
+    names each candidate with its rank and rank interval in the latest version."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -118,12 +119,12 @@ def history_svg(rows: list[dict[str, Any]]) -> str:
         bottom.set_ylabel("rank (band = 95%\nrank interval)")
         bottom.set_ylim(worst + 0.5, 0.5)  # rank 1 at the top
         bottom.yaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
-        bottom.set_xlabel("simulated day (replay)")
+        bottom.set_xlabel("board version published (UTC; a replay's are its simulated days)")
         for ax in (top, bottom):
             ax.grid(alpha=0.3)
         if by_candidate:  # beside the panels: a board has up to a dozen ranked candidates
             top.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False,
-                       title="rank (95% interval)\non the last day", title_fontsize=8, alignment="left")
+                       title="rank (95% interval)\nin the latest version", title_fontsize=8, alignment="left")
         for label in bottom.get_xticklabels():
             label.set(rotation=30, horizontalalignment="right")
         buf = io.StringIO()

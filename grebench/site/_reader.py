@@ -36,12 +36,12 @@ from grebench.store import Store, ident, schema_tables
 
 T = TypeVar("T")
 
-# every table a query of the app reads (``_data``: boards, board_rows, candidates, model_page, paper_pages,
-# board_histories);
+# every table a query of the app reads (``_data``: boards, board_rows, candidates, model_page, paper_pages;
+# ``_timeline.board_histories``: board_versions, scored_setups);
 # the big bookkeeping tables (llm_calls, logprob_cache, runs, ...) are not loaded
 APP_TABLES = ("papers", "reviews", "review_versions", "paper_texts", "candidates", "generations", "scores",
               "judgments", "panel_rankings", "panel_verdicts", "panel_votes", "boards", "board_rows", "labels",
-              "paper_links", "scored_setups", "judges", "judge_exams", "replay_history",
+              "paper_links", "scored_setups", "judges", "judge_exams", "board_versions",
               "line_attribution")
 MAX_VIEWS = 256
 
@@ -277,8 +277,9 @@ class PublishedState:
 
     def describe(self) -> str:
         """``board version V published T (from DIR)``: what a reader says it shows."""
-        what = (f"board version {self.version_id} published {self.published_at} UTC" if self.version_id
-                else "the last export")
+        when = f"{self.published_at:%Y-%m-%d %H:%M:%S}" if hasattr(self.published_at, "strftime") \
+            else str(self.published_at)  # to the second, as the CLI prints every time
+        what = f"board version {self.version_id} published {when} UTC" if self.version_id else "the last export"
         return f"{what} (from {self.source})"
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import jinja2
 
 from grebench.site._changes import board_key, changes_text, version_changes
-from grebench.store import REFERENCE, Store
+from grebench.store import REFERENCE, Store, naive_utc
 
 #: Where the versions live in the site (``versions/<id>/index.html`` and ``versions/<id>/leaderboard.json``).
 VERSIONS_DIR = "versions"
@@ -74,15 +74,23 @@ def versions(store: Store) -> list[dict[str, Any]]:
                          ORDER BY published_at DESC, version_id DESC""")
 
 
-def version(store: Store, vid: str | None = None, as_of: datetime | None = None) -> dict[str, Any] | None:
-    """One version with its texts: ``vid``, else the last published at or before ``as_of``, else the latest."""
+def _origin_column(store: Store) -> bool:
+    return "origin" in store.columns("board_versions")
+
+
+def version(store: Store, vid: str | None = None, as_of: datetime | None = None,
+            own: bool = False) -> dict[str, Any] | None:
+    """One version with its texts: ``vid``, else the last published at or before ``as_of`` (UTC; an aware time is
+    converted), else the latest.  ``own``: only versions this store published (not those a snapshot brought)."""
     if not has_versions(store):
         return None
+    mine = " AND origin = 'site'" if own and _origin_column(store) else ""
     if vid is not None:
         rows = store.rows("SELECT * FROM board_versions WHERE version_id = ?", [vid])
     else:
-        rows = store.rows("SELECT * FROM board_versions WHERE published_at <= coalesce(?, published_at) "
-                          "ORDER BY published_at DESC, version_id DESC LIMIT 1", [as_of])
+        rows = store.rows(f"SELECT * FROM board_versions WHERE published_at <= coalesce(?, published_at){mine} "
+                          "ORDER BY published_at DESC, version_id DESC LIMIT 1",
+                          [None if as_of is None else naive_utc(as_of)])
     if not rows:
         return None
     row = rows[0]
@@ -91,14 +99,17 @@ def version(store: Store, vid: str | None = None, as_of: datetime | None = None)
 
 
 def publish_version(store: Store, leaderboard: dict[str, Any], published_at: datetime,
-                    env: jinja2.Environment) -> dict[str, Any]:
+                    env: jinja2.Environment) -> dict[str, Any] | None:
     """Record the boards of ``leaderboard`` (see :func:`grebench.site.leaderboard_json`) as a new version, or keep
-    the latest one when its boards are the same; return the version (:func:`version`).  Never rewrites a row.
+    the latest one when its boards are the same; return the version (:func:`version`; None when there is none).
+    Never rewrites a row.  No boards is no version: a store with nothing scored yet (a replay's first days, a
+    first ``serve`` cycle) publishes nothing, so ``--as-of`` never lands on an empty board.
     The version keeps the ``provenance`` it was first published with: what produced its numbers (a later build
-    with other code but the same boards is no new version, see :func:`content_sha256`)."""
+    with other code but the same boards is no new version, see :func:`content_sha256`).  It follows the latest
+    version this store published itself (one a snapshot brought is never its ``previous``)."""
     digest = content_sha256(leaderboard)
-    latest = version(store)
-    if latest is not None and latest["content_sha256"] == digest:
+    latest = version(store, own=True)
+    if not leaderboard["boards"] or (latest is not None and latest["content_sha256"] == digest):
         return latest
     if latest is not None and published_at <= latest["published_at"]:  # a clock stepped back: keep the order
         published_at = latest["published_at"] + timedelta(microseconds=1)
@@ -118,7 +129,8 @@ def publish_version(store: Store, leaderboard: dict[str, Any], published_at: dat
     html = env.get_template("version.html").render(
         root="../../", built_at=published_at.isoformat() + "Z", v=payload["version"], boards=payload["boards"],
         changes=changes, changes_text=changes_text(changes), prov=payload["provenance"])
-    store.con.execute("INSERT INTO board_versions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    store.con.execute("INSERT INTO board_versions (version_id, published_at, content_sha256, previous_id, "
+                      "leaderboard_json, basis_json, changes_json, page_html) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                       [vid, published_at, digest, None if latest is None else latest["version_id"], text,
                        json.dumps(basis, sort_keys=True), json.dumps(changes, default=str), html])
     found = version(store, vid)

@@ -4,7 +4,7 @@ Readers never open the writer's live file (DuckDB forbids a second process on a 
 ``grebench export`` Parquet files or a read-only copy made by :meth:`Store.copy_to`.
 """
 
-from grebench.store._clock import WALL_CLOCK, SimulatedClock, WallClock, clock, use_clock
+from grebench.store._clock import WALL_CLOCK, SimulatedClock, WallClock, clock, naive_utc, use_clock
 from grebench.store._fingerprint import BOOKKEEPING_COLUMNS, code_files, fingerprint, table_digests
 from grebench.store._links import EXPLICIT, PUBLIC_SINCE_VIEW, Link, linked_versions, public_since, put_links
 from grebench.store._migrate import migrate
@@ -69,6 +69,7 @@ __all__ = [
     "import_snapshot",
     "linked_versions",
     "migrate",
+    "naive_utc",
     "open_store",
     "public_select",
     "public_since",

@@ -15,6 +15,13 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 
+def naive_utc(when: datetime) -> datetime:
+    """``when`` as the store keeps times: naive UTC (DuckDB TIMESTAMP).  An aware time is converted; a naive one is
+    taken to be UTC already.  Every time that comes from outside (a command line, a season file) passes here before
+    it meets a stored time or the clock, so naive and aware times are never compared."""
+    return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo is not None else when
+
+
 class WallClock:
     """The real time, naive UTC (DuckDB TIMESTAMP convention here)."""
 
@@ -28,10 +35,11 @@ class SimulatedClock:
 
     def __init__(self, start: datetime) -> None:
         self._lock = threading.Lock()
-        self._now = start
+        self._now = naive_utc(start)
 
     def set(self, when: datetime) -> None:
-        """Move the clock to ``when`` (naive UTC); it may only move forward."""
+        """Move the clock to ``when`` (UTC: an aware time is converted); it may only move forward."""
+        when = naive_utc(when)
         with self._lock:
             if when < self._now:
                 raise ValueError(f"a simulated clock does not go back: {when} is before {self._now}")

@@ -78,6 +78,14 @@ TABLES: dict[str, str] = {
     "paper_samples": "SELECT * FROM paper_samples WHERE venue_id = $venue AND origin = 'run'",
     "boards": "SELECT * FROM boards WHERE venue_id = $venue",
     "board_rows": "SELECT * FROM board_rows WHERE board_id IN (SELECT board_id FROM boards WHERE venue_id = $venue)",
+    # the history of the venue-year's boards: every published version that holds one of them (verbatim, as readers
+    # saw it: a version published several venue-years together holds theirs too), the replay days (store-wide,
+    # like the validation reports) and the replayed rows of its boards
+    "board_versions": "SELECT * FROM board_versions WHERE list_contains(json_extract_string(leaderboard_json, "
+                      "'$.boards[*].venue_id'), $venue)",
+    "replay_days": "SELECT * FROM replay_days",
+    "replay_history": "SELECT * FROM replay_history WHERE board_id IN (SELECT board_id FROM boards "
+                      "WHERE venue_id = $venue)",
 }
 
 #: Columns whose imported value is fixed by the importer, whatever the snapshot holds: a call recorded elsewhere is
@@ -88,7 +96,12 @@ FORCED: dict[str, dict[str, str]] = {"llm_calls": {"cache_scope": "snapshot"},
                                      # validate, exam and judge read unless a spec or id is named): only by name
                                      "scored_setups": {"role": "snapshot"},
                                      # a snapshot's sample is its own: never what this store's numbers claim
-                                     "paper_samples": {"origin": "snapshot"}}
+                                     "paper_samples": {"origin": "snapshot"},
+                                     # versions it brings are read by --as-of and --history, never chained to
+                                     "board_versions": {"origin": "snapshot"},
+                                     # its replayed days were not run here: a replay of the same season here
+                                     # runs them (only `done` days are skipped)
+                                     "replay_days": {"status": "imported"}}
 
 
 class SnapshotError(ValueError):

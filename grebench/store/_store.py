@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import secrets
 import shutil
@@ -219,11 +220,30 @@ class Store:
         _LIVE_RUNS[run_id] = self
         return run_id
 
+    def note_failure(self, reason: str) -> None:
+        """Keep why this process's live runs could not be finished when the store itself cannot be written (a full
+        disk invalidates the connection): in the data dir's failure note (:func:`_failure_note`), which the next
+        writer reads when it marks them (:meth:`mark_stale_runs`).  Best effort: never raises."""
+        runs = [run_id for run_id, store in _LIVE_RUNS.items() if store is self]
+        if self.path is not None and runs:
+            _write_failure_note(_failure_note(self.path), {"runs": runs, "reason": reason[:1000]})
+
     def mark_stale_runs(self) -> list[str]:
         """Runs still ``running`` that no live command of this process owns: their writer is gone (the caller
-        holds the writer lock), so they are marked ``interrupted``.  Returns their ids."""
+        holds the writer lock), so they are marked ``interrupted``; a run whose writer left a failure note (the
+        store could not be written: :meth:`note_failure`) is marked ``failed`` with that reason instead.  Returns
+        their ids."""
         stale = [r[0] for r in self.con.execute("SELECT run_id FROM runs WHERE status = 'running'").fetchall()
                  if r[0] not in _LIVE_RUNS]
+        note = _read_failure_note(_failure_note(self.path)) if self.path is not None else {}
+        noted = [run_id for run_id in stale if run_id in note.get("runs", [])]
+        for run_id in noted:
+            self.record_failure(run_id, "store", None, str(note["reason"]))
+            self.con.execute("UPDATE runs SET status = 'failed', finished_at = ?, summary_json = ? WHERE run_id = ?",
+                             [utcnow(), json.dumps({"error": note["reason"]}), run_id])
+        stale = [run_id for run_id in stale if run_id not in noted]
+        if note and self.path is not None:
+            _write_failure_note(_failure_note(self.path), {})  # read: cleared in place (its blocks stay allocated)
         if stale:
             self.con.execute(
                 "UPDATE runs SET status = 'interrupted', finished_at = ?, summary_json = coalesce(summary_json, ?) "
@@ -390,6 +410,47 @@ class Store:
         return target
 
 
+#: Bytes of the failure note (``<db file>.failure``): made at this size when the store opens and only ever
+#: overwritten in place, so writing it when the disk is full needs no new block.
+FAILURE_NOTE_BYTES = 4096
+
+
+def _failure_note(db_file: Path) -> Path:
+    return db_file.with_name(db_file.name + ".failure")
+
+
+def _write_failure_note(path: Path, note: dict[str, Any]) -> None:
+    """Overwrite the note in place, padded to :data:`FAILURE_NOTE_BYTES` (no truncation: a full disk cannot give
+    back a block freed and asked for again); a note that cannot be written is lost, not raised."""
+    blob = json.dumps(note).encode()[:FAILURE_NOTE_BYTES]
+    try:
+        with path.open("r+b") as fh:
+            fh.write(blob.ljust(FAILURE_NOTE_BYTES, b" "))
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError:
+        pass
+
+
+def _read_failure_note(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_bytes().strip(b" \0")
+        note = json.loads(text) if text else {}
+    except (OSError, ValueError):
+        return {}
+    return note if isinstance(note, dict) and isinstance(note.get("runs"), list) and note.get("reason") else {}
+
+
+def _reserve_failure_note(db_file: Path) -> None:
+    """Make the note at its full size while there is room (once per data dir)."""
+    path = _failure_note(db_file)
+    if not path.exists():
+        try:
+            path.write_bytes(b" " * FAILURE_NOTE_BYTES)
+        except OSError:
+            pass
+
+
 #: What a stale run's summary says (its process ended without recording how: killed, or a power cut).
 STALE_REASON = "the process ended during this run (killed, or stopped before it could record how)"
 #: Runs started by this process and not finished yet (a stale-run sweep never touches them).
@@ -435,8 +496,10 @@ class StoreLocked(RuntimeError):
         self.db_file = db_file
         found = re.search(r"\(PID (\d+)\)", message)
         self.pid = int(found.group(1)) if found else None
-        super().__init__(f"cannot open {db_file} for writing: {message.splitlines()[0][:300]}. Only one grebench "
-                         "writer may run at a time; readers use `grebench export` Parquet files.")
+        self.detail = message.splitlines()[0][:300] if message else ""  # DuckDB's own words, for the debug log
+        holder = "another process" if self.pid is None else f"another process (PID {self.pid})"
+        super().__init__(f"cannot open {db_file} for writing: {holder} holds it. Only one grebench writer may run "
+                         "at a time; readers use `grebench export` Parquet files.")
 
 
 def open_store(path: str | Path | None, read_only: bool = False) -> Store:
@@ -459,5 +522,6 @@ def open_store(path: str | Path | None, read_only: bool = False) -> Store:
         raise StoreLocked(db_file, str(exc)) from None
     migrate(con, db_file)
     store = Store(con, db_file)
+    _reserve_failure_note(db_file)
     store.mark_stale_runs()  # we hold the writer lock: a run still 'running' belongs to a writer that is gone
     return store

@@ -10,6 +10,7 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
+from grebench.cli._dates import Day
 from grebench.cli._main import COMMANDS, main
 from grebench.store import open_store
 
@@ -45,7 +46,8 @@ def _required(command: click.Command, tmp_path: Path) -> list[str]:
         if not param.required:
             continue
         dir_only = isinstance(param.type, click.Path) and not param.type.file_okay
-        value = str(tmp_path if dir_only else a_file) if isinstance(param, click.Argument) else "x"
+        option = "2024-01-01" if isinstance(param.type, Day) else "x"  # a date option checks its value as it parses
+        value = str(tmp_path if dir_only else a_file) if isinstance(param, click.Argument) else option
         out += [value] if isinstance(param, click.Argument) else [param.opts[0], value]
     return out
 

@@ -27,6 +27,7 @@ from grebench.pipeline import (
     ResolvedRun,
     RunOptions,
     ScoreSummary,
+    SetupError,
     SiteSummary,
     ValidateSummary,
     run_job,
@@ -120,10 +121,13 @@ def test_readers_use_the_scored_setup_and_sample_by_equality(tmp_path: Path) -> 
         assert [(p,) for p in run.paper_ids or ()] == sample  # the sample is read back, not drawn again
         assert store.con.execute("SELECT paper_id FROM paper_samples ORDER BY 1").fetchall() == sample
         assert done.status == "ok"
-        # a named spec that was never scored is not matched loosely to another id of its kind
-        refused = run_job(other, _job("validate"), RunOptions(estimator="hf:smollm2-135m"),
-                          open_store=lambda: nullcontext(store), refusals=(LookupError,))
-        assert refused.refused is not None and "no scores with estimator hf:smollm2-135m" in str(refused.refused)
+        # a named spec that was never scored is not matched loosely to another id of its kind; it is refused before
+        # the run is recorded (issue 51: a refusal changes nothing)
+        runs = store.scalar("SELECT count(*) FROM runs")
+        with pytest.raises(SetupError, match="no scores with estimator hf:smollm2-135m"):
+            run_job(other, _job("validate"), RunOptions(estimator="hf:smollm2-135m"),
+                    open_store=lambda: nullcontext(store))
+        assert store.scalar("SELECT count(*) FROM runs") == runs
     finally:
         store.close()
 

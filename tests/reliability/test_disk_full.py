@@ -51,5 +51,8 @@ def test_disk_full_fails_cleanly_then_resumes(small_tmpfs: Path, small_archive: 
     try:
         assert store.scalar("SELECT count(*) FROM scores") > 0
         assert store.scalar("SELECT count(*) FROM runs WHERE status = 'ok'") == 1
+        # the run the full disk stopped keeps its reason (issue 51: it used to read "killed")
+        [first] = store.rows("SELECT status, summary_json FROM runs WHERE status <> 'ok'")
+        assert first["status"] == "failed" and "no space left on device" in first["summary_json"], first
     finally:
         store.close()

@@ -37,7 +37,8 @@ def test_cycle_generates_sealed_before_reviews_scores_after_and_restart_repeats_
     papers = add_papers(openreview, 4)
     service = SchedulerService(settings)
     for kind in ("poll", "generate", "score"):
-        assert service.run_job(kind)["status"] == "ok"
+        done = service.run_job(kind)
+        assert done["status"] == "ok", done.get("error")
     assert len(llm.chat_requests) == 4  # one call per paper, made while no review is public
     assert service.store.scalar("SELECT count(*) FROM scores") == 0
     assert service.store.scalar("SELECT count(*) FROM generations WHERE candidate = ? AND status = 'ok'",

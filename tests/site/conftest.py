@@ -96,13 +96,19 @@ HISTORY_DAYS = [datetime(2025, 11, d) for d in (10, 11, 12)]
 
 
 def record_history(s: Store, season: str = "season:test", days: list[datetime] = HISTORY_DAYS) -> None:
-    """A replay's board history of the store's boards as they are (each day done, its board rows recorded the way
-    the replay records them)."""
+    """A replay's board history of the store's boards: each day done, its board rows recorded the way the replay
+    records them, and a board version published that day the way the site stage publishes one (the scores moved a
+    little each day, so each day's boards differ: the history plots are drawn from these versions)."""
     from grebench.scheduler._replay import _record_rows
+    from grebench.site import leaderboard_json, publish_version
+    from grebench.site._build import environment
+    from grebench.site._data import boards
 
-    for day in days:
+    for i, day in enumerate(days):
+        s.con.execute("UPDATE board_rows SET score = score + ?", [0.01 * i])
         s.con.execute("INSERT INTO replay_days (season, day, status) VALUES (?, ?, 'done')", [season, day])
         _record_rows(s, season, day)
+        publish_version(s, leaderboard_json(boards(s), day), day, environment())
 
 
 # candidate -> each line's contribution against reference 0 and reference 1 (nats)

@@ -159,7 +159,7 @@ def test_leaderboard_as_of_prints_the_old_board_and_changes_explain(two_versions
     assert json.loads(as_json.stdout)["board_version"]["version"] == v1
     none = runner.invoke(main, ["leaderboard", "--as-of", "2000-01-01", "--data-dir", data])
     assert none.exit_code == 1 and "no board version was published at or before 2000-01-01" in none.output
-    assert f"the first is {v1}" in none.output
+    assert f"2 version(s) exist, the first {v1}" in none.output  # what exists, named
     bad = runner.invoke(main, ["leaderboard", "--as-of", "yesterday", "--data-dir", data])
     assert bad.exit_code == 2 and "is not a date" in bad.output
     changes = runner.invoke(main, ["leaderboard", "--changes", "--data-dir", data])

@@ -137,3 +137,54 @@ def test_line_attribution_travels_in_the_snapshot(scored: Store, tmp_path: Path)
     assert report["rows_added"]["line_attribution"] == len(rows)
     assert fresh.rows(f"SELECT {columns} FROM line_attribution ORDER BY ALL") == rows
     fresh.close()
+
+
+def test_a_snapshot_carries_its_board_history(tmp_path: Path) -> None:
+    """The venue-year's board versions (and the replay days) travel in the snapshot: after an import into a fresh
+    data dir, ``leaderboard --as-of`` and ``--history`` read what the source store reads (issue 51; before, the
+    import said "no board version was published yet")."""
+    src, other = tmp_path / "src", tmp_path / "other"
+    env = {**FAST_ENV, "GREBENCH_CONFIG": None, "GREBENCH_BOOTSTRAP_SAMPLES": "50"}
+
+    def cli(data: Path, *args: str) -> object:
+        result = CliRunner().invoke(main, ["--data-dir", str(data), *args], env=env)
+        assert result.exit_code == 0, (args, result.output)
+        return result
+
+    store = open_store(src / "grebench.duckdb")
+    with store.transaction():
+        for paper in tiny_papers():
+            store.upsert_paper(paper)
+    store.con.execute("INSERT INTO replay_days (season, day, status, papers) VALUES ('season:x', '2019-11-08', "
+                      "'done', 5)")
+    store.close()
+    for papers in ("2", "all"):  # two samples: two different boards, two versions
+        for args in (["bench", "--papers", papers], ["score", "--papers", papers], ["site", "build"]):
+            cli(src, *args)
+    store = open_store(src / "grebench.duckdb", read_only=True)
+    published = [r["published_at"] for r in store.rows("SELECT published_at FROM board_versions ORDER BY 1")]
+    store.close()
+    assert len(published) == 2
+    between = (published[0] + (published[1] - published[0]) / 2).isoformat() + "Z"
+
+    cli(src, "snapshot", "export", "--out", str(tmp_path / "snap"))
+    manifest = json.loads((tmp_path / "snap" / "manifest.json").read_text())
+    assert manifest["files"]["board_versions.parquet"]["rows"] == 2
+    cli(other, "snapshot", "import", str(tmp_path / "snap"))
+
+    for args in (["leaderboard", "--as-of", between], ["leaderboard", "--as-of", published[1].isoformat() + "Z"]):
+        assert cli(other, *args).output == cli(src, *args).output  # type: ignore[attr-defined]
+    mine = json.loads(cli(src, "leaderboard", "--history", "--json").stdout)  # type: ignore[attr-defined]
+    theirs = json.loads(cli(other, "leaderboard", "--history", "--json").stdout)  # type: ignore[attr-defined]
+    assert [p["origin"] for b in theirs["boards"] for p in b["points"]] == ["snapshot"] * 2
+    for board in (*mine["boards"], *theirs["boards"]):
+        for point in board["points"]:
+            point.pop("origin")
+    assert theirs == mine and len(mine["boards"][0]["points"]) == 2
+
+    store = open_store(other / "grebench.duckdb", read_only=True)
+    try:
+        days = store.rows("SELECT season, status, papers FROM replay_days")
+    finally:
+        store.close()
+    assert days == [{"season": "season:x", "status": "imported", "papers": 5}]  # not `done`: not replayed here
