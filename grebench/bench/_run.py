@@ -235,7 +235,7 @@ def _batched(cands: list[Candidate], settings: Settings) -> tuple[list[Candidate
 
 def _run_local_batches(store: Store, settings: Settings, run_id: str | None, cands: list[Candidate],
                        splits: list[Split], papers: dict[str, Any], texts: dict[str, str], tally: _Tally,
-                       progress: Task) -> None:
+                       display: Progress) -> None:
     """The reviews of ``kind = "local"`` candidates, decoded in this process in a deterministic batch plan across
     papers (:class:`grebench.runtime.LocalGenerator`); each batch is written as soon as it is decoded."""
     from grebench.models import ModelError
@@ -247,10 +247,8 @@ def _run_local_batches(store: Store, settings: Settings, run_id: str | None, can
             job.pop("purpose")
             if old is not None and old["status"] == "ok":
                 tally.cached += 1
-                progress.advance()
             elif old is not None and old["attempts"] >= MAX_TRIES:
                 tally.gave_up += 1
-                progress.advance()
             else:
                 job["tries"] = 0 if old is None else old["attempts"]
                 todo[job["paper_id"]] = (job, messages)
@@ -259,7 +257,7 @@ def _run_local_batches(store: Store, settings: Settings, run_id: str | None, can
         try:
             model = resolve_local(settings, c.model or "")
         except ModelError as exc:
-            _fail_jobs(store, run_id, [j for j, _ in todo.values()], f"local model {c.model}: {exc}", tally, progress)
+            _fail_jobs(store, run_id, [j for j, _ in todo.values()], f"local model {c.model}: {exc}", tally)
             continue
         with LocalGenerator(model.path, model.device, model.dtype, model.label) as gen:
             prompts = {pid: gen.prompt_ids(messages) for pid, (_job, messages) in todo.items()}
@@ -293,21 +291,20 @@ def _run_local_batches(store: Store, settings: Settings, run_id: str | None, can
                         if run_id is not None:
                             store.record_failure(run_id, "bench", f"{candidate.name}:{out.key}",
                                                  "the model wrote nothing")
-                    progress.advance()
                 write_rows(store, rows)
 
-            gen.run(plan, prompts, write)
+            with display.task(f"bench: {c.name} decoding {len(todo)} reviews in {len(plan.batches)} batch(es)",
+                              plan.slots, "tokens") as decoding:
+                gen.run(plan, prompts, write, on_step=decoding.advance)
 
 
-def _fail_jobs(store: Store, run_id: str | None, jobs: list[dict[str, Any]], reason: str, tally: _Tally,
-               progress: Task) -> None:
+def _fail_jobs(store: Store, run_id: str | None, jobs: list[dict[str, Any]], reason: str, tally: _Tally) -> None:
     """Record generations that could not be attempted (the model could not be loaded) as failed tries."""
     rows = [make_row(**_row_args(job), status="failed", text=None, sections=None, parse_ok=None, error=reason,
                      attempts=job["tries"] + 1, generated_at=utcnow()) for job in jobs]
     write_rows(store, rows)
     for job in jobs:
         tally.failed += 1
-        progress.advance()
         if run_id is not None:
             store.record_failure(run_id, "bench", f"{job['candidate']}:{job['paper_id']}", reason)
 
@@ -336,12 +333,12 @@ def _generate(store: Store, settings: Settings, run_id: str | None, llm: list[Ca
         _tally_done(store, settings, llm, splits, papers, texts, tally)
         return
     batched, served = _batched(llm, settings)
-    with display.task(label, len(llm) * len(splits), "reviews") as task:
-        if batched:
-            _run_local_batches(store, settings, run_id, batched, splits, papers, texts, tally, task)
-        if served:
-            with candidate_endpoints(served, settings) as ready:
-                _run_llm(store, settings, run_id, ready, splits, papers, texts, tally, task)
+    if batched:  # each candidate shows its own progress, in decoded tokens
+        _run_local_batches(store, settings, run_id, batched, splits, papers, texts, tally, display)
+    if served:
+        with candidate_endpoints(served, settings) as ready, \
+                display.task(label, len(served) * len(splits), "reviews") as task:
+            _run_llm(store, settings, run_id, ready, splits, papers, texts, tally, task)
 
 
 def _row_args(job: dict[str, Any]) -> dict[str, Any]:

@@ -38,10 +38,10 @@ def print_report(rows: list[dict], estimator: str, preprocessor: str) -> None:
         click.echo(f"the metric is not as expected on: {', '.join(fooled)} (published on the methodology page)")
     if untold:
         most = max((r.get("papers_needed") or 0 for r in untold), default=0)
-        click.echo(f"too few papers to tell on {len(untold)} row(s): the paired test needs at least "
-                   f"{papers_to_decide()} papers to reach p < 0.05 at all"
-                   + (f", and about {most} at the smallest effect seen" if most else "")
-                   + " (`grebench run --papers N`)")
+        floor = papers_to_decide()
+        click.echo(f"too few papers to tell on {len(untold)} row(s): the paired test needs at least {floor} papers "
+                   "to reach p < 0.05 at all" + (f", and the weakest degradation seen about {most}" if most > floor
+                                                  else "") + " (`grebench run --papers N`)")
     summary = [r for r in rows if r.get("as_expected") is not None]
     click.echo(f"{sum(1 for r in summary if r['as_expected'])} of {len(rows)} rows as expected, "
                f"{len(fooled)} not, {len(untold)} too few papers to tell")

@@ -55,6 +55,11 @@ class BatchPlan:
         blob = json.dumps(asdict(self), sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
+    @property
+    def slots(self) -> int:
+        """The token slots the plan may decode: every row × ``max_new_tokens`` (what progress counts)."""
+        return sum(len(batch) for batch in self.batches) * self.max_new_tokens
+
     def where(self, key: str) -> tuple[int, int]:
         """(batch index, batch size) of a prompt key."""
         for i, batch in enumerate(self.batches):
@@ -157,10 +162,23 @@ class LocalGenerator:
                             budget_bytes, self.dtype)
 
     def run(self, plan: BatchPlan, prompts: Mapping[str, Sequence[int]],
-            on_batch: Callable[[list[Generated]], None]) -> None:
+            on_batch: Callable[[list[Generated]], None], on_step: Callable[[int], None] | None = None) -> None:
         """Decode every batch of ``plan`` in order, handing each batch's texts to ``on_batch`` as soon as it is done;
-        a stop request (SIGTERM) is honoured between batches."""
+        a stop request (SIGTERM) is honoured between batches.  ``on_step(rows)`` is called after every decoding step
+        with the rows it advanced, and once more at the end of a batch with the steps it did not need (progress in
+        the plan's token slots, :meth:`BatchPlan.slots`, so its ETA is the measured decoding speed)."""
         import torch
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        class Steps(StoppingCriteria):  # a hook on every decoding step that never stops one
+            def __init__(self, rows: int) -> None:
+                self.rows, self.steps = rows, 0
+
+            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+                self.steps += 1
+                if on_step is not None:
+                    on_step(self.rows)
+                return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
         eos = self._stop_ids()
         for index, keys in enumerate(plan.batches):
@@ -171,11 +189,15 @@ class LocalGenerator:
             ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=self.device)
             mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=self.device)
             started = time.monotonic()
+            steps = Steps(len(keys))
             with torch.inference_mode():
                 out = self.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=plan.max_new_tokens,
                                           do_sample=False, temperature=None, top_p=None, top_k=None,
-                                          eos_token_id=eos, pad_token_id=pad)
+                                          eos_token_id=eos, pad_token_id=pad,
+                                          stopping_criteria=StoppingCriteriaList([steps]))
             seconds = time.monotonic() - started
+            if on_step is not None and plan.max_new_tokens > steps.steps:  # every row ended early
+                on_step(len(keys) * (plan.max_new_tokens - steps.steps))
             done = []
             for key, row, new in zip(keys, rows, out[:, width:].tolist(), strict=True):
                 end = next((i for i, t in enumerate(new) if t in eos), None)

@@ -152,8 +152,8 @@ def _row(metric: str, name: str, t: Control, human: dict[str, dict], other: dict
     found = verdict(d, test)
     as_expected = meets_expectation(t.expected, found, test)
     needed = None
-    if as_expected is None:
-        needed = papers_to_decide() if not test.can_decide else papers_needed(a, b)
+    if as_expected is None:  # how many papers would tell: a degradation's effect as observed, else the floor
+        needed = (papers_needed(a, b) if t.expected == PENALISED and d < 0 else None) or papers_to_decide()
     return {
         "metric": metric, "transformation": name, "kind": t.kind, "d": round(d, 4),
         "ci_low": _finite(low), "ci_high": _finite(high), "p": float(f"{test.p:.3g}"), "p_min": test.p_min,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,27 @@ def test_the_plan_sorts_by_length_and_cuts_by_bytes_and_rows() -> None:
     assert plan_batches(lengths, 100, 1000, 10_000_000, "float32").id != plan.id
 
 
+class Recorded:
+    """A progress display that records its tasks: (label, total, unit, every advance)."""
+
+    def __init__(self) -> None:
+        self.tasks: list[tuple[str, int | None, str, list[int]]] = []
+
+    @contextmanager
+    def task(self, label: str, total: int | None = None, unit: str = "items") -> Iterator[Any]:
+        steps: list[int] = []
+        self.tasks.append((label, total, unit, steps))
+
+        class Task:
+            def advance(self, n: int = 1) -> None:
+                steps.append(n)
+
+            def set_total(self, total: int | None) -> None:
+                pass
+
+        yield Task()
+
+
 def _tiny(settings: Settings, tiny_llama_dir: Path, **extra: Any) -> Settings:  # noqa: F811
     entry = {"name": "tiny", "kind": "local", "model": str(tiny_llama_dir), "cutoff": "2019-01-01",
              "params": {"max_tokens": 24, "context_tokens": 4096}}
@@ -49,8 +72,12 @@ def test_local_reviews_decode_in_one_recorded_plan_and_a_rerun_reproduces_them(
         tiny_store: Store, settings: Settings, tiny_llama_dir: Path) -> None:  # noqa: F811
     pytest.importorskip("torch")
     s = _tiny(settings, tiny_llama_dir)
-    first = run_bench(tiny_store, s, None, ["tiny"])
+    progress = Recorded()
+    first = run_bench(tiny_store, s, None, ["tiny"], progress=progress)
     assert first["calls_made"] == 4 and first["failed"] == 0
+    # progress in decoded token slots, advanced step by step (its ETA is the measured speed), never ahead of work
+    [(label, total, _unit, steps)] = [t for t in progress.tasks if t[2] == "tokens"]
+    assert "decoding 4 reviews in 1 batch" in label and total == 4 * 24 and sum(steps) == total and len(steps) > 1
     rows = tiny_store.rows("SELECT * FROM generations WHERE candidate = 'tiny' ORDER BY paper_id")
     assert len(rows) == 4 and all(r["status"] == "ok" and r["text"] and r["tokens_out"] for r in rows)
     made = [json.loads(r["flags_json"])["generation"] for r in rows]
@@ -76,14 +103,14 @@ def test_a_stop_between_batches_keeps_the_batches_done_and_a_rerun_decodes_only_
     batches: list[list[str]] = []
     real_run = LocalGenerator.run
 
-    def run_then_stop(self: LocalGenerator, plan: Any, prompts: Any, on_batch: Any) -> None:
+    def run_then_stop(self: LocalGenerator, plan: Any, prompts: Any, on_batch: Any, on_step: Any = None) -> None:
         def each(batch: list[Any]) -> None:
             on_batch(batch)
             batches.append([g.key for g in batch])
             if len(batches) == 1:
                 stop.request_stop(signal.SIGTERM)
 
-        real_run(self, plan, prompts, each)
+        real_run(self, plan, prompts, each, on_step)
 
     monkeypatch.setattr(LocalGenerator, "run", run_then_stop)
     try:

@@ -55,7 +55,7 @@ def test_a_core_run_checks_the_core_controls_and_its_board_and_validation_agree(
         # no p below what the sign-flip test reaches on this many papers (4 papers: 0.125)
         assert row["p_vs_human"] >= smallest_p(row["papers"]) and v["p"] >= smallest_p(v["n_papers"]) * 0.999
         if int(papers) < 6:
-            assert v["verdict"] == "too few papers to tell" and v["as_expected"] is None and v["papers_needed"] == 6
+            assert v["verdict"] == "too few papers to tell" and v["as_expected"] is None and v["papers_needed"] >= 6
 
 
 def test_validate_on_a_core_store_says_what_it_did_not_test_and_prints_no_p_below_the_floor(tmp_path: Path) -> None:
