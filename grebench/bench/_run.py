@@ -31,6 +31,7 @@ from grebench.bench._registry import (
     HUMAN,
     IMPORTED_KIND,
     Candidate,
+    CandidateError,
     candidate_endpoints,
     check_names_free,
     kind_info,
@@ -256,9 +257,8 @@ def _run_local_batches(store: Store, settings: Settings, run_id: str | None, can
             continue
         try:
             model = resolve_local(settings, c.model or "")
-        except ModelError as exc:
-            _fail_jobs(store, run_id, [j for j, _ in todo.values()], f"local model {c.model}: {exc}", tally)
-            continue
+        except ModelError as exc:  # a checkpoint that is not there is the configuration's mistake, as with a server
+            raise CandidateError(f"candidate {c.name!r}: {exc}") from None
         with LocalGenerator(model.path, model.device, model.dtype, model.label) as gen:
             prompts = {pid: gen.prompt_ids(messages) for pid, (_job, messages) in todo.items()}
             plan = gen.plan(prompts, int(c.params["max_tokens"]), settings.local_batch_mib * 2 ** 20)
@@ -296,17 +296,6 @@ def _run_local_batches(store: Store, settings: Settings, run_id: str | None, can
             with display.task(f"bench: {c.name} decoding {len(todo)} reviews in {len(plan.batches)} batch(es)",
                               plan.slots, "tokens") as decoding:
                 gen.run(plan, prompts, write, on_step=decoding.advance)
-
-
-def _fail_jobs(store: Store, run_id: str | None, jobs: list[dict[str, Any]], reason: str, tally: _Tally) -> None:
-    """Record generations that could not be attempted (the model could not be loaded) as failed tries."""
-    rows = [make_row(**_row_args(job), status="failed", text=None, sections=None, parse_ok=None, error=reason,
-                     attempts=job["tries"] + 1, generated_at=utcnow()) for job in jobs]
-    write_rows(store, rows)
-    for job in jobs:
-        tally.failed += 1
-        if run_id is not None:
-            store.record_failure(run_id, "bench", f"{job['candidate']}:{job['paper_id']}", reason)
 
 
 def _cache_scope(c: Candidate, settings: Settings) -> str | None:
