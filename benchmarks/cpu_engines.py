@@ -354,8 +354,8 @@ def run_onnxruntime(path: Path, work: Workload, modes: set[str], wdir: Path) -> 
 
             config = og.Config(str(done))
             config.overlay(json.dumps({"model": {
-                # pad: a token no prompt holds (the checkpoint's pad is <|im_end|>, which every prompt holds and
-                # onnxruntime-genai masks wherever it occurs)
+                # pad: a token no prompt holds (the checkpoint's pad is <|im_end|>, which ends every chat turn
+                # inside the prompts, and onnxruntime-genai tells pads by their id)
                 "pad_token_id": 0,
                 "decoder": {"session_options": {"intra_op_num_threads": work.threads, "inter_op_num_threads": 1}}}}))
             model = og.Model(config)
