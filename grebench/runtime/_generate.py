@@ -32,6 +32,10 @@ log = logging.getLogger(__name__)
 
 #: The engine named in every generation this module writes (the generation's provenance).
 ENGINE = "transformers-generate"
+#: The KV cache of a batch: allocated once at (its longest prompt + ``max_tokens``) per row, where a growing cache
+#: copied every layer's keys and values at every step (14 % of a CPU's decoding time under py-spy; 10 % faster
+#: static, the same tokens on the bundled prompts).
+CACHE = "static"
 #: At most this many prompts decode together (beyond it a 2-core CPU gains little per step and a crash loses more).
 MAX_BATCH = 16
 
@@ -193,7 +197,7 @@ class LocalGenerator:
             with torch.inference_mode():
                 out = self.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=plan.max_new_tokens,
                                           do_sample=False, temperature=None, top_p=None, top_k=None,
-                                          eos_token_id=eos, pad_token_id=pad,
+                                          eos_token_id=eos, pad_token_id=pad, cache_implementation=CACHE,
                                           stopping_criteria=StoppingCriteriaList([steps]))
             seconds = time.monotonic() - started
             if on_step is not None and plan.max_new_tokens > steps.steps:  # every row ended early
@@ -214,7 +218,7 @@ class LocalGenerator:
     def provenance(self, plan: BatchPlan, index: int, size: int) -> dict[str, Any]:
         """What a generation records of how it was made: the engine and its versions, the device and dtype, and its
         place in the batch plan."""
-        return {"engine": ENGINE, **self.versions, "device": self.device, "dtype": self.dtype,
+        return {"engine": ENGINE, **self.versions, "device": self.device, "dtype": self.dtype, "cache": CACHE,
                 "batch_plan": plan.id, "batch": index, "batch_size": size, "batches": len(plan.batches),
                 "batch_budget_bytes": plan.budget_bytes, "max_new_tokens": plan.max_new_tokens}
 
