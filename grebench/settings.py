@@ -230,6 +230,7 @@ class Settings:
     snapshot_date = Setting(str, '01-15', 'Month-day (MM-DD) of the yearly snapshot cut.')
     snapshot_import_max_expansion = Setting(int, 50, 'A snapshot being imported may decode to at most this many times the bytes of its Parquet files, all members together (at least 16 MiB; a manifest\'s decoded_bytes can only lower it).', minimum=1, maximum=10000)
     snapshot_import_max_mb = Setting(int, 2048, 'Most MiB a snapshot being imported may decode to, all members together, whatever its file sizes or manifest say.', minimum=16, maximum=1048576)
+    snapshot_archive_max_mb = Setting(int, 2048, 'Largest snapshot (its files together, MiB) the site and the app offer as one .tar.gz download; a larger one is offered file by file only.', minimum=1, maximum=1048576)
     stop_grace_s = Setting(float, 8.0, 'After SIGTERM/SIGINT: seconds the running job has to reach its next request boundary before the process exits anyway (its run is then marked interrupted); docker stop waits 10 s.', minimum=0.5, maximum=3600)
 
     # -- the data directory's layout -----------------------------------------------------------------------------------
@@ -257,6 +258,12 @@ class Settings:
     def snapshots_path(self) -> Path:
         """Where snapshots are cut (DATA_DIR/snapshots)."""
         return self.data_path / "snapshots"
+
+    @property
+    def snapshot_archives_path(self) -> Path:
+        """Where each snapshot's one-file download is built once (DATA_DIR/snapshot-archives), then linked into the
+        site and the app."""
+        return self.data_path / "snapshot-archives"
 
     @property
     def snapshot_requests_path(self) -> Path:

@@ -29,6 +29,7 @@ from grebench.scoring import (
 )
 from grebench.settings import Settings
 from grebench.site import _data, _versions
+from grebench.site._archives import publish_archives
 from grebench.site._board_plot import board_alt, board_svg
 from grebench.site._labels import Labels, board_id, board_key_label, human_size
 from grebench.site._plots import history_alt, history_svg
@@ -118,11 +119,14 @@ def _row_status(row: dict[str, Any]) -> str:
     return rank_word(row) or "ranked"
 
 
-def publish_snapshots(source: Path, target: Path) -> list[dict[str, Any]]:
+def publish_snapshots(source: Path, target: Path, archives: Path | None = None,
+                      archive_max_bytes: int = 0) -> list[dict[str, Any]]:
     """Put every snapshot file under ``target`` (the site's ``snapshots/``), hard-linked where the file system
     allows (snapshots are frozen: a re-cut replaces files by rename, so a link never changes under a reader), copied
     otherwise; the listing of :func:`grebench.site._data.snapshot_files`, each entry with its site-relative ``href``.
-    Only regular files are published (a symbolic link in the snapshots folder is skipped, never followed)."""
+    Only regular files are published (a symbolic link in the snapshots folder is skipped, never followed).  With
+    ``archives`` (the cache folder), each snapshot's one-file download ``FOLDER.tar.gz`` too
+    (:func:`grebench.site._archives.publish_archives`), listed with ``archive: True``."""
     files = []
     for f in _data.snapshot_files(source):
         src = source / f["name"]
@@ -135,6 +139,9 @@ def publish_snapshots(source: Path, target: Path) -> list[dict[str, Any]]:
         except OSError:
             shutil.copy2(src, dst)
         files.append({**f, "href": f"snapshots/{f['name']}"})
+    if archives is not None:
+        files += [{**a, "href": f"snapshots/{a['name']}"}
+                  for a in publish_archives(source, target, archives, archive_max_bytes)]
     return files
 
 
@@ -178,7 +185,7 @@ def site_fingerprint(store: Store, settings: Settings) -> str:
     return fingerprint(store, tables=_READ, queries=queries,
                        values=[SITE_VERSION, SCHEMA_VERSION, snapshots, provenance(store)],
                        code=code_files(_HERE / "_build.py", _HERE / "_data.py", _HERE / "_plots.py",
-                                       _HERE / "_board_plot.py",
+                                       _HERE / "_board_plot.py", _HERE / "_archives.py",
                                        _HERE / "_labels.py", _HERE / "_versions.py", _HERE / "_changes.py",
                                        _HERE / "_timeline.py", _HERE / "templates", _HERE / "static"))
 
@@ -216,7 +223,8 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
     now = utcnow().replace(microsecond=0)
     env = environment(Labels.load(store))
     writer = _Writer(tmp, env, now.isoformat() + "Z")
-    snapshots = publish_snapshots(settings.snapshots_path, tmp / "snapshots")
+    snapshots = publish_snapshots(settings.snapshots_path, tmp / "snapshots", settings.snapshot_archives_path,
+                                  settings.snapshot_archive_max_mb * 2**20)
     shutil.copytree(_HERE / "static", tmp / "static")
 
     labels = Labels.load(store)
@@ -254,7 +262,7 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
     manifests = _data.snapshot_manifests(snapshots)
     in_snapshot = {f["name"] for m in manifests for f in m["files"]}
     writer.page("downloads.html", "downloads.html", manifests=manifests,
-                loose=[f for f in snapshots if f["name"] not in in_snapshot],
+                loose=[f for f in snapshots if f["name"] not in in_snapshot and not f.get("archive")],
                 changes=_data.changelog(store), json_bytes=len(blob), json_sha256=hashlib.sha256(blob).hexdigest(),
                 schema_version=SCHEMA_VERSION, versions=listed)
 

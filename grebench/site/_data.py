@@ -167,6 +167,15 @@ def paper_ids(store: Store) -> list[dict[str, Any]]:
     return rows
 
 
+def scored_paper(store: Store, venue_id: str | None) -> str | None:
+    """A paper of the venue's sample (the first scored one, by id): where the app's Paper tab opens."""
+    if not venue_id or not has_table(store, "scores"):
+        return None
+    value = store.scalar("""SELECT min(s.paper_id) FROM scores s JOIN papers p USING (paper_id)
+                            WHERE p.venue_id = ?""", [venue_id])
+    return None if value is None else str(value)
+
+
 def paper_page(store: Store, paper_id: str) -> dict[str, Any]:
     """A paper: abstract, human reviews, candidate reviews with judgment lines, pair scores, votes, flags."""
     return paper_pages(store, [paper_id]).get(paper_id, {})
@@ -334,15 +343,18 @@ def snapshot_files(root: Path) -> list[dict[str, Any]]:
 
 def snapshot_manifests(files: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per snapshot folder (a ``DIR/manifest.json`` in :func:`snapshot_files`' listing): its folder name,
-    the manifest's SHA-256, its files, total bytes and the exact import command (the folder is the one a visitor
-    downloads the files into)."""
+    the manifest's SHA-256, its files, its one-file ``archive`` (an entry of the listing with ``archive: True``, or
+    None), total bytes and the exact import command (the folder is the one a visitor downloads or unpacks the files
+    into)."""
     out = []
+    archives = {f["folder"]: f for f in files if f.get("archive")}
     for m in files:
         parts = m["name"].split("/")
         if len(parts) == 2 and parts[1] == "manifest.json":
             folder = parts[0]
             members = [f for f in files if f["name"].startswith(folder + "/")]
             out.append({"folder": folder, "sha256": m["sha256"], "href": m.get("href"), "files": members,
+                        "archive": archives.get(folder),
                         "bytes": sum(int(f["bytes"]) for f in members),
                         "command": f"grebench snapshot import --manifest-sha256 {m['sha256']} {folder}"})
     return out
