@@ -28,7 +28,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 )
 HEADERS = [h for h, _ in COLUMNS]
 #: Column widths (a header wraps between words, never inside one).
-WIDTHS = ["6%", "15%", "7%", "7%", "11%", "8%", "7%", "9%", "6%", "7%", "8%", "9%"]
+WIDTHS: list[str | int] = ["6%", "15%", "7%", "7%", "11%", "8%", "7%", "9%", "6%", "7%", "8%", "9%"]
 #: Gradio's column types: numbers sort as numbers, the rest as text.
 DATATYPES: list[Literal["str", "number"]] = ["str", "str", "str", "number", "str", "str", "number", "str", "number",
                                               "number", "number", "number"]
