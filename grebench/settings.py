@@ -204,8 +204,9 @@ class Settings:
     app_max_body_bytes = Setting(int, 1048576, 'Largest request body any app route accepts (the upload route has its own cap: one file of the import form\'s limit); larger ones are refused with 413 before they are read.', minimum=65536, maximum=16777216)
     app_requests_per_address_per_min = Setting(int, 600, 'HTTP requests (pages, assets, API calls) the app accepts from one client address per minute, in bursts of as many; more are refused with 429.', minimum=10, maximum=1000000)
     app_upload_ttl_s = Setting(int, 3600, "Seconds an uploaded file may stay in Gradio's upload folder (the import handler removes it at once after reading it).", minimum=60, maximum=86400)
-    submissions_per_week = Setting(int, 3, 'Submissions accepted per submitter in 7 days.', minimum=0)
-    submissions_per_address_per_week = Setting(int, 6, 'Submissions and review uploads accepted from one network address (as the app sees it) in 7 days, whatever contact they give.', minimum=0)
+    submissions_per_week = Setting(int, 3, 'Submissions and review uploads accepted per submitter (the contact, any case) in 7 days; refused tries do not count.', minimum=0)
+    submissions_per_address_per_week = Setting(int, 6, 'Submissions and review uploads accepted from one network address (as the app sees it) in 7 days, whatever contact they give; refused tries do not count (submission_refusals_per_address_per_hour limits those).', minimum=0)
+    submission_refusals_per_address_per_hour = Setting(int, 20, 'Refused submission or upload tries accepted from one network address per hour (an anti-abuse limit apart from the weekly quota, which counts accepted entries only); over it, tries are refused until the hour has passed, and the refusal says when.', minimum=1, maximum=10000)
     app_trusted_proxies = Setting(str, '', "Comma-separated networks (CIDR) of your reverse proxies: from them the app takes the client address for the rate limit from X-Forwarded-For; empty = none (the socket's address counts, forwarded headers are ignored).")
     queue_max_pending = Setting(int, 50, 'Submissions and review uploads waiting in the queue at most; further ones are refused until the queue drains.', minimum=1)
     submission_http_allowlist = Setting(str, '', 'Comma-separated hosts that submissions may reach over plain http.')
@@ -229,6 +230,7 @@ class Settings:
     snapshot_date = Setting(str, '01-15', 'Month-day (MM-DD) of the yearly snapshot cut.')
     snapshot_import_max_expansion = Setting(int, 50, 'A snapshot being imported may decode to at most this many times the bytes of its Parquet files, all members together (at least 16 MiB; a manifest\'s decoded_bytes can only lower it).', minimum=1, maximum=10000)
     snapshot_import_max_mb = Setting(int, 2048, 'Most MiB a snapshot being imported may decode to, all members together, whatever its file sizes or manifest say.', minimum=16, maximum=1048576)
+    snapshot_archive_max_mb = Setting(int, 2048, 'Largest snapshot (its files together, MiB) the site and the app offer as one .tar.gz download; a larger one is offered file by file only.', minimum=1, maximum=1048576)
     stop_grace_s = Setting(float, 8.0, 'After SIGTERM/SIGINT: seconds the running job has to reach its next request boundary before the process exits anyway (its run is then marked interrupted); docker stop waits 10 s.', minimum=0.5, maximum=3600)
 
     # -- the data directory's layout -----------------------------------------------------------------------------------
@@ -256,6 +258,12 @@ class Settings:
     def snapshots_path(self) -> Path:
         """Where snapshots are cut (DATA_DIR/snapshots)."""
         return self.data_path / "snapshots"
+
+    @property
+    def snapshot_archives_path(self) -> Path:
+        """Where each snapshot's one-file download is built once (DATA_DIR/snapshot-archives), then linked into the
+        site and the app."""
+        return self.data_path / "snapshot-archives"
 
     @property
     def snapshot_requests_path(self) -> Path:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -34,7 +34,12 @@ _OVERRIDABLE = frozenset({"a loopback address", "a private address", "not a publ
 
 
 class URLRejected(ValueError):
-    """A submitted URL failed a check; the message says which and is safe to show to the submitter."""
+    """A submitted URL failed checks; ``problems`` names each (with what to do instead), the message joins them.
+    Both are safe to show to the submitter."""
+
+    def __init__(self, problems: str | Sequence[str]) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("; ".join(self.problems))
 
 
 @dataclass(frozen=True)
@@ -207,77 +212,105 @@ def check_url(url: str, *, http_allowlist: Iterable[str] = (), own_services: Ite
               private_allowlist: Iterable[str] = ()) -> PinnedEndpoint:
     """Validate a submitted base URL and pin the address the later calls must use.
 
-    Raises :class:`URLRejected` with a message fit for the submitter.  No connection is made; the only network
-    action is name resolution through ``resolver``.  ``private_allowlist`` (the operator's dangerous
-    ``submission_private_allowlist``) lets loopback/private addresses inside those networks through; the
-    product's own services and link-local, multicast, unspecified or mapped addresses never pass.
+    Raises :class:`URLRejected` naming **every** problem found (``problems``), each with advice fit for the
+    submitter, so that one reply says all there is to fix (``http://127.0.0.1:1``: plain http, port 1 and a loopback
+    address at once).  No connection is made; the only network action is name resolution through ``resolver``, and
+    only for an http(s) URL with a well-formed host.  ``private_allowlist`` (the operator's dangerous
+    ``submission_private_allowlist``) lets loopback/private addresses inside those networks through; the product's
+    own services and link-local, multicast, unspecified or mapped addresses never pass.
     """
     allowed_private = _networks(private_allowlist)
     text = (url or "").strip()
     if not text:
         raise URLRejected("the base URL is empty")
-    if len(text) > MAX_URL_CHARS:
+    if len(text) > MAX_URL_CHARS:  # not parsed further: a huge input gets a short answer
         raise URLRejected(f"the base URL is {len(text):,} characters long (limit {MAX_URL_CHARS:,})")
     if any(ord(c) < 33 for c in text):
         raise URLRejected("the base URL contains spaces or control characters")
+    problems: list[str] = []
     parts = urlsplit(text)
     scheme = parts.scheme.lower()
-    if scheme not in ("https", "http"):
-        raise URLRejected(f"scheme {scheme or '(none)'!r} is not allowed; use https://")
     if "@" in parts.netloc or parts.username is not None or parts.password is not None:
-        raise URLRejected("credentials in the URL (user@host) are not allowed; use the API key field")
+        problems.append("credentials in the URL (user@host) are not allowed; use the API key field")
+    if scheme not in ("https", "http"):  # not a web address: nothing else about it is worth saying
+        raise URLRejected([f"scheme {scheme or '(none)'!r} is not allowed; use https://", *problems])
     host = (parts.hostname or "").rstrip(".")
     if not host:
-        raise URLRejected("the URL has no host")
+        raise URLRejected([*problems, "the URL has no host; write it as https://host[:port]/path"])
     try:
         host = host.encode("idna").decode("ascii").lower()
     except UnicodeError:
-        raise URLRejected(f"host {host!r} is not a valid host name") from None
+        raise URLRejected([*problems, f"host {host!r} is not a valid host name"]) from None
     allow = {h.strip().lower() for h in http_allowlist if h.strip()}
     if scheme == "http" and host not in allow:
-        raise URLRejected(f"plain http is not allowed for {host}; use https:// (http only for allowlisted hosts)")
+        problems.append(f"plain http is not allowed for {host}; use https:// (http only for allowlisted hosts)")
+    port: int | None
     try:
         port = parts.port or (443 if scheme == "https" else 80)
     except ValueError:
-        raise URLRejected("the port is not a number between 0 and 65535") from None
-    if port not in (80, 443) and (port < MIN_CUSTOM_PORT or port in _BLOCKED_HIGH_PORTS):
-        raise URLRejected(f"port {port} is not allowed (use 443, 80 or an unprivileged port ≥ {MIN_CUSTOM_PORT})")
-    if host in _LOCAL_NAMES or host.endswith(_LOCAL_NAMES[1:]):
-        raise URLRejected(f"host {host!r} is a local name")
+        port = None
+        problems.append("the port is not a number between 0 and 65535")
+    if port is not None and port not in (80, 443) and (port < MIN_CUSTOM_PORT or port in _BLOCKED_HIGH_PORTS):
+        why = ("a database or admin port" if port in _BLOCKED_HIGH_PORTS
+               else f"a privileged port (below {MIN_CUSTOM_PORT})")
+        problems.append(f"port {port} is not allowed ({why}); use 443, 80 or another port from {MIN_CUSTOM_PORT} up")
     own = _own_services(own_services)
-    literal = _parse_ip_literal(host)
-    if literal is not None:
-        addresses = [literal]
+    addresses: list[IPAddress] = []
+    literal: IPAddress | None = None
+    if host in _LOCAL_NAMES or host.endswith(_LOCAL_NAMES[1:]):
+        problems.append(f"host {host!r} is a local name; use the endpoint's public host name")
     else:
         try:
-            answers = as_resolver(resolver)(host, port)
-        except (OSError, UnicodeError) as exc:
-            raise URLRejected(f"host {host!r} does not resolve ({type(exc).__name__})") from None
-        addresses = []
-        for answer in answers:
-            try:
-                addresses.append(ipaddress.ip_address(str(answer).split("%")[0]))
-            except ValueError:
-                raise URLRejected(f"host {host!r} resolved to an unusable address") from None
-        if not addresses:
-            raise URLRejected(f"host {host!r} does not resolve")
-    own_ips = _own_addresses(own, as_resolver(resolver))
+            literal = _parse_ip_literal(host)
+        except URLRejected as exc:
+            problems.extend(exc.problems)
+        else:
+            addresses = [literal] if literal is not None else _resolve(host, port or 443, resolver, problems)
+    own_ips = _own_addresses(own, as_resolver(resolver)) if addresses else set()
     any_interface_ports = {p for h, p in own if p is not None and _is_ip(h) and ipaddress.ip_address(h).is_unspecified}
+    own_service = any(h == host for h, _ in own)
+    blocked = False
     for ip in addresses:
         reason = blocked_reason(ip)
         if reason is not None and not (reason in _OVERRIDABLE and any(ip in net for net in allowed_private
                                                                       if net.version == ip.version)):
             how = "is" if literal is not None else f"resolves to {ip}, which is"
-            raise URLRejected(f"host {host!r} {how} {reason}; only public addresses are allowed")
+            problems.append(f"host {host!r} {how} {reason}; only public addresses are allowed (the endpoint must be "
+                            "reachable from the internet)")
+            blocked = True
+            break  # one bad address says it: the others of the same name would repeat it
         if ip in own_ips or port in any_interface_ports:
-            raise URLRejected("this URL points at one of GRE-bench's own services")
-    if any(h == host for h, _ in own):
-        raise URLRejected("this URL points at one of GRE-bench's own services")
+            own_service = True
+    if own_service and not blocked:  # an address refused already says all (the app listens on loopback)
+        problems.append("this URL points at one of GRE-bench's own services")
+    if problems:
+        raise URLRejected(problems)
+    assert port is not None  # a bad port is a problem above
     netloc = f"[{host}]" if ":" in host else host
     if parts.port is not None:
         netloc += f":{port}"
     normalised = urlunsplit((scheme, netloc, parts.path.rstrip("/") or "", parts.query, ""))
     return PinnedEndpoint(url=normalised, host=host, ip=str(addresses[0]), port=port)
+
+
+def _resolve(host: str, port: int, resolver: Resolver | Mapping[str, Iterable[str]] | None,
+             problems: list[str]) -> list[IPAddress]:
+    """The addresses ``host`` resolves to; a failure is added to ``problems`` (and nothing returned)."""
+    try:
+        answers = as_resolver(resolver)(host, port)
+    except (OSError, UnicodeError) as exc:
+        problems.append(f"host {host!r} does not resolve ({type(exc).__name__}); check the name")
+        return []
+    addresses = []
+    for answer in answers:
+        try:
+            addresses.append(ipaddress.ip_address(str(answer).split("%")[0]))
+        except ValueError:
+            problems.append(f"host {host!r} resolved to an unusable address")
+            return []
+    if not addresses:
+        problems.append(f"host {host!r} does not resolve; check the name")
+    return addresses
 
 
 def _is_ip(text: str) -> bool:

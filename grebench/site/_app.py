@@ -17,51 +17,45 @@ import threading
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from grebench._offline import apply_offline_defaults
 from grebench.endpoints import KeyVault, Resolver
 from grebench.scoring import (
-    CONTAMINATED_NOTE,
-    INCOMPLETE_NOTE,
-    format_p,
     headline_first,
-    provenance,
     rank_word,
-    sample_facts,
 )
 from grebench.settings import Settings
 from grebench.site import _data
+from grebench.site._app_board import (
+    DATATYPES,
+    HEADERS,
+    WIDTHS,
+    board_history,
+    board_view,
+    controls_label,
+    first_contestant,
+    setup_value,
+    stored_boards,
+)
+from grebench.site._app_submit import build_submit_tab
 from grebench.site._build import publish_snapshots
-from grebench.site._history import history_html
-from grebench.site._labels import Labels
+from grebench.site._labels import Labels, human_size
 from grebench.site._limits import request_limits
 from grebench.site._reader import (
     ReaderCache,
-    Snapshot,
     StampCache,
     build_reader,
     file_stamp,
     reader_cache,
     tree_stamp,
 )
-from grebench.site._uploads import discard_upload
-from grebench.store import REFERENCE, Store
+from grebench.store import Store
 from grebench.submissions import (
     UPLOAD_MAX_BYTES,
-    ImportForm,
-    SubmissionError,
-    SubmissionForm,
     SubmissionQueue,
-    queue_import,
     queue_path,
-    read_upload,
 )
-
-BOARD_COLUMNS = ["rank", "candidate", "kind", "score", "ci95_low", "ci95_high", "rank_interval", "papers",
-                 "vs_human", "clean_papers", "complete", "missing_papers", "vouched", "sealed_share", "cost_usd",
-                 "latency_s"]
-
 
 TAB_IDS = ("leaderboard", "model", "paper", "submit", "queue", "downloads")
 
@@ -120,119 +114,27 @@ def _fmt(value: Any) -> Any:
 Choice = tuple[str, str]  # (label shown, value): Gradio dropdowns show the label and hand back the value
 
 
-def _setup_value(board: Mapping[str, Any]) -> str:
-    """The exact ids of a board's setup, as the setup dropdown's value."""
-    return f"{board['estimator']} / {board['preprocessor']}"
-
-
-def _board_choices(store: Store) -> tuple[list[str], list[Choice], list[Choice], list[str], list[str]]:
+def _board_choices(store: Store) -> tuple[list[Choice], list[Choice], list[Choice], list[str], list[Choice]]:
     """Filter choices, each list in headline order (:func:`grebench.scoring.headline_first`: GEM-S, a language-model
-    estimator before a fast proxy, the latest venue-year), so that the first of each is the headline board; metrics
-    and setups are named in words (:mod:`grebench.site._labels`), valued by their ids."""
+    estimator before a fast proxy, the latest venue-year), so that the first of each is the headline board; venues,
+    metrics and setups are named in words (:mod:`grebench.site._labels`), valued by their ids; papers by their title
+    and venue (the dropdown filters by what is typed: a paper is found by its title), valued by their id."""
     labels = Labels.load(store)
     boards = headline_first(_data.boards(store), labels.is_proxy)
-    venues = list(dict.fromkeys(b["venue_id"] for b in boards))
+    venues = list(dict.fromkeys((labels.venue(b["venue_id"]), b["venue_id"]) for b in boards))
     metrics = list(dict.fromkeys((labels.metric(b["metric"]), b["metric"]) for b in boards))
-    setups = list(dict.fromkeys((labels.setup(b["estimator"], b["preprocessor"]), _setup_value(b)) for b in boards))
+    setups = list(dict.fromkeys((labels.setup(b["estimator"], b["preprocessor"]), setup_value(b)) for b in boards))
     models = [c["name"] for c in _data.candidates(store)]
-    papers = [p["paper_id"] for p in _data.paper_ids(store)]
+    papers = [(f"{p['title']} · {labels.venue(p['venue_id'])}", p["paper_id"]) for p in _data.paper_ids(store)]
     return venues, metrics, setups, models, papers
 
 
-def _boards(cache: ReaderCache, snap: Snapshot, sealed_only: bool = False) -> list[dict[str, Any]]:
-    """The stored boards of one scope (computed by the scoring stage; the app formats, never computes)."""
-    scope = "sealed" if sealed_only else "all"
-    return cast("list[dict[str, Any]]", cache.view("boards", scope, lambda store: _data.boards(store, scope),
-                                                   snap=snap))
-
-
-def _match(settings: Settings, venue: str | None, metric: str | None, setup: str | None,
-           only_sealed: bool) -> dict[str, Any] | None:
-    cache = reader(settings)
-    snap = cache.snapshot()
-    return next((b for b in _boards(cache, snap, bool(only_sealed)) if b["venue_id"] == venue
-                 and b["metric"] == metric and _setup_value(b) == setup), None)
-
-
-def board_table(settings: Settings, venue: str | None, metric: str | None, setup: str | None,
-                include_controls: bool, only_sealed: bool) -> list[list[Any]]:
-    """The Leaderboard tab's rows for one filter choice (empty when the choice has no scores); an unranked row's
-    rank cell says why, in the words of the site and the CLI (``contaminated``, ``reference``)."""
-    board = _match(settings, venue, metric, setup, only_sealed)
-    if board is None:
-        return []
-    rows = [r for r in board["rows"] if include_controls or r["role"] != REFERENCE]
-    return [[_cell(r, c) for c in BOARD_COLUMNS] for r in rows]
-
-
-def _cell(row: Mapping[str, Any], column: str) -> Any:
-    """One cell of the Leaderboard tab: an unranked row's rank says why (``contaminated``, ``reference``), the
-    rank interval reads as the site and the CLI write it (``1–3``)."""
-    if column == "rank" and row.get("rank") is None:
-        return row.get("rank_word") or rank_word(dict(row))
-    if column == "rank_interval":
-        return row.get("rank_range") or ""
-    if column == "vs_human":  # the paired difference and the one paired test's p, as every page prints them
-        diff = row.get("diff_vs_human")
-        return "" if diff is None else f"{diff:+.2f} ({format_p(row.get('p_vs_human'), row.get('papers'))})"
-    return _fmt(row.get(column))
-
-
-def board_info(settings: Settings, venue: str | None, metric: str | None, setup: str | None,
-               only_sealed: bool) -> str:
-    """The line above the Leaderboard tab's table: which board it is, its paper sample, a proxy's label and why a
-    contaminated row is not ranked."""
-    board = _match(settings, venue, metric, setup, only_sealed)
-    if board is None:
-        return "No scores for this choice."
-    parts = [f"**{board.get('venue') or board['venue_id']} · {board.get('title') or board['metric']}**",
-             f"Sample: **{sample_facts(board)['text']}**. Controls: {sample_facts(board)['controls']}."]
-    if board.get("proxy"):
-        parts.append("Scored by a fast proxy, not by the metric's language model: a quick stand-in, not the "
-                     "headline result.")
-    if any((r.get("rank_word") or rank_word(r)) == "incomplete" for r in board["rows"]):
-        parts.append(INCOMPLETE_NOTE[0].upper() + INCOMPLETE_NOTE[1:])
-    if any((r.get("rank_word") or rank_word(r)) == "contaminated" for r in board["rows"]):
-        parts.append(CONTAMINATED_NOTE[0].upper() + CONTAMINATED_NOTE[1:])
-    parts.append(produced_line(settings, board))
-    return "\n\n".join(parts)
-
-
-def produced_line(settings: Settings, board: Mapping[str, Any]) -> str:
-    """One line of the board's provenance (:func:`grebench.scoring.provenance`, as leaderboard.json has it)."""
-    cache = reader(settings)
-    venue = str(board["venue_id"])
-    prov = cache.view("provenance", venue, lambda store: provenance(store, venue))
-    code, est = prov["code"], prov["estimators"].get(board["estimator"], {})
-    facts = prov["venues"].get(venue, {})
-    lm = f"`{board['estimator']}`" + (f" (weights {est['weights_sha8']}, {est.get('dtype') or 'dtype not named'})"
-                                      if est.get("weights_sha8") else "")
-    judges = ", ".join(f"{j['judge']} {'passed' if j['passed'] else 'failed'}"
-                       for j in facts.get("panel") or []) or "no exam"
-    seed = (facts.get("sample") or {}).get("seed")
-    return (f"How this was produced: grebench {code['package_version']}"
-            + (f" (commit {code['git_commit'][:12]})" if code["git_commit"] else "")
-            + f", scoring code {code['scoring_sha256'][:12]}; evaluation LM {lm}; preprocessor "
-            f"`{board['preprocessor']}`" + (f"; sample seed {seed}" if seed is not None else "")
-            + f"; judge panel: {judges}. Rebuild: `{prov['rebuild']}`.")
-
-
-def board_history(settings: Settings, venue: str | None, metric: str | None, setup: str | None,
-                  only_sealed: bool) -> str:
-    """The board's history plot over its published versions (HTML: the site's figure, or "no history yet")."""
-    board = _match(settings, venue, metric, setup, only_sealed)
-    if board is None:
-        return ""
-    bid, title = str(board["board_id"]), str(board.get("title") or board["metric"])
-    return cast("str", reader(settings).view("history", bid, lambda store: history_html(store, bid, title)))
-
-
-def board_view(settings: Settings, venue: str | None, metric: str | None, setup: str | None,
-               include_controls: bool, only_sealed: bool) -> tuple[list[list[Any]], str, str]:
-    """The Leaderboard tab for one filter choice: the rows, the line above them and the board's history plot."""
-    return (board_table(settings, venue, metric, setup, include_controls, only_sealed),
-            board_info(settings, venue, metric, setup, only_sealed),
-            board_history(settings, venue, metric, setup, only_sealed))
+def _openers(store: Store) -> tuple[str | None, str | None]:
+    """Where the Model and Paper tabs open: the headline board's first contestant and a paper of its sample."""
+    labels = Labels.load(store)
+    boards = headline_first(_data.boards(store), labels.is_proxy)
+    head = boards[0] if boards else None
+    return first_contestant(head), _data.scored_paper(store, None if head is None else head["venue_id"])
 
 
 class SnapshotDownloads:
@@ -244,8 +146,9 @@ class SnapshotDownloads:
     and still answers 403 for every other path, the snapshot's own path in the data dir included.
     """
 
-    def __init__(self, source: Path) -> None:
+    def __init__(self, source: Path, archives: Path | None = None, archive_max_bytes: int = 0) -> None:
         self.source = source
+        self.archives, self.archive_max_bytes = archives, archive_max_bytes
         self.root = Path(tempfile.mkdtemp(prefix="grebench-downloads-"))
         self._lock = threading.Lock()
         self._generation = 0
@@ -256,7 +159,7 @@ class SnapshotDownloads:
         with self._lock:
             self._generation += 1
             target = self.root / str(self._generation)
-            files = publish_snapshots(self.source, target)
+            files = publish_snapshots(self.source, target, self.archives, self.archive_max_bytes)
             for old in self.root.iterdir():
                 if old != target:
                     shutil.rmtree(old, ignore_errors=True)
@@ -269,12 +172,13 @@ def model_tables(settings: Settings, name: str) -> tuple[list[list[Any]], list[l
     snap = cache.snapshot()
 
     def compute(store: Store) -> tuple[list[list[Any]], list[list[Any]], str]:
-        m = _data.model_page(store, name, _boards(cache, snap))
+        m = _data.model_page(store, name, stored_boards(cache, snap))
         labels = Labels.load(store)
-        scores = [[s["venue_id"], labels.metric(s["metric"]), labels.setup(s["estimator"], s["preprocessor"]),
+        scores = [[labels.venue(s["venue_id"]), labels.metric(s["metric"]),
+                   labels.setup(s["estimator"], s["preprocessor"]),
                    s["rank"] if s["rank"] is not None else (s.get("rank_word") or rank_word(s)),
                    _fmt(s["score"]), _fmt(s["ci95_low"]), _fmt(s["ci95_high"]), s["papers"]] for s in m["scores"]]
-        window = [[w["venue_id"], str(w["public_from"])[:10], w["papers"], w["clean"], w["sealed"]]
+        window = [[labels.venue(w["venue_id"]), str(w["public_from"])[:10], w["papers"], w["clean"], w["sealed"]]
                   for w in m["window"]]
         sample = m["samples"][0] if m["samples"] else None
         text = "" if sample is None else sample["text"] + "\n\n— judgment lines —\n" + "\n".join(sample["lines"])
@@ -311,10 +215,10 @@ def paper_tables(settings: Settings, paper_id: str
         p = _data.paper_page(store, paper_id)
         if not p:
             return "unknown paper", [], [], []
-        reviews = [["human", r["signature"] or r["review_id"], r["text"], "\n".join(r["lines"])] for r in p["humans"]]
+        reviews = [["human", r["name"], r["text"], "\n".join(r["lines"])] for r in p["humans"]]
         reviews += [[g["candidate"], g["status"], g["text"] or g["error"] or "", "\n".join(g["lines"])]
                     for g in p["generations"]]
-        pairs = [[s["metric"], s["candidate"], s["reference_review_id"], _fmt(s["pmi"])] for s in p["pair_scores"]]
+        pairs = [[s["metric"], s["candidate"], s["reference"], _fmt(s["pmi"])] for s in p["pair_scores"]]
         versions = "".join(f"\n{_data.version_line(v)}" for v in p.get("versions", []))
         return (f"{p['paper']['title']}{versions}\n\n{p['paper']['abstract'] or ''}", reviews, pairs,
                 attribution_spans(p))
@@ -327,17 +231,6 @@ def _import_check(store: Store) -> tuple[frozenset[str], frozenset[str]]:
     """What an uploaded import is checked against: the exported papers, and the candidate names in use."""
     return (frozenset(p["paper_id"] for p in _data.paper_ids(store)),
             frozenset(c["name"] for c in _data.candidates(store)))
-
-
-def _upload_path(upload: Any) -> str | None:
-    """The server-side path Gradio gives an uploaded file (a str, or an object with ``name``/``path``)."""
-    if upload is None or isinstance(upload, str):
-        return upload
-    for attr in ("path", "name"):
-        value = upload.get(attr) if isinstance(upload, dict) else getattr(upload, attr, None)
-        if isinstance(value, str):
-            return value
-    return None
 
 
 def _copy(rows: list[list[Any]]) -> list[list[Any]]:
@@ -392,7 +285,12 @@ def client_address(request: Any, proxies: Sequence[ipaddress.IPv4Network | ipadd
 
 def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[str]] | None = None,
                vault: KeyVault | None = None, queue: SubmissionQueue | None = None) -> Any:
-    """Build the app (a ``gr.Blocks``); tests pass a resolver table so that no DNS query leaves the machine."""
+    """Build the app (a ``gr.Blocks``); tests pass a resolver table so that no DNS query leaves the machine.
+
+    A page load runs two handlers: ``load_board`` (the filters and the headline board: what a visitor looks at
+    first, so it comes back on its own) and ``load_rest`` (the Model and Paper tabs opened on the headline's first
+    contestant and a paper of its sample, the queue, the downloads, the history plot, the visitor's allowance).
+    """
     apply_offline_defaults()  # before gradio is imported: it reads these switches at import time
     import gradio as gr
 
@@ -401,17 +299,38 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
     queue = queue or SubmissionQueue(queue_path(settings))
     proxies = trusted_proxies(settings.app_trusted_proxies)  # whose X-Forwarded-For the rate limit believes
 
-    def load_choices() -> tuple[Any, ...]:
-        cache = reader(settings)
-        venues, metrics, setups, models, papers = cache.view("choices", None, _board_choices)
+    def address(request: Any) -> str | None:
+        return client_address(request, proxies)
+
+    def choices() -> Any:
+        return reader(settings).view("choices", None, _board_choices)
+
+    def load_board() -> tuple[Any, ...]:
+        venues, metrics, setups, _, _ = choices()
         # the headline board first (GEM-S, a language model, the latest venue): _board_choices orders the choices
-        first = (venues[0] if venues else None, metrics[0][1] if metrics else None, setups[0][1] if setups else None)
-        rows, info, plot = board_view(settings, *first, True, False)
-        folders = snapshot_folders()
+        first = (venues[0][1] if venues else None, metrics[0][1] if metrics else None,
+                 setups[0][1] if setups else None)
+        rows, control_rows, info = board_view(settings, *first, False)
         return (gr.update(choices=venues, value=first[0]), gr.update(choices=metrics, value=first[1]),
-                gr.update(choices=setups, value=first[2]), rows, gr.update(choices=list(models)),
-                gr.update(choices=list(papers)), queue_rows(), downloads(), info,
-                gr.update(choices=folders, value=folders[0] if folders else None), plot)
+                gr.update(choices=setups, value=first[2]), rows, control_rows, info,
+                gr.update(label=controls_label(len(control_rows))))
+
+    def load_rest(request: Any = None) -> tuple[Any, ...]:
+        venues, metrics, setups, models, papers = choices()
+        first = (venues[0][1] if venues else None, metrics[0][1] if metrics else None,
+                 setups[0][1] if setups else None)
+        model_first, paper_first = reader(settings).view("openers", None, _openers)
+        folders = snapshot_folders()
+        return (gr.update(choices=list(models), value=model_first), gr.update(choices=list(papers), value=paper_first),
+                queue_rows(), downloads(), gr.update(choices=folders, value=folders[0] if folders else None),
+                board_history(settings, *first, False), allowance(request))
+
+    load_rest.__annotations__["request"] = gr.Request
+
+    def filtered(venue: str | None, metric: str | None, setup: str | None, sealed: bool) -> tuple[Any, ...]:
+        rows, control_rows, info = board_view(settings, venue, metric, setup, sealed)
+        return (rows, control_rows, info, gr.update(label=controls_label(len(control_rows))),
+                board_history(settings, venue, metric, setup, sealed))
 
     def model_view(name: str | None) -> tuple[list[list[Any]], list[list[Any]], str]:
         return model_tables(settings, name) if name else ([], [], "")
@@ -419,37 +338,6 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
     def paper_view(paper_id: str | None
                    ) -> tuple[str, list[list[Any]], list[list[Any]], list[tuple[str, str | None]]]:
         return paper_tables(settings, paper_id) if paper_id else ("", [], [], [])
-
-    def submit(model_name: str, model_string: str, base_url: str, released: str, cutoff: str, contact: str,
-               api_key: str, params: str, request: Any = None) -> str:
-        form = SubmissionForm(model_name=model_name or "", model_string=model_string or "", base_url=base_url or "",
-                              released=released or "", cutoff=cutoff or "", contact=contact or "",
-                              api_key=api_key or "", params=params or "")
-        message = str(queue.submit(form, settings, vault, resolver, source=client_address(request, proxies))["message"])
-        queue_cache.clear()  # the Queue tab shows one's own submission at once
-        return message
-
-    def submit_import(candidate: str, contact: str, cutoff: str, model: str, description: str, upload: Any,
-                      request: Any = None) -> str:
-        form = ImportForm(candidate=candidate or "", contact=contact or "", cutoff=cutoff or "", model=model or "",
-                          description=description or "")
-        path = _upload_path(upload)
-        try:
-            data = read_upload(path)
-        except SubmissionError as exc:
-            queue.record_refusal(client_address(request, proxies))
-            return f"Rejected: {exc}"
-        finally:
-            discard_upload(path)  # the bytes are read (or refused): the uploaded copy goes now
-        papers, names = reader(settings).view("import-check", None, _import_check)
-        message = str(queue_import(queue, form, data, settings, papers, names,
-                                   source=client_address(request, proxies))["message"])
-        queue_cache.clear()
-        return message
-
-    # Gradio passes the request to a handler whose parameter is annotated gr.Request (the rate limit's address)
-    submit.__annotations__["request"] = gr.Request
-    submit_import.__annotations__["request"] = gr.Request
 
     def public_queue() -> list[list[Any]]:
         return [[r["id"], r["model_name"], r["status"], r["reason"] or "", str(r["created_at"])[:19]]
@@ -460,7 +348,8 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
     queue_cache = StampCache(lambda: file_stamp(qfile, qfile.with_name(qfile.name + ".wal")) if qfile else None,
                              public_queue, max_age_s=5.0 if qfile else 0.0)
     snapshots_dir = settings.snapshots_path
-    published = SnapshotDownloads(snapshots_dir)
+    published = SnapshotDownloads(snapshots_dir, settings.snapshot_archives_path,
+                                  settings.snapshot_archive_max_mb * 2**20)
     gr.set_static_paths([published.root])  # the published copies only (see SnapshotDownloads)
     downloads_cache = StampCache(lambda: tree_stamp(snapshots_dir), published.publish)
 
@@ -468,21 +357,18 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
         return _copy(queue_cache.get())
 
     def downloads() -> list[list[Any]]:
-        return [[s["name"], s["bytes"], s["sha256"]] for s in downloads_cache.get()]
+        return [[s["name"], human_size(s["bytes"]), s["sha256"]] for s in downloads_cache.get()]
 
     def snapshot_folders() -> list[str]:
         return [m["folder"] for m in _data.snapshot_manifests(downloads_cache.get())]
 
     def snapshot_view(folder: str | None) -> tuple[list[str], str]:
-        """One snapshot's files (real downloads) and the exact command that imports them."""
+        """One snapshot: its archive (manifest and hash inside) and its files (real downloads), with the command."""
         manifest = next((m for m in _data.snapshot_manifests(downloads_cache.get()) if m["folder"] == folder), None)
         if manifest is None:
             return [], "No snapshots yet." if not folder else f"No snapshot {folder!r}."
-        text = (f"**{manifest['folder']}**: {len(manifest['files'])} files, {manifest['bytes']} bytes. Download every "
-                f"file into a folder named `{manifest['folder']}`, then:\n\n```\n{manifest['command']}\n```\n\n"
-                f"`manifest.json` SHA-256: `{manifest['sha256']}` (the manifest holds the SHA-256 of every other "
-                "file; the import refuses any other manifest).")
-        return [f["path"] for f in manifest["files"]], text
+        return ([f["path"] for f in ([manifest["archive"]] if manifest.get("archive") else []) + manifest["files"]],
+                snapshot_text(manifest))
 
     read: dict[str, Any] = {"concurrency_limit": READ_CONCURRENCY, "concurrency_id": "read"}
     with gr.Blocks(title="GRE-bench", analytics_enabled=False,
@@ -491,100 +377,93 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
         with gr.Tabs() as tabs:
             with gr.Tab("Leaderboard", id="leaderboard"):
                 with gr.Row():
-                    venue = gr.Dropdown(label="Venue-year", choices=[])
-                    metric = gr.Dropdown(label="Metric", choices=[])
-                    setup = gr.Dropdown(label="Evaluation model · preprocessor", choices=[])
-                    controls = gr.Checkbox(label="Include controls", value=True)
-                    sealed = gr.Checkbox(label="Only sealed generations", value=False)
+                    venue = gr.Dropdown(label="Venue-year", choices=[], scale=1)
+                    metric = gr.Dropdown(label="Metric", choices=[], scale=1)
+                    setup = gr.Dropdown(label="Evaluation model · preprocessor", choices=[], scale=3, min_width=240)
+                sealed = gr.Checkbox(label="Only sealed generations", value=False)
                 info = gr.Markdown(elem_id="board-info")
-                board = gr.Dataframe(headers=BOARD_COLUMNS, interactive=False, label="Leaderboard",
-                                     elem_id="board-table")
+                # readable headers, numbers typed as numbers; no inner scroll box: every row shows
+                board = gr.Dataframe(headers=HEADERS, datatype=DATATYPES, interactive=False, label="Contestants",
+                                     elem_id="board-table", max_height=4000, wrap=True, column_widths=WIDTHS)
+                with gr.Accordion(controls_label(0), open=False, elem_id="board-controls") as fold:
+                    control_table = gr.Dataframe(headers=HEADERS, datatype=DATATYPES, interactive=False,
+                                                 label="Controls (not ranked)", elem_id="controls-table",
+                                                 max_height=4000, wrap=True, column_widths=WIDTHS)
                 # the board's history over its versions: the site's own figure (no click handler: it is a picture)
                 history = gr.HTML(elem_id="board-history", js_on_load=None)
-                filtered = _bind(board_view, settings)
-                for widget in (venue, metric, setup, controls, sealed):
+                for widget in (venue, metric, setup, sealed):
                     # Gradio accepts api_name=False (no API endpoint) at runtime; its stubs say str | None
-                    widget.change(filtered, [venue, metric, setup, controls, sealed], [board, info, history],
+                    widget.change(filtered, [venue, metric, setup, sealed], [board, control_table, info, fold,
+                                                                             history],
                                   api_name=False, **read)  # type: ignore[arg-type]
             with gr.Tab("Model", id="model"):
-                model = gr.Dropdown(label="Candidate", choices=[], allow_custom_value=True)
-                model_scores = gr.Dataframe(headers=["venue", "metric", "setup", "rank", "score", "ci95_low",
-                                                     "ci95_high", "papers"], interactive=False, label="Scores")
-                model_window = gr.Dataframe(headers=["venue", "reviews public from", "papers", "clean", "sealed"],
-                                            interactive=False, label="Contamination window")
+                model = gr.Dropdown(label="Candidate", choices=[], allow_custom_value=True, elem_id="model-choice")
+                model_scores = gr.Dataframe(headers=["Venue-year", "Metric", "Evaluation model · preprocessor", "Rank",
+                                                     "Score (nats)", "95% CI low", "95% CI high", "Papers"],
+                                            interactive=False, label="Scores", wrap=True)
+                model_window = gr.Dataframe(headers=["Venue-year", "Reviews public from", "Papers", "Clean",
+                                                     "Sealed"], interactive=False, label="Contamination window")
                 model_sample = gr.Textbox(label="Sample review", lines=12, interactive=False)
                 model.change(model_view, model, [model_scores, model_window, model_sample], api_name="model",
                              **read)
             with gr.Tab("Paper", id="paper"):
-                paper = gr.Dropdown(label="Paper", choices=[], allow_custom_value=True)
-                paper_head = gr.Textbox(label="Paper", lines=6, interactive=False)
-                paper_reviews = gr.Dataframe(headers=["author", "by / status", "review", "judgment lines"],
+                paper = gr.Dropdown(label="Paper (type part of its title to search)", choices=[],
+                                    allow_custom_value=True, elem_id="paper-choice")
+                paper_head = gr.Textbox(label="Title and abstract", lines=6, interactive=False)
+                paper_reviews = gr.Dataframe(headers=["Author", "Reviewer / status", "Review", "Judgment lines"],
                                              interactive=False, wrap=True, label="Reviews")
-                paper_pairs = gr.Dataframe(headers=["metric", "candidate", "reference", "pmi"], interactive=False,
-                                           label="Per-pair scores")
+                paper_pairs = gr.Dataframe(headers=["Metric", "Candidate", "Reference review", "PMI (nats)"],
+                                           interactive=False, label="Per-pair scores")
                 paper_lines = gr.HighlightedText(label="Judgment lines by contribution (leave-one-out, nats, mean "
                                                        "over references; docs/scoring.md)", color_map=LINE_COLOURS,
                                                  show_legend=True, combine_adjacent=False)
                 paper.change(paper_view, paper, [paper_head, paper_reviews, paper_pairs, paper_lines],
                              api_name="paper", **read)
             with gr.Tab("Submit", id="submit"):
-                gr.Markdown("Submit a model: a litellm model string (hosted providers) or an OpenAI-compatible "
-                            "base URL (https, public address). It is evaluated on papers whose reviews became public "
-                            "after its training-data cutoff. The API key is optional, encrypted or kept in memory "
-                            "only, never shown back, and deleted when the evaluation ends.")
-                s_name = gr.Textbox(label="Model name")
-                s_model = gr.Textbox(label="litellm model string", placeholder="openai/gpt-4o-mini")
-                s_url = gr.Textbox(label="OpenAI-compatible base URL", placeholder="https://api.example.com/v1")
-                s_released = gr.Textbox(label="Release date (YYYY-MM-DD)")
-                s_cutoff = gr.Textbox(label="Training-data cutoff (YYYY-MM-DD)")
-                s_contact = gr.Textbox(label="Contact (e-mail or handle)")
-                s_key = gr.Textbox(label="API key (optional)", type="password")
-                s_params = gr.Textbox(label="Parameters (JSON, optional)", placeholder='{"temperature": 0.7}')
-                s_button = gr.Button("Submit", variant="primary")
-                s_result = gr.Markdown(elem_id="submit-result")
-                s_button.click(submit, [s_name, s_model, s_url, s_released, s_cutoff, s_contact, s_key, s_params],
-                               s_result, api_name="submit", concurrency_limit=SUBMIT_CONCURRENCY,
-                               concurrency_id="submit")
-                gr.Markdown("### Reviews written elsewhere\nA JSON Lines file, one object per paper: `paper_id`, "
-                            "`review` and optionally `generated_at` (ISO 8601), see docs/candidates.md. Up to "
-                            f"{UPLOAD_MAX_BYTES // 2**20} MB and 100 kB per review. Every line is checked: a file "
-                            "with any bad line is refused whole and the bad lines are listed. Without a cutoff, only "
-                            "reviews generated before a paper's reviews were public count.")
-                i_name = gr.Textbox(label="Candidate name (imported reviews)")
-                i_contact = gr.Textbox(label="Contact for the import (e-mail or handle)")
-                i_cutoff = gr.Textbox(label="Model's training-data cutoff (YYYY-MM-DD, optional)")
-                i_model = gr.Textbox(label="Model or system (optional)")
-                i_description = gr.Textbox(label="Description (optional)")
-                i_file = gr.File(label="Reviews (.jsonl)", file_types=[".jsonl"], type="filepath")
-                i_button = gr.Button("Queue import")
-                i_result = gr.Textbox(label="Import result", lines=6, interactive=False, elem_id="import-result")
-                i_button.click(submit_import, [i_name, i_contact, i_cutoff, i_model, i_description, i_file],
-                               i_result, api_name="submit_import", concurrency_limit=SUBMIT_CONCURRENCY,
-                               concurrency_id="submit")
+                status, allowance = build_submit_tab(
+                    settings, queue, vault, resolver, address, queue_cache.clear,
+                    lambda: reader(settings).view("import-check", None, _import_check))
             with gr.Tab("Queue", id="queue"):
-                q_table = gr.Dataframe(headers=["id", "model", "status", "reason", "submitted (UTC)"],
+                q_table = gr.Dataframe(headers=["Id", "Model", "Status", "Reason", "Submitted (UTC)"],
                                        interactive=False)
                 gr.Button("Refresh").click(queue_rows, None, q_table, api_name="queue", **read)
             with gr.Tab("Downloads", id="downloads"):
-                gr.Markdown("Snapshots (one per venue-year, frozen) with their SHA-256. Pick one, download its files "
-                            "into a folder of its name and import it with the command shown. The static site's "
+                gr.Markdown("Snapshots (one per venue-year, frozen). Pick one: download its archive (one file: every "
+                            "file of the snapshot with its manifest and the manifest's hash), unpack it and import "
+                            "it with the command shown; the single files are listed too. The static site's "
                             "`leaderboard.json` holds every board in a documented schema.")
                 # custom values reach the handler, which serves only a published snapshot by its folder name
                 d_choice = gr.Dropdown(label="Snapshot", choices=[], elem_id="snapshot-choice", allow_custom_value=True)
                 d_info = gr.Markdown(elem_id="snapshot-info")
-                d_files = gr.File(label="Files of this snapshot", file_count="multiple", interactive=False,
-                                  elem_id="snapshot-files")
+                d_files = gr.File(label="Archive and files of this snapshot", file_count="multiple",
+                                  interactive=False, elem_id="snapshot-files")
                 d_choice.change(snapshot_view, d_choice, [d_files, d_info], api_name="snapshot", **read)
-                d_table = gr.Dataframe(headers=["file", "bytes", "sha256"], interactive=False,
+                d_table = gr.Dataframe(headers=["File", "Size", "SHA-256"], interactive=False,
                                        label="Every snapshot file")
-        demo.load(load_choices, None, [venue, metric, setup, board, model, paper, q_table, d_table, info, d_choice,
-                                       history], api_name=False, **read)
+        demo.load(load_board, None, [venue, metric, setup, board, control_table, info, fold], api_name=False,
+                  **read)
+        demo.load(load_rest, None, [model, paper, q_table, d_table, d_choice, history, status], api_name=False,
+                  **read)
         demo.load(_tab_from_query, None, tabs, api_name=False, **read)
     demo.queue(**QUEUE_KWARGS)
     # per-session state (the component values Gradio keeps for every visitor) is bounded: the oldest sessions go
     # first once there are more than this many (launch sets it too; set here so the bound holds from the start)
     demo.state_session_capacity = settings.app_session_capacity
     return demo
+
+
+def snapshot_text(manifest: Mapping[str, Any]) -> str:
+    """The Downloads tab's words for one snapshot: its archive and hash, and the command that imports it."""
+    archive = manifest.get("archive")
+    head = (f"**{manifest['folder']}**: {len(manifest['files'])} files, {human_size(manifest['bytes'])}. ")
+    if archive:
+        head += (f"Archive `{archive['name'].rsplit('/', 1)[-1]}` ({human_size(archive['bytes'])}), SHA-256 "
+                 f"`{archive['sha256']}`: unpack it (`tar -xzf …`) where you run the command below. ")
+    else:
+        head += f"Download every file into a folder named `{manifest['folder']}`. "
+    return (head + f"Then:\n\n```\n{manifest['command']}\n```\n\n`manifest.json` SHA-256: "
+            f"`{manifest['sha256']}` (the manifest holds the SHA-256 of every other file; the import refuses any "
+            "other manifest).")
 
 
 def _tab_from_query(request: Any) -> Any:

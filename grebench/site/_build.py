@@ -29,8 +29,10 @@ from grebench.scoring import (
 )
 from grebench.settings import Settings
 from grebench.site import _data, _versions
-from grebench.site._labels import Labels, board_id
-from grebench.site._plots import board_svg, history_svg
+from grebench.site._archives import publish_archives
+from grebench.site._board_plot import board_alt, board_svg
+from grebench.site._labels import Labels, board_id, board_key_label, human_size
+from grebench.site._plots import history_alt, history_svg
 from grebench.site._timeline import board_histories
 from grebench.store import Store, code_files, fingerprint, utcnow
 
@@ -70,13 +72,15 @@ def environment(labels: Labels | None = None) -> jinja2.Environment:
     words = labels or Labels()
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(num=_num, pct=_pct, day=_day, metric_label=words.metric, estimator_label=words.estimator,
+    env.filters.update(num=_num, pct=_pct, day=_day, size=human_size, venue_label=words.venue,
+                       board_key_label=lambda key: board_key_label(words, key), metric_label=words.metric,
+                       estimator_label=words.estimator,
                        preprocessor_label=words.preprocessor, board_title=words.board_title, board_id=board_id,
                        rank_range=lambda row: rank_range(row) or "—",
                        p_vs_human=lambda row: format_p(row.get("p_vs_human"), row.get("papers")),
                        p_value=lambda row: format_p(row.get("p"), row.get("n_papers")))
     env.globals.update(setup_label=words.setup, contaminated_note=CONTAMINATED_NOTE, incomplete_note=INCOMPLETE_NOTE,
-                       attribution_threshold=ATTRIBUTION_THRESHOLD)
+                       attribution_threshold=ATTRIBUTION_THRESHOLD, board_alt=board_alt)
     return env
 
 
@@ -115,11 +119,14 @@ def _row_status(row: dict[str, Any]) -> str:
     return rank_word(row) or "ranked"
 
 
-def publish_snapshots(source: Path, target: Path) -> list[dict[str, Any]]:
+def publish_snapshots(source: Path, target: Path, archives: Path | None = None,
+                      archive_max_bytes: int = 0) -> list[dict[str, Any]]:
     """Put every snapshot file under ``target`` (the site's ``snapshots/``), hard-linked where the file system
     allows (snapshots are frozen: a re-cut replaces files by rename, so a link never changes under a reader), copied
     otherwise; the listing of :func:`grebench.site._data.snapshot_files`, each entry with its site-relative ``href``.
-    Only regular files are published (a symbolic link in the snapshots folder is skipped, never followed)."""
+    Only regular files are published (a symbolic link in the snapshots folder is skipped, never followed).  With
+    ``archives`` (the cache folder), each snapshot's one-file download ``FOLDER.tar.gz`` too
+    (:func:`grebench.site._archives.publish_archives`), listed with ``archive: True``."""
     files = []
     for f in _data.snapshot_files(source):
         src = source / f["name"]
@@ -132,6 +139,9 @@ def publish_snapshots(source: Path, target: Path) -> list[dict[str, Any]]:
         except OSError:
             shutil.copy2(src, dst)
         files.append({**f, "href": f"snapshots/{f['name']}"})
+    if archives is not None:
+        files += [{**a, "href": f"snapshots/{a['name']}"}
+                  for a in publish_archives(source, target, archives, archive_max_bytes)]
     return files
 
 
@@ -149,10 +159,11 @@ class _Writer:
 
 
 #: Bump when what the site shows changes (code, not data): the next build renders again.
-SITE_VERSION = "site-v13"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
+SITE_VERSION = "site-v14"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
 # v8: board versions; v9: board history of a replay; v10: provenance (leaderboard.json and the board pages);
 # v11: rank intervals in the history plot, the history beside every board
 # v12: per-line attribution (paper pages, board rows); v13: the history plot from the board versions
+# v14: contestants before folded controls, the redesigned headline figure, snapshot archives, labels (issue 50)
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
          "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes",
          "boards", "board_rows", "labels", "paper_links", "scored_setups", "line_attribution")
@@ -174,6 +185,7 @@ def site_fingerprint(store: Store, settings: Settings) -> str:
     return fingerprint(store, tables=_READ, queries=queries,
                        values=[SITE_VERSION, SCHEMA_VERSION, snapshots, provenance(store)],
                        code=code_files(_HERE / "_build.py", _HERE / "_data.py", _HERE / "_plots.py",
+                                       _HERE / "_board_plot.py", _HERE / "_archives.py",
                                        _HERE / "_labels.py", _HERE / "_versions.py", _HERE / "_changes.py",
                                        _HERE / "_timeline.py", _HERE / "templates", _HERE / "static"))
 
@@ -211,7 +223,8 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
     now = utcnow().replace(microsecond=0)
     env = environment(Labels.load(store))
     writer = _Writer(tmp, env, now.isoformat() + "Z")
-    snapshots = publish_snapshots(settings.snapshots_path, tmp / "snapshots")
+    snapshots = publish_snapshots(settings.snapshots_path, tmp / "snapshots", settings.snapshot_archives_path,
+                                  settings.snapshot_archive_max_mb * 2**20)
     shutil.copytree(_HERE / "static", tmp / "static")
 
     labels = Labels.load(store)
@@ -225,7 +238,8 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
     histories = _write_histories(store, boards, tmp / "boards")  # after the publish: the plot ends at this version
     for b in boards:
         writer.page(f"boards/{b['slug']}.html", "leaderboard.html", board=b, prov=prov, histories=histories)
-        (tmp / "boards" / f"{b['slug']}.svg").write_text(board_svg(b), encoding="utf-8")
+        (tmp / "boards" / f"{b['slug']}.svg").write_text(board_svg(b, "wide"), encoding="utf-8")
+        (tmp / "boards" / f"{b['slug']}-narrow.svg").write_text(board_svg(b, "narrow"), encoding="utf-8")
     writer.page("index.html", "index.html", venues=venues, boards_by_venue=_data.group_by(boards, "venue_id"),
                 candidates=cands, version=latest, histories=histories)
     names = {c["name"] for c in cands} | {r["candidate"] for b in boards for r in b["rows"]}
@@ -248,7 +262,7 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
     manifests = _data.snapshot_manifests(snapshots)
     in_snapshot = {f["name"] for m in manifests for f in m["files"]}
     writer.page("downloads.html", "downloads.html", manifests=manifests,
-                loose=[f for f in snapshots if f["name"] not in in_snapshot],
+                loose=[f for f in snapshots if f["name"] not in in_snapshot and not f.get("archive")],
                 changes=_data.changelog(store), json_bytes=len(blob), json_sha256=hashlib.sha256(blob).hexdigest(),
                 schema_version=SCHEMA_VERSION, versions=listed)
 
@@ -267,15 +281,16 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
             "version": None if latest is None else latest["version_id"], "versions": len(listed)}
 
 
-def _write_histories(store: Store, boards: list[dict[str, Any]], target: Path) -> set[str]:
+def _write_histories(store: Store, boards: list[dict[str, Any]], target: Path) -> dict[str, str]:
     """``boards/<slug>-history.svg`` for each board published in at least two board versions (by ``serve``,
-    ``run``, a replay or a snapshot: :mod:`grebench.site._timeline`); their slugs."""
+    ``run``, a replay or a snapshot: :mod:`grebench.site._timeline`); slug → the figure's alt text (its values)."""
     histories = board_histories(store)
-    done = set()
+    done = {}
     for b in boards:
         if b["board_id"] in histories:
-            (target / f"{b['slug']}-history.svg").write_text(history_svg(histories[b["board_id"]]), encoding="utf-8")
-            done.add(b["slug"])
+            rows = histories[b["board_id"]]
+            (target / f"{b['slug']}-history.svg").write_text(history_svg(rows), encoding="utf-8")
+            done[b["slug"]] = history_alt(rows, str(b.get("title") or b["metric"]))
     return done
 
 

@@ -142,8 +142,21 @@ def model_page(store: Store, name: str, board_tables: list[dict[str, Any]]) -> d
             count(*) FILTER (WHERE flagged) AS flagged
         FROM panel_verdicts WHERE candidate_a = ? OR candidate_b = ? GROUP BY venue_id ORDER BY venue_id""",
                      [name] * 6)
+    # the panel ranks every candidate it judged; a model contaminated on a venue's board is not ranked there either
+    unranked = {s["venue_id"]: s["rank_word"] for s in scores if s.get("rank_word") in ("contaminated", "incomplete")}
+    ranked = {s["venue_id"] for s in scores if s.get("rank") is not None}
+    for p in panel:
+        p["rank_word"] = unranked.get(p["venue_id"]) if p["venue_id"] not in ranked else None
     return {"candidate": info, "scores": scores, "window": window, "samples": samples, "panel": panel,
             "verdicts": verdicts}
+
+
+def review_name(signature: str | None, review_id: str) -> str:
+    """How a human review is named on every page and in the app: its reviewer's signature as OpenReview shows it
+    (``…/Reviewer_iaCj`` → ``Reviewer_iaCj``), else its note id."""
+    if signature and signature.strip():
+        return signature.strip().rstrip("/").rsplit("/", 1)[-1]
+    return review_id
 
 
 def paper_ids(store: Store) -> list[dict[str, Any]]:
@@ -152,6 +165,15 @@ def paper_ids(store: Store) -> list[dict[str, Any]]:
     for r in rows:
         r["slug"] = slug(r["paper_id"])
     return rows
+
+
+def scored_paper(store: Store, venue_id: str | None) -> str | None:
+    """A paper of the venue's sample (the first scored one, by id): where the app's Paper tab opens."""
+    if not venue_id or not has_table(store, "scores"):
+        return None
+    value = store.scalar("""SELECT min(s.paper_id) FROM scores s JOIN papers p USING (paper_id)
+                            WHERE p.venue_id = ?""", [venue_id])
+    return None if value is None else str(value)
 
 
 def paper_page(store: Store, paper_id: str) -> dict[str, Any]:
@@ -203,13 +225,22 @@ def paper_pages(store: Store, paper_ids: list[str] | None = None) -> dict[str, d
                                                                       for g in gs]
     lines = judgment_lines(store, all_texts, main_preprocessor(store))
     attribution = _attribution(store, paper_ids)
+    names = {r["review_id"]: review_name(r["signature"], r["review_id"]) for rs in humans.values() for r in rs}
     out = {}
     for pid, (paper, *_) in papers.items():
+        for r in humans.get(pid, []):
+            r["name"] = names[r["review_id"]]
+        for s in pair_scores.get(pid, []):  # a reference is named as its review is titled
+            s["reference"] = names.get(s["reference_review_id"], s["reference_review_id"])
         for item in (*humans.get(pid, []), *gens.get(pid, [])):
             item["lines"] = lines_for(lines, item.get("text"))
         for g in gens.get(pid, []):
             g["candidate_slug"] = slug(g["candidate"])
             g["attribution"] = attribution.get(pid, {}).get(g["generation_id"], [])
+            for block in g["attribution"]:
+                for x in block["lines"]:
+                    x["by_reference"] = {m: [(names.get(ref, ref), v) for ref, v in refs]
+                                         for m, refs in x["by_reference"].items()}
         text = texts.get(pid)
         linked = versions.get(pid, [])
         for v in linked:
@@ -312,15 +343,18 @@ def snapshot_files(root: Path) -> list[dict[str, Any]]:
 
 def snapshot_manifests(files: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per snapshot folder (a ``DIR/manifest.json`` in :func:`snapshot_files`' listing): its folder name,
-    the manifest's SHA-256, its files, total bytes and the exact import command (the folder is the one a visitor
-    downloads the files into)."""
+    the manifest's SHA-256, its files, its one-file ``archive`` (an entry of the listing with ``archive: True``, or
+    None), total bytes and the exact import command (the folder is the one a visitor downloads or unpacks the files
+    into)."""
     out = []
+    archives = {f["folder"]: f for f in files if f.get("archive")}
     for m in files:
         parts = m["name"].split("/")
         if len(parts) == 2 and parts[1] == "manifest.json":
             folder = parts[0]
             members = [f for f in files if f["name"].startswith(folder + "/")]
             out.append({"folder": folder, "sha256": m["sha256"], "href": m.get("href"), "files": members,
+                        "archive": archives.get(folder),
                         "bytes": sum(int(f["bytes"]) for f in members),
                         "command": f"grebench snapshot import --manifest-sha256 {m['sha256']} {folder}"})
     return out

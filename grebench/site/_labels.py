@@ -10,6 +10,7 @@ label (an old export) falls back to a shortened id.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +27,30 @@ def _short(text: str, limit: int = _MAX_FALLBACK) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def venue_label(venue_id: str, name: str | None = None) -> str:
+    """A venue-year in words: its stored name (``ICLR 2026``) when the papers give one, else read from the id:
+    ``ICLR.cc/2026/Conference`` → ``ICLR 2026``, ``NeurIPS.cc/2024/Datasets_and_Benchmarks_Track`` → ``NeurIPS 2024
+    Datasets and Benchmarks Track``; an id of another form comes back as written."""
+    if name and name.strip() and name.strip() != venue_id:
+        return name.strip()
+    parts = [p for p in str(venue_id).split("/") if p]
+    year = next((p for p in parts if re.fullmatch(r"(19|20)\d\d", p)), None)
+    if len(parts) < 2 or year is None:
+        return str(venue_id)
+    org = re.sub(r"\.(cc|org|com|net|io)$", "", parts[0], flags=re.IGNORECASE)
+    rest = [p.replace("_", " ") for p in parts[parts.index(year) + 1:] if p.lower() != "conference"]
+    return " ".join([org, year, *rest])
+
+
+def _venue_names(store: Store) -> dict[str, str]:
+    """Each venue id's stored name (from ``papers``), for :func:`venue_label`."""
+    if not store.scalar("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'papers'") and \
+            not store.scalar("SELECT count(*) FROM duckdb_views() WHERE view_name = 'papers'"):
+        return {}
+    return {str(r["venue_id"]): str(r["venue"] or "") for r in
+            store.rows("SELECT venue_id, any_value(venue) AS venue FROM papers GROUP BY venue_id")}
+
+
 def stored_labels(store: Store) -> dict[tuple[str, str], dict[str, Any]]:
     """``(what, id) → {label, role, colour}`` from the store's ``labels`` table (empty when it has none)."""
     if not store.scalar("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'labels'"):
@@ -36,13 +61,20 @@ def stored_labels(store: Store) -> dict[tuple[str, str], dict[str, Any]]:
 class Labels:
     """The words for stored ids, from ``labels`` rows."""
 
-    def __init__(self, rows: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> None:
+    def __init__(self, rows: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+                 venues: Mapping[str, str] | None = None) -> None:
         self.rows = dict(rows or {})
+        self.venues = dict(venues or {})
 
     @classmethod
     def load(cls, store: Store) -> Labels:
-        """The labels stored with the boards."""
-        return cls(stored_labels(store))
+        """The labels stored with the boards, and the venues' names from the papers."""
+        return cls(stored_labels(store), _venue_names(store))
+
+    def venue(self, venue_id: str | None) -> str:
+        """``ICLR.cc/2026/Conference`` → ``ICLR 2026``: the one label of a venue-year, on every page and in the app
+        (:func:`venue_label`)."""
+        return venue_label(str(venue_id or ""), self.venues.get(str(venue_id or "")))
 
     def _get(self, what: str, key: str, field: str = "label") -> Any:
         row = self.rows.get((what, key))
@@ -97,6 +129,7 @@ class Labels:
         ``colour``, ``rank_word`` and ``rank_range`` (a row's stored role wins: it is what the board was computed
         with)."""
         board["title"] = self.board_title(board)
+        board["venue_label"] = self.venue(str(board["venue_id"]))
         board["metric_label"] = self.metric(str(board["metric"]))
         board["proxy"] = self.is_proxy(str(board["estimator"]))
         for r in board["rows"]:
@@ -116,3 +149,25 @@ def row_colour(row: Mapping[str, Any]) -> str:
 def board_id(board: Mapping[str, Any]) -> str:
     """The exact ids behind a board title: ``metric · estimator · preprocessor``."""
     return f"{board['metric']} · {board['estimator']} · {board['preprocessor']}"
+
+
+def board_key_label(labels: Labels, key: str) -> str:
+    """A board key of the version pages (``venue_id · metric · estimator · preprocessor``) in words: ``ICLR 2026 ·
+    GEM-S (abstract) · scored by … · rules preprocessor`` (a key of another form comes back as written)."""
+    parts = key.split(" · ")
+    if len(parts) != 4:
+        return key
+    venue, metric, estimator, preprocessor = parts
+    return f"{labels.venue(venue)} · {labels.metric(metric)} · {labels.setup(estimator, preprocessor)}"
+
+
+def human_size(size: Any) -> str:
+    """Bytes in words: ``8,466,730`` → ``8.1 MiB``, ``912`` → ``912 bytes`` (binary units, one decimal)."""
+    value = float(size or 0)
+    if value < 1024:
+        return f"{int(value)} bytes"
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            return f"{value:.1f} {unit}"
+    raise AssertionError("unreachable")

@@ -1,4 +1,5 @@
-"""Static SVG plots of leaderboards (matplotlib, Agg backend, deterministic output, no external fonts)."""
+"""A board's history plot over its published versions (matplotlib, Agg, deterministic SVG, no external fonts) and its
+alt text; the board's own figure is :mod:`grebench.site._board_plot`."""
 
 from __future__ import annotations
 
@@ -7,74 +8,10 @@ import math
 from typing import Any
 
 from grebench.scoring import rank_bounds, rank_range
-from grebench.site._labels import row_colour
-from grebench.store import BASELINE, REFERENCE
 
 
 def _finite(*values: Any) -> bool:
     return all(v is not None and math.isfinite(float(v)) for v in values)
-
-
-def board_svg(board: dict[str, Any]) -> str:
-    """Ranked candidates with 90% (thick) and 95% (thin) bootstrap intervals; the human baseline's 95% CI as a band;
-    controls as dashed reference lines (a yardstick of the metric, never a contestant).  The board comes annotated
-    (:meth:`grebench.site.Labels.annotate`): each row's ``role`` and ``colour``, the board's ``metric_label``."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    finite = [r for r in board["rows"] if _finite(r["score"])]
-    rows = [r for r in finite if r.get("role") != REFERENCE]
-    references = [r for r in finite if r.get("role") == REFERENCE]
-    with matplotlib.rc_context({"svg.hashsalt": "grebench", "svg.fonttype": "none", "font.family": "sans-serif",
-                                "font.size": 9}):
-        fig, ax = plt.subplots(figsize=(7.0, 1.4 + 0.32 * max(len(rows), 1)))
-        band = board.get("human_band")
-        if band and _finite(band["low"], band["high"]):
-            baseline = next((r for r in board["rows"] if r.get("role") == BASELINE), {"role": BASELINE})
-            ax.axvspan(band["low"], band["high"], color=row_colour(baseline), alpha=0.12,
-                       label="human baseline (95% CI)")
-        # the scale follows the contestants: a control far outside it (reference-copy scores ~10x the human) is drawn
-        # at the edge with its score written out, instead of squeezing every contestant into one corner
-        xs = [float(v) for r in rows for v in (r["score"], r.get("ci95_low"), r.get("ci95_high")) if _finite(v)]
-        if band and _finite(band["low"], band["high"]):
-            xs += [float(band["low"]), float(band["high"])]
-        low, high = (min(xs), max(xs)) if xs else (0.0, 1.0)
-        margin = max(high - low, 1.0)
-        edge_low, edge_high = low - margin, high + margin
-        clipped = False
-        for i, r in enumerate(references):
-            x, name = float(r["score"]), str(r["candidate"])
-            if x > edge_high or x < edge_low:
-                x, name, clipped = (edge_high if x > edge_high else edge_low), f"{name} ({x:.0f}, off scale)", True
-            ax.axvline(x, color=row_colour(r), linestyle="--", linewidth=0.8,
-                       label="controls (reference, not ranked)" if i == 0 else None)
-            ax.annotate(name, (x, 1.0), xycoords=("data", "axes fraction"), rotation=90,
-                        fontsize=7, color="#555555", ha="right", va="top")
-        if clipped:
-            ax.set_xlim(edge_low - 0.05 * margin, edge_high + 0.05 * margin)
-        for y, r in enumerate(reversed(rows)):
-            colour = row_colour(r)
-            if _finite(r["ci95_low"], r["ci95_high"]):
-                ax.plot([r["ci95_low"], r["ci95_high"]], [y, y], color=colour, linewidth=1)
-            if _finite(r["ci90_low"], r["ci90_high"]):
-                ax.plot([r["ci90_low"], r["ci90_high"]], [y, y], color=colour, linewidth=3.5, alpha=0.6)
-            ax.plot([r["score"]], [y], marker="o", color=colour)
-        ax.set_yticks(range(len(rows)))
-        ax.set_yticklabels([f"{r['rank']}. {r['candidate']}" if r.get("rank") is not None
-                            else f"{r['candidate']} (contaminated, not ranked)" for r in reversed(rows)])
-        ax.set_ylim(-0.6, max(len(rows), 1) - 0.4 + (1.2 if references else 0.0))
-        metric = board.get("metric_label") or board["metric"]
-        ax.set_xlabel(f"{metric} (PMI, nats; dot = score, thick = 90% CI, thin = 95% CI)")
-        ax.grid(axis="x", alpha=0.3)
-        if band or references:
-            ax.legend(loc="lower right", fontsize=8, frameon=False)
-        fig.tight_layout()
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-        plt.close(fig)
-    return buf.getvalue()
 
 
 def history_svg(rows: list[dict[str, Any]]) -> str:
@@ -139,3 +76,25 @@ def _band(ax: Any, points: list[tuple[Any, Any, Any]], colour: str, step: bool =
     if kept:
         ax.fill_between([p[0] for p in kept], [p[1] for p in kept], [p[2] for p in kept], color=colour, alpha=0.15,
                         step="mid" if step else None, linewidth=0)
+
+
+def history_alt(rows: list[dict[str, Any]], title: str) -> str:
+    """The history figure's alt text: how many versions, from when to when, and each ranked candidate's rank, score
+    and rank interval in the first and the latest version."""
+    days = sorted({r["day"] for r in rows})
+    if not days:
+        return f"Board history of {title}: no versions."
+    first, last = days[0], days[-1]
+    by_name: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("rank") is not None and _finite(r["score"]):
+            by_name.setdefault(str(r["candidate"]), {})[str(r["day"])] = r
+    parts = []
+    for name, seen in sorted(by_name.items(), key=lambda kv: (kv[1].get(str(last), {}).get("rank") or 10**6, kv[0])):
+        start, end = seen.get(str(first)), seen.get(str(last))
+        now = (f"rank {end['rank']} ({rank_range(end) or end['rank']}), {float(end['score']):.2f}" if end
+               else "not on the latest version")
+        before = f"; first version rank {start['rank']}, {float(start['score']):.2f}" if start else ""
+        parts.append(f"{name}: {now}{before}")
+    return (f"Board history of {title} over {len(days)} published versions, {str(first)[:10]} to {str(last)[:10]}. "
+            "Latest version: " + "; ".join(parts) + ".")

@@ -15,6 +15,13 @@ from grebench.submissions._evaluate import (
     held_submissions,
     refuse_copied_generations,
 )
+from grebench.submissions._form import (
+    FIELD_NAMES,
+    HOSTED_PROVIDERS,
+    SubmissionError,
+    SubmissionForm,
+    validate_submission,
+)
 from grebench.submissions._imports import (
     UPLOAD_MAX_BYTES,
     ImportForm,
@@ -24,19 +31,20 @@ from grebench.submissions._imports import (
     validate_import,
 )
 from grebench.submissions._keys import key_in_env
+from grebench.submissions._limits import Allowance, limits_sentence
 from grebench.submissions._queue import (
-    SubmissionError,
-    SubmissionForm,
     SubmissionQueue,
     accept_queued_submissions,
     finish_submission,
     queue_path,
-    validate_submission,
 )
 
 __all__ = [
     "APPROVAL_REFUSED",
+    "FIELD_NAMES",
+    "HOSTED_PROVIDERS",
     "UPLOAD_MAX_BYTES",
+    "Allowance",
     "CopiedReview",
     "CopyCheck",
     "ImportForm",
@@ -51,6 +59,7 @@ __all__ = [
     "finish_submission",
     "held_submissions",
     "key_in_env",
+    "limits_sentence",
     "queue_import",
     "queue_path",
     "read_upload",

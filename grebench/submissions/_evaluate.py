@@ -31,9 +31,10 @@ from grebench.scoring import information_flags
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 from grebench.submissions._copycheck import check_copies
+from grebench.submissions._form import SubmissionError
 from grebench.submissions._imports import accept_queued_imports
 from grebench.submissions._keys import key_in_env
-from grebench.submissions._queue import SubmissionError, SubmissionQueue, accept_queued_submissions, finish_submission
+from grebench.submissions._queue import SubmissionQueue, accept_queued_submissions, finish_submission
 from grebench.submissions._turns import TALLY_KEYS, stored_totals, submission_settings, take_turn, turn_state
 
 __all__ = ["approve_submission", "evaluate_queued", "refuse_copied_generations", "submission_settings"]

@@ -16,7 +16,6 @@ import os
 import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,9 @@ from grebench.bench import (
 )
 from grebench.llm import NAME_PATTERN
 from grebench.store import Store, utcnow
-from grebench.submissions._queue import _CONTACT, SubmissionError, SubmissionQueue
+from grebench.submissions import _limits
+from grebench.submissions._form import _CONTACT, FieldErrors, SubmissionError
+from grebench.submissions._queue import SubmissionQueue, refusal
 
 log = logging.getLogger(__name__)
 
@@ -68,24 +69,32 @@ def read_upload(path: str | Path | None, limit: int = UPLOAD_MAX_BYTES) -> bytes
 
 def validate_import(form: ImportForm, data: bytes, paper_ids: Collection[str],
                     taken: Collection[str] = ()) -> dict[str, Any]:
-    """Check the form and every line of the file; the row to queue, or :class:`SubmissionError` /
-    :class:`grebench.bench.ImportRefused` (which lists the bad lines).  ``taken``: candidate names in use."""
+    """Check the form and every line of the file; the row to queue, or one :class:`SubmissionError` naming every
+    problem (``fields``: per form field, the file's bad lines under ``file``).  ``taken``: candidate names in use."""
+    errors = FieldErrors()
     name = (form.candidate or "").strip()
     if not NAME_PATTERN.fullmatch(name):
-        raise SubmissionError("candidate name: 1-100 characters, letters, digits and . _ : / @ + -")
-    if name.lower() in {t.lower() for t in taken}:
-        raise SubmissionError(f"candidate name {name!r} is taken")
+        errors.add("candidate", "candidate name: 1-100 characters, letters, digits and . _ : / @ + -")
+    elif name.lower() in {t.lower() for t in taken}:
+        errors.add("candidate", f"candidate name {name!r} is taken; choose another")
     contact = (form.contact or "").strip()
     if not _CONTACT.match(contact):
-        raise SubmissionError("contact: an e-mail address or handle (3-200 characters, no spaces)")
+        errors.add("contact", "contact: an e-mail address or handle (3-200 characters, no spaces)")
     options = {key: (getattr(form, key) or "").strip() or None for key in _FORM_META}
     meta, reasons = check_meta(options, "form")
-    if reasons:
-        raise SubmissionError("; ".join(reasons))
-    parsed = read_import(data, paper_ids, max_bytes=UPLOAD_MAX_BYTES, source="the uploaded file")
-    merged = {**parsed.meta, **meta}
-    if merged.get("cutoff") and merged.get("released") and merged["cutoff"] > merged["released"]:
-        raise SubmissionError(f"the cutoff {merged['cutoff']} is after the release date {merged['released']}")
+    for reason in reasons:
+        errors.add(next((k for k in _FORM_META if k in reason), "cutoff"), reason)
+    parsed = None
+    try:
+        parsed = read_import(data, paper_ids, max_bytes=UPLOAD_MAX_BYTES, source="the uploaded file")
+    except ImportRefused as exc:
+        errors.add("file", exc.message(bullet="- "))
+    if parsed is not None:
+        merged = {**parsed.meta, **meta}
+        if merged.get("cutoff") and merged.get("released") and merged["cutoff"] > merged["released"]:
+            errors.add("cutoff", f"the cutoff {merged['cutoff']} is after the release date {merged['released']}")
+    errors.raise_if_any()
+    assert parsed is not None
     return {"submitter": contact.lower(), "contact": contact, "candidate": name,
             "meta_json": json.dumps({k: v for k, v in options.items() if v}, sort_keys=True),
             "content": data.decode("utf-8"), "content_sha256": parsed.sha256, "reviews": len(parsed.reviews),
@@ -94,33 +103,34 @@ def validate_import(form: ImportForm, data: bytes, paper_ids: Collection[str],
 
 def queue_import(queue: SubmissionQueue, form: ImportForm, data: bytes, settings: Any, paper_ids: Collection[str],
                  taken: Collection[str] = (), source: str | None = None) -> dict[str, Any]:
-    """Validate and queue one import: ``{"ok": bool, "id": str | None, "message": str}``.
+    """Validate and queue one import: ``{"ok", "id", "message", "errors", "next_try"}`` (as
+    :meth:`SubmissionQueue.submit`).
 
-    The message of a refused file names its bad lines (the first 20, then a count); nothing is queued.
+    A refused upload names every problem at once: the form's fields and the file's bad lines (the first 20, then a
+    count); nothing is queued, and it counts as one refused try of its address, never toward the weekly quota.
     """
+    now = utcnow()
     with queue.connect() as con:
-        refused = queue.admission(con, settings, source, utcnow())
+        refused = queue.admission(con, settings, source, now, form.contact or "")
     if refused:
-        return {"ok": False, "id": None, "message": refused}
+        return refused
     try:
         if is_reserved_name(settings, form.candidate or ""):
             raise SubmissionError(f"candidate name {(form.candidate or '').strip()[:100]!r} is reserved (the human "
-                                  "baseline, a control or a configured candidate)")
+                                  "baseline, a control or a configured candidate); choose another name")
         row = validate_import(form, data, paper_ids, taken)
     except SubmissionError as exc:
+        log.info("import refused: %s", str(exc)[:200])
         queue.record_refusal(source)
-        return {"ok": False, "id": None, "message": f"Rejected: {exc}"}
-    except ImportRefused as exc:
-        log.info("import refused: %s bad line(s)", exc.total)
-        queue.record_refusal(source)
-        return {"ok": False, "id": None, "message": f"Rejected: {exc.message(bullet='- ')}"}
-    now = utcnow()
+        return refusal(str(exc), fields=exc.fields)
     with queue.connect() as con:
-        if queue.recent_count(con, row["submitter"], now - timedelta(days=7)) >= settings.submissions_per_week:
-            return {"ok": False, "id": None, "message": "Rejected: rate limit reached "
-                    f"({settings.submissions_per_week} submissions per 7 days per submitter)"}
+        refused = queue.admission(con, settings, source, now, row["contact"])  # under the insert's lock
+        if refused:
+            return refused
         if queue.name_taken(con, row["candidate"]):
-            return {"ok": False, "id": None, "message": f"Rejected: candidate name {row['candidate']!r} is taken"}
+            _limits.record_refusal(con, source, now)
+            return refusal(f"candidate name {row['candidate']!r} is taken; choose another",
+                           fields={"candidate": [f"candidate name {row['candidate']!r} is taken"]})
         sub_id = uuid.uuid4().hex[:12]
         queue.record_source(con, sub_id, source, now)
         con.execute("INSERT INTO import_submissions VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', NULL, ?, ?)",
@@ -129,7 +139,8 @@ def queue_import(queue: SubmissionQueue, form: ImportForm, data: bytes, settings
     log.info("import %s queued (%s, %d reviews)", sub_id, row["candidate"], row["reviews"])
     declared = f"declared cutoff {row['cutoff']}: shown, not trusted; " if row["cutoff"] else ""
     cutoff = f"{declared}only papers whose reviews were not yet public when this file was received count"
-    return {"ok": True, "id": sub_id, "message": f"Queued as {sub_id}: {row['reviews']} reviews of "
+    return {"ok": True, "id": sub_id, "errors": {}, "next_try": None,
+            "message": f"Queued as {sub_id}: {row['reviews']} reviews of "
             f"{row['candidate']} ({cutoff}); the operator's next queue run imports and scores them."}
 
 

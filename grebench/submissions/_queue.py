@@ -8,40 +8,36 @@ turns queued submissions into ``submitted`` candidates of the main store.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import re
 import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
 import duckdb
 
-from grebench.bench import SUBMITTED_KIND, is_reserved_name
+from grebench.bench import SUBMITTED_KIND
 from grebench.endpoints import KeyVault, Resolver, URLRejected, check_submitted_url
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 from grebench.store.migrations.m0008_submissions import SUBMISSIONS_DDL
+from grebench.submissions import _limits
+from grebench.submissions._form import (
+    _CONTACT,
+    FieldErrors,
+    SubmissionError,
+    SubmissionForm,
+    validate_submission,
+)
+from grebench.submissions._limits import when
 
 log = logging.getLogger(__name__)
 
-#: litellm providers a bare model string may use: hosted APIs only (ollama/, vllm/, lm_studio/ ... default to
-#: servers on localhost, which would let a submission reach our own network).
-HOSTED_PROVIDERS = frozenset({
-    "openai", "anthropic", "gemini", "mistral", "groq", "together_ai", "fireworks_ai", "deepseek", "cohere",
-    "openrouter", "xai", "perplexity", "deepinfra", "cerebras", "sambanova", "nvidia_nim",
-})
-ALLOWED_PARAMS = {"temperature": float, "top_p": float, "max_tokens": int, "seed": int}
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+ -]{0,79}$")
-_MODEL_STRING = re.compile(r"^([a-z0-9_]+)/([A-Za-z0-9._:@+/-]{1,200})$")
-_CONTACT = re.compile(r"^[^\s<>\"'`]{3,200}$")
 _PUBLIC_COLUMNS = "id, model_name, status, reason, created_at, updated_at"
 IMPORTED_SUFFIX = " (imported reviews)"  # how the Queue tab marks an import among the endpoint submissions
 
@@ -65,124 +61,13 @@ CREATE TABLE IF NOT EXISTS import_submissions (
 """
 
 
-#: Where each submission and upload came from (queue file only, never copied to the main store or exported): the
-#: network address the app saw, for a rate limit that a fresh e-mail address cannot reset.
-SOURCES_DDL = """
-CREATE TABLE IF NOT EXISTS submission_sources (
-    id VARCHAR PRIMARY KEY,
-    address VARCHAR NOT NULL,
-    created_at TIMESTAMP NOT NULL
-)
-"""
-
-
-class SubmissionError(ValueError):
-    """A submission was refused; the message is safe to show to the submitter."""
-
-
-@dataclass(frozen=True)
-class SubmissionForm:
-    """The fields of the Submit form, as strings (all optional until validated)."""
-
-    model_name: str = ""
-    model_string: str = ""
-    base_url: str = ""
-    released: str = ""
-    cutoff: str = ""
-    contact: str = ""
-    api_key: str = ""
-    params: str = ""
-
-    def __repr__(self) -> str:  # the key must not reach a log line through a repr
-        return f"SubmissionForm(model_name={self.model_name!r}, contact={self.contact!r}, api_key=***)"
-
-
-def _date(text: str, field: str, required: bool) -> date | None:
-    text = (text or "").strip()
-    if not text:
-        if required:
-            raise SubmissionError(f"{field} is required (YYYY-MM-DD)")
-        return None
-    try:
-        value = date.fromisoformat(text[:10])
-    except ValueError:
-        raise SubmissionError(f"{field} must be a date YYYY-MM-DD, got {text[:40]!r}") from None
-    if value > utcnow().date():
-        raise SubmissionError(f"{field} {value} is in the future")
-    return value
-
-
-def _params(text: str) -> dict[str, Any]:
-    text = (text or "").strip()
-    if not text:
-        return {}
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError:
-        raise SubmissionError("parameters must be a JSON object, e.g. {\"temperature\": 0.7}") from None
-    if not isinstance(raw, dict):
-        raise SubmissionError("parameters must be a JSON object")
-    out: dict[str, Any] = {}
-    for key, value in raw.items():
-        kind = ALLOWED_PARAMS.get(key)
-        if kind is None:
-            raise SubmissionError(f"parameter {key!r} is not allowed (allowed: {', '.join(sorted(ALLOWED_PARAMS))})")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SubmissionError(f"parameter {key!r} must be a number")
-        out[key] = kind(value)
-    return out
-
-
-def validate_submission(form: SubmissionForm, settings: Any,
-                        resolver: Resolver | Mapping[str, Iterable[str]] | None = None) -> dict[str, Any]:
-    """Check every field; return the row to queue (without the key) or raise :class:`SubmissionError`."""
-    name = (form.model_name or "").strip()
-    if not _NAME.match(name):
-        raise SubmissionError("model name: 1-80 characters, letters, digits and . _ : + - or space")
-    if isinstance(settings, Settings) and is_reserved_name(settings, name):
-        raise SubmissionError(f"model name {name!r} is reserved (the human baseline, a control or a configured "
-                              "candidate)")
-    contact = (form.contact or "").strip()
-    if not _CONTACT.match(contact):
-        raise SubmissionError("contact: an e-mail address or handle (3-200 characters, no spaces)")
-    model_string = (form.model_string or "").strip()
-    base_url = (form.base_url or "").strip()
-    if not model_string and not base_url:
-        raise SubmissionError("give a litellm model string or an OpenAI-compatible base URL")
-    normalised = None
-    if base_url:
-        try:
-            endpoint = check_submitted_url(base_url, settings, resolver)
-        except URLRejected as exc:
-            raise SubmissionError(f"base URL rejected: {exc}") from None
-        normalised = endpoint.url
-        model_string = model_string or "openai/" + name.replace(" ", "-")  # the model id sent to the endpoint
-    match = _MODEL_STRING.match(model_string)
-    if not match:
-        raise SubmissionError("model string must look like provider/model, e.g. openai/gpt-4o-mini")
-    if base_url and match.group(1) != "openai":
-        raise SubmissionError("a base URL is called as an OpenAI-compatible endpoint: the model string must be "
-                              "openai/<model id> (or left empty)")
-    if not base_url and match.group(1) not in HOSTED_PROVIDERS:
-        raise SubmissionError(f"provider {match.group(1)!r} needs a base URL; hosted providers: "
-                              f"{', '.join(sorted(HOSTED_PROVIDERS))}")
-    cutoff = _date(form.cutoff, "training-data cutoff", required=True)
-    released = _date(form.released, "release date", required=False)
-    if released is not None and cutoff is not None and cutoff > released:
-        raise SubmissionError("the training-data cutoff cannot be after the release date")
-    key = form.api_key or ""
-    if len(key) > 1000 or any(ord(c) < 32 for c in key):
-        raise SubmissionError("the API key is too long or contains control characters")
-    if not base_url and not key.strip():
-        raise SubmissionError(f"a hosted model ({match.group(1)}) is called with your own API key, and none was "
-                              "given (the operator's keys are never used for submissions)")
-    params = _params(form.params)
-    params_json = json.dumps(params, sort_keys=True)
-    dedup = hashlib.sha256(json.dumps([normalised or model_string, model_string, name.lower(), params],
-                                      sort_keys=True).encode()).hexdigest()
-    return {"submitter": contact.lower(), "contact": contact, "model_name": name, "model_string": model_string,
-            "base_url": base_url or None, "normalised_url": normalised, "params_json": params_json,
-            "dedup_key": dedup, "released": released, "cutoff": cutoff}
+def refusal(message: str, fields: dict[str, list[str]] | None = None, next_try: datetime | None = None,
+            sub_id: str | None = None) -> dict[str, Any]:
+    """The reply to a refused submission or upload: ``message`` (every problem), ``errors`` (per form field) and
+    ``next_try`` (when a limit ends, ``2026-11-29 14:03 UTC``; None when a corrected form may be sent at once)."""
+    tail = f"; next try allowed after {when(next_try)}" if next_try is not None else ""
+    return {"ok": False, "id": sub_id, "message": f"Rejected: {message}{tail}", "errors": fields or {},
+            "next_try": None if next_try is None else when(next_try)}
 
 
 class SubmissionQueue:
@@ -195,7 +80,7 @@ class SubmissionQueue:
         with self.connect() as con:
             con.execute(SUBMISSIONS_DDL)
             con.execute(IMPORT_SUBMISSIONS_DDL)
-            con.execute(SOURCES_DDL)
+            _limits.create_tables(con)
 
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -235,46 +120,42 @@ class SubmissionQueue:
                              FROM import_submissions ORDER BY created_at DESC LIMIT ?""", [IMPORTED_SUFFIX, limit])
 
     @staticmethod
-    def recent_count(con: duckdb.DuckDBPyConnection, submitter: str, since: Any) -> int:
-        """Submissions (endpoints and imports) of one submitter since a time: what the rate limit counts."""
-        row = cast("tuple[Any, ...]", con.execute(
-            "SELECT (SELECT count(*) FROM submissions WHERE submitter = ? AND created_at > ?) + "
-            "(SELECT count(*) FROM import_submissions WHERE submitter = ? AND created_at > ?)",
-            [submitter, since, submitter, since]).fetchone())
-        return int(row[0])
-
-    @staticmethod
-    def admission(con: duckdb.DuckDBPyConnection, settings: Any, source: str | None, now: Any) -> str | None:
-        """Why a new submission or upload is refused before anything else is looked at, or None: the queue holds
-        ``queue_max_pending`` waiting entries already, or the source address sent
-        ``submissions_per_address_per_week`` in 7 days, accepted or refused (the contact a form gives is the
-        submitter's to choose)."""
-        pending = cast("tuple[Any, ...]", con.execute(
-            "SELECT (SELECT count(*) FROM submissions WHERE status = 'queued') + "
-            "(SELECT count(*) FROM import_submissions WHERE status = 'queued')").fetchone())[0]
-        if int(pending) >= settings.queue_max_pending:
-            return f"Rejected: the queue is full ({pending} waiting); try again later"
-        if source:
-            recent = cast("tuple[Any, ...]", con.execute(
-                "SELECT count(*) FROM submission_sources WHERE address = ? AND created_at > ?",
-                [source, now - timedelta(days=7)]).fetchone())[0]
-            if int(recent) >= settings.submissions_per_address_per_week:
-                return ("Rejected: rate limit reached for your network address "
-                        f"({settings.submissions_per_address_per_week} per 7 days)")
+    def admission(con: duckdb.DuckDBPyConnection, settings: Any, source: str | None, now: datetime,
+                  contact: str = "") -> dict[str, Any] | None:
+        """The refusal of a new submission or upload before its form is looked at, or None: the queue holds
+        ``queue_max_pending`` waiting entries, the source address is over its weekly quota or its refused tries
+        (:mod:`._limits`), or the contact (when it is a well-formed one) has used its weekly quota.  A refusal here
+        says when the next try is allowed, and is not itself counted as a refused try."""
+        waiting = _limits.pending(con)
+        if waiting >= settings.queue_max_pending:
+            return refusal(f"the queue is full ({waiting} waiting); try again later")
+        allowance = _limits.address_allowance(con, settings, source, now)
+        if allowance.next_try is not None:
+            return refusal(str(allowance.reason), next_try=allowance.next_try)
+        contact = contact.strip()
+        if _CONTACT.match(contact):
+            next_try = _limits.submitter_next_try(con, settings, contact.lower(), now)
+            if next_try is not None:
+                return refusal(f"rate limit reached for this contact ({settings.submissions_per_week} accepted "
+                               "submissions or uploads per 7 days per submitter)", next_try=next_try)
         return None
+
+    def allowance(self, settings: Any, source: str | None) -> _limits.Allowance:
+        """What the address may still do (the form shows it on load and after every try)."""
+        with self.connect() as con:
+            return _limits.address_allowance(con, settings, source, utcnow())
 
     @staticmethod
     def record_source(con: duckdb.DuckDBPyConnection, sub_id: str, source: str | None, now: Any) -> None:
-        """Remember where an accepted entry came from (for :meth:`admission`)."""
-        if source:
-            con.execute("INSERT INTO submission_sources VALUES (?, ?, ?)", [sub_id, source[:100], now])
+        """Remember where an accepted entry came from (its address's weekly quota)."""
+        _limits.record_source(con, sub_id, source, now)
 
     def record_refusal(self, source: str | None) -> None:
-        """Count a refused submission or upload against its address (:meth:`admission`): probing the checks
-        costs the same allowance as submitting."""
+        """Count a refused try against its address: the anti-abuse limit of refused tries, never the weekly quota
+        (:mod:`._limits`)."""
         if source:
             with self.connect() as con:
-                self.record_source(con, f"refused-{uuid.uuid4().hex[:12]}", source, utcnow())
+                _limits.record_refusal(con, source, utcnow())
 
     @staticmethod
     def name_taken(con: duckdb.DuckDBPyConnection, name: str) -> bool:
@@ -288,41 +169,53 @@ class SubmissionQueue:
     def submit(self, form: SubmissionForm, settings: Any, vault: KeyVault,
                resolver: Resolver | Mapping[str, Iterable[str]] | None = None,
                source: str | None = None) -> dict[str, Any]:
-        """Validate and queue one submission: ``{"ok": bool, "id": str | None, "message": str}``; ``source`` is
-        the network address it came from (the app's client address)."""
-        with self.connect() as con:
-            refused = self.admission(con, settings, source, utcnow())
-        if refused:
-            return {"ok": False, "id": None, "message": refused}
-        try:
-            row = validate_submission(form, settings, resolver)
-        except SubmissionError as exc:
-            log.info("submission refused: %s", exc)
-            self.record_refusal(source)
-            return {"ok": False, "id": None, "message": f"Rejected: {exc}"}
+        """Validate and queue one submission: ``{"ok", "id", "message", "errors", "next_try"}``; ``source`` is the
+        network address it came from (the app's client address).
+
+        A refused form names every problem at once (``errors``: per field) and counts as one refused try of its
+        address; only an accepted submission counts toward the weekly quota.
+        """
         now = utcnow()
         with self.connect() as con:
-            recent = self.recent_count(con, row["submitter"], now - timedelta(days=7))
-            if recent >= settings.submissions_per_week:
-                return {"ok": False, "id": None, "message": "Rejected: rate limit reached "
-                        f"({settings.submissions_per_week} submissions per 7 days per submitter)"}
-            dup = con.execute("SELECT id, status FROM submissions WHERE dedup_key = ? AND status <> 'failed'",
-                              [row["dedup_key"]]).fetchone()
-            if dup is not None:
-                return {"ok": False, "id": dup[0], "message": f"Rejected: duplicate of submission {dup[0]} "
-                        f"({dup[1]})"}
-            if self.name_taken(con, row["model_name"]):
-                return {"ok": False, "id": None, "message": f"Rejected: model name {row['model_name']!r} is taken"}
+            refused = self.admission(con, settings, source, now, form.contact or "")
+        if refused:
+            return refused
+        row = None
+        try:
+            row = validate_submission(form, settings, resolver)
+            errors = FieldErrors()
+        except SubmissionError as exc:
+            errors = FieldErrors(exc.fields)
+        name = (form.model_name or "").strip()
+        with self.connect() as con:
+            if row is not None:  # the same submission again says which one it repeats
+                dup = con.execute("SELECT id, status FROM submissions WHERE dedup_key = ? AND status <> 'failed'",
+                                  [row["dedup_key"]]).fetchone()
+                if dup is not None:
+                    log.info("submission refused: duplicate of %s", dup[0])
+                    _limits.record_refusal(con, source, now)
+                    return refusal(f"duplicate of submission {dup[0]} ({dup[1]})", sub_id=dup[0])
+            if "model_name" not in errors.by_field and name and self.name_taken(con, name):
+                errors.add("model_name", f"model name {name!r} is taken; choose another")
+            if errors.by_field or row is None:
+                log.info("submission refused: %s", errors.message())
+                _limits.record_refusal(con, source, now)
+                return refusal(errors.message(), fields=errors.by_field)
+            # again under the lock that guards the insert: a concurrent try may have used the quota meanwhile
+            refused = self.admission(con, settings, source, now, row["contact"])
+            if refused:
+                return refused
             sub_id = uuid.uuid4().hex[:12]
             ciphertext = vault.seal(sub_id, form.api_key or "")
-            self.record_source(con, sub_id, source, now)
+            _limits.record_source(con, sub_id, source, now)
             con.execute(
                 "INSERT INTO submissions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', NULL, ?, ?, ?)",
                 [sub_id, row["submitter"], row["contact"], row["model_name"], row["model_string"], row["base_url"],
                  row["normalised_url"], row["params_json"], row["dedup_key"], row["released"], row["cutoff"],
                  ciphertext, now, now])
         log.info("submission %s queued (%s)", sub_id, row["model_name"])
-        return {"ok": True, "id": sub_id, "message": f"Queued as {sub_id}: {row['model_name']} will be evaluated "
+        return {"ok": True, "id": sub_id, "errors": {}, "next_try": None,
+                "message": f"Queued as {sub_id}: {row['model_name']} will be evaluated "
                 f"on papers whose reviews became public after its declared cutoff {row['cutoff']}, and on papers "
                 "whose reviews are not public yet; the declared cutoff is shown, not trusted: until the operator "
                 "vouches for it, only reviews written before a paper's reviews were public count."}

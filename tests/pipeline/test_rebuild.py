@@ -22,7 +22,7 @@ from click.testing import CliRunner, Result
 from grebench.cli import main
 from grebench.scoring import code_version
 from grebench.settings import load_settings
-from grebench.site._app import produced_line
+from grebench.site._app_board import produced_line
 from grebench.store import file_sha256, open_store, verify_snapshot
 from grebench.store._snapshot import MANIFEST, decoded_bytes
 from tests.conftest import FAST_ENV

@@ -43,7 +43,10 @@ def test_paper_page_shades_lines_with_values_and_a_legend(small_store: Store, se
     assert "attr-carries" in items[0]["class"] and "shade-4" in items[0]["class"]
     assert float(items[0]["data-contribution"]) == pytest.approx(0.8)
     assert items[0].select_one(".attr-value").get_text() == "0.80"
-    assert "p2020_0_r0: 0.900" in items[0]["title"] and "p2020_0_r1: 0.700" in items[0]["title"]
+    # each reference named as its review is titled on the page (the reviewer, not the note id)
+    assert "Reviewer0: 0.900" in items[0]["title"] and "Reviewer1: 0.700" in items[0]["title"]
+    assert [h.get_text(" ", strip=True).split(" · ")[0] for h in dom.select(".review h4")][:2] == ["Reviewer0",
+                                                                                                "Reviewer1"]
     assert "attr-none" in items[1]["class"] and "attr-carries" in items[2]["class"]
     generic = next(b for b in blocks if "of generic" in b.get_text())
     assert "attr-less" in generic.select("li.attr")[0]["class"]

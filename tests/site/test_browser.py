@@ -33,7 +33,8 @@ def test_leaderboard_page_renders_in_chromium(small_store: Store, settings: Sett
     dom = BeautifulSoup(result.stdout, "html.parser")
     rows = dom.select("table.board tbody tr")
     assert [r["data-candidate"] for r in rows] == ["late-llm", "human", "good-llm", "generic"]
-    assert all(th.get("tabindex") == "0" for th in dom.select("table.board th"))  # sort.js ran
+    # sort.js ran: every header is a button (Enter and Space sort, as on any button)
+    assert all(th.select_one("button.sort") is not None for th in dom.select("table.board th"))
     assert "Human baseline band" in dom.get_text() and dom.select_one("figure img")["src"].endswith(".svg")
     assert console_errors(result.stderr) == []
 

@@ -96,11 +96,13 @@ def _wait(browser: Browser, session: str, expression: str, what: str, timeout: f
 
 def _reload(browser: Browser, session: str, ready: str) -> None:
     """Load the page again and wait until ``ready`` is true (Chromium lets one page load start about ten downloads
-    from its links: a visitor downloading a whole snapshot reloads, or saves link by link)."""
+    from its links: a visitor downloading a whole snapshot reloads, or saves link by link); the folded lists of
+    single files are opened, as a visitor opens them to click a file."""
     browser.evaluate(session, "window.__before_reload = true")
     browser.send("Page.reload", {}, session)
     _wait(browser, session, f"!window.__before_reload && document.readyState === 'complete' && ({ready})",
           "the page again")
+    browser.evaluate(session, "document.querySelectorAll('details.snapshot-files-list').forEach(d => d.open = true)")
 
 
 def _click_and_download(browser: Browser, session: str, selector: str, index: int, into: Path) -> Path:
@@ -137,7 +139,7 @@ def test_every_snapshot_downloads_from_the_static_site(published: dict[str, Any]
     sections = browser.evaluate(session, """[...document.querySelectorAll('section.snapshot')].map(s => ({
         folder: s.dataset.folder, sha: s.querySelector('.manifest-sha256').innerText,
         command: s.querySelector('.import-command').innerText,
-        links: [...s.querySelectorAll('a[download]')].map(a => [a.innerText, a.dataset.sha256])}))""")
+        links: [...s.querySelectorAll('.snapshot-files a[download]')].map(a => [a.textContent, a.dataset.sha256])}))""")
     manifests = published["manifests"]
     assert sorted(s["folder"] for s in sections) == sorted(manifests)  # every published snapshot
     for i, section in enumerate(sections):
@@ -152,8 +154,8 @@ def test_every_snapshot_downloads_from_the_static_site(published: dict[str, Any]
         for k, (name, sha) in enumerate(section["links"]):
             if k % 8 == 0:  # also before each snapshot: the count is per page load
                 _reload(browser, session, "document.querySelectorAll('section.snapshot a[download]').length")
-            got = _click_and_download(browser, session, f"section.snapshot:nth-of-type({i + 1}) a[download]", k,
-                                      target)
+            got = _click_and_download(browser, session,
+                                      f"section.snapshot:nth-of-type({i + 1}) .snapshot-files a[download]", k, target)
             assert got.name == name.split("/", 1)[1] and _sha(got) == sha, name
         report = verify_snapshot(target, manifest["manifest_sha256"])
         assert report["ok"] and report["authenticated"], report
@@ -163,6 +165,57 @@ def test_every_snapshot_downloads_from_the_static_site(published: dict[str, Any]
     command = next(s["command"] for s in sections if s["folder"] == first).split()
     result = CliRunner().invoke(main, [*command[1:-1], str(tmp_path / "site-downloads" / first)], env=env)
     assert result.exit_code == 0, result.output
+
+
+def test_each_snapshot_is_one_archive_whose_hash_matches_the_page(published: dict[str, Any], browser: Browser,
+                                                                  tmp_path: Path) -> None:
+    """One click per snapshot: the archive's SHA-256 is the page's, it unpacks into the snapshot's folder only, holds
+    the manifest and its hash (the page's), and the command shown imports the unpacked folder."""
+    import tarfile
+
+    session = _open(browser, published["site_url"] + "/downloads.html")
+    _wait(browser, session, "document.readyState === 'complete' && document.querySelectorAll('a.archive-download')"
+          ".length", "the archive links")
+    shown = browser.evaluate(session, """[...document.querySelectorAll('section.snapshot')].map(s => ({
+        folder: s.dataset.folder, manifest: s.querySelector('.manifest-sha256').innerText,
+        archive: s.querySelector('.archive-sha256').innerText, command: s.querySelector('.import-command').innerText,
+        size: s.querySelector('p.archive').innerText}))""")
+    manifests = published["manifests"]
+    assert sorted(s["folder"] for s in shown) == sorted(manifests)
+    for i, section in enumerate(shown):
+        folder = section["folder"]
+        got = _click_and_download(browser, session, "a.archive-download", i, tmp_path / "archives")
+        assert got.name == f"{folder}.tar.gz" and _sha(got) == section["archive"], section
+        assert "KiB" in section["size"] or "MiB" in section["size"], section  # a size in words, not in bytes
+        with tarfile.open(got) as tar:
+            names = tar.getnames()
+            assert all(n.startswith(f"{folder}/") and ".." not in n for n in names), names
+            tar.extractall(tmp_path / "unpacked", filter="data")
+        unpacked = tmp_path / "unpacked" / folder
+        assert (unpacked / "manifest.json.sha256").read_text() == f"{section['manifest']}  manifest.json\n"
+        assert _sha(unpacked / "manifest.json") == section["manifest"] == manifests[folder]["manifest_sha256"]
+        (unpacked / "manifest.json.sha256").unlink()  # (the import takes the snapshot's own files only)
+        report = verify_snapshot(unpacked, section["manifest"])
+        assert report["ok"] and report["authenticated"], report
+    # the same bytes on every build: the published hash stays true
+    again = Path(build_site_again(published))
+    assert {p.name: _sha(p) for p in (again / "snapshots").glob("*.tar.gz")} == \
+        {f"{s['folder']}.tar.gz": s["archive"] for s in shown}
+    first = shown[0]
+    env = {**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "fresh")}
+    result = CliRunner().invoke(main, [*first["command"].split()[1:-1], str(tmp_path / "unpacked" / first["folder"])],
+                                env=env)
+    assert result.exit_code == 0, result.output
+
+
+def build_site_again(published: dict[str, Any]) -> str:
+    """The site built once more from the same data dir (the archives come from their cache, or are rebuilt)."""
+    settings = published["settings"]
+    store = open_store(settings.db_path)
+    try:
+        return str(build_site(store, settings, published["site"].parent / "site-again", publish=False)["out"])
+    finally:
+        store.close()
 
 
 @pytest.fixture(scope="module")
@@ -184,17 +237,22 @@ def test_every_snapshot_downloads_from_the_app(published: dict[str, Any], live_a
     session = _open(browser, live_app + "/?tab=downloads")
     shown = _wait(browser, session, "document.querySelector('#snapshot-info')?.innerText.includes('import') && "
                                     "document.querySelector('#snapshot-info').innerText", "the snapshot's command")
-    folder = next(f for f in manifests if f"folder named {f}" in shown)
+    folder = next(f for f in manifests if f"{f}.tar.gz" in shown)
     manifest = manifests[folder]
     assert f"grebench snapshot import --manifest-sha256 {manifest['manifest_sha256']} {folder}" in shown
-    count = len(list((settings.snapshots_path / folder).iterdir()))
+    count = len(list((settings.snapshots_path / folder).iterdir())) + 1  # its files and its archive
     _wait(browser, session, f"document.querySelectorAll('{FILE_LINKS}').length === {count}", "the file links")
+    archive = settings.snapshot_archives_path
     target = tmp_path / "app-downloads" / folder
     target.mkdir(parents=True)
     for k in range(count):
         if k and k % 8 == 0:
             _reload(browser, session, f"document.querySelectorAll('{FILE_LINKS}').length === {count}")
         got = _click_and_download(browser, session, FILE_LINKS, k, target)
+        if got.name.endswith(".tar.gz"):  # the archive: the cached one, whose hash the page states
+            assert _sha(got) == _sha(next(archive.glob(f"{folder}-*.tar.gz"))) and _sha(got) in shown, shown
+            got.unlink()
+            continue
         assert _sha(got) == _sha(settings.snapshots_path / folder / got.name), got.name
     report = verify_snapshot(target, manifest["manifest_sha256"])
     assert report["ok"] and report["authenticated"], report
@@ -206,8 +264,9 @@ def test_every_snapshot_downloads_from_the_app(published: dict[str, Any], live_a
     for name, manifest in manifests.items():
         files, text = client.predict(name, api_name="/snapshot")
         assert manifest["manifest_sha256"] in text
-        fetched = {Path(f).name: _sha(Path(f)) for f in files}
+        fetched = {Path(f).name: _sha(Path(f)) for f in files if not f.endswith(".tar.gz")}
         assert fetched == {p.name: _sha(p) for p in (settings.snapshots_path / name).iterdir()}
+        assert sum(f.endswith(f"{name}.tar.gz") for f in files) == 1
     # the data dir stays closed: the snapshot's own path (and the store) answer 403
     for path in (settings.snapshots_path / folder / "manifest.json", settings.db_path):
         assert httpx.get(f"{live_app}/gradio_api/file={path}").status_code == 403

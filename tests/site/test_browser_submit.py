@@ -23,9 +23,12 @@ from tests.site.conftest import fill_store, requires_chromium
 from tests.site.test_browser import keep_artifact
 
 RESOLVER = {"api.model.example": ["93.184.216.34"]}
-FIELDS = {"Model name": "Browser-1", "OpenAI-compatible base URL": "https://api.model.example/v1",
-          "Release date (YYYY-MM-DD)": "2025-03-01", "Training-data cutoff (YYYY-MM-DD)": "2024-12-01",
-          "Contact (e-mail or handle)": "browser@example.org", "API key (optional)": "sk-browser-test"}
+URL_LABEL = "OpenAI-compatible base URL (or leave empty for a hosted provider)"
+KEY_LABEL = "API key (required for a hosted provider's model string; optional for your own base URL)"
+FIELDS = {"Model name": "Browser-1", URL_LABEL: "https://api.model.example/v1",
+          "Release date (YYYY-MM-DD, optional)": "2025-03-01", "Training-data cutoff (YYYY-MM-DD)": "2024-12-01",
+          "Contact (e-mail or handle)": "browser@example.org",
+          KEY_LABEL: "sk-browser-test"}
 
 # the visible text box under a label, found by the label's text the way a user finds it
 FIND = """(name) => [...document.querySelectorAll('label')].filter(l => l.offsetParent !== null)
@@ -117,7 +120,7 @@ def test_a_submission_typed_into_chromium_is_queued(live_app: dict[str, Any], tm
         target = browser.send("Target.createTarget", {"url": live_app["url"] + "/?tab=submit"})["targetId"]
         session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         browser.send("Runtime.enable", session=session)
-        _wait(browser, session, f"!!({FIND})('Model name') && !!({FIND})('API key (optional)')",
+        _wait(browser, session, f"!!({FIND})('Model name') && !!({FIND})({json.dumps(KEY_LABEL)})",
               "the Submit tab's fields", timeout=30)
 
         accepted = _submit(browser, session, FIELDS, before="")
@@ -127,7 +130,7 @@ def test_a_submission_typed_into_chromium_is_queued(live_app: dict[str, Any], tm
         assert [(r["model_name"], r["status"]) for r in rows] == [("Browser-1", "queued")]
         assert accepted.startswith(f"Queued as {rows[0]['id']}:")
 
-        hostile = dict(FIELDS, **{"Model name": "Evil-1", "OpenAI-compatible base URL": "http://169.254.169.254/",
+        hostile = dict(FIELDS, **{"Model name": "Evil-1", URL_LABEL: "http://169.254.169.254/",
                                   "Contact (e-mail or handle)": "evil@example.org"})
         refused = _submit(browser, session, hostile, before=accepted)
         assert refused.startswith("Rejected: base URL rejected") and "169.254.169.254" in refused, refused

@@ -15,7 +15,8 @@ from grebench.cli import main
 from grebench.scoring import CONTAMINATED, CONTAMINATED_NOTE, compute_boards, headline_board
 from grebench.settings import Settings, load_settings
 from grebench.site import Labels, build_site
-from grebench.site._app import _board_choices, board_info, board_table
+from grebench.site._app import _board_choices
+from grebench.site._app_board import board_info, board_rows
 from grebench.store import Store, open_store
 from tests.conftest import FAST_ENV
 from tests.site.conftest import fill_store
@@ -72,20 +73,22 @@ def test_the_app_opens_on_the_headline_board_and_says_its_sample(small_store: St
     headline_store(small_store, settings)
     venues, metrics, setups, _models, _papers = _board_choices(small_store)
     # what load_choices selects first: the headline board
-    assert venues[0] == "ICLR.cc/2024/Conference"
+    assert venues[0] == ("ICLR 2024", "ICLR.cc/2024/Conference")  # in words, valued by the id
     assert metrics[0] == ("GEM-S (abstract)", "gem-s")
     assert setups[0] == ("scored by SmolLM2-135M (hf, float32) · rules preprocessor", f"{HF_ID} / rules-v3")
     assert setups[1][0] == "offline word model (fast proxy) · rules preprocessor"  # reachable, labelled a proxy
 
     small_store.export_parquet(settings.export_path)
-    info = board_info(settings, venues[0], "gem-s", setups[0][1], False)
+    info = board_info(settings, venues[0][1], "gem-s", setups[0][1], False)
     seed = settings.seed
     assert f"Sample: **{SAMPLE_2024.format(seed=seed)}**." in info and HEADLINE_TITLE in info
-    proxy_info = board_info(settings, venues[0], "gem-s", setups[1][1], False)
+    proxy_info = board_info(settings, venues[0][1], "gem-s", setups[1][1], False)
     assert "fast proxy" in proxy_info and "not the headline result" in proxy_info
     # ICLR 2020: late-llm has no clean paper; its rank cell and the note use the one word
-    rows = {r[1]: r for r in board_table(settings, "ICLR.cc/2020/Conference", "gem-s", setups[0][1], True, False)}
+    contestants, controls = board_rows(settings, "ICLR.cc/2020/Conference", "gem-s", setups[0][1], False)
+    rows = {r[1]: r for r in contestants + controls}
     assert rows["late-llm"][0] == CONTAMINATED and rows["generic"][0] == "reference"
+    assert [r[1] for r in controls] == ["generic"] and "generic" not in [r[1] for r in contestants]
     assert "ref" not in [r[0] for r in rows.values()]
     old_info = board_info(settings, "ICLR.cc/2020/Conference", "gem-s", setups[0][1], False)
     assert "Sample: **all 3 papers**." not in old_info  # a run on a sample says so, even where it took every paper

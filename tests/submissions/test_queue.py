@@ -131,3 +131,100 @@ def test_name_clash_fails_with_reason(settings: Settings, store: Store) -> None:
     assert accept_queued_submissions(store, queue) == []
     row = queue.public_rows()[0]
     assert row["status"] == "failed" and "already exists" in row["reason"]
+
+
+def test_a_bad_form_gets_every_field_error_in_one_reply(settings: Settings) -> None:
+    """``http://127.0.0.1:1`` is told about plain http, port 1 and the loopback address at once, and every other bad
+    field of the same form is named beside it (before: one problem per try)."""
+    queue = SubmissionQueue(None)
+    bad = _form(model_name="<script>", base_url="http://127.0.0.1:1", cutoff="2024-13-01", contact="a b",
+                params='{"api_base": "x", "temperature": "hot"}')
+    result = queue.submit(bad, settings, KeyVault(env={}), RESOLVER, source="198.51.100.7")
+    assert not result["ok"] and result["next_try"] is None
+    errors = result["errors"]
+    assert set(errors) == {"model_name", "base_url", "cutoff", "contact", "params"}, errors
+    url = " ".join(errors["base_url"])
+    assert "plain http" in url and "use https://" in url and "port 1 " in url and "loopback" in url, url
+    assert len(errors["params"]) == 2 and "'api_base' is not allowed" in errors["params"][0]
+    for problems in errors.values():  # and the one-line message names each of them
+        for problem in problems:
+            assert problem in result["message"], (problem, result["message"])
+    # following the advice works: https, a public name, an unprivileged port, the other fields fixed
+    fixed = queue.submit(_form(base_url="https://api.model.example:8443/v1"), settings, KeyVault(env={}), RESOLVER,
+                         source="198.51.100.7")
+    assert fixed["ok"], fixed
+
+
+def test_the_key_field_is_required_for_hosted_providers_only(settings: Settings) -> None:
+    queue, vault = SubmissionQueue(None), KeyVault(env={})
+    hosted = queue.submit(_form(base_url="", model_string="openai/gpt-4o-mini", api_key=""), settings, vault)
+    assert list(hosted["errors"]) == ["api_key"] and "own API key" in hosted["errors"]["api_key"][0]
+    assert queue.submit(_form(api_key=""), settings, vault, RESOLVER)["ok"]  # an endpoint of one's own: optional
+
+
+def test_a_refused_submission_does_not_reduce_the_weekly_quota(settings: Settings) -> None:
+    """Only accepted entries count toward ``submissions_per_address_per_week``; the refusal that ends the quota
+    says when the next try is allowed (the oldest accepted entry's time + 7 days)."""
+    from datetime import datetime, timedelta
+
+    from grebench.store import SimulatedClock, use_clock
+
+    queue, vault = SubmissionQueue(None), KeyVault(env={})
+    limited = settings.replace(submissions_per_address_per_week=2, submissions_per_week=10)
+    start = datetime(2026, 11, 20, 9, 30, 15)
+    with use_clock(SimulatedClock(start)) as clock:
+        for i in range(5):  # five refused tries: a reserved name, a bad URL, ...
+            refused = queue.submit(_form(model_name="human" if i % 2 else f"M{i}", base_url="https://127.0.0.1/"),
+                                   limited, vault, RESOLVER, source="198.51.100.7")
+            assert not refused["ok"] and refused["errors"], refused
+        assert queue.allowance(limited, "198.51.100.7").used == 0
+        first = queue.submit(_form(model_name="First"), limited, vault, RESOLVER, source="198.51.100.7")
+        clock.set(start + timedelta(days=1))
+        second = queue.submit(_form(model_name="Second"), limited, vault, RESOLVER, source="198.51.100.7")
+        assert first["ok"] and second["ok"], (first, second)
+        third = queue.submit(_form(model_name="Third"), limited, vault, RESOLVER, source="198.51.100.7")
+        assert not third["ok"] and "rate limit reached for your network address" in third["message"]
+        assert third["next_try"] == "2026-11-27 09:31 UTC" and third["next_try"] in third["message"]
+        allowance = queue.allowance(limited, "198.51.100.7")
+        assert (allowance.used, allowance.limit) == (2, 2) and "2026-11-27 09:31 UTC" in allowance.sentence()
+        assert queue.submit(_form(model_name="Other"), limited, vault, RESOLVER, source="198.51.100.8")["ok"]
+        clock.set(start + timedelta(days=7, minutes=1))
+        assert queue.submit(_form(model_name="Third"), limited, vault, RESOLVER, source="198.51.100.7")["ok"]
+
+
+def test_refused_tries_have_their_own_hourly_limit(settings: Settings) -> None:
+    from datetime import datetime, timedelta
+
+    from grebench.store import SimulatedClock, use_clock
+
+    queue, vault = SubmissionQueue(None), KeyVault(env={})
+    limited = settings.replace(submission_refusals_per_address_per_hour=3)
+    start = datetime(2026, 11, 20, 9, 0, 0)
+    with use_clock(SimulatedClock(start)) as clock:
+        for i in range(3):
+            clock.set(start + timedelta(minutes=i))
+            assert queue.submit(_form(contact="x"), limited, vault, RESOLVER, source="198.51.100.7")["errors"]
+        paused = queue.submit(_form(), limited, vault, RESOLVER, source="198.51.100.7")  # a good form: paused too
+        assert not paused["ok"] and "too many refused tries" in paused["message"]
+        # the first refusal (09:00:00 and a tick of the simulated clock) leaves the hour after 10:00: said as 10:01
+        assert paused["next_try"] == "2026-11-20 10:01 UTC" and paused["errors"] == {}
+        assert queue.submit(_form(model_name="Elsewhere"), limited, vault, RESOLVER, source="198.51.100.8")["ok"]
+        clock.set(start + timedelta(hours=1, seconds=1))
+        assert queue.submit(_form(), limited, vault, RESOLVER, source="198.51.100.7")["ok"]
+        assert queue.allowance(limited, "198.51.100.7").used == 1  # the refusals took nothing of the quota
+
+
+def test_refusals_an_older_queue_file_counted_as_sources_move_out_of_the_quota(settings: Settings,
+                                                                                 tmp_path: Path) -> None:
+    path = tmp_path / "queue.duckdb"
+    SubmissionQueue(path)
+    import duckdb
+
+    from grebench.store import utcnow
+
+    with duckdb.connect(str(path)) as con:  # what the queue file held before issue 50
+        con.executemany("INSERT INTO submission_sources VALUES (?, '198.51.100.7', ?)",
+                        [[f"refused-{i:012d}", utcnow()] for i in range(6)])
+    queue = SubmissionQueue(path)
+    assert queue.allowance(settings, "198.51.100.7").used == 0
+    assert queue.rows("SELECT count(*) AS n FROM submission_refusals") == [{"n": 6}]
