@@ -10,7 +10,8 @@ meta-commentary about the review itself ("In this part of the review I …") are
 rule can see (math, numbers, citations, parentheses, URLs) are removed.  A line made only of generic review vocabulary
 (:mod:`grebench.scoring._vocabulary`) carries no information about the paper and is dropped (rules-v5).  A summary
 section with a heading may run on for paragraphs (the Summary field of a review form): after its first paragraph,
-up to the next heading, only a sentence with a visible judgment cue becomes a line (rules-v6).  Rules and their
+up to the next heading, only a sentence with a visible judgment cue becomes a line (rules-v6).  Markup tags around
+sections (``<strengths>`` … ``</strengths>``) are headings and paragraph breaks, never text (rules-v7).  Rules and their
 measured effect on the metric's validation: docs/scoring.md.
 """
 
@@ -21,7 +22,14 @@ from functools import lru_cache
 
 from grebench.scoring._vocabulary import is_content_free
 
-RULES_ID = "rules-v6"
+RULES_ID = "rules-v7"
+#: A markup tag around a section (``<strengths>`` … ``</strengths>``: the review prompt asks LLM candidates for them,
+#: and imported reviews keep them): an opening tag is read as that section's heading on a line of its own, a closing
+#: tag as a paragraph break.  Before rules-v7 the tags were text: ``<strengths>`` was no heading, so a candidate's
+#: strengths took the verb of whatever came before, and ``</summary>`` ended judgment lines as "/summary." (issue 50).
+#: Only a tag that names a section a heading would (``classify_heading``) counts; any other markup tag (``<br>``,
+#: ``<i>``) is read as a space, and text such as ``p < n and m > 0`` is no tag (no blank after ``<``).
+_TAG_RE = re.compile(r"<(/?)([A-Za-z][A-Za-z_-]{0,30})\s*/?>")
 MAX_WORDS = 30
 MIN_WORDS = 3
 # Uncued sentences outside any section: in peer reviews these are mostly detailed critique (documented choice,
@@ -291,6 +299,15 @@ def choose_verb(sentence: str, section: str | None, contrasted: bool = False) ->
     return DEFAULT_VERB
 
 
+def _tag(match: re.Match[str]) -> str:
+    """A section's opening tag as its heading on a line of its own, its closing tag as a paragraph break, any other
+    tag as a space (rules-v7)."""
+    name = match.group(2).replace("_", " ").replace("-", " ")
+    if classify_heading(name) is None:
+        return " "
+    return "\n\n" if match.group(1) else f"\n\n{name}:\n"
+
+
 def rules_judgment_lines(text: str, drop_content_free: bool = True) -> list[str]:
     """Rewrite one review into judgment lines, deterministically (same text → same lines).
 
@@ -303,6 +320,7 @@ def rules_judgment_lines(text: str, drop_content_free: bool = True) -> list[str]
     section_content = False  # the current section has had a paragraph of content
     seen_paragraphs: set[str] = set()  # a passage repeated verbatim adds no judgment (and is not a new summary)
     text = _SOFT_WRAP_RE.sub(" ", text.replace("\r", "").replace("’", "'"))
+    text = _TAG_RE.sub(_tag, text)
     for raw_line in text.split("\n"):
         if not raw_line.strip():
             if section == "opening-summary" and section_content:

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from grebench.cli import main
 from grebench.pipeline import scored_setups
+from grebench.scoring import RULES_ID
 from grebench.store import open_store
 from tests.conftest import FAST_ENV
 
@@ -39,7 +40,7 @@ def test_the_store_records_the_specs_it_was_scored_with(offline_store: Path) -> 
     try:
         scored = scored_setups(store)
         assert scored is not None and (scored.estimator_spec, scored.preprocessor_spec) == ("offline", "rules")
-        assert scored.estimator_id.startswith("offline:wb-bigram") and scored.preprocessor_id == "rules-v6"
+        assert scored.estimator_id.startswith("offline:wb-bigram") and scored.preprocessor_id == RULES_ID
         # typed columns: a reader names the spec or the id, and both find the same setup (no LIKE, no guess)
         assert scored_setups(store, scored.estimator_id) == scored_setups(store, "offline") == scored
         assert scored_setups(store, "offline:wb") is None and scored_setups(store, "hf:smollm2-135m") is None

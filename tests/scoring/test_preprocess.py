@@ -266,3 +266,26 @@ def test_a_form_summary_of_several_paragraphs_gives_no_line(summary: str, weakne
                             "\n\nStrengths:")
     assert any("doubt the benchmarks reflect real workloads" in x and "criticizes" in x
                for x in rules_judgment_lines(judged, drop_content_free=False))
+
+
+def test_section_tags_are_headings_not_text() -> None:
+    """rules-v7 (issue 50): the review prompt asks LLM candidates for tagged sections, and imported reviews keep
+    them.  A tagged review gives the lines of the same review with headings; before, ``<strengths>`` was no heading
+    (its sentences took the verb of whatever came before) and ``</summary>`` ended lines as "/summary."."""
+    body = {"summary": "The paper proposes a spectral pruning method for graph networks.",
+            "strengths": "1. The spectral pruning method is simple and scales to large graphs.",
+            "weaknesses": "1. The comparison with magnitude pruning baselines on citation graphs is missing.",
+            "questions": "Why does spectral pruning beat random pruning on Cora?"}
+    headed = "\n\n".join(f"{name.title()}:\n{text}" for name, text in body.items())
+    tagged = "\n".join(f"<{name}>\n{text}\n</{name}>" for name, text in body.items())
+    inline = "".join(f"<{name}>{text}</{name}>" for name, text in body.items())
+    expected = rules_judgment_lines(headed)
+    assert [line.split(" that ")[0].split(" why ")[0] for line in expected] == [
+        "The reviewer appreciates", "The reviewer criticizes", "The reviewer questions"]
+    assert rules_judgment_lines(tagged) == rules_judgment_lines(inline) == expected
+    assert not any("/" in line or "<" in line for line in rules_judgment_lines(tagged))
+    # markup that names no section is a space, and a comparison in the text is no tag
+    other = rules_judgment_lines("Weaknesses:\nThe bound assumes sparse<br>graphs and <i>dense</i> Laplacians, "
+                                 "which p < n and m > k excludes.")
+    assert len(other) == 1 and other[0].startswith("The reviewer criticizes that the bound assumes sparse graphs")
+    assert RULES_ID == "rules-v7"
