@@ -130,19 +130,24 @@ def measured_throughput(settings: Settings, spec: str, *, calibrate: bool = Fals
     return (float(rate), dtype) if isinstance(rate, (int, float)) and rate > 0 else None
 
 
-def throughput_caveat(settings: Settings, spec: str) -> str:
-    """What the plan adds after this machine's measured throughput when its dtype probe ran beside other work (it is
-    measured again at the first start that finds the machine quiet: :func:`grebench.runtime.choose_dtype`); else
-    nothing."""
+def _dtype_record(settings: Settings, spec: str) -> dict[str, Any]:
+    """This machine's stored dtype probe of a local-model estimator ({} for none, or no model run here)."""
     if not _local_model(spec):
-        return ""
+        return {}
     from grebench.runtime import cached_choice
 
     _kind, arg = Registry.split(spec)
     try:
-        record = cached_choice(settings, arg) or {}
+        return cached_choice(settings, arg) or {}
     except ImportError:
-        return ""
+        return {}
+
+
+def throughput_caveat(settings: Settings, spec: str) -> str:
+    """What the plan adds after this machine's measured throughput when its dtype probe ran beside other work (it is
+    measured again at the first start that finds the machine quiet: :func:`grebench.runtime.choose_dtype`); else
+    nothing."""
+    record = _dtype_record(settings, spec)
     if not record.get("busy"):
         return ""
     others = record.get("others_cores")
@@ -212,13 +217,7 @@ def dtype_basis(settings: Settings, spec: str) -> str:
         return ""
     if settings.hf_dtype not in ("", "auto"):
         return "dtype as set"
-    from grebench.runtime import cached_choice
-
-    _kind, arg = Registry.split(spec)
-    try:
-        record = cached_choice(settings, arg) or {}
-    except ImportError:
-        return ""
+    record = _dtype_record(settings, spec)
     if record.get("decided_by") == "cpu flags":
         return "no bfloat16 instructions"
     speedup = record.get("speedup")
