@@ -136,12 +136,12 @@ def command(settings: Settings, source: str, estimator: str | None, preprocessor
         def summary(self, store: Store, result: Any) -> dict[str, Any] | None:
             done: JobResult = result
             summary.update(stages=done.result.stages, seconds=done.result.seconds, skipped=done.result.skipped)
+            if done.run is not None:  # the metrics the run resolved (GEM-S alone with the core validation)
+                summary["resolved"] = done.run.as_json()
+                summary["metrics"] = list(done.run.metrics)
             summary["leaderboards"] = _leaderboards(store, summary)
             summary["failures"] = done.failures
             summary["run_id"] = done.run_id
-            if done.run is not None:
-                summary["resolved"] = done.run.as_json()
-                summary["metrics"] = list(done.run.metrics)
             return {k: v for k, v in summary.items() if k != "leaderboards"}
 
     run_args = {"source": source, "estimator": estimator, "preprocessor": preprocessor, "metrics": list(metrics),

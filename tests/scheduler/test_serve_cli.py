@@ -42,7 +42,7 @@ def test_serve_prints_its_plan_and_scores_the_runs_sample(tmp_path: Path, openre
     assert result.exit_code == 0, result.output
     plan = result.stderr.splitlines()
     assert plan[0].startswith("serve plan: jobs poll every 60 min, score every 60 min")
-    assert plan[1].startswith("score job") and "papers: a seeded sample of 2 (as set)" in plan[1]
+    assert plan[1].startswith("score job") and "2 papers, a seeded sample (as set)" in plan[1], plan[1]
     score = next(r for r in json.loads(result.stdout) if r["job"] == "score")
     assert score["summary"]["bench"]["sample"].startswith("seeded sample of 2 of 4 papers")
     assert score["summary"]["score"]["sample"].startswith("seeded sample of 2 of 4 papers")
