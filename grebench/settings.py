@@ -203,6 +203,7 @@ class Settings:
     app_upload_bytes_per_address_per_hour = Setting(int, 67108864, "Each client address's share of the upload space: bytes of upload requests it may make per hour.", minimum=17825792)
     app_max_body_bytes = Setting(int, 1048576, 'Largest request body any app route accepts (the upload route has its own cap: one file of the import form\'s limit); larger ones are refused with 413 before they are read.', minimum=65536, maximum=16777216)
     app_requests_per_address_per_min = Setting(int, 600, 'HTTP requests (pages, assets, API calls) the app accepts from one client address per minute, in bursts of as many; more are refused with 429.', minimum=10, maximum=1000000)
+    prose_estimator = Setting(str, "", "Evaluation LM of the prose test of submitted models' reviews (an estimator spec, e.g. hf:smollm2-135m): a review whose log-likelihood per token is below every sampled human review's, less 0.5 nats, is refused. Empty (and for uploaded files): the word-order test of the word model of human reviews.")
     app_upload_ttl_s = Setting(int, 3600, "Seconds an uploaded file may stay in Gradio's upload folder (the import handler removes it at once after reading it).", minimum=60, maximum=86400)
     submissions_per_week = Setting(int, 3, 'Submissions accepted per submitter in 7 days.', minimum=0)
     submissions_per_address_per_week = Setting(int, 6, 'Submissions and review uploads accepted from one network address (as the app sees it) in 7 days, whatever contact they give.', minimum=0)
