@@ -228,7 +228,8 @@ def test_approval_is_held_by_the_information_a_stored_review_carries(world: dict
     approved = CliRunner().invoke(main, ["submissions", "approve", str(queued["id"]), "--config",
                                          str(world["config"])], env=env)
     assert approved.exit_code == 1, approved.output
-    assert f"{PAPERS} of its scored reviews explain one reference far beyond any human review" in approved.output
+    assert f"{PAPERS} of its scored reviews explain their paper's references far beyond the human review" in \
+        approved.output
     store = open_store(settings.db_path)
     try:
         assert store.scalar("SELECT cutoff FROM candidates WHERE name = 'Later'") is None
