@@ -24,8 +24,9 @@ evidences here, both about information, not about any text:
 Thresholds were set on pairs of honest reviews of the same paper (every review of both bundled samples against the
 other reviews of its paper, which share about a third of their points): the bag score's largest honest value is
 0.55 (pooled 0.46), :data:`BAG_THRESHOLD` is 0.7; verbatim passages cover at most 24 words of 99.5 % of honest
-reviews (the four above that are two pairs of near-identical reviews and a shared quotation), :data:`SPAN_WORDS` is
-40, or :data:`SPAN_WORDS_SPREAD` from :data:`SPAN_REVIEWS` different reviews (one sentence of each).  Measured by
+reviews and at most 42 of all but the four near-identical ones (two pairs of reviews sharing most of their text);
+no honest review holds 30 words of passages from three other reviews.  :data:`SPAN_WORDS` is 48, or
+:data:`SPAN_WORDS_SPREAD` (30) from :data:`SPAN_REVIEWS` (3) different reviews: a sentence of each.  Measured by
 ``benchmarks/copy_detection.py`` (docs/security.md).
 """
 
@@ -46,10 +47,10 @@ BAG_THRESHOLD = 0.7
 #: A verbatim passage: this many consecutive word stems shared with a public review.
 SPAN = 8
 #: Text words in verbatim passages at or above which a text is a copy ...
-SPAN_WORDS = 40
-#: ... or at or above this many when they come from at least SPAN_REVIEWS different reviews.
-SPAN_WORDS_SPREAD = 20
-SPAN_REVIEWS = 2
+SPAN_WORDS = 48
+#: ... or at or above this many when they come from at least SPAN_REVIEWS different reviews (a sentence of each).
+SPAN_WORDS_SPREAD = 30
+SPAN_REVIEWS = 3
 
 
 @dataclass(frozen=True)
