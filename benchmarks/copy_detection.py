@@ -18,14 +18,23 @@ ten); they are printed to show where the lexical detector stops, not as targets.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import random
 import re
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
-from grebench.bench import COPY_THRESHOLD, copy_evidence
+from grebench.bench import copy_evidence, run_bench
 from grebench.bench._copies import bundled_background
+from grebench.bench._prose import MIN_TOKENS, bundled_word_order, prose_evidence
+from grebench.bench._prose import threshold as prose_threshold
+from grebench.bench._prose import tokens as prose_tokens
 from grebench.ingest import BUNDLED, bundled_source
+from grebench.scoring import HUMAN_FACTOR, ScoredSetup, run_scoring, score_texts
+from grebench.settings import load_settings
+from grebench.store import PaperRecord, open_store
 
 Transform = Callable[[list[str], random.Random, list[str]], str]
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -149,6 +158,80 @@ def partial(share: float) -> Transform:
     return run
 
 
+_FUNCTION = frozenset("""a about after all also an and any are as at be been but by can could did do does for from
+had has have how however i if in into is it its more most no not of on only or other our should so some such than
+that the their them then there these they this those to very was we were what when which while who will with would you
+your
+""".split())  # noqa: SIM905 (a word list reads best as text)
+
+
+def _content(text: str) -> list[str]:
+    """The text's content words (not a function word), as written."""
+    return [w for w in _words(text) if w.lower().strip(".,;:!?()[]\"'") not in _FUNCTION]
+
+
+def _rows(words: list[str], k: int) -> list[str]:
+    """``words`` written out in ``k`` interleaved rows (words i, i+k, i+2k, ...): neighbours end up k apart."""
+    return [" ".join(words[r::k]) for r in range(k) if words[r::k]]
+
+
+def transposed(k: int, every_review: bool) -> Transform:
+    """The issue's attack: the content words of every public review concatenated (or all words of one review) in
+    ``k`` interleaved rows under a heading; words adjacent in the review end up ``k`` apart."""
+    def run(reviews: list[str], rng: random.Random, _: list[str]) -> str:
+        words = _content(" ".join(reviews)) if every_review else _words(reviews[0])
+        return "Weaknesses:\n" + "\n".join(_rows(words, k))
+    return run
+
+
+def shuffled(every_review: bool) -> Transform:
+    """A random global shuffle of the content words of every public review (or of all words of one review)."""
+    def run(reviews: list[str], rng: random.Random, _: list[str]) -> str:
+        words = _content(" ".join(reviews)) if every_review else _words(reviews[0])
+        rng.shuffle(words)
+        return " ".join(words)
+    return run
+
+
+def spread(k: int) -> Transform:
+    """The white-box attack: the content words of every public review in ``k`` interleaved rows, the rows in a random
+    order and each row's words shuffled: nothing of the reviews' order is left."""
+    def run(reviews: list[str], rng: random.Random, _: list[str]) -> str:
+        rows = [r.split() for r in _rows(_content(" ".join(reviews)), k)]
+        rng.shuffle(rows)
+        for row in rows:
+            rng.shuffle(row)
+        return "\n".join(" ".join(row) for row in rows)
+    return run
+
+
+def among_filler(k: int) -> Transform:
+    """Every content word of every public review, in order, each followed by ``k`` words of other papers' reviews."""
+    def run(reviews: list[str], rng: random.Random, vocab: list[str]) -> str:
+        out: list[str] = []
+        for word in _content(" ".join(reviews)):
+            out += [word, *(rng.choice(vocab) for _ in range(k))]
+        return " ".join(out)
+    return run
+
+
+def after_other(share: float) -> Transform:
+    """The issue's readable partial copy: another paper's reviews standing in for an honest review, then ``share`` of
+    the sentences of every public review of this paper (at least one of each), in a random order."""
+    def run(reviews: list[str], rng: random.Random, _: list[str]) -> str:
+        taken: list[str] = []
+        for review in reviews:
+            parts = [s for s in _SENTENCE.split(review) if s.strip()]
+            taken += rng.sample(parts, max(1, round(share * len(parts)))) if parts else []
+        rng.shuffle(taken)
+        return OTHER_REVIEW[0] + "\n\n" + " ".join(taken)
+    return run
+
+
+#: Another paper's public reviews (set per paper by :func:`main`: the next paper of the same sample).
+OTHER_REVIEW: list[str] = [""]
+
+
 def chain(*steps: Transform) -> Transform:
     """Transformations applied one after another (the first sees the reviews, the next its output first)."""
     def run(reviews: list[str], rng: random.Random, vocab: list[str]) -> str:
@@ -181,6 +264,15 @@ CASES: list[tuple[str, str, Transform, bool]] = [
     ("filler + swaps + 30% substituted", "every 2", chain(filler(2), swaps, substitution(0.3, True)), True),
     ("mixed + shuffled + look-alikes", "two reviews", chain(mix(2), clause_shuffle, lookalikes), True),
     ("deleted + misspelt + filler", "20% / 20% / every 3", chain(deletion(0.2), typos(0.2), filler(3)), True),
+    *[("word-order transposition, every review's content words", f"{k} rows", transposed(k, True), True)
+      for k in (6, 9, 12)],
+    *[("word-order transposition, one review", f"{k} rows", transposed(k, False), True) for k in (6, 9, 12)],
+    ("global shuffle, every review's content words", "-", shuffled(True), True),
+    ("global shuffle, one review", "-", shuffled(False), True),
+    *[("content words spread, rows and words shuffled", f"{k} rows", spread(k), True) for k in (9, 11, 13)],
+    *[("content words spread among filler", f"{k} words after each", among_filler(k), True) for k in (3, 9)],
+    *[("another paper's reviews + part of every review", f"{p:.0%}", after_other(p), True)
+      for p in (0.05, 0.1, 0.2, 0.3)],
     ("content words substituted", "70% (beyond)", substitution(0.7, True), False),
     ("words deleted", "70% (beyond)", deletion(0.7), False),
     ("first part of a review", "20% (beyond)", partial(0.2), False),
@@ -199,54 +291,141 @@ def load(papers: int | None, seed: int) -> list[tuple[str, str, list[str]]]:
     return out
 
 
+def _records(labels: set[str]) -> list[PaperRecord]:
+    return [p for name in BUNDLED for p in bundled_source(name).fetch()
+            if isinstance(p, PaperRecord) and f"{name}/{p.paper_id}" in labels]
+
+
+class InformationView:
+    """The information view (:func:`grebench.scoring.information_flags`'s rule) on texts that are no stored
+    generation: a temporary store of the sampled papers, the human baseline scored with ``estimator``, and each
+    text scored against its paper's references through the score stage's own path (:func:`score_texts`)."""
+
+    def __init__(self, labels: set[str], estimator: str, workdir: Path) -> None:
+        env = {"GREBENCH_DATA_DIR": str(workdir), "GREBENCH_ESTIMATOR": estimator, "GREBENCH_PAPERS": "all",
+               "GREBENCH_LOCAL_CANDIDATES": "", "GREBENCH_LOCAL_JUDGES": "", "GREBENCH_ATTRIBUTION": "off"}
+        self.settings = load_settings(env=env)
+        self.store = open_store(None)
+        self.ids = {}
+        with self.store.transaction():
+            for paper in _records(labels):
+                self.store.upsert_paper(paper)
+                self.ids[paper.paper_id] = paper.paper_id
+        run_bench(self.store, self.settings, self.store.start_run("bench", {}), controls=set())
+        summary = run_scoring(self.store, self.settings, None, ["gem-s"], estimator, "rules", controls=set())
+        self.setup = ScoredSetup(estimator, "rules", summary["estimator"], summary["preprocessor"])
+        human: dict[str, dict[str, float]] = {}
+        for r in self.store.rows("SELECT paper_id, reference_review_id AS ref, greatest(pmi, 0) / -marginal AS share "
+                                 "FROM scores WHERE candidate = 'human' AND metric = 'gem-s' AND marginal < 0"):
+            human.setdefault(r["paper_id"], {})[r["ref"]] = float(r["share"])
+        self.human = human
+        sums = sorted(sum(v.values()) for v in human.values())
+        self.typical = sums[len(sums) // 2] if sums else 0.0
+        self.refs = {r["paper_id"]: {x["review_id"]: x["text"] for x in self.store.rows(
+            "SELECT r.review_id, (SELECT text FROM review_versions v WHERE v.review_id = r.review_id ORDER BY version "
+            "DESC LIMIT 1) AS text FROM reviews r WHERE r.paper_id = ?", [r["paper_id"]])}
+            for r in self.store.rows("SELECT paper_id FROM baseline_splits")}
+
+    def ratios(self, items: list[tuple[str, str]]) -> list[float | None]:
+        """Candidate's summed share over the human bar (``HUMAN_FACTOR`` or more is a flag) of each (paper, text)."""
+        scored = score_texts(self.store, self.settings, self.setup, "gem-s", items)
+        out: list[float | None] = []
+        for pid, text in items:
+            key = (pid, hashlib.sha256(text.encode("utf-8")).hexdigest())
+            pmis, margs = scored.pmis.get(key, {}), scored.marginals.get(key, {})
+            refs = [r for r in pmis if r in margs and margs[r] < 0]
+            if not refs or pid not in self.human:
+                out.append(None)
+                continue
+            mine = sum(max(pmis[r], 0.0) / -margs[r] for r in refs)
+            human = sum(self.human[pid].get(r, 0.0) for r in refs)
+            bar = max(human, self.typical)
+            out.append(mine / bar if bar > 0 else None)
+        return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--papers", type=int, default=None,
-                        help="transform a seeded sample of N papers of each sample (the false-positive rate is always "
-                             "measured on every review)")
+                        help="transform a seeded sample of N papers of each sample (the lexical and prose "
+                             "false-positive rates are always measured on every review)")
     parser.add_argument("--seed", type=int, default=20261126)
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown (docs/security.md)")
+    parser.add_argument("--estimator", default="offline",
+                        help="the information view's estimator (offline; hf:smollm2-135m for the SmolLM2 table)")
+    parser.add_argument("--no-information", action="store_true", help="lexical detector and prose test only")
+    parser.add_argument("--cases", default="", help="only the transformations whose name contains this")
+    parser.add_argument("--honest-papers", type=int, default=None,
+                        help="measure the false positives on a seeded N papers of each sample (default: every review)")
     args = parser.parse_args()
     started = time.monotonic()
     background = bundled_background()
+    prose_model = bundled_word_order()
     everything = load(None, args.seed)
     data = load(args.papers, args.seed)
+    honest = everything if args.honest_papers is None else load(args.honest_papers, args.seed + 1)
     vocab = sorted({w for _, _, reviews in everything for r in reviews for w in r.split() if w.isalpha()})
+    view = None if args.no_information else InformationView({label for label, _, _ in data}, args.estimator,
+                                                                Path(tempfile.mkdtemp()))
 
-    # the false-positive rate is always measured on every review of both samples
-    honest = [copy_evidence(text, reviews[:i] + reviews[i + 1:], paper, background).score
-              for _, paper, reviews in everything for i, text in enumerate(reviews)]
-    flagged = sum(s >= COPY_THRESHOLD for s in honest)
+    # lexical and prose false positives: every review of both samples (against the other reviews of its paper; the
+    # word model with the review's own counts left out, so that it is as new to it as a candidate's)
+    honest_lex = [copy_evidence(text, reviews[:i] + reviews[i + 1:], paper, background)
+                  for _, paper, reviews in honest for i, text in enumerate(reviews)]
+    honest_prose = []
+    for _, _, reviews in honest:
+        for text in reviews:
+            toks = prose_tokens(text)
+            gain = prose_model.gain(toks, toks)
+            honest_prose.append(len(toks) - 1 >= MIN_TOKENS and gain < prose_threshold(len(toks) - 1))
+    # the information view's: each reference of a sampled paper scored as a candidate against the others
+    honest_info: list[bool] = []
+    if view is not None:
+        items = [(label.split("/", 1)[1], text) for label, _, reviews in data
+                 for text in view.refs.get(label.split("/", 1)[1], {}).values() if text]
+        honest_info = [r is not None and r >= HUMAN_FACTOR for r in view.ratios(items)]
+    honest_any = [lex.copied or prose for lex, prose in zip(honest_lex, honest_prose, strict=True)]
     rows = []
     for name, strength, transform, target in CASES:
-        caught = 0
-        scores = []
-        for label, paper, reviews in data:
+        if args.cases and args.cases not in name:
+            continue
+        texts = []
+        for k, (label, _, reviews) in enumerate(data):
             rng = random.Random(f"{args.seed}/{label}/{name}/{strength}")
-            other = rng.sample(vocab, 400)
-            copy = transform(list(reviews), rng, other)
-            score = copy_evidence(copy, reviews, paper, background).score
-            scores.append(score)
-            caught += score >= COPY_THRESHOLD
-        scores.sort()
-        rows.append((name, strength, caught, len(data), scores[len(scores) // 20], target))
-    honest.sort()
+            OTHER_REVIEW[0] = "\n\n".join(data[(k + 1) % len(data)][2])
+            texts.append(transform(list(reviews), rng, rng.sample(vocab, 400)))
+        lex = [copy_evidence(t, reviews, paper, background) for t, (_, paper, reviews) in zip(texts, data, strict=True)]
+        prose = [not prose_evidence(t, prose_model).prose for t in texts]
+        info = [False] * len(texts)
+        if view is not None:
+            ratios = view.ratios([(label.split("/", 1)[1], t) for t, (label, _, _) in zip(texts, data, strict=True)])
+            info = [r is not None and r >= HUMAN_FACTOR for r in ratios]
+        caught = [a.copied or b or c for a, b, c in zip(lex, prose, info, strict=True)]
+        scores = sorted(e.score for e in lex)
+        rows.append((name, strength, sum(caught), len(data), sum(e.copied for e in lex), sum(prose), sum(info),
+                     scores[len(scores) // 20], target))
     elapsed = time.monotonic() - started
-    summary = (f"honest reviews flagged: {flagged}/{len(honest)} ({flagged / len(honest):.2%}); score median "
-               f"{honest[len(honest) // 2]:.3f}, p99 {honest[int(0.99 * len(honest))]:.3f}, p99.5 "
-               f"{honest[int(0.995 * len(honest))]:.3f}, max {honest[-1]:.3f}; threshold {COPY_THRESHOLD}; "
-               f"transformations on {len(data)} papers; {elapsed:.0f} s")
+    lex_fp, prose_fp, any_fp = sum(e.copied for e in honest_lex), sum(honest_prose), sum(honest_any)
+    n = len(honest_lex)
+    summary = (f"honest reviews flagged: {any_fp}/{n} ({any_fp / n:.2%}) by the copy check or the prose test "
+               f"(copy detector {lex_fp}, prose test {prose_fp})"
+               + (f"; information view ({args.estimator}): {sum(honest_info)}/{len(honest_info)} references scored as "
+                  f"candidates against the other references of their paper" if view is not None else "")
+               + f"; transformations on {len(data)} papers; {elapsed:.0f} s")
     if args.markdown:
-        print("| transformation | strength | caught | rate | 5th percentile of score |")
-        print("|---|---|---|---|---|")
-    for name, strength, caught, total, p5, target in rows:
+        print("| transformation | strength | caught | rate | copy detector | prose test | information view "
+              "| score, 5th percentile |")
+        print("|---|---|---|---|---|---|---|---|")
+    for name, strength, caught, total, lexical, prose_n, info_n, p5, target in rows:
+        note = "" if target else " (not a target)"
         if args.markdown:
-            note = "" if target else " (not a target)"
-            print(f"| {name} | {strength} | {caught}/{total} | {caught / total:.1%}{note} | {p5:.2f} |")
+            print(f"| {name} | {strength} | {caught}/{total} | {caught / total:.1%}{note} | {lexical} | {prose_n} | "
+                  f"{info_n if view is not None else '-'} | {p5:.2f} |")
         else:
-            mark = "" if target else "  (beyond: not a target)"
-            print(f"{name:<45} {strength:<22} {caught:>4}/{total:<4} {caught / total:7.1%}  p5 {p5:.2f}{mark}")
+            print(f"{name:<55} {strength:<22} {caught:>4}/{total:<4} {caught / total:7.1%}  lexical {lexical:>4} "
+                  f"prose {prose_n:>4} info {info_n if view is not None else '-':>4}  p5 {p5:.2f}{note}")
     print(("\n" + summary[0].upper() + summary[1:] + ".") if args.markdown else summary)
+
 
 if __name__ == "__main__":
     main()

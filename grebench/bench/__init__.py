@@ -11,7 +11,8 @@ candidate runs):
 * contamination rules (:func:`is_clean`, :func:`is_sealed`), the human-baseline splits, review parsing.
 * the copy detector: :func:`copy_findings` / :func:`copied_shares` (texts against the store's public reviews of their
   papers, with evidence; used by every import, upload, submission and approval), :func:`copy_evidence`,
-  :func:`copy_share`, :data:`COPY_THRESHOLD`.
+  :func:`copy_share`, :data:`COPY_THRESHOLD`; the prose test (:func:`prose_findings`, :func:`prose_evidence`: a
+  review must read as text).
 """
 
 from grebench.bench._baseline import MIN_REVIEWS, Split, choose_split, make_splits
@@ -32,12 +33,14 @@ from grebench.bench._import import (
     import_reviews,
     is_reserved_name,
     paper_own_texts,
+    prose_findings,
     public_review_texts,
     read_import,
     reserved_names,
 )
 from grebench.bench._parse import ParsedReview, parse_review
 from grebench.bench._prompt import REVIEW_PROMPT_VERSION, PaperInput, review_messages
+from grebench.bench._prose import ProseEvidence, WordOrderModel, bundled_word_order, prose_evidence
 from grebench.bench._registry import (
     BASELINE,
     CANDIDATE_KINDS,
@@ -99,7 +102,10 @@ __all__ = [
     "KindInfo",
     "PaperInput",
     "ParsedReview",
+    "ProseEvidence",
     "Split",
+    "WordOrderModel",
+    "bundled_word_order",
     "candidate_endpoints",
     "check_candidate_name",
     "check_candidates",
@@ -127,6 +133,8 @@ __all__ = [
     "paper_own_texts",
     "parse_candidate",
     "parse_review",
+    "prose_evidence",
+    "prose_findings",
     "public_review_texts",
     "read_import",
     "reseal",

@@ -48,8 +48,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
+import numpy as np
 import snowballstemmer
 from anyascii import anyascii
+
+from grebench.bench._orderfree import NONE, OrderFree, grams, order_free
 
 #: Pairs of a public review: its words at most this far apart.
 REF_SPAN = 3
@@ -157,16 +160,43 @@ class Background:
 
     papers: Counter[Pair] = field(default_factory=Counter)
     seen: set[str] = field(default_factory=set)
+    #: How many papers' reviews use each word stem (the bag's rarity, :mod:`grebench.bench._orderfree`).
+    words: Counter[str] = field(default_factory=Counter)
+    #: Each added paper's passage hashes (:func:`grebench.bench._orderfree.grams`), counted on first use.
+    gram_lists: list[np.ndarray] = field(default_factory=list)
+    _common: dict[int, int] | None = None
 
     def add(self, key: str, texts: Iterable[str]) -> None:
-        """Count the pairs of one paper's reviews (once per paper: a key seen before is skipped)."""
+        """Count the pairs, stems and passages of one paper's reviews (once per paper: a key seen before is
+        skipped)."""
         if key in self.seen:
             return
         self.seen.add(key)
         found: set[Pair] = set()
+        used: set[str] = set()
+        passages: set[int] = set()
         for text in texts:
-            found |= pairs(stems(text), REF_SPAN)
+            words = stems(text)
+            found |= pairs(words, REF_SPAN)
+            used.update(words)
+            passages.update(grams(words))
         self.papers.update(found)
+        self.words.update(used)
+        self.gram_lists.append(np.fromiter(passages, dtype=np.int64, count=len(passages)))
+        self._common = None
+
+    def copy(self) -> Background:
+        """An independent copy (the bundled background is shared and extended per store)."""
+        return Background(self.papers.copy(), set(self.seen), self.words.copy(), list(self.gram_lists))
+
+    def common_grams(self) -> dict[int, int]:
+        """Passage hashes used by the reviews of two papers or more, and by how many."""
+        if self._common is None:
+            every = np.concatenate(self.gram_lists) if self.gram_lists else np.zeros(0, np.int64)
+            values, counts = np.unique(every, return_counts=True)
+            keep = counts >= 2
+            self._common = dict(zip(values[keep].tolist(), counts[keep].tolist(), strict=True))
+        return self._common
 
     def generic(self, pair: Pair, own: set[Pair]) -> bool:
         """Whether ``pair`` is used by the reviews of enough other papers (``own``: the checked paper's pairs)."""
@@ -188,7 +218,11 @@ def bundled_background() -> Background:
 
 @dataclass(frozen=True)
 class CopyEvidence:
-    """What the detector found in one text: its score and why."""
+    """What the detector found in one text: its score and why.
+
+    ``score`` is the largest of the runs' score (coverage, the text's side, pooled / 2) and the order-free evidence
+    (:class:`~grebench.bench._orderfree.OrderFree`) scaled so that its own threshold falls on :data:`COPY_THRESHOLD`:
+    one number, one threshold, whichever evidence reached it."""
 
     score: float
     coverage: float
@@ -196,6 +230,8 @@ class CopyEvidence:
     reference: int | None
     copied_pairs: int
     passages: tuple[str, ...] = ()
+    order_free: OrderFree = NONE
+    elsewhere: str = ""  # the other paper(s) whose reviews it copies, found through the sketch index
 
     @property
     def copied(self) -> bool:
@@ -203,11 +239,21 @@ class CopyEvidence:
         return self.score >= COPY_THRESHOLD
 
     def describe(self) -> str:
-        """One line for a refusal or a hold: the score, its two parts and a copied passage."""
+        """One line for a refusal or a hold: the score, its parts and a copied passage."""
         where = "" if self.reference is None else f" (most from public review #{self.reference + 1})"
         shown = f'; e.g. "{self.passages[0]}"' if self.passages else ""
+        free = self.order_free
+        extra = ""
+        if free.bag:
+            whose = ("all public reviews pooled" if free.bag_reference is None
+                     else f"public review #{free.bag_reference + 1}")
+            extra += f", in any order {free.bag:.0%} of the rare words of {whose} ({free.bag_shared} words)"
+        if free.verbatim:
+            extra += f", {free.verbatim} words in verbatim passages of {free.verbatim_reviews} review(s)"
+        if self.elsewhere:
+            where += f" of paper {self.elsewhere}"
         return (f"carries {self.score:.0%} of a review's own content (coverage {self.coverage:.0%} of one review"
-                f"{where}, pooled {self.pooled:.0%}, {self.copied_pairs} word pairs){shown}")
+                f"{where}, pooled {self.pooled:.0%}, {self.copied_pairs} word pairs{extra}){shown}")
 
 
 NOTHING = CopyEvidence(0.0, 0.0, 0.0, None, 0)
@@ -348,8 +394,11 @@ def copy_evidence(text: str, public: Iterable[str], paper: str = "",
     # too little shared to tell a copy from two reviewers making one point (see MIN_COPIED_PAIRS)
     enough = max(MIN_OWN_PAIRS, min(MIN_COPIED_PAIRS, largest / 2))
     score = max(best, own_share, pooled / 2) if len(union) >= enough else 0.0
+    free = order_free(words, [r.versions for r in reviews], stems(paper) if paper else [],
+                      background.words, len(background.seen), background.common_grams())
+    score = max(score, COPY_THRESHOLD * free.strength)
     return CopyEvidence(round(score, 4), round(best, 4), round(pooled, 4), reference, len(union),
-                        _passages(words, words_of(text), union) if score >= COPY_THRESHOLD else ())
+                        _passages(words, words_of(text), union) if score >= COPY_THRESHOLD else (), free)
 
 
 def copy_share(text: str, public: Iterable[str], paper: str = "") -> float:

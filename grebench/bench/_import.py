@@ -27,7 +27,9 @@ from grebench.bench._contamination import IMPORTED_KIND, is_clean
 from grebench.bench._copies import COPY_THRESHOLD, Background, CopyEvidence, bundled_background, copy_evidence
 from grebench.bench._generations import COLUMNS, make_row
 from grebench.bench._parse import parse_review
+from grebench.bench._prose import ProseEvidence, prose_evidence
 from grebench.bench._registry import HUMAN, CandidateError, load_candidates
+from grebench.bench._sketches import similar_reviews
 from grebench.llm import NAME_PATTERN
 from grebench.settings import Settings
 from grebench.store import Store, linked_versions, public_since, utcnow
@@ -399,7 +401,7 @@ def store_background(store: Store) -> Background:
     """The bundled samples' background plus the reviews of up to :data:`STORE_BACKGROUND_PAPERS` of the store's
     papers (those not bundled): what counts as generic review language in this store's venues."""
     bundled = bundled_background()
-    background = Background(bundled.papers.copy(), set(bundled.seen))
+    background = bundled.copy()
     rows = store.rows("SELECT p.venue_id, p.paper_id, v.text FROM papers p JOIN reviews r USING (paper_id) "
                       "JOIN review_versions v USING (review_id) WHERE v.text IS NOT NULL AND p.paper_id IN "
                       "(SELECT paper_id FROM papers ORDER BY paper_id LIMIT ?)", [STORE_BACKGROUND_PAPERS])
@@ -413,13 +415,27 @@ def store_background(store: Store) -> Background:
 
 def copy_findings(store: Store, reviews: Sequence[tuple[str, str]]) -> list[CopyEvidence]:
     """:func:`copy_evidence` of each (paper id, text) against every version of every review of its paper in the
-    store (the paper's own text excepted): the copy detector, for imports, uploads, submissions and approvals."""
+    store (the paper's own text excepted), and against the reviews of any other paper the sketch index finds close
+    (:func:`grebench.bench._sketches.similar_reviews`): the copy detector, for imports, uploads, submissions and
+    approvals."""
     if not reviews:
         return []
     ids = [pid for pid, _ in reviews]
     public, own = public_review_texts(store, ids), paper_own_texts(store, ids)
     background = store_background(store)
-    return [copy_evidence(text, public.get(pid, ()), own.get(pid, ""), background) for pid, text in reviews]
+    found = [copy_evidence(text, public.get(pid, ()), own.get(pid, ""), background) for pid, text in reviews]
+    # every other public review of the store, through the sketch index: a copy of a review of another paper
+    elsewhere = similar_reviews(store, reviews, _with_versions(store, ids))
+    quoted = paper_own_texts(store, {p for matches in elsewhere for p, _ in matches})
+    for k, ((pid, text), matches) in enumerate(zip(reviews, elsewhere, strict=True)):
+        if not matches or found[k].copied:
+            continue
+        others = sorted({p for p, _ in matches})
+        paper = "\n".join([own.get(pid, ""), *(quoted.get(p, "") for p in others)])
+        other = copy_evidence(text, [t for _, t in matches], paper, background)
+        if other.score > found[k].score:
+            found[k] = replace(other, elsewhere=", ".join(others))
+    return found
 
 
 def copied_shares(store: Store, reviews: Sequence[tuple[str, str]]) -> list[float]:
@@ -428,13 +444,23 @@ def copied_shares(store: Store, reviews: Sequence[tuple[str, str]]) -> list[floa
     return [finding.score for finding in copy_findings(store, reviews)]
 
 
+def prose_findings(texts: Sequence[str]) -> list[ProseEvidence]:
+    """The word-order test of each text (:func:`grebench.bench.prose_evidence`, the word model of the bundled
+    reviews): a review must read as text."""
+    return [prose_evidence(text) for text in texts]
+
+
 def refuse_copies(store: Store, reviews: Sequence[ImportedReview], source: str) -> None:
     """:class:`ImportRefused` naming every review that carries its paper's public reviews' content (a detector score
-    at or above :data:`COPY_THRESHOLD`): a copy carries no information of its own and would outscore every model."""
+    at or above :data:`COPY_THRESHOLD`): a copy carries no information of its own and would outscore every model; and
+    every review that does not read as text (:func:`prose_findings`: words with their order taken away)."""
     findings = copy_findings(store, [(r.paper_id, r.text) for r in reviews])
+    prose = prose_findings([r.text for r in reviews])
     bad = [BadLine(review.line, f"review of {review.paper_id} copies its public reviews: {finding.describe()} "
                                 f"(limit {COPY_THRESHOLD:.0%})")
-           for review, finding in zip(reviews, findings, strict=True) if finding.copied]
+           if finding.copied else BadLine(review.line, f"review of {review.paper_id} {reads.describe()}")
+           for review, finding, reads in zip(reviews, findings, prose, strict=True)
+           if finding.copied or not reads.prose]
     if bad:
         raise ImportRefused(bad[:MAX_KEPT], len(bad), source)
 

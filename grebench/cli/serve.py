@@ -130,13 +130,13 @@ def _serve(settings: Settings, service: Any, no_app: bool) -> None:
     demo = None
     try:
         if not no_app:
-            from grebench.site import create_app, launch_kwargs
+            from grebench.site import create_app, launch
 
             # one vault: in-memory keys work; create_app already configured the Gradio queue (docs/site.md)
             demo = create_app(settings, vault=service.vault, queue=service.queue)
             try:
                 # the main thread keeps waiting on the stop token, not in Gradio's own loop
-                demo.launch(**launch_kwargs(settings), prevent_thread_lock=True)
+                launch(demo, settings, prevent_thread_lock=True)
             except OSError as exc:  # Gradio's message names its own variables; ours names the setting
                 why = str(exc).split(". ")[0]
                 raise click.ClickException(

@@ -62,7 +62,7 @@ def approve_command(settings: Settings, submission_id: str, note: str, as_json: 
 
     with writer_store(settings) as store:
         try:
-            result = approve_submission(store, submission_id, note)
+            result = approve_submission(store, submission_id, note, settings)
         except SubmissionError as exc:
             raise click.ClickException(str(exc)) from None
     if as_json:

@@ -1,10 +1,15 @@
-"""Finding versions of the same work across venues and years: title and abstract similarity, blocked by rare words.
+"""Finding versions of the same work across venues and years: title, abstract, text, authors and keywords, blocked by
+rare words.
 
 A resubmission keeps most of its abstract and usually its title (lightly edited, sometimes replaced).  Two papers
 are linked when their normalised titles are equal (and the abstracts do not disagree), when the titles are close and
-the abstracts similar, or when the abstracts alone are nearly the same.  Thresholds (:data:`TITLE_MIN`,
-:data:`ABSTRACT_WITH_TITLE`, :data:`ABSTRACT_ALONE`, :data:`ABSTRACT_SAME_TITLE`) were calibrated on the bundled
-ICLR 2020 and 2026 samples (docs/security.md, "Resubmissions").
+the abstracts similar, or when the abstracts alone are nearly the same; and (issue 48) when the title is new and
+the abstract rewritten but still shares about half its content words (:data:`ABSTRACT_CORROBORATED`) and something
+else public says it is the same work: the first pages of the extracted text, two authors, or the keywords
+(:func:`corroboration`); or when the first pages alone are nearly the same (:data:`BODY_ALONE`).  Thresholds
+(:data:`TITLE_MIN`, :data:`ABSTRACT_WITH_TITLE`, :data:`ABSTRACT_ALONE`, :data:`ABSTRACT_SAME_TITLE`,
+:data:`ABSTRACT_CORROBORATED`) were calibrated on the bundled ICLR 2020 and 2026 samples (docs/security.md,
+"Resubmissions").
 
 Comparing every pair of a 20,000-paper season is 2*10^8 comparisons of long texts; instead the candidates of a paper
 are the papers sharing at least :data:`MIN_SHARED` of its rare words (a word in at most :data:`MAX_DF_SHARE` of the
@@ -21,7 +26,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from grebench.store import EXPLICIT, Link, Store, put_links, utcnow
@@ -30,6 +35,15 @@ TITLE_MIN = 0.80            # title similarity (SequenceMatcher ratio of normali
 ABSTRACT_WITH_TITLE = 0.50  # abstract similarity (cosine of content words) needed with such a title
 ABSTRACT_SAME_TITLE = 0.30  # an identical normalised title, unless the abstracts clearly differ
 ABSTRACT_ALONE = 0.75       # a new title, the abstract nearly unchanged
+# a new title and a rewritten abstract (issue 48: the abstract still shares half its content words) is the same work
+# when something else says so: the paper's own text (its first pages), two or more authors, or its keywords
+ABSTRACT_CORROBORATED = 0.45
+BODY_WITH_ABSTRACT = 0.50   # cosine of the first pages' content words, with such an abstract
+BODY_ALONE = 0.75           # the first pages nearly unchanged, whatever the title and abstract
+SHARED_AUTHORS = 2          # normalised author names in common
+KEYWORDS_MIN = 0.6          # rarity-weighted Jaccard of the keywords' words (ICLR 2020: different works <= 0.41)
+KEYWORD_WORDS = 2           # keyword words that must be shared
+BODY_CHARS = 6000           # the first pages: the introduction of a paper's extracted text
 MIN_SHARED = 3              # rare words two papers must share to be compared
 MAX_DF_SHARE = 0.01         # a word in more than this share of the papers (and more than MIN_DF) is not a key
 MIN_DF = 20
@@ -80,11 +94,15 @@ def abstract_similarity(a: str | None, b: str | None) -> float:
 
 @dataclass(frozen=True)
 class PaperText:
-    """What linking reads of a paper: its title and abstract, normalised once."""
+    """What linking reads of a paper: its title and abstract, and where public its authors, keywords and the first
+    pages of its extracted text, normalised once."""
 
     paper_id: str
     title: str
     abstract: str | None
+    authors: str | None = None
+    keywords: str | None = None
+    body: str | None = None
 
     @cached_property
     def norm_title(self) -> str:
@@ -96,11 +114,83 @@ class PaperText:
         """Content-word counts of the abstract; None without one."""
         return Counter(content_words(self.abstract)) if self.abstract and self.abstract.strip() else None
 
+    @cached_property
+    def body_words(self) -> Counter[str] | None:
+        """Content-word counts of the first :data:`BODY_CHARS` characters of the extracted text; None without."""
+        return Counter(content_words(self.body[:BODY_CHARS])) if self.body and self.body.strip() else None
 
-def match(a: PaperText, b: PaperText) -> Link | None:
+    @cached_property
+    def author_names(self) -> frozenset[str]:
+        """Authors as compared: each name normalised like a title (NFKC, case-folded, punctuation as spaces)."""
+        return frozenset(n for n in (normalise_title(a) for a in re.split(r"[|;,]", self.authors or "")) if n)
+
+    @cached_property
+    def keyword_words(self) -> frozenset[str]:
+        """The keywords' content words, crudely stemmed (a trailing s dropped): ``meta-learning`` and ``meta
+        learning`` agree."""
+        return frozenset(w[:-1] if w.endswith("s") and len(w) > 4 else w for w in content_words(self.keywords))
+
+
+@dataclass(frozen=True)
+class KeywordRarity:
+    """How many of the store's papers with keywords use each keyword word: a shared rare keyword word says more than
+    a shared "learning"."""
+
+    papers: int
+    df: dict[str, int]
+
+    def weight(self, word: str) -> float:
+        """``log((papers + 1) / (df + 1))``."""
+        return math.log((self.papers + 1) / (self.df.get(word, 0) + 1))
+
+
+@lru_cache(maxsize=1)
+def _bundled_keywords() -> tuple[int, tuple[tuple[str, int], ...]]:
+    """Keyword-word document frequency over the bundled samples' papers with keywords (ICLR 2020: 368)."""
+    from grebench.ingest._archive import BUNDLED, bundled_source
+
+    df: Counter[str] = Counter()
+    papers = 0
+    for name in BUNDLED:
+        for paper in bundled_source(name).fetch():
+            words = PaperText("", "", None, keywords=getattr(paper, "keywords", None)).keyword_words
+            papers += bool(words)
+            df.update(words)
+    return papers, tuple(df.items())
+
+
+def keyword_rarity(store: Store) -> KeywordRarity:
+    """The keyword words' document frequency over the bundled samples' papers and the store's (a store of a few
+    papers still tells "learning" from "heterogeneity")."""
+    papers, bundled = _bundled_keywords()
+    df: Counter[str] = Counter(dict(bundled))
+    rows = store.rows("SELECT keywords FROM papers WHERE keywords IS NOT NULL AND trim(keywords) <> ''")
+    for row in rows:
+        df.update(PaperText("", "", None, keywords=row["keywords"]).keyword_words)
+    return KeywordRarity(papers + len(rows), dict(df))
+
+
+def corroboration(a: PaperText, b: PaperText, rarity: KeywordRarity | None = None) -> str | None:
+    """What besides title and abstract says two papers are one work: ``text`` (first pages), ``authors`` or
+    ``keywords`` (weighted by ``rarity``; not read without it); None when nothing public does."""
+    if a.body_words is not None and b.body_words is not None and _cosine(a.body_words, b.body_words) \
+            >= BODY_WITH_ABSTRACT:
+        return "text"
+    if len(a.author_names & b.author_names) >= SHARED_AUTHORS:
+        return "authors"
+    shared, every = a.keyword_words & b.keyword_words, a.keyword_words | b.keyword_words
+    if rarity is not None and len(shared) >= KEYWORD_WORDS and \
+            sum(map(rarity.weight, shared)) >= KEYWORDS_MIN * sum(map(rarity.weight, every)):
+        return "keywords"
+    return None
+
+
+def match(a: PaperText, b: PaperText, rarity: KeywordRarity | None = None) -> Link | None:
     """The link between two papers if they are versions of the same work by this module's rule.
 
-    The abstracts are compared first (cheap on counted words); the titles' edit ratio only where it can decide.
+    The abstracts are compared first (cheap on counted words); the titles' edit ratio only where it can decide; the
+    first pages, authors and keywords when title and abstract alone do not (a retitled paper with a rewritten
+    abstract).
     """
     abstract = _cosine(a.words, b.words) if a.words is not None and b.words is not None else None
     same_title = bool(a.norm_title) and a.norm_title == b.norm_title
@@ -111,6 +201,11 @@ def match(a: PaperText, b: PaperText) -> Link | None:
         method = "abstract"
     elif abstract is not None and abstract >= ABSTRACT_WITH_TITLE and title_similarity(a.title, b.title) >= TITLE_MIN:
         method = "title+abstract"
+    elif a.body_words is not None and b.body_words is not None and _cosine(a.body_words, b.body_words) >= BODY_ALONE:
+        method = "text"
+    elif abstract is not None and abstract >= ABSTRACT_CORROBORATED and \
+            (found := corroboration(a, b, rarity)) is not None:
+        method = f"abstract+{found}"
     if method is None:
         return None
     title = 1.0 if same_title else title_similarity(a.title, b.title)
@@ -129,8 +224,10 @@ def _candidates(store: Store, paper_ids: Collection[str] | None) -> list[tuple[s
     papers = int(store.scalar("SELECT count(*) FROM papers") or 0)
     max_df = max(MIN_DF, int(papers * MAX_DF_SHARE))
     con.execute("CREATE OR REPLACE TEMP TABLE _link_words AS SELECT DISTINCT paper_id, w FROM ("
-                "SELECT paper_id, unnest(regexp_split_to_array(lower(title || ' ' || coalesce(abstract, '')), "
-                "'[^[:alnum:]]+')) AS w FROM papers) WHERE length(w) > 3")
+                "SELECT p.paper_id, unnest(regexp_split_to_array(lower(p.title || ' ' || coalesce(p.abstract, '') "
+                "|| ' ' || coalesce(p.keywords, '') || ' ' || coalesce(left(t.text, ?), '')), '[^[:alnum:]]+')) AS w "
+                "FROM papers p LEFT JOIN paper_texts t ON t.paper_id = p.paper_id AND t.status = 'ok') "
+                "WHERE length(w) > 3", [BODY_CHARS])
     con.execute("CREATE OR REPLACE TEMP TABLE _link_keys AS SELECT w.paper_id, w.w FROM _link_words w "
                 "JOIN (SELECT w FROM _link_words GROUP BY w HAVING count(*) <= ?) k USING (w)", [max_df])
     want = "" if paper_ids is None else "WHERE a.paper_id IN (SELECT unnest(?::VARCHAR[]))"
@@ -151,8 +248,12 @@ def find_links(store: Store, paper_ids: Collection[str] | None = None) -> list[L
     """Links by similarity between these papers (all when None) and every stored paper."""
     pairs = _candidates(store, paper_ids)
     ids = sorted({x for pair in pairs for x in pair})
-    texts = {r["paper_id"]: PaperText(r["paper_id"], r["title"], r["abstract"]) for r in store.rows(
-        "SELECT paper_id, title, abstract FROM papers WHERE paper_id IN (SELECT unnest(?::VARCHAR[]))", [ids])}
+    texts = {r["paper_id"]: PaperText(r["paper_id"], r["title"], r["abstract"], r["authors"], r["keywords"],
+                                      r["body"]) for r in store.rows(
+        "SELECT p.paper_id, p.title, p.abstract, p.authors, p.keywords, left(t.text, ?) AS body FROM papers p "
+        "LEFT JOIN paper_texts t ON t.paper_id = p.paper_id AND t.status = 'ok' "
+        "WHERE p.paper_id IN (SELECT unnest(?::VARCHAR[]))", [BODY_CHARS, ids])}
+    rarity = keyword_rarity(store)
     seen: set[tuple[str, str]] = set()
     links = []
     for a, b in pairs:
@@ -160,7 +261,7 @@ def find_links(store: Store, paper_ids: Collection[str] | None = None) -> list[L
         if key in seen:
             continue
         seen.add(key)
-        link = match(texts[a], texts[b])
+        link = match(texts[a], texts[b], rarity)
         if link is not None:
             links.append(link)
     return links

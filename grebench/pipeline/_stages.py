@@ -117,6 +117,13 @@ class ScoreStage(BaseStage):
             summary["proxy"] = {k: proxy_summary.get(k) for k in ("estimator", "preprocessor", "pairs_scored",
                                                                   "estimator_calls", "cache_hits",
                                                                   "attribution")}
+        # scores changed: the information view reads every submitted model's again, and a flag holds it (an approved
+        # one loses its vouched cutoff) before the boards are computed (issue 48)
+        from grebench.submissions import recheck_held
+
+        held = recheck_held(ctx.store)
+        if held:
+            summary["held"] = held
         return summary
 
 

@@ -76,6 +76,7 @@ class ScoreSummary(_Common, total=False):
     sample: str | None
     proxy: dict[str, Any]
     validation: str                 # core | full: the control set and metrics the run scored
+    held: list[dict[str, Any]]      # submitted models the information view held after this scoring (issue 48)
 
 
 class BoardsSummary(_Common, total=False):

@@ -4,7 +4,8 @@ Public API (importing it never imports torch or litellm):
 
 * :func:`run_scoring` — score every stored generation against its references, with caching.
 * :func:`score_texts` — score any texts against their papers' references with a stored setup (the panel's gem judge);
-  :func:`stored_pmis` — the stored ones by text; :func:`gem_judge_metric` — the metric the gem judge reads.
+  :func:`stored_pmis` — the stored ones by text; :func:`gem_judge_metric` — the metric the gem judge reads;
+  :func:`unconditional_logprobs` — a text's log-likelihood under the evaluation LM alone (the prose test's LM path).
 * :func:`paper_attribution`, :func:`attribution_summary` — what each judgment line adds to a score (leave one out).
 * :func:`compute_boards` / :func:`stored_boards` — the leaderboards, computed once and stored; readers read them.
 * :func:`information_flags` — the information view of a copy (one reference explained far beyond any human review).
@@ -77,7 +78,7 @@ from grebench.scoring._metrics import (
     metric,
     metric_preprocessor,
 )
-from grebench.scoring._outliers import InformationFlag, information_flags
+from grebench.scoring._outliers import HUMAN_FACTOR, InformationFlag, information_flags
 from grebench.scoring._preprocess import (
     PREPROCESS_PROMPT_VERSION,
     PREPROCESSORS,
@@ -89,7 +90,14 @@ from grebench.scoring._provenance import REBUILD_COMMAND, code_version, estimato
 from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest, LogprobResult
 from grebench.scoring._rules import RULES_ID, rules_judgment_lines
 from grebench.scoring._setup import ScoredSetup
-from grebench.scoring._texts import TextPmis, TextScores, gem_judge_metric, score_texts, stored_pmis
+from grebench.scoring._texts import (
+    TextPmis,
+    TextScores,
+    gem_judge_metric,
+    score_texts,
+    stored_pmis,
+    unconditional_logprobs,
+)
 from grebench.scoring._validate import (
     TOO_FEW,
     cohens_d,
@@ -110,6 +118,7 @@ __all__ = [
     "CONTAMINATED",
     "CONTAMINATED_NOTE",
     "GEM_PROMPT_VERSION",
+    "HUMAN_FACTOR",
     "INCOMPLETE",
     "INCOMPLETE_NOTE",
     "METRICS",
@@ -183,6 +192,7 @@ __all__ = [
     "stored_pmis",
     "superseded_estimators",
     "transformations",
+    "unconditional_logprobs",
     "validation_fingerprint",
     "validation_rows",
     "venue_scope",

@@ -30,11 +30,14 @@ TextPmis = dict[tuple[str, str], dict[str, float]]
 
 @dataclass
 class TextScores:
-    """What :func:`score_texts` found: PMI per reference by (paper id, text sha256), and how many requests the
-    estimator computed (not found in the log-prob cache)."""
+    """What :func:`score_texts` found: PMI (and the marginal) per reference by (paper id, text sha256), and how many
+    requests the estimator computed (not found in the log-prob cache)."""
 
     pmis: TextPmis = field(default_factory=lambda: defaultdict(dict))
     estimator_calls: int = 0
+    #: the marginal log-probability of each reference (its cost given the synopsis alone), as ``pmis``; absent for
+    #: floored texts (no judgment lines: no estimator call)
+    marginals: TextPmis = field(default_factory=lambda: defaultdict(dict))
 
 
 def gem_judge_metric(store: Store, setup: ScoredSetup | None) -> str | None:
@@ -97,6 +100,7 @@ def score_texts(store: Store, settings: Settings, setup: ScoredSetup, metric_nam
     for pid, digest, ref, cond, marg in pending:
         out.pmis[(pid, digest)][ref] = pmi(results[request_key(estimator.id, cond)],
                                            results[request_key(estimator.id, marg)])
+        out.marginals[(pid, digest)][ref] = results[request_key(estimator.id, marg)].logprob
     return out
 
 
@@ -137,3 +141,23 @@ def _requests(store: Store, settings: Settings, setup: ScoredSetup, rule: PairRu
         pending += [(pid, digest, ref, c, m) for ref, c, m in rule.requests(pid, synopses[pid], x, splits[pid][1],
                                                                             ref_texts, own_text=text)]
     return pending
+
+
+def unconditional_logprobs(store: Store, settings: Settings, estimator_spec: str,
+                           texts: list[str]) -> list[tuple[float, int]]:
+    """(summed log-probability, tokens) of each text under the evaluation LM named by ``estimator_spec``, with the
+    GEM prompt given neither abstract nor first review: how readable the LM finds it (the prose test's LM path).
+    Through the log-prob cache, like every score; a corpus-fitted estimator is fitted as the score stage fits it."""
+    from grebench.scoring.estimators import EstimatorInfo, close_estimator, estimator_entry, resolve_estimator
+
+    corpus = None
+    if estimator_entry(estimator_spec).facts(EstimatorInfo).needs_corpus:
+        corpus = estimator_corpus(corpus_texts(store), None)
+    estimator = resolve_estimator(estimator_spec, settings, corpus=corpus)
+    try:
+        requests = [LogprobRequest("prose-test", None, None, text) for text in texts]
+        results, *_ = _evaluate(store, [(estimator, r) for r in requests], NoProgress(), "prose test")
+    finally:
+        close_estimator(estimator)
+    return [(results[request_key(estimator.id, r)].logprob, results[request_key(estimator.id, r)].n_tokens)
+            for r in requests]

@@ -38,6 +38,14 @@ def launch_app(*args: Any, **kwargs: Any) -> Any:
     return _launch(*args, **kwargs)
 
 
+def launch(*args: Any, **kwargs: Any) -> Any:
+    """``demo.launch`` with the app's launch arguments and its connection guard (timeouts and caps on connections,
+    :mod:`grebench.site._connections`); the only way the product starts the app."""
+    from grebench.site._app import launch as _launch
+
+    return _launch(*args, **kwargs)
+
+
 def launch_kwargs(*args: Any, **kwargs: Any) -> dict[str, Any]:
     """The keyword arguments the app is launched with (host, port, blocked paths, queue limits)."""
     from grebench.site._app import launch_kwargs as _kwargs
@@ -53,6 +61,7 @@ def app_reader(*args: Any, **kwargs: Any) -> Any:
 
 
 __all__ = ["SCHEMA_VERSION", "Labels", "app_reader", "board_histories", "board_text", "build_site", "changes_text",
-           "create_app", "launch_app", "launch_kwargs", "leaderboard_json", "publish_version", "published_state",
+           "create_app", "launch", "launch_app", "launch_kwargs", "leaderboard_json", "publish_version",
+           "published_state",
            "site_fingerprint", "site_intact", "version", "version_boards", "version_changes", "version_history",
            "versions"]

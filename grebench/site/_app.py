@@ -40,6 +40,7 @@ from grebench.site._app_board import (
 )
 from grebench.site._app_submit import build_submit_tab
 from grebench.site._build import publish_snapshots
+from grebench.site._connections import guarded_uvicorn
 from grebench.site._labels import Labels, human_size
 from grebench.site._limits import request_limits
 from grebench.site._reader import (
@@ -481,7 +482,14 @@ def _bind(fn: Any, settings: Settings) -> Any:
     return bound
 
 
+def launch(demo: Any, settings: Settings, **extra: Any) -> Any:
+    """``demo.launch(**launch_kwargs(settings), **extra)`` with the connection guard in uvicorn (caps per address and in
+    all, idle and header timeouts: :mod:`grebench.site._connections`)."""
+    with guarded_uvicorn(settings, trusted_proxies(settings.app_trusted_proxies)):
+        return demo.launch(**launch_kwargs(settings), **extra)
+
+
 def launch_app(settings: Settings) -> None:
     """Serve the app until interrupted (``grebench app``)."""
     demo = create_app(settings)  # queue settings: QUEUE_KWARGS and per-event limits (see create_app)
-    demo.launch(**launch_kwargs(settings))
+    launch(demo, settings)

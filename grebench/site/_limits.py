@@ -17,11 +17,18 @@ stored 900).  :class:`RequestLimits` is an ASGI middleware given to Gradio's Fas
    most cap bytes were kept, over ``app_upload_files_per_request`` parts → 413;
 5. only then hands the request to Gradio, replaying the checked body.
 
+Bodies are bounded in time and memory too (issue 48: 4,000 connections each sending 255 KiB of a declared 1 MiB
+and then a byte every 5 s took RSS from 311 to 1,217 MiB, never returned): the whole body must arrive within
+``app_body_timeout_s`` (else 408), at most ``app_bodies_in_flight`` bodies are read at once (a further one gets 503
+before a byte is read), and each keeps at most ``app_body_memory_bytes / app_bodies_in_flight`` in memory (the rest
+on disk).  Connections that never get as far as a request are the protocol guard's (:mod:`grebench.site._connections`).
+
 Refusals are a short JSON object ``{"error": ..., "limit": ..., "read": ...}``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import tempfile
@@ -138,10 +145,15 @@ class RequestLimits:
     """ASGI middleware: rate, body and part limits on every route (see the module docstring)."""
 
     def __init__(self, app: Any, per_min: int, max_body: int, max_upload: int, files_per_request: int,
-                 quota: UploadQuota | None = None) -> None:
+                 quota: UploadQuota | None = None, body_timeout_s: float = 60.0, bodies_in_flight: int = 32,
+                 body_memory: int = 8 * 1024 * 1024) -> None:
         self.app, self.max_body, self.max_upload = app, max_body, max_upload
         self.files_per_request, self.quota = files_per_request, quota
         self.rate = RateLimiter(per_min)
+        self.body_timeout_s, self.bodies_in_flight = body_timeout_s, bodies_in_flight
+        # each body in flight keeps at most its share of the memory budget; the rest of it waits on disk
+        self.spool_memory = max(0, min(SPOOL_MEMORY, body_memory // max(1, bodies_in_flight)))
+        self.in_flight = 0
 
     async def _refuse(self, send: Send, status: int, error: str, read: int = 0, received: int = 0,
                       **extra: Any) -> None:
@@ -190,11 +202,30 @@ class RequestLimits:
         if boundary == b"":
             await self._refuse(send, 400, "a multipart body needs a boundary")
             return
+        if self.in_flight >= self.bodies_in_flight:  # slow bodies cannot pile up in memory: refused before reading
+            await self._refuse(send, 503, f"the server is reading {self.bodies_in_flight} request bodies already, "
+                               "try again in a minute", limit=self.bodies_in_flight)
+            return
+        self.in_flight += 1
+        try:
+            await self._read_body(scope, receive, send, address, cap, boundary, upload)
+        finally:
+            self.in_flight -= 1
+
+    async def _read_body(self, scope: Scope, receive: Receive, send: Send, address: str, cap: int,
+                         boundary: bytes | None, upload: bool) -> None:
         counter = PartCounter(boundary) if boundary else None
-        with tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY) as spool:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.body_timeout_s
+        with tempfile.SpooledTemporaryFile(max_size=self.spool_memory) as spool:
             read, more = 0, True
             while more:
-                message = await receive()
+                try:  # the whole body within body_timeout_s: a client sending a byte every 5 s is not waited for
+                    message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+                except TimeoutError:
+                    await self._refuse(send, 408, f"request body not received within {self.body_timeout_s:g} s",
+                                       read=read, limit=self.body_timeout_s)
+                    return
                 if message["type"] == "http.disconnect":
                     return  # the client went away: nothing to hand on
                 chunk, more = message.get("body", b""), bool(message.get("more_body", False))
@@ -235,4 +266,6 @@ def request_limits(settings: Any) -> Any:
 
     return Middleware(RequestLimits, per_min=settings.app_requests_per_address_per_min,
                       max_body=settings.app_max_body_bytes, max_upload=UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD,
-                      files_per_request=settings.app_upload_files_per_request, quota=upload_quota(settings))
+                      files_per_request=settings.app_upload_files_per_request, quota=upload_quota(settings),
+                      body_timeout_s=float(settings.app_body_timeout_s), bodies_in_flight=settings.app_bodies_in_flight,
+                      body_memory=settings.app_body_memory_bytes)

@@ -8,13 +8,7 @@ the scheduler imports it as a candidate of kind ``imported`` (:func:`accept_queu
 """
 
 from grebench.submissions._copycheck import CopiedReview, CopyCheck, check_copies
-from grebench.submissions._evaluate import (
-    APPROVAL_REFUSED,
-    approve_submission,
-    evaluate_queued,
-    held_submissions,
-    refuse_copied_generations,
-)
+from grebench.submissions._evaluate import approve_submission, evaluate_queued, refuse_copied_generations
 from grebench.submissions._form import (
     FIELD_NAMES,
     HOSTED_PROVIDERS,
@@ -22,6 +16,7 @@ from grebench.submissions._form import (
     SubmissionForm,
     validate_submission,
 )
+from grebench.submissions._holds import APPROVAL_REFUSED, held_submissions, recheck_held
 from grebench.submissions._imports import (
     UPLOAD_MAX_BYTES,
     ImportForm,
@@ -63,6 +58,7 @@ __all__ = [
     "queue_import",
     "queue_path",
     "read_upload",
+    "recheck_held",
     "refuse_copied_generations",
     "validate_import",
     "validate_submission",

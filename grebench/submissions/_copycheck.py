@@ -12,7 +12,9 @@ review it carries most of (:func:`_closest_reference`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from grebench.settings import Settings
 from grebench.store import Store
 
 
@@ -34,16 +36,18 @@ class CopiedReview:
 
 @dataclass(frozen=True)
 class CopyCheck:
-    """The outcome of :func:`check_copies` on one candidate."""
+    """The outcome of :func:`check_copies` on one candidate: the reviews that copy, and those that do not read as
+    text (the prose test: words with their order taken away carry a copy past any reading of word order)."""
 
     candidate: str
     checked: int
     copies: tuple[CopiedReview, ...]
+    not_prose: tuple[CopiedReview, ...] = ()
 
     @property
     def flagged(self) -> bool:
-        """Whether some review copies its paper's public reviews."""
-        return bool(self.copies)
+        """Whether some review copies its paper's public reviews or does not read as text."""
+        return bool(self.copies or self.not_prose)
 
     def evidence(self, limit: int = 5) -> str:
         """The first ``limit`` flagged reviews, as text."""
@@ -51,11 +55,19 @@ class CopyCheck:
         return shown + (f", and {len(self.copies) - limit} more" if len(self.copies) > limit else "")
 
     def summary(self) -> str:
-        """``N of M reviews copy their paper's public reviews (...)``: what a refusal says."""
+        """``N of M reviews copy their paper's public reviews (...)``, ``K of M reviews do not read as text
+        (...)``: what a refusal says."""
         from grebench.bench import COPY_THRESHOLD
 
-        return (f"{len(self.copies)} of {self.checked} reviews copy their paper's public reviews (copy detector score "
-                f"at or above {COPY_THRESHOLD:.0%}: {self.evidence()})")
+        found = []
+        if self.copies:
+            found.append(f"{len(self.copies)} of {self.checked} reviews copy their paper's public reviews (copy "
+                         f"detector score at or above {COPY_THRESHOLD:.0%}: {self.evidence()})")
+        if self.not_prose:
+            shown = ", ".join(f"{c.paper_id} ({c.detail})" for c in self.not_prose[:3])
+            more = f", and {len(self.not_prose) - 3} more" if len(self.not_prose) > 3 else ""
+            found.append(f"{len(self.not_prose)} of {self.checked} reviews do not read as text ({shown}{more})")
+        return "; ".join(found)
 
 
 def _closest_reference(store: Store, paper_id: str, text: str) -> str | None:
@@ -85,17 +97,59 @@ def _closest_reference(store: Store, paper_id: str, text: str) -> str | None:
     return row["review_id"] if row["paper_id"] == paper_id else f"{row['review_id']} (of paper {row['paper_id']})"
 
 
-def check_copies(store: Store, candidate: str) -> CopyCheck:
-    """The copy detector on every ``ok`` review the store holds for ``candidate``, with the evidence of each flag.
+def check_copies(store: Store, candidate: str, settings: Settings | None = None) -> CopyCheck:
+    """The copy detector and the prose test on every review the store holds for ``candidate`` (any status: a review
+    refused before is checked again), with the evidence of each flag.
 
     Writes nothing: evaluation (:func:`grebench.submissions.refuse_copied_generations`) and approval
-    (:func:`grebench.submissions.approve_submission`) decide what a flag does."""
-    from grebench.bench import copy_findings
+    (:func:`grebench.submissions.approve_submission`) decide what a flag does.  The prose test reads the word model
+    of human reviews, or the evaluation LM named by ``settings.prose_estimator`` (:func:`lm_prose_findings`)."""
+    from grebench.bench import copy_findings, prose_findings
 
-    rows = store.rows("SELECT paper_id, text FROM generations WHERE candidate = ? AND status = 'ok' "
-                      "ORDER BY paper_id, generation_id", [candidate])
+    rows = store.rows("SELECT paper_id, text FROM generations WHERE candidate = ? AND text IS NOT NULL AND "
+                      "trim(text) <> '' ORDER BY paper_id, generation_id", [candidate])
     findings = copy_findings(store, [(r["paper_id"], r["text"] or "") for r in rows])
     copies = tuple(CopiedReview(r["paper_id"], found.score, _closest_reference(store, r["paper_id"], r["text"] or ""),
                                 found.describe())
                    for r, found in zip(rows, findings, strict=True) if found.copied)
-    return CopyCheck(candidate, len(rows), copies)
+    texts = [r["text"] or "" for r in rows]
+    if settings is not None and settings.prose_estimator:
+        reads = lm_prose_findings(store, settings, texts)
+    else:
+        reads = prose_findings(texts)
+    not_prose = tuple(CopiedReview(r["paper_id"], found.gain, None, found.describe())
+                      for r, found in zip(rows, reads, strict=True) if not found.prose)
+    return CopyCheck(candidate, len(rows), copies, not_prose)
+
+
+#: Human reviews of the store read by the evaluation LM to place the prose test's bar (the lowest per-token
+#: log-likelihood among them, less :data:`LM_PROSE_MARGIN`).
+LM_PROSE_SAMPLE = 200
+LM_PROSE_MARGIN = 0.5
+
+
+def lm_prose_findings(store: Store, settings: Settings, texts: list[str]) -> list[Any]:
+    """The prose test with the evaluation LM: each text's unconditional log-likelihood per token (the GEM prompt
+    with neither abstract nor first review) against the lowest of :data:`LM_PROSE_SAMPLE` of the store's human
+    reviews under the same LM, less :data:`LM_PROSE_MARGIN` nats; a text shorter than the word test's minimum is not
+    judged.  The calls go through the log-prob cache like every score."""
+    from grebench.bench import ProseEvidence
+    from grebench.bench._prose import MIN_TOKENS
+    from grebench.scoring import unconditional_logprobs
+
+    human = [r["text"] for r in store.rows(
+        "SELECT v.text FROM review_versions v WHERE v.text IS NOT NULL ORDER BY hash(v.review_id), v.version "
+        "LIMIT ?", [LM_PROSE_SAMPLE])]
+    measured = unconditional_logprobs(store, settings, settings.prose_estimator, [*human, *texts])
+    per_token = [lp / n if n else 0.0 for lp, n in measured]
+    bar = (min(per_token[:len(human)]) if human else float("-inf")) - LM_PROSE_MARGIN
+    out: list[Any] = []
+    for (_, n), value in zip(measured[len(human):], per_token[len(human):], strict=True):
+        words = len(_words(texts[len(out)]))
+        out.append(ProseEvidence(round(value, 4), n if words >= MIN_TOKENS else 0, round(bar, 4),
+                                 f"log-likelihood per token under {settings.prose_estimator}"))
+    return out
+
+
+def _words(text: str) -> list[str]:
+    return text.split()

@@ -32,6 +32,7 @@ from grebench.settings import Settings
 from grebench.store import Store, utcnow
 from grebench.submissions._copycheck import check_copies
 from grebench.submissions._form import SubmissionError
+from grebench.submissions._holds import APPROVAL_REFUSED, hold, information_evidence
 from grebench.submissions._imports import accept_queued_imports
 from grebench.submissions._keys import key_in_env
 from grebench.submissions._queue import SubmissionQueue, accept_queued_submissions, finish_submission
@@ -60,13 +61,15 @@ def _pin_submitted(settings: Settings, resolver: Any, api_base: str | None) -> t
     return [endpoint], None
 
 
-def refuse_copied_generations(store: Store, name: str) -> str | None:
-    """Why a candidate's reviews are refused (some copy their paper's public reviews), or None.
+def refuse_copied_generations(store: Store, name: str, settings: Settings | None = None) -> str | None:
+    """Why a candidate's reviews are refused (some copy their paper's public reviews, or do not read as text), or
+    None.
 
-    The copy check (:func:`grebench.submissions._copycheck.check_copies`, the one approval runs too) on every ``ok``
-    review of the candidate; on a copy, every review of the candidate is marked failed (never scored).
+    The copy check and the prose test (:func:`grebench.submissions._copycheck.check_copies`, the one approval runs
+    too) on every review of the candidate; on a flag, every review of the candidate is marked failed (never scored)
+    and the submission is held for the operator with the evidence (approval refuses it on the same evidence).
     """
-    check = check_copies(store, name)
+    check = check_copies(store, name, settings)
     if not check.flagged:
         return None
     reason = f"refused: {check.summary()}; none of its reviews is scored"
@@ -74,6 +77,7 @@ def refuse_copied_generations(store: Store, name: str) -> str | None:
         con.execute("UPDATE generations SET status = 'failed', error = ? WHERE candidate = ?", [reason[:500], name])
         con.execute("DELETE FROM scores WHERE candidate = ?", [name])
         con.execute("INSERT INTO board_changes VALUES (?, 'submission', ?, ?)", [utcnow(), name, reason[:2000]])
+        hold(store, name, f"held for the operator: {reason}")
     return reason
 
 
@@ -145,7 +149,8 @@ def _turn(store: Store, settings: Settings, run_id: str, sub: _Running, progress
     return result.finished
 
 
-def _close(store: Store, queue: SubmissionQueue, vault: KeyVault, sub: _Running) -> dict[str, Any]:
+def _close(store: Store, settings: Settings, queue: SubmissionQueue, vault: KeyVault,
+           sub: _Running) -> dict[str, Any]:
     """End a submission's evaluation: the copy check, its status and reason, the key deleted; its summary."""
     # calls made in this pass; reviews, failures, tokens and cost of every stored call (exact over passes)
     summary: dict[str, Any] = {**sub.tally, **stored_totals(store, sub.name), "turns": sub.turns,
@@ -155,7 +160,7 @@ def _close(store: Store, queue: SubmissionQueue, vault: KeyVault, sub: _Running)
     if sub.error is not None:
         summary["error"] = sub.error
         summary["failed"] = summary["failed"] or 1
-    copied = refuse_copied_generations(store, sub.name)
+    copied = refuse_copied_generations(store, sub.name, settings)
     if copied is not None:
         summary["copied"] = copied
     ok = not (summary.get("failed") or summary.get("gave_up") or "error" in summary or "stopped" in summary
@@ -196,7 +201,7 @@ def evaluate_queued(store: Store, settings: Settings, run_id: str, queue: Submis
             break
         for sub_id, sub_state in list(running.items()):
             if _turn(store, settings, run_id, sub_state, display):
-                done.append(_close(store, queue, vault, sub_state))
+                done.append(_close(store, settings, queue, vault, sub_state))
                 del running[sub_id]
     imported = accept_queued_imports(store, queue, settings)
     for item in imported:  # a refused file is the submitter's; a store failure is the job's (its record says so)
@@ -205,21 +210,18 @@ def evaluate_queued(store: Store, settings: Settings, run_id: str, queue: Submis
     return {"accepted": accepted, "evaluated": done, "imported": imported}
 
 
-#: ``board_changes.kind`` of an approval the copy check refused: the submission is held for the operator, with the
-#: evidence (``grebench submissions list`` shows the latest).
-APPROVAL_REFUSED = "approval_refused"
-
-
-def approve_submission(store: Store, sub_id: str, note: str = "") -> dict[str, Any]:
+def approve_submission(store: Store, sub_id: str, note: str = "", settings: Settings | None = None) -> dict[str, Any]:
     """The operator vouches for a submitted model's declared cutoff: its candidate gets that cutoff (its reviews
     on papers whose reviews became public after it count from the next board computation).  Audited in the store
     (``board_changes``).  :class:`SubmissionError` when there is nothing to approve.
 
-    Approval first runs the copy check of evaluation again on what is stored now (:func:`check_copies`: every ``ok``
-    review of the candidate, including any added since it was evaluated, against today's public reviews): a flag
-    refuses the approval with the evidence (:class:`SubmissionError`) and changes nothing but an audit row; so does the
-    information view of a copy (:func:`grebench.scoring.information_flags`: a scored review that explains one
-    reference far beyond what the human review of that paper explains of any other)
+    Approval first runs the copy check and the prose test of evaluation again on what is stored now
+    (:func:`check_copies`: every review of the candidate, including any added since it was evaluated or refused then,
+    against today's public reviews): a flag refuses the approval with the evidence (:class:`SubmissionError`) and
+    changes nothing but an audit row; so does the information view of a copy
+    (:func:`grebench.scoring.information_flags`: a paper whose references the candidate explains far beyond what the
+    human review of that paper explains; the pipeline runs it again whenever scores change,
+    :func:`grebench.submissions.recheck_held`)
     (``board_changes`` kind :data:`APPROVAL_REFUSED`), so the submission stays held for the operator."""
     rows = store.rows("SELECT s.id, s.model_name, s.cutoff, s.status, c.kind, c.cutoff AS vouched "
                       "FROM submissions s LEFT JOIN candidates c ON c.name = s.model_name WHERE s.id = ?", [sub_id])
@@ -234,14 +236,12 @@ def approve_submission(store: Store, sub_id: str, note: str = "") -> dict[str, A
     if sub["cutoff"] is None:
         raise SubmissionError(f"submission {sub_id} declared no cutoff")
     now = utcnow()
-    check = check_copies(store, sub["model_name"])
+    check = check_copies(store, sub["model_name"], settings)
     informed = information_flags(store, sub["model_name"])
     if check.flagged or informed:
         found = [check.summary()] if check.flagged else []
         if informed:
-            shown = "; ".join(flag.describe() for flag in informed[:3])
-            found.append(f"{len({f.paper_id for f in informed})} of its scored reviews explain one reference far "
-                         f"beyond any human review of the paper ({shown}{'; ...' if len(informed) > 3 else ''})")
+            found.append(information_evidence(informed))
         detail = (f"approval of submission {sub_id} refused, held for the operator: {'; '.join(found)}; the "
                   f"declared cutoff {sub['cutoff']} is not trusted")
         store.con.execute("INSERT INTO board_changes VALUES (?, ?, ?, ?)",
@@ -261,11 +261,3 @@ def approve_submission(store: Store, sub_id: str, note: str = "") -> dict[str, A
     log.info("%s", detail)
     return {"id": sub_id, "candidate": sub["model_name"], "cutoff": str(sub["cutoff"]), "detail": detail,
             "checked": check.checked}
-
-
-def held_submissions(store: Store) -> dict[str, str]:
-    """Submissions held for the operator (candidate name → why): the latest audit row of each candidate is an
-    approval the copy check refused (an approval that passed later writes a newer row)."""
-    rows = store.rows("SELECT subject, arg_max(kind, changed_at) AS kind, arg_max(detail, changed_at) AS detail "
-                      "FROM board_changes WHERE kind IN ('submission', ?) GROUP BY subject", [APPROVAL_REFUSED])
-    return {r["subject"]: r["detail"] for r in rows if r["kind"] == APPROVAL_REFUSED}

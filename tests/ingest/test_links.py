@@ -10,7 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from grebench.cli._main import main
-from grebench.ingest._links import PaperText, match
+from grebench.ingest._links import KeywordRarity, PaperText, match
 from grebench.ingest._openreview_notes import previous_versions
 from grebench.settings import Settings
 from grebench.store import open_store, public_since
@@ -33,6 +33,40 @@ def test_the_rule_links_revised_versions_and_not_neighbours() -> None:
     assert match(a, edited) is not None
     assert match(a, same_title) is not None and match(a, same_title).method == "title"  # type: ignore[union-attr]
     assert match(a, neighbour) is None
+
+
+REWRITTEN = ("Attention over long inputs costs time quadratic in their length. We send each token to one of a few "
+             "learned memory slots, so the cost grows linearly, and accuracy holds on document summarisation and "
+             "on question answering.")
+BODY = ("1 Introduction. Transformers read long documents slowly because every token attends to every other. "
+        "We propose slot routing: a small router assigns each token to a memory slot, and attention runs within "
+        "slots and between slot summaries. Our contributions are a differentiable router with a balance loss, an "
+        "analysis of slot usage, and experiments on arXiv summarisation and NarrativeQA.")
+
+
+def test_a_retitled_paper_with_a_rewritten_abstract_is_linked_by_its_text_authors_or_rare_keywords() -> None:
+    """Issue 48: a new title and a rewritten abstract (half the content words kept) are one work when the first
+    pages, two authors or rare keywords say so; the same abstract similarity alone, or common keywords, is not."""
+    a = PaperText("a", "Routing Tokens to Memory Slots for Long Documents", ABSTRACT, "Ada Lovelace|Alan Turing",
+                  "sparse attention; memory slots; routing", BODY)
+    rarity = KeywordRarity(400, {"sparse": 3, "attention": 30, "memory": 9, "slot": 1, "routing": 2, "learning": 199,
+                                 "deep": 60, "transformer": 40})
+    plain = PaperText("b", "Linear Attention by Learned Slot Assignment", REWRITTEN)
+    assert match(a, plain, rarity) is None  # title and abstract alone do not decide
+    half = BODY.split(". ")
+    rewritten_body = f"{half[1]}. A balance loss keeps the router fair, and experiments use NarrativeQA"  # cos 0.56
+    for kwargs, method in [({"body": rewritten_body}, "abstract+text"),
+                           ({"authors": "Alan Turing | Ada  Lovelace|Grace Hopper"}, "abstract+authors"),
+                           ({"keywords": "memory slots, token routing, sparse attention"}, "abstract+keywords")]:
+        found = match(a, PaperText("b", plain.title, REWRITTEN, **kwargs), rarity)  # type: ignore[arg-type]
+        assert found is not None and found.method == method, (kwargs, found)
+    common = PaperText("b", plain.title, REWRITTEN, keywords="deep learning; transformer; attention")
+    assert match(a, common, rarity) is None  # common keyword words do not vouch
+    one_author = PaperText("b", plain.title, REWRITTEN, authors="Alan Turing")
+    assert match(a, one_author, rarity) is None
+    body_only = PaperText("b", "Something Else Entirely", "A different abstract about other things.", body=BODY)
+    found = match(a, body_only, rarity)
+    assert found is not None and found.method == "text"
 
 
 def test_openreview_previous_submission_fields_give_explicit_links() -> None:

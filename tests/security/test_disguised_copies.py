@@ -228,7 +228,8 @@ def test_approval_is_held_by_the_information_a_stored_review_carries(world: dict
     approved = CliRunner().invoke(main, ["submissions", "approve", str(queued["id"]), "--config",
                                          str(world["config"])], env=env)
     assert approved.exit_code == 1, approved.output
-    assert f"{PAPERS} of its scored reviews explain one reference far beyond any human review" in approved.output
+    assert f"{PAPERS} of its scored reviews explain their paper's references far beyond the human review" in \
+        approved.output
     store = open_store(settings.db_path)
     try:
         assert store.scalar("SELECT cutoff FROM candidates WHERE name = 'Later'") is None
@@ -240,3 +241,62 @@ def test_approval_is_held_by_the_information_a_stored_review_carries(world: dict
             assert information_flags(store, name) == [], name
     finally:
         store.close()
+
+
+_FUNCTION_WORDS = ("a an and are as at be but by for from has have in is it its of on or that the this to was "
+                   "were which with")
+_FUNCTION = frozenset(_FUNCTION_WORDS.split(" "))
+
+
+def _transposed(texts: list[str], rows: int = 9) -> str:
+    """Issue 48's attack: the content words of every public review, written out in ``rows`` interleaved rows
+    (words i, i + rows, ...) under a heading; words adjacent in a review end up ``rows`` apart."""
+    words = [w for w in " ".join(texts).split() if w.lower().strip(".,;:()") not in _FUNCTION]
+    return "Weaknesses:\n" + "\n".join(" ".join(words[r::rows]) for r in range(rows))
+
+
+def test_a_transposed_copy_is_held_never_ranked_and_its_approval_refused_with_the_evidence(
+        world: dict[str, Any]) -> None:
+    """Issue 48 §1: the transposed copy of every public review (9 rows) passed the copy check and approval at
+    6acf4ba and ranked #1 (60.34 against the human's 15.40).  Served by a fake endpoint to the real queue job, it is
+    refused (the order-free evidence and the prose test), held with the evidence, never ranked, and `grebench
+    submissions approve` refuses it with the same evidence."""
+    from grebench.submissions import held_submissions
+
+    settings = world["settings"]
+    papers = {p.title: p for p in _sample()}
+
+    def reply(messages: list[dict[str, Any]]) -> str:
+        prompt = json.dumps(messages)
+        paper = next((p for title, p in papers.items() if json.dumps(title)[1:-1] in prompt), None)
+        return _transposed([r.text for r in paper.reviews]) if paper else "Summary: nothing to copy."
+
+    with FakeOpenAIServer(reply=reply) as server:
+        form = SubmissionForm(model_name="Transposed", base_url=f"http://models.example.test:{server.port}/v1",
+                              released="2019-01-01", cutoff="2000-01-01", contact="owner@example.org", api_key="")
+        queued = world["queue"].submit(form, settings, world["vault"], RESOLVER)
+        assert queued["ok"], queued
+        store = open_store(settings.db_path)
+        try:
+            SchedulerService(settings, store, vault=world["vault"], queue=world["queue"], kinds=["queue"],
+                             resolver={**RESOLVER, "models.example.test": ["127.0.0.1"]}).run_job("queue")
+            assert len(server.chat_requests) == PAPERS
+            ok = "SELECT count(*) FROM generations WHERE candidate = 'Transposed' AND status = 'ok'"
+            assert store.scalar(ok) == 0
+            held = held_submissions(store)
+        finally:
+            store.close()
+    row = world["queue"].rows("SELECT status, reason FROM submissions WHERE model_name = 'Transposed'")[0]
+    assert row["status"] == "failed" and f"{PAPERS} of {PAPERS} reviews" in row["reason"], row
+    assert "in any order" in row["reason"] and "do not read as text" in row["reason"], row["reason"]
+    assert "Transposed" in held and "in any order" in held["Transposed"]
+    env, config = world["env"], str(world["config"])
+    assert CliRunner().invoke(main, ["score", "--config", config], env=env).exit_code == 0
+    board = json.loads(CliRunner().invoke(main, ["leaderboard", "--json", "--config", config], env=env).stdout)
+    ranked = {r["candidate"] for b in board["boards"] for r in b["rows"] if r.get("rank") is not None}
+    assert "Transposed" not in ranked and "human" in ranked
+    approved = CliRunner().invoke(main, ["submissions", "approve", str(queued["id"]), "--config", config], env=env)
+    assert approved.exit_code == 1 and "refused, held for the operator" in approved.output, approved.output
+    assert "in any order" in approved.output and "do not read as text" in approved.output, approved.output
+    listed = CliRunner().invoke(main, ["submissions", "list", "--config", config], env=env)
+    assert "HELD" in listed.output, listed.output

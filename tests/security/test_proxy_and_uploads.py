@@ -12,7 +12,8 @@ import httpx
 import pytest
 
 from grebench.settings import Settings, load_settings
-from grebench.site._app import client_address, launch_kwargs, trusted_proxies
+from grebench.site import launch
+from grebench.site._app import client_address, trusted_proxies
 from grebench.site._uploads import discard_upload
 from tests.security.conftest import free_port
 
@@ -40,9 +41,7 @@ def _launch(settings: Settings) -> tuple[Any, str]:
     with gr.Blocks() as demo:
         box, out = gr.Textbox(), gr.Textbox()
         box.submit(who, box, out, api_name="who")
-    kwargs = launch_kwargs(settings)
-    kwargs.update(prevent_thread_lock=True, quiet=True)
-    _, url, _ = demo.launch(**kwargs)
+    _, url, _ = launch(demo, settings, prevent_thread_lock=True, quiet=True)  # as the product launches it
     return demo, url.rstrip("/")
 
 

@@ -85,6 +85,44 @@ def test_ingest_links_the_resubmission_to_its_earlier_version_and_dates_it_by_th
         store.close()
 
 
+RETITLED = DATA_DIR / "archives" / "retitled_iclr2026.jsonl"
+
+
+def test_a_retitled_resubmission_with_a_rewritten_abstract_is_linked_and_a_copy_of_its_reviews_refused(
+        settings: Settings, tmp_path: Path) -> None:
+    """Issue 48: ``rklp93EtwH`` retitled ("Knowledge Graphs Between Tasks: ..."), its abstract rewritten by hand
+    (title similarity 0.29, abstract cosine 0.47, keywords as an ICLR 2026 submission would list them): before, "0 new
+    links" and a verbatim copy of the earlier review was imported and sealed.  Now the rare keywords corroborate the
+    rewritten abstract, the papers are linked, and a copy of the first round's reviews (one, or all three) is
+    refused."""
+    _ingest_earlier(settings)
+    result = _cli(settings, "ingest", "--source", f"archive:{RETITLED}", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["links"]["by_method"] == {"abstract+keywords": 1}, result.output
+    store = open_store(settings.db_path)
+    try:
+        assert public_since(store)["RetitledARML26"] == EARLIER_PUBLIC
+    finally:
+        store.close()
+    earlier = _earlier_reviews()
+    one = _import(settings, tmp_path, "Copier", [{"paper_id": "RetitledARML26", "review": earlier[0]}])
+    assert one.exit_code == 1 and "copies its public reviews" in one.output, one.output
+    every = _import(settings, tmp_path, "Copier", [{"paper_id": "RetitledARML26", "review": "\n\n".join(earlier)}])
+    assert every.exit_code == 1 and "copies its public reviews" in every.output, every.output
+
+
+def test_a_copy_of_a_review_of_an_unlinked_paper_is_found_through_the_sketch_index(
+        settings: Settings, tmp_path: Path) -> None:
+    """Issue 48: the copy check compares with every public review of the store through the rare-word sketches, not
+    only with linked versions: the earlier version's review, answered for an unrelated paper (no link), is refused
+    and the evidence names the paper it came from."""
+    _ingest_earlier(settings)
+    _ingest_resubmission(settings)
+    copied = _import(settings, tmp_path, "Elsewhere", [{"paper_id": FRESH, "review": _earlier_reviews()[1]}])
+    assert copied.exit_code == 1 and "copies its public reviews" in copied.output, copied.output
+    assert f"of paper {EARLIER}" in copied.output, copied.output
+
+
 def test_a_copy_of_the_earlier_versions_review_is_refused_and_an_honest_review_is_not_sealed(
         settings: Settings, tmp_path: Path) -> None:
     _ingest_earlier(settings)

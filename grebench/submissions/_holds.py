@@ -1,0 +1,76 @@
+"""Holds: a submission whose reviews copy, do not read as text, or explain their references far beyond the human
+review is held for the operator, with the evidence, whenever that is found.
+
+Before issue 48 the information view ran only at approval: an approval given before ``grebench score`` got the lexical
+check alone, and nothing looked again once scores arrived.  Now the pipeline calls :func:`recheck_held` after every
+scoring of its papers (the score stage): each submitted candidate's stored scores are read by the information view
+(:func:`grebench.scoring.information_flags`), and a flag holds it — an approved submission loses its vouched cutoff
+(so only its sealed reviews count, as before approval) and the audit row says why.  A hold is an audit row of kind
+:data:`APPROVAL_REFUSED` in ``board_changes``; ``grebench submissions list`` shows the latest as ``HELD``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from grebench.store import Store, utcnow
+
+log = logging.getLogger(__name__)
+
+#: ``board_changes.kind`` of a hold: an approval the checks refused, a refusal at evaluation, or a flag raised after
+#: approval (``grebench submissions list`` shows the latest).
+APPROVAL_REFUSED = "approval_refused"
+
+
+def hold(store: Store, candidate: str, detail: str) -> None:
+    """Record a hold of ``candidate`` with ``detail`` (the evidence), unless its latest hold says the same."""
+    latest = store.rows("SELECT kind, detail FROM board_changes WHERE subject = ? AND kind IN ('submission', ?) "
+                        "ORDER BY changed_at DESC LIMIT 1", [candidate, APPROVAL_REFUSED])
+    if latest and latest[0]["kind"] == APPROVAL_REFUSED and latest[0]["detail"] == detail[:2000]:
+        return
+    store.con.execute("INSERT INTO board_changes VALUES (?, ?, ?, ?)", [utcnow(), APPROVAL_REFUSED, candidate,
+                                                                        detail[:2000]])
+
+
+def held_submissions(store: Store) -> dict[str, str]:
+    """Submissions held for the operator (candidate name → why): the latest audit row of each candidate is a hold
+    (an approval that passed later writes a newer row)."""
+    rows = store.rows("SELECT subject, arg_max(kind, changed_at) AS kind, arg_max(detail, changed_at) AS detail "
+                      "FROM board_changes WHERE kind IN ('submission', ?) GROUP BY subject", [APPROVAL_REFUSED])
+    return {r["subject"]: r["detail"] for r in rows if r["kind"] == APPROVAL_REFUSED}
+
+
+def information_evidence(flags: list[Any]) -> str:
+    """``N of its scored reviews explain their references far beyond the human review of the paper (...)``."""
+    shown = "; ".join(flag.describe() for flag in flags[:3])
+    return (f"{len({f.paper_id for f in flags})} of its scored reviews explain their paper's references far beyond "
+            f"the human review of the paper ({shown}{'; ...' if len(flags) > 3 else ''})")
+
+
+def recheck_held(store: Store) -> list[dict[str, Any]]:
+    """The information view on every submitted candidate's stored scores, now: a flag holds it (an approved one loses
+    its vouched cutoff).  Returns what was held; writes only for flags not recorded already."""
+    from grebench.scoring import information_flags
+
+    held = held_submissions(store)
+    out = []
+    for row in store.rows("SELECT c.name, c.cutoff FROM candidates c WHERE c.kind = 'submitted' AND EXISTS "
+                          "(SELECT 1 FROM scores s WHERE s.candidate = c.name) ORDER BY c.name"):
+        flags = information_flags(store, row["name"])
+        if not flags:
+            continue
+        approved = row["cutoff"] is not None
+        detail = (f"held for the operator after scoring: {information_evidence(flags)}"
+                  + (f"; the vouched cutoff {row['cutoff']} is withdrawn until the operator approves again"
+                     if approved else ""))
+        if not approved and row["name"] in held and "explain their paper's references" in held[row["name"]]:
+            continue  # held already on this evidence
+        with store.transaction() as con:
+            if approved:
+                con.execute("UPDATE candidates SET cutoff = NULL, updated_at = ? WHERE name = ?",
+                            [utcnow(), row["name"]])
+            hold(store, row["name"], detail)
+        log.warning("%s: %s", row["name"], detail)
+        out.append({"candidate": row["name"], "approved": approved, "papers": len(flags), "detail": detail})
+    return out
