@@ -40,6 +40,7 @@ from grebench.bench._import import (
 )
 from grebench.bench._parse import ParsedReview, parse_review
 from grebench.bench._prompt import REVIEW_PROMPT_VERSION, PaperInput, review_messages
+from grebench.bench._prose import MIN_TOKENS as PROSE_MIN_TOKENS
 from grebench.bench._prose import ProseEvidence, WordOrderModel, bundled_word_order, prose_evidence
 from grebench.bench._registry import (
     BASELINE,
@@ -85,6 +86,7 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_REVIEW_BYTES",
     "MIN_REVIEWS",
+    "PROSE_MIN_TOKENS",
     "REFERENCE",
     "REVIEW_PROMPT_VERSION",
     "SUBMITTED_KIND",

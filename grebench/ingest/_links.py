@@ -272,12 +272,19 @@ def explicit_links(pairs: Iterable[tuple[str, str]]) -> list[Link]:
     return [Link(a, b, EXPLICIT) for a, b in pairs if a and b and a != b]
 
 
+#: What a paper's links were computed from: its metadata and, since links read the paper's text (issue 48), the PDF
+#: whose text was extracted: a text extracted after the paper was linked (a rerun after a crash, a PDF that failed
+#: before) makes its links be computed again, so the links do not depend on the order things arrived in.
+_CHECK_KEY = ("p.content_sha256 || CASE WHEN t.status = 'ok' THEN '+text:' || coalesce(t.pdf_sha256, t.pdf_ref) "
+              "ELSE '' END")
+
+
 def unchecked_paper_ids(store: Store) -> set[str]:
     """Papers whose current version was never compared with the store (new, changed, or ingested by a run that
     stopped before linking)."""
     return {r["paper_id"] for r in store.rows(
-        "SELECT p.paper_id FROM papers p LEFT JOIN paper_link_checks c ON c.paper_id = p.paper_id "
-        "WHERE c.content_sha256 IS DISTINCT FROM p.content_sha256")}
+        f"SELECT p.paper_id FROM papers p LEFT JOIN paper_link_checks c ON c.paper_id = p.paper_id "
+        f"LEFT JOIN paper_texts t ON t.paper_id = p.paper_id WHERE c.content_sha256 IS DISTINCT FROM {_CHECK_KEY}")}
 
 
 def link_papers(store: Store, paper_ids: Collection[str] | None = None,
@@ -290,8 +297,9 @@ def link_papers(store: Store, paper_ids: Collection[str] | None = None,
         replace = set(paper_ids) if paper_ids is not None else {r["paper_id"] for r in store.rows(
             "SELECT paper_id FROM papers")}
         written = put_links(store, [*found, *named], replace_computed_of=replace)
-        store.con.execute("INSERT OR REPLACE INTO paper_link_checks SELECT paper_id, content_sha256, ? FROM papers "
-                          "WHERE paper_id IN (SELECT unnest(?::VARCHAR[]))", [utcnow(), sorted(replace)])
+        store.con.execute(f"INSERT OR REPLACE INTO paper_link_checks SELECT p.paper_id, {_CHECK_KEY}, ? FROM papers p "
+                          "LEFT JOIN paper_texts t ON t.paper_id = p.paper_id "
+                          "WHERE p.paper_id IN (SELECT unnest(?::VARCHAR[]))", [utcnow(), sorted(replace)])
     by_method = Counter(link.method for link in [*found, *named])
     return {"papers": len(replace), "links": written, "by_method": dict(sorted(by_method.items())),
             "links_total": int(store.scalar("SELECT count(*) FROM paper_links") or 0)}

@@ -133,8 +133,8 @@ def lm_prose_findings(store: Store, settings: Settings, texts: list[str]) -> lis
     with neither abstract nor first review) against the lowest of :data:`LM_PROSE_SAMPLE` of the store's human
     reviews under the same LM, less :data:`LM_PROSE_MARGIN` nats; a text shorter than the word test's minimum is not
     judged.  The calls go through the log-prob cache like every score."""
+    from grebench.bench import PROSE_MIN_TOKENS as MIN_TOKENS
     from grebench.bench import ProseEvidence
-    from grebench.bench._prose import MIN_TOKENS
     from grebench.scoring import unconditional_logprobs
 
     human = [r["text"] for r in store.rows(

@@ -32,7 +32,7 @@ BOOKKEEPING_TABLES = frozenset({"runs", "run_failures", "jobs", "stage_state", "
 WALL_CLOCK_COLUMNS = frozenset({
     "ingested_at", "updated_at", "first_seen_at", "fetched_at", "extracted_at", "created_at", "generated_at",
     "failed_at", "started_at", "finished_at", "changed_at", "last_started_at", "last_finished_at", "applied_at",
-    "computed_at", "checked_at", "scored_at",
+    "computed_at", "checked_at", "scored_at", "linked_at",
 })
 RUN_COLUMNS = frozenset({"latency_s", "run_id", "last_run_id"})
 SET_TABLES = frozenset({"validation_reports"})

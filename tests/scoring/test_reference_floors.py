@@ -21,10 +21,15 @@ from tests.conftest import FAST_ENV
 
 
 def _misleading(n: int) -> str:
-    """A review of paper ``n`` whose judgment lines are about the other papers' subjects: it has lines, and they
-    score below every reference-set review on this paper's references (many wrong lines, each against them)."""
-    lines = [f"Paper {n} lacks {TOPICS[k]} baselines and misreads {TOPICS[k]}." for k in range(len(TOPICS)) if k != n]
-    return f"Summary:\nPaper {n} studies {TOPICS[(n + 1) % len(TOPICS)]}.\n\nWeaknesses:\n" + "\n".join(lines * 3)
+    """A review of paper ``n``, in prose, whose judgment lines are about the other papers' subjects: it has lines,
+    and they score below every reference-set review on this paper's references (many wrong lines, each against
+    them)."""
+    forms = ("The comparison with prior work on {t} is missing, so the reader cannot tell what is new.",
+             "I could not follow how the method handles {t}; the section on it should be rewritten.",
+             "The experiments never test {t}, although the introduction claims that they do.",
+             "It is not clear why the authors ignore the standard baselines for {t} in their tables.")
+    lines = [form.format(t=TOPICS[k]) for k in range(len(TOPICS)) if k != n for form in forms]
+    return f"Summary:\nThe paper studies {TOPICS[(n + 1) % len(TOPICS)]}.\n\nWeaknesses:\n" + "\n".join(lines)
 
 
 def _cli(data: Path, *args: str) -> Result:
