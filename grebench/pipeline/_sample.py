@@ -76,9 +76,10 @@ class CostModel:
 #: less the local judge's exam tokens no longer read since its exam stops once it cannot pass (``1bd0f57``).
 FULL_COST = CostModel(fixed_s=11.0, fixed_tokens=165_000, paper_s=67.0, tokens_per_paper=45_000)
 #: The core set (``validation = core``, a CPU's default: GEM-S, the human baseline, the contestants and five core
-#: controls), with the local candidate decoded in batches and no reuse probe (issue 47): fitted to the default runs
-#: in docs/results.md#the-default-run-end-to-end.
-CORE_COST = CostModel(fixed_s=60.0, fixed_tokens=40_000, paper_s=8.0, tokens_per_paper=11_000)
+#: controls), with the local candidate decoded in batches and no reuse probe (issue 47): fitted to the default run
+#: of 12 papers from a fresh clone at 5173d81 on a quiet AVX-512 Xeon in float32 at 432 tokens/s (job 1,030 s: model
+#: pull, probe and loads ~87 s, bench 167 s, score 517 s, panel 249 s of which the local judge's exam is most).
+CORE_COST = CostModel(fixed_s=60.0, fixed_tokens=78_000, paper_s=14.0, tokens_per_paper=22_500)
 
 
 def cost_model(core: bool) -> CostModel:

@@ -50,6 +50,18 @@ def test_the_cost_model_puts_the_measured_default_runs_within_the_plans_range(ra
     assert abs((fixed + papers * per_paper) * 60 / job_s - 1) < 0.10
 
 
+@pytest.mark.parametrize("rate, papers, job_s", [
+    (432.0, 12, 1030.0),  # AVX-512 Xeon (no bf16), float32, fresh clone at 5173d81 (2026-11-28): fitted to
+])
+def test_the_core_cost_model_puts_the_measured_core_runs_within_the_plans_range(rate: float, papers: int,
+                                                                               job_s: float) -> None:
+    """Issue 47: the core set's plan (a CPU's default) holds the measured default runs (docs/results.md)."""
+    low, high = expected_minutes(rate, papers, core=True)
+    assert low <= job_s / 60 <= high
+    fixed, per_paper = job_minutes(rate, core=True)
+    assert abs((fixed + papers * per_paper) * 60 / job_s - 1) < 0.10
+
+
 def test_the_plan_reads_this_machines_dtype_probe_and_only_it(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     from grebench.runtime import machine_key
