@@ -124,3 +124,15 @@ class Browser:
         self.proc.wait(timeout=10)
         os.close(self._out)
         os.close(self._in)
+
+
+def wait_for(browser: Browser, session: str, expression: str, what: str, timeout: float = 90.0) -> Any:
+    """Poll a page expression until it is truthy; the bound is a guard against a hang, not a speed test (the
+    machine may be busy), and a timeout shows what the page said."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = browser.evaluate(session, expression)
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}: {browser.evaluate(session, 'document.body.innerText')[:500]}")

@@ -10,10 +10,8 @@ import json
 import re
 import shutil
 import socket
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,6 +20,7 @@ from grebench.site._app import create_app, launch_kwargs
 from grebench.store import open_store
 from tests.conftest import FAST_ENV
 from tests.site._cdp import Browser
+from tests.site._cdp import wait_for as _wait
 from tests.site.conftest import fill_store, requires_chromium
 from tests.site.test_browser import keep_artifact
 from tests.site.test_browser_submit import CLICK, FIND, RESULT, TYPE
@@ -59,14 +58,6 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
     b.close()
 
 
-def _wait(browser: Browser, session: str, expression: str, what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = browser.evaluate(session, expression)
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}: {browser.evaluate(session, 'document.body.innerText')[:500]}")
 
 
 def _open(browser: Browser, url: str, width: int) -> str:

@@ -12,7 +12,6 @@ import json
 import shutil
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from grebench.site._app import create_app, launch_kwargs
 from grebench.store import export_snapshot, open_store, venue_years, verify_snapshot
 from tests.conftest import FAST_ENV
 from tests.site._cdp import Browser
+from tests.site._cdp import wait_for as _wait
 from tests.site.conftest import fill_store, requires_chromium
 from tests.site.test_browser import keep_artifact
 from tests.site.test_headline import HEADLINE_TITLE, SAMPLE_2024, headline_store
@@ -84,14 +84,6 @@ def _open(browser: Browser, url: str) -> str:
     return str(session)
 
 
-def _wait(browser: Browser, session: str, expression: str, what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = browser.evaluate(session, expression)
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _reload(browser: Browser, session: str, ready: str) -> None:

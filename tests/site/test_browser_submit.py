@@ -6,7 +6,6 @@ import base64
 import json
 import shutil
 import socket
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from grebench.store import open_store
 from grebench.submissions import SubmissionQueue
 from tests.conftest import FAST_ENV
 from tests.site._cdp import Browser
+from tests.site._cdp import wait_for as _wait
 from tests.site.conftest import fill_store, requires_chromium
 from tests.site.test_browser import keep_artifact
 
@@ -72,15 +72,6 @@ def live_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
     demo.close()
 
 
-def _wait(browser: Browser, session: str, expression: str, what: str, timeout: float = 20.0) -> Any:
-    """Poll a page expression until it is truthy (bounded)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = browser.evaluate(session, expression)
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _submit(browser: Browser, session: str, fields: dict[str, str], before: str) -> str:
