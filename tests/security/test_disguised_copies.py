@@ -26,7 +26,7 @@ from grebench.ingest import bundled_source
 from grebench.scheduler import SchedulerService
 from grebench.scoring import information_flags
 from grebench.settings import load_settings
-from grebench.store import PaperRecord, open_store
+from grebench.store import PaperRecord, Store, open_store
 from grebench.submissions import (
     ImportForm,
     SubmissionForm,
@@ -143,23 +143,32 @@ def _copier(kind: str) -> Callable[[list[dict[str, Any]]], str]:
     return reply
 
 
-@pytest.mark.parametrize("kind", list(DISGUISES))
-def test_an_endpoint_serving_disguised_copies_is_refused(world: dict[str, Any], kind: str) -> None:
+def _evaluate_endpoint(world: dict[str, Any], name: str, reply: Any) -> tuple[dict[str, Any], int, Store]:
+    """Submit a fake OpenAI-compatible endpoint answering with ``reply`` as model ``name`` and run the queue job
+    once: (the queued submission, the calls it was served, the open store)."""
     settings = world["settings"]
-    with FakeOpenAIServer(reply=_copier(kind)) as server:
-        form = SubmissionForm(model_name="Disguised", base_url=f"http://models.example.test:{server.port}/v1",
+    with FakeOpenAIServer(reply=reply) as server:
+        form = SubmissionForm(model_name=name, base_url=f"http://models.example.test:{server.port}/v1",
                               released="2019-01-01", cutoff="2000-01-01", contact="owner@example.org", api_key="")
         queued = world["queue"].submit(form, settings, world["vault"], RESOLVER)
         assert queued["ok"], queued
         store = open_store(settings.db_path)
         try:
-            service = SchedulerService(settings, store, vault=world["vault"], queue=world["queue"], kinds=["queue"],
-                                       resolver={**RESOLVER, "models.example.test": ["127.0.0.1"]})
-            service.run_job("queue")
-            served = len(server.chat_requests)
-            ok = store.scalar("SELECT count(*) FROM generations WHERE candidate = 'Disguised' AND status = 'ok'")
-        finally:
+            SchedulerService(settings, store, vault=world["vault"], queue=world["queue"], kinds=["queue"],
+                             resolver={**RESOLVER, "models.example.test": ["127.0.0.1"]}).run_job("queue")
+        except BaseException:
             store.close()
+            raise
+        return queued, len(server.chat_requests), store
+
+
+@pytest.mark.parametrize("kind", list(DISGUISES))
+def test_an_endpoint_serving_disguised_copies_is_refused(world: dict[str, Any], kind: str) -> None:
+    _queued, served, store = _evaluate_endpoint(world, "Disguised", _copier(kind))
+    try:
+        ok = store.scalar("SELECT count(*) FROM generations WHERE candidate = 'Disguised' AND status = 'ok'")
+    finally:
+        store.close()
     row = world["queue"].rows("SELECT status, reason FROM submissions WHERE model_name = 'Disguised'")[0]
     assert served == PAPERS
     assert row["status"] == "failed" and f"{PAPERS} of {PAPERS} reviews copy their paper's public reviews" in \
@@ -263,7 +272,6 @@ def test_a_transposed_copy_is_held_never_ranked_and_its_approval_refused_with_th
     submissions approve` refuses it with the same evidence."""
     from grebench.submissions import held_submissions
 
-    settings = world["settings"]
     papers = {p.title: p for p in _sample()}
 
     def reply(messages: list[dict[str, Any]]) -> str:
@@ -271,21 +279,14 @@ def test_a_transposed_copy_is_held_never_ranked_and_its_approval_refused_with_th
         paper = next((p for title, p in papers.items() if json.dumps(title)[1:-1] in prompt), None)
         return _transposed([r.text for r in paper.reviews]) if paper else "Summary: nothing to copy."
 
-    with FakeOpenAIServer(reply=reply) as server:
-        form = SubmissionForm(model_name="Transposed", base_url=f"http://models.example.test:{server.port}/v1",
-                              released="2019-01-01", cutoff="2000-01-01", contact="owner@example.org", api_key="")
-        queued = world["queue"].submit(form, settings, world["vault"], RESOLVER)
-        assert queued["ok"], queued
-        store = open_store(settings.db_path)
-        try:
-            SchedulerService(settings, store, vault=world["vault"], queue=world["queue"], kinds=["queue"],
-                             resolver={**RESOLVER, "models.example.test": ["127.0.0.1"]}).run_job("queue")
-            assert len(server.chat_requests) == PAPERS
-            ok = "SELECT count(*) FROM generations WHERE candidate = 'Transposed' AND status = 'ok'"
-            assert store.scalar(ok) == 0
-            held = held_submissions(store)
-        finally:
-            store.close()
+    queued, served, store = _evaluate_endpoint(world, "Transposed", reply)
+    try:
+        assert served == PAPERS
+        ok = "SELECT count(*) FROM generations WHERE candidate = 'Transposed' AND status = 'ok'"
+        assert store.scalar(ok) == 0
+        held = held_submissions(store)
+    finally:
+        store.close()
     row = world["queue"].rows("SELECT status, reason FROM submissions WHERE model_name = 'Transposed'")[0]
     assert row["status"] == "failed" and f"{PAPERS} of {PAPERS} reviews" in row["reason"], row
     assert "in any order" in row["reason"] and "do not read as text" in row["reason"], row["reason"]
