@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -151,3 +152,6 @@ def _configure_logging(settings: Settings, verbose: int) -> None:
     # (the reader builds its in-memory store through the migrations), where it only said "nothing changed"
     if verbose == 0:
         logging.getLogger("grebench.store.migrations").setLevel(max(logging.WARNING, logging.getLogger().level))
+        # transformers' "Loading weights" bar (read from huggingface_hub when transformers is first imported, which
+        # the CLI does lazily, after this): a model load is a step of the stage's own progress line
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
