@@ -17,16 +17,20 @@ import runs its registrations::
 
 A spec string such as ``hf:smollm2-135m`` is split in exactly one place (:meth:`Registry.split`): the part's
 name before the first colon, its argument after it.  What the product knows about a part without building it is
-its registration's metadata, read as a facts dataclass (:meth:`Entry.facts`: ``EstimatorInfo``, ``KindInfo``).
+its registration's facts: each registry names a frozen dataclass (``EstimatorInfo``, ``KindInfo``, ``SourceInfo``,
+...; :class:`NoFacts` where a kind declares none), the keywords of a registration are built into it when the part
+registers, and a keyword that is not one of its fields is refused there, at import (a misspelt fact is never
+stored and silently ignored).  Readers take :attr:`Entry.info`.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
 
@@ -45,6 +49,14 @@ class UnknownPart(ValueError):
 
 
 @dataclass(frozen=True)
+class NoFacts:
+    """The facts of a kind of part that declares none beyond its name (a registration with any keyword fact is
+    refused)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
 class Entry(Generic[T]):
     """One registered part: its name, the object (a factory, a class, an instance), and how users write it."""
 
@@ -53,13 +65,83 @@ class Entry(Generic[T]):
     summary: str = ""
     spec: str = ""
     origin: str = ""
-    meta: Mapping[str, Any] = field(default_factory=dict)
+    #: the registration's facts, an instance of the registry's facts dataclass (built and checked at registration)
+    info: Any = None
 
-    def facts(self, cls: Callable[..., F]) -> F:
-        """The entry's metadata as a facts dataclass ``cls`` (first field: the name; fields missing from the meta
-        keep their defaults; meta keys that are not fields are left out)."""
-        names = {f.name for f in fields(cls)} - {"name"}  # type: ignore[arg-type]
-        return cls(self.name, **{k: v for k, v in self.meta.items() if k in names})
+    def facts(self, cls: type[F]) -> F:
+        """The entry's facts as ``cls`` (the registry's facts dataclass): a :class:`TypeError` when the registry
+        declares another (a reader asking the wrong registry)."""
+        if not isinstance(self.info, cls):
+            raise TypeError(f"{self.name!r} was registered with {type(self.info).__name__} facts, not {cls.__name__}")
+        return self.info
+
+
+def build_facts(kind: str, name: str, cls: Callable[..., F], meta: Mapping[str, Any]) -> F:
+    """``cls(name, **meta)``, or a :class:`TypeError` naming each keyword that is not a field of ``cls`` (with the
+    closest field) and what the registry's facts are: a registration's misspelt fact fails where it is written."""
+    known = [f.name for f in fields(cls) if f.name != "name"]  # type: ignore[arg-type]
+    unknown = [key for key in meta if key not in known]
+    if unknown:
+        hints = []
+        for key in unknown:
+            close = difflib.get_close_matches(key, known, n=1)
+            hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise TypeError(f"{kind} {name!r}: unknown registration fact {', '.join(hints)}; "
+                        f"{getattr(cls, '__name__', cls)} declares: {', '.join(known) or 'none'}")
+    return cls(name, **meta)
+
+
+@dataclass(frozen=True)
+class PartId:
+    """A part's spec or stored id as a value: ``KIND[:MODEL][@VERSION][:KEY=VALUE...]``, parsed here once and
+    printed by ``str()`` in one place (issue 49: three modules parsed the grammar with their own regular
+    expressions).
+
+    ``hf:smollm2-135m@a672150f:dtype=bfloat16:chat=1a2b`` → kind ``hf``, model ``smollm2-135m``, version
+    ``a672150f``, options dtype and chat.  ``offline:wb-bigram:corpus=ab12`` has no version.  A model may hold
+    ``@`` and ``:`` (``hf:/ckpt/my@model@5e6f7a8b``, ``vllm:http://127.0.0.1:8000``): the version is what follows
+    the last ``@`` when no ``/`` comes after it, and options are the trailing ``KEY=VALUE`` parts (no ``/``).
+    """
+
+    kind: str
+    model: str = ""
+    version: str = ""
+    options: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> PartId:
+        """The parts of ``text`` (``str(PartId.parse(t)) == t.strip()`` for every well-formed id or spec)."""
+        kind, _, rest = text.strip().partition(":")
+        version = ""
+        at = rest.rfind("@")
+        if at >= 0 and "/" not in rest[at + 1:]:
+            rest, tail = rest[:at], rest[at + 1:]
+            version, _, tail = tail.partition(":")
+            parts = [p for p in tail.split(":")] if tail else []
+            return cls(kind.strip(), rest, version, tuple(_option(p) for p in parts))
+        segments = rest.split(":") if rest else []
+        options: list[tuple[str, str]] = []
+        while len(segments) > 1 and "=" in segments[-1] and "/" not in segments[-1]:
+            options.insert(0, _option(segments.pop()))
+        return cls(kind.strip(), ":".join(segments), version, tuple(options))
+
+    def __str__(self) -> str:
+        out = self.kind + (f":{self.model}" if self.model else "") + (f"@{self.version}" if self.version else "")
+        return out + "".join(f":{key}={value}" if value or key else ":" for key, value in self.options)
+
+    @property
+    def spec(self) -> str:
+        """``KIND[:MODEL]``: what a user writes (no version, no options)."""
+        return self.kind + (f":{self.model}" if self.model else "")
+
+    def option(self, key: str) -> str | None:
+        """The value of option ``key`` (None when the id has none)."""
+        return next((value for k, value in self.options if k == key), None)
+
+
+def _option(part: str) -> tuple[str, str]:
+    key, _, value = part.partition("=")
+    return key, value
 
 
 def load_plugins() -> dict[str, str]:
@@ -93,8 +175,9 @@ def reload_plugins() -> dict[str, str]:
 class Registry(Generic[T]):
     """Named parts of one kind; built-in modules and plugins are imported on first use."""
 
-    def __init__(self, kind: str, builtins: Sequence[str] = ()) -> None:
+    def __init__(self, kind: str, builtins: Sequence[str] = (), facts: type[Any] = NoFacts) -> None:
         self.kind = kind
+        self.facts = facts              # the dataclass a registration's keyword facts are built into
         self._builtins = tuple(builtins)
         self._entries: dict[str, Entry[T]] = {}
         self._lock = threading.RLock()
@@ -102,7 +185,7 @@ class Registry(Generic[T]):
 
     # -- registering -------------------------------------------------------------------------------------------
     def register(self, name: str, *, summary: str = "", spec: str = "", **meta: Any) -> Callable[[T], T]:
-        """Decorator: register the decorated object under ``name``."""
+        """Decorator: register the decorated object under ``name`` (``meta``: fields of the registry's facts)."""
 
         def decorate(obj: T) -> T:
             self.add(name, obj, summary=summary, spec=spec, **meta)
@@ -111,11 +194,13 @@ class Registry(Generic[T]):
         return decorate
 
     def add(self, name: str, obj: T, *, summary: str = "", spec: str = "", **meta: Any) -> T:
-        """Register ``obj`` under ``name``; a second, different registration of one name is an error."""
+        """Register ``obj`` under ``name`` with ``meta`` as its facts (:func:`build_facts`: an unknown key is a
+        :class:`TypeError`); a second, different registration of one name is an error."""
         if not name or ":" in name or name != name.strip():
             raise ValueError(f"{self.kind} name must be non-empty, without ':' or surrounding spaces: {name!r}")
+        info = build_facts(self.kind, name, self.facts, meta)
         origin = getattr(obj, "__module__", None) or type(obj).__module__
-        entry = Entry(name, obj, summary or _first_line(obj), spec or name, origin, dict(meta))
+        entry = Entry(name, obj, summary or _first_line(obj), spec or name, origin, info)
         with self._lock:
             old = self._entries.get(name)
             if old is not None and old.origin != origin:

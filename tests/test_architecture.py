@@ -131,3 +131,17 @@ def test_importing_the_stages_and_their_registries_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+#: The most ``dict[str, Any]`` the package may hold (issue 49 counted 429 lines holding one at its filing; this
+#: counts every occurrence).  Lower it when a loose dict becomes a typed record; the test refuses any rise, so
+#: contracts only get tighter.
+LOOSE_DICT_CEILING = 460
+
+
+def test_loose_dicts_only_fall() -> None:
+    root = Path(__file__).parents[1] / "grebench"
+    count = sum(path.read_text().count("dict[str, Any]") for path in root.rglob("*.py"))
+    assert count <= LOOSE_DICT_CEILING, (
+        f"{count} `dict[str, Any]` in grebench/, over the ceiling of {LOOSE_DICT_CEILING}: type the new one (a "
+        "dataclass or a TypedDict) instead")

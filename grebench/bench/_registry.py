@@ -196,8 +196,9 @@ class _StoredKind:
 
 
 #: Kinds of candidates (``llm`` and ``local`` configured ones, the bundled ``human`` and ``control``, ``imported``
-#: reviews; plugins may add more).  An entry's meta holds the fields of :class:`KindInfo`.
-CANDIDATE_KINDS: Registry[CandidateKind] = Registry("candidate kind", builtins=("grebench.bench._local",))
+#: reviews; plugins may add more).  An entry's facts are a :class:`KindInfo`.
+CANDIDATE_KINDS: Registry[CandidateKind] = Registry("candidate kind", builtins=("grebench.bench._local",),
+                                                    facts=KindInfo)
 #: The kind of a model called at an endpoint: configured ``[[candidates]]`` by default, and submitted models.
 ENDPOINT_KIND = "llm"
 #: The kind of the human baseline and of the controls (bundled candidates).

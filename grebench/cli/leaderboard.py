@@ -11,6 +11,7 @@ from grebench.cli._common import emit_json, headline_metric, metric_choice, read
 from grebench.cli._dates import When
 from grebench.cli._dates import shown as when
 from grebench.cli._options import setting_option, settings_options
+from grebench.registry import PartId
 from grebench.settings import Settings
 from grebench.store import Store
 
@@ -22,7 +23,7 @@ def _pick(boards: list[dict[str, Any]], key: str, wanted: str | None, what: str)
     if wanted:
         if wanted in ids:
             return wanted
-        matches = [i for i in ids if i.startswith(wanted) or i.split("@")[0] == wanted
+        matches = [i for i in ids if i.startswith(wanted) or PartId.parse(i).spec == wanted
                    or i.split("-v")[0] == wanted]
         if len(matches) == 1:
             return matches[0]
@@ -121,7 +122,7 @@ def command(settings: Settings, metric: str, estimator: str | None, preprocessor
         click.echo(f"board version {shown['version']}, published {when(shown['published_at'])}\n")
     click.echo("\n\n".join(board_text(b, title=_title(b)) for b in boards))
     for other, label in others:
-        click.echo(f"\nalso scored by {label}: `grebench leaderboard --estimator {other.split('@')[0]}`")
+        click.echo(f"\nalso scored by {label}: `grebench leaderboard --estimator {PartId.parse(other).spec}`")
 
 
 def _refuse_no_board(metric: str, venue: str | None, ver: dict[str, Any] | None,

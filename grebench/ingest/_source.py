@@ -37,10 +37,21 @@ class PaperSource(Protocol):
 
 SourceFactory = Callable[[str, "Settings"], PaperSource]
 
-#: Registered paper sources.  Entry meta: ``venue_id`` (the argument is an OpenReview venue id: a bare venue id in
-#: the ``venues`` setting means this source).
+@dataclass(frozen=True)
+class SourceInfo:
+    """The facts of a kind of paper source.  ``venue_id``: its argument is an OpenReview venue id (a bare venue id
+    in the ``venues`` setting means this source).  ``check_arg``: validates an ARG before any work (the setup check
+    calls it), raising ``ValueError(reason)``; None: any ARG passes."""
+
+    name: str
+    venue_id: bool = False
+    check_arg: Callable[[str], None] | None = None
+
+
+#: Registered paper sources; an entry's facts are a :class:`SourceInfo`.
 SOURCES: Registry[SourceFactory] = Registry(
-    "source", builtins=("grebench.ingest._archive", "grebench.ingest._season", "grebench.ingest._openreview"))
+    "source", builtins=("grebench.ingest._archive", "grebench.ingest._season", "grebench.ingest._openreview"),
+    facts=SourceInfo)
 
 
 def resolve_source(spec: str, settings: Settings) -> PaperSource:
@@ -64,7 +75,7 @@ def source_spec(item: str) -> str:
         return item
     if ":" in item and "/" not in name:  # NAME:ARG with an unknown NAME (venue ids have a '/' before any colon)
         raise SourceError(f"unknown source {name!r} in venues entry {item!r} (known: {SOURCES.help()})")
-    venue = [e for e in SOURCES.entries() if e.meta.get("venue_id")]
+    venue = [e for e in SOURCES.entries() if e.facts(SourceInfo).venue_id]
     if not venue:
         raise SourceError(f"{item!r} is not a source spec and no registered source takes venue ids")
     return f"{venue[0].name}:{item}"

@@ -171,16 +171,7 @@ def ask(judge: Judge, items: Sequence[Item], guard: bool = True,
     allowed = [not (guard and judge.family and (a.family == judge.family or b.family == judge.family))
                for _, a, b in items]
     todo = [it for it, ok in zip(items, allowed, strict=True) if ok]
-    many = getattr(judge, "compare_many", None)
-    if many is not None:
-        answers: list[Any] = list(many(todo))
-    else:
-        answers = []
-        for paper, a, b in todo:
-            try:
-                answers.append(judge.compare(paper, a, b))
-            except Exception as exc:  # a judge failing on one pair must not stop the exam
-                answers.append(exc)
+    answers: list[Any] = list(judge.compare_many(todo))  # a failing pair comes back as its exception
     if errors is not None:
         errors += [a for a in answers if isinstance(a, BaseException)]
     it = iter(answers)

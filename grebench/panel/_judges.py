@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -79,18 +79,64 @@ def is_reference(judge: Judge) -> bool:
     return judge.kind == REFERENCE_JUDGE
 
 
-@runtime_checkable
-class Judge(Protocol):
-    """Anything that compares two reviews of one paper."""
+class Judge:
+    """The base of every judge: it compares two reviews of one paper.  A judge subclasses it (the panel refuses a
+    registered or configured judge that does not: :func:`checked_judge`), and the panel reads these attributes,
+    never probing with ``getattr`` (issue 49); a subclass overrides what applies to it.
+
+    ``kind``: its role in the judges table, :data:`REFERENCE_JUDGE` or :data:`LLM_JUDGE`.  ``model``: the model
+    behind it (None: no model).  ``judge_kind``: the :data:`JUDGE_KINDS` entry that made it from a ``[[judges]]``
+    table (None: a registered judge).  ``needs_gem``: the exam's texts are scored for it before it judges.
+    ``calls_made`` / ``cached``: model calls it made and answers it took from the cache, for the run's summary.
+    """
 
     name: str
-    kind: str            # REFERENCE_JUDGE | LLM_JUDGE
+    kind: str
     family: str | None
     description: str
+    model: str | None
+    judge_kind: str | None
+    needs_gem: bool
+    calls_made: int
+    cached: int
+
+    def __getattr__(self, attr: str) -> Any:
+        """The default of a declared attribute the subclass does not set (looked up only when it is missing, so a
+        dataclass subclass's own fields and their order are its own)."""
+        try:
+            return _JUDGE_DEFAULTS[attr]
+        except KeyError:
+            raise AttributeError(f"{type(self).__name__!r} judge has no attribute {attr!r}") from None
 
     def compare(self, paper: PaperView, review_a: ReviewView, review_b: ReviewView) -> Verdict:
         """Which of the two reviews, shown in this order, is better."""
-        ...
+        raise NotImplementedError
+
+    def compare_many(self, items: Sequence[tuple[PaperView, ReviewView, ReviewView]]
+                     ) -> Sequence[Verdict | Exception]:
+        """:meth:`compare` on each pair, a failure kept as its exception (one failing pair must not stop an exam);
+        a judge that can batch (one model call for many pairs) overrides it."""
+        answers: list[Verdict | Exception] = []
+        for paper, a, b in items:
+            try:
+                answers.append(self.compare(paper, a, b))
+            except Exception as exc:  # kept as the pair's answer
+                answers.append(exc)
+        return answers
+
+
+_JUDGE_DEFAULTS: dict[str, Any] = {"family": None, "description": "", "model": None, "judge_kind": None,
+                                   "needs_gem": False, "calls_made": 0, "cached": 0}
+
+
+def checked_judge(judge: object, origin: str) -> Judge:
+    """``judge`` when it is a :class:`Judge` with a name and a kind; a :class:`TypeError` naming ``origin`` (the
+    registration or table that made it) otherwise."""
+    if not isinstance(judge, Judge):
+        raise TypeError(f"{origin} made a {type(judge).__name__}, which does not subclass grebench.panel.Judge")
+    if not getattr(judge, "name", "") or getattr(judge, "kind", None) not in (REFERENCE_JUDGE, LLM_JUDGE):
+        raise TypeError(f"{origin}: a judge needs a name and a kind ({REFERENCE_JUDGE!r} or {LLM_JUDGE!r})")
+    return judge
 
 
 def content_words(text: str) -> list[str]:
@@ -147,7 +193,7 @@ def _pick(score_a: float, score_b: float, confidence: float, reason: str) -> Ver
     return Verdict("one" if score_a > score_b else "two", max(0.0, min(1.0, confidence)), reason)
 
 
-class PositionJudge:
+class PositionJudge(Judge):
     """Always prefers the review shown first, always equally sure: the position bias the exam must catch."""
 
     name, kind = "position", REFERENCE_JUDGE
@@ -159,7 +205,7 @@ class PositionJudge:
         return Verdict("one", 0.5, "the first review shown")
 
 
-class LengthJudge:
+class LengthJudge(Judge):
     """Prefers the longer review; confidence = the relative length gap (verbosity bias made explicit)."""
 
     name, kind = "length", REFERENCE_JUDGE
@@ -173,7 +219,7 @@ class LengthJudge:
         return _pick(a, b, gap, f"{a} words vs {b} words")
 
 
-class OverlapJudge:
+class OverlapJudge(Judge):
     """Prefers the review closer to the paper's own text (TF-IDF cosine over content words).
 
     The paper's text is title + abstract + extracted PDF text when stored; cosine normalises length on both sides,
@@ -219,7 +265,7 @@ class OverlapJudge:
 GemScores = Callable[[str, ReviewView], Mapping[str, float] | None]
 
 
-class GemJudge:
+class GemJudge(Judge):
     """Prefers the review with the higher GEM-S against the paper's references.
 
     ``scores(paper_id, review)`` returns the review's PMI per reference review id (stored ``scores`` rows, or values
@@ -278,9 +324,22 @@ class JudgeKind(Protocol):
 
 #: Judges on every panel (the reference judges need no LLM; plugins may add more).
 JUDGES: Registry[JudgeFactory] = Registry("judge")
-#: Kinds of configured ``[[judges]]`` tables (``llm`` is registered by :mod:`grebench.panel._llm_judge`).
+
+
+@dataclass(frozen=True)
+class JudgeKindInfo:
+    """The facts of a kind of configured judge.  ``debates``: its judges take part in debates (they have a
+    ``debate`` method)."""
+
+    name: str
+    debates: bool = False
+
+
+#: Kinds of configured ``[[judges]]`` tables (``llm`` is registered by :mod:`grebench.panel._llm_judge`); an entry's
+#: facts are a :class:`JudgeKindInfo`.
 JUDGE_KINDS: Registry[JudgeKind] = Registry("judge kind", builtins=("grebench.panel._llm_judge",
-                                                                           "grebench.panel._local_judge"))
+                                                                           "grebench.panel._local_judge"),
+                                            facts=JudgeKindInfo)
 JUDGES.add("position", lambda ctx: PositionJudge(), summary=PositionJudge.description)
 JUDGES.add("length", lambda ctx: LengthJudge(), summary=LengthJudge.description)
 JUDGES.add("overlap", lambda ctx: OverlapJudge(ctx.tfidf), summary=OverlapJudge.description)
@@ -291,11 +350,10 @@ REFERENCE_JUDGES = ("position", "length", "overlap", "gem")
 def can_debate(judge: Judge) -> bool:
     """Whether a judge takes part in debates: the kind that made it is registered with ``debates=True`` (meta of
     :data:`JUDGE_KINDS`; the judge names its kind in ``judge_kind``) and it has a ``debate`` method."""
-    kind = getattr(judge, "judge_kind", None)
-    return (isinstance(kind, str) and kind in JUDGE_KINDS and bool(JUDGE_KINDS.get(kind).meta.get("debates"))
-            and callable(getattr(judge, "debate", None)))
+    kind = judge.judge_kind
+    return kind is not None and kind in JUDGE_KINDS and JUDGE_KINDS.get(kind).facts(JudgeKindInfo).debates
 
 
 def needs_gem_scores(judges: Iterable[Judge]) -> bool:
     """Whether a judge reads GEM scores of the exam's texts (a judge says so with ``needs_gem = True``)."""
-    return any(getattr(j, "needs_gem", False) for j in judges)
+    return any(j.needs_gem for j in judges)

@@ -25,6 +25,8 @@ from grebench.panel._judges import (
     PaperView,
     ReviewView,
     Verdict,
+    can_debate,
+    checked_judge,
 )
 
 PROMPT_VERSION = "judge-v2"  # v2: untrusted text fenced (grebench.llm.fill)
@@ -100,7 +102,7 @@ def parse_reply(text: str, logprobs: list[dict[str, Any]] | None) -> Verdict:
 
 
 @dataclass
-class LLMJudge:
+class LLMJudge(Judge):
     """A judge backed by one LLM, configured as a ``[[judges]]`` table; every call is cached by the client."""
 
     name: str
@@ -185,5 +187,10 @@ def parse_judges(raw: Any, context: JudgeContext) -> list[Judge]:
         kind = entry.get("kind", "llm")
         if not isinstance(kind, str) or kind not in JUDGE_KINDS:
             raise ValueError(f"judge {name!r}: kind must be one of {', '.join(JUDGE_KINDS.names())}, got {kind!r}")
-        out.append(JUDGE_KINDS.get(kind).obj.parse(entry, f"judge {name!r}", context))
+        judge = checked_judge(JUDGE_KINDS.get(kind).obj.parse(entry, f"judge {name!r}", context),
+                              f"judge kind {kind!r} (table {name!r})")
+        if can_debate(judge) and not callable(getattr(judge, "debate", None)):
+            raise TypeError(f"judge kind {kind!r} is registered with debates=True but its judge {name!r} has no "
+                            "debate method")
+        out.append(judge)
     return out

@@ -67,7 +67,7 @@ def decision_state(paper: PaperView, one: ReviewView, two: ReviewView) -> str:
 
 
 @dataclass
-class LocalJudge:
+class LocalJudge(Judge):
     """A catalogue model or a local checkpoint judging pairs through ``/v1/systemone`` decisions."""
 
     name: str
@@ -151,7 +151,7 @@ class LocalJudgeKind:
 
 
 JUDGE_KINDS.add("local", LocalJudgeKind(), spec="local",
-                summary="a model on this machine answering typed decisions (transformers serve)", debates=True)
+                summary="a model on this machine answering typed decisions (transformers serve)")
 
 
 def builtin_local_judges(context: JudgeContext) -> list[Judge]:

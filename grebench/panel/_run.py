@@ -37,6 +37,7 @@ from grebench.panel._judges import (
     TfIdf,
     Verdict,
     can_debate,
+    checked_judge,
     is_reference,
     needs_gem_scores,
 )
@@ -61,7 +62,8 @@ def build_judges(settings: Settings, client: LLMClient, gem: GemScores, tfidf: T
                  names: Sequence[str] | None = None, servers: LocalServers | None = None) -> list[Judge]:
     """Every registered judge, the ``local_judges``, the ``[[judges]]`` tables; optionally only ``names``."""
     context = JudgeContext(settings, client, gem, tfidf, servers)
-    judges: list[Judge] = [entry.obj(context) for entry in JUDGES]
+    judges: list[Judge] = [checked_judge(entry.obj(context), f"judge {entry.name!r} ({entry.origin})")
+                           for entry in JUDGES]
     judges += builtin_local_judges(context)
     judges += parse_judges(settings.tables.get("judges"), context)
     known = [j.name for j in judges]
@@ -100,7 +102,7 @@ def _sync_judges(store: Store, judges: Sequence[Judge]) -> None:
         for j in judges:
             con.execute("DELETE FROM judges WHERE name = ?", [j.name])
             con.execute("INSERT INTO judges VALUES (?, ?, ?, ?, ?, ?)",
-                        [j.name, j.kind, getattr(j, "model", None), j.family, j.description, utcnow()])
+                        [j.name, j.kind, j.model, j.family, j.description, utcnow()])
 
 
 def _machine_metrics(store: Store, data: VenueData, with_metrics: bool) -> int:
@@ -335,9 +337,9 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, *, setup: Sc
         _run_venues(store, settings, client, gem, names, sample, run_id, judge_names, exam_only, display, servers,
                     summary, all_judges)
     summary["votes_total"] = int(store.scalar("SELECT count(*) FROM panel_votes") or 0)
-    summary["calls_made"] = sum(getattr(j, "calls_made", 0) for j in all_judges)
+    summary["calls_made"] = sum(j.calls_made for j in all_judges)
     summary["estimator_calls"] = gem.estimator_calls
-    summary["cached"] = sum(getattr(j, "cached", 0) for j in all_judges)
+    summary["cached"] = sum(j.cached for j in all_judges)
     store.checkpoint()
     return summary
 

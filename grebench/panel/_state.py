@@ -45,22 +45,45 @@ _GLOBAL = (
 )
 
 
+#: The settings a panel's results depend on, each one's value in the fingerprint (its declared inputs, not a list
+#: kept by hand at the call: ``tests/panel/test_panel_inputs.py`` runs a panel, records every setting it reads and
+#: fails on one that is neither here nor in :data:`OPERATIONAL`, then changes each input and sees the panel run again).
+INPUTS = ("seed", "exam_pairs", "exam_llm_pairs", "panel_pairs_per_paper", "panel_llm_pairs_per_paper",
+          "bootstrap_samples", "debate_rounds", "judges_see_machine_metrics", "local_judges")
+#: What a local judge's verdicts also depend on (the model's numerics: device, dtype, how its server batches);
+#: in the fingerprint only when ``local_judges`` names one, so they do not rerun a panel that has none.
+LOCAL_JUDGE_INPUTS = ("hf_device", "hf_dtype", "local_batch_mib", "local_streams")
+#: The ``[[tables]]`` of the configuration the panel reads: ``[[judges]]`` (its LLM judges).
+TABLE_INPUTS = ("judges",)
+#: Settings the panel reads that do not change its results: how LLM calls are made and cached, where files live,
+#: logging, how local servers are started.  A setting moved here must not change a vote, a verdict or a ranking.
+OPERATIONAL = ("data_dir", "llm_timeout_s", "llm_idle_timeout_s", "llm_max_retries", "llm_max_retry_after_s",
+               "llm_max_response_chars", "bench_concurrency", "local_server_port", "local_server_startup_s",
+               "vllm_python")
+
+
+def inputs(settings: Settings) -> dict[str, Any]:
+    """The declared inputs' values (:data:`INPUTS`, :data:`LOCAL_JUDGE_INPUTS` when a local judge is set,
+    :data:`TABLE_INPUTS`)."""
+    names = INPUTS + (LOCAL_JUDGE_INPUTS if settings.listed("local_judges") else ())
+    values: dict[str, Any] = {name: getattr(settings, name) for name in names}
+    values.update({f"[[{name}]]": settings.tables.get(name) for name in TABLE_INPUTS})
+    return values
+
+
 def fingerprint(store: Store, settings: Settings, venue_id: str, judge_names: Sequence[str] | None,
                 exam_only: bool, setup: ScoredSetup | None, metric: str | None,
                 sample: Collection[str] | None) -> str:
     """Hash of the venue-year's inputs, the judges, the setup and metric the gem judge reads, the job's sample (the
-    papers passed in), the panel settings and the code version."""
+    papers passed in), the panel's declared settings (:func:`inputs`) and the code version."""
     queries = {name: (sql, [venue_id]) for name, sql in _QUERIES}
     queries.update({name: (sql, []) for name, sql in _GLOBAL})
     values = {
         "version": PANEL_VERSION, "venue": venue_id, "exam_only": exam_only,
-        "judge_names": sorted(judge_names or []), "judges": settings.tables.get("judges"),
+        "judge_names": sorted(judge_names or []),
         "setup": None if setup is None else setup.as_json(), "metric": metric,
         "sample": None if sample is None else sorted(sample),
-        "settings": {name: getattr(settings, name) for name in (
-            "seed", "exam_pairs", "panel_pairs_per_paper", "panel_llm_pairs_per_paper", "bootstrap_samples",
-            "debate_rounds",
-            "judges_see_machine_metrics", "estimator", "preprocessor")},
+        "settings": inputs(settings),
     }
     return fingerprint_of(store, queries=queries, values=values, code=code_files(Path(__file__).parent))
 

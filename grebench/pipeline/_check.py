@@ -143,17 +143,19 @@ def check_app_port(settings: Settings, change: str = "the setting app_port (GREB
 LOCAL_SERVER_STAGES = frozenset({"bench", "score", "validate", "panel"})
 
 
-def check_local_port(settings: Settings, stages: Iterable[str]) -> None:
+def check_local_port(settings: Settings, stages: Iterable[str], options: RunOptions | None = None) -> None:
     """Raise :class:`SetupError` when a fixed ``local_server_port`` (and the ports after it, one per ``vllm_servers``
     server) is taken now while these stages would start a local model server on it: said before the job's first
     stage instead of when the server starts, after ingest and generation.  ``local_server_port = 0`` (the default:
-    the OS chooses a free port each time) is never checked."""
+    the OS chooses a free port each time) is never checked.  The estimator is the job's (``--estimator`` over the
+    setting: :func:`grebench.pipeline._resolve.chosen`), not the setting alone."""
     first = settings.local_server_port
     if not first or LOCAL_SERVER_STAGES.isdisjoint(stages):
         return
+    from grebench.pipeline._resolve import chosen
     from grebench.scoring.estimators import estimator_info
 
-    estimators = [settings.estimator, settings.proxy_estimator]
+    estimators = [chosen(settings, options or RunOptions())[0], settings.proxy_estimator]
     vllm_local = any(estimator_info(e.strip()).local_servers for e in estimators if e.strip())
     if not (vllm_local or settings.listed("local_candidates") or settings.listed("local_judges")):
         return
@@ -199,7 +201,7 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
             else:
                 part, arg = (preprocessor_entry(value) if kind == "preprocessor" else
                              SOURCES.resolve(value if kind == "source" else source_spec(value)))
-                check_arg = part.meta.get("check_arg")  # sources and preprocessors check their ARG the same way
+                check_arg = part.info.check_arg  # sources and preprocessors check their ARG the same way
                 if check_arg is not None:
                     check_arg(arg)
         except SetupError:

@@ -162,7 +162,7 @@ def _run_job(settings: Settings, which: str | Job, options: RunOptions | None, *
     check_setup(settings, opts, source=spec.uses_source)
     check_data_dir(settings)
     check_site_dir(settings, spec.stages)
-    check_local_port(settings, spec.stages)
+    check_local_port(settings, spec.stages, opts)
     setup = resolve_setup(settings, opts, progress)
     observer.checked(setup)
     with open_store() as store:

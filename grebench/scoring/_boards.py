@@ -129,12 +129,18 @@ def _eligible(store: Store) -> dict[str, int]:
         "SELECT p.venue_id, count(*) AS n FROM baseline_splits s JOIN papers p USING (paper_id) GROUP BY 1")}
 
 
+#: The settings the boards depend on, each one's value in :func:`boards_fingerprint` (declared, not listed by hand
+#: at the call: ``tests/scoring/test_board_inputs.py`` records what :func:`compute_boards` reads and fails on any
+#: other setting, and changes each of these to see the fingerprint change).
+BOARD_INPUTS = ("bootstrap_samples", "seed", "board_max_missing_share")
+
+
 def boards_fingerprint(store: Store, settings: Settings) -> str:
-    """What the boards depend on: scores, candidates, generations, papers, splits, samples, settings, code."""
+    """What the boards depend on: scores, candidates, generations, papers, splits, samples, the declared settings
+    (:data:`BOARD_INPUTS`), the labels and the code."""
     return fingerprint(store, tables=("scores", "candidates", "generations", "papers", "baseline_splits",
                                       "paper_samples", "paper_links", "scored_setups"),
-                       values=[BOARD_VERSION, settings.bootstrap_samples, settings.seed, label_parts(),
-                               settings.board_max_missing_share],
+                       values=[BOARD_VERSION, label_parts(), {name: getattr(settings, name) for name in BOARD_INPUTS}],
                        code=code_files(_HERE / "_boards.py", _HERE / "_leaderboard.py", _HERE / "_aggregate.py",
                                        _HERE / "_labels.py", _HERE / "_coverage.py"))
 

@@ -21,13 +21,13 @@ def preprocessor_label(preprocessor_id: str) -> str:
     """``rules-v6`` → ``rules preprocessor``; ``litellm:openai/gpt-4o@v1`` → ``LLM preprocessor (gpt-4o)``."""
     from grebench.registry import UnknownPart
     from grebench.scoring._metrics import RAW_PREPROCESSOR
-    from grebench.scoring._preprocess import PREPROCESSORS
+    from grebench.scoring._preprocess import PREPROCESSORS, PreprocessorInfo
 
     if preprocessor_id == RAW_PREPROCESSOR:
         return "no preprocessor (raw text)"
     kind = re.sub(r"-v\d+$", "", Registry.split(preprocessor_id)[0])
     try:
-        label = PREPROCESSORS.get(kind).meta.get("label")
+        label = PREPROCESSORS.get(kind).facts(PreprocessorInfo).label
     except UnknownPart:
         label = None
     if callable(label):

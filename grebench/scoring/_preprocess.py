@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Protocol
 
-from grebench.registry import Entry, Registry
+from grebench.registry import Entry, PartId, Registry
 from grebench.scoring._judgment_lines import parse_judgment_output
 from grebench.scoring._rules import RULES_ID, rules_judgment_lines
 from grebench.store import Store, utcnow
@@ -136,14 +136,26 @@ def imported_preprocessor_names(store: Store) -> dict[str, int]:
 
 
 PreprocessorFactory = Callable[[str, "Settings", Store], Preprocessor]
-#: Registered preprocessors (``rules``, ``litellm:MODEL``, ``imported[:NAME]``, plugins').
-PREPROCESSORS: Registry[PreprocessorFactory] = Registry("preprocessor")
+@dataclass(frozen=True)
+class PreprocessorInfo:
+    """The facts of a kind of preprocessor.  ``label``: the words for one of its ids (None: the shortened id).
+    ``check_arg``: validates an ARG before any work (the setup check calls it), raising ``ValueError(reason)``;
+    None: any ARG passes."""
+
+    name: str
+    label: Callable[[str], str] | None = None
+    check_arg: Callable[[str], None] | None = None
+
+
+#: Registered preprocessors (``rules``, ``litellm:MODEL``, ``imported[:NAME]``, plugins'); an entry's facts are a
+#: :class:`PreprocessorInfo`.
+PREPROCESSORS: Registry[PreprocessorFactory] = Registry("preprocessor", facts=PreprocessorInfo)
 
 
 def _litellm_label(preprocessor_id: str) -> str:
     from grebench.models import model_title
 
-    return f"LLM preprocessor ({model_title(PREPROCESSORS.split(preprocessor_id)[1].split('@', 1)[0])})"
+    return f"LLM preprocessor ({model_title(PartId.parse(preprocessor_id).model)})"
 
 
 def _imported_label(preprocessor_id: str) -> str:
@@ -158,7 +170,7 @@ def _check_rules_arg(arg: str) -> None:
 
 
 def _check_litellm_arg(arg: str) -> None:
-    if not arg.split("@", 1)[0]:
+    if not PartId.parse(f"litellm:{arg}").model:
         raise ValueError("litellm preprocessor spec must be litellm:MODEL (a litellm model string)")
 
 
@@ -172,7 +184,7 @@ def _rules(arg: str, settings: Settings, store: Store) -> Preprocessor:
                         label=_litellm_label, check_arg=_check_litellm_arg)
 def _litellm(arg: str, settings: Settings, store: Store) -> Preprocessor:
     _check_litellm_arg(arg)
-    model = arg.split("@", 1)[0]
+    model = PartId.parse(f"litellm:{arg}").model
     return LLMPreprocessor(model, settings, store)
 
 

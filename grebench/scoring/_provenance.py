@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import grebench
+from grebench.registry import PartId
 from grebench.scoring._boards import BOARD_VERSION
 from grebench.scoring._metrics import METRICS, RAW_PREPROCESSOR
 from grebench.scoring._preprocess import PREPROCESS_PROMPT_VERSION
@@ -35,7 +36,6 @@ _REF = re.compile(r"^refs/[A-Za-z0-9._/-]+$")
 #: A parameter named like a credential (``api_key``, ``Authorization``, ``access-token``; not ``max_tokens``).
 _SECRET = re.compile(r"(^|[_-])(api[_-]?key|key|token|secret|password|passwd|auth|authorization|credentials?|"
                      r"bearer|cookie)($|[_-])", re.IGNORECASE)
-_ESTIMATOR_ID = re.compile(r"^(?P<kind>[a-z0-9_-]+):(?P<model>[^@]+)@(?P<weights>[^:@/]*)(?P<options>(:[^:]*)*)$")
 #: The command that rebuilds the numbers from a snapshot (docs/store.md, "Reproducing the numbers").
 REBUILD_COMMAND = "grebench snapshot rebuild SNAPSHOT_DIR"
 
@@ -108,12 +108,12 @@ def prompt_hashes() -> dict[str, str]:
 def estimator_facts(estimator_id: str) -> dict[str, Any]:
     """An estimator id in parts: ``hf:smollm2-135m@a672150f:dtype=bfloat16:chat=…`` → kind, model, weights hash
     and options (dtype among them); an id of another shape (the offline model's) is kept whole under ``id``."""
-    match = _ESTIMATOR_ID.match(estimator_id)
-    if match is None:
-        return {"id": estimator_id, "kind": estimator_id.split(":", 1)[0]}
-    options = {o.partition("=")[0]: o.partition("=")[2] for o in match.group("options").split(":")[1:]}
-    return {"id": estimator_id, "kind": match.group("kind"), "model": match.group("model"),
-            "weights_sha8": match.group("weights"), "dtype": options.get("dtype"), "options": options}
+    part = PartId.parse(estimator_id)
+    if not (part.model and part.version):
+        return {"id": estimator_id, "kind": part.kind}
+    options = dict(part.options)
+    return {"id": estimator_id, "kind": part.kind, "model": part.model, "weights_sha8": part.version,
+            "dtype": options.get("dtype"), "options": options}
 
 
 def _clean_url(url: str | None) -> str | None:
@@ -232,5 +232,5 @@ def _preprocessor_version(preprocessor_id: str) -> str:
     if preprocessor_id == RULES_ID or preprocessor_id.startswith("rules-"):
         return preprocessor_id
     if preprocessor_id.startswith("litellm:"):
-        return preprocessor_id.rsplit("@", 1)[-1] if "@" in preprocessor_id else PREPROCESS_PROMPT_VERSION
+        return PartId.parse(preprocessor_id).version or PREPROCESS_PROMPT_VERSION
     return preprocessor_id

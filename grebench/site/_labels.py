@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from grebench.registry import PartId
 from grebench.scoring import rank_range, rank_word
 from grebench.store import BASELINE, CONTESTANT, MODEL_ROLE, PROXY_ROLE, REFERENCE, Store
 
@@ -87,7 +88,7 @@ class Labels:
     def estimator(self, estimator_id: str) -> str:
         """``hf:smollm2-135m@ab12cd34:dtype=bfloat16:…`` → ``SmolLM2-135M-Instruct (hf, bfloat16)``."""
         return self._get("estimator", estimator_id) or (
-            f"estimator {_short(estimator_id.split('@', 1)[0])}" if estimator_id else "unknown estimator")
+            f"estimator {_short(PartId.parse(estimator_id).spec)}" if estimator_id else "unknown estimator")
 
     def is_model(self, estimator_id: str) -> bool:
         """Whether the estimator is a language model (a fast proxy is not: it does not 'score')."""

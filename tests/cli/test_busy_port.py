@@ -92,3 +92,15 @@ def test_a_busy_fixed_local_server_port_is_refused_before_a_job_that_would_use_i
     assert not (tmp_path / "data" / "grebench.duckdb").exists()  # refused before the store was opened
     ingest = CliRunner().invoke(main, ["--data-dir", str(tmp_path / "data"), "ingest", "--limit", "2"], env=env)
     assert ingest.exit_code == 0, ingest.output  # a job that starts no local server is not refused
+
+
+def test_a_vllm_local_estimator_named_on_the_command_line_gets_its_port_checked(tmp_path: Path,
+                                                                               busy_port: int) -> None:
+    """The port check reads the job's estimator (``--estimator`` over the setting), not the setting alone: the
+    setting here is the offline estimator, which starts no server (issue 49)."""
+    env = {**FAST_ENV, "GREBENCH_LOCAL_SERVER_PORT": str(busy_port), "GREBENCH_ESTIMATOR": "offline"}
+    args = ["--data-dir", str(tmp_path / "data"), "score"]
+    named = CliRunner().invoke(main, [*args, "--estimator", "vllm-local:smollm2-135m"], env=env)
+    assert named.exit_code == 2, named.output
+    assert f"Error: local_server_port = {busy_port}: port {busy_port} on 127.0.0.1 is in use" in named.output
+    assert not (tmp_path / "data" / "grebench.duckdb").exists()  # refused before the store was opened

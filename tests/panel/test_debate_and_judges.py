@@ -8,6 +8,7 @@ import pytest
 
 from grebench.panel import (
     GemJudge,
+    Judge,
     LengthJudge,
     OverlapJudge,
     PaperView,
@@ -91,7 +92,7 @@ def test_gem_judge_uses_common_references_and_abstains_without_scores() -> None:
 
 
 def test_family_guard_in_ask() -> None:
-    class Judge:
+    class FamilyJudge(Judge):
         name, kind, family, description = "j", "llm", "x", ""
 
         def __init__(self) -> None:
@@ -101,7 +102,7 @@ def test_family_guard_in_ask() -> None:
             self.calls.append(a.text + b.text)
             return Verdict("one", 1.0)
 
-    judge = Judge()
+    judge = FamilyJudge()
     items = [(PAPER, ReviewView("a", family="x"), ReviewView("b")), (PAPER, ReviewView("c"), ReviewView("d"))]
     assert ask(judge, items) == [None, Verdict("one", 1.0)]
     assert judge.calls == ["cd"]

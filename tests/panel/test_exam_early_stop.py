@@ -23,12 +23,12 @@ from grebench.panel._exam import (
     grade,
     self_preference,
 )
-from grebench.panel._judges import LLM_JUDGE, REFERENCE_JUDGE, PaperView, ReviewView, Verdict
+from grebench.panel._judges import LLM_JUDGE, REFERENCE_JUDGE, Judge, PaperView, ReviewView, Verdict
 from grebench.progress import NoProgress
 
 
 @dataclass
-class Stand:
+class Stand(Judge):
     """A judge that picks the first review shown with probability ``first``, else the better one (the review's
     number, its quality) with probability ``skill``, else a coin; a seeded hash of the pair makes it deterministic.
     ``asked`` counts distinct questions, as a model judge's cached answers are asked once."""

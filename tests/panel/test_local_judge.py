@@ -18,6 +18,7 @@ from grebench.panel._local_judge import LocalJudge, builtin_local_judges, decisi
 from grebench.runtime import LocalServers
 from grebench.settings import Settings
 from grebench.store import Store, open_store
+from tests.fakes.settings_reads import Reads, undeclared_reads
 from tests.runtime.served import port_free, require_serve
 from tests.scoring.tiny_llama import tiny_llama_dir  # noqa: F401
 
@@ -68,13 +69,17 @@ def test_a_local_judge_answers_through_a_served_model_and_a_rerun_starts_no_serv
     require_serve()
     s = settings.replace(hf_dtype="float32", hf_device="cpu", llm_max_retries=0)
     store = open_store(tmp_path / "judge.duckdb")
+    seen: set[str] = set()
+    read = Settings(values=Reads(s.values, seen), tables=s.tables)  # what the local judge and its server read
     try:
-        with LocalServers(s) as servers:
-            judge = local_judge("tiny", str(tiny_llama_dir), _context(s, store, servers))
+        with LocalServers(read) as servers:
+            judge = local_judge("tiny", str(tiny_llama_dir), _context(read, store, servers))
             answers = judge.compare_many([(PAPER, GOOD, BAD), (PAPER, BAD, GOOD)])
             [server] = servers.running
             port = server.port
         assert port_free(port)  # the block stopped its server
+        # every setting read is in the panel's fingerprint or declared operational (issue 49)
+        assert "hf_dtype" in seen and not undeclared_reads(seen), undeclared_reads(seen)
         assert judge.calls_made == 2 and judge.cached == 0
         for verdict in answers:
             assert not isinstance(verdict, Exception)

@@ -19,7 +19,7 @@ from typing import Any
 from grebench.bench import CANDIDATE_KINDS, Candidate
 from grebench.bench.controls import NOT_REWARDED, ControlInput, register_control
 from grebench.ingest import SOURCES, SourceFailure
-from grebench.panel import JUDGE_KINDS, JUDGES, JudgeContext, PaperView, ReviewView, Verdict
+from grebench.panel import JUDGE_KINDS, JUDGES, Judge, JudgeContext, PaperView, ReviewView, Verdict
 from grebench.scoring import METRICS, LogprobRequest, LogprobResult, Metric, SynopsisInputs
 from grebench.scoring.estimators import ESTIMATORS, EstimatorContext
 from grebench.settings import Settings
@@ -80,7 +80,7 @@ def shout(inp: ControlInput) -> str:
     return inp.require_human().upper()
 
 
-class ToyJudge:
+class ToyJudge(Judge):
     """Prefers the longer review (a plugin judge: takes the exam like any other)."""
 
     name, kind, family, description = "toy-judge", "reference", None, "plugin judge"
@@ -124,7 +124,7 @@ CANDIDATE_KINDS.add("toy-writer", ToyWriterKind(), spec="toy-writer", summary="a
 
 # -- a judge kind whose judges debate ---------------------------------------------------------------------------
 @dataclass
-class ToyDebater:
+class ToyDebater(Judge):
     """Prefers the longer (or shorter) review; in a debate it keeps its view."""
 
     name: str

@@ -127,7 +127,7 @@ from grebench.registry import load_plugins
 from grebench.panel import JUDGE_KINDS, LengthJudge, can_debate, parse_judges
 assert not load_plugins()
 judges = parse_judges([{"name": "a", "kind": "toy-debater"}], None)
-print(can_debate(judges[0]), can_debate(LengthJudge()), JUDGE_KINDS.get("toy-debater").meta["debates"])
+print(can_debate(judges[0]), can_debate(LengthJudge()), JUDGE_KINDS.get("toy-debater").info.debates)
 """
     root = Path(__file__).parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_path), str(root)])}

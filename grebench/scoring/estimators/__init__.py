@@ -13,13 +13,12 @@ package never imports torch or an HTTP client.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from grebench.progress import NoProgress, Progress
-from grebench.registry import Entry, Registry
+from grebench.registry import Entry, PartId, Registry
 from grebench.scoring.estimators._base import Estimator
 
 if TYPE_CHECKING:
@@ -37,10 +36,6 @@ class EstimatorContext:
 
 EstimatorFactory = Callable[[str, EstimatorContext], Estimator]
 
-#: Registered estimators; an entry's meta holds the fields of :class:`EstimatorInfo` (what the product knows about
-#: the kind without building one).
-ESTIMATORS: Registry[EstimatorFactory] = Registry("estimator", builtins=(
-    "grebench.scoring.estimators._offline", "grebench.scoring.estimators._hf", "grebench.scoring.estimators._server"))
 
 
 @dataclass(frozen=True)
@@ -80,8 +75,16 @@ class EstimatorInfo:
         """The words for an id of this kind (a readable model name; the exact id stays beside it on the pages)."""
         if self.label is not None:
             return self.label(estimator_id)
-        text = estimator_id.split("@", 1)[0]
+        text = PartId.parse(estimator_id).spec
         return f"estimator {text if len(text) <= 48 else text[:47] + '…'}"
+
+
+#: Registered estimators; an entry's facts are an :class:`EstimatorInfo` (what the product knows about the kind
+#: without building one; an unknown keyword is refused at registration).
+ESTIMATORS: Registry[EstimatorFactory] = Registry("estimator", builtins=(
+    "grebench.scoring.estimators._offline", "grebench.scoring.estimators._hf", "grebench.scoring.estimators._server"),
+    facts=EstimatorInfo)
+
 
 
 def estimator_entry(spec: str) -> Entry[EstimatorFactory]:
@@ -110,11 +113,8 @@ LOW_PRECISION_TOLERANCE = 0.05
 def dtype_tolerance(estimator_id: str) -> float:
     """The tolerance of a model id by its dtype: float32 (or none named) agrees to 1e-4, a lower precision to
     :data:`LOW_PRECISION_TOLERANCE`."""
-    match = re.search(r":dtype=([a-z0-9]+)", estimator_id)
-    return LOW_PRECISION_TOLERANCE if match and match.group(1) != "float32" else 1e-4
-
-
-_MODEL_ID = re.compile(r"^(?P<kind>[a-z0-9_-]+):(?P<model>.+)@(?P<rest>[^@/]*)$")
+    dtype = PartId.parse(estimator_id).option("dtype")
+    return LOW_PRECISION_TOLERANCE if dtype and dtype != "float32" else 1e-4
 
 
 def served_model_label(server: str) -> Callable[[str], str]:
@@ -123,14 +123,13 @@ def served_model_label(server: str) -> Callable[[str], str]:
     def label(estimator_id: str) -> str:
         from grebench.models import model_title
 
-        match = _MODEL_ID.match(estimator_id)
-        if match is None:
+        part = PartId.parse(estimator_id)
+        if not (part.model and part.version):
             return EstimatorInfo(server).describe(estimator_id)
-        options = dict(part.split("=", 1) for part in match.group("rest").split(":")[1:] if "=" in part)
-        dtype = options.get("dtype")
+        dtype = part.option("dtype")
         # an id from before the target rule (docs/estimators.md, "Which tokens count") scored every target token
-        legacy = "" if "target" in options else ", every token scored"
-        return f"{model_title(match.group('model'))} ({server}{', ' + dtype if dtype else ''}{legacy})"
+        legacy = "" if part.option("target") is not None else ", every token scored"
+        return f"{model_title(part.model)} ({server}{', ' + dtype if dtype else ''}{legacy})"
 
     return label
 
