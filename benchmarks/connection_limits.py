@@ -12,7 +12,10 @@ Loopback only (127.0.0.0/8), bounded in time.  Starts ``grebench app`` on an emp
 * **slow header** — connections that send a request line and then one header byte every ``--drip`` seconds;
 * **slow body** — POSTs declaring 1 MiB that send 255 KiB and then one byte every ``--drip`` seconds;
 
-each phase held ``--hold`` seconds, the attackers reconnecting whatever the app closes (as an attacker would).
+each phase held ``--hold`` seconds, the attackers reconnecting whatever the app closes (as an attacker would).  The
+attackers run in child processes of at most ``--per-process`` connections each, so that no process of the harness
+(the probing one least of all) runs out of its own file descriptors: the first full run opened 20,000 idle sockets
+from the probing process and its probe failed with EMFILE, which said nothing about the app.
 Throughout, a fresh client on 127.0.0.250 asks ``GET /gradio_api/info`` every second: its slowest answer is
 reported (the target: under 2 s).  The app's RSS is sampled (psutil) at the start, at its peak in each phase, and
 ``--settle`` seconds after the last phase (the target: within 200 MB of the start at the peak and afterwards).
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import resource
 import socket
@@ -119,8 +123,8 @@ class Attack:
                 writer.close()
             self.closed_by_app += not self.stopping
 
-    async def run(self, seconds: float) -> None:
-        tasks = [asyncio.create_task(self.one(k)) for k in range(self.count)]
+    async def run(self, seconds: float, first: int = 0) -> None:
+        tasks = [asyncio.create_task(self.one(k)) for k in range(first, first + self.count)]
         await asyncio.sleep(seconds)
         self.stopping = True
         for task in tasks:
@@ -144,12 +148,33 @@ def phase(kind: str, count: int, args: argparse.Namespace, port: int, pid: int) 
 
     watcher = threading.Thread(target=probe, daemon=True)
     watcher.start()
-    attack = Attack(kind, count, port, args.addresses, args.drip)
-    asyncio.run(attack.run(args.hold))
+    ctx = multiprocessing.get_context("fork")
+    results: Any = ctx.Queue()
+    shares = [min(args.per_process, count - first) for first in range(0, count, args.per_process)]
+    workers = [ctx.Process(target=_attack, args=(kind, n, port, args.addresses, args.drip, args.hold,
+                                                 i * args.per_process, results)) for i, n in enumerate(shares)]
+    for worker in workers:
+        worker.start()
+    totals = {"opened": 0, "closed_by_app": 0, "connect_failed": 0}
+    for _ in workers:
+        for key, value in results.get(timeout=args.hold + 300).items():
+            totals[key] += value
+    for worker in workers:
+        worker.join(timeout=60)
     stop.set()
     watcher.join()
-    return {"phase": kind, "connections": count, "opened": attack.opened, "closed_by_app": attack.closed_by_app,
-            "connect_failed": attack.failed, "fresh_slowest_s": round(slowest, 2), "rss_peak_mb": peak >> 20}
+    return {"phase": kind, "connections": count, "processes": len(workers), **totals,
+            "fresh_slowest_s": round(slowest, 2), "rss_peak_mb": peak >> 20}
+
+
+def _attack(kind: str, count: int, port: int, addresses: int, drip: float, hold: float, first: int,
+            results: Any) -> None:
+    """One attacking process: ``count`` connections of ``kind`` held ``hold`` seconds; its tallies on ``results``."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    attack = Attack(kind, count, port, addresses, drip)
+    asyncio.run(attack.run(hold, first))
+    results.put({"opened": attack.opened, "closed_by_app": attack.closed_by_app, "connect_failed": attack.failed})
 
 
 def main() -> None:
@@ -162,12 +187,12 @@ def main() -> None:
     parser.add_argument("--drip", type=float, default=5.0, help="seconds between the slow clients' bytes")
     parser.add_argument("--settle", type=float, default=15.0, help="seconds after the last phase before RSS is read")
     parser.add_argument("--app-nofile", type=int, default=20000, help="the app's open-file limit")
+    parser.add_argument("--per-process", type=int, default=5000,
+                        help="most connections one attacking process holds (below its open-file limit)")
     parser.add_argument("--no-guard", action="store_true", help="the app as before issue 48 (no connection guard)")
     args = parser.parse_args()
     import psutil
 
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the attackers' own sockets
     port = _free_port()
     child = start_app(Path(tempfile.mkdtemp()) / "data", port, args.app_nofile, not args.no_guard)
     try:
@@ -198,7 +223,6 @@ def main() -> None:
     print(f"RSS start {start >> 20} MB, {args.settle:g} s after {after >> 20} MB; fresh client after "
           f"{settled_fresh:.2f} s")
     print(json.dumps(summary))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,11 @@ from grebench.settings import Settings, load_settings
 from grebench.store import Store, open_store
 
 apply_offline_defaults()
+# The README's test command runs two pytest-xdist workers (one per core of the CI machine): each computes on one
+# thread, or torch and the BLAS libraries would start a thread per core in every worker and oversubscribe the cores.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 # Gradio keeps uploads and the files it serves in one folder (GRADIO_TEMP_DIR, else /tmp/gradio) that outlives the
 # processes: each test run gets its own, removed at the end, so runs on one machine never share an upload space.
 _GRADIO_TEMP = tempfile.mkdtemp(prefix="grebench-tests-gradio-")

@@ -145,3 +145,14 @@ def test_loose_dicts_only_fall() -> None:
     assert count <= LOOSE_DICT_CEILING, (
         f"{count} `dict[str, Any]` in grebench/, over the ceiling of {LOOSE_DICT_CEILING}: type the new one (a "
         "dataclass or a TypedDict) instead")
+
+
+def test_review_kinds_are_named_by_their_record() -> None:
+    """``official_review`` and ``meta_review`` are constants of :class:`grebench.store.ReviewRecord` (issue 49: the
+    bare literal was in 8 modules of 6 packages); only the record and the schema's comment spell them."""
+    root = Path(__file__).parents[1] / "grebench"
+    spelled = [str(path.relative_to(root)) for path in root.rglob("*.py")
+               if path.name not in ("_records.py",) and "migrations" not in path.parts
+               and any(f"{q}{kind}{q}" in path.read_text() for kind in ("official_review", "meta_review")
+                       for q in ("'", '"'))]
+    assert not spelled, spelled

@@ -14,7 +14,7 @@ import json
 import random
 from dataclasses import dataclass
 
-from grebench.store import Store, utcnow
+from grebench.store import ReviewRecord, Store, utcnow
 
 MIN_REVIEWS = 3
 
@@ -39,7 +39,7 @@ def make_splits(store: Store, seed: int) -> tuple[list[Split], list[dict[str, st
     """Compute every paper's split, store changed ones in ``baseline_splits``; return splits and skips."""
     rows = store.rows(
         "SELECT p.paper_id, list(r.review_id ORDER BY r.review_id) AS ids FROM papers p "
-        "LEFT JOIN reviews r ON r.paper_id = p.paper_id AND r.kind = 'official_review' "
+        f"LEFT JOIN reviews r ON r.paper_id = p.paper_id AND r.kind = '{ReviewRecord.OFFICIAL}' "
         "GROUP BY p.paper_id ORDER BY p.paper_id")
     existing = {r["paper_id"]: (r["candidate_review_id"], r["reference_review_ids_json"], r["seed"])
                 for r in store.rows("SELECT * FROM baseline_splits")}

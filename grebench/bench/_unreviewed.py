@@ -25,7 +25,7 @@ from grebench.bench._registry import (
 )
 from grebench.bench._run import generate_for
 from grebench.settings import Settings
-from grebench.store import PUBLIC_SINCE_VIEW, Store, utcnow
+from grebench.store import PUBLIC_SINCE_VIEW, ReviewRecord, Store, utcnow
 
 
 def unreviewed_paper_ids(store: Store) -> list[str]:
@@ -35,7 +35,7 @@ def unreviewed_paper_ids(store: Store) -> list[str]:
         f"SELECT p.paper_id FROM papers p JOIN {PUBLIC_SINCE_VIEW} ps ON ps.paper_id = p.paper_id "
         "WHERE NOT p.withdrawn AND (ps.public_since IS NULL "
         "OR ps.public_since > ?) AND NOT EXISTS (SELECT 1 FROM reviews r WHERE r.paper_id = p.paper_id "
-        "AND r.kind = 'official_review') ORDER BY p.paper_id", [utcnow()])]
+        f"AND r.kind = '{ReviewRecord.OFFICIAL}') ORDER BY p.paper_id", [utcnow()])]
 
 
 def reseal(store: Store) -> int:

@@ -30,8 +30,10 @@ log = logging.getLogger(__name__)
 
 def _plan(settings: Settings, service: Any) -> list[str]:
     from grebench.cli._plan import serve_plan
+    from grebench.store import ReviewRecord
 
-    papers = service.store.scalar("SELECT count(DISTINCT paper_id) FROM reviews WHERE kind = 'official_review'")
+    papers = service.store.scalar("SELECT count(DISTINCT paper_id) FROM reviews WHERE kind = ?",
+                                  [ReviewRecord.OFFICIAL])
     return serve_plan(settings, service.kinds, {k: service.interval(k).total_seconds() / 60 for k in service.kinds},
                       int(papers or 0) or None)
 

@@ -117,7 +117,7 @@ def _parse_review(raw: Any, index: int, paper_id: str, default_pre: str, where: 
     return ReviewRecord(
         review_id=review_id,
         paper_id=paper_id,
-        kind=kind if isinstance(kind, str) else "official_review",
+        kind=kind if isinstance(kind, str) else ReviewRecord.OFFICIAL,
         text=text,
         sections=sections,
         content=content,

@@ -26,7 +26,7 @@ from grebench.ingest._content import CONFIDENCE_FIELDS, RATING_FIELDS, field_val
 from grebench.ingest._source import SourceFailure
 from grebench.store import PaperRecord, ReviewRecord
 
-REVIEW_KINDS = {"Official_Review": "official_review", "Meta_Review": "meta_review"}
+REVIEW_KINDS = {"Official_Review": ReviewRecord.OFFICIAL, "Meta_Review": ReviewRecord.META}
 WITHDRAWN_SUFFIXES = ("Withdrawal", "Withdrawn_Submission")
 DESK_REJECT_SUFFIXES = ("Desk_Rejection", "Desk_Rejected_Submission")
 # Submission fields naming an earlier version: TMLR's form has ``previous_TMLR_submission_url``; ICLR's and

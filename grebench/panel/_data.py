@@ -22,7 +22,7 @@ from typing import Any
 from grebench.panel._judges import PaperView, ReviewView
 from grebench.scoring import ScoredSetup, TextPmis, score_texts, stored_pmis
 from grebench.settings import Settings
-from grebench.store import Store
+from grebench.store import ReviewRecord, Store
 
 log = logging.getLogger(__name__)
 
@@ -84,10 +84,11 @@ def load_venue(store: Store, venue_id: str, sample: Collection[str] | None = Non
             g["text"], g["candidate"], g["generation_id"], g["source_review_id"], families.get(g["candidate"]))
     reviews: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in store.rows(
-            """SELECT r.review_id, r.paper_id, v.text, v.rating FROM reviews r
+            f"""SELECT r.review_id, r.paper_id, v.text, v.rating FROM reviews r
                JOIN review_versions v ON v.review_id = r.review_id AND v.version = r.latest_version
                JOIN papers p ON p.paper_id = r.paper_id
-               WHERE p.venue_id = ? AND r.kind = 'official_review' ORDER BY r.paper_id, r.review_id""", [venue_id]):
+               WHERE p.venue_id = ? AND r.kind = '{ReviewRecord.OFFICIAL}'
+               ORDER BY r.paper_id, r.review_id""", [venue_id]):
         if r["paper_id"] not in papers:
             continue
         reviews[r["paper_id"]].append({"review_id": r["review_id"], "text": r["text"],

@@ -125,7 +125,7 @@ class Judge:
         return answers
 
 
-_JUDGE_DEFAULTS: dict[str, Any] = {"family": None, "description": "", "model": None, "judge_kind": None,
+_JUDGE_DEFAULTS: dict[str, object] = {"family": None, "description": "", "model": None, "judge_kind": None,
                                    "needs_gem": False, "calls_made": 0, "cached": 0}
 
 

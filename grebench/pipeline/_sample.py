@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from grebench.progress import Progress
 from grebench.registry import Registry
 from grebench.settings import Settings
-from grebench.store import Store, utcnow
+from grebench.store import ReviewRecord, Store, utcnow
 
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)")
 _K = TypeVar("_K", str, tuple[str, int])
@@ -311,8 +311,8 @@ def draw_sample(store: Store, size: int | None, seed: int, why: str = "as set") 
     A new seed draws afresh; a fresh store draws what it always drew."""
     from grebench.bench import MIN_REVIEWS
 
-    rows = store.rows("""SELECT p.paper_id, p.venue_id, list(v.rating) AS ratings FROM papers p
-                         JOIN reviews r ON r.paper_id = p.paper_id AND r.kind = 'official_review'
+    rows = store.rows(f"""SELECT p.paper_id, p.venue_id, list(v.rating) AS ratings FROM papers p
+                         JOIN reviews r ON r.paper_id = p.paper_id AND r.kind = '{ReviewRecord.OFFICIAL}'
                          LEFT JOIN review_versions v ON v.review_id = r.review_id AND v.version = r.latest_version
                          GROUP BY p.paper_id, p.venue_id HAVING count(DISTINCT r.review_id) >= ?
                          ORDER BY p.paper_id""", [MIN_REVIEWS])

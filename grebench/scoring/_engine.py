@@ -24,7 +24,7 @@ from grebench.scoring._metrics import METRICS, RAW_PREPROCESSOR, SynopsisInputs,
 from grebench.scoring._pairs import PairRule, Skips, pmi
 from grebench.scoring._preprocess import Judgment, preprocess_texts, resolve_preprocessor, text_sha256
 from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest, LogprobResult
-from grebench.store import Store, utcnow
+from grebench.store import ReviewRecord, Store, utcnow
 
 if TYPE_CHECKING:
     from grebench.scoring.estimators import Estimator
@@ -68,8 +68,8 @@ def _splits_and_reviews(store: Store) -> tuple[dict[str, tuple[str, list[str]]],
     splits = {r["paper_id"]: (r["candidate_review_id"], json.loads(r["reference_review_ids_json"]))
               for r in store.rows("SELECT * FROM baseline_splits")}
     reviews = {r["review_id"]: (r["paper_id"], r["text"]) for r in store.rows(
-        """SELECT r.review_id, r.paper_id, v.text FROM reviews r JOIN review_versions v
-           ON v.review_id = r.review_id AND v.version = r.latest_version WHERE r.kind = 'official_review'""")}
+        f"""SELECT r.review_id, r.paper_id, v.text FROM reviews r JOIN review_versions v
+           ON v.review_id = r.review_id AND v.version = r.latest_version WHERE r.kind = '{ReviewRecord.OFFICIAL}'""")}
     return splits, reviews
 
 

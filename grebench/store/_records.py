@@ -6,7 +6,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 from grebench.store._clock import clock
 
@@ -32,7 +32,12 @@ def sha256_json(obj: Any) -> str:
 
 @dataclass
 class ReviewRecord:
-    """One human review (or meta-review) as a source reports it now."""
+    """One human review (or meta-review) as a source reports it now.  ``kind`` is :attr:`OFFICIAL` (a reviewer's
+    review: scored, split into the baseline and the references) or :attr:`META` (the area chair's; stored, never
+    scored): every module names the kinds through these, never as bare strings."""
+
+    OFFICIAL: ClassVar[str] = "official_review"
+    META: ClassVar[str] = "meta_review"
 
     review_id: str
     paper_id: str
