@@ -22,25 +22,24 @@ from grebench.cli._common import (
 )
 from grebench.cli._options import setting_option, settings_options
 from grebench.cli._plan import plan_text
-from grebench.pipeline import PanelSummary
+from grebench.pipeline import PanelSummary, ResolvedRun
 from grebench.settings import Settings
 from grebench.site import board_text
 from grebench.store import Store
 
 
-def _leaderboards(store: Store, summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """The stored boards of the setup this run scored, one per metric and venue-year."""
-    from grebench.pipeline import summary_of
+def _leaderboards(store: Store, run: ResolvedRun | None) -> list[dict[str, Any]]:
+    """The stored boards of the setup this run scored (the resolved run's, as its score stage recorded it), one per
+    metric in force and venue-year."""
     from grebench.scoring import metric_preprocessor, stored_boards
     from grebench.site import Labels
 
-    validation = summary_of(summary["stages"], "validate")
-    estimator, preprocessor = validation.get("estimator"), validation.get("preprocessor")
-    if not estimator or not preprocessor:
+    if run is None or run.scored is None:
         return []
+    estimator, preprocessor = run.scored.estimator_id, run.scored.preprocessor_id
     out = []
     labels = Labels.load(store)
-    for metric in summary["metrics"]:
+    for metric in run.metrics:
         for board in stored_boards(store, metric=metric, estimator=estimator,
                                    preprocessor=metric_preprocessor(metric, preprocessor)):
             board.pop("sample_json", None)
@@ -139,7 +138,7 @@ def command(settings: Settings, source: str, estimator: str | None, preprocessor
             if done.run is not None:  # the metrics the run resolved (GEM-S alone with the core validation)
                 summary["resolved"] = done.run.as_json()
                 summary["metrics"] = list(done.run.metrics)
-            summary["leaderboards"] = _leaderboards(store, summary)
+            summary["leaderboards"] = _leaderboards(store, done.run)
             summary["failures"] = done.failures
             summary["run_id"] = done.run_id
             return {k: v for k, v in summary.items() if k != "leaderboards"}
