@@ -14,5 +14,5 @@ def test_the_readme_before_its_command_reference_is_short_and_opens_with_the_two
     assert len(head.split()) <= 600, f"{len(head.split())} words before the command reference"
     blocks = [b.split("```", 1)[0].strip() for b in head.split("```\n")[1::2]]
     assert blocks[0].endswith(".venv/bin/grebench run"), blocks[0]
-    assert blocks[1].endswith(".venv/bin/pytest") and "ruff check" in blocks[1], blocks[1]
+    assert blocks[1].endswith(".venv/bin/pytest -n 2 --dist loadfile") and "ruff check" in blocks[1], blocks[1]
     assert "⟨" not in text, "a placeholder is left in the README"
