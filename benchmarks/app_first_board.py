@@ -64,7 +64,7 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=1366)
     args = parser.parse_args()
     from grebench.settings import load_settings
-    from grebench.site._app import create_app, launch_kwargs
+    from grebench.site._app import create_app, launch
     from tests.site._cdp import Browser
 
     tmp = Path(tempfile.mkdtemp(prefix="grebench-first-board-"))
@@ -73,7 +73,8 @@ def main() -> None:
         settings = load_settings(None, env={"GREBENCH_DATA_DIR": str(data), "GREBENCH_APP_PORT": str(_free_port()),
                                             "GREBENCH_LOCAL_CANDIDATES": "", "GREBENCH_LOCAL_JUDGES": ""})
         demo = create_app(settings, resolver={})
-        _, url, _ = demo.launch(**{**launch_kwargs(settings), "prevent_thread_lock": True, "quiet": True})
+        # the product's launch (the connection guard, and the first load's work done before it listens)
+        _, url, _ = launch(demo, settings, prevent_thread_lock=True, quiet=True)
         exe = shutil.which("chromium")
         if exe is None:
             raise SystemExit("chromium is not installed (apt-get install chromium)")

@@ -249,6 +249,30 @@ def test_loads_reuse_the_cached_export_and_pick_up_a_new_one(tmp_path: Path) -> 
         store.close()
 
 
+def test_launch_computes_the_first_load_before_it_listens(tmp_path: Path) -> None:
+    """Issue 50: the first visitor after a start waited for the reader's cache (3.4 s against 0.8 s for the next).
+    ``launch`` computes the page load's work first: the first load then computes nothing and builds no reader."""
+    from grebench.site._app import launch, reader
+
+    settings = load_settings(None, env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "data"),
+                                        "GREBENCH_APP_PORT": str(_free_port())})
+    store = open_store(settings.db_path)
+    fill_store(store)
+    store.export_parquet(settings.data_path / "export")
+    store.close()
+    demo = create_app(settings, resolver=RESOLVER)
+    cache = reader(settings)
+    assert (cache.builds, cache.view_computes) == (0, 0)  # creating the app reads nothing
+    launch(demo, settings, prevent_thread_lock=True, quiet=True)
+    try:
+        warmed = (cache.builds, cache.view_computes)
+        assert warmed[0] == 1 and warmed[1] > 0
+        board = _page_load(demo)[3]
+        assert board and (cache.builds, cache.view_computes) == warmed  # the first visitor's load: all cached
+    finally:
+        demo.close()
+
+
 def test_session_state_is_capped(tmp_path: Path) -> None:
     """Issue 19: memory grew with sessions (Gradio keeps state for 10,000); the app keeps app_session_capacity."""
     import uuid
@@ -274,5 +298,26 @@ def test_session_state_is_capped(tmp_path: Path) -> None:
             client.predict(api_name="/queue")
             seen = max(seen, len(demo.state_holder.session_data))
         assert 0 < seen <= 5 and len(demo.state_holder.session_data) <= 5
+    finally:
+        demo.close()
+
+
+def test_a_warm_up_that_fails_does_not_keep_the_app_from_starting(tmp_path: Path,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    from grebench.site._app import launch
+
+    settings = load_settings(None, env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "data"),
+                                        "GREBENCH_APP_PORT": str(_free_port())})
+    demo = create_app(settings, resolver=RESOLVER)
+
+    def broken() -> None:
+        raise OSError("the export is unreadable")
+
+    demo.grebench_warm_up = broken
+    launch(demo, settings, prevent_thread_lock=True, quiet=True)
+    try:
+        with socket.create_connection(("127.0.0.1", settings.app_port), timeout=10):
+            pass  # listening
+        assert "could not be computed ahead (OSError: the export is unreadable)" in caplog.text
     finally:
         demo.close()
