@@ -132,7 +132,10 @@ def test_full_run_against_every_hostile_upstream_mode(tmp_path: Path) -> None:
         assert set(per_item) == set(titles.values())  # every paper was asked for
         assert max(per_item.values()) <= LLM_RETRIES + 1, per_item
         assert per_item["http500"] == LLM_RETRIES + 1 and per_item["hang"] == LLM_RETRIES + 1
-        assert per_item["ratelimit"] == 1  # Retry-After above llm_max_retry_after_s: given up at once
+        # Retry-After above llm_max_retry_after_s: given up at once, without waiting (its reason is checked below).
+        # Not `== 1`: on a loaded machine the fake's 429 can miss the 3-s idle timeout, and that first attempt is
+        # rightly retried (seen once under two pytest-xdist workers: 2 attempts, the second the 429)
+        assert per_item["ratelimit"] <= LLM_RETRIES + 1
 
     failures = {f["item"]: f["reason"] for f in summary["failures"]}
     assert all(reason.strip() for reason in failures.values())
@@ -160,6 +163,7 @@ def test_full_run_against_every_hostile_upstream_mode(tmp_path: Path) -> None:
             assert row["status"] == "ok" and row["parse_ok"] is False
         else:  # endless, huge: cut at llm_max_response_chars and flagged
             assert row["status"] == "ok" and json.loads(row["flags_json"])["output_truncated"] is True, (mode, row)
+    assert "gave up without waiting" in gens[ids["ratelimit"]]["error"], gens[ids["ratelimit"]]
     assert gens[ids["healthy"]]["status"] == "ok" and gens[ids["healthy"]]["parse_ok"] is True
     assert summary["stages"]["score"]["pairs_scored"] > 0 and summary["leaderboards"]
     print(json.dumps({"wall_s": round(wall, 1), "openreview_requests": len(per_url), "llm_requests": sum(
