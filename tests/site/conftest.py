@@ -133,6 +133,24 @@ def data_settings(data: Path) -> Settings:
     return load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(data)})
 
 
+def exported_app_settings(data: Path) -> Settings:
+    """Fast settings on ``data`` with a free loopback app port, the :func:`fill_store` store written there and
+    exported: what an app test serves."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(data), "GREBENCH_APP_PORT": str(port)})
+    store = open_store(settings.db_path)
+    try:
+        fill_store(store)
+        store.export_parquet(settings.data_path / "export")
+    finally:
+        store.close()
+    return settings
+
+
 @contextmanager
 def filled_file_store(data: Path) -> Iterator[tuple[Store, Settings]]:
     """The :func:`fill_store` store as the writer's file in ``data``, closed at the end (readers open it then)."""

@@ -18,7 +18,14 @@ from grebench.settings import Settings, load_settings
 from grebench.site._app import create_app, launch_kwargs, queue_path
 from grebench.store import open_store
 from tests.conftest import FAST_ENV
-from tests.site.conftest import add_attribution, chromium, console_errors, fill_store, requires_chromium
+from tests.site.conftest import (
+    add_attribution,
+    chromium,
+    console_errors,
+    exported_app_settings,
+    fill_store,
+    requires_chromium,
+)
 from tests.site.test_browser import keep_artifact
 
 CANARY = "sk-CANARY-app-5e1d77c0"
@@ -254,12 +261,7 @@ def test_launch_computes_the_first_load_before_it_listens(tmp_path: Path) -> Non
     ``launch`` computes the page load's work first: the first load then computes nothing and builds no reader."""
     from grebench.site._app import launch, reader
 
-    settings = load_settings(None, env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "data"),
-                                        "GREBENCH_APP_PORT": str(_free_port())})
-    store = open_store(settings.db_path)
-    fill_store(store)
-    store.export_parquet(settings.data_path / "export")
-    store.close()
+    settings = exported_app_settings(tmp_path / "data")
     demo = create_app(settings, resolver=RESOLVER)
     cache = reader(settings)
     assert (cache.builds, cache.view_computes) == (0, 0)  # creating the app reads nothing

@@ -12,14 +12,11 @@ from typing import Any
 
 import pytest
 
-from grebench.settings import load_settings
 from grebench.site._app import create_app, launch_kwargs, queue_path
-from grebench.store import open_store
 from grebench.submissions import SubmissionQueue
-from tests.conftest import FAST_ENV
 from tests.site._cdp import Browser
 from tests.site._cdp import wait_for as _wait
-from tests.site.conftest import fill_store, requires_chromium
+from tests.site.conftest import exported_app_settings, requires_chromium
 from tests.site.test_browser import keep_artifact
 
 RESOLVER = {"api.model.example": ["93.184.216.34"]}
@@ -48,22 +45,11 @@ CLICK = f"""(() => {{ const first = ({FIND})('Model name');
 RESULT = "document.querySelector('#submit-result [data-testid=markdown]')?.innerText.trim() ?? ''"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def live_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The app on a free loopback port over an export of the small store, with its own empty queue."""
     root = tmp_path_factory.mktemp("browser-app")
-    settings = load_settings(None, env={**FAST_ENV, "GREBENCH_DATA_DIR": str(root / "data"),
-                                        "GREBENCH_APP_PORT": str(_free_port())})
-    store = open_store(settings.db_path)
-    fill_store(store)
-    store.export_parquet(settings.data_path / "export")
-    store.close()
+    settings = exported_app_settings(root / "data")
     demo = create_app(settings, resolver=RESOLVER)
     kwargs = launch_kwargs(settings)
     kwargs.update(prevent_thread_lock=True, quiet=True)
