@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import socket
 import subprocess
 from contextlib import contextmanager
 from datetime import date, datetime
@@ -133,15 +134,17 @@ def data_settings(data: Path) -> Settings:
     return load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(data)})
 
 
+def free_port() -> int:
+    """A loopback port free now (what the app tests listen on)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def exported_app_settings(data: Path) -> Settings:
     """Fast settings on ``data`` with a free loopback app port, the :func:`fill_store` store written there and
     exported: what an app test serves."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(data), "GREBENCH_APP_PORT": str(port)})
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(data), "GREBENCH_APP_PORT": str(free_port())})
     store = open_store(settings.db_path)
     try:
         fill_store(store)

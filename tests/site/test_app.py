@@ -24,6 +24,7 @@ from tests.site.conftest import (
     console_errors,
     exported_app_settings,
     fill_store,
+    free_port,
     requires_chromium,
 )
 from tests.site.test_browser import keep_artifact
@@ -31,11 +32,6 @@ from tests.site.test_browser import keep_artifact
 CANARY = "sk-CANARY-app-5e1d77c0"
 RESOLVER = {"api.model.example": ["93.184.216.34"], "sneaky.example": ["10.9.8.7"], "eval.example": ["93.184.216.99"]}
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +42,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     # every test submits from 127.0.0.1 and refused submissions count toward the address limit
     config.write_text('estimator = "vllm:http://eval.example:8000"\nsubmissions_per_address_per_week = 1000\n')
     settings = load_settings(config, env={"GREBENCH_DATA_DIR": str(root / "data"),
-                                          "GREBENCH_APP_PORT": str(_free_port())})
+                                          "GREBENCH_APP_PORT": str(free_port())})
     store = open_store(settings.db_path)
     fill_store(store)
     add_attribution(store)
@@ -209,7 +205,7 @@ def test_loads_reuse_the_cached_export_and_pick_up_a_new_one(tmp_path: Path) -> 
     from grebench.site._app import reader
 
     settings = load_settings(None, env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "data"),
-                                        "GREBENCH_APP_PORT": str(_free_port()), "GREBENCH_BOOTSTRAP_SAMPLES": "300"})
+                                        "GREBENCH_APP_PORT": str(free_port()), "GREBENCH_BOOTSTRAP_SAMPLES": "300"})
     store = open_store(settings.db_path)
     fill_store(store)
     export = settings.data_path / "export"
@@ -281,7 +277,7 @@ def test_session_state_is_capped(tmp_path: Path) -> None:
 
     from gradio_client import Client
 
-    settings = load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path / "data"), "GREBENCH_APP_PORT": str(_free_port()),
+    settings = load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path / "data"), "GREBENCH_APP_PORT": str(free_port()),
                                   "GREBENCH_APP_SESSION_CAPACITY": "5"})
     store = open_store(settings.db_path)
     fill_store(store)
@@ -309,7 +305,7 @@ def test_a_warm_up_that_fails_does_not_keep_the_app_from_starting(tmp_path: Path
     from grebench.site._app import launch
 
     settings = load_settings(None, env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "data"),
-                                        "GREBENCH_APP_PORT": str(_free_port())})
+                                        "GREBENCH_APP_PORT": str(free_port())})
     demo = create_app(settings, resolver=RESOLVER)
 
     def broken() -> None:

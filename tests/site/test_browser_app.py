@@ -9,7 +9,6 @@ import base64
 import json
 import re
 import shutil
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,24 +20,19 @@ from grebench.store import open_store
 from tests.conftest import FAST_ENV
 from tests.site._cdp import Browser
 from tests.site._cdp import wait_for as _wait
-from tests.site.conftest import fill_store, requires_chromium
+from tests.site.conftest import fill_store, free_port, requires_chromium
 from tests.site.test_browser import keep_artifact
 from tests.site.test_browser_submit import CLICK, FIND, RESULT, TYPE
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 @pytest.fixture(scope="module")
 def live_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("app-board")
     settings = load_settings(None, env={**FAST_ENV, "GREBENCH_DATA_DIR": str(root / "data"),
-                                        "GREBENCH_APP_PORT": str(_free_port())})
+                                        "GREBENCH_APP_PORT": str(free_port())})
     store = open_store(settings.db_path)
     fill_store(store)
     store.export_parquet(settings.export_path)

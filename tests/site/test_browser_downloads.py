@@ -10,7 +10,6 @@ import hashlib
 import http.server
 import json
 import shutil
-import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,17 +27,12 @@ from grebench.store import export_snapshot, open_store, venue_years, verify_snap
 from tests.conftest import FAST_ENV
 from tests.site._cdp import Browser
 from tests.site._cdp import wait_for as _wait
-from tests.site.conftest import fill_store, requires_chromium
+from tests.site.conftest import fill_store, free_port, requires_chromium
 from tests.site.test_browser import keep_artifact
 from tests.site.test_headline import HEADLINE_TITLE, SAMPLE_2024, headline_store
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _sha(path: Path) -> str:
@@ -50,7 +44,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
     """A data dir with two cut snapshots and its export; the static site built from it, served on loopback."""
     root = tmp_path_factory.mktemp("downloads")
     settings = load_settings(None, env={**FAST_ENV, "GREBENCH_DATA_DIR": str(root / "data"),
-                                        "GREBENCH_APP_PORT": str(_free_port())})
+                                        "GREBENCH_APP_PORT": str(free_port())})
     store = open_store(settings.db_path)
     fill_store(store)
     headline_store(store, settings)
