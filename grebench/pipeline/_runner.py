@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from grebench import stop
 from grebench.progress import NoProgress, Progress
 from grebench.registry import UnknownPart
+from grebench.runtime import release_memory
 from grebench.settings import Settings
 from grebench.store import WALL_CLOCK, SimulatedClock, Store, WallClock
 
@@ -242,6 +243,7 @@ def run_stages(ctx: StageContext, stages: Sequence[Stage], *, observer: JobObser
         finally:
             result.seconds[stage.name] = round(time.perf_counter() - started, 3)
             store.checkpoint()
+            release_memory(stage.name)  # what the stage loaded (a model, its batches) goes back before the next
     return result
 
 

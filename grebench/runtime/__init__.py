@@ -39,6 +39,7 @@ from grebench.runtime._concurrency import (
 )
 from grebench.runtime._dtype import DTYPE_CHOICES, cached_choice, choose_dtype, cpu_flags, machine_key
 from grebench.runtime._generate import BatchPlan, Generated, LocalGenerator, plan_batches
+from grebench.runtime._memory import release_memory, resident_bytes
 from grebench.runtime._pool import LOCAL_CONTEXT_TOKENS, LocalModel, LocalServers, resolve_local
 from grebench.runtime._serve import (
     CacheRefused,
@@ -77,6 +78,8 @@ __all__ = [
     "plan_batches",
     "probe_busy",
     "quieter_now",
+    "release_memory",
+    "resident_bytes",
     "resolve_local",
     "server_concurrency",
     "usable_cores",

@@ -27,6 +27,7 @@ from typing import Any
 
 from grebench import stop
 from grebench._offline import apply_offline_defaults
+from grebench.runtime._memory import release_memory
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,12 @@ ENGINE = "transformers-generate"
 CACHE = "static"
 #: At most this many prompts decode together (beyond it a 2-core CPU gains little per step and a crash loses more).
 MAX_BATCH = 16
+#: Prompt tokens of a batch read per forward on a CPU (transformers' ``prefill_chunk_size``).  Reading a left-padded
+#: batch's prompts in one forward materialises every head's attention scores over the whole prompt: 9 rows of 1,400
+#: tokens peaked at 2.80 GB for SmolLM2-135M, 1.79 GB in chunks of 512 tokens (8 % slower to prefill, decoding
+#: unchanged; ``benchmarks/main_job.py`` has the job's peak).  Part of the plan: chunking changes the sums of the
+#: attention and so, rarely, a greedy token.
+PREFILL_CHUNK = 512
 
 
 @dataclass(frozen=True)
@@ -52,11 +59,15 @@ class BatchPlan:
     budget_bytes: int
     kv_bytes_per_token: int
     dtype: str
+    prefill_chunk: int | None = None  # prompt tokens per prefill forward (None: the whole prompt at once)
 
     @property
     def id(self) -> str:
         """A stable name of the plan: the same prompts, shape, dtype and budget give the same id on every machine."""
-        blob = json.dumps(asdict(self), sort_keys=True)
+        facts = asdict(self)
+        if facts["prefill_chunk"] is None:  # a plan without chunking keeps the id it always had
+            del facts["prefill_chunk"]
+        blob = json.dumps(facts, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     @property
@@ -73,7 +84,7 @@ class BatchPlan:
 
 
 def plan_batches(lengths: Mapping[str, int], max_new_tokens: int, kv_bytes_per_token: int, budget_bytes: int,
-                 dtype: str, max_batch: int = MAX_BATCH) -> BatchPlan:
+                 dtype: str, max_batch: int = MAX_BATCH, prefill_chunk: int | None = None) -> BatchPlan:
     """Cut the prompts (key → prompt tokens) into batches: sorted by length then key, a batch ends where one more
     row would make its KV cache (rows × (its longest prompt + ``max_new_tokens``) × ``kv_bytes_per_token``) exceed
     ``budget_bytes``, or at ``max_batch`` rows; a prompt too long for the budget alone decodes on its own."""
@@ -89,7 +100,7 @@ def plan_batches(lengths: Mapping[str, int], max_new_tokens: int, kv_bytes_per_t
         current.append(key)
     if current:
         batches.append(tuple(current))
-    return BatchPlan(tuple(batches), max_new_tokens, budget_bytes, kv_bytes_per_token, dtype)
+    return BatchPlan(tuple(batches), max_new_tokens, budget_bytes, kv_bytes_per_token, dtype, prefill_chunk)
 
 
 @dataclass
@@ -163,7 +174,7 @@ class LocalGenerator:
     def plan(self, prompts: Mapping[str, Sequence[int]], max_new_tokens: int, budget_bytes: int) -> BatchPlan:
         """The batch plan of these prompts (:func:`plan_batches`)."""
         return plan_batches({k: len(v) for k, v in prompts.items()}, max_new_tokens, self.kv_bytes_per_token,
-                            budget_bytes, self.dtype)
+                            budget_bytes, self.dtype, prefill_chunk=PREFILL_CHUNK if self.device == "cpu" else None)
 
     def run(self, plan: BatchPlan, prompts: Mapping[str, Sequence[int]],
             on_batch: Callable[[list[Generated]], None], on_step: Callable[[int], None] | None = None) -> None:
@@ -198,6 +209,7 @@ class LocalGenerator:
                 out = self.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=plan.max_new_tokens,
                                           do_sample=False, temperature=None, top_p=None, top_k=None,
                                           eos_token_id=eos, pad_token_id=pad, cache_implementation=CACHE,
+                                          prefill_chunk_size=plan.prefill_chunk,
                                           stopping_criteria=StoppingCriteriaList([steps]))
             seconds = time.monotonic() - started
             if on_step is not None and plan.max_new_tokens > steps.steps:  # every row ended early
@@ -220,7 +232,8 @@ class LocalGenerator:
         place in the batch plan."""
         return {"engine": ENGINE, **self.versions, "device": self.device, "dtype": self.dtype, "cache": CACHE,
                 "batch_plan": plan.id, "batch": index, "batch_size": size, "batches": len(plan.batches),
-                "batch_budget_bytes": plan.budget_bytes, "max_new_tokens": plan.max_new_tokens}
+                "batch_budget_bytes": plan.budget_bytes, "max_new_tokens": plan.max_new_tokens,
+                "prefill_chunk": plan.prefill_chunk}
 
     def _stop_ids(self) -> list[int]:
         ids = {int(self.tokenizer.eos_token_id)} if self.tokenizer.eos_token_id is not None else set()
@@ -235,6 +248,7 @@ class LocalGenerator:
 
         self.model = None
         gc.collect()
+        release_memory("local generation")
 
     def __enter__(self) -> LocalGenerator:
         return self

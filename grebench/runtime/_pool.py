@@ -19,6 +19,7 @@ from grebench.llm import local_endpoints
 from grebench.models import resolve_checkpoint
 from grebench.runtime._concurrency import server_concurrency
 from grebench.runtime._dtype import choose_dtype
+from grebench.runtime._memory import release_memory
 from grebench.runtime._serve import LocalServer, default_device
 from grebench.settings import Settings
 
@@ -88,6 +89,7 @@ class LocalServers:
                 # judge on a 24 GiB machine): bound it by the same byte budget as a batch of local generation
                 cache_tokens, concurrency, why = self._bounded(model, concurrency, why)
             call_tokens = cache_tokens // max(concurrency, 1) if cache_tokens else None
+            release_memory("before starting a local server")  # the job's peak is this process plus the server
             server = self._stack.enter_context(LocalServer(
                 model.path, self.settings, device=model.device, dtype=model.dtype, cache_tokens=cache_tokens,
                 call_tokens=call_tokens, name=Path(model.spec).name or model.spec))

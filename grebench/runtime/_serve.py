@@ -57,6 +57,9 @@ STOP_GRACE_S = 20.0  # SIGTERM lets uvicorn finish; after this the group is kill
 POLL_S = 0.2  # how often /health is asked while the child is alive
 PAGE_TOKENS = 256  # transformers' continuous-batching page size (ContinuousBatchingConfig.page_size)
 MAX_BATCH_TOKENS = 2048  # tokens of one continuous-batching step (longer prompts are prefilled in chunks)
+#: The same on a CPU: a step's activations and logits grow with its tokens (a 135M judge's server held 2.05 GB with
+#: 2,048), and a CPU is as fast on steps of 512 (issue 47: the job's peak under 2 GB).
+CPU_MAX_BATCH_TOKENS = 512
 #: The start of every child's program: watch the parent's pipe (fd in argv[1]) in a thread; at its end of file the
 #: parent is gone and the whole process group is killed.
 PARENT_WATCH = """\
@@ -267,7 +270,8 @@ class LocalServer:
         if self.continuous_batching and self.cache_tokens:
             blocks = max(1, math.ceil(self.cache_tokens / PAGE_TOKENS))
             cmd += ["--cb-num-blocks", str(blocks),
-                    "--cb-max-batch-tokens", str(min(MAX_BATCH_TOKENS, blocks * PAGE_TOKENS))]
+                    "--cb-max-batch-tokens", str(min(CPU_MAX_BATCH_TOKENS if self.device == "cpu" else MAX_BATCH_TOKENS,
+                                                     blocks * PAGE_TOKENS))]
         return cmd
 
     def argv(self, watch_fd: int, port: int) -> list[str]:

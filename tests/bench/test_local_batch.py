@@ -122,3 +122,29 @@ def test_a_stop_between_batches_keeps_the_batches_done_and_a_rerun_decodes_only_
     summary = run_bench(tiny_store, s, None, ["tiny"])
     assert summary["cached"] == 2 and summary["calls_made"] == 2
     assert len(batches) == 2 and not set(batches[1]) & set(batches[0]) and len(_texts(tiny_store)) == 4
+
+
+def test_prompts_are_prefilled_in_chunks_on_a_cpu_and_give_the_text_of_one_forward(
+        tiny_llama_dir: Path) -> None:  # noqa: F811
+    """A batch's prompts are read in chunks of PREFILL_CHUNK tokens on a CPU (its attention scores then never span
+    the whole prompt at once): part of the plan and of each generation's record, and the greedy text of a row far
+    shorter than the chunk (whole chunks of it are padding) is the text of reading the prompts in one forward."""
+    pytest.importorskip("torch")
+    from grebench.runtime import _generate
+
+    gen = LocalGenerator(tiny_llama_dir, "cpu", "float32")
+    prompts = {"short": gen.prompt_ids([("user", "A short review, please.")]),
+               "long": gen.prompt_ids([("user", " ".join(["the method and the results"] * 60))])}
+    assert len(prompts["long"]) - len(prompts["short"]) > 40
+    plan = gen.plan(prompts, 12, 10 ** 9)
+    assert plan.prefill_chunk == _generate.PREFILL_CHUNK
+    chunked = _generate.BatchPlan(plan.batches, 12, plan.budget_bytes, plan.kv_bytes_per_token, "float32", 16)
+    whole = _generate.BatchPlan(plan.batches, 12, plan.budget_bytes, plan.kv_bytes_per_token, "float32", None)
+    assert len({chunked.id, whole.id}) == 2  # the chunk is part of the plan's name
+    texts: dict[int | None, dict[str, str]] = {}
+    for p in (chunked, whole):
+        out: list[Any] = []
+        gen.run(p, prompts, out.extend)
+        texts[p.prefill_chunk] = {g.key: g.text for g in out}
+        assert {g.provenance["prefill_chunk"] for g in out} == {p.prefill_chunk}
+    assert texts[16] == texts[None] and all(texts[16].values())

@@ -232,3 +232,17 @@ def test_a_first_token_that_fails_for_another_reason_is_logged_and_the_server_is
         assert server.port and server.cache_tokens is None
     assert "answered /health but not a first chat token (HTTP 500" in caplog.text and "no template" in caplog.text
     assert server.pid is None
+
+
+def test_a_cpu_server_takes_smaller_batching_steps_than_a_gpu_one(tmp_path: Path, settings: Settings) -> None:
+    """A continuous-batching step's activations grow with its tokens: on a CPU a step is CPU_MAX_BATCH_TOKENS (the
+    job's peak under 2 GB), on a GPU MAX_BATCH_TOKENS; neither is more than the cache holds."""
+    from grebench.runtime._serve import CPU_MAX_BATCH_TOKENS, MAX_BATCH_TOKENS
+
+    def step(device: str, cache_tokens: int) -> int:
+        cmd = LocalServer(tmp_path, settings, device=device, cache_tokens=cache_tokens).command(1234)
+        return int(cmd[cmd.index("--cb-max-batch-tokens") + 1])
+
+    assert CPU_MAX_BATCH_TOKENS < MAX_BATCH_TOKENS
+    assert step("cpu", 8192) == CPU_MAX_BATCH_TOKENS and step("cuda", 8192) == MAX_BATCH_TOKENS
+    assert step("cpu", 256) == 256  # one page of cache: a step never holds more than it

@@ -322,6 +322,24 @@ def test_vllm_needs_local_tokenizer(tiny_llama_dir: Path, settings) -> None:  # 
         assert est.id.startswith("vllm:meta-llama/Llama-3.1-8B-Instruct@")
 
 
+def test_a_cpu_reads_the_lm_head_in_chunks_bounded_by_the_batch_budget(tiny_llama_dir: Path) -> None:  # noqa: F811
+    """On a CPU one LM-head chunk's float32 logits and log-softmax take at most HEAD_SHARE of hf_batch_mib (at least
+    64 positions, at most HEAD_CHUNK); the numbers do not depend on the chunk."""
+    from grebench.scoring.estimators import _hf
+
+    est = _hf.HFEstimator(str(tiny_llama_dir), dtype="float32", device="cpu", batch_bytes=2 ** 20)
+    vocab = int(est.model.get_output_embeddings().weight.shape[0])
+    assert est.head_chunk == max(64, int(2 ** 20 * _hf.HEAD_SHARE) // (8 * vocab))
+    assert est.head_chunk * 8 * vocab <= max(2 ** 20 * _hf.HEAD_SHARE, 64 * 8 * vocab)
+    reqs = sample_requests(n_papers=1, n_candidates=2)
+    small = est.logprobs(reqs)
+    est.batch_bytes = 2 ** 40  # a budget the head never reaches: HEAD_CHUNK positions a chunk
+    assert est.head_chunk == _hf.HEAD_CHUNK
+    wide = est.logprobs(reqs)
+    assert [r.n_tokens for r in small] == [r.n_tokens for r in wide]
+    assert all(abs(a.logprob - b.logprob) < 1e-3 for a, b in zip(small, wide, strict=True))
+
+
 def test_plain_path_batches_across_papers_and_equals_per_paper(tiny_llama_dir: Path) -> None:  # noqa: F811
     """The GPU path: plain forwards of whole prompts, several papers in one batch, chunked LM head: same numbers."""
     from grebench.scoring.estimators import _hf

@@ -53,8 +53,13 @@ _DTYPES = ("float32", "bfloat16", "float16")
 REUSE_CHOICES = ("auto", "on", "off")
 REUSE_MIN_SPEEDUP = 1.1
 REUSE_MAX_DELTA_PER_100 = 0.05
-#: Scored positions per LM-head chunk: bounds the float32 logits to chunk × vocabulary (1 GiB at 128k).
+#: Scored positions per LM-head chunk: bounds the float32 logits to chunk × vocabulary (1 GiB at 128k).  On a CPU
+#: the chunk is smaller still (:meth:`HFEstimator.head_chunk`).
 HEAD_CHUNK = 2048
+#: On a CPU the logits of one LM-head chunk and their log-softmax (float32, two copies) hold at most this share of
+#: ``hf_batch_mib``: 2,048 positions of SmolLM2's 49,152-token vocabulary are 0.8 GB, and scoring one real paper
+#: peaked at 2.42 GB with them, 1.78 GB in chunks of 256 (no slower; ``benchmarks/main_job.py``).
+HEAD_SHARE = 0.25
 #: A forward's fixed cost on a GPU, in token positions: batches are cut to minimise padded positions + this per
 #: forward (:func:`_cut`).  Measured on an H200 at Llama-3.1-8B shape (bf16, ``benchmarks/scoring_engine.py --shape
 #: llama-3.1-8b --profile``): the reuse path cut by the CPU's padding rule ran 99 forwards per 16-paper call with
@@ -64,7 +69,7 @@ GPU_FORWARD_OVERHEAD = 2048
 #: What one forward may hold on a CPU beside the weights (``hf_batch_mib``): a token budget alone let a batch of short
 #: targets copy its context's KV cache once per row (160 rows of a 2,000-token context: 15 GB for a 135M model) and
 #: the first run's peak RSS reach 7.7 GB.  Batches are cut by :meth:`HFEstimator.row_bytes` as well as by tokens.
-DEFAULT_BATCH_BYTES = 512 * 2 ** 20
+DEFAULT_BATCH_BYTES = 256 * 2 ** 20
 _T = TypeVar("_T")
 log = logging.getLogger(__name__)
 
@@ -210,6 +215,15 @@ class HFEstimator:
         """A forward's fixed cost in token positions, for :func:`_cut`: 0 on a CPU (batches cut by padding share, as
         they always were there), :data:`GPU_FORWARD_OVERHEAD` on a GPU."""
         return 0 if self.device.type == "cpu" else GPU_FORWARD_OVERHEAD
+
+    @property
+    def head_chunk(self) -> int:
+        """Scored positions per LM-head chunk: :data:`HEAD_CHUNK`, and on a CPU at most what keeps the chunk's float32
+        logits and log-softmax within :data:`HEAD_SHARE` of :attr:`batch_bytes` (at least 64)."""
+        if self.device.type != "cpu":
+            return HEAD_CHUNK
+        vocab = int(self.model.get_output_embeddings().weight.shape[0])
+        return min(HEAD_CHUNK, max(64, int(self.batch_bytes * HEAD_SHARE) // (2 * 4 * vocab)))
 
     def row_bytes(self, width: int, context: int = 0) -> int:
         """What one row of ``width`` input tokens after ``context`` cached tokens holds during a forward: its copy of
@@ -402,12 +416,13 @@ class HFEstimator:
         verbs = self._tensor(list(self.encode.verb_ids))
         head = self.model.get_output_embeddings()
         parts = []
-        for a in range(0, len(labels), HEAD_CHUNK):
-            logp = torch.log_softmax(head(h[a:a + HEAD_CHUNK]).float(), dim=-1)
-            lp = logp.gather(1, labels_t[a:a + HEAD_CHUNK, None])[:, 0]
-            if any(choice[a:a + HEAD_CHUNK]):  # a verb: its probability among the four verbs
+        step = self.head_chunk
+        for a in range(0, len(labels), step):
+            logp = torch.log_softmax(head(h[a:a + step]).float(), dim=-1)
+            lp = logp.gather(1, labels_t[a:a + step, None])[:, 0]
+            if any(choice[a:a + step]):  # a verb: its probability among the four verbs
                 norm = torch.logsumexp(logp.index_select(1, verbs), dim=-1)
-                lp = torch.where(self._tensor(choice[a:a + HEAD_CHUNK]).bool(), lp - norm, lp)
+                lp = torch.where(self._tensor(choice[a:a + step]).bool(), lp - norm, lp)
             parts.append(lp)
         tok_lp = torch.cat(parts) if parts else torch.zeros(0, device=dev)
         return torch.zeros(len(batch), dtype=torch.float64, device=dev).index_add_(0, rows_t, tok_lp.double())
