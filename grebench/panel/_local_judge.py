@@ -9,8 +9,9 @@ orders) is what catches a judge that always picks the first or the second review
 
 The server (:class:`grebench.runtime.LocalServer`) is started only when a decision is not in the call cache, once
 per checkpoint for the whole panel run (:class:`grebench.runtime.LocalServers`, as for local candidates), and
-stopped when the panel stage ends.  Calls are keyed by ``local:<checkpoint>:<dtype>``, not by the server's port,
-so a rerun finds the first run's answers.
+stopped when the panel stage ends.  It runs without continuous batching: transformers answers a decision with one
+forward pass outside it, so a batching KV cache would be memory held for nothing.  Calls are keyed by
+``local:<checkpoint>:<dtype>``, not by the server's port, so a rerun finds the first run's answers.
 
 A local judge is an LLM judge (``kind = 'llm'`` in the ``judges`` table): it takes the exam like any judge, is
 subject to the family guard (never shown a review by a candidate of its own family, e.g. the same model as a
@@ -101,7 +102,8 @@ class LocalJudge(Judge):
                                     state=decision_state(p, a, b), question=QUESTION, instructions=INSTRUCTIONS,
                                     options=OPTIONS, purpose="judge-decision", prompt_version=DECISION_VERSION,
                                     endpoint_id=model.endpoint_id) for p, a, b in items]
-        return self.client.decide_many(requests, server=lambda: self.servers.server(model).api_base)
+        return self.client.decide_many(requests,
+                                       server=lambda: self.servers.server(model, decisions_only=True).api_base)
 
     def compare(self, paper: PaperView, review_a: ReviewView, review_b: ReviewView) -> Verdict:
         """One decision, in the order given."""

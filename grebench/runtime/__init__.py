@@ -39,7 +39,7 @@ from grebench.runtime._concurrency import (
 )
 from grebench.runtime._dtype import DTYPE_CHOICES, cached_choice, choose_dtype, cpu_flags, machine_key
 from grebench.runtime._generate import BatchPlan, Generated, LocalGenerator, plan_batches
-from grebench.runtime._memory import release_memory, resident_bytes
+from grebench.runtime._memory import bound_allocations, release_memory, resident_bytes
 from grebench.runtime._pool import LOCAL_CONTEXT_TOKENS, LocalModel, LocalServers, resolve_local
 from grebench.runtime._serve import (
     CacheRefused,
@@ -67,6 +67,7 @@ __all__ = [
     "Neighbours",
     "PortInUse",
     "VLLMServer",
+    "bound_allocations",
     "cached_choice",
     "choose_dtype",
     "cpu_flags",

@@ -36,6 +36,7 @@ from grebench._offline import apply_offline_defaults
 from grebench.models import MODELS, ModelError, installed, models_path, resolve_checkpoint
 from grebench.progress import NoProgress, Progress
 from grebench.runtime._concurrency import Neighbours, load_average, probe_busy, quieter_now, usable_cores
+from grebench.runtime._memory import bound_allocations
 from grebench.settings import Settings
 
 DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16")
@@ -172,6 +173,7 @@ def probe(path: Path, progress: Progress | None = None, bfloat16: bool = True) -
     ``path``; the record says which to use and the float32 tokens/s that size the default run.  ``bfloat16``
     False: the flags decide float32 and only its speed is measured (seconds, not minutes, on an AVX2 CPU)."""
     apply_offline_defaults()
+    bound_allocations()
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

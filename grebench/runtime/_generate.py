@@ -27,7 +27,7 @@ from typing import Any
 
 from grebench import stop
 from grebench._offline import apply_offline_defaults
-from grebench.runtime._memory import release_memory
+from grebench.runtime._memory import bound_allocations, release_memory
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +144,7 @@ class LocalGenerator:
 
     def __init__(self, path: Any, device: str, dtype: str, label: str = "") -> None:
         apply_offline_defaults()
+        bound_allocations()
         import torch
         import transformers
         from transformers import AutoModelForCausalLM, AutoTokenizer

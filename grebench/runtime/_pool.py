@@ -67,7 +67,7 @@ class LocalServers:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._stack = ExitStack()
-        self._servers: dict[tuple[Path, str], LocalServer] = {}
+        self._servers: dict[tuple[Path, str, bool], LocalServer] = {}
 
     @property
     def running(self) -> list[LocalServer]:
@@ -75,16 +75,23 @@ class LocalServers:
         return list(self._servers.values())
 
     def server(self, model: LocalModel, cache_tokens: int | None = None,
-               concurrency: int | None = None) -> LocalServer:
+               concurrency: int | None = None, *, decisions_only: bool = False) -> LocalServer:
         """The running server of ``model`` (started now if it is not), sent ``concurrency`` calls at once (default:
-        what this machine can take, :meth:`LocalModel.concurrency`)."""
-        key = (model.path, model.dtype)
+        what this machine can take, :meth:`LocalModel.concurrency`).
+
+        ``decisions_only``: its callers ask only ``/v1/systemone`` decisions (the panel's local judges), which
+        transformers answers with one forward pass outside continuous batching, so the server runs without it and
+        holds no batching KV cache (on a CPU that cache was 0.38 GB of a 135M judge's 1.42 GB: issue 47).
+        """
+        key = (model.path, model.dtype, decisions_only)
         if key not in self._servers:
             if concurrency is None:
                 concurrency, why = model.concurrency(self.settings)
             else:
                 why = ""
-            if cache_tokens is None and model.device == "cpu":
+            if decisions_only:
+                cache_tokens = None
+            elif cache_tokens is None and model.device == "cpu":
                 # left to itself transformers sizes the batching cache at 60 % of the free RAM (7.7 GB for a 135M
                 # judge on a 24 GiB machine): bound it by the same byte budget as a batch of local generation
                 cache_tokens, concurrency, why = self._bounded(model, concurrency, why)
@@ -92,7 +99,8 @@ class LocalServers:
             release_memory("before starting a local server")  # the job's peak is this process plus the server
             server = self._stack.enter_context(LocalServer(
                 model.path, self.settings, device=model.device, dtype=model.dtype, cache_tokens=cache_tokens,
-                call_tokens=call_tokens, name=Path(model.spec).name or model.spec))
+                call_tokens=call_tokens, continuous_batching=not decisions_only,
+                name=Path(model.spec).name or model.spec))
             if cache_tokens and call_tokens and server.cache_tokens and server.cache_tokens < cache_tokens:
                 fits = max(1, server.cache_tokens // call_tokens)
                 if fits < concurrency:

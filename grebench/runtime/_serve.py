@@ -48,6 +48,7 @@ from types import TracebackType
 from typing import Any
 
 from grebench import stop
+from grebench.runtime._memory import bound_allocations
 from grebench.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -282,6 +283,7 @@ class LocalServer:
         """The child's environment: offline, an HF cache of its own under the data dir (``/v1/models`` scans it)."""
         hub = self.root / "hf-hub"
         hub.mkdir(parents=True, exist_ok=True)
+        bound_allocations()  # the child's allocator and oneDNN bounds travel in the environment
         return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_CACHE": str(hub),
                 "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_UPDATE_CHECK": "1", "PYTHONUNBUFFERED": "1",
                 "TOKENIZERS_PARALLELISM": "false", "DO_NOT_TRACK": "1"}

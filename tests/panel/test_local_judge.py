@@ -77,6 +77,10 @@ def test_a_local_judge_answers_through_a_served_model_and_a_rerun_starts_no_serv
             answers = judge.compare_many([(PAPER, GOOD, BAD), (PAPER, BAD, GOOD)])
             [server] = servers.running
             port = server.port
+            # decisions are one forward pass outside continuous batching: the server holds no batching KV cache
+            # (issue 47: 0.38 GB of a 135M judge's 1.42 GB on a CPU)
+            assert not server.continuous_batching and "--no-continuous-batching" in server.command(port)
+            assert server.cache_tokens is None and "--cb-num-blocks" not in server.command(port)
         assert port_free(port)  # the block stopped its server
         # every setting read is in the panel's fingerprint or declared operational (issue 49)
         assert "hf_dtype" in seen and not undeclared_reads(seen), undeclared_reads(seen)

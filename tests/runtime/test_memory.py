@@ -7,10 +7,13 @@ import ctypes.util
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from grebench.runtime import resident_bytes
+from grebench.runtime import LocalServer, resident_bytes
+from grebench.runtime._memory import MMAP_THRESHOLD
+from grebench.settings import Settings
 
 #: Run in a fresh interpreter, so that the allocator state of the test process (its arenas, what earlier tests
 #: loaded) cannot decide the outcome.
@@ -49,3 +52,71 @@ def test_freed_heap_memory_goes_back_to_the_os() -> None:
     mib = 2 ** 20
     assert m["loaded"] - m["freed"] < 50 * mib, m  # free() alone kept the pages
     assert m["freed"] - m["after"] > 150 * mib and m["gave_back"] > 150 * mib, m  # release_memory gave them back
+
+
+#: Blocks of 8 MiB, as a scoring batch's logits and activations: glibc maps the first one on its own, then raises its
+#: mmap threshold to that size, so the next ones come from the heap and stay resident once freed.
+BLOCKS = """
+import ctypes, ctypes.util, json, os, sys
+from grebench.runtime import bound_allocations, resident_bytes
+bound = bound_allocations() if sys.argv[1] == "bound" else {}
+libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+size = 8 * 2 ** 20
+first = libc.malloc(size)
+libc.memset(first, 1, size)
+libc.free(first)  # glibc's dynamic threshold rises to 8 MiB here
+before = resident_bytes()
+blocks, keep = [], []
+for _ in range(8):
+    blocks.append(libc.malloc(size))
+    keep.append(libc.malloc(256 * 1024))  # live blocks between (too large for a free bin's leftovers): holes
+for b in blocks:
+    libc.memset(b, 1, size)
+for b in blocks:
+    libc.free(b)
+print(json.dumps({"kept": resident_bytes() - before, "bound": bound,
+                  "onednn": os.environ.get("ONEDNN_PRIMITIVE_CACHE_CAPACITY")}))
+"""
+
+
+def _blocks(mode: str, env: dict[str, str]) -> dict[str, object]:
+    import os
+
+    clean = {k: v for k, v in os.environ.items() if k not in ("MALLOC_MMAP_THRESHOLD_",
+                                                              "ONEDNN_PRIMITIVE_CACHE_CAPACITY")}
+    out = subprocess.run([sys.executable, "-c", BLOCKS, mode], capture_output=True, text=True, check=True,
+                         timeout=120, env={**clean, **env})
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_large_blocks_freed_within_a_phase_go_back_once_allocations_are_bound() -> None:
+    """Issue 47: glibc's dynamic mmap threshold kept a float32 scoring's freed logits resident (1.6 GB between
+    requests where 1.0 GB was in use).  With the threshold fixed by bound_allocations, 64 MiB of freed 8 MiB blocks go
+    back at once; without it they stay.  The oneDNN bound travels in the environment; an operator's values win."""
+    if resident_bytes() is None:
+        pytest.skip("no /proc/self/statm: resident memory cannot be read here")
+    if not hasattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), "mallopt"):
+        pytest.skip("the C library is not glibc: the mmap threshold cannot be fixed here")
+    mib = 2 ** 20
+    default = _blocks("default", {})
+    bound = _blocks("bound", {})
+    assert int(default["kept"]) > 48 * mib, default  # glibc kept the freed blocks
+    assert int(bound["kept"]) < 8 * mib, bound  # every block was mapped on its own and unmapped when freed
+    assert bound["bound"] == {"onednn_primitive_cache": 32, "mmap_threshold": 4 * mib}
+    assert bound["onednn"] == "32" and default["onednn"] is None
+    theirs = _blocks("bound", {"MALLOC_MMAP_THRESHOLD_": str(64 * mib), "ONEDNN_PRIMITIVE_CACHE_CAPACITY": "1024"})
+    assert theirs["bound"] == {"onednn_primitive_cache": 1024, "mmap_threshold": 64 * mib}
+    assert int(theirs["kept"]) > 48 * mib, theirs  # the operator's threshold, above the blocks: kept again
+
+
+def test_a_local_server_starts_with_the_bounds_in_its_environment(
+        settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judge's and candidates' servers allocate like this process: the bounds are in the child's environment
+    even when nothing in this process has loaded a model yet."""
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)  # restored (removed) after the test
+    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
+    env = LocalServer(tmp_path / "ckpt", settings).environment()
+    assert env["MALLOC_MMAP_THRESHOLD_"] == str(MMAP_THRESHOLD) and env["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "32"

@@ -45,6 +45,7 @@ from typing import Any, TypeVar
 
 from grebench import stop
 from grebench._offline import apply_offline_defaults
+from grebench.runtime import bound_allocations
 from grebench.scoring._request import LogprobRequest, LogprobResult
 from grebench.scoring.estimators import ESTIMATORS, EstimatorContext, dtype_tolerance, served_model_label
 from grebench.scoring.estimators._tokenize import TARGET_RULE, RequestTokenizer, TokenizedRequest, template_sha8
@@ -162,6 +163,7 @@ class HFEstimator:
         """``reuse_prefix``: run the two-level prefix cache (True) or plain forwards of whole prompts (False);
         :func:`make_hf` decides it per device with :func:`measure_reuse`."""
         apply_offline_defaults()
+        bound_allocations()  # before the model's first allocation (issue 47: the score stage's resident memory)
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
