@@ -72,11 +72,14 @@ class _PlainTask:
         self.label, self.total, self.unit, self.stream, self.step = label, total, unit, stream, step
         self.done = 0
         self.started = time.monotonic()
+        self._first: tuple[float, int] | None = None  # (time, count) at the first advance, where the rate starts
         self._next_share = step
         self._next_count = 100  # without a total: a line every 100, 200, 400, ... items
 
     def advance(self, n: int = 1) -> None:
         self.done += n
+        if self._first is None:
+            self._first = (time.monotonic(), self.done)
         if self.total:
             share = self.done / self.total
             if share >= self._next_share and self.done < self.total:
@@ -90,13 +93,25 @@ class _PlainTask:
     def set_total(self, total: int | None) -> None:
         self.total = total
 
+    def _remaining(self, elapsed: float) -> float:
+        """Seconds left at the rate measured since the first advance: what came before it (a model's load, a
+        prompt's prefill before the first decoded token) is not part of the rate, so the first lines' ETA is not
+        inflated by it (issue 47: "ETA 3.8 min" for a decoding that ended 50 s later).  With one advance so far,
+        the rate since the start."""
+        total = self.total or 0
+        if self._first is not None and self.done > self._first[1]:
+            since = time.monotonic() - self._first[0]
+            if since > 0:
+                return since * (total - self.done) / (self.done - self._first[1])
+        return elapsed * (total - self.done) / self.done
+
     def _line(self, final: bool = False, aborted: bool = False) -> None:
         elapsed = time.monotonic() - self.started
         if self.total:
             text = f"{self.label}: {self.done}/{self.total} {self.unit} ({100 * self.done / self.total:.0f}%), " \
                    f"{_seconds(elapsed)} elapsed"
             if not final and self.done:
-                text += f", ETA {_seconds(elapsed * (self.total - self.done) / self.done)}"
+                text += f", ETA {_seconds(self._remaining(elapsed))}"
         else:
             text = f"{self.label}: {self.done} {self.unit}, {_seconds(elapsed)} elapsed"
         print(text + (" (aborted)" if aborted else " (done)" if final else ""), file=self.stream, flush=True)

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from grebench.progress import NoProgress, PlainProgress, RichProgress, progress_for
 
 
@@ -28,6 +30,24 @@ def test_plain_lines_every_tenth_with_counts_and_eta() -> None:
     assert lines[0].startswith("score: 4/40 requests (10%)") and "ETA" in lines[0]
     assert lines[-1].startswith("score: 40/40 requests (100%)") and lines[-1].endswith("(done)")
     assert "ETA" not in lines[-1]
+
+
+def test_the_eta_is_the_rate_measured_after_the_first_advance(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A decoding whose first step came after a 20 s prefill, then 1 s a step: the ETA at 10 % is the 90 steps
+    left at 1 s each, not the 20 s start spread over every step (issue 47 §5)."""
+    from grebench import progress
+
+    clock = [100.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    out = io.StringIO()
+    with PlainProgress(out).task("decoding", 100, "tokens") as task:
+        clock[0] += 20.0  # the prefill: nothing advanced
+        for _ in range(10):
+            clock[0] += 1.0
+            task.advance()
+    first = out.getvalue().splitlines()[0]
+    assert first.startswith("decoding: 10/100 tokens (10%), 30 s elapsed") and first.endswith("ETA 1.5 min"), first
+    # 9 steps in 9 s after the first: 90 s left (the start-based rate would say 90 x 3 s = 4.5 min)
 
 
 def test_plain_lines_without_a_total_double_their_step() -> None:
