@@ -50,9 +50,11 @@ _GLOBAL = (
 #: fails on one that is neither here nor in :data:`OPERATIONAL`, then changes each input and sees the panel run again).
 INPUTS = ("seed", "exam_pairs", "exam_llm_pairs", "panel_pairs_per_paper", "panel_llm_pairs_per_paper",
           "bootstrap_samples", "debate_rounds", "judges_see_machine_metrics", "local_judges")
-#: What a local judge's verdicts also depend on (the model's numerics: device, dtype, how its server batches);
-#: in the fingerprint only when ``local_judges`` names one, so they do not rerun a panel that has none.
-LOCAL_JUDGE_INPUTS = ("hf_device", "hf_dtype", "local_batch_mib", "local_streams")
+#: What a local judge's verdicts also depend on (the model's numerics: device, dtype, how its server is sent calls);
+#: in the fingerprint only when ``local_judges`` names one, so they do not rerun a panel that has none.  Not
+#: ``local_batch_mib``: a judge's server has no batching KV cache to size (issue 47), and the test above fails if the
+#: judge reads it again.
+LOCAL_JUDGE_INPUTS = ("hf_device", "hf_dtype", "local_streams")
 #: The ``[[tables]]`` of the configuration the panel reads: ``[[judges]]`` (its LLM judges).
 TABLE_INPUTS = ("judges",)
 #: Settings the panel reads that do not change its results: how LLM calls are made and cached, where files live,

@@ -56,8 +56,7 @@ CHANGED: dict[str, Any] = {
     "bootstrap_samples": 25, "debate_rounds": 0, "judges_see_machine_metrics": True,
     "local_judges": "smollm2-135m",
 }
-LOCAL_CHANGED: dict[str, Any] = {"hf_device": "cpu", "hf_dtype": "bfloat16", "local_batch_mib": 256,
-                                 "local_streams": 3}
+LOCAL_CHANGED: dict[str, Any] = {"hf_device": "cpu", "hf_dtype": "bfloat16", "local_streams": 3}
 
 
 def test_changing_any_declared_input_changes_the_fingerprint(settings: Settings, store: Store) -> None:
