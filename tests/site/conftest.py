@@ -10,7 +10,7 @@ import subprocess
 from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -139,6 +139,24 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def launch_app(demo: Any, settings: Settings, tries: int = 3) -> str:
+    """Launch ``demo`` as ``grebench app`` would (``launch_kwargs``), in a thread, and return its URL.  The port
+    :func:`free_port` gave may be taken by another test process before Gradio binds it: Gradio then raises OSError
+    ("Cannot find empty port"), and the launch is tried again on a fresh port."""
+    from grebench.site._app import launch_kwargs
+
+    kwargs = {**launch_kwargs(settings), "prevent_thread_lock": True, "quiet": True}
+    for attempt in range(tries):
+        try:
+            _, url, _ = demo.launch(**kwargs)
+            return str(url)
+        except OSError:
+            if attempt == tries - 1:
+                raise
+            kwargs["server_port"] = free_port()
+    raise AssertionError("unreachable")
 
 
 def exported_app_settings(data: Path) -> Settings:

@@ -25,6 +25,7 @@ from tests.site.conftest import (
     exported_app_settings,
     fill_store,
     free_port,
+    launch_app,
     requires_chromium,
 )
 from tests.site.test_browser import keep_artifact
@@ -49,9 +50,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     store.export_parquet(settings.data_path / "export")
     store.close()
     demo = create_app(settings, resolver=RESOLVER)
-    kwargs = launch_kwargs(settings)
-    kwargs.update(prevent_thread_lock=True, quiet=True)
-    _, url, _ = demo.launch(**kwargs)
+    url = launch_app(demo, settings)
     from gradio_client import Client
 
     client = Client(url, verbose=False)
@@ -211,9 +210,7 @@ def test_loads_reuse_the_cached_export_and_pick_up_a_new_one(tmp_path: Path) -> 
     export = settings.data_path / "export"
     store.export_parquet(export)
     demo = create_app(settings, resolver=RESOLVER)
-    kwargs = launch_kwargs(settings)
-    kwargs.update(prevent_thread_lock=True, quiet=True)
-    _, url, _ = demo.launch(**kwargs)
+    url = launch_app(demo, settings)
     try:
         cache = reader(settings)
         client = Client(url, verbose=False)
@@ -285,9 +282,7 @@ def test_session_state_is_capped(tmp_path: Path) -> None:
     store.close()
     demo = create_app(settings, resolver=RESOLVER)
     assert demo.state_session_capacity == 5 and launch_kwargs(settings)["state_session_capacity"] == 5
-    kwargs = launch_kwargs(settings)
-    kwargs.update(prevent_thread_lock=True, quiet=True)
-    _, url, _ = demo.launch(**kwargs)
+    url = launch_app(demo, settings)
     try:
         client = Client(url, verbose=False)
         seen = 0

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from grebench.settings import Settings, load_settings
-from grebench.site._app import board_history, create_app, launch_kwargs
+from grebench.site._app import board_history, create_app
 from grebench.site._history import NO_HISTORY
 from grebench.store import open_store
 from tests.conftest import FAST_ENV
 from tests.site._cdp import Browser
-from tests.site.conftest import fill_store, record_history, requires_chromium
+from tests.site.conftest import fill_store, launch_app, record_history, requires_chromium
 from tests.site.test_browser import keep_artifact
 
 SETUP = "offline / rules"
@@ -64,9 +64,7 @@ def test_the_board_history_is_the_sites_figure_or_says_there_is_none(tmp_path: P
 def live_app(tmp_path: Path) -> Iterator[dict[str, Any]]:
     settings = _exported(tmp_path, with_history=True)
     demo = create_app(settings, resolver={})
-    kwargs = launch_kwargs(settings)
-    kwargs.update(prevent_thread_lock=True, quiet=True)
-    _, url, _ = demo.launch(**kwargs)
+    url = launch_app(demo, settings)
     yield {"url": url.rstrip("/"), "settings": settings}
     demo.close()
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from grebench.settings import load_settings
-from grebench.site._app import create_app, launch_kwargs
+from grebench.site._app import create_app
 from grebench.store import open_store
 from tests.conftest import FAST_ENV
 from tests.site._cdp import Browser
 from tests.site._cdp import wait_for as _wait
-from tests.site.conftest import fill_store, free_port, requires_chromium
+from tests.site.conftest import fill_store, free_port, launch_app, requires_chromium
 from tests.site.test_browser import keep_artifact
 from tests.site.test_browser_submit import CLICK, FIND, RESULT, TYPE
 
@@ -38,7 +38,7 @@ def live_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store.export_parquet(settings.export_path)
     store.close()
     demo = create_app(settings, resolver={"api.model.example": ["93.184.216.34"]})
-    _, url, _ = demo.launch(**{**launch_kwargs(settings), "prevent_thread_lock": True, "quiet": True})
+    url = launch_app(demo, settings)
     yield url.rstrip("/")
     demo.close()
 

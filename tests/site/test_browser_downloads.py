@@ -22,12 +22,12 @@ from click.testing import CliRunner
 from grebench.cli import main
 from grebench.settings import load_settings
 from grebench.site import build_site
-from grebench.site._app import create_app, launch_kwargs
+from grebench.site._app import create_app
 from grebench.store import export_snapshot, open_store, venue_years, verify_snapshot
 from tests.conftest import FAST_ENV
 from tests.site._cdp import Browser
 from tests.site._cdp import wait_for as _wait
-from tests.site.conftest import fill_store, free_port, requires_chromium
+from tests.site.conftest import fill_store, free_port, launch_app, requires_chromium
 from tests.site.test_browser import keep_artifact
 from tests.site.test_headline import HEADLINE_TITLE, SAMPLE_2024, headline_store
 
@@ -207,9 +207,7 @@ def build_site_again(published: dict[str, Any]) -> str:
 @pytest.fixture(scope="module")
 def live_app(published: dict[str, Any]) -> Iterator[str]:
     demo = create_app(published["settings"], resolver={})
-    kwargs = launch_kwargs(published["settings"])
-    kwargs.update(prevent_thread_lock=True, quiet=True)
-    _, url, _ = demo.launch(**kwargs)
+    url = launch_app(demo, published["settings"])
     yield url.rstrip("/")
     demo.close()
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from grebench.site._app import create_app, launch_kwargs, queue_path
+from grebench.site._app import create_app, queue_path
 from grebench.submissions import SubmissionQueue
 from tests.site._cdp import Browser
 from tests.site._cdp import wait_for as _wait
-from tests.site.conftest import exported_app_settings, requires_chromium
+from tests.site.conftest import exported_app_settings, launch_app, requires_chromium
 from tests.site.test_browser import keep_artifact
 
 RESOLVER = {"api.model.example": ["93.184.216.34"]}
@@ -51,9 +51,7 @@ def live_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
     root = tmp_path_factory.mktemp("browser-app")
     settings = exported_app_settings(root / "data")
     demo = create_app(settings, resolver=RESOLVER)
-    kwargs = launch_kwargs(settings)
-    kwargs.update(prevent_thread_lock=True, quiet=True)
-    _, url, _ = demo.launch(**kwargs)
+    url = launch_app(demo, settings)
     yield {"url": url.rstrip("/"), "settings": settings}
     demo.close()
 
