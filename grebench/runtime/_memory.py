@@ -22,7 +22,9 @@ when the command line starts, before any model is loaded) bounds both, for this 
   paper: a bfloat16 score stage went from 1.4 to 2.0 GB.  :data:`ONEDNN_CACHE` primitives hold every shape one
   decoding step or one scoring batch uses (about ten), and the growth stopped at about a third of it.
 
-An operator's own ``MALLOC_MMAP_THRESHOLD_`` or ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` wins.
+An operator's own ``MALLOC_MMAP_THRESHOLD_`` or ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` wins.  A vLLM server gets the
+mmap threshold but not the oneDNN bound: vLLM's CPU kernels manage their own primitives, and the bound was not
+measured there.
 """
 
 from __future__ import annotations
@@ -43,6 +45,12 @@ MMAP_THRESHOLD = 4 * 2 ** 20
 #: oneDNN primitives kept (its default is 1,024; a primitive made again costs microseconds next to a batch's forward).
 ONEDNN_CACHE = 32
 _M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+_OURS: set[str] = set()  # the variables bound_allocations set (an operator's own are not in it)
+
+
+def set_by_grebench(name: str) -> bool:
+    """Whether the environment variable ``name`` holds :func:`bound_allocations`' value rather than an operator's."""
+    return name in _OURS
 
 
 @functools.cache
@@ -73,8 +81,11 @@ def _page_size() -> int:
 def bound_allocations() -> dict[str, int]:
     """Fix glibc's mmap threshold and bound oneDNN's primitive cache (see the module docstring) for this process and
     the child processes it starts (through the environment, which an operator's values override); what it set."""
-    os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(MMAP_THRESHOLD))  # read by glibc when a child starts
-    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(ONEDNN_CACHE))  # read by oneDNN at first use
+    # the first is read by glibc when a process starts, the second by oneDNN at its first use
+    for key, value in (("MALLOC_MMAP_THRESHOLD_", MMAP_THRESHOLD), ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", ONEDNN_CACHE)):
+        if key not in os.environ:
+            os.environ[key] = str(value)
+            _OURS.add(key)
     out = {"onednn_primitive_cache": int(os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"])}
     libc = _glibc()
     try:

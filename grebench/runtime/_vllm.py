@@ -24,6 +24,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from grebench.runtime._memory import set_by_grebench
 from grebench.runtime._serve import PARENT_WATCH, LocalServer, LocalServerError
 from grebench.settings import Settings
 
@@ -83,6 +84,8 @@ class VLLMServer(LocalServer):
         """The launcher's environment plus: no usage statistics, the core binding and GPU choice when given."""
         env = {**super().environment(), "VLLM_NO_USAGE_STATS": "1", "VLLM_DO_NOT_TRACK": "1"}
         env.pop("PYTHONPATH", None)  # grebench's path must not shadow the vLLM environment's packages
+        if set_by_grebench("ONEDNN_PRIMITIVE_CACHE_CAPACITY"):  # measured for torch's matmuls, not for vLLM's
+            env.pop("ONEDNN_PRIMITIVE_CACHE_CAPACITY")
         if self.threads is not None:
             env["VLLM_CPU_OMP_THREADS_BIND"] = self.threads
         if self.cuda_devices is not None:

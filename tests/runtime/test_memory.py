@@ -120,3 +120,20 @@ def test_a_local_server_starts_with_the_bounds_in_its_environment(
     monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
     env = LocalServer(tmp_path / "ckpt", settings).environment()
     assert env["MALLOC_MMAP_THRESHOLD_"] == str(MMAP_THRESHOLD) and env["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "32"
+
+
+def test_a_vllm_server_gets_the_allocator_bound_but_not_grebench_s_onednn_bound(
+        settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM's CPU kernels manage their own oneDNN primitives (the bound was measured for torch's matmuls only); an
+    operator's own value still reaches it."""
+    from grebench.runtime import VLLMServer, _memory
+
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
+    monkeypatch.setattr(_memory, "_OURS", set())
+    settings = settings.replace(vllm_python=sys.executable)  # any existing interpreter: nothing is started
+    env = VLLMServer(tmp_path / "ckpt", settings).environment()
+    assert env["MALLOC_MMAP_THRESHOLD_"] == str(MMAP_THRESHOLD) and "ONEDNN_PRIMITIVE_CACHE_CAPACITY" not in env
+    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "256")
+    monkeypatch.setattr(_memory, "_OURS", set())
+    assert VLLMServer(tmp_path / "ckpt", settings).environment()["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "256"
