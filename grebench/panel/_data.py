@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grebench.panel._judges import PaperView, ReviewView
-from grebench.runtime import release_memory
 from grebench.scoring import ScoredSetup, TextPmis, score_texts, stored_pmis
 from grebench.settings import Settings
 from grebench.store import ReviewRecord, Store
@@ -143,8 +142,6 @@ class GemScores:
             self.failure = f"could not score {len(todo)} exam texts ({exc})"
             log.warning("gem judge: %s; it is not examined", self.failure)
             return 0
-        finally:  # the estimator is gone: its memory goes back before a local judge's server starts
-            release_memory("scoring the exam texts")
         for key, pmis in scored.pmis.items():
             self.values[key].update(pmis)
         self.estimator_calls += scored.estimator_calls

@@ -42,7 +42,7 @@ MAX_BATCH = 16
 #: Prompt tokens of a batch read per forward on a CPU (transformers' ``prefill_chunk_size``).  Reading a left-padded
 #: batch's prompts in one forward materialises every head's attention scores over the whole prompt: 9 rows of 1,400
 #: tokens peaked at 2.80 GB for SmolLM2-135M, 1.79 GB in chunks of 512 tokens (8 % slower to prefill, decoding
-#: unchanged; ``benchmarks/main_job.py`` has the job's peak).  Part of the plan: chunking changes the sums of the
+#: unchanged; ``benchmarks/memory_phases.py``).  Part of the plan: chunking changes the sums of the
 #: attention and so, rarely, a greedy token.
 PREFILL_CHUNK = 512
 
@@ -245,11 +245,8 @@ class LocalGenerator:
 
     def close(self) -> None:
         """Free the model (its memory goes back before the scoring loads the evaluation LM)."""
-        import gc
-
         self.model = None
-        gc.collect()
-        release_memory("local generation")
+        release_memory("local generation")  # collects the model, then returns its pages
 
     def __enter__(self) -> LocalGenerator:
         return self

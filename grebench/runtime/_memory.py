@@ -10,8 +10,9 @@ local judge's server, started next, adds to the job's peak (issue 47: under 2 GB
 :func:`release_memory` collects garbage and, where the C library is glibc, asks it to return free heap pages
 (``malloc_trim``); elsewhere it only collects.  It never fails: it is housekeeping, not a step a job depends on.
 
-Within a phase, two native caches hold memory the job no longer uses, and :func:`bound_allocations` (called once,
-when the command line starts, before any model is loaded) bounds both, for this process and the servers it starts:
+Within a phase, two native caches hold memory the job no longer uses, and :func:`bound_allocations` (called where a
+model is about to load: the hf estimator, local generation, the dtype probe, a local server's environment) bounds
+both, for this process and the servers it starts:
 
 - **glibc's mmap threshold.**  Left dynamic, it rises to 32 MB as large blocks are freed, so the scoring's logits and
   activations come from the heap and stay resident after they are freed: a float32 estimator scoring one paper held

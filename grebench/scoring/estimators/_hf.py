@@ -59,7 +59,7 @@ REUSE_MAX_DELTA_PER_100 = 0.05
 HEAD_CHUNK = 2048
 #: On a CPU the logits of one LM-head chunk and their log-softmax (float32, two copies) hold at most this share of
 #: ``hf_batch_mib``: 2,048 positions of SmolLM2's 49,152-token vocabulary are 0.8 GB, and scoring one real paper
-#: peaked at 2.42 GB with them, 1.78 GB in chunks of 256 (no slower; ``benchmarks/main_job.py``).
+#: peaked at 2.42 GB with them, 1.78 GB in chunks of 256 (no slower; ``benchmarks/memory_phases.py``).
 HEAD_SHARE = 0.25
 #: A forward's fixed cost on a GPU, in token positions: batches are cut to minimise padded positions + this per
 #: forward (:func:`_cut`).  Measured on an H200 at Llama-3.1-8B shape (bf16, ``benchmarks/scoring_engine.py --shape
