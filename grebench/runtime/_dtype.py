@@ -138,8 +138,38 @@ def machine_key() -> dict[str, Any]:
 
 
 def cpu_flags() -> list[str]:
-    """The CPU's flags that decide how fast a model runs on it (AVX2, AVX-512-BF16, AMX, ...; from /proc/cpuinfo)."""
+    """The CPU's flags that decide how fast a model runs on it (AVX2, AVX-512-BF16, AMX, ...; from /proc/cpuinfo), less
+    what torch is held to (:func:`capped_flags`)."""
     return _cpu()[1]
+
+
+#: oneDNN's instruction-set caps (``ONEDNN_MAX_CPU_ISA``), lowest first, and the flags each cap takes away: torch's
+#: matrix products run through oneDNN, so a cap below AVX512_CORE_BF16 means bfloat16 is converted, never computed.
+_ONEDNN_CAPS = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE", "AVX512_CORE_VNNI",
+                "AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16")
+_AVX512 = {"avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16"}
+_AMX = {"amx_tile", "amx_bf16", "amx_int8"}
+
+
+def capped_flags(flags: set[str], environ: Any = None) -> set[str]:
+    """The CPU flags torch may use here: the CPU's, less what ``ATEN_CPU_CAPABILITY`` (``default``/``avx2``: no
+    AVX-512 kernels) and ``ONEDNN_MAX_CPU_ISA`` (below ``AVX512_CORE``: no AVX-512; below ``AVX512_CORE_BF16``: no
+    bfloat16 instructions; below ``AVX512_CORE_AMX``: no AMX) hold it to.  An operator who caps the instruction set
+    gets the decision of a CPU without them, unmeasured (issue 47 §3), and a machine key of its own."""
+    env = os.environ if environ is None else environ
+    out = set(flags)
+    if env.get("ATEN_CPU_CAPABILITY", "").strip().lower() in {"default", "avx2"}:
+        out -= _AVX512 | _AMX
+    cap = env.get("ONEDNN_MAX_CPU_ISA", "").strip().upper()
+    if cap in _ONEDNN_CAPS:
+        rank = _ONEDNN_CAPS.index(cap)
+        if rank < _ONEDNN_CAPS.index("AVX512_CORE"):
+            out -= _AVX512 | _AMX
+        if rank < _ONEDNN_CAPS.index("AVX512_CORE_BF16"):
+            out -= {"avx512_bf16", "avx512_fp16"} | _AMX
+        if rank < _ONEDNN_CAPS.index("AVX512_CORE_AMX"):
+            out -= _AMX
+    return out
 
 
 def _cpu() -> tuple[str, list[str]]:
@@ -155,7 +185,7 @@ def _cpu() -> tuple[str, list[str]]:
             model = value.strip()
         elif key in {"flags", "features"} and not flags:
             flags = set(value.split()) & _FLAGS
-    return model or platform.processor() or platform.machine() or "unknown", sorted(flags)
+    return model or platform.processor() or platform.machine() or "unknown", sorted(capped_flags(flags))
 
 
 #: CPU flags of bfloat16 instructions (x86: AVX-512-BF16, AMX; Arm: BF16).  Without any, torch runs bfloat16 by

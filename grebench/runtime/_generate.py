@@ -42,9 +42,10 @@ MAX_BATCH = 16
 #: Prompt tokens of a batch read per forward on a CPU (transformers' ``prefill_chunk_size``).  Reading a left-padded
 #: batch's prompts in one forward materialises every head's attention scores over the whole prompt: 9 rows of 1,400
 #: tokens peaked at 2.80 GB for SmolLM2-135M, 1.79 GB in chunks of 512 tokens (8 % slower to prefill, decoding
-#: unchanged; ``benchmarks/memory_phases.py``).  Part of the plan: chunking changes the sums of the
-#: attention and so, rarely, a greedy token.
-PREFILL_CHUNK = 512
+#: unchanged; ``benchmarks/memory_phases.py``); 9 rows of 1,300 tokens held to AVX2: 1,639 MB in chunks of 512,
+#: 1,593 MB in chunks of 256 (0.96× the time).  Part of the plan: chunking changes the sums of the attention and
+#: so, rarely, a greedy token.
+PREFILL_CHUNK = 256
 
 
 @dataclass(frozen=True)

@@ -191,3 +191,18 @@ def test_a_probe_s_own_work_is_not_counted_as_a_neighbour_but_another_process_is
     if cores <= 3:  # one CPU-bound neighbour is at least a quarter of up to four cores
         assert probe_busy(others, None, cores)
     assert not probe_busy(0.0, 9.0, cores)  # measured quiet: a high load average (our own probe's) does not count
+
+
+def test_torch_held_to_avx2_decides_float32_unmeasured_as_a_cpu_without_bfloat16_instructions() -> None:
+    """ATEN_CPU_CAPABILITY / ONEDNN_MAX_CPU_ISA hold torch below the CPU's flags: the dtype decision and the machine
+    key read the capped flags, so bfloat16 is not timed where torch cannot compute in it."""
+    from grebench.runtime._dtype import bfloat16_possible, capped_flags
+
+    cpu = {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16"}
+    assert capped_flags(cpu, {}) == cpu
+    avx2 = capped_flags(cpu, {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"})
+    assert avx2 == {"avx2", "fma"} and not bfloat16_possible(sorted(avx2))
+    no_amx = capped_flags(cpu, {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16"})
+    assert "avx512_bf16" in no_amx and not no_amx & {"amx_tile", "amx_bf16"} and bfloat16_possible(sorted(no_amx))
+    assert not bfloat16_possible(sorted(capped_flags(cpu, {"ONEDNN_MAX_CPU_ISA": "avx512_core_vnni"})))
+    assert capped_flags(cpu, {"ONEDNN_MAX_CPU_ISA": "ALL", "ATEN_CPU_CAPABILITY": "avx512"}) == cpu
