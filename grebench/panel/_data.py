@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grebench.panel._judges import PaperView, ReviewView
+from grebench.progress import Progress
 from grebench.scoring import ScoredSetup, TextPmis, score_texts, stored_pmis
 from grebench.settings import Settings
 from grebench.store import ReviewRecord, Store
@@ -130,14 +131,15 @@ class GemScores:
         """The review's PMI per reference on this paper, or None when unknown."""
         return self.values.get((paper_id, sha(review.text))) or None
 
-    def extend(self, items: Sequence[tuple[str, str]], papers: Collection[str]) -> int:
+    def extend(self, items: Sequence[tuple[str, str]], papers: Collection[str], progress: Progress | None = None,
+               label: str = "gem judge's exam texts") -> int:
         """Compute PMIs for (paper_id, text) items of ``papers`` not yet known; returns how many pairs were added
-        (0 when impossible)."""
+        (0 when impossible).  ``progress`` shows the estimator's requests under ``label``."""
         todo = [(p, t) for p, t in dict.fromkeys(items) if (p, sha(t)) not in self.values and p in papers]
         if not todo or self.setup is None or self.metric is None:
             return 0
         try:
-            scored = score_texts(self.store, self.settings, self.setup, self.metric, todo)
+            scored = score_texts(self.store, self.settings, self.setup, self.metric, todo, progress, label)
         except Exception as exc:  # the judge abstains on these texts rather than failing the panel
             self.failure = f"could not score {len(todo)} exam texts ({exc})"
             log.warning("gem judge: %s; it is not examined", self.failure)

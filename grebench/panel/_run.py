@@ -312,12 +312,17 @@ def _write_results(store: Store, venue_id: str, verdicts: list[dict[str, Any]], 
 
 def run_panel(store: Store, settings: Settings, run_id: str | None, *, setup: ScoredSetup | None,
               metric: str | None, paper_ids: Sequence[str] | None, judge_names: Sequence[str] | None = None,
-              progress: Progress | None = None, exam_only: bool = False) -> dict[str, Any]:
+              progress: Progress | None = None, exam_only: bool = False,
+              bounded_exam: bool = False) -> dict[str, Any]:
     """Exam, votes, verdicts, Bradley–Terry rankings and agreement with GEM-S for every venue-year with reviews.
 
     The caller decides what the panel works with: ``setup``, what the stored scores were made with (None: nothing
     scored yet, the ``gem`` judge abstains), ``metric``, the one the ``gem`` judge and the agreement read
     (:func:`grebench.scoring.gem_judge_metric`), and ``paper_ids``, the job's sample (None: every paper).
+
+    ``bounded_exam`` gives every judge the bounded exam an LLM judge takes (``exam_llm_pairs`` pairs per test), the
+    reference judges too: a core run's (``validation = core``), where the gem judge's exam texts the score stage did
+    not score would take the evaluation LM a fifth of a CPU's run (164 of 914 s for 12 papers in float32).
 
     ``exam_only`` stops after the qualification exam (``grebench exam``).  A venue-year whose inputs did not change
     since its last complete run (see :mod:`grebench.panel._state`) is not recomputed: its stored summary is
@@ -335,7 +340,7 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, *, setup: Sc
     display = progress or NoProgress()
     with LocalServers(settings) as servers:  # local judges' servers: started on first need, stopped here
         _run_venues(store, settings, client, gem, names, sample, run_id, judge_names, exam_only, display, servers,
-                    summary, all_judges)
+                    summary, all_judges, bounded_exam)
     summary["votes_total"] = int(store.scalar("SELECT count(*) FROM panel_votes") or 0)
     summary["calls_made"] = sum(j.calls_made for j in all_judges)
     summary["estimator_calls"] = gem.estimator_calls
@@ -347,14 +352,15 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, *, setup: Sc
 def _run_venues(store: Store, settings: Settings, client: LLMClient, gem: GemScores, names: Sequence[str],
                 sample: frozenset[str] | None,
                 run_id: str | None, judge_names: Sequence[str] | None, exam_only: bool, display: Progress,
-                servers: LocalServers, summary: dict[str, Any], all_judges: list[Judge]) -> None:
+                servers: LocalServers, summary: dict[str, Any], all_judges: list[Judge], bounded_exam: bool) -> None:
     for venue_id in names:
-        print_ = _state.fingerprint(store, settings, venue_id, judge_names, exam_only, gem.setup, gem.metric, sample)
+        print_ = _state.fingerprint(store, settings, venue_id, judge_names, exam_only, gem.setup, gem.metric, sample,
+                                    bounded_exam)
         part = _state.stored(store, venue_id, exam_only, print_)
         if part is None:
             store.clear_stage_state(_state.STAGE, _state.scope(venue_id, not exam_only))  # its tables change too
             judges, part, complete = _run_venue(store, settings, client, gem, venue_id, sample, run_id, judge_names,
-                                                exam_only, display, servers)
+                                                exam_only, display, servers, bounded_exam)
             all_judges += judges
             summary["votes"] += part.pop("votes")
             summary["machine_metrics"] += part.pop("machine_metrics")
@@ -372,7 +378,8 @@ def _run_venues(store: Store, settings: Settings, client: LLMClient, gem: GemSco
 def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScores, venue_id: str,
                sample: frozenset[str] | None,
                run_id: str | None, judge_names: Sequence[str] | None, exam_only: bool,
-               progress: Progress, servers: LocalServers | None = None) -> tuple[list[Judge], dict[str, Any], bool]:
+               progress: Progress, servers: LocalServers | None = None,
+               bounded_exam: bool = False) -> tuple[list[Judge], dict[str, Any], bool]:
     """One venue-year in full: (judges, its summary part, whether every vote was answered and the gem judge's exam
     texts were scored: an incomplete part is computed again next time)."""
     data = load_venue(store, venue_id, sample)
@@ -381,12 +388,15 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
     _sync_judges(store, judges)
     part: dict[str, Any] = {"votes": 0, "machine_metrics": _machine_metrics(
         store, data, settings.judges_see_machine_metrics)}
-    sets = build_exam(data, settings.exam_pairs, settings.seed)
-    if needs_gem_scores(judges):
-        gem.extend(sets.texts(), data.splits)
     llm_pairs = settings.exam_llm_pairs
+    sets = build_exam(data, settings.exam_pairs, settings.seed)
+    llm_sets = sets.limited(llm_pairs) if llm_pairs > 0 else sets
+    if bounded_exam:
+        sets = llm_sets
+    if needs_gem_scores(judges):
+        gem.extend(sets.texts(), data.splits, progress, f"panel: the gem judge's exam texts, {venue_id}")
     why = gem.unusable() if needs_gem_scores(judges) else None
-    results = examine_panel(judges, sets, sets.limited(llm_pairs) if llm_pairs > 0 else sets, progress,
+    results = examine_panel(judges, sets, llm_sets, progress,
                             f"panel: exam, {venue_id}",
                             adjust=lambda j, r: not_examined(r, why) if why is not None and needs_gem_scores([j])
                             else r)

@@ -75,7 +75,7 @@ def inputs(settings: Settings) -> dict[str, Any]:
 
 def fingerprint(store: Store, settings: Settings, venue_id: str, judge_names: Sequence[str] | None,
                 exam_only: bool, setup: ScoredSetup | None, metric: str | None,
-                sample: Collection[str] | None) -> str:
+                sample: Collection[str] | None, bounded_exam: bool = False) -> str:
     """Hash of the venue-year's inputs, the judges, the setup and metric the gem judge reads, the job's sample (the
     papers passed in), the panel's declared settings (:func:`inputs`) and the code version."""
     queries = {name: (sql, [venue_id]) for name, sql in _QUERIES}
@@ -87,6 +87,8 @@ def fingerprint(store: Store, settings: Settings, venue_id: str, judge_names: Se
         "sample": None if sample is None else sorted(sample),
         "settings": inputs(settings),
     }
+    if bounded_exam:  # only when set, so a full exam's fingerprint stays what it was
+        values["bounded_exam"] = True
     return fingerprint_of(store, queries=queries, values=values, code=code_files(Path(__file__).parent))
 
 

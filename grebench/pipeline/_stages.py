@@ -257,7 +257,7 @@ class PanelStage(BaseStage):
         summary = run_panel(ctx.store, ctx.settings, ctx.run_id, setup=run.scored,
                             metric=gem_judge_metric(ctx.store, run.scored), paper_ids=run.paper_ids,
                             judge_names=list(run.setup.judges) or None, progress=ctx.progress,
-                            exam_only=run.setup.exam_only)
+                            exam_only=run.setup.exam_only, bounded_exam=run.setup.core)
         # a judge that could not be examined (unreachable, or texts that could not be scored) is the job's failure:
         # the run's status says what the command's exit status says.  Not when it is another failure's consequence
         # (a score stage that failed leaves the gem judge nothing to read: said once), nor when nothing is scored

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from grebench.progress import NoProgress
+from grebench.progress import NoProgress, Progress
 from grebench.scoring._engine import ScoringError, _evaluate, _load, corpus_texts, estimator_corpus, request_key
 from grebench.scoring._leaderboard import FLOOR_JOIN, FLOORED_PMI, reference_floors
 from grebench.scoring._metrics import METRICS, SynopsisInputs, headline_metric, metric, metric_preprocessor
@@ -67,14 +67,15 @@ def stored_pmis(store: Store, setup: ScoredSetup, metric_name: str) -> TextPmis:
 
 
 def score_texts(store: Store, settings: Settings, setup: ScoredSetup, metric_name: str,
-                items: Iterable[tuple[str, str]]) -> TextScores:
+                items: Iterable[tuple[str, str]], progress: Progress | None = None,
+                label: str = "score") -> TextScores:
     """PMI of each (paper id, text) in ``items`` against its paper's references, as the score stage would store it.
 
     The text is preprocessed with ``setup``'s preprocessor and scored with its estimator (fitted on the same corpus
     as the score stage, so the ids agree; :class:`ScoringError` when they do not), conditioned on the metric's
     synopsis; a reference whose text is this text is left out.  A text without judgment lines gets each reference's
     floor (no estimator call).  Items whose paper has no baseline split, whose preprocessing failed or which the
-    metric cannot score on their paper are left out of the result.
+    metric cannot score on their paper are left out of the result.  ``progress`` shows the requests under ``label``.
     """
     data = _load(store)
     splits = data["splits"]
@@ -94,7 +95,8 @@ def score_texts(store: Store, settings: Settings, setup: ScoredSetup, metric_nam
             raise ScoringError(f"stored scores use estimator {setup.estimator_id}, this run's is {estimator.id}")
         pending = _requests(store, settings, setup, rule, todo, data, out)
         results, out.estimator_calls, _, _ = _evaluate(store, [(estimator, c) for *_, c, _ in pending]
-                                                       + [(estimator, m) for *_, m in pending], NoProgress())
+                                                       + [(estimator, m) for *_, m in pending],
+                                                       progress or NoProgress(), label)
     finally:  # local servers the estimator started (vllm-local) stop here
         close_estimator(estimator)
     for pid, digest, ref, cond, marg in pending:

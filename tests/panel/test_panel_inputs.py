@@ -96,3 +96,22 @@ def test_flipping_exam_llm_pairs_reruns_the_panel(server: FakeOpenAIServer, sett
     assert same["skipped_venues"] == [VENUE] and store.scalar(exam) == written
     fewer = run_panel(store, Settings(values={**values, "exam_llm_pairs": 2}, tables=tables), None, **UNSCORED)
     assert fewer["skipped_venues"] == [] and store.scalar(exam) > written  # the LLM judge's exam was taken again
+
+
+def test_a_core_run_gives_every_judge_the_bounded_exam_and_reruns_when_that_changes(settings: Settings,
+                                                                                  store: Store) -> None:
+    """``bounded_exam`` (a core run's panel): the reference judges take the exam an LLM judge takes, at most
+    ``exam_llm_pairs`` pairs per test, and the fingerprint tells the two exams apart."""
+    import json
+
+    build_venue(store, {"llm-x": "x", "llm-y": "y"})
+    values = {**settings.values, "bootstrap_samples": 20, "exam_pairs": 12, "exam_llm_pairs": 2}
+    pairs = "SELECT details_json FROM judge_exams WHERE judge = 'length'"
+    run_panel(store, Settings(values=values), None, **UNSCORED)
+    full = json.loads(store.scalar(pairs))["pairs"]
+    bounded = run_panel(store, Settings(values=values), None, **UNSCORED, bounded_exam=True)
+    assert bounded["skipped_venues"] == []  # not the full exam's stored results
+    asked = json.loads(store.scalar(pairs))["pairs"]
+    assert max(full.values()) > 2 and all(n <= 2 for n in asked.values()) and asked["consistency"] == 2
+    again = run_panel(store, Settings(values=values), None, **UNSCORED, bounded_exam=True)
+    assert again["skipped_venues"] == [VENUE]
