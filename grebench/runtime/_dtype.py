@@ -28,6 +28,7 @@ import os
 import platform
 import secrets
 import time
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -151,7 +152,7 @@ _AVX512 = {"avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16"}
 _AMX = {"amx_tile", "amx_bf16", "amx_int8"}
 
 
-def capped_flags(flags: set[str], environ: Any = None) -> set[str]:
+def capped_flags(flags: set[str], environ: Mapping[str, str] | None = None) -> set[str]:
     """The CPU flags torch may use here: the CPU's, less what ``ATEN_CPU_CAPABILITY`` (``default``/``avx2``: no
     AVX-512 kernels) and ``ONEDNN_MAX_CPU_ISA`` (below ``AVX512_CORE``: no AVX-512; below ``AVX512_CORE_BF16``: no
     bfloat16 instructions; below ``AVX512_CORE_AMX``: no AMX) hold it to.  An operator who caps the instruction set

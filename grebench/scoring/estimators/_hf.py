@@ -49,6 +49,7 @@ from grebench.runtime import bound_allocations
 from grebench.scoring._request import LogprobRequest, LogprobResult
 from grebench.scoring.estimators import ESTIMATORS, EstimatorContext, dtype_tolerance, served_model_label
 from grebench.scoring.estimators._tokenize import TARGET_RULE, RequestTokenizer, TokenizedRequest, template_sha8
+from grebench.settings import Settings
 
 _DTYPES = ("float32", "bfloat16", "float16")
 REUSE_CHOICES = ("auto", "on", "off")
@@ -70,9 +71,10 @@ GPU_FORWARD_OVERHEAD = 2048
 #: What one forward may hold on a CPU beside the weights (``hf_batch_mib``): a token budget alone let a batch of short
 #: targets copy its context's KV cache once per row (160 rows of a 2,000-token context: 15 GB for a 135M model) and
 #: the first run's peak RSS reach 7.7 GB.  Batches are cut by :meth:`HFEstimator.row_bytes` as well as by tokens.
-#: One paper's 32 requests held to AVX2 in float32 (``benchmarks/memory_phases.py --child scoring smollm2-135m auto
-#: MIB``): 256 MiB peaked at 1,394–1,450 MB, 160 at 1,295, 128 at 1,211, in the same time (45.7–47.6 s).
-DEFAULT_BATCH_BYTES = 160 * 2 ** 20
+#: The setting's default, one source of it (one paper's 32 requests held to AVX2 in float32,
+#: ``benchmarks/memory_phases.py --child scoring smollm2-135m auto MIB``: 256 MiB peaked at 1,394–1,450 MB, 160 at
+#: 1,295, 128 at 1,211, in the same time: 45.7–47.6 s).
+DEFAULT_BATCH_BYTES = int(Settings.hf_batch_mib.default) * 2 ** 20
 _T = TypeVar("_T")
 log = logging.getLogger(__name__)
 
