@@ -138,12 +138,17 @@ def phase(kind: str, count: int, args: argparse.Namespace, port: int, pid: int) 
 
     proc = psutil.Process(pid)
     times: list[float] = []
+    slow: list[tuple[float, float]] = []  # (seconds into the phase, answer time) of each probe over 1 s
     peak, stop = 0, threading.Event()
+    began = time.monotonic()
 
     def probe() -> None:
         nonlocal peak
         while not stop.is_set():
+            asked = time.monotonic() - began
             times.append(fresh_get(port))
+            if times[-1] > 1.0:
+                slow.append((round(asked, 1), round(times[-1], 2)))
             peak = max(peak, proc.memory_info().rss)
             stop.wait(1.0)
 
@@ -168,7 +173,7 @@ def phase(kind: str, count: int, args: argparse.Namespace, port: int, pid: int) 
     return {"phase": kind, "connections": count, "processes": len(workers), **totals,
             "fresh_probes": len(times), "fresh_within_2s": sum(t < 2.0 for t in times),
             "fresh_median_s": round(ordered[len(ordered) // 2], 2), "fresh_slowest_s": round(ordered[-1], 2),
-            "rss_peak_mb": peak >> 20}
+            "rss_peak_mb": peak >> 20, "probes_over_1s": slow}
 
 
 def _attack(kind: str, count: int, port: int, addresses: int, drip: float, hold: float, first: int,

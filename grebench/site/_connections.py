@@ -10,15 +10,26 @@ protocol (:func:`guarded_protocol`), given to uvicorn's ``Config(http=...)`` wit
 (:func:`server_options`):
 
 * **per-address and total caps** — a connection beyond ``app_connections_per_address`` from one address, or beyond
-  ``app_max_connections`` in all (itself kept :data:`FD_RESERVE` below the process's open-file limit), is closed as
-  soon as it is accepted: its file descriptor is returned at once, nothing is read.  A trusted proxy's address
-  (``app_trusted_proxies``) has only the total cap: it carries every client's connections;
+  ``app_max_connections`` in all (itself kept :data:`FD_RESERVE` below the process's open-file limit), is refused by
+  the listening socket itself (:class:`GuardedListener`), before asyncio makes a transport, a task and a protocol of
+  it: it is sent one short ``503`` (``Retry-After``), nothing is read, and it is **held** ``app_refused_hold_s``
+  before it is closed, in a pool of its own (the descriptors left between the total cap and the open-file limit;
+  beyond that pool it is closed at once).  A trusted proxy's address (``app_trusted_proxies``) has only the total
+  cap: it carries every client's connections;
 * **idle before the first request** — ``app_idle_timeout_s`` from the accept (or from the end of the previous
   response) to the first byte of a request;
 * **headers** — ``app_header_timeout_s`` from that first byte to the end of the request's headers;
 * **keep-alive** — uvicorn's own ``timeout_keep_alive`` (``app_keep_alive_s``);
 * bodies — read by the app's middleware (:mod:`grebench.site._limits`) under ``app_body_timeout_s``, at most
   ``app_bodies_in_flight`` at once and ``app_body_memory_bytes`` of them in memory.
+
+Why refusals are held, not closed at once: an attacker whose connection is closed reconnects at once.  Closing every
+over-cap connection as it came (issue 48's first guard) let 20,000 reconnecting idle sockets from 8 addresses keep
+the listen queue full (about 2,200 accepts and closes a second, each a task, a transport and a protocol in Python);
+the kernel then dropped a fresh client's connection attempt, which its own kernel retried 1, 3 and 7 s later.  A held
+refusal costs the attacker its socket for ``app_refused_hold_s``, so the reconnects fall from as fast as a CPU can
+make them to (held sockets) / (hold) a second, and what is still refused at once (beyond the pool) is refused in a
+few microseconds at the socket, faster than a client can connect.
 
 The same limits stand in front of the app in ``compose.yaml`` (nginx, docs/deployment.md); the app holds without it.
 """
@@ -29,8 +40,11 @@ import asyncio
 import contextlib
 import ipaddress
 import resource
+import socket
 import threading
-from collections import Counter
+import time
+import typing
+from collections import Counter, deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -38,6 +52,16 @@ from typing import Any
 
 #: File descriptors kept free of client connections: the store, the exports, Gradio's files, logs, the event loop.
 FD_RESERVE = 256
+#: Addresses :meth:`ConnectionGuard._victim` looks at for an idle connection to evict before it refuses.
+VICTIM_SEARCH = 64
+#: Most refusals one ``accept`` call makes before it lets the event loop run (each takes microseconds).
+REFUSALS_PER_ACCEPT = 256
+#: Seconds an accepted connection may wait for its protocol (asyncio's task making its transport) before its count
+#: is released: a connection whose transport failed is never counted for ever.
+PENDING_S = 30.0
+#: What a refused connection is sent before it is held: an HTTP client reads why and when to come back.
+REFUSAL = (b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: %d\r\nContent-Type: text/plain\r\n"
+           b"Content-Length: 34\r\nConnection: close\r\n\r\ntoo many connections; retry later\n")
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -52,6 +76,8 @@ class ConnectionLimits:
     per_address: int
     total: int
     exempt: tuple[Network, ...] = ()
+    refused_hold_s: float = 0.0     # seconds a refused connection is held before it is closed (0: closed at once)
+    held_cap: int = 0               # refused connections held at once (the descriptors left beyond ``total``)
 
 
 def open_file_limit() -> int:
@@ -61,10 +87,23 @@ def open_file_limit() -> int:
 
 def connection_limits(settings: Any, proxies: Sequence[Network] = ()) -> ConnectionLimits:
     """The :class:`ConnectionLimits` of these settings; the total cap stays :data:`FD_RESERVE` below the open-file
-    limit whatever the setting says."""
-    total = max(1, min(settings.app_max_connections, open_file_limit() - FD_RESERVE))
+    limit whatever the setting says, and held refusals take only the descriptors left above it."""
+    files = open_file_limit()
+    total = max(1, min(settings.app_max_connections, files - FD_RESERVE))
+    held = max(0, min(settings.app_refused_held, files - FD_RESERVE - total))
     return ConnectionLimits(float(settings.app_idle_timeout_s), float(settings.app_header_timeout_s),
-                            settings.app_keep_alive_s, settings.app_connections_per_address, total, tuple(proxies))
+                            settings.app_keep_alive_s, settings.app_connections_per_address, total, tuple(proxies),
+                            float(settings.app_refused_hold_s), held)
+
+
+class Evictable(typing.Protocol):
+    """A connection the guard may close for a newcomer at the total cap."""
+
+    def counted_address(self) -> str:
+        """The address its count is under."""
+
+    def evict(self) -> None:
+        """Close it; its count was released by the guard (its ``connection_lost`` must not release it again)."""
 
 
 @dataclass
@@ -77,7 +116,17 @@ class ConnectionGuard:
     total: int = 0
     refused: int = 0
     timed_out: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    evicted: int = 0                # idle connections closed at the total cap for a newcomer
+    held_peak: int = 0              # most refused connections held at once
+    #: refused connections being held: (when to close, socket), oldest first (one hold time for all)
+    held: deque[tuple[float, socket.socket]] = field(default_factory=deque)
+    #: connections counted at the listening socket and not yet taken over by their protocol: fd -> (address, when)
+    pending: dict[int, tuple[str, float]] = field(default_factory=dict)
+    #: connections waiting for a request, per address, oldest first (evictable at the total cap)
+    idle: dict[str, dict[int, Evictable]] = field(default_factory=dict)
+    _buckets: dict[int, set[str]] = field(default_factory=dict)  # addresses by their count
+    _top: int = 0                   # the largest count of any address
+    _lock: threading.RLock = field(default_factory=threading.RLock)
 
     def _exempt(self, address: str) -> bool:
         try:
@@ -87,23 +136,195 @@ class ConnectionGuard:
         return any(ip in net for net in self.limits.exempt)
 
     def admit(self, address: str) -> bool:
-        """Count a new connection from ``address``; False (and nothing counted) when a cap is reached."""
+        """Count a new connection from ``address``; False (and nothing counted) when a cap is reached.  At the total
+        cap, the oldest connection that has not sent a request from the address holding the most connections (at
+        least two more than ``address`` would) is evicted for it (:meth:`_victim`), so a fresh client is served
+        while attackers hold the cap from a few addresses."""
+        victim: Evictable | None = None
         with self._lock:
-            if self.total >= self.limits.total or (
-                    self.by_address[address] >= self.limits.per_address and not self._exempt(address)):
+            count = self.by_address[address]
+            if count >= self.limits.per_address and not self._exempt(address):
                 self.refused += 1
                 return False
-            self.by_address[address] += 1
-            self.total += 1
-            return True
+            if self.total >= self.limits.total:
+                victim = self._victim(count + 1)
+                if victim is None:
+                    self.refused += 1
+                    return False
+                self._release(victim.counted_address())
+                self.evicted += 1
+            self._count(address, +1)
+        if victim is not None:
+            victim.evict()  # its count is already released
+        return True
+
+    def _count(self, address: str, step: int) -> None:
+        """Add ``step`` (±1) to ``address``'s count, keeping :attr:`_buckets` (addresses by count) and its top."""
+        before = self.by_address[address]
+        after = before + step
+        if before:
+            self._buckets[before].discard(address)
+        if after > 0:
+            self.by_address[address] = after
+            self._buckets.setdefault(after, set()).add(address)
+            self._top = max(self._top, after)
+        else:
+            del self.by_address[address]
+        self.total += step
+        while self._top > 0 and not self._buckets.get(self._top):
+            self._top -= 1
+
+    def _release(self, address: str) -> None:
+        self._count(address, -1)
+
+    def _victim(self, newcomer: int) -> Evictable | None:
+        """The oldest idle connection (no request yet) of an address holding at least ``newcomer + 1`` connections,
+        the fullest first; trusted proxies are never evicted.  Looks at :data:`VICTIM_SEARCH` addresses at most."""
+        looked = 0
+        for count in range(self._top, newcomer, -1):
+            for address in self._buckets.get(count, ()):
+                looked += 1
+                waiting = self.idle.get(address)
+                if waiting and not self._exempt(address):
+                    key = next(iter(waiting))
+                    victim = waiting.pop(key)
+                    if not waiting:
+                        del self.idle[address]
+                    return victim
+                if looked >= VICTIM_SEARCH:
+                    return None
+        return None
+
+    def waiting(self, address: str, conn: Evictable) -> None:
+        """``conn`` from ``address`` waits for a request: it may be evicted for a newcomer at the total cap."""
+        with self._lock:
+            self.idle.setdefault(address, {})[id(conn)] = conn
+
+    def busy(self, address: str, conn: Evictable) -> None:
+        """``conn`` started a request or closed: no longer evictable."""
+        with self._lock:
+            waiting = self.idle.get(address)
+            if waiting is not None and waiting.pop(id(conn), None) is not None and not waiting:
+                del self.idle[address]
 
     def release(self, address: str) -> None:
         """A counted connection from ``address`` closed."""
         with self._lock:
-            self.total -= 1
-            self.by_address[address] -= 1
-            if self.by_address[address] <= 0:
-                del self.by_address[address]
+            self._release(address)
+
+    def admit_accepted(self, fd: int, address: str) -> bool:
+        """:meth:`admit` at the listening socket: the count waits under ``fd`` for the connection's protocol
+        (:meth:`take`).  A stale entry on the same descriptor (its connection closed before a protocol took it) is
+        released first."""
+        stale = self.pending.pop(fd, None)
+        if stale is not None:
+            self.release(stale[0])
+        if not self.admit(address):
+            return False
+        self.pending[fd] = (address, time.monotonic())
+        return True
+
+    def take(self, fd: int, address: str) -> bool:
+        """Whether the connection on ``fd`` from ``address`` was counted at the listening socket (its protocol now
+        owns the count); False: count it with :meth:`admit`."""
+        entry = self.pending.get(fd)
+        if entry is None or entry[0] != address:
+            return False
+        del self.pending[fd]
+        return True
+
+    def hold(self, conn: socket.socket, now: float) -> None:
+        """A refused connection: sent :data:`REFUSAL`, then held (nothing read) until ``refused_hold_s`` from now,
+        or closed at once when the pool is full or holding is off."""
+        try:
+            conn.send(REFUSAL % round(self.limits.refused_hold_s or 1))
+        except OSError:
+            pass
+        if self.limits.refused_hold_s > 0 and len(self.held) < self.limits.held_cap:
+            self.held.append((now + self.limits.refused_hold_s, conn))
+            self.held_peak = max(self.held_peak, len(self.held))
+        else:
+            conn.close()
+
+    def sweep(self, now: float) -> None:
+        """Close the held refusals whose time is up; release the counts that no protocol took within
+        :data:`PENDING_S`."""
+        while self.held and self.held[0][0] <= now:
+            self.held.popleft()[1].close()
+        for fd, (address, when) in list(self.pending.items()):
+            if now - when > PENDING_S:
+                del self.pending[fd]
+                self.release(address)
+
+    def close_held(self) -> None:
+        """Close every held refusal (the server stops)."""
+        while self.held:
+            self.held.popleft()[1].close()
+
+
+class GuardedListener(socket.socket):
+    """The app's listening socket: :meth:`accept` refuses over-cap connections itself (see the module docstring).
+
+    asyncio calls ``accept`` until it raises :class:`BlockingIOError`; each call returns the next admitted
+    connection, counted in the guard, after refusing at most :data:`REFUSALS_PER_ACCEPT` others, so a flood of
+    refusals never keeps the event loop from the connections it serves."""
+
+    guard: ConnectionGuard
+    _sweeping = False
+
+    def accept(self) -> tuple[socket.socket, Any]:
+        now = time.monotonic()
+        self.guard.sweep(now)
+        for _ in range(REFUSALS_PER_ACCEPT):
+            conn, peer = super().accept()  # BlockingIOError: nothing waits
+            address = str(peer[0]) if peer else "unknown"
+            if self.guard.admit_accepted(conn.fileno(), address):
+                self._sweep_later()
+                return conn, peer
+            conn.setblocking(False)
+            self.guard.hold(conn, now)
+            self._sweep_later()
+        raise BlockingIOError("refusals for now; the loop runs before the next")
+
+    def _sweep_later(self) -> None:
+        """While anything is held or pending, sweep every second (no new connection may come to do it)."""
+        if self._sweeping or not (self.guard.held or self.guard.pending):
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._sweeping = True
+
+        def tick() -> None:
+            self._sweeping = False
+            if self.fileno() == -1:
+                return
+            self.guard.sweep(time.monotonic())
+            self._sweep_later()
+
+        loop.call_later(1.0, tick)
+
+    def close(self) -> None:
+        self.guard.close_held()
+        super().close()
+
+
+def guarded_listener(host: str, port: int, backlog: int, guard: ConnectionGuard) -> GuardedListener:
+    """A :class:`GuardedListener` bound to ``host:port`` (the first address ``host`` resolves to), listening."""
+    family, kind, proto, _, address = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                                         flags=socket.AI_PASSIVE)[0]
+    sock = GuardedListener(family, kind, proto)
+    sock.guard = guard
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except OSError:
+        socket.socket.close(sock)
+        raise
+    return sock
 
 
 def guarded_protocol(guard: ConnectionGuard) -> type[asyncio.Protocol]:
@@ -115,16 +336,29 @@ def guarded_protocol(guard: ConnectionGuard) -> type[asyncio.Protocol]:
         _address: str | None = None
         _timer: asyncio.TimerHandle | None = None
         _reading_headers = False
+        _evicted = False
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             peer = transport.get_extra_info("peername")
             address = str(peer[0]) if peer else "unknown"
-            if not guard.admit(address):
+            sock = transport.get_extra_info("socket")
+            counted = sock is not None and guard.take(sock.fileno(), address)  # counted at the listener
+            if not counted and not guard.admit(address):
                 transport.abort()  # the descriptor is returned now; nothing was read
                 return
             self._address = address
             super().connection_made(transport)
             self._arm(guard.limits.idle_s)
+            guard.waiting(address, self)
+
+        def counted_address(self) -> str:
+            return self._address or "unknown"
+
+        def evict(self) -> None:
+            self._address, self._evicted = None, True  # the guard released its count
+            self._disarm()
+            if not self.transport.is_closing():
+                self.transport.abort()
 
         def _arm(self, seconds: float) -> None:
             if self._timer is not None:
@@ -146,6 +380,8 @@ def guarded_protocol(guard: ConnectionGuard) -> type[asyncio.Protocol]:
             if self.conn.their_state is h11.IDLE and not self._reading_headers:
                 self._reading_headers = True  # the first byte of a request: its headers have header_s from now
                 self._arm(guard.limits.header_s)
+                if self._address is not None:
+                    guard.busy(self._address, self)
             super().data_received(data)
             if self._reading_headers and self.conn.their_state is not h11.IDLE:
                 self._reading_headers = False  # headers complete: the body is the middleware's to time
@@ -156,11 +392,16 @@ def guarded_protocol(guard: ConnectionGuard) -> type[asyncio.Protocol]:
             if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
                 self._reading_headers = False  # waiting for the next request: idle again
                 self._arm(max(guard.limits.idle_s, float(guard.limits.keep_alive_s)))
+                if self._address is not None:
+                    guard.waiting(self._address, self)
 
         def connection_lost(self, exc: Exception | None) -> None:
             if self._address is None:
+                if self._evicted:
+                    super().connection_lost(exc)
                 return  # refused at accept: never counted, never set up
             self._disarm()
+            guard.busy(self._address, self)
             guard.release(self._address)
             self._address = None
             super().connection_lost(exc)
@@ -172,7 +413,8 @@ def server_options(settings: Any, guard: ConnectionGuard) -> dict[str, Any]:
     """uvicorn ``Config`` options of these settings: the guarded protocol, keep-alive, the concurrency limit and the
     listen backlog."""
     return {"http": guarded_protocol(guard), "timeout_keep_alive": settings.app_keep_alive_s,
-            "limit_concurrency": guard.limits.total, "backlog": min(2048, guard.limits.total),
+            "limit_concurrency": guard.limits.total + 1,  # uvicorn counts the new one itself (>=)
+            "backlog": min(2048, guard.limits.total),
             "h11_max_incomplete_event_size": 64 * 1024}
 
 
@@ -182,23 +424,34 @@ LAST_GUARD: list[ConnectionGuard] = []
 
 @contextlib.contextmanager
 def guarded_uvicorn(settings: Any, proxies: Sequence[Network] = ()) -> Iterator[ConnectionGuard]:
-    """While active, the uvicorn ``Config`` that Gradio's ``launch`` builds gets :func:`server_options`.
+    """While active, the uvicorn ``Config`` that Gradio's ``launch`` builds gets :func:`server_options`, and the
+    server it starts listens on a :func:`guarded_listener`.
 
-    Gradio makes its ``uvicorn.Config`` itself from a fixed set of arguments; its module's ``uvicorn`` name is
-    pointed, for the duration of ``launch`` only, at a namespace whose ``Config`` adds ours (uvicorn itself is not
-    changed, so other servers in the process are not affected)."""
+    Gradio makes its ``uvicorn.Config`` itself from a fixed set of arguments and starts its own ``Server`` subclass;
+    its module's ``uvicorn`` and ``Server`` names are pointed, for the duration of ``launch`` only, at a namespace
+    whose ``Config`` adds our options and at a subclass whose ``run`` passes uvicorn the guarded socket (uvicorn's
+    documented ``sockets`` argument).  uvicorn itself is not changed, so other servers in the process are not
+    affected."""
     from gradio import http_server
 
     guard = ConnectionGuard(connection_limits(settings, proxies))
-    real = http_server.uvicorn
+    real, real_server = http_server.uvicorn, http_server.Server
     options = server_options(settings, guard)
 
     def config(**kwargs: Any) -> Any:
         return real.Config(**{**kwargs, **options})
 
+    class GuardedServer(real_server):  # type: ignore[misc, valid-type]
+        def run(self, sockets: list[socket.socket] | None = None) -> None:
+            if sockets is None:
+                sockets = [guarded_listener(self.config.host, self.config.port, self.config.backlog, guard)]
+            super().run(sockets=sockets)
+
     http_server.uvicorn = SimpleNamespace(Config=config, Server=real.Server)  # type: ignore[assignment]
+    http_server.Server = GuardedServer  # type: ignore[misc]
     LAST_GUARD[:] = [guard]
     try:
         yield guard
     finally:
         http_server.uvicorn = real
+        http_server.Server = real_server  # type: ignore[misc]

@@ -1,8 +1,9 @@
 """Issue 48 §5: slow and idle connections cannot hold the app down (real sockets to a launched Gradio app on
 127.0.0.1, clients bound to other 127.0.0.x addresses, the limits at their smallest).
 
-* Connections beyond ``app_connections_per_address`` from one address are closed as soon as they are accepted;
-  another address is served at once.
+* Connections beyond ``app_connections_per_address`` from one address are refused by the listening socket: sent a
+  503 at once, held ``app_refused_hold_s`` (so a reconnecting attacker cannot keep the listen queue full), then
+  closed; beyond the pool of held refusals they are closed at once; another address is served at once throughout.
 * A connection that sends no request is closed after ``app_idle_timeout_s``; one that sends its headers a byte at a
   time after ``app_header_timeout_s`` (before the app ever sees it).
 * A body that does not arrive within ``app_body_timeout_s`` is refused with 408; beyond ``app_bodies_in_flight``
@@ -65,22 +66,32 @@ def _served_within(url: str, source: str, seconds: float) -> float:
 def app(tmp_path: Path) -> Iterator[tuple[str, Any]]:
     demo, url = _launch(_settings(tmp_path, app_connections_per_address=8, app_idle_timeout_s=1,
                                   app_header_timeout_s=1, app_body_timeout_s=1, app_bodies_in_flight=2,
-                                  app_requests_per_address_per_min=10000))
+                                  app_requests_per_address_per_min=10000, app_refused_hold_s=2,
+                                  app_refused_held=20))
     try:
         yield url, LAST_GUARD[0]
     finally:
         demo.close()
 
 
-def test_connections_beyond_the_per_address_cap_are_closed_and_another_address_is_served(
+def test_connections_beyond_the_per_address_cap_are_refused_held_then_closed_and_another_address_is_served(
         app: tuple[str, Any]) -> None:
     url, guard = app
     socks = [_open(url, "127.0.0.2") for _ in range(40)]
     try:
-        time.sleep(0.3)
-        assert guard.by_address.get("127.0.0.2") == 8  # the first 8 held, the other 32 closed at once
-        assert sum(_closed(s, 0.2) for s in socks[8:]) == 32
+        started = time.monotonic()
+        for s in socks[8:]:  # each refusal says why at once, whatever the client sent
+            s.settimeout(2)
+            assert s.recv(4096).startswith(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 2\r\n")
+        assert guard.by_address.get("127.0.0.2") == 8  # the first 8 held by the app, counted
+        assert guard.held_peak == 20  # the pool of held refusals is full: the last 12 were closed at once
         assert _served_within(url, "127.0.0.3", 2.0) < 2.0
+        closed_at_once = [s for s in socks[8:] if _closed(s, 0.05)]
+        assert len(closed_at_once) == 12
+        held = [s for s in socks[8:] if s not in closed_at_once]
+        assert all(_closed(s, 5.0) for s in held)  # closed when their hold (2 s) ends
+        assert time.monotonic() - started >= 1.5
+        assert not guard.held and not guard.pending  # the pool emptied; nothing left counted at the listener
     finally:
         for s in socks:
             s.close()
@@ -140,4 +151,72 @@ def test_without_the_guard_idle_connections_stay_open(tmp_path: Path) -> None:
         assert not _closed(sock, 2.5)
         sock.close()
     finally:
+        demo.close()
+
+
+def test_a_count_no_protocol_takes_is_released_and_a_reused_descriptor_is_not_counted_twice() -> None:
+    from grebench.site._connections import PENDING_S, ConnectionGuard, ConnectionLimits
+
+    guard = ConnectionGuard(ConnectionLimits(1.0, 1.0, 5, per_address=2, total=10))
+    assert guard.admit_accepted(7, "10.0.0.1") and guard.admit_accepted(8, "10.0.0.1")
+    assert not guard.admit_accepted(9, "10.0.0.1")  # over the per-address cap
+    assert guard.take(8, "10.0.0.1") and not guard.take(8, "10.0.0.1")  # taken once
+    assert guard.admit_accepted(7, "10.0.0.2")  # fd 7 reused before a protocol took it: the stale count released
+    assert guard.by_address == {"10.0.0.1": 1, "10.0.0.2": 1} and guard.total == 2
+    guard.sweep(time.monotonic() + PENDING_S + 1)  # fd 7 never taken: released
+    assert guard.by_address == {"10.0.0.1": 1} and guard.total == 1
+
+
+class _Conn:
+    def __init__(self, guard: Any, address: str) -> None:
+        self.guard, self.address, self.evicted = guard, address, False
+
+    def counted_address(self) -> str:
+        return self.address
+
+    def evict(self) -> None:
+        self.evicted = True
+
+
+def test_at_the_total_cap_a_newcomer_evicts_the_oldest_idle_connection_of_the_fullest_address() -> None:
+    from grebench.site._connections import ConnectionGuard, ConnectionLimits
+
+    guard = ConnectionGuard(ConnectionLimits(1.0, 1.0, 5, per_address=4, total=6))
+    conns = []
+    for address in ["10.0.0.1"] * 4 + ["10.0.0.2"] * 2:
+        assert guard.admit(address)
+        conns.append(_Conn(guard, address))
+        guard.waiting(address, conns[-1])
+    guard.busy("10.0.0.1", conns[0])  # the oldest of the fullest address is answering a request: not evictable
+    assert guard.admit("10.0.0.3")  # the cap is full: the oldest idle one of 10.0.0.1 (4 connections) makes room
+    assert [c.evicted for c in conns] == [False, True, False, False, False, False]
+    assert guard.by_address == {"10.0.0.1": 3, "10.0.0.2": 2, "10.0.0.3": 1} and guard.total == 6
+    assert guard.admit("10.0.0.4") and conns[2].evicted  # 10.0.0.1 is still the fullest
+    assert guard.admit("10.0.0.5") and conns[3].evicted != conns[4].evicted  # 10.0.0.1 and .2 held 2 each: one
+    assert guard.admit("10.0.0.6")  # the other still held 2
+    # every address holds 1 now: a newcomer (1) evicts only from 2 or more, an address already holding 1 from 3
+    assert not guard.admit("10.0.0.7") and not guard.admit("10.0.0.2")
+    assert guard.evicted == 4 and guard.total == 6 and guard.refused == 2
+
+
+def test_an_attacker_holding_the_total_cap_from_two_addresses_does_not_keep_a_fresh_client_out(
+        tmp_path: Path) -> None:
+    demo, url = _launch(_settings(tmp_path, app_connections_per_address=8, app_max_connections=16,
+                                  app_idle_timeout_s=30, app_keep_alive_s=1, app_refused_hold_s=2,
+                                  app_refused_held=8, app_requests_per_address_per_min=10000))
+    guard = LAST_GUARD[0]
+    deadline = time.monotonic() + 10
+    while guard.total and time.monotonic() < deadline:  # the launch's own start-up check, kept alive 1 s
+        time.sleep(0.05)
+    socks = [_open(url, f"127.0.0.{10 + k % 2}") for k in range(16)]
+    try:
+        deadline = time.monotonic() + 10
+        while guard.total < 16 and time.monotonic() < deadline:  # progress, not a fixed wait: every one counted
+            time.sleep(0.05)
+        assert guard.total == 16 and len(guard.idle) == 2
+        assert _served_within(url, "127.0.0.12", 2.0) < 2.0  # the cap was full: one idle attacker made room
+        assert guard.evicted == 1 and sum(_closed(s, 0.2) for s in socks) == 1
+    finally:
+        for s in socks:
+            s.close()
         demo.close()
