@@ -19,7 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields
-from typing import Any, ClassVar, Literal, Self, TypedDict, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypedDict, overload
+
+if TYPE_CHECKING:
+    from grebench.scoring import Attribution
 
 #: The bookkeeping fields of :class:`StageSummary`: not keys of the stage's JSON.
 _BOOKKEEPING = frozenset({"extra", "_keys", "_given"})
@@ -32,16 +35,6 @@ class SkippedRow(TypedDict):
     what: str
     reason: str
     count: int
-
-
-class Attribution(TypedDict):
-    """``score``: the per-line attribution's own work (docs/scoring.md)."""
-
-    pairs: int
-    requests: int
-    cache_hits: int
-    batches: int
-    rows: int
 
 
 class ProxyScore(TypedDict):
