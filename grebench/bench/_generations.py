@@ -70,7 +70,11 @@ def existing(store: Store, candidates: list[str]) -> dict[str, dict[str, Any]]:
         f"SELECT generation_id, status, attempts, text FROM generations WHERE candidate IN ({marks})", candidates)}
 
 
-def load_papers(store: Store) -> dict[str, tuple[PaperInput, datetime | None]]:
+#: Every paper by id, as the candidates see it, with when reviews of its work became public (:func:`load_papers`).
+Papers = dict[str, tuple[PaperInput, datetime | None]]
+
+
+def load_papers(store: Store) -> Papers:
     """Every paper as the candidates see it, with when reviews of its work became public (any linked version's:
     :func:`grebench.store.public_since`)."""
     rows = store.rows(

@@ -17,6 +17,7 @@ from grebench.bench._baseline import Split, make_splits
 from grebench.bench._contamination import is_clean
 from grebench.bench._generations import (
     MAX_TRIES,
+    Papers,
     existing,
     generation_id,
     load_papers,
@@ -86,7 +87,7 @@ def _deterministic(c: Candidate, inp: ControlInput) -> tuple[str | None, str | N
         return None, None, str(exc), control.version
 
 
-def _run_deterministic(store: Store, cands: list[Candidate], splits: list[Split], papers: dict[str, Any],
+def _run_deterministic(store: Store, cands: list[Candidate], splits: list[Split], papers: Papers,
                        texts: dict[str, str], seed: int, tally: _Tally, progress: Task) -> None:
     by_paper = {s.paper_id: s for s in splits}
     other = {p: by_paper[q] for p, q in derangement(list(by_paper), seed).items()}
@@ -129,7 +130,7 @@ def _llm_messages(c: Candidate, inp: ControlInput) -> tuple[Any, dict[str, Any],
     return messages, flags, REVIEW_PROMPT_VERSION, "review", None
 
 
-def _llm_jobs(store: Store, settings: Settings, cands: list[Candidate], splits: list[Split], papers: dict[str, Any],
+def _llm_jobs(store: Store, settings: Settings, cands: list[Candidate], splits: list[Split], papers: Papers,
               texts: dict[str, str]) -> Iterator[tuple[Candidate, dict[str, Any], Any, dict[str, Any] | None]]:
     """(candidate, job, messages, stored row or None) of every (LLM candidate, paper) pair; the generation id does
     not depend on where the candidate is served, so this runs before any model is pulled or started."""
@@ -146,7 +147,7 @@ def _llm_jobs(store: Store, settings: Settings, cands: list[Candidate], splits: 
             yield c, job, messages, have.get(gid)
 
 
-def _llm_todo(store: Store, settings: Settings, cands: list[Candidate], splits: list[Split], papers: dict[str, Any],
+def _llm_todo(store: Store, settings: Settings, cands: list[Candidate], splits: list[Split], papers: Papers,
               texts: dict[str, str]) -> bool:
     """Whether some LLM generation is still to be made (none: no model is pulled, locked or served)."""
     return any(old is None or (old["status"] != "ok" and old["attempts"] < MAX_TRIES)
@@ -154,7 +155,7 @@ def _llm_todo(store: Store, settings: Settings, cands: list[Candidate], splits: 
 
 
 def _tally_done(store: Store, settings: Settings, cands: list[Candidate], splits: list[Split],
-                papers: dict[str, Any], texts: dict[str, str], tally: _Tally) -> None:
+                papers: Papers, texts: dict[str, str], tally: _Tally) -> None:
     """Count what a run with nothing to make would have found: made (cached) or given up on."""
     for _c, _job, _m, old in _llm_jobs(store, settings, cands, splits, papers, texts):
         if old is not None and old["status"] == "ok":
@@ -164,7 +165,7 @@ def _tally_done(store: Store, settings: Settings, cands: list[Candidate], splits
 
 
 def _run_llm(store: Store, settings: Settings, run_id: str | None, cands: list[Candidate], splits: list[Split],
-             papers: dict[str, Any], texts: dict[str, str], tally: _Tally, progress: Task) -> None:
+             papers: Papers, texts: dict[str, str], tally: _Tally, progress: Task) -> None:
     from grebench.llm import ChatRequest, ChatResult, LLMClient
 
     jobs: dict[str, list[dict[str, Any]]] = {}
@@ -235,7 +236,7 @@ def _batched(cands: list[Candidate], settings: Settings) -> tuple[list[Candidate
 
 
 def _run_local_batches(store: Store, settings: Settings, run_id: str | None, cands: list[Candidate],
-                       splits: list[Split], papers: dict[str, Any], texts: dict[str, str], tally: _Tally,
+                       splits: list[Split], papers: Papers, texts: dict[str, str], tally: _Tally,
                        display: Progress) -> None:
     """The reviews of ``kind = "local"`` candidates, decoded in this process in a deterministic batch plan across
     papers (:class:`grebench.runtime.LocalGenerator`); each batch is written as soon as it is decoded."""
@@ -312,7 +313,7 @@ def _cache_scope(c: Candidate, settings: Settings) -> str | None:
 
 
 def _generate(store: Store, settings: Settings, run_id: str | None, llm: list[Candidate], splits: list[Split],
-              papers: dict[str, Any], texts: dict[str, str], tally: _Tally, display: Progress, label: str) -> None:
+              papers: Papers, texts: dict[str, str], tally: _Tally, display: Progress, label: str) -> None:
     """The LLM candidates' missing reviews: local models in batches in this process, the others through their
     endpoints; with nothing to make (a poll that brought nothing new, a day of a replay) no model is pulled,
     loaded, locked or served, and the tallies count what is stored."""

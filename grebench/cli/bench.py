@@ -40,22 +40,22 @@ def command(ctx: click.Context, candidates: tuple[str, ...], papers: str | None,
                                         RunOptions(candidates=candidates, papers=papers, validation=validation),
                                         as_json, {"candidates": list(candidates)})
     summary = summary_of(stages, "bench")
-    if "error" in summary:
-        raise click.ClickException(summary["error"])
+    if summary.error is not None:
+        raise click.ClickException(summary.error)
     if as_json:
-        emit_json(summary)
+        emit_json(summary.as_json())
     else:
-        click.echo(f"bench: {summary['calls_made']} calls made, {summary['cached']} cached, "
-                   f"{summary['failed']} failed; {summary['generations_total']} generations in the store; "
-                   f"tokens {summary['tokens_in']} in / {summary['tokens_out']} out; cost ${summary['cost_usd']:.4f}.")
-        for c in summary["candidates"]:
+        click.echo(f"bench: {summary.calls_made} calls made, {summary.cached} cached, "
+                   f"{summary.failed} failed; {summary.generations_total} generations in the store; "
+                   f"tokens {summary.tokens_in} in / {summary.tokens_out} out; cost ${summary.cost_usd:.4f}.")
+        for c in summary.candidates:
             on_sample = ("" if c.get("sample_papers") is None else
-                         f" ({c['sample_papers']} of {summary['papers_eligible']} sample papers)")
+                         f" ({c['sample_papers']} of {summary.papers_eligible} sample papers)")
             click.echo(f"  {c['name']:<24} {c['kind']:<8} {c['generations']} generations{on_sample}")
-        if summary["skipped_papers"]:
-            click.echo(f"  {len(summary['skipped_papers'])} papers skipped (fewer than 3 official reviews)", err=True)
-        if summary["gave_up"]:
-            click.echo(f"  {summary['gave_up']} generations failed too often and were not tried again", err=True)
+        if summary.skipped_papers:
+            click.echo(f"  {len(summary.skipped_papers)} papers skipped (fewer than 3 official reviews)", err=True)
+        if summary.gave_up:
+            click.echo(f"  {summary.gave_up} generations failed too often and were not tried again", err=True)
     if status != "ok":
         sys.exit(1)
 

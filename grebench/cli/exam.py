@@ -64,12 +64,12 @@ def command(settings: Settings, judges: tuple[str, ...], estimator: str | None, 
                                          {"judges": list(judges), "estimator": estimator,
                                           "preprocessor": preprocessor}, plan=lambda run: reader_plan("exam", run))
     summary = summary_of(stages, "panel")
-    if "error" in summary:
-        raise click.ClickException(summary["error"])
-    tables = exam_tables(summary["exam"])
+    if summary.error is not None:
+        raise click.ClickException(summary.error)
+    tables = exam_tables(summary.exam)
     if as_json:
         latest = tables[-1] if tables else {"venue_id": None, "eta_c": None, "eta_p": None, "rows": []}
-        emit_json({**latest, "venues": tables, "calls_made": summary["calls_made"], "cached": summary["cached"]})
+        emit_json({**latest, "venues": tables, "calls_made": summary.calls_made, "cached": summary.cached})
     elif not tables:
         click.echo("no candidate reviews yet: run `grebench run` (or bench and score) first", err=True)
     else:

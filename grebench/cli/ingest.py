@@ -33,22 +33,22 @@ def command(settings: Settings, source: str, limit: int | None, as_json: bool) -
             sys.exit(1)
         raise
     result = summary_of(stages, "ingest")
-    if "error" in result:
-        raise click.ClickException(result["error"])
+    if result.error is not None:
+        raise click.ClickException(result.error)
     if as_json:
-        emit_json(result)
+        emit_json(result.as_json())
     else:
         click.echo(
-            f"{source}: {result['papers_seen']} papers read, {result['papers_added']} added, "
-            f"{result['papers_updated']} updated; {result['reviews_added']} reviews and "
-            f"{result['versions_added']} review versions added; {result['pdfs_extracted']} PDFs extracted; "
-            f"{len(result['failures'])} failures."
+            f"{source}: {result.papers_seen} papers read, {result.papers_added} added, "
+            f"{result.papers_updated} updated; {result.reviews_added} reviews and "
+            f"{result.versions_added} review versions added; {result.pdfs_extracted} PDFs extracted; "
+            f"{len(result.failures)} failures."
         )
-        click.echo(f"store: {result['papers_total']} papers, {result['reviews_total']} reviews, "
-                   f"{result['versions_total']} review versions.")
-        for failure in result["failures"][:20]:
+        click.echo(f"store: {result.papers_total} papers, {result.reviews_total} reviews, "
+                   f"{result.versions_total} review versions.")
+        for failure in result.failures[:20]:
             click.echo(f"  failed: {failure['item']}: {failure['reason']}", err=True)
-        if len(result["failures"]) > 20:
-            click.echo(f"  ... and {len(result['failures']) - 20} more (see run {run_id})", err=True)
+        if len(result.failures) > 20:
+            click.echo(f"  ... and {len(result.failures) - 20} more (see run {run_id})", err=True)
     if status != "ok":
         sys.exit(1)

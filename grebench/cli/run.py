@@ -53,31 +53,31 @@ def _print(summary: dict[str, Any]) -> None:
 
     stages = summary["stages"]
     ingest = summary_of(stages, "ingest")
-    if "papers_total" in ingest:
-        click.echo(f"papers: {ingest['papers_total']} ({ingest['papers_added']} new), reviews: "
-                   f"{ingest['reviews_total']} ({ingest['reviews_added']} new)")
+    if ingest.ran:  # a summary with its totals: not an error, a skip or a stop
+        click.echo(f"papers: {ingest.papers_total} ({ingest.papers_added} new), reviews: "
+                   f"{ingest.reviews_total} ({ingest.reviews_added} new)")
     bench = summary_of(stages, "bench")
-    if "candidates" in bench:
-        click.echo(f"candidates: {len(bench['candidates'])}; generations: {bench['generations_total']}; LLM calls "
-                   f"made {bench['calls_made']}, cached {bench['cached']}, failed {bench['failed']}")
+    if bench.ran:
+        click.echo(f"candidates: {len(bench.candidates)}; generations: {bench.generations_total}; LLM calls "
+                   f"made {bench.calls_made}, cached {bench.cached}, failed {bench.failed}")
     score = summary_of(stages, "score")
-    if "pairs_scored" in score:
-        click.echo(f"pairs scored: {score['pairs_scored']}; estimator calls {score['estimator_calls']}, "
-                   f"cache hits {score['cache_hits']} ({score['estimator']}, {score['preprocessor']})")
+    if score.ran:
+        click.echo(f"pairs scored: {score.pairs_scored}; estimator calls {score.estimator_calls}, "
+                   f"cache hits {score.cache_hits} ({score.estimator}, {score.preprocessor})")
     for board in summary["leaderboards"]:
         click.echo("\n" + board_text(board))
     validation = summary_of(stages, "validate")
-    if validation.get("rows"):
+    if validation.rows:
         click.echo("")
-        print_report(validation["rows"], validation["estimator"], validation["preprocessor"])
+        print_report(validation.rows, validation.estimator, validation.preprocessor)
         print_untested(validation)
-        print_agreement(validation.get("agreement", []))
+        print_agreement(validation.agreement)
     _print_panel(summary_of(stages, "panel"))
     site = summary_of(stages, "site")
-    if site.get("out"):
-        click.echo(f"\nsite: {site['out']}/index.html ({site.get('pages', 0)} pages"
-                   f"{', unchanged' if site.get('unchanged') else ''}"
-                   f"{', board version ' + str(site['version']) if site.get('version') else ''})")
+    if site.out:
+        click.echo(f"\nsite: {site.out}/index.html ({site.pages} pages"
+                   f"{', unchanged' if site.unchanged else ''}"
+                   f"{', board version ' + str(site.version) if site.version else ''})")
     click.echo("\nseconds per stage: " + ", ".join(f"{k} {v:.1f}" for k, v in summary["seconds"].items()))
     for failure in summary["failures"][:10]:
         item = f"{failure['item']}: " if failure["item"] else ""
@@ -88,13 +88,13 @@ def _print(summary: dict[str, Any]) -> None:
 
 def _print_panel(panel: PanelSummary) -> None:
     """The judge exam, the panel's Bradley–Terry ranking over qualified judges and its agreement with GEM-S."""
-    if not panel.get("exam"):
+    if not panel.exam:
         return
     from grebench.cli.exam import exam_tables, print_exam
     from grebench.cli.judge import print_panel
 
     click.echo("")
-    print_exam(exam_tables(panel["exam"]))
+    print_exam(exam_tables(panel.exam))
     print_panel(panel)
 
 

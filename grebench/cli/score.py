@@ -35,17 +35,17 @@ def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None,
         {"metrics": list(metrics), "estimator": estimator, "preprocessor": preprocessor, "papers": papers,
          "validation": validation})
     score = summary_of(stages, "score")
-    if "error" in score:
-        raise click.ClickException(score["error"])
+    if score.error is not None:
+        raise click.ClickException(score.error)
     if as_json:
-        emit_json({**score, "boards": summary_of(stages, "boards").get("boards"), "status": status})
+        emit_json({**score.as_json(), "boards": summary_of(stages, "boards").boards, "status": status})
         return
-    click.echo(f"scored {score['pairs_scored']} pairs ({', '.join(score['metrics'])}) with {score['estimator']} "
-               f"on {score['preprocessor']} lines: {score['estimator_calls']} estimator calls, "
-               f"{score['cache_hits']} cache hits")
-    if score.get("attribution", {}).get("pairs"):
-        attribution = score["attribution"]
+    click.echo(f"scored {score.pairs_scored} pairs ({', '.join(score.metrics)}) with {score.estimator} "
+               f"on {score.preprocessor} lines: {score.estimator_calls} estimator calls, "
+               f"{score.cache_hits} cache hits")
+    attribution = score.attribution
+    if attribution is not None and attribution.get("pairs"):
         click.echo(f"attributed {attribution['pairs']} pairs line by line: {attribution['requests']} of the "
                    "estimator calls (leave-one-out; the attribution setting)")
-    for item in score["skipped"]:
+    for item in score.skips:
         click.echo(f"skipped {item['count']} {item['what']} for {item['metric']}: {item['reason']}", err=True)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
 from grebench.cli._common import emit_json, holder_name, run_stage
 from grebench.cli._options import setting_option, settings_options
-from grebench.pipeline import RunOptions, summary_of
+from grebench.pipeline import Published, RunOptions, SiteSummary, summary_of
 from grebench.settings import Settings
 from grebench.store import StoreLocked
 
@@ -38,23 +37,24 @@ def build(settings: Settings, out: Path | None, force: bool, as_json: bool) -> N
     except StoreLocked as exc:
         summary = _from_published(settings, out, holder_name(exc.pid))
     else:
-        summary = dict(summary_of(stages, "site"))
-    if "error" in summary:
-        raise click.ClickException(summary["error"])
+        summary = summary_of(stages, "site")
+    if summary.error is not None:
+        raise click.ClickException(summary.error)
+    published = summary.published
     if as_json:
-        emit_json(summary)
-    elif "published" in summary and not summary.get("pages"):
-        click.echo(f"{summary['published']['writer']} is writing the store; the site in {summary['out']} is its "
-                   f"last publish (board version {summary['published']['version']}); pass --out DIR to build a "
+        emit_json(summary.as_json())
+    elif published is not None and not summary.pages:
+        click.echo(f"{published['writer']} is writing the store; the site in {summary.out} is its "
+                   f"last publish (board version {published['version']}); pass --out DIR to build a "
                    "copy of it elsewhere")
     else:
-        what = "unchanged" if summary.get("unchanged") else "built"
-        origin = (f" from the last published state (board version {summary['published']['version']})"
-                  if "published" in summary else "")
-        click.echo(f"{what}{origin}: {summary['pages']} pages ({summary['boards']} boards) in {summary['out']}")
+        what = "unchanged" if summary.unchanged else "built"
+        origin = (f" from the last published state (board version {published['version']})"
+                  if published is not None else "")
+        click.echo(f"{what}{origin}: {summary.pages} pages ({summary.boards} boards) in {summary.out}")
 
 
-def _from_published(settings: Settings, out: Path | None, holder: str) -> dict[str, Any]:
+def _from_published(settings: Settings, out: Path | None, holder: str) -> SiteSummary:
     """The site of the last published state (read-only: no version is recorded), built into ``out``."""
     from grebench.site import build_site, published_state
 
@@ -62,11 +62,11 @@ def _from_published(settings: Settings, out: Path | None, holder: str) -> dict[s
     if state is None:
         raise click.ClickException(f"the store is busy ({holder} is writing) and nothing was published yet; "
                                    "try again when it finishes")
-    published = {"version": state.version_id, "published_at": state.published_at, "source": str(state.source),
-                 "writer": holder}
+    published: Published = {"version": state.version_id, "published_at": state.published_at,
+                            "source": str(state.source), "writer": holder}
     try:
         if out is None or out.resolve() == settings.site_path.resolve():  # the writer swaps that folder itself
-            return {"out": str(settings.site_path), "pages": 0, "published": published}
-        return {**build_site(state.store, settings, out, publish=False), "published": published}
+            return SiteSummary.from_json({"out": str(settings.site_path), "pages": 0, "published": published})
+        return SiteSummary.from_json({**build_site(state.store, settings, out, publish=False), "published": published})
     finally:
         state.store.con.close()

@@ -49,10 +49,10 @@ def print_report(rows: list[dict], estimator: str, preprocessor: str) -> None:
 
 def print_untested(validation: ValidateSummary) -> None:
     """What the report did not test (a core run: the other controls and plain GEM), and how to test it."""
-    controls, metrics = validation.get("controls_not_tested") or [], validation.get("metrics_not_tested") or []
+    controls, metrics = validation.controls_not_tested or [], validation.metrics_not_tested or []
     if not controls and not metrics:
         return
-    what = "the core set" if validation.get("validation") == "core" else "part of the validation"
+    what = "the core set" if validation.validation == "core" else "part of the validation"
     parts = ([f"{len(controls)} control(s) ({', '.join(controls)})"] if controls else []) + \
         ([f"metric(s) {', '.join(metrics)}"] if metrics else [])
     click.echo(f"this store was scored with {what}: not tested here: {'; '.join(parts)}; "
@@ -87,15 +87,17 @@ def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None,
                                         {"estimator": estimator, "preprocessor": preprocessor},
                                         refusals=(LookupError, ValueError))
     validation = summary_of(stages, "validate")
-    if "nothing_to_validate" in validation:
+    if validation.nothing_to_validate is not None:
         raise click.ClickException("no scores in the store: run `grebench score` first")
-    estimator_id, preprocessor_id = validation["estimator"], validation["preprocessor"]
-    rows = validation.get("rows", [])
+    if validation.error is not None:  # (a summary without its fields: this was a KeyError on ``estimator``)
+        raise click.ClickException(validation.error)
+    estimator_id, preprocessor_id, rows = validation.estimator, validation.preprocessor, validation.rows
     if as_json:
         emit_json({"estimator": estimator_id, "preprocessor": preprocessor_id, "run_id": run_id, "rows": rows,
-                   "agreement": validation.get("agreement", []),
-                   **{k: validation.get(k) for k in ("validation", "controls_not_tested", "metrics_not_tested")}})
+                   "agreement": validation.agreement, "validation": validation.validation,
+                   "controls_not_tested": validation.controls_not_tested,
+                   "metrics_not_tested": validation.metrics_not_tested})
     else:
         print_report(rows, estimator_id, preprocessor_id)
         print_untested(validation)
-        print_agreement(validation.get("agreement", []))
+        print_agreement(validation.agreement)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from grebench.pipeline._check import SetupError, unusable_dir
 from grebench.pipeline._runner import BaseStage, Stage, StageContext
@@ -210,7 +210,15 @@ class ValidateStage(BaseStage):
                 **untested(rows, llm_controls=bool(ctx.settings.control_model))}
 
 
-def untested(rows: list[dict[str, Any]], llm_controls: bool = False) -> dict[str, Any]:
+class Untested(TypedDict):
+    """What a validation report did not test (:func:`untested`), and so which validation it is."""
+
+    validation: str                 # core | full | partial
+    controls_not_tested: list[str]
+    metrics_not_tested: list[str]
+
+
+def untested(rows: list[dict[str, Any]], llm_controls: bool = False) -> Untested:
     """What a validation report did not test: the default controls (those written by ``control_model`` only with
     ``llm_controls``) and metrics without a row (a core run scores the core controls with GEM-S only), and whether
     that makes it the core set or the full validation."""

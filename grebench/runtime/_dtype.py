@@ -31,7 +31,7 @@ import time
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from grebench._offline import apply_offline_defaults
 from grebench.models import MODELS, ModelError, installed, models_path, resolve_checkpoint
@@ -129,7 +129,17 @@ def checkpoint_identity(settings: Settings, spec: str, path: Path) -> str:
     return f"stat:{stamp.hexdigest()[:16]}"
 
 
-def machine_key() -> dict[str, Any]:
+class MachineKey(TypedDict):
+    """The machine facts a dtype probe is keyed by (:func:`machine_key`)."""
+
+    cpu: str
+    flags: list[str]
+    arch: str
+    torch: str
+    threads: int
+
+
+def machine_key() -> MachineKey:
     """The machine facts that decide which dtype is faster: CPU model and flags, torch version, threads."""
     import torch
 

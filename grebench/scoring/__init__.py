@@ -50,7 +50,7 @@ from grebench.scoring._boards import (
     superseded_estimators,
     venue_scope,
 )
-from grebench.scoring._engine import ScoringError, request_key, run_scoring
+from grebench.scoring._engine import Attribution, ScoringError, request_key, run_scoring
 from grebench.scoring._judgment_lines import PHRASES, parse_judgment_output
 from grebench.scoring._labels import store_labels
 from grebench.scoring._leaderboard import (
@@ -131,6 +131,7 @@ __all__ = [
     "RULES_ID",
     "SCOPES",
     "TOO_FEW",
+    "Attribution",
     "InformationFlag",
     "LogprobRequest",
     "LogprobResult",

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from grebench import stop
 from grebench.bench import CONTROLS, REFERENCE, kind_info
@@ -94,7 +94,29 @@ def estimator_corpus(texts: Mapping[str, tuple[str, str]], lines: Mapping[str, J
     return dict(corpus)
 
 
-def _load(store: Store) -> dict[str, Any]:
+class ScoringData(TypedDict):
+    """What scoring reads from the store (:func:`_load`): the splits (paper id -> (candidate review id, reference
+    review ids)), the abstracts, the official reviews (review id -> (paper id, text)) and the latest generation of
+    each candidate on each paper."""
+
+    splits: dict[str, tuple[str, list[str]]]
+    abstracts: dict[str, str | None]
+    reviews: dict[str, tuple[str, str]]
+    generations: list[dict[str, Any]]
+
+
+class Attribution(TypedDict):
+    """What the per-line attribution did (:func:`_attribute`): the pairs, the requests and estimator batches it
+    made, the cache hits and the rows written (the score stage's ``attribution``; docs/scoring.md)."""
+
+    pairs: int
+    requests: int
+    cache_hits: int
+    batches: int
+    rows: int
+
+
+def _load(store: Store) -> ScoringData:
     splits, reviews = _splits_and_reviews(store)
     abstracts = {r["paper_id"]: r["abstract"] for r in store.rows("SELECT paper_id, abstract FROM papers")}
     generations = store.rows(
@@ -107,7 +129,7 @@ def _load(store: Store) -> dict[str, Any]:
     return {"splits": splits, "abstracts": abstracts, "reviews": reviews, "generations": generations}
 
 
-def _check_no_leak(data: dict[str, Any]) -> None:
+def _check_no_leak(data: ScoringData) -> None:
     """The review being scored is never one of its own references (baseline_splits guarantees it; we verify), except
     a control registered with ``source="reference"`` (``reference-copy``): its leak is the measurement."""
     leaking = {e.name for e in CONTROLS if e.obj.source == "reference"}
@@ -251,7 +273,7 @@ def _is_proxy(est: Estimator) -> bool:
 
 
 def _attribute(store: Store, todo: list[tuple[Estimator, str, _Pair, tuple[str, ...]]],
-               progress: Progress, label: str = "attribute") -> dict[str, Any]:
+               progress: Progress, label: str = "attribute") -> Attribution:
     """Leave-one-line-out contributions of the pairs in ``todo`` (through the cache, like every request); returns
     the requests it made, the cache hits, the estimator batches and the rows written."""
     if not todo:
@@ -269,7 +291,8 @@ def _attribute(store: Store, todo: list[tuple[Estimator, str, _Pair, tuple[str, 
             "rows": write_attribution(store, rows)}
 
 
-def _refuse_mixing(prep_id: str, splits: dict[str, Any], reviews: dict[str, Any], lines: dict[str, Judgment]) -> None:
+def _refuse_mixing(prep_id: str, splits: dict[str, tuple[str, list[str]]], reviews: dict[str, tuple[str, str]],
+                   lines: dict[str, Judgment]) -> None:
     """Imported lines must exist for every reference: a ranking never mixes preprocessors."""
     if not prep_id.startswith("imported:"):
         return
@@ -281,7 +304,7 @@ def _refuse_mixing(prep_id: str, splits: dict[str, Any], reviews: dict[str, Any]
                            "(use rules or litellm:MODEL for all reviews)")
 
 
-def _synopses(store: Store, settings: Settings, name: str, data: dict[str, Any],
+def _synopses(store: Store, settings: Settings, name: str, data: ScoringData,
               skips: Skips) -> dict[str, str | None] | None:
     """Synopsis per paper for this metric (None: nothing conditioned on); papers left out are counted as skipped."""
     return metric(name).synopses(SynopsisInputs(store, settings, list(data["splits"]), data["abstracts"],

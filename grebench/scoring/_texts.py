@@ -11,10 +11,17 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from grebench.progress import NoProgress, Progress
-from grebench.scoring._engine import ScoringError, _evaluate, _load, corpus_texts, estimator_corpus, request_key
+from grebench.scoring._engine import (
+    ScoringData,
+    ScoringError,
+    _evaluate,
+    _load,
+    corpus_texts,
+    estimator_corpus,
+    request_key,
+)
 from grebench.scoring._leaderboard import FLOOR_JOIN, FLOORED_PMI, reference_floors
 from grebench.scoring._metrics import METRICS, SynopsisInputs, headline_metric, metric, metric_preprocessor
 from grebench.scoring._pairs import PairRule, pmi
@@ -117,9 +124,9 @@ def _rule(store: Store, settings: Settings, setup: ScoredSetup, metric_name: str
 
 
 def _requests(store: Store, settings: Settings, setup: ScoredSetup, rule: PairRule, todo: list[tuple[str, str]],
-              data: dict[str, Any], out: TextScores) -> list[tuple[str, str, str, LogprobRequest, LogprobRequest]]:
+              data: ScoringData, out: TextScores) -> list[tuple[str, str, str, LogprobRequest, LogprobRequest]]:
     """The pairs' requests; texts without judgment lines get the floors into ``out`` at once."""
-    splits: dict[str, tuple[str, list[str]]] = data["splits"]
+    splits = data["splits"]
     ref_texts = {rid: text for rid, (_, text) in data["reviews"].items()}
     synopses = metric(rule.metric).synopses(SynopsisInputs(
         store, settings, sorted({pid for pid, _ in todo}), data["abstracts"], lambda *_: None)) or {}

@@ -22,7 +22,7 @@ import shutil
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from grebench import stop
 from grebench.store._records import utcnow
@@ -147,16 +147,35 @@ def slug(venue: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", venue).strip("-") or "venue"
 
 
-def venue_years(store: Store) -> list[dict[str, Any]]:
+class VenueYear(TypedDict):
+    """A venue-year of the store (:func:`venue_years`)."""
+
+    venue_id: str
+    venue: str | None
+    venue_year: int | None
+    papers: int
+    slug: str
+
+
+class SnapshotFile(TypedDict):
+    """A member of a snapshot, as its manifest lists it."""
+
+    table: str
+    rows: int
+    bytes: int
+    decoded_bytes: int
+    sha256: str
+
+
+def venue_years(store: Store) -> list[VenueYear]:
     """Every venue-year in the store: venue id, display name, year, slug, papers."""
     rows = store.rows("SELECT venue_id, any_value(venue) AS venue, any_value(venue_year) AS venue_year, "
                       "count(*) AS papers FROM papers GROUP BY venue_id ORDER BY venue_id")
-    for r in rows:
-        r["slug"] = slug(r["venue"] or r["venue_id"])
-    return rows
+    return [VenueYear(venue_id=r["venue_id"], venue=r["venue"], venue_year=r["venue_year"], papers=r["papers"],
+                      slug=slug(r["venue"] or r["venue_id"])) for r in rows]
 
 
-def find_venue(store: Store, wanted: str) -> dict[str, Any]:
+def find_venue(store: Store, wanted: str) -> VenueYear:
     """The venue-year named by its venue id, display name or slug (case-insensitive)."""
     key = wanted.strip().lower()
     for v in venue_years(store):
@@ -218,7 +237,7 @@ def export_snapshot(store: Store, venue: str, out_dir: Path, *, replace: bool = 
     tmp = out_dir.parent / f".{out_dir.name}.tmp-{uuid.uuid4().hex[:8]}"
     tmp.mkdir(parents=True)
     try:
-        files: dict[str, dict[str, Any]] = {}
+        files: dict[str, SnapshotFile] = {}
         present = _tables(store)
         for table, sql in TABLES.items():
             stop.check()  # a member boundary: the temporary folder is removed below, nothing half-cut is kept

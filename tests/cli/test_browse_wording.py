@@ -7,6 +7,7 @@ import pytest
 from grebench.cli.bench import _cutoff_words
 from grebench.cli.judge import print_panel
 from grebench.cli.validate import print_report
+from grebench.pipeline import PanelSummary
 
 
 def test_an_untrusted_import_says_why_its_reviews_count_or_not() -> None:
@@ -19,11 +20,12 @@ def test_an_untrusted_import_says_why_its_reviews_count_or_not() -> None:
     assert _cutoff_words({"cutoff": None, "declared": {}}).startswith("no cutoff: ")
 
 
-def _panel(rows: list[dict], unjudged: list[dict]) -> dict:
-    return {"venues": ["V"], "qualified": [{"venue_id": "V", "qualified": ["j1"], "examined": 2}],
+def _panel(rows: list[dict], unjudged: list[dict]) -> PanelSummary:
+    return PanelSummary.from_json({
+            "venues": ["V"], "qualified": [{"venue_id": "V", "qualified": ["j1"], "examined": 2}],
             "gem_metric": "gem-s", "agreement": [], "unjudged": unjudged,
             "rankings": [{"venue_id": "V", "ci95_low": None, "ci95_high": None, "rank_low": None, "rank_high": None,
-                          "gem_score": None, **r} for r in rows]}
+                          "gem_score": None, **r} for r in rows]})
 
 
 def test_the_panel_table_lists_the_empty_control_and_says_reference_rows_are_not_ranked(
