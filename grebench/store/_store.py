@@ -18,7 +18,7 @@ import duckdb
 
 from grebench import stop
 from grebench.store._migrate import migrate
-from grebench.store._records import PaperRecord, utcnow
+from grebench.store._records import PaperRecord, PdfExtraction, utcnow
 
 _ARROW_TYPES = {"VARCHAR": "string", "DOUBLE": "float64", "FLOAT": "float32", "INTEGER": "int32", "BIGINT": "int64",
                 "BOOLEAN": "bool_", "TIMESTAMP": "timestamp", "DATE": "date32"}
@@ -367,7 +367,7 @@ class Store:
         return bool(self.scalar(
             "SELECT count(*) FROM paper_texts WHERE paper_id = ? AND pdf_ref = ?", [paper_id, pdf_ref]))
 
-    def put_paper_text(self, paper_id: str, pdf_ref: str, result: dict[str, Any]) -> None:
+    def put_paper_text(self, paper_id: str, pdf_ref: str, result: PdfExtraction) -> None:
         """Store the outcome of one PDF extraction (ok or failed, with its reason)."""
         self.con.execute("DELETE FROM paper_texts WHERE paper_id = ?", [paper_id])
         self.con.execute(
