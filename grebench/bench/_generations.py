@@ -5,16 +5,56 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, TypedDict, cast
 
 from grebench.bench._contamination import is_sealed
 from grebench.bench._prompt import PaperInput
 from grebench.store import PUBLIC_SINCE_VIEW, Store
 
-COLUMNS = ("generation_id", "candidate", "paper_id", "prompt_version", "params_json", "source_review_id", "status",
-           "text", "sections_json", "parse_ok", "flags_json", "error", "attempts", "tokens_in", "tokens_out",
-           "cost_usd", "latency_s", "generated_at", "sealed", "request_key")
+#: A column of the ``generations`` table, as :data:`COLUMNS` lists them.
+GenerationColumn = Literal["generation_id", "candidate", "paper_id", "prompt_version", "params_json",
+                           "source_review_id", "status", "text", "sections_json", "parse_ok", "flags_json", "error",
+                           "attempts", "tokens_in", "tokens_out", "cost_usd", "latency_s", "generated_at", "sealed",
+                           "request_key"]
+COLUMNS: tuple[GenerationColumn, ...] = (
+    "generation_id", "candidate", "paper_id", "prompt_version", "params_json", "source_review_id", "status",
+    "text", "sections_json", "parse_ok", "flags_json", "error", "attempts", "tokens_in", "tokens_out", "cost_usd",
+    "latency_s", "generated_at", "sealed", "request_key")
 MAX_TRIES = 3  # runs that may try a failing LLM generation before it is left alone
+
+
+class GenerationRow(TypedDict):
+    """One ``generations`` row as :func:`make_row` builds it (the keys are :data:`COLUMNS`, in that order)."""
+
+    generation_id: str
+    candidate: str
+    paper_id: str
+    prompt_version: str
+    params_json: str
+    source_review_id: str | None
+    status: str
+    text: str | None
+    sections_json: str | None
+    parse_ok: bool | None
+    flags_json: str
+    error: str | None
+    attempts: int
+    tokens_in: int | None
+    tokens_out: int | None
+    cost_usd: float | None
+    latency_s: float | None
+    generated_at: datetime
+    sealed: bool
+    request_key: str | None
+
+
+class StoredGeneration(TypedDict):
+    """What :func:`existing` reads of a stored generation."""
+
+    generation_id: str
+    status: str
+    attempts: int
+    text: str | None
 
 
 def generation_id(candidate: str, paper_id: str, prompt_version: str, params: dict[str, Any],
@@ -29,7 +69,7 @@ def make_row(*, candidate: str, paper_id: str, prompt_version: str, params: dict
              parse_ok: bool | None, flags: dict[str, Any], error: str | None, attempts: int,
              generated_at: datetime, reviews_public_at: datetime | None, tokens_in: int | None = None,
              tokens_out: int | None = None, cost_usd: float | None = None, latency_s: float | None = None,
-             request_key: str | None = None, sealable: bool = True) -> dict[str, Any]:
+             request_key: str | None = None, sealable: bool = True) -> GenerationRow:
     """One generations row as a dict (sealed computed from the dates).
 
     ``sealable=False`` for texts built from the paper's human reviews (the human baseline, the controls): they are
@@ -48,7 +88,7 @@ def make_row(*, candidate: str, paper_id: str, prompt_version: str, params: dict
     }
 
 
-def write_rows(store: Store, rows: list[dict[str, Any]], replace_pair: bool = False) -> None:
+def write_rows(store: Store, rows: list[GenerationRow], replace_pair: bool = False) -> None:
     """Write rows in one transaction; ``replace_pair`` also drops other rows of the same (candidate, paper)."""
     if not rows:
         return
@@ -61,13 +101,14 @@ def write_rows(store: Store, rows: list[dict[str, Any]], replace_pair: bool = Fa
         store.insert_rows("generations", COLUMNS, [[r[c] for c in COLUMNS] for r in rows])
 
 
-def existing(store: Store, candidates: list[str]) -> dict[str, dict[str, Any]]:
+def existing(store: Store, candidates: list[str]) -> dict[str, StoredGeneration]:
     """Current generations of these candidates by id: status, attempts, text."""
     if not candidates:
         return {}
     marks = ", ".join("?" * len(candidates))
-    return {r["generation_id"]: r for r in store.rows(
-        f"SELECT generation_id, status, attempts, text FROM generations WHERE candidate IN ({marks})", candidates)}
+    rows = cast(list[StoredGeneration], store.rows(
+        f"SELECT generation_id, status, attempts, text FROM generations WHERE candidate IN ({marks})", candidates))
+    return {r["generation_id"]: r for r in rows}
 
 
 #: Every paper by id, as the candidates see it, with when reviews of its work became public (:func:`load_papers`).

@@ -25,7 +25,7 @@ from typing import Any
 
 from grebench.bench._contamination import IMPORTED_KIND, is_clean
 from grebench.bench._copies import COPY_THRESHOLD, Background, CopyEvidence, bundled_background, copy_evidence
-from grebench.bench._generations import COLUMNS, make_row
+from grebench.bench._generations import COLUMNS, GenerationRow, make_row
 from grebench.bench._parse import parse_review
 from grebench.bench._prose import ProseEvidence, prose_evidence
 from grebench.bench._registry import HUMAN, CandidateError, load_candidates
@@ -344,7 +344,7 @@ def _same_candidate(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bo
 
 
 def _generation(name: str, review: ImportedReview, generated_at: datetime,
-                public_at: datetime | None) -> dict[str, Any]:
+                public_at: datetime | None) -> GenerationRow:
     """The generations row of one imported review: parsed like an LLM's reply, its id from the text."""
     parsed = parse_review(review.text)
     flags = {"producer": IMPORTED_KIND, "generated_at": "file" if review.generated_at else "import",
@@ -504,8 +504,8 @@ def import_reviews(store: Store, settings: Settings, name: str, data: bytes,
     old = {r["generation_id"]: r for r in store.rows(
         "SELECT generation_id, paper_id, generated_at, flags_json FROM generations WHERE candidate = ?", [name])}
     old_papers = {r["paper_id"] for r in old.values()}
-    rows: list[dict[str, Any]] = []
-    write: list[dict[str, Any]] = []
+    rows: list[GenerationRow] = []
+    write: list[GenerationRow] = []
     added = replaced = 0
     for review in parsed.reviews:
         public_at = papers[review.paper_id]
@@ -554,7 +554,7 @@ def import_reviews(store: Store, settings: Settings, name: str, data: bytes,
                     replaced=replaced, removed=removed)
 
 
-def _summary(store: Store, name: str, meta: Mapping[str, Any], parsed: ImportFile, rows: list[dict[str, Any]],
+def _summary(store: Store, name: str, meta: Mapping[str, Any], parsed: ImportFile, rows: list[GenerationRow],
              papers: Mapping[str, datetime | None], source: str, **counts: Any) -> dict[str, Any]:
     """What an import did and how its reviews count (clean / sealed / contaminated), with warnings."""
     cutoff = meta.get("cutoff")

@@ -11,13 +11,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import Any, NotRequired, TypedDict
 
 from grebench.bench._baseline import Split, make_splits
 from grebench.bench._contamination import is_clean
 from grebench.bench._generations import (
     MAX_TRIES,
+    GenerationRow,
     Papers,
+    StoredGeneration,
     existing,
     generation_id,
     load_papers,
@@ -63,6 +66,33 @@ class _Tally:
     skipped_generations: list[dict[str, str]] = field(default_factory=list)
 
 
+class _RowArgs(TypedDict):
+    """The arguments of :func:`make_row` that one (candidate, paper) job fixes."""
+
+    candidate: str
+    paper_id: str
+    prompt_version: str
+    params: dict[str, Any]
+    source_review_id: str | None
+    flags: dict[str, Any]
+    reviews_public_at: datetime | None
+
+
+class _Job(TypedDict):
+    """One LLM generation to make: what :func:`_llm_jobs` yields (``purpose`` is taken off before the call, ``tries``
+    set once the stored row is known)."""
+
+    candidate: str
+    paper_id: str
+    prompt_version: str
+    params: dict[str, Any]
+    source_review_id: str | None
+    flags: dict[str, Any]
+    public_at: datetime | None
+    purpose: NotRequired[str]
+    tries: NotRequired[int]
+
+
 def _control_input(split: Split, paper: PaperInput, texts: dict[str, str], other: dict[str, Split],
                    seed: int) -> ControlInput:
     target = other.get(split.paper_id)
@@ -92,7 +122,7 @@ def _run_deterministic(store: Store, cands: list[Candidate], splits: list[Split]
     by_paper = {s.paper_id: s for s in splits}
     other = {p: by_paper[q] for p, q in derangement(list(by_paper), seed).items()}
     have = existing(store, [c.name for c in cands])
-    batch: list[dict[str, Any]] = []
+    batch: list[GenerationRow] = []
     for split in splits:
         paper, public_at = papers[split.paper_id]
         inp = _control_input(split, paper, texts, other, seed)
@@ -131,7 +161,7 @@ def _llm_messages(c: Candidate, inp: ControlInput) -> tuple[Any, dict[str, Any],
 
 
 def _llm_jobs(store: Store, settings: Settings, cands: list[Candidate], splits: list[Split], papers: Papers,
-              texts: dict[str, str]) -> Iterator[tuple[Candidate, dict[str, Any], Any, dict[str, Any] | None]]:
+              texts: dict[str, str]) -> Iterator[tuple[Candidate, _Job, Any, StoredGeneration | None]]:
     """(candidate, job, messages, stored row or None) of every (LLM candidate, paper) pair; the generation id does
     not depend on where the candidate is served, so this runs before any model is pulled or started."""
     have = existing(store, [c.name for c in cands])
@@ -140,7 +170,7 @@ def _llm_jobs(store: Store, settings: Settings, cands: list[Candidate], splits: 
             paper, public_at = papers[split.paper_id]
             inp = _control_input(split, paper, texts, {}, settings.seed)
             messages, flags, version, purpose, source = _llm_messages(c, inp)
-            job = {"candidate": c.name, "paper_id": split.paper_id, "prompt_version": version, "params": c.params,
+            job: _Job = {"candidate": c.name, "paper_id": split.paper_id, "prompt_version": version, "params": c.params,
                    "source_review_id": source, "flags": flags, "public_at": public_at, "purpose": purpose}
             gid = make_row(**_row_args(job), status="ok", text=None, sections=None, parse_ok=None, error=None,
                            attempts=0, generated_at=utcnow())["generation_id"]
@@ -168,7 +198,7 @@ def _run_llm(store: Store, settings: Settings, run_id: str | None, cands: list[C
              papers: Papers, texts: dict[str, str], tally: _Tally, progress: Task) -> None:
     from grebench.llm import ChatRequest, ChatResult, LLMClient
 
-    jobs: dict[str, list[dict[str, Any]]] = {}
+    jobs: dict[str, list[_Job]] = {}
     requests: list[ChatRequest] = []
     scopes = {c.name: _cache_scope(c, settings) for c in cands}
     for c, job, messages, old in _llm_jobs(store, settings, cands, splits, papers, texts):
@@ -208,7 +238,7 @@ def _run_llm(store: Store, settings: Settings, run_id: str | None, cands: list[C
             if parsed is not None:
                 flags.update(parse_method=parsed.method, missing_sections=parsed.missing)
             rows.append(make_row(
-                **{**_row_args(job), "flags": flags}, status=result.status, text=result.text,
+                **_row_args(job, flags), status=result.status, text=result.text,
                 sections=None if parsed is None else list(parsed.sections.items()),
                 parse_ok=None if parsed is None else parsed.parse_ok, error=result.error,
                 attempts=job["tries"] + 1, generated_at=result.generated_at, tokens_in=result.tokens_in,
@@ -244,7 +274,7 @@ def _run_local_batches(store: Store, settings: Settings, run_id: str | None, can
     from grebench.runtime import LocalGenerator, resolve_local
 
     for c in cands:
-        todo: dict[str, tuple[dict[str, Any], Any]] = {}
+        todo: dict[str, tuple[_Job, Any]] = {}
         for _c, job, messages, old in _llm_jobs(store, settings, [c], splits, papers, texts):
             job.pop("purpose")
             if old is not None and old["status"] == "ok":
@@ -266,7 +296,7 @@ def _run_local_batches(store: Store, settings: Settings, run_id: str | None, can
             log.info("%s: %d reviews in %d batch(es) (plan %s)", c.name, len(todo), len(plan.batches), plan.id)
 
             def write(batch: list[Any], candidate: Candidate = c,
-                      jobs: dict[str, tuple[dict[str, Any], Any]] = todo) -> None:
+                      jobs: dict[str, tuple[_Job, Any]] = todo) -> None:
                 rows = []
                 for out in batch:
                     job = jobs[out.key][0]
@@ -277,7 +307,7 @@ def _run_local_batches(store: Store, settings: Settings, run_id: str | None, can
                         flags.update(parse_method=parsed.method, missing_sections=parsed.missing)
                     ok = bool(out.text)
                     rows.append(make_row(
-                        **{**_row_args(job), "flags": flags}, status="ok" if ok else "failed",
+                        **_row_args(job, flags), status="ok" if ok else "failed",
                         text=out.text if ok else None,
                         sections=None if parsed is None else list(parsed.sections.items()),
                         parse_ok=None if parsed is None else parsed.parse_ok,
@@ -331,10 +361,11 @@ def _generate(store: Store, settings: Settings, run_id: str | None, llm: list[Ca
             _run_llm(store, settings, run_id, ready, splits, papers, texts, tally, task)
 
 
-def _row_args(job: dict[str, Any]) -> dict[str, Any]:
+def _row_args(job: _Job, flags: dict[str, Any] | None = None) -> _RowArgs:
+    """:func:`make_row`'s arguments of ``job``, with ``flags`` (the call's) in place of the job's when given."""
     return {"candidate": job["candidate"], "paper_id": job["paper_id"], "prompt_version": job["prompt_version"],
-            "params": job["params"], "source_review_id": job["source_review_id"], "flags": job["flags"],
-            "reviews_public_at": job["public_at"]}
+            "params": job["params"], "source_review_id": job["source_review_id"],
+            "flags": job["flags"] if flags is None else flags, "reviews_public_at": job["public_at"]}
 
 
 def check_candidates(store: Store, settings: Settings, names: Collection[str] = ()) -> list[Candidate]:
@@ -412,7 +443,7 @@ def _imported(store: Store, sample: set[str]) -> list[dict[str, Any]]:
 
 
 def generate_for(store: Store, settings: Settings, run_id: str | None, candidates: list[Candidate],
-                 paper_ids: list[str], clean_only: bool = False, progress: Progress | None = None) -> dict[str, Any]:
+                 paper_ids: list[str], clean_only: bool = False, progress: Progress | None = None) -> dict[str, float]:
     """Generate the missing LLM reviews of ``candidates`` for ``paper_ids`` (cached ones make no call).
 
     For papers the plain bench does not reach: papers whose human reviews are not public yet (no split: the

@@ -77,6 +77,5 @@ def generate_unreviewed(store: Store, settings: Settings, run_id: str | None) ->
     sync_candidates(store, configured)
     llm = [c for c in configured if kind_info(c.kind).role == CONTESTANT and c.needs_llm]
     papers = unreviewed_paper_ids(store)
-    summary = generate_for(store, settings, run_id, llm, papers)
-    summary.update(papers=len(papers), candidates=[c.name for c in llm])
-    return summary
+    return {**generate_for(store, settings, run_id, llm, papers), "papers": len(papers),
+            "candidates": [c.name for c in llm]}

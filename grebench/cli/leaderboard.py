@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, cast
 
 import click
 
@@ -14,6 +14,9 @@ from grebench.cli._options import setting_option, settings_options
 from grebench.registry import PartId
 from grebench.settings import Settings
 from grebench.store import Store
+
+if TYPE_CHECKING:
+    from grebench.site import BoardVersion, VersionChanges
 
 
 def _pick(boards: list[dict[str, Any]], key: str, wanted: str | None, what: str) -> str:
@@ -110,7 +113,7 @@ def command(settings: Settings, metric: str, estimator: str | None, preprocessor
     for b in boards:
         b.pop("sample_json", None)
         b["sample_text"] = sample_facts(b)["text"]
-    shown = None if ver is None else {"version": ver["version_id"], "published_at": ver["published_at"]}
+    shown: _Shown | None = None if ver is None else {"version": ver["version_id"], "published_at": ver["published_at"]}
     if as_json:
         emit_json({"metric": metric, "estimator": est, "preprocessor": prep, "boards": boards,
                    "rows": [r for b in boards for r in b["rows"]],
@@ -125,7 +128,14 @@ def command(settings: Settings, metric: str, estimator: str | None, preprocessor
         click.echo(f"\nalso scored by {label}: `grebench leaderboard --estimator {PartId.parse(other).spec}`")
 
 
-def _refuse_no_board(metric: str, venue: str | None, ver: dict[str, Any] | None,
+class _Shown(TypedDict):
+    """The board version a ``--as-of`` board is read from, as the output names it."""
+
+    version: str
+    published_at: datetime
+
+
+def _refuse_no_board(metric: str, venue: str | None, ver: BoardVersion | None,
                      published: list[dict[str, Any]]) -> NoReturn:
     """End the command saying why no board is shown and naming what exists: an unknown ``--venue`` is a usage
     error listing the venues with boards (exit 2); otherwise the metrics there, or that nothing was scored yet."""
@@ -143,13 +153,13 @@ def _refuse_no_board(metric: str, venue: str | None, ver: dict[str, Any] | None,
     raise click.ClickException(f"no board {where}: run `grebench score --metric {metric}` (or `grebench run`)")
 
 
-def _version_or_fail(store: Store, as_of: datetime | None) -> dict[str, Any]:
+def _version_or_fail(store: Store, as_of: datetime | None) -> BoardVersion:
     """The version published at ``as_of`` (the latest without it), or one clear error naming what exists."""
     from grebench.site import version, versions
 
     found = version(store, as_of=as_of)
     if found is not None:
-        return dict(found)
+        return {**found}  # a copy
     listed = versions(store)
     if not listed:
         raise click.ClickException("no board version was published yet: the site stage publishes one once boards "
@@ -194,7 +204,7 @@ def _print_history(store: Store, labels: Any, metric: str, venue: str | None, as
                 click.echo(f"    {rank:<12} {r['candidate']:<28} {score}{ci} on {r.get('papers')}")
 
 
-def _print_changes(ver: dict[str, Any], as_json: bool) -> None:
+def _print_changes(ver: BoardVersion, as_json: bool) -> None:
     from grebench.site import changes_text
 
     if as_json:
@@ -202,7 +212,8 @@ def _print_changes(ver: dict[str, Any], as_json: bool) -> None:
                    "previous": ver["previous_id"], "changes": ver["changes"]})
     else:
         click.echo(f"board version {ver['version_id']}, published {when(ver['published_at'])}")
-        click.echo(changes_text(ver["changes"]))
+        # every version published since versions were (the site stage) stores its changes
+        click.echo(changes_text(cast("VersionChanges", ver["changes"])))
 
 
 def _title(board: dict[str, Any]) -> str:

@@ -13,16 +13,20 @@ import json
 import signal
 import subprocess
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from grebench import stop
+
+if TYPE_CHECKING:  # the worker runs under a memory cap: the store (DuckDB) is never imported at run time
+    from grebench.store import PdfExtraction
+
 
 EXIT_MEMORY = 3  # the worker's exit status when its memory cap was hit
 _MEMORY_WORDS = ("memoryerror", "out of memory", "cannot allocate", "bad_alloc", "malloc", "failed to map segment")
 _CRASH_SIGNALS = {signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS}
 
 
-def _failure(error: str, pages: int | None = None) -> dict[str, Any]:
+def _failure(error: str, pages: int | None = None) -> PdfExtraction:
     """The result of an extraction that gave no text."""
     return {"text": None, "pages": pages, "hidden": [], "flags": [], "error": error}
 
@@ -59,7 +63,7 @@ def _communicate(proc: subprocess.Popen[bytes], data: bytes, timeout_s: float) -
         raise
 
 
-def extract_pdf(data: bytes, *, timeout_s: float, memory_mb: int, max_bytes: int) -> dict[str, Any]:
+def extract_pdf(data: bytes, *, timeout_s: float, memory_mb: int, max_bytes: int) -> PdfExtraction:
     """Returns {"text": str|None, "pages": int|None, "hidden": [{"text": str, "reason": str, "page": int}],
     "flags": [{"phrase": str, "page": int, "hidden": bool}], "error": str|None}.
 
@@ -102,4 +106,4 @@ def extract_pdf(data: bytes, *, timeout_s: float, memory_mb: int, max_bytes: int
         return _failure(f"extraction process gave unreadable output: {exc}")
     if not isinstance(result, dict) or "error" not in result:
         return _failure("extraction process gave an unexpected result")
-    return result
+    return cast("PdfExtraction", result)  # the worker's own record (extract_bytes), read back

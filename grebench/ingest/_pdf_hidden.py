@@ -27,9 +27,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pymupdf
+
+if TYPE_CHECKING:  # the worker runs under a memory cap: the store (DuckDB) is never imported at run time
+    from grebench.store import HiddenText
+
 
 REASONS = ("invisible", "transparent", "off-page", "tiny", "covered", "background-colour")
 
@@ -169,7 +173,7 @@ def _scanned(page: Any, images: list[tuple[float, float, float, float]]) -> bool
     return any((b[2] - b[0]) * (b[3] - b[1]) >= _SCANNED_IMAGE_SHARE * area for b in images)
 
 
-def hidden_on_page(page: Any, page_no: int) -> tuple[Counter[tuple[str, float, float]], list[dict[str, Any]]]:
+def hidden_on_page(page: Any, page_no: int) -> tuple[Counter[tuple[str, float, float]], list[HiddenText]]:
     """The hidden glyphs of one page: keys to drop from the visible text, and records ``{text, reason, page}``.
 
     A key is (character, x, y) of the glyph origin rounded to 0.1 pt: ``get_text("rawdict")`` reports the same
@@ -181,8 +185,8 @@ def hidden_on_page(page: Any, page_no: int) -> tuple[Counter[tuple[str, float, f
     scanned = _scanned(page, images)
     rect = page.rect
     drop: Counter[tuple[str, float, float]] = Counter()
-    records: list[dict[str, Any]] = []
-    current: dict[str, Any] | None = None
+    records: list[HiddenText] = []
+    current: HiddenText | None = None
     for span in page.get_texttrace():
         span_reason = None
         if span.get("type") in (3, 7) and not scanned:

@@ -13,13 +13,16 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pymupdf
 
 from grebench.ingest._pdf import EXIT_MEMORY
 from grebench.ingest._pdf_hidden import find_injections, hidden_on_page
 from grebench.ingest._pdf_layout import document_text, page_blocks, page_paragraphs
+
+if TYPE_CHECKING:  # the worker runs under a memory cap: the store (DuckDB) is never imported at run time
+    from grebench.store import HiddenText, InjectionFlag, PdfExtraction
 
 _MEMORY_WORDS = ("malloc", "out of memory", "cannot allocate", "bad_alloc", "memory error")
 
@@ -28,7 +31,7 @@ class PdfMemoryError(Exception):
     """MuPDF or Python ran out of memory (under the worker's address-space cap)."""
 
 
-def _failure(error: str) -> dict[str, Any]:
+def _failure(error: str) -> PdfExtraction:
     """The result of an extraction that produced no text."""
     return {"text": None, "pages": None, "hidden": [], "flags": [], "error": error}
 
@@ -45,10 +48,10 @@ def _clean_str(text: str) -> str:
     return text.encode("utf-8", "replace").decode("utf-8").replace("\x00", "")
 
 
-def extract_document(doc: pymupdf.Document) -> dict[str, Any]:
+def extract_document(doc: pymupdf.Document) -> PdfExtraction:
     """Visible text in reading order, the hidden text removed from it, and phrases aimed at LLM reviewers."""
     pages, sizes = [], []
-    hidden: list[dict[str, Any]] = []
+    hidden: list[HiddenText] = []
     warnings: list[str] = []
     for number in range(doc.page_count):
         try:
@@ -63,24 +66,23 @@ def extract_document(doc: pymupdf.Document) -> dict[str, Any]:
             blocks, records, size = [], [], (612.0, 792.0)
         pages.append(blocks)
         sizes.append(size)
-        hidden.extend({**r, "text": _clean_str(r["text"])} for r in records)
+        hidden.extend({"text": _clean_str(r["text"]), "reason": r["reason"], "page": r["page"]} for r in records)
     paragraphs = page_paragraphs(pages, sizes)
-    flags = [{"phrase": phrase, "page": i + 1, "hidden": False}
+    flags: list[InjectionFlag] = [{"phrase": phrase, "page": i + 1, "hidden": False}
              for i, page_paras in enumerate(paragraphs) for phrase in find_injections("\n".join(page_paras))]
     flags += [{"phrase": phrase, "page": r["page"], "hidden": True} for r in hidden for phrase in
               find_injections(r["text"])]
     flags.sort(key=lambda f: (f["page"], f["hidden"]))
     text = _clean_str(document_text(paragraphs)).strip()
-    result: dict[str, Any] = {"text": text, "pages": doc.page_count, "hidden": hidden, "flags": flags,
-                              "error": None}
+    result: PdfExtraction = {"text": text, "pages": doc.page_count, "hidden": hidden, "flags": flags, "error": None}
     if not text:
-        result.update(text=None, error="no extractable text (a scanned PDF without a text layer?)")
+        result["text"], result["error"] = None, "no extractable text (a scanned PDF without a text layer?)"
     if warnings:
         result["warnings"] = warnings
     return result
 
 
-def extract_bytes(data: bytes) -> dict[str, Any]:
+def extract_bytes(data: bytes) -> PdfExtraction:
     """Open PDF bytes and extract them; bad input gives ``text=None`` and an ``error`` (memory errors raise)."""
     try:
         doc = pymupdf.open(stream=data, filetype="pdf")

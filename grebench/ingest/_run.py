@@ -16,7 +16,7 @@ from grebench import stop
 from grebench.ingest._links import link_papers, unchecked_paper_ids
 from grebench.ingest._source import PaperSource, SourceFailure
 from grebench.settings import Settings
-from grebench.store import PaperRecord, Store
+from grebench.store import PaperRecord, PdfExtraction, Store
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class IngestSummary:
 BATCH = 25
 
 
-def _extract(paper: PaperRecord, done: set[tuple[str, str]], settings: Settings) -> dict[str, Any] | None:
+def _extract(paper: PaperRecord, done: set[tuple[str, str]], settings: Settings) -> PdfExtraction | None:
     """Extract the paper's PDF in a limited subprocess, unless this exact PDF was done before."""
     if paper.pdf_loader is None or paper.pdf_ref is None:
         return None
@@ -94,7 +94,7 @@ def run_ingest(
     papers_known, reviews_known, texts_done = store.content_hashes()
     # a review id names one review of one paper: a record that reuses another paper's is refused, never merged
     owners = {r["review_id"]: r["paper_id"] for r in store.rows("SELECT review_id, paper_id FROM reviews")}
-    batch: list[tuple[PaperRecord, dict[str, Any] | None]] = []
+    batch: list[tuple[PaperRecord, PdfExtraction | None]] = []
     written: set[str] = set()  # papers added or changed: linked against every stored paper at the end
     named: list[tuple[str, str]] = []  # (paper, earlier version) the source names
 
@@ -109,8 +109,8 @@ def run_ingest(
                     store.put_paper_text(paper.paper_id, paper.pdf_ref, extraction)
         for (paper, extraction), write in zip(batch, writes, strict=True):
             if extraction is not None:
-                if extraction.get("error"):
-                    fail(f"{paper.paper_id} (pdf)", extraction["error"])
+                if error := extraction.get("error"):
+                    fail(f"{paper.paper_id} (pdf)", error)
                 else:
                     summary.pdfs_extracted += 1
             summary.papers_added += write.paper_added

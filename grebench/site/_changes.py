@@ -11,10 +11,57 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 #: Rows and reasons listed per change text before "... and N more".
 SHOWN = 12
+
+
+class NewReference(TypedDict):
+    """A reference review that is new on a venue's board papers."""
+
+    review_id: str
+    paper_id: str
+
+
+class EditedReview(TypedDict):
+    """A reference review whose latest version changed."""
+
+    review_id: str
+    paper_id: str
+    from_version: int
+    to_version: int
+
+
+class _VenueCauses(TypedDict):
+    """What changed under one venue's boards (:func:`_venue_causes`)."""
+
+    papers_entered: list[str]
+    papers_left: list[str]
+    new_references: list[NewReference]
+    edited_reviews: list[EditedReview]
+
+
+class RowChange(TypedDict):
+    """One row that entered, left, moved or was rescored: its rank and score before and after, and why."""
+
+    board: str
+    candidate: str
+    change: str
+    rank: list[int | None]
+    score: list[float | None]
+    why: list[str]
+
+
+#: What changed from one version to the next (:func:`version_changes`; ``from`` is a keyword, hence the functional
+#: form).  The first version has only ``boards`` and ``rows_total`` after ``first``; a later one the rest.
+VersionChanges = TypedDict("VersionChanges", {
+    "from": str | None, "to": str, "first": bool, "boards": NotRequired[int], "rows_total": NotRequired[int],
+    "papers_entered": NotRequired[dict[str, list[str]]], "papers_left": NotRequired[dict[str, list[str]]],
+    "new_references": NotRequired[list[NewReference]], "edited_reviews": NotRequired[list[EditedReview]],
+    "candidates_entered": NotRequired[list[str]], "candidates_left": NotRequired[list[str]],
+    "setups_added": NotRequired[list[str]], "setups_removed": NotRequired[list[str]],
+    "rows": NotRequired[list[RowChange]]})
 
 
 def board_key(board: Mapping[str, Any]) -> str:
@@ -28,11 +75,11 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _venue_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def _venue_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, _VenueCauses]:
     """Per venue: papers entered and left, new reference reviews and edited ones (on the new version's papers)."""
     old_papers, new_papers = old.get("papers", {}), new.get("papers", {})
     venue_of = {p: v for v, ps in new_papers.items() for p in ps}
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, _VenueCauses] = {}
     for venue in sorted(set(old_papers) | set(new_papers)):
         before, after = set(old_papers.get(venue, [])), set(new_papers.get(venue, []))
         out[venue] = {"papers_entered": sorted(after - before), "papers_left": sorted(before - after),
@@ -69,16 +116,18 @@ def _predecessors(old_boards: dict[str, dict[str, Any]], new_boards: dict[str, d
     return out
 
 
-def _board_reasons(venue: dict[str, Any], setup_from: str | None, settings: tuple[Any, Any] | None) -> list[str]:
+def _board_reasons(venue: _VenueCauses | None, setup_from: str | None, settings: tuple[Any, Any] | None) -> list[str]:
     """What changed under a whole board: its setup, its bootstrap settings, its venue's papers and references."""
     why = []
     if setup_from is not None:
         why.append(f"changed setup (was {setup_from})")
     if settings is not None:
         why.append(f"changed bootstrap settings ({settings[0]} → {settings[1]})")
-    for field, word in (("papers_entered", "paper(s) entered"), ("papers_left", "paper(s) left"),
-                        ("new_references", "new reference review(s)"), ("edited_reviews", "edited review(s)")):
-        if venue.get(field):
+    causes: tuple[tuple[Literal["papers_entered", "papers_left", "new_references", "edited_reviews"], str], ...] = (
+        ("papers_entered", "paper(s) entered"), ("papers_left", "paper(s) left"),
+        ("new_references", "new reference review(s)"), ("edited_reviews", "edited review(s)"))
+    for field, word in causes:
+        if venue is not None and venue[field]:
             why.append(f"{len(venue[field])} {word}")
     return why
 
@@ -94,7 +143,7 @@ def _crossed(name: str, before: dict[str, dict[str, Any]], after: dict[str, dict
 
 
 def _row_change(board: str, name: str, before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]],
-                causes: list[str]) -> dict[str, Any] | None:
+                causes: list[str]) -> RowChange | None:
     """One row's change (None when it did not change) and why: its own papers and pairs, what changed under the
     board (when its score changed), the rows it changed order with and the rows new on the board."""
     old, new = before.get(name), after.get(name)
@@ -120,7 +169,7 @@ def _row_change(board: str, name: str, before: dict[str, dict[str, Any]], after:
             "why": why + others or ["recomputed with no recorded input changed"]}
 
 
-def version_changes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:
+def version_changes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> VersionChanges:
     """What changed from version ``old`` to ``new`` (``old`` None: the first version) as JSON-ready data:
     ``papers_entered`` / ``papers_left`` (per venue), ``new_references``, ``edited_reviews``,
     ``candidates_entered`` / ``candidates_left``, ``setups_added`` / ``setups_removed`` (board keys),
@@ -136,7 +185,7 @@ def version_changes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> di
     follows = _predecessors(old_boards, new_boards)
     old_names = {r["candidate"] for b in old_boards.values() for r in b["rows"]}
     new_names = {r["candidate"] for b in new_boards.values() for r in b["rows"]}
-    rows = []
+    rows: list[RowChange] = []
     for key, board in new_boards.items():
         prev_key, setup_changed = follows.get(key, (None, False))
         before = {r["candidate"]: r for r in old_boards[prev_key]["rows"]} if prev_key else {}
@@ -145,7 +194,7 @@ def version_changes(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> di
         if prev_key and old_settings.get(prev_key) and new_settings.get(key) \
                 and old_settings[prev_key] != new_settings[key]:
             settings = (old_settings[prev_key], new_settings[key])
-        why = _board_reasons(venues.get(board["venue_id"], {}), prev_key if setup_changed else None, settings)
+        why = _board_reasons(venues.get(board["venue_id"]), prev_key if setup_changed else None, settings)
         if prev_key is None:
             why = ["a new board (a new venue, metric or setup)", *why]
         for name in sorted(set(before) | set(after)):

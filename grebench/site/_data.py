@@ -11,14 +11,98 @@ import json
 import math
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from datetime import date, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NotRequired, TypedDict, TypeVar, cast
 
 from grebench.site._labels import Labels
 from grebench.store import Store
 
 SAMPLE_REVIEWS = 3
+_Row = TypeVar("_Row", bound=Mapping[str, Any])
+
+
+class VenueRow(TypedDict):
+    """A venue-year with its paper count and when its reviews became public (:func:`venues`)."""
+
+    venue_id: str
+    venue: str | None
+    venue_year: int | None
+    papers: int
+    reviews_public_from: datetime | None
+    reviews_public_to: datetime | None
+
+
+class CandidateRow(TypedDict):
+    """A candidate as the pages show it (:func:`candidates`): its stored facts, page slug and role word."""
+
+    name: str
+    kind: str
+    model: str | None
+    family: str | None
+    released: date | None
+    cutoff: date | None
+    description: str | None
+    submitter: str | None
+    slug: str
+    role: str
+
+
+class PaperLink(TypedDict):
+    """A paper with its title and page slug (:func:`paper_ids`)."""
+
+    paper_id: str
+    title: str
+    venue_id: str
+    slug: str
+
+
+class LinkedVersion(TypedDict):
+    """Another version of a paper's work (another venue's paper), as its paper page lists it."""
+
+    paper_id: str
+    venue: str | None
+    venue_id: str
+    title: str
+    reviews_public_at: datetime | None
+    slug: str
+    earlier: bool
+
+
+class BoardChange(TypedDict):
+    """One ``board_changes`` row (:func:`changelog`)."""
+
+    changed_at: datetime
+    kind: str
+    subject: str
+    detail: str
+
+
+class SnapshotListing(TypedDict):
+    """A file under the snapshots folder (:func:`snapshot_files`): its path there, size and SHA-256.  Publishing adds
+    its site-relative ``href`` (the app: its local ``path``); a snapshot's one-file archive also names its ``folder``
+    and has ``archive`` True (:func:`grebench.site._archives.publish_archives`)."""
+
+    name: str
+    bytes: int
+    sha256: str
+    folder: NotRequired[str]
+    archive: NotRequired[bool]
+    href: NotRequired[str]
+    path: NotRequired[str]
+
+
+class SnapshotDownload(TypedDict):
+    """One snapshot folder as the downloads page offers it (:func:`snapshot_manifests`)."""
+
+    folder: str
+    sha256: str
+    href: str | None
+    files: list[SnapshotListing]
+    archive: SnapshotListing | None
+    bytes: int
+    command: str
 
 
 def has_table(store: Store, name: str) -> bool:
@@ -47,12 +131,13 @@ def slug(*parts: Any) -> str:
     return f"{clean}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
 
 
-def venues(store: Store) -> list[dict[str, Any]]:
+def venues(store: Store) -> list[VenueRow]:
     """Venue-years with paper counts and when their reviews became public."""
-    return store.rows("""SELECT venue_id, any_value(venue) AS venue, any_value(venue_year) AS venue_year,
+    rows = store.rows("""SELECT venue_id, any_value(venue) AS venue, any_value(venue_year) AS venue_year,
                                 count(*) AS papers, min(reviews_public_at) AS reviews_public_from,
                                 max(reviews_public_at) AS reviews_public_to
                          FROM papers GROUP BY venue_id ORDER BY venue_year DESC, venue_id""")
+    return cast(list[VenueRow], rows)
 
 
 def boards(store: Store, scope: str = "all") -> list[dict[str, Any]]:
@@ -79,7 +164,7 @@ def _attribution_summary(store: Store) -> dict[tuple[str, str, str, str, str], d
     return attribution_summary(store) if ok else {}
 
 
-def candidates(store: Store) -> list[dict[str, Any]]:
+def candidates(store: Store) -> list[CandidateRow]:
     """Every candidate (the api_key_env column is left out: it names a secret's place)."""
     rows = store.rows("""SELECT name, kind, model, family, released, cutoff, description, submitter
                          FROM candidates ORDER BY kind, name""")
@@ -87,7 +172,7 @@ def candidates(store: Store) -> list[dict[str, Any]]:
     for r in rows:
         r["slug"] = slug(r["name"])
         r["role"] = labels.role(r["kind"])
-    return rows
+    return cast(list[CandidateRow], rows)  # the query's columns, then slug and role
 
 
 def judgment_lines(store: Store, texts: list[str], preprocessor: str) -> dict[str, list[str]]:
@@ -114,7 +199,8 @@ def main_preprocessor(store: Store) -> str:
 
 def model_page(store: Store, name: str, board_tables: list[dict[str, Any]]) -> dict[str, Any]:
     """A candidate: its scores per board, contamination window, sample reviews with lines, panel results."""
-    info = next((c for c in candidates(store) if c["name"] == name), {"name": name, "kind": None, "slug": slug(name)})
+    info: CandidateRow | dict[str, str | None] = next((c for c in candidates(store) if c["name"] == name),
+                                                       {"name": name, "kind": None, "slug": slug(name)})
     scores = [{**{k: b[k] for k in ("venue_id", "venue", "metric", "estimator", "preprocessor", "slug")}, **r}
               for b in board_tables for r in b["rows"] if r["candidate"] == name]
     window = store.rows("""SELECT p.venue_id, count(*) AS papers, count(*) FILTER (WHERE cp.clean) AS clean,
@@ -159,12 +245,12 @@ def review_name(signature: str | None, review_id: str) -> str:
     return review_id
 
 
-def paper_ids(store: Store) -> list[dict[str, Any]]:
+def paper_ids(store: Store) -> list[PaperLink]:
     """Every paper with its title and page slug."""
     rows = store.rows("SELECT paper_id, title, venue_id FROM papers ORDER BY venue_id, paper_id")
     for r in rows:
         r["slug"] = slug(r["paper_id"])
-    return rows
+    return cast(list[PaperLink], rows)  # the query's columns, then slug
 
 
 def scored_paper(store: Store, venue_id: str | None) -> str | None:
@@ -282,7 +368,7 @@ def earlier_version(version_public_at: Any, paper_public_at: Any) -> bool:
     return version_public_at is not None and (paper_public_at is None or version_public_at < paper_public_at)
 
 
-def version_line(version: dict[str, Any]) -> str:
+def version_line(version: LinkedVersion) -> str:
     """One linked version as the paper page and the app say it: ``earlier version: VENUE TITLE (reviews public
     since DATE)``."""
     when = version["reviews_public_at"]
@@ -318,16 +404,16 @@ def published_padding() -> dict[str, Any]:
     return dict(json.loads(text))
 
 
-def changelog(store: Store, limit: int = 200) -> list[dict[str, Any]]:
+def changelog(store: Store, limit: int = 200) -> list[BoardChange]:
     """Board changes, newest first."""
-    return _rows(store, "board_changes", "SELECT changed_at, kind, subject, detail FROM board_changes "
-                 "ORDER BY changed_at DESC LIMIT ?", [limit])
+    return cast(list[BoardChange], _rows(store, "board_changes", "SELECT changed_at, kind, subject, detail FROM "
+                                         "board_changes ORDER BY changed_at DESC LIMIT ?", [limit]))
 
 
-def snapshot_files(root: Path) -> list[dict[str, Any]]:
+def snapshot_files(root: Path) -> list[SnapshotListing]:
     """Files under the snapshots folder (``settings.snapshots_path``) with size and SHA-256 (empty when no snapshot
     was cut yet)."""
-    out = []
+    out: list[SnapshotListing] = []
     if root.is_dir():
         # a snapshot being cut is written under a hidden ``.NAME.tmp-…`` folder: not published until renamed
         for path in sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink()
@@ -341,12 +427,12 @@ def snapshot_files(root: Path) -> list[dict[str, Any]]:
     return out
 
 
-def snapshot_manifests(files: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def snapshot_manifests(files: list[SnapshotListing]) -> list[SnapshotDownload]:
     """One entry per snapshot folder (a ``DIR/manifest.json`` in :func:`snapshot_files`' listing): its folder name,
     the manifest's SHA-256, its files, its one-file ``archive`` (an entry of the listing with ``archive: True``, or
     None), total bytes and the exact import command (the folder is the one a visitor downloads or unpacks the files
     into)."""
-    out = []
+    out: list[SnapshotDownload] = []
     archives = {f["folder"]: f for f in files if f.get("archive")}
     for m in files:
         parts = m["name"].split("/")
@@ -360,9 +446,9 @@ def snapshot_manifests(files: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def group_by(rows: list[dict[str, Any]], key: str) -> dict[Any, list[dict[str, Any]]]:
+def group_by(rows: list[_Row], key: str) -> dict[Any, list[_Row]]:
     """Rows grouped by one field, in first-seen order."""
-    out: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    out: dict[Any, list[_Row]] = defaultdict(list)
     for r in rows:
         out[r[key]].append(r)
     return dict(out)

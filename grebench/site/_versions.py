@@ -13,15 +13,55 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 import jinja2
 
-from grebench.site._changes import board_key, changes_text, version_changes
+from grebench.site._changes import VersionChanges, board_key, changes_text, version_changes
 from grebench.store import REFERENCE, Store, naive_utc
 
 #: Where the versions live in the site (``versions/<id>/index.html`` and ``versions/<id>/leaderboard.json``).
 VERSIONS_DIR = "versions"
+
+
+class VersionListing(TypedDict):
+    """A published version without its texts (:func:`versions`)."""
+
+    version_id: str
+    published_at: datetime
+    content_sha256: str
+    previous_id: str | None
+
+
+class BoardVersion(TypedDict):
+    """A ``board_versions`` row with its texts, and its ``changes_json`` decoded as ``changes`` (:func:`version`);
+    ``origin`` is absent from a store older than that column."""
+
+    version_id: str
+    published_at: datetime
+    content_sha256: str
+    previous_id: str | None
+    leaderboard_json: str
+    basis_json: str
+    changes_json: str | None
+    page_html: str
+    origin: NotRequired[str | None]
+    changes: VersionChanges | None
+
+
+class ReviewVersion(TypedDict):
+    """A reference review's paper and latest version (:func:`board_basis`'s ``references``)."""
+
+    paper_id: str
+    version: int
+
+
+class BoardBasis(TypedDict):
+    """What the stored ``all`` boards stand on (:func:`board_basis`)."""
+
+    papers: dict[str, list[str]]
+    references: dict[str, ReviewVersion]
+    settings: dict[str, str]
 
 
 def content_sha256(leaderboard: dict[str, Any]) -> str:
@@ -46,7 +86,7 @@ def has_versions(store: Store) -> bool:
     return bool(store.scalar("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'board_versions'"))
 
 
-def board_basis(store: Store) -> dict[str, Any]:
+def board_basis(store: Store) -> BoardBasis:
     """What the stored ``all`` boards stand on, for explaining the next change: ``papers`` (venue -> the papers
     with scores on its boards), ``references`` (review id -> its paper and latest version, for those papers) and
     ``settings`` (board key -> bootstrap samples and seed)."""
@@ -66,12 +106,12 @@ def board_basis(store: Store) -> dict[str, Any]:
                                              for r in refs}, "settings": settings}
 
 
-def versions(store: Store) -> list[dict[str, Any]]:
+def versions(store: Store) -> list[VersionListing]:
     """Every published version, newest first: id, time, content hash, previous id (not the stored texts)."""
     if not has_versions(store):
         return []
-    return store.rows("""SELECT version_id, published_at, content_sha256, previous_id FROM board_versions
-                         ORDER BY published_at DESC, version_id DESC""")
+    return cast(list[VersionListing], store.rows("""SELECT version_id, published_at, content_sha256, previous_id
+                                                    FROM board_versions ORDER BY published_at DESC, version_id DESC"""))
 
 
 def _origin_column(store: Store) -> bool:
@@ -79,7 +119,7 @@ def _origin_column(store: Store) -> bool:
 
 
 def version(store: Store, vid: str | None = None, as_of: datetime | None = None,
-            own: bool = False) -> dict[str, Any] | None:
+            own: bool = False) -> BoardVersion | None:
     """One version with its texts: ``vid``, else the last published at or before ``as_of`` (UTC; an aware time is
     converted), else the latest.  ``own``: only versions this store published (not those a snapshot brought)."""
     if not has_versions(store):
@@ -95,11 +135,11 @@ def version(store: Store, vid: str | None = None, as_of: datetime | None = None,
         return None
     row = rows[0]
     row["changes"] = json.loads(row["changes_json"]) if row.get("changes_json") else None
-    return row
+    return cast(BoardVersion, row)  # every column of board_versions, then changes
 
 
 def publish_version(store: Store, leaderboard: dict[str, Any], published_at: datetime,
-                    env: jinja2.Environment) -> dict[str, Any] | None:
+                    env: jinja2.Environment) -> BoardVersion | None:
     """Record the boards of ``leaderboard`` (see :func:`grebench.site.leaderboard_json`) as a new version, or keep
     the latest one when its boards are the same; return the version (:func:`version`; None when there is none).
     Never rewrites a row.  No boards is no version: a store with nothing scored yet (a replay's first days, a
@@ -138,7 +178,7 @@ def publish_version(store: Store, leaderboard: dict[str, Any], published_at: dat
     return found
 
 
-def version_boards(ver: dict[str, Any]) -> list[dict[str, Any]]:
+def version_boards(ver: BoardVersion) -> list[dict[str, Any]]:
     """A version's boards as :func:`grebench.scoring.stored_boards` gives them (for :func:`board_text`): the row
     fields of ``leaderboard.json``, a reference row's role, the sample's facts (in headline order, as published)."""
     out = []

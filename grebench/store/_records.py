@@ -6,7 +6,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, NotRequired, TypedDict
 
 from grebench.store._clock import clock
 
@@ -28,6 +28,37 @@ def utcnow() -> datetime:
 def sha256_json(obj: Any) -> str:
     """Stable hash of a JSON-serialisable object."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+class HiddenText(TypedDict):
+    """A run of hidden glyphs of a PDF page (``paper_texts.hidden_json``): its text, why it is hidden, its page."""
+
+    text: str
+    reason: str
+    page: int
+
+
+class InjectionFlag(TypedDict):
+    """A phrase aimed at an LLM reviewer found in a PDF (``paper_texts.flags_json``), on a page, hidden or not."""
+
+    phrase: str
+    page: int
+    hidden: bool
+
+
+class PdfExtraction(TypedDict):
+    """The outcome of one PDF extraction (``grebench.ingest.extract_pdf``), as :meth:`Store.put_paper_text` stores it:
+    ``text`` None and an ``error`` when it failed.  A download that failed (``transient``: tried again next run) has
+    only its ``error``; ``pdf_sha256`` is added once the bytes are known, ``warnings`` when pages were skipped."""
+
+    text: NotRequired[str | None]
+    pages: NotRequired[int | None]
+    hidden: NotRequired[list[HiddenText]]
+    flags: NotRequired[list[InjectionFlag]]
+    error: str | None
+    warnings: NotRequired[list[str]]
+    pdf_sha256: NotRequired[str]
+    transient: NotRequired[bool]
 
 
 @dataclass

@@ -244,7 +244,7 @@ def export_snapshot(store: Store, venue: str, out_dir: Path, *, replace: bool = 
             if table not in present:
                 continue
             target = tmp / f"{table}.parquet"
-            params: dict[str, Any] = {"venue": venue_id} if "$venue" in sql else {}
+            params: dict[str, str] = {"venue": venue_id} if "$venue" in sql else {}
             query, extra = public_select(store, table, sql)
             rows = write_parquet(store.con.execute(query, {**params, **extra}), target)
             files[target.name] = {"table": table, "rows": rows, "bytes": target.stat().st_size,

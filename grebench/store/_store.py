@@ -12,13 +12,13 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence, TypedDict, cast
 
 import duckdb
 
 from grebench import stop
 from grebench.store._migrate import migrate
-from grebench.store._records import PaperRecord, utcnow
+from grebench.store._records import PaperRecord, PdfExtraction, utcnow
 
 _ARROW_TYPES = {"VARCHAR": "string", "DOUBLE": "float64", "FLOAT": "float32", "INTEGER": "int32", "BIGINT": "int64",
                 "BOOLEAN": "bool_", "TIMESTAMP": "timestamp", "DATE": "date32"}
@@ -55,7 +55,7 @@ def ident(name: str) -> str:
     return f'"{name}"'
 
 
-def public_select(store: Store, table: str, sql: str | None = None) -> tuple[str, dict[str, Any]]:
+def public_select(store: Store, table: str, sql: str | None = None) -> tuple[str, dict[str, str]]:
     """``SELECT`` of a table (or of ``sql``, a query over it) fit to publish: private columns hashed with the data
     dir's salt, bound as a parameter.  Returns ``(sql, params)``."""
     base = sql if sql is not None else f"SELECT * FROM {ident(table)}"
@@ -367,7 +367,7 @@ class Store:
         return bool(self.scalar(
             "SELECT count(*) FROM paper_texts WHERE paper_id = ? AND pdf_ref = ?", [paper_id, pdf_ref]))
 
-    def put_paper_text(self, paper_id: str, pdf_ref: str, result: dict[str, Any]) -> None:
+    def put_paper_text(self, paper_id: str, pdf_ref: str, result: PdfExtraction) -> None:
         """Store the outcome of one PDF extraction (ok or failed, with its reason)."""
         self.con.execute("DELETE FROM paper_texts WHERE paper_id = ?", [paper_id])
         self.con.execute(
@@ -419,7 +419,15 @@ def _failure_note(db_file: Path) -> Path:
     return db_file.with_name(db_file.name + ".failure")
 
 
-def _write_failure_note(path: Path, note: dict[str, Any]) -> None:
+class _FailureNote(TypedDict, total=False):
+    """The failure note's JSON (:meth:`Store.note_failure`): the live runs and why the store could not be written;
+    empty once read."""
+
+    runs: list[str]
+    reason: str
+
+
+def _write_failure_note(path: Path, note: _FailureNote) -> None:
     """Overwrite the note in place, padded to :data:`FAILURE_NOTE_BYTES` (no truncation: a full disk cannot give
     back a block freed and asked for again); a note that cannot be written is lost, not raised."""
     blob = json.dumps(note).encode()[:FAILURE_NOTE_BYTES]
@@ -432,13 +440,14 @@ def _write_failure_note(path: Path, note: dict[str, Any]) -> None:
         pass
 
 
-def _read_failure_note(path: Path) -> dict[str, Any]:
+def _read_failure_note(path: Path) -> _FailureNote:
     try:
         text = path.read_bytes().strip(b" \0")
         note = json.loads(text) if text else {}
     except (OSError, ValueError):
         return {}
-    return note if isinstance(note, dict) and isinstance(note.get("runs"), list) and note.get("reason") else {}
+    ok = isinstance(note, dict) and isinstance(note.get("runs"), list) and note.get("reason")
+    return cast(_FailureNote, note) if ok else {}
 
 
 def _reserve_failure_note(db_file: Path) -> None:

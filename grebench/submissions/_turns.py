@@ -146,7 +146,7 @@ def take_turn(store: Store, settings: Settings, run_id: str, sub_id: str, candid
     return TurnResult(finished=stopped is not None or not todo, stopped=stopped, batches=batches, tally=tally)
 
 
-def stored_totals(store: Store, name: str) -> dict[str, Any]:
+def stored_totals(store: Store, name: str) -> dict[str, float]:
     """What the candidate's stored generations add up to (exact over turns, passes and restarts): reviews, failed
     calls, tokens and cost."""
     row = store.rows("SELECT count(*) FILTER (WHERE status = 'ok') AS reviews, "
