@@ -354,7 +354,8 @@ def main() -> None:
     parser.add_argument("--estimator", default="offline",
                         help="the information view's estimator (offline; hf:smollm2-135m for the SmolLM2 table)")
     parser.add_argument("--no-information", action="store_true", help="lexical detector and prose test only")
-    parser.add_argument("--cases", default="", help="only the transformations whose name contains this")
+    parser.add_argument("--cases", default="",
+                        help="only the transformations whose name contains this (comma-separated: any of these)")
     parser.add_argument("--honest-papers", type=int, default=None,
                         help="measure the false positives on a seeded N papers of each sample (default: every review)")
     args = parser.parse_args()
@@ -387,7 +388,7 @@ def main() -> None:
     honest_any = [lex.copied or prose for lex, prose in zip(honest_lex, honest_prose, strict=True)]
     rows = []
     for name, strength, transform, target in CASES:
-        if args.cases and args.cases not in name:
+        if args.cases and not any(part.strip() in name for part in args.cases.split(",") if part.strip()):
             continue
         texts = []
         for k, (label, _, reviews) in enumerate(data):
