@@ -21,7 +21,7 @@ from typing import Any
 
 from grebench.panel._judges import PaperView, ReviewView
 from grebench.progress import Progress
-from grebench.scoring import ScoredSetup, TextPmis, score_texts, stored_pmis
+from grebench.scoring import EstimatorHandle, ScoredSetup, TextPmis, score_texts, stored_pmis
 from grebench.settings import Settings
 from grebench.store import ReviewRecord, Store
 
@@ -102,10 +102,12 @@ def load_venue(store: Store, venue_id: str, sample: Collection[str] | None = Non
 
 class GemScores:
     """PMI per reference for (paper, review text) under the setup and metric the caller names: stored scores first,
-    computed ones (:func:`grebench.scoring.score_texts`) for exam texts.  No setup or no metric: unknown for all."""
+    computed ones (:func:`grebench.scoring.score_texts`) for exam texts, with the job's estimator (``handle``, the
+    resolved run's; None: built for them).  No setup or no metric: unknown for all."""
 
-    def __init__(self, store: Store, settings: Settings, setup: ScoredSetup | None, metric: str | None) -> None:
-        self.store, self.settings, self.setup = store, settings, setup
+    def __init__(self, store: Store, settings: Settings, setup: ScoredSetup | None, metric: str | None,
+                 handle: EstimatorHandle | None = None) -> None:
+        self.store, self.settings, self.setup, self.handle = store, settings, setup, handle
         self.metric = metric if setup is not None else None
         self._values: TextPmis | None = None
         self.estimator_calls = 0  # requests the estimator computed (not found in the log-prob cache) for exam texts
@@ -139,7 +141,8 @@ class GemScores:
         if not todo or self.setup is None or self.metric is None:
             return 0
         try:
-            scored = score_texts(self.store, self.settings, self.setup, self.metric, todo, progress, label)
+            scored = score_texts(self.store, self.settings, self.setup, self.metric, todo, progress, label,
+                                 self.handle)
         except Exception as exc:  # the judge abstains on these texts rather than failing the panel
             self.failure = f"could not score {len(todo)} exam texts ({exc})"
             log.warning("gem judge: %s; it is not examined", self.failure)

@@ -307,6 +307,8 @@ class JudgeContext:
     gem: GemScores
     tfidf: TfIdf
     servers: Any = None  # local model servers shared by the run's local judges (``grebench.runtime.LocalServers``)
+    #: the job's local judges (catalogue names or checkpoint paths: the resolved run's); None: setting ``local_judges``
+    local_judges: tuple[str, ...] | None = None
 
 
 JudgeFactory = Callable[[JudgeContext], Judge]

@@ -12,7 +12,6 @@ import random
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, cast
 
 from grebench.bench import kind_info
@@ -42,11 +41,11 @@ from grebench.panel._judges import (
     needs_gem_scores,
 )
 from grebench.panel._llm_judge import parse_judges
-from grebench.panel._local_judge import builtin_local_judges
+from grebench.panel._local_judge import builtin_local_judges, local_judge_name
 from grebench.panel._machine_metrics import common_words, measure
 from grebench.progress import NoProgress, Progress
 from grebench.runtime import LocalServers
-from grebench.scoring import ScoredSetup
+from grebench.scoring import EstimatorHandle, ScoredSetup
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 
@@ -59,9 +58,12 @@ VERDICT_COLUMNS = ("venue_id", "paper_id", "candidate_a", "candidate_b", "score"
 
 
 def build_judges(settings: Settings, client: LLMClient, gem: GemScores, tfidf: TfIdf,
-                 names: Sequence[str] | None = None, servers: LocalServers | None = None) -> list[Judge]:
-    """Every registered judge, the ``local_judges``, the ``[[judges]]`` tables; optionally only ``names``."""
-    context = JudgeContext(settings, client, gem, tfidf, servers)
+                 names: Sequence[str] | None = None, servers: LocalServers | None = None,
+                 local_judges: Sequence[str] | None = None) -> list[Judge]:
+    """Every registered judge, the local judges (the job's ``local_judges``; None: the setting), the ``[[judges]]``
+    tables; optionally only ``names``."""
+    context = JudgeContext(settings, client, gem, tfidf, servers,
+                           None if local_judges is None else tuple(local_judges))
     judges: list[Judge] = [checked_judge(entry.obj(context), f"judge {entry.name!r} ({entry.origin})")
                            for entry in JUDGES]
     judges += builtin_local_judges(context)
@@ -77,21 +79,23 @@ def build_judges(settings: Settings, client: LLMClient, gem: GemScores, tfidf: T
     return judges
 
 
-def judge_names(settings: Settings) -> list[str]:
-    """The names of every judge a panel has (registered, ``local_judges``, ``[[judges]]`` tables), without building
-    one: what ``--judge`` is checked against before a job records its run.  A ``[[judges]]`` table that cannot be
-    parsed raises its ``ValueError``, as :func:`build_judges` would."""
+def judge_names(settings: Settings, local_judges: Sequence[str] | None = None) -> list[str]:
+    """The names of every judge a panel has (registered, the local judges: the job's ``local_judges``, None: the
+    setting; ``[[judges]]`` tables), without building one: what ``--judge`` is checked against before a job records
+    its run.  A ``[[judges]]`` table that cannot be parsed raises its ``ValueError``, as :func:`build_judges`
+    would."""
     from grebench.llm import endpoint_tables, table_name
 
-    names = [*JUDGES.names(), *(Path(spec).name or spec for spec in settings.listed("local_judges"))]
+    specs = settings.listed("local_judges") if local_judges is None else local_judges
+    names = [*JUDGES.names(), *(local_judge_name(spec) for spec in specs)]
     names += [table_name(entry, f"[[judges]] #{i + 1}")
               for i, entry in enumerate(endpoint_tables(settings.tables.get("judges"), "judges"))]
     return names
 
 
-def check_judges(settings: Settings, wanted: Sequence[str]) -> None:
+def check_judges(settings: Settings, wanted: Sequence[str], local_judges: Sequence[str] | None = None) -> None:
     """Raise ``ValueError`` naming the known judges when ``wanted`` names one the panel does not have."""
-    known = judge_names(settings)
+    known = judge_names(settings, local_judges)
     unknown = [n for n in wanted if n not in known]
     if unknown:
         raise ValueError(f"unknown judge(s): {', '.join(unknown)} (known: {', '.join(known)})")
@@ -313,7 +317,8 @@ def _write_results(store: Store, venue_id: str, verdicts: list[dict[str, Any]], 
 def run_panel(store: Store, settings: Settings, run_id: str | None, *, setup: ScoredSetup | None,
               metric: str | None, paper_ids: Sequence[str] | None, judge_names: Sequence[str] | None = None,
               progress: Progress | None = None, exam_only: bool = False,
-              bounded_exam: bool = False) -> dict[str, Any]:
+              bounded_exam: bool = False, estimator: EstimatorHandle | None = None,
+              local_judges: Sequence[str] | None = None) -> dict[str, Any]:
     """Exam, votes, verdicts, Bradley–Terry rankings and agreement with GEM-S for every venue-year with reviews.
 
     The caller decides what the panel works with: ``setup``, what the stored scores were made with (None: nothing
@@ -324,12 +329,15 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, *, setup: Sc
     reference judges too: a core run's (``validation = core``), where the gem judge's exam texts the score stage did
     not score would take the evaluation LM a fifth of a CPU's run (164 of 914 s for 12 papers in float32).
 
+    ``estimator`` is the job's estimator (the resolved run's handle) the gem judge scores its exam texts with;
+    ``local_judges``, the job's local judges (the resolved run's; None: the setting, for callers outside a job).
+
     ``exam_only`` stops after the qualification exam (``grebench exam``).  A venue-year whose inputs did not change
     since its last complete run (see :mod:`grebench.panel._state`) is not recomputed: its stored summary is
     returned, no judge is asked and nothing is written (``skipped_venues`` lists them).
     """
     client = LLMClient(settings, store)
-    gem = GemScores(store, settings, setup, metric)
+    gem = GemScores(store, settings, setup, metric, estimator)
     sample = None if paper_ids is None else frozenset(paper_ids)
     summary: dict[str, Any] = {"venues": [], "exam": [], "rankings": [], "agreement": [], "qualified": [],
                                "unjudged": [], "votes": 0,
@@ -340,7 +348,7 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, *, setup: Sc
     display = progress or NoProgress()
     with LocalServers(settings) as servers:  # local judges' servers: started on first need, stopped here
         _run_venues(store, settings, client, gem, names, sample, run_id, judge_names, exam_only, display, servers,
-                    summary, all_judges, bounded_exam)
+                    summary, all_judges, bounded_exam, local_judges)
     summary["votes_total"] = int(store.scalar("SELECT count(*) FROM panel_votes") or 0)
     summary["calls_made"] = sum(j.calls_made for j in all_judges)
     summary["estimator_calls"] = gem.estimator_calls
@@ -352,7 +360,8 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, *, setup: Sc
 def _run_venues(store: Store, settings: Settings, client: LLMClient, gem: GemScores, names: Sequence[str],
                 sample: frozenset[str] | None,
                 run_id: str | None, judge_names: Sequence[str] | None, exam_only: bool, display: Progress,
-                servers: LocalServers, summary: dict[str, Any], all_judges: list[Judge], bounded_exam: bool) -> None:
+                servers: LocalServers, summary: dict[str, Any], all_judges: list[Judge], bounded_exam: bool,
+                local_judges: Sequence[str] | None = None) -> None:
     for venue_id in names:
         print_ = _state.fingerprint(store, settings, venue_id, judge_names, exam_only, gem.setup, gem.metric, sample,
                                     bounded_exam)
@@ -360,7 +369,7 @@ def _run_venues(store: Store, settings: Settings, client: LLMClient, gem: GemSco
         if part is None:
             store.clear_stage_state(_state.STAGE, _state.scope(venue_id, not exam_only))  # its tables change too
             judges, part, complete = _run_venue(store, settings, client, gem, venue_id, sample, run_id, judge_names,
-                                                exam_only, display, servers, bounded_exam)
+                                                exam_only, display, servers, bounded_exam, local_judges)
             all_judges += judges
             summary["votes"] += part.pop("votes")
             summary["machine_metrics"] += part.pop("machine_metrics")
@@ -379,12 +388,13 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
                sample: frozenset[str] | None,
                run_id: str | None, judge_names: Sequence[str] | None, exam_only: bool,
                progress: Progress, servers: LocalServers | None = None,
-               bounded_exam: bool = False) -> tuple[list[Judge], dict[str, Any], bool]:
+               bounded_exam: bool = False,
+               local_judges: Sequence[str] | None = None) -> tuple[list[Judge], dict[str, Any], bool]:
     """One venue-year in full: (judges, its summary part, whether every vote was answered and the gem judge's exam
     texts were scored: an incomplete part is computed again next time)."""
     data = load_venue(store, venue_id, sample)
     tfidf = TfIdf("\n".join([p.title, p.abstract, p.text]) for p in data.papers.values())
-    judges = build_judges(settings, client, gem, tfidf, judge_names, servers)
+    judges = build_judges(settings, client, gem, tfidf, judge_names, servers, local_judges)
     _sync_judges(store, judges)
     part: dict[str, Any] = {"votes": 0, "machine_metrics": _machine_metrics(
         store, data, settings.judges_see_machine_metrics)}

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from grebench.pipeline._runner import RunOptions
 from grebench.pipeline._sample import Sample, draw_sample, measured_throughput, papers_size, recorded_sample
 from grebench.progress import Progress
-from grebench.scoring import ScoredSetup
+from grebench.scoring import EstimatorHandle, ScoredSetup
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 
@@ -119,6 +119,11 @@ class ResolvedRun:
     scored: ScoredSetup | None      # what the stored scores of these specs were made with (None: nothing yet)
     sample: Sample
     proxy: ScoredSetup | None = None  # what the fast proxy's scores beside them were made with (None: none)
+    #: the job's estimator of ``estimator`` and fast proxy's of ``setup.proxy``, built on first use and shared by
+    #: every stage that scores (the score stage, the gem judge's exam texts); released by the runner between stages
+    #: where they hold a model, closed at the job's end (:meth:`release`, :meth:`close`)
+    estimator_handle: EstimatorHandle | None = field(default=None, compare=False, repr=False)
+    proxy_handle: EstimatorHandle | None = field(default=None, compare=False, repr=False)
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -136,6 +141,18 @@ class ResolvedRun:
         facts = {"setup": asdict(self.setup), "estimator": self.estimator, "preprocessor": self.preprocessor,
                  "sample": list(self.sample.paper_ids) if self.sample.paper_ids is not None else None}
         return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:12]
+
+    def release(self) -> None:
+        """After a stage: the estimators give back a model they hold in this process (or servers they started)."""
+        for handle in (self.estimator_handle, self.proxy_handle):
+            if handle is not None:
+                handle.release()
+
+    def close(self) -> None:
+        """The job ends: close every estimator the run built."""
+        for handle in (self.estimator_handle, self.proxy_handle):
+            if handle is not None:
+                handle.close()
 
     def with_scored(self, scored: ScoredSetup, proxy: ScoredSetup | None = None) -> ResolvedRun:
         """The same run once its score stage has scored with ``scored`` (and the proxy with ``proxy``): the stages
@@ -178,12 +195,13 @@ def record_scored(store: Store, scored: ScoredSetup, run_id: str, role: str = "m
 
 def resolve_run(store: Store, settings: Settings, setup: RunSetup, *, draws: bool) -> ResolvedRun:
     """The run of a job: see the module docstring.  ``draws``: the job generates for or scores the sample."""
+    proxy_handle = EstimatorHandle(setup.proxy, settings) if setup.proxy else None
     if draws:
         estimator, preprocessor = setup.estimator, setup.preprocessor
         whence = "as named" if setup.named_estimator else "the setting"
         return ResolvedRun(setup, estimator, preprocessor, whence, scored_setups(store, estimator, preprocessor),
                            draw_sample(store, setup.papers, setup.seed, setup.papers_why),
-                           _proxy(store, setup, preprocessor))
+                           _proxy(store, setup, preprocessor), EstimatorHandle(estimator, settings), proxy_handle)
     scored = scored_setups(store, setup.named_estimator, setup.named_preprocessor)
     if setup.named_estimator:
         whence = "as named"
@@ -195,7 +213,7 @@ def resolve_run(store: Store, settings: Settings, setup: RunSetup, *, draws: boo
     estimator = scored.estimator_spec if scored else setup.named_estimator or setup.estimator
     preprocessor = scored.preprocessor_spec if scored else setup.named_preprocessor or setup.preprocessor
     return ResolvedRun(setup, estimator, preprocessor, whence, scored, recorded_sample(store),
-                       _proxy(store, setup, preprocessor))
+                       _proxy(store, setup, preprocessor), EstimatorHandle(estimator, settings), proxy_handle)
 
 
 def _proxy(store: Store, setup: RunSetup, preprocessor: str) -> ScoredSetup | None:

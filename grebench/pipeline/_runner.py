@@ -212,9 +212,19 @@ def run_stages(ctx: StageContext, stages: Sequence[Stage], *, observer: JobObser
     ``observer`` hears of it and of each stage before it starts (``grebench run`` prints ``[name]`` to stderr).
     """
     result = PipelineResult()
-    store = ctx.store
     observer = observer or JobObserver()
     draws = any(stage.draws_sample(ctx) for stage in stages)
+    try:
+        _run_stages(ctx, stages, observer, draws, result)
+    finally:  # the run's parts (its estimators: their models, their servers) end with the job
+        if ctx.run is not None:
+            ctx.run.close()
+    return result
+
+
+def _run_stages(ctx: StageContext, stages: Sequence[Stage], observer: JobObserver, draws: bool,
+                result: PipelineResult) -> None:
+    store = ctx.store
     for stage in stages:
         stop.check()  # a stage boundary: after a stop no stage starts
         failed = [dep for dep in getattr(stage, "requires", ()) if dep in result.errors or dep in result.skipped]
@@ -243,8 +253,9 @@ def run_stages(ctx: StageContext, stages: Sequence[Stage], *, observer: JobObser
         finally:
             result.seconds[stage.name] = round(time.perf_counter() - started, 3)
             store.checkpoint()
+            if ctx.run is not None:  # a model the run's estimator holds in this process goes back too
+                ctx.run.release()
             release_memory(stage.name)  # what the stage loaded (a model, its batches) goes back before the next
-    return result
 
 
 def check_stages(ctx: StageContext, stages: Sequence[Stage]) -> None:

@@ -99,9 +99,11 @@ class ScoreStage(BaseStage):
             proxy_summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, metrics, run.setup.proxy,
                                         run.preprocessor, progress=ctx.progress, paper_ids=papers,
                                         controls=run.setup.controls,
-                                        label=f"score (fast proxy {Registry.split(run.setup.proxy)[0]})")
+                                        label=f"score (fast proxy {Registry.split(run.setup.proxy)[0]})",
+                                        handle=run.proxy_handle)
         summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, metrics, run.estimator, run.preprocessor,
-                              progress=ctx.progress, paper_ids=papers, controls=run.setup.controls)
+                              progress=ctx.progress, paper_ids=papers, controls=run.setup.controls,
+                              handle=run.estimator_handle)
         summary["validation"] = run.setup.validation
         summary["sample"] = run.sample.description if run.sample.sampled else None
         if not summary.get("nothing_to_score"):  # with nothing to score no estimator was made: no id to record
@@ -251,7 +253,7 @@ class PanelStage(BaseStage):
         from grebench.panel import check_judges
 
         try:
-            check_judges(ctx.settings, ctx.options.judges)
+            check_judges(ctx.settings, ctx.options.judges, ctx.setup.local_judges if ctx.setup else None)
         except ValueError as exc:
             raise SetupError(f"--judge: {exc}" if ctx.options.judges else str(exc)) from None
 
@@ -265,7 +267,8 @@ class PanelStage(BaseStage):
         summary = run_panel(ctx.store, ctx.settings, ctx.run_id, setup=run.scored,
                             metric=gem_judge_metric(ctx.store, run.scored), paper_ids=run.paper_ids,
                             judge_names=list(run.setup.judges) or None, progress=ctx.progress,
-                            exam_only=run.setup.exam_only, bounded_exam=run.setup.core)
+                            exam_only=run.setup.exam_only, bounded_exam=run.setup.core,
+                            estimator=run.estimator_handle, local_judges=run.setup.local_judges)
         # a judge that could not be examined (unreachable, or texts that could not be scored) is the job's failure:
         # the run's status says what the command's exit status says.  Not when it is another failure's consequence
         # (a score stage that failed leaves the gem judge nothing to read: said once), nor when nothing is scored

@@ -2,7 +2,8 @@
 
 Public API (importing it never imports torch or litellm):
 
-* :func:`run_scoring` — score every stored generation against its references, with caching.
+* :func:`run_scoring` — score every stored generation against its references, with caching;
+  :class:`EstimatorHandle` — a job's estimator, decided once and built on first use (the resolved run holds it).
 * :func:`score_texts` — score any texts against their papers' references with a stored setup (the panel's gem judge);
   :func:`stored_pmis` — the stored ones by text; :func:`gem_judge_metric` — the metric the gem judge reads;
   :func:`unconditional_logprobs` — a text's log-likelihood under the evaluation LM alone (the prose test's LM path).
@@ -109,6 +110,7 @@ from grebench.scoring._validate import (
     validation_rows,
     verdict,
 )
+from grebench.scoring.estimators import EstimatorHandle
 
 __all__ = [
     "ALPHA",
@@ -132,6 +134,7 @@ __all__ = [
     "SCOPES",
     "TOO_FEW",
     "Attribution",
+    "EstimatorHandle",
     "InformationFlag",
     "LogprobRequest",
     "LogprobResult",

@@ -27,7 +27,7 @@ from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest, Logpro
 from grebench.store import ReviewRecord, Store, utcnow
 
 if TYPE_CHECKING:
-    from grebench.scoring.estimators import Estimator
+    from grebench.scoring.estimators import Estimator, EstimatorHandle
     from grebench.settings import Settings
 
 PAPERS_PER_BATCH = 40
@@ -148,11 +148,14 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
                 estimator_spec: str = "", preprocessor_spec: str = "",
                 progress: Progress | None = None, estimator: Estimator | None = None,
                 paper_ids: Collection[str] | None = None, controls: Collection[str] | None = None,
-                label: str = "score") -> dict[str, Any]:
+                label: str = "score", handle: EstimatorHandle | None = None) -> dict[str, Any]:
     """Score every stored generation against its references; returns the run summary.
 
     The specs are the ones in force (the pipeline fills in the settings' defaults, once: ``RunOptions``).
-    ``estimator`` overrides ``estimator_spec`` (tests hand in a fake that speaks the same protocol); ``paper_ids``
+    ``handle`` is the job's estimator of ``estimator_spec`` (:class:`~grebench.scoring.estimators.EstimatorHandle`,
+    held by the resolved run): its instance is used and left to the job to release; without one, the estimator is
+    built here and closed at the end.  ``estimator`` overrides both (tests hand in a fake that speaks the same
+    protocol); ``paper_ids``
     limits the scoring to those papers (the main job's sample); ``controls`` to those controls (the run's set: a
     core run leaves controls an earlier full run wrote unscored), None: every stored one.  ``label`` names the
     progress lines (the fast proxy's say so, so that its seconds are never read as the evaluation LM's).
@@ -164,11 +167,14 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
     if not estimator_spec or not preprocessor_spec:
         raise ScoringError("run_scoring needs the estimator and preprocessor specs in force")
     needs_corpus = False
+    own = None  # a handle made here (no job's handle given): closed at the end
     if estimator is None:
-        from grebench.scoring.estimators import EstimatorInfo, estimator_entry
+        from grebench.scoring.estimators import EstimatorHandle
 
-        # the registry is read once per run; an unknown kind fails here, before any text is preprocessed
-        needs_corpus = estimator_entry(estimator_spec).facts(EstimatorInfo).needs_corpus
+        if handle is None or handle.spec != estimator_spec:
+            handle = own = EstimatorHandle(estimator_spec, settings)
+        # an unknown kind fails here, before any text is preprocessed
+        needs_corpus = handle.info.needs_corpus
     skips = Skips()
     data = _load(store)
     _check_no_leak(data)
@@ -195,15 +201,11 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
             if estimator is not None:
                 return estimator
             if raw not in est_cache:
-                from grebench.scoring.estimators import resolve_estimator
-
-                if not needs_corpus and est_cache:  # one model serves raw and preprocessed texts alike
-                    est_cache[raw] = next(iter(est_cache.values()))
-                else:
-                    corpus: dict[str, list[str]] | None = None
-                    if needs_corpus:
-                        corpus = estimator_corpus({rid: reviews[rid] for rid in corpus_ids}, None if raw else lines)
-                    est_cache[raw] = resolve_estimator(estimator_spec, settings, corpus=corpus, progress=display)
+                assert handle is not None
+                corpus: dict[str, list[str]] | None = None
+                if needs_corpus:  # one model serves raw and preprocessed texts alike, unless it is fitted on them
+                    corpus = estimator_corpus({rid: reviews[rid] for rid in corpus_ids}, None if raw else lines)
+                est_cache[raw] = handle.get(corpus, progress=display)
             return est_cache[raw]
 
         pairs: list[tuple[Estimator, str, _Pair]] = []
@@ -258,11 +260,9 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
                 if item["what"] == "metric":
                     store.record_failure(run_id, "score", item["metric"], item["reason"])
         return summary
-    finally:  # local servers the estimator started (vllm-local) stop with the scoring
-        from grebench.scoring.estimators import close_estimator
-
-        for made in {id(e): e for e in est_cache.values()}.values():
-            close_estimator(made)
+    finally:  # an estimator made here (its local servers, vllm-local) stops with the scoring; a job's, with the job
+        if own is not None:
+            own.close()
 
 
 def _is_proxy(est: Estimator) -> bool:

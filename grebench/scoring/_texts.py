@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from grebench.progress import NoProgress, Progress
 from grebench.scoring._engine import (
@@ -30,6 +31,9 @@ from grebench.scoring._request import LogprobRequest
 from grebench.scoring._setup import ScoredSetup
 from grebench.settings import Settings
 from grebench.store import Store
+
+if TYPE_CHECKING:
+    from grebench.scoring.estimators import EstimatorHandle
 
 #: (paper id, sha256 of a review text) → reference review id → PMI.
 TextPmis = dict[tuple[str, str], dict[str, float]]
@@ -75,7 +79,7 @@ def stored_pmis(store: Store, setup: ScoredSetup, metric_name: str) -> TextPmis:
 
 def score_texts(store: Store, settings: Settings, setup: ScoredSetup, metric_name: str,
                 items: Iterable[tuple[str, str]], progress: Progress | None = None,
-                label: str = "score") -> TextScores:
+                label: str = "score", handle: EstimatorHandle | None = None) -> TextScores:
     """PMI of each (paper id, text) in ``items`` against its paper's references, as the score stage would store it.
 
     The text is preprocessed with ``setup``'s preprocessor and scored with its estimator (fitted on the same corpus
@@ -83,6 +87,8 @@ def score_texts(store: Store, settings: Settings, setup: ScoredSetup, metric_nam
     synopsis; a reference whose text is this text is left out.  A text without judgment lines gets each reference's
     floor (no estimator call).  Items whose paper has no baseline split, whose preprocessing failed or which the
     metric cannot score on their paper are left out of the result.  ``progress`` shows the requests under ``label``.
+    ``handle``: the job's estimator of ``setup``'s spec (the resolved run's), used and left to the job to release;
+    without one (or for another spec) the estimator is built here and closed at the end.
     """
     data = _load(store)
     splits = data["splits"]
@@ -90,22 +96,26 @@ def score_texts(store: Store, settings: Settings, setup: ScoredSetup, metric_nam
     out = TextScores()
     if not todo:
         return out
-    from grebench.scoring.estimators import close_estimator, resolve_estimator
+    from grebench.scoring.estimators import EstimatorHandle
 
+    own = None
+    if handle is None or handle.spec != setup.estimator_spec:
+        handle = own = EstimatorHandle(setup.estimator_spec, settings)
     # the corpus the score stage fitted on (every paper with a split): the estimator id of the stored scores
     fitted_on = corpus_texts(store)
     rule = _rule(store, settings, setup, metric_name, [t for _, t in fitted_on.values()] + [t for _, t in todo])
-    estimator = resolve_estimator(setup.estimator_spec, settings,
-                                  corpus=estimator_corpus(fitted_on, None if rule.raw else rule.lines))
     try:
+        estimator = handle.get(estimator_corpus(fitted_on, None if rule.raw else rule.lines) if handle.info.needs_corpus
+                               else None)
         if estimator.id != setup.estimator_id:
             raise ScoringError(f"stored scores use estimator {setup.estimator_id}, this run's is {estimator.id}")
         pending = _requests(store, settings, setup, rule, todo, data, out)
         results, out.estimator_calls, _, _ = _evaluate(store, [(estimator, c) for *_, c, _ in pending]
                                                        + [(estimator, m) for *_, m in pending],
                                                        progress or NoProgress(), label)
-    finally:  # local servers the estimator started (vllm-local) stop here
-        close_estimator(estimator)
+    finally:  # an estimator made here (its local servers, vllm-local) stops here; the job's, with the job
+        if own is not None:
+            own.close()
     for pid, digest, ref, cond, marg in pending:
         out.pmis[(pid, digest)][ref] = pmi(results[request_key(estimator.id, cond)],
                                            results[request_key(estimator.id, marg)])

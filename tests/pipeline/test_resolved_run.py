@@ -104,6 +104,50 @@ def test_the_main_job_resolves_once_after_ingest_and_every_stage_reads_that_run(
         store.close()
 
 
+def test_every_stage_that_scores_takes_the_run_s_estimator_which_the_runner_releases(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 49: the resolved run holds the estimator (a handle, decided once); the score stage and the gem judge's
+    exam texts take their instance from it, no stage builds one from a spec, and the runner closes what was built
+    after each stage (a model's memory is back before the next stage) and at the job's end."""
+    import grebench.scoring.estimators as estimators_module
+    from grebench.scoring import EstimatorHandle
+
+    gets: list[tuple[int, str]] = []
+    closes: list[int] = []
+    real_get, real_close = EstimatorHandle.get, EstimatorHandle.close
+
+    def spied_get(self: EstimatorHandle, *args: Any, **kwargs: Any) -> Any:
+        gets.append((id(self), self.spec))
+        return real_get(self, *args, **kwargs)
+
+    def spied_close(self: EstimatorHandle) -> None:
+        closes.append(len(self._built))
+        real_close(self)
+
+    def no_spec_builds(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"an estimator built from a spec outside the run's handle: {args[:1]}")
+
+    monkeypatch.setattr(EstimatorHandle, "get", spied_get)
+    monkeypatch.setattr(EstimatorHandle, "close", spied_close)
+    monkeypatch.setattr(estimators_module, "resolve_estimator", no_spec_builds)
+    settings = _settings(tmp_path, GREBENCH_PAPERS="4")
+    store = open_store(settings.db_path)
+    try:
+        done = run_job(settings, "run", RunOptions(), open_store=lambda: nullcontext(store))
+        assert done.status == "ok", done.failures
+        run = done.run
+        assert run is not None and run.estimator_handle is not None
+        mine = id(run.estimator_handle)
+        assert gets and {h for h, _ in gets} == {mine}, gets  # the score stage's and the panel's: one handle
+        assert done.result.stages["panel"]["exam"], "the gem judge was examined (its exam texts scored)"
+        # built once per stage that scored (the score stage's raw and preprocessed texts share it; every venue's
+        # exam texts share the panel's), each closed after its stage, and nothing left at the job's end
+        assert run.estimator_handle.builds == 2 and run.estimator_handle._built == {}
+        assert sum(n for n in closes) == 2
+    finally:
+        store.close()
+
+
 def test_readers_use_the_scored_setup_and_sample_by_equality(tmp_path: Path) -> None:
     settings = _settings(tmp_path, GREBENCH_PAPERS="4")
     store = open_store(settings.db_path)

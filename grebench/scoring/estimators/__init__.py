@@ -143,6 +143,75 @@ def resolve_estimator(spec: str, settings: Settings, corpus: Mapping[str, Sequen
     return entry.obj(arg, EstimatorContext(settings, corpus, progress or NoProgress()))
 
 
+class EstimatorHandle:
+    """One estimator of a job, decided once (issue 49): the run holds it, and every stage that scores takes the
+    estimator from it instead of building one from a spec.
+
+    The spec is parsed and its registration looked up on first use (an unknown kind fails there, as
+    :func:`resolve_estimator` would); the estimator itself is built on first use for each corpus it is fitted on
+    (one instance for a kind that fits none), and every later request of the stage gets the same instance: the
+    score stage's raw and preprocessed texts, the gem judge's exam texts of every venue-year.  The runner calls
+    :meth:`release` after each stage, which closes what was built: a model in this process, the servers it started
+    (``local_model``, ``local_servers``), a fitted word model, so that the next stage's models (the local judges'
+    server) load beside nothing of this one's (issue 47: the job's peak memory); a later stage that scores builds
+    it again from the same decided spec.  ``builds`` counts the instances made."""
+
+    def __init__(self, spec: str, settings: Settings) -> None:
+        self.spec = spec
+        self._settings = settings
+        self._built: dict[str, Estimator] = {}
+        self._entry: tuple[Entry[EstimatorFactory], str] | None = None
+        self.builds = 0
+
+    def __repr__(self) -> str:
+        return f"EstimatorHandle({self.spec!r}, built={len(self._built)})"
+
+    @property
+    def info(self) -> EstimatorInfo:
+        """The kind's registered facts."""
+        return self._resolved()[0].facts(EstimatorInfo)
+
+    def _resolved(self) -> tuple[Entry[EstimatorFactory], str]:
+        if self._entry is None:
+            self._entry = ESTIMATORS.resolve(self.spec)
+        return self._entry
+
+    def get(self, corpus: Mapping[str, Sequence[str]] | None = None, progress: Progress | None = None) -> Estimator:
+        """The job's estimator fitted on ``corpus`` (ignored by a kind that fits none): built now, or the one built
+        earlier in the job on the same corpus."""
+        entry, arg = self._resolved()
+        info = entry.facts(EstimatorInfo)
+        if info.needs_corpus and corpus is None:
+            raise ValueError(f"the {entry.name} estimator needs the corpus of human-review judgment lines")
+        key = _corpus_key(corpus) if info.needs_corpus else ""
+        made = self._built.get(key)
+        if made is None:
+            made = entry.obj(arg, EstimatorContext(self._settings, corpus, progress or NoProgress()))
+            self._built[key] = made
+            self.builds += 1
+        return made
+
+    def release(self) -> None:
+        """After a stage: close every instance built (see the class docstring)."""
+        self.close()
+
+    def close(self) -> None:
+        """Close every instance built (after a stage; the job ends)."""
+        built, self._built = list({id(e): e for e in self._built.values()}.values()), {}
+        for made in built:
+            close_estimator(made)
+
+
+def _corpus_key(corpus: Mapping[str, Sequence[str]] | None) -> str:
+    import hashlib
+    import json
+
+    if corpus is None:
+        return ""
+    text = json.dumps({k: list(v) for k, v in sorted(corpus.items())}, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def close_estimator(estimator: Estimator) -> None:
     """Release what an estimator holds: the local servers a ``vllm-local`` estimator started and its HTTP client (an
     estimator without a ``close`` method holds nothing to release)."""
@@ -152,5 +221,5 @@ def close_estimator(estimator: Estimator) -> None:
 
 
 __all__ = ["ESTIMATORS", "LOW_PRECISION_TOLERANCE", "TOLERANCE", "Estimator", "EstimatorContext", "EstimatorFactory",
-           "EstimatorInfo", "close_estimator", "dtype_tolerance",
+           "EstimatorHandle", "EstimatorInfo", "close_estimator", "dtype_tolerance",
            "estimator_entry", "estimator_info", "estimator_label", "resolve_estimator", "served_model_label"]
