@@ -151,8 +151,8 @@ class Store:
             self.con.close()
 
     # -- generic helpers ---------------------------------------------------
-    def rows(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
-        """Run a query and return its rows as dicts."""
+    def rows(self, sql: str, params: list[Any] | dict[str, object] | None = None) -> list[dict[str, Any]]:
+        """Run a query and return its rows as dicts (``params``: positional, or named for ``$name``)."""
         cur = self.con.execute(sql, params or [])
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
