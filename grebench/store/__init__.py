@@ -48,6 +48,7 @@ from grebench.store._snapshot import (
 )
 from grebench.store._store import (
     PRIVATE_COLUMNS,
+    RunFailure,
     Store,
     StoreLocked,
     ident,
@@ -83,6 +84,7 @@ __all__ = [
     "PreprocessorProvenance",
     "Provenance",
     "ReviewRecord",
+    "RunFailure",
     "SampleProvenance",
     "SimulatedClock",
     "SnapshotError",

@@ -94,6 +94,14 @@ class PaperWrite:
     versions_added: int
 
 
+class RunFailure(TypedDict):
+    """A failure recorded for a run (:meth:`Store.run_failures`): its stage, the item and why."""
+
+    stage: str
+    item: str | None
+    reason: str
+
+
 class Store:
     """Queries over a DuckDB connection handed in by the caller.
 
@@ -270,9 +278,10 @@ class Store:
         _LIVE_RUNS.pop(run_id, None)
         return status
 
-    def run_failures(self, run_id: str) -> list[dict[str, Any]]:
+    def run_failures(self, run_id: str) -> list[RunFailure]:
         """The failures recorded for one run."""
-        return self.rows("SELECT stage, item, reason FROM run_failures WHERE run_id = ? ORDER BY failed_at", [run_id])
+        return cast(list[RunFailure], self.rows(
+            "SELECT stage, item, reason FROM run_failures WHERE run_id = ? ORDER BY failed_at", [run_id]))
 
     # -- papers and reviews ------------------------------------------------
     def upsert_paper(self, paper: PaperRecord) -> PaperWrite:
