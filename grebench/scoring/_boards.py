@@ -103,6 +103,27 @@ class _ScoredSetup(TypedDict):
     scored_at: datetime
 
 
+class StoredBoard(TypedDict):
+    """A ``boards`` row: a board's setup, scope, papers, sample, the human baseline's band and its bootstrap."""
+
+    board_id: str
+    venue_id: str
+    venue: str | None
+    metric: str
+    estimator: str
+    preprocessor: str
+    scope: str
+    papers: int
+    papers_eligible: int | None
+    sample_json: str | None
+    human_score: float | None
+    human_ci95_low: float | None
+    human_ci95_high: float | None
+    bootstrap_samples: int
+    seed: int
+    computed_at: datetime
+
+
 class SampleFacts(TypedDict):
     """What a board covers (:func:`sample_facts`)."""
 
