@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 
@@ -23,6 +23,56 @@ def judge_score(answers: Sequence[tuple[str, str]]) -> float:
     if not answers:
         raise ValueError("no answers")
     return float(np.mean([answer_value(p, o) for p, o in answers]))
+
+
+class PanelVerdict(TypedDict):
+    """The panel's verdict on one pair (a ``panel_verdicts`` row): the weighted score, its outcome, whether the
+    judges debated it and whether the debate left it unresolved."""
+
+    venue_id: str
+    paper_id: str
+    candidate_a: str
+    candidate_b: str
+    score: float
+    outcome: int
+    debated: bool
+    flagged: bool
+
+
+#: A column of ``panel_verdicts``: a key of :class:`PanelVerdict`.
+VerdictColumn = Literal["venue_id", "paper_id", "candidate_a", "candidate_b", "score", "outcome", "debated", "flagged"]
+
+
+class PanelRanking(TypedDict):
+    """A candidate's Bradley-Terry strength with its bootstrap CI and rank range (:func:`rank_with_bootstrap`)."""
+
+    candidate: str
+    strength: float
+    rank: int | None
+    ci95_low: float | None
+    ci95_high: float | None
+    rank_low: int | None
+    rank_high: int | None
+
+
+class Disagreement(TypedDict):
+    """A pair where the panel and GEM-S disagree (:func:`agreement`)."""
+
+    paper_id: str
+    candidate_a: str
+    candidate_b: str
+    panel_score: float
+    gem_diff: float
+
+
+class Agreement(TypedDict):
+    """How the panel's ranking agrees with GEM-S (:func:`agreement`)."""
+
+    kendall_tau: float | None
+    pair_agreement: float | None
+    n_pairs: int
+    candidates: int
+    disagreements: list[Disagreement]
 
 
 def weighted_vote(scores: Mapping[str, float], weights: Mapping[str, float]) -> float:
@@ -146,7 +196,7 @@ def ranks_of(strengths: np.ndarray) -> np.ndarray:
 
 
 def rank_with_bootstrap(verdicts: Sequence[Mapping[str, Any]], samples: int, seed: int,
-                        prior: float = 0.01, ranked: Collection[str] | None = None) -> list[dict[str, Any]]:
+                        prior: float = 0.01, ranked: Collection[str] | None = None) -> list[PanelRanking]:
     """Strengths on all verdicts, with 95% percentile CIs and rank ranges from a bootstrap over papers.
 
     All resamples are fitted together (:func:`bradley_terry_many`), warm-started from the fit on all verdicts.
@@ -176,16 +226,14 @@ def rank_with_bootstrap(verdicts: Sequence[Mapping[str, Any]], samples: int, see
         boot_r[:, keep] = ranks_of(boot_s[:, keep])
     out = []
     for i, name in enumerate(names):
-        row: dict[str, Any] = {"candidate": name, "strength": float(strengths[i]),
-                               "rank": int(ranks[i]) if keep[i] else None}
+        ci_low = ci_high = None
+        rank_low = rank_high = None
         if boot_s is not None and boot_r is not None:
-            row.update(ci95_low=float(np.percentile(boot_s[:, i], 2.5)),
-                       ci95_high=float(np.percentile(boot_s[:, i], 97.5)),
-                       rank_low=int(np.floor(np.percentile(boot_r[:, i], 2.5))) if keep[i] else None,
-                       rank_high=int(np.ceil(np.percentile(boot_r[:, i], 97.5))) if keep[i] else None)
-        else:
-            row.update(ci95_low=None, ci95_high=None, rank_low=None, rank_high=None)
-        out.append(row)
+            ci_low, ci_high = float(np.percentile(boot_s[:, i], 2.5)), float(np.percentile(boot_s[:, i], 97.5))
+            rank_low = int(np.floor(np.percentile(boot_r[:, i], 2.5))) if keep[i] else None
+            rank_high = int(np.ceil(np.percentile(boot_r[:, i], 97.5))) if keep[i] else None
+        out.append(PanelRanking(candidate=name, strength=float(strengths[i]), rank=int(ranks[i]) if keep[i] else None,
+                                ci95_low=ci_low, ci95_high=ci_high, rank_low=rank_low, rank_high=rank_high))
     return sorted(out, key=lambda r: (r["rank"] is None, r["rank"] or 0, -r["strength"], r["candidate"]))
 
 
@@ -196,7 +244,7 @@ TIE_DECIMALS = 6
 
 def agreement(verdicts: Sequence[Mapping[str, Any]], gem_per_paper: Mapping[tuple[str, str], float],
               panel_strength: Mapping[str, float], gem_score: Mapping[str, float],
-              top: int = 10) -> dict[str, Any]:
+              top: int = 10) -> Agreement:
     """Kendall tau of the two rankings, per-pair sign agreement, and the largest disagreements.
 
     ``gem_per_paper[(candidate, paper_id)]`` is the candidate's GEM-S on that paper (mean over references).  A pair
@@ -214,7 +262,7 @@ def agreement(verdicts: Sequence[Mapping[str, Any]], gem_per_paper: Mapping[tupl
                             [round(gem_score[c], TIE_DECIMALS) for c in common])
         tau = None if np.isnan(result.statistic) else float(result.statistic)
     agree = counted = 0
-    disagreements = []
+    disagreements: list[Disagreement] = []
     for v in verdicts:
         ga = gem_per_paper.get((v["candidate_a"], v["paper_id"]))
         gb = gem_per_paper.get((v["candidate_b"], v["paper_id"]))

@@ -17,7 +17,7 @@ import re
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from grebench.panel._judges import PaperView, ReviewView
 from grebench.progress import Progress
@@ -39,6 +39,23 @@ def rating_value(rating: Any) -> float:
     return float(match.group(1)) if match else 0.0
 
 
+class HumanReview(TypedDict):
+    """A human official review of a paper, as the exam reads it (its latest version)."""
+
+    review_id: str
+    text: str
+    rating: float
+    words: int
+
+
+class Unjudged(TypedDict):
+    """A candidate with reviews in the venue that no verdict covers, and why."""
+
+    venue_id: str
+    candidate: str
+    reason: str
+
+
 @dataclass
 class VenueData:
     """One venue-year's material for the panel."""
@@ -48,7 +65,7 @@ class VenueData:
     families: dict[str, str | None]                                   # candidate -> family
     kinds: dict[str, str]                                             # candidate -> kind (llm, human, control...)
     generations: dict[str, dict[str, ReviewView]]                     # paper -> candidate -> latest ok review
-    reviews: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # paper -> human official reviews
+    reviews: dict[str, list[HumanReview]] = field(default_factory=dict)  # paper -> human official reviews
     splits: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
 
 
@@ -83,7 +100,7 @@ def load_venue(store: Store, venue_id: str, sample: Collection[str] | None = Non
             continue
         generations[g["paper_id"]][g["candidate"]] = ReviewView(
             g["text"], g["candidate"], g["generation_id"], g["source_review_id"], families.get(g["candidate"]))
-    reviews: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    reviews: dict[str, list[HumanReview]] = defaultdict(list)
     for r in store.rows(
             f"""SELECT r.review_id, r.paper_id, v.text, v.rating FROM reviews r
                JOIN review_versions v ON v.review_id = r.review_id AND v.version = r.latest_version

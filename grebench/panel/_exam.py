@@ -27,13 +27,13 @@ import logging
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 import numpy as np
 
 from grebench import stop
 from grebench.bench import CONTROLS, HUMAN
-from grebench.panel._data import VenueData
+from grebench.panel._data import HumanReview, VenueData
 from grebench.panel._judges import Judge, PaperView, ReviewView, TfIdf, Verdict, is_reference
 from grebench.progress import Progress
 
@@ -111,7 +111,7 @@ def most_similar(papers: dict[str, PaperView], candidates: Sequence[str]) -> dic
     return out
 
 
-def _human(review: dict[str, Any]) -> ReviewView:
+def _human(review: HumanReview) -> ReviewView:
     return ReviewView(review["text"], None, None, review["review_id"], None)
 
 
@@ -238,6 +238,63 @@ class Share:
         return sum(got) / n, (sum(got) + self.remaining) / n
 
 
+class ExamPairs(TypedDict):
+    """How many pairs each test of the exam has."""
+
+    consistency: int
+    pertinence: int
+    easy: int
+    hard: int
+
+
+class AskedPairs(TypedDict):
+    """How many pairs of each deciding test a stopped exam asked."""
+
+    consistency: int
+    pertinence: int
+
+
+class ExamDetails(TypedDict):
+    pairs: ExamPairs
+    confidence_easy: float | None
+    confidence_hard: float | None
+    asked: NotRequired[AskedPairs]
+
+
+class ExamResult(TypedDict):
+    """One judge's raw exam scores (:func:`examine`); a stopped exam says what it did not ask, the bounds its shares
+    could still end at and why it stopped; a judge :func:`not_examined` says why."""
+
+    judge: str
+    p_c: float | None
+    p_p: float | None
+    p_s: float | None
+    details: ExamDetails
+    unasked: NotRequired[list[str]]
+    bounds: NotRequired[list[list[float]]]
+    stopped: NotRequired[str]
+    not_examined: NotRequired[str]
+
+
+class GradedExam(ExamResult):
+    """An exam result graded beside the others (:func:`grade`)."""
+
+    passed: bool
+    weight: float
+    failed: list[str]
+    eta_c: float | None
+    eta_p: float | None
+
+
+class SelfPreference(TypedDict):
+    """A judge's self-preference bias (:func:`self_preference`); ``not_measured`` says why it was not."""
+
+    own_candidates: list[str]
+    instances: int
+    bias: float | None
+    not_measured: NotRequired[str]
+
+
 #: (P_c bounds, P_p bounds) of one judge: what its exam can still end at; (0, 1) for a test not asked yet.
 Bounds = tuple[tuple[float, float], tuple[float, float]]
 UNKNOWN: Bounds = ((0.0, 1.0), (0.0, 1.0))
@@ -251,7 +308,7 @@ def exam_size(sets: ExamSets) -> int:
 
 
 def examine(judge: Judge, sets: ExamSets, task: Any = None,
-            settled: Callable[[Bounds], bool] | None = None) -> dict[str, Any]:
+            settled: Callable[[Bounds], bool] | None = None) -> ExamResult:
     """One judge's raw exam scores (thresholds come later, from all judges together); ``task`` advances per answer
     set (a progress task, for LLM judges whose every answer is a model call).
 
@@ -294,7 +351,7 @@ def examine(judge: Judge, sets: ExamSets, task: Any = None,
                 break
         if stopped:
             break
-    result: dict[str, Any] = {
+    result: ExamResult = {
         "judge": judge.name, "p_c": c.value, "p_p": p.value, "p_s": None,
         "details": {"pairs": {"consistency": len(sets.consistency), "pertinence": len(sets.pertinence),
                               "easy": len(sets.easy), "hard": len(sets.hard)},
@@ -306,11 +363,11 @@ def examine(judge: Judge, sets: ExamSets, task: Any = None,
         log.warning("exam of %s: %s", judge.name, why)
         return not_examined(result, why)
     if stopped is not None:
-        asked_pairs = {"consistency": len(sets.consistency) - c.remaining,
-                       "pertinence": len(sets.pertinence) - p.remaining // 2}
+        asked_pairs: AskedPairs = {"consistency": len(sets.consistency) - c.remaining,
+                                   "pertinence": len(sets.pertinence) - p.remaining // 2}
         unasked = ["pertinence"] if sets.pertinence and not asked_pairs["pertinence"] else []
         if task is not None:
-            task.set_total(2 * sum(asked_pairs.values()))
+            task.set_total(2 * (asked_pairs["consistency"] + asked_pairs["pertinence"]))
         why = (f"stopped after {asked_pairs['consistency']} of {len(sets.consistency)} consistency and "
                f"{asked_pairs['pertinence']} of {len(sets.pertinence)} pertinence pairs: it could no longer pass, "
                f"whatever its other answers")
@@ -319,11 +376,11 @@ def examine(judge: Judge, sets: ExamSets, task: Any = None,
                 "stopped": why, "details": {**result["details"], "asked": asked_pairs}}
     easy, hard = _mean_conf(asked(sets.easy)), _mean_conf(asked(sets.hard))
     result["p_s"] = None if easy is None or hard is None else float(easy > hard)
-    result["details"].update(confidence_easy=easy, confidence_hard=hard)
+    result["details"]["confidence_easy"], result["details"]["confidence_hard"] = easy, hard
     return result
 
 
-def bounds_of(result: dict[str, Any]) -> Bounds:
+def bounds_of(result: ExamResult) -> Bounds:
     """What a judge's exam can still end at: its own shares when it was asked everything."""
     if result.get("bounds") is not None:
         (clo, chi), (plo, phi) = result["bounds"]
@@ -359,7 +416,7 @@ def decided(name: str, bounds: dict[str, Bounds]) -> bool:
 
 def examine_panel(judges: Sequence[Judge], sets: ExamSets, llm_sets: ExamSets, progress: Progress,
                   label: str = "panel: exam",
-                  adjust: Callable[[Judge, dict[str, Any]], dict[str, Any]] = lambda j, r: r) -> list[dict[str, Any]]:
+                  adjust: Callable[[Judge, ExamResult], ExamResult] = lambda j, r: r) -> list[ExamResult]:
     """Every judge's exam, in the judges' order: a reference judge (no model call) on ``sets``, an LLM judge on
     ``llm_sets`` (a bounded part: its every answer is a model call).  ``adjust`` turns a raw result into the one
     graded (:func:`not_examined` for the gem judge whose texts could not be scored).
@@ -370,17 +427,17 @@ def examine_panel(judges: Sequence[Judge], sets: ExamSets, llm_sets: ExamSets, p
     (:func:`decided`): the thresholds are means over all judges, so a stopped judge's shares move them.  Otherwise
     the stopped judges are asked the rest (what they answered is cached) and the verdicts are the full exam's.
     """
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, ExamResult] = {}
     bounds: dict[str, Bounds] = {j.name: UNKNOWN for j in judges}
 
-    def examined(j: Judge, early: bool) -> dict[str, Any]:
+    def examined(j: Judge, early: bool) -> ExamResult:
         if is_reference(j):
             return examine(j, sets)
         with progress.task(f"{label} of {j.name}", exam_size(llm_sets), "answers") as answers:
             return examine(j, llm_sets, answers, settled=(lambda b: certainly_fails(j.name, {**bounds, j.name: b}))
                            if early else None)
 
-    def graded() -> list[dict[str, Any]]:
+    def graded() -> list[ExamResult]:
         return [adjust(j, found[j.name]) for j in judges]
 
     with progress.task(label, len(judges), "judges") as task:
@@ -403,21 +460,21 @@ def examine_panel(judges: Sequence[Judge], sets: ExamSets, llm_sets: ExamSets, p
     return results
 
 
-def not_examined(result: dict[str, Any], why: str) -> dict[str, Any]:
+def not_examined(result: ExamResult, why: str) -> ExamResult:
     """A judge's exam result that does not count: what it answered had no basis (``why``: e.g. the gem judge's
     texts could not be scored, so every answer was a tie).  :func:`grade` fails it, leaves it out of the
     thresholds and gives it no weight."""
     return {**result, "p_c": None, "p_p": None, "p_s": None, "not_examined": why}
 
 
-def grade(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float | None, float | None]:
+def grade(results: list[ExamResult]) -> tuple[list[GradedExam], float | None, float | None]:
     """Thresholds = mean over the judges; pass/fail, failed tests and weights (a judge :func:`not_examined` fails
     with its reason)."""
     cs = [r["p_c"] for r in results if r["p_c"] is not None]
     ps = [r["p_p"] for r in results if r["p_p"] is not None]
     eta_c = float(np.mean(cs)) if cs else None
     eta_p = float(np.mean(ps)) if ps else None
-    out = []
+    out: list[GradedExam] = []
     for r in results:
         if r.get("not_examined"):
             out.append({**r, "passed": False, "weight": 0.0, "failed": [f"not examined: {r['not_examined']}"],
@@ -425,10 +482,10 @@ def grade(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float | 
             continue
         unasked = set(r.get("unasked") or ())
         failed = []
-        for test, key, eta in (("consistency", "p_c", eta_c), ("pertinence", "p_p", eta_p)):
+        for test, share, eta in (("consistency", r["p_c"], eta_c), ("pertinence", r["p_p"], eta_p)):
             if test in unasked:
                 failed.append(f"{test} not asked")
-            elif r[key] is None or eta is None or r[key] < eta - 1e-12:
+            elif share is None or eta is None or share < eta - 1e-12:
                 failed.append(test)
         if "self-confidence" in unasked:
             failed.append("self-confidence not asked")
@@ -443,7 +500,7 @@ def grade(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float | 
 
 
 def self_preference(judges: Sequence[Judge], data: VenueData, seed: int, papers: int = 20,
-                    voting: Callable[[str], bool] = lambda name: True) -> dict[str, Any]:
+                    voting: Callable[[str], bool] = lambda name: True) -> dict[str, SelfPreference]:
     """Self-preference bias of each judge whose family has candidates (Co-Eval; methods.md §6), measured for the
     judges that may vote (``voting``): the bias of one that failed its exam would never weigh on anything, so it is
     reported as not measured rather than paid for (its comparisons are most of an LLM judge's exam cost).
@@ -453,7 +510,7 @@ def self_preference(judges: Sequence[Judge], data: VenueData, seed: int, papers:
     instances of max(0, R_o(i) - R_s(i)), R_s the judge's own rank and R_o the mean rank the other judges give.
     """
     rng = random.Random(f"{seed}:{data.venue_id}:self-preference")
-    out: dict[str, Any] = {}
+    out: dict[str, SelfPreference] = {}
     for judge in judges:
         own = sorted(c for c, f in data.families.items() if judge.family and f == judge.family)
         if not own:

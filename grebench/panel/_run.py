@@ -17,10 +17,22 @@ from typing import Any, cast
 from grebench.bench import kind_info
 from grebench.llm import LLMClient
 from grebench.panel import _state
-from grebench.panel._aggregate import agreement, judge_score, outcome, rank_with_bootstrap, weighted_vote
-from grebench.panel._data import GemScores, VenueData, load_venue, sha, venues
+from grebench.panel._aggregate import (
+    Agreement,
+    PanelRanking,
+    PanelVerdict,
+    VerdictColumn,
+    agreement,
+    judge_score,
+    outcome,
+    rank_with_bootstrap,
+    weighted_vote,
+)
+from grebench.panel._data import GemScores, Unjudged, VenueData, load_venue, sha, venues
 from grebench.panel._debate import Debater, run_debate
 from grebench.panel._exam import (
+    GradedExam,
+    SelfPreference,
     ask,
     build_exam,
     examine_panel,
@@ -54,7 +66,8 @@ VOTE_COLUMNS = ("venue_id", "paper_id", "candidate_a", "candidate_b", "generatio
 METRIC_COLUMNS = ("text_sha256", "paper_id", "words", "section_coverage", "specificity", "abstract_overlap",
                   "created_at")
 VOTE_CHUNK = 16  # answers of an LLM judge asked at once (progress moves per chunk)
-VERDICT_COLUMNS = ("venue_id", "paper_id", "candidate_a", "candidate_b", "score", "outcome", "debated", "flagged")
+VERDICT_COLUMNS: tuple[VerdictColumn, ...] = ("venue_id", "paper_id", "candidate_a", "candidate_b", "score", "outcome",
+                                              "debated", "flagged")
 
 
 def build_judges(settings: Settings, client: LLMClient, gem: GemScores, tfidf: TfIdf,
@@ -153,7 +166,7 @@ def _pairs(data: VenueData, per_paper: int, seed: int) -> list[tuple[str, str, s
     return out
 
 
-def _unjudged(store: Store, venue_id: str, judged: set[str]) -> list[dict[str, Any]]:
+def _unjudged(store: Store, venue_id: str, judged: set[str]) -> list[Unjudged]:
     """Candidates with reviews in the venue that no verdict covers, and why (the panel's table lists them too: an
     ``empty`` control has nothing a judge can compare, so it is never in a pair)."""
     rows = store.rows("""SELECT g.candidate, bool_and(g.text IS NULL OR length(trim(g.text)) = 0) AS blank
@@ -227,7 +240,7 @@ def _vote(store: Store, data: VenueData, judge: Judge, pairs: list[tuple[str, st
 
 
 def _verdicts(store: Store, settings: Settings, data: VenueData, judges: dict[str, Judge],
-              weights: dict[str, float], pairs: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
+              weights: dict[str, float], pairs: list[tuple[str, str, str]]) -> list[PanelVerdict]:
     """Weighted votes per pair (answers averaged over both orders); debate where qualified LLM judges split."""
     answers: dict[tuple[str, str, str], dict[str, list[tuple[str, str]]]] = defaultdict(lambda: defaultdict(list))
     reasons: dict[tuple[str, str, str, str], str] = {}
@@ -243,7 +256,7 @@ def _verdicts(store: Store, settings: Settings, data: VenueData, judges: dict[st
             reasons[(*key, r["judge"])] = r["reason"] or ""
     store.con.execute("DELETE FROM debates WHERE paper_id IN (SELECT paper_id FROM papers WHERE venue_id = ?)",
                       [data.venue_id])
-    out = []
+    out: list[PanelVerdict] = []
     for key in pairs:
         if key not in answers:
             continue
@@ -286,7 +299,7 @@ def _gem_tables(store: Store, gem: GemScores, data: VenueData) -> tuple[dict[tup
     return per_paper, {c: sum(v) / len(v) for c, v in totals.items()}
 
 
-def _write_exam(store: Store, venue_id: str, graded: list[dict[str, Any]], bias: dict[str, Any]) -> None:
+def _write_exam(store: Store, venue_id: str, graded: list[GradedExam], bias: dict[str, SelfPreference]) -> None:
     with store.transaction() as con:
         con.execute("DELETE FROM judge_exams WHERE venue_id = ?", [venue_id])
         for r in graded:
@@ -296,8 +309,8 @@ def _write_exam(store: Store, venue_id: str, graded: list[dict[str, Any]], bias:
                          json.dumps(r["failed"]), r["eta_c"], r["eta_p"], json.dumps(details), utcnow()])
 
 
-def _write_results(store: Store, venue_id: str, verdicts: list[dict[str, Any]], rankings: list[dict[str, Any]],
-                   agree: dict[str, Any] | None, gem_metric: str | None) -> None:
+def _write_results(store: Store, venue_id: str, verdicts: list[PanelVerdict], rankings: list[PanelRanking],
+                   agree: Agreement | None, gem_metric: str | None) -> None:
     now = utcnow()
     with store.transaction() as con:
         con.execute("DELETE FROM panel_verdicts WHERE venue_id = ?", [venue_id])

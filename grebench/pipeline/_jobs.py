@@ -30,7 +30,7 @@ from grebench.pipeline._runner import (
 )
 from grebench.progress import NoProgress, Progress
 from grebench.settings import Settings
-from grebench.store import SimulatedClock, Store, WallClock, use_clock
+from grebench.store import RunFailure, SimulatedClock, Store, WallClock, use_clock
 from grebench.store import clock as installed_clock
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ class JobResult:
     status: str
     result: PipelineResult
     venues: dict[str, PipelineResult] = field(default_factory=dict)
-    failures: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[RunFailure] = field(default_factory=list)
     refused: BaseException | None = None
     run: ResolvedRun | None = None   # what the job worked with (None: no stage read it)
 

@@ -17,18 +17,76 @@ import tempfile
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict, cast
 
 from grebench.pipeline._sample import adopt_snapshot_sample
-from grebench.scoring import RAW_PREPROCESSOR, RULES_ID, compute_boards, run_scoring
+from grebench.scoring import RAW_PREPROCESSOR, RULES_ID, StoredBoard, StoredRow, compute_boards, run_scoring
 from grebench.settings import Settings
 from grebench.store import Store, import_snapshot, open_store
 
 #: Board-row fields compared exactly (counts and ranks) and within the tolerance (numbers).
-EXACT_FIELDS = ("rank", "papers", "pairs", "clean_papers", "contaminated_papers", "kind")
-NUMBER_FIELDS = ("score", "ci90_low", "ci90_high", "ci95_low", "ci95_high", "rank_low", "rank_high",
+EXACT_FIELDS: tuple[Literal["rank", "papers", "pairs", "clean_papers", "contaminated_papers", "kind"], ...] = (
+    "rank", "papers", "pairs", "clean_papers", "contaminated_papers", "kind")
+NUMBER_FIELDS: tuple[Literal["score", "ci90_low", "ci90_high", "ci95_low", "ci95_high", "rank_low", "rank_high",
+                             "diff_vs_human", "p_vs_human", "sealed_share"], ...] = (
+    "score", "ci90_low", "ci90_high", "ci95_low", "ci95_high", "rank_low", "rank_high",
                  "diff_vs_human", "p_vs_human", "sealed_share")
 _SCORE_KEY = ("metric", "estimator", "preprocessor", "candidate", "paper_id", "reference_review_id")
+
+
+class _SetupIds(TypedDict):
+    estimator_spec: str
+    preprocessor_spec: str
+    estimator_id: str
+    preprocessor_id: str
+
+
+class RebuildSetup(_SetupIds):
+    """A recorded setup whose scores the snapshot holds, with the metrics those scores carry."""
+
+    metrics: list[str]
+
+
+class ScoreCheck(TypedDict):
+    """One score group (metric, estimator, preprocessor) made again and compared (:func:`_compare_scores`)."""
+
+    what: str
+    metric: str
+    estimator: str
+    preprocessor: str
+    n: int
+    missing: int
+    extra: int
+    max_diff: float
+    worst: str | None
+    tolerance: float
+    ok: bool
+
+
+class BoardCheck(TypedDict):
+    """One board computed again and compared (:func:`_compare_boards`)."""
+
+    what: str
+    board_id: str
+    metric: str
+    estimator: str
+    preprocessor: str
+    scope: str
+    rows: int
+    max_diff: float
+    tolerance: float
+    problems: list[str]
+    ok: bool
+
+
+class RebuildReport(TypedDict):
+    """:func:`rebuild_snapshot`: whether the published numbers were made again, per setup, score group and board."""
+
+    ok: bool
+    setups: list[RebuildSetup]
+    scores: list[ScoreCheck]
+    boards: list[BoardCheck]
+    problems: list[str]
 
 
 def _tolerance(estimator_id: str) -> float:
@@ -37,25 +95,25 @@ def _tolerance(estimator_id: str) -> float:
     return estimator_info(estimator_id).tolerance_for(estimator_id)
 
 
-def _published(store: Store) -> tuple[dict[tuple[Any, ...], float], list[dict[str, Any]]]:
+def _published(store: Store) -> tuple[dict[tuple[Any, ...], float], list[StoredBoard]]:
     scores = {tuple(r[k] for k in _SCORE_KEY): float(r["pmi"]) for r in store.rows(
         f"SELECT {', '.join(_SCORE_KEY)}, pmi FROM scores")}
-    boards = store.rows("SELECT * FROM boards ORDER BY board_id")
+    boards = cast(list[StoredBoard], store.rows("SELECT * FROM boards ORDER BY board_id"))
     return scores, boards
 
 
-def _board_rows(store: Store) -> dict[str, dict[str, dict[str, Any]]]:
-    out: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-    for r in store.rows("SELECT * FROM board_rows"):
+def _board_rows(store: Store) -> dict[str, dict[str, StoredRow]]:
+    out: dict[str, dict[str, StoredRow]] = defaultdict(dict)
+    for r in cast(list[StoredRow], store.rows("SELECT * FROM board_rows")):
         out[r["board_id"]][r["candidate"]] = r
     return out
 
 
-def _setups(store: Store) -> list[dict[str, Any]]:
+def _setups(store: Store) -> list[RebuildSetup]:
     """Every recorded setup whose scores the snapshot holds, with the metrics those scores carry."""
-    setups = []
-    for s in store.rows("SELECT DISTINCT estimator_spec, preprocessor_spec, estimator_id, preprocessor_id "
-                        "FROM scored_setups ORDER BY ALL"):
+    setups: list[RebuildSetup] = []
+    for s in cast(list[_SetupIds], store.rows("SELECT DISTINCT estimator_spec, preprocessor_spec, estimator_id, "
+                                              "preprocessor_id FROM scored_setups ORDER BY ALL")):
         metrics = [r["metric"] for r in store.rows(
             "SELECT DISTINCT metric FROM scores WHERE estimator = ? AND preprocessor IN (?, ?) ORDER BY metric",
             [s["estimator_id"], s["preprocessor_id"], RAW_PREPROCESSOR])]
@@ -65,14 +123,15 @@ def _setups(store: Store) -> list[dict[str, Any]]:
 
 
 def _compare_scores(published: dict[tuple[Any, ...], float], rebuilt: dict[tuple[Any, ...], float]
-                    ) -> list[dict[str, Any]]:
+                    ) -> list[ScoreCheck]:
     """One result per (metric, estimator, preprocessor): scores missing or extra, the largest difference, the
     score that differs most (named)."""
-    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    groups: dict[tuple[Any, ...], ScoreCheck] = {}
     for key in sorted(set(published) | set(rebuilt), key=str):
         group = groups.setdefault(key[:3], {"what": "scores", "metric": key[0], "estimator": key[1],
                                             "preprocessor": key[2], "n": 0, "missing": 0, "extra": 0,
-                                            "max_diff": 0.0, "worst": None, "tolerance": _tolerance(key[1])})
+                                            "max_diff": 0.0, "worst": None, "tolerance": _tolerance(key[1]),
+                                            "ok": False})  # said below, once every score is compared
         group["n"] += 1
         if key not in rebuilt:
             group["missing"] += 1
@@ -94,9 +153,9 @@ def _name(key: tuple[Any, ...]) -> str:
     return f"score of {key[3]} on paper {key[4]} against review {key[5]} ({key[0]})"
 
 
-def _compare_boards(boards: list[dict[str, Any]], published: dict[str, dict[str, dict[str, Any]]],
-                    rebuilt: dict[str, dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    out = []
+def _compare_boards(boards: list[StoredBoard], published: dict[str, dict[str, StoredRow]],
+                    rebuilt: dict[str, dict[str, StoredRow]]) -> list[BoardCheck]:
+    out: list[BoardCheck] = []
     for b in boards:
         tol = _tolerance(b["estimator"])
         was, now = published.get(b["board_id"], {}), rebuilt.get(b["board_id"], {})
@@ -109,14 +168,14 @@ def _compare_boards(boards: list[dict[str, Any]], published: dict[str, dict[str,
             for f in EXACT_FIELDS:
                 if was[cand].get(f) != now[cand].get(f):
                     problems.append(f"{cand}: {f} published {was[cand].get(f)}, rebuilt {now[cand].get(f)}")
-            for f in NUMBER_FIELDS:
-                a, c = was[cand].get(f), now[cand].get(f)
+            for n in NUMBER_FIELDS:
+                a, c = was[cand].get(n), now[cand].get(n)
                 if (a is None) != (c is None):
-                    problems.append(f"{cand}: {f} published {a}, rebuilt {c}")
+                    problems.append(f"{cand}: {n} published {a}, rebuilt {c}")
                 elif a is not None and c is not None and abs(float(a) - float(c)) > worst:
                     worst = abs(float(a) - float(c))
                     if worst > tol:
-                        problems.append(f"{cand}: {f} published {float(a):.9g}, rebuilt {float(c):.9g}")
+                        problems.append(f"{cand}: {n} published {float(a):.9g}, rebuilt {float(c):.9g}")
         out.append({"what": "board", "board_id": b["board_id"], "metric": b["metric"], "estimator": b["estimator"],
                     "preprocessor": b["preprocessor"], "scope": b["scope"], "rows": len(was), "max_diff": worst,
                     "tolerance": tol, "problems": problems, "ok": not problems})
@@ -124,7 +183,7 @@ def _compare_boards(boards: list[dict[str, Any]], published: dict[str, dict[str,
 
 
 def rebuild_snapshot(snapshot_dir: Path, settings: Settings, manifest_sha256: str | None = None,
-                     log: Callable[[str], None] | None = None) -> dict[str, Any]:
+                     log: Callable[[str], None] | None = None) -> RebuildReport:
     """Rebuild a snapshot's numbers and compare them with the published ones (see the module docstring):
     ``{"ok", "setups", "scores": [per group], "boards": [per board], "problems"}``.  Raises
     :class:`grebench.store.SnapshotError` for a snapshot that does not verify."""
@@ -141,7 +200,7 @@ def rebuild_snapshot(snapshot_dir: Path, settings: Settings, manifest_sha256: st
             store.close()
 
 
-def _rebuild(store: Store, settings: Settings, say: Callable[[str], None]) -> dict[str, Any]:
+def _rebuild(store: Store, settings: Settings, say: Callable[[str], None]) -> RebuildReport:
     published, boards = _published(store)
     published_rows = _board_rows(store)
     setups = _setups(store)

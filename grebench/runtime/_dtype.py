@@ -31,7 +31,7 @@ import time
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from grebench._offline import apply_offline_defaults
 from grebench.models import MODELS, ModelError, installed, models_path, resolve_checkpoint
@@ -209,7 +209,31 @@ def bfloat16_possible(flags: list[str]) -> bool:
     return bool(BF16_FLAGS & set(flags))
 
 
-def probe(path: Path, progress: Progress | None = None, bfloat16: bool = True) -> dict[str, Any]:
+class ProbeRecord(TypedDict):
+    """What a dtype probe measured (:func:`probe`): the dtype to use and why, the tokens per second of each dtype
+    timed (``<dtype>_tok_s``, read by that computed key: a stored record is read back as plain JSON), the timing's
+    neighbours (``busy``: taken beside other work).  ``text_tokens`` and the |Δ log p| come from a timed bfloat16,
+    ``decided_by`` from a CPU without bfloat16 instructions, ``bfloat16_error`` from a torch without its kernels."""
+
+    dtype: str
+    float32_tok_s: float
+    bfloat16_tok_s: float | None
+    speedup: float | None
+    mean_abs_delta_logp: float | None
+    text_tokens: NotRequired[int]
+    batch: list[int]
+    rule: str
+    decided_by: NotRequired[str]
+    probe_s: float
+    load_before: float | None
+    load_after: float | None
+    cores: int
+    others_cores: float | None
+    busy: bool
+    bfloat16_error: NotRequired[str]
+
+
+def probe(path: Path, progress: Progress | None = None, bfloat16: bool = True) -> ProbeRecord:
     """Measure float32 (and, where the CPU has bfloat16 instructions, bfloat16) on a CPU with the checkpoint at
     ``path``; the record says which to use and the float32 tokens/s that size the default run.  ``bfloat16``
     False: the flags decide float32 and only its speed is measured (seconds, not minutes, on an AVX2 CPU)."""
@@ -245,7 +269,9 @@ def probe(path: Path, progress: Progress | None = None, bfloat16: bool = True) -
     tokens = BATCH[0] * BATCH[1]
     speedup = t32 / t16
     dtype = "bfloat16" if speedup >= MIN_SPEEDUP and delta < MAX_MEAN_ABS_DELTA else "float32"
-    record: dict[str, Any] = {
+    probe_s = round(time.monotonic() - started, 1)
+    others, load_after, cores = neighbours.cores(), load_average(), usable_cores()
+    record: ProbeRecord = {
         "dtype": dtype,
         "float32_tok_s": round(tokens / t32, 1),
         "bfloat16_tok_s": round(tokens / t16, 1) if failure is None else None,
@@ -254,19 +280,18 @@ def probe(path: Path, progress: Progress | None = None, bfloat16: bool = True) -
         "text_tokens": int(ids.shape[1]),
         "batch": list(BATCH),
         "rule": f"bfloat16 if speedup >= {MIN_SPEEDUP} and mean |Δ log p| < {MAX_MEAN_ABS_DELTA} nats, else float32",
-        "probe_s": round(time.monotonic() - started, 1),
+        "probe_s": probe_s,
+        "load_before": load_before, "load_after": load_after, "cores": cores,
+        "others_cores": None if others is None else round(others, 2),
+        "busy": probe_busy(others, load_before, cores),
     }
-    others, load_after, cores = neighbours.cores(), load_average(), usable_cores()
-    record.update(load_before=load_before, load_after=load_after, cores=cores,
-                  others_cores=None if others is None else round(others, 2),
-                  busy=probe_busy(others, load_before, cores))
     if failure is not None:
         record["bfloat16_error"] = failure
     return record
 
 
 def _float32_only(path: Path, progress: Progress | None, started: float, load_before: float | None,
-                  neighbours: Neighbours) -> dict[str, Any]:
+                  neighbours: Neighbours) -> ProbeRecord:
     """The probe of a CPU without bfloat16 instructions: float32, decided by its flags; its speed measured once."""
     import torch
     from transformers import AutoModelForCausalLM
@@ -278,16 +303,16 @@ def _float32_only(path: Path, progress: Progress | None, started: float, load_be
         with torch.inference_mode():
             t32 = _best_seconds(model, batch)
         task.advance()
-    record: dict[str, Any] = {
+    probe_s = round(time.monotonic() - started, 1)
+    others, load_after, cores = neighbours.cores(), load_average(), usable_cores()
+    return {
         "dtype": "float32", "float32_tok_s": round(BATCH[0] * BATCH[1] / t32, 1), "bfloat16_tok_s": None,
         "speedup": None, "mean_abs_delta_logp": None, "batch": list(BATCH),
         "rule": "float32: the CPU has no bfloat16 instructions (AVX-512-BF16, AMX), so bfloat16 is not timed",
-        "decided_by": "cpu flags", "probe_s": round(time.monotonic() - started, 1)}
-    others, load_after, cores = neighbours.cores(), load_average(), usable_cores()
-    record.update(load_before=load_before, load_after=load_after, cores=cores,
-                  others_cores=None if others is None else round(others, 2),
-                  busy=probe_busy(others, load_before, cores))
-    return record
+        "decided_by": "cpu flags", "probe_s": probe_s,
+        "load_before": load_before, "load_after": load_after, "cores": cores,
+        "others_cores": None if others is None else round(others, 2),
+        "busy": probe_busy(others, load_before, cores)}
 
 
 def _best_seconds(model: Any, batch: Any, repeats: int = 2) -> float:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from grebench import stop
 from grebench.scheduler._service import SchedulerService
@@ -40,7 +40,18 @@ def replay_days(start: datetime, end: datetime, step: timedelta) -> list[datetim
     return out
 
 
-def _day_facts(store: Store) -> dict[str, Any]:
+class DayFacts(TypedDict):
+    """What the store held at the end of a replayed day (counts, and the latest board version)."""
+
+    papers: int
+    papers_scoreable: int
+    papers_scored: int
+    sealed_generations: int
+    review_versions: int
+    board_version: str | None
+
+
+def _day_facts(store: Store) -> DayFacts:
     latest = store.scalar("SELECT version_id FROM board_versions ORDER BY published_at DESC LIMIT 1")
     return {
         "papers": store.scalar("SELECT count(*) FROM papers"),

@@ -28,14 +28,14 @@ from grebench.endpoints import KeyVault
 from grebench.pipeline import JOBS, SCHEDULED, JobObserver, SetupError, run_job
 from grebench.progress import PlainProgress
 from grebench.settings import Settings
-from grebench.store import SimulatedClock, Store, WallClock, open_store, use_clock, utcnow
+from grebench.store import RunFailure, SimulatedClock, Store, WallClock, open_store, use_clock, utcnow
 from grebench.submissions import SubmissionQueue, queue_path
 
 log = logging.getLogger(__name__)
 JOB_KINDS = SCHEDULED  # also the start order when several are due: queue, poll, generate, score, site, snapshot
 
 
-def _failure_text(failures: Sequence[dict[str, Any]], summary: dict[str, Any]) -> str | None:
+def _failure_text(failures: Sequence[RunFailure], summary: dict[str, Any]) -> str | None:
     """What a failed job's record says: its first failure (``[stage] item: reason``, ``(+N more)``), else the
     error of its summary."""
     if failures:

@@ -14,14 +14,15 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from grebench import stop
 from grebench.bench import BASELINE, REFERENCE, kinds_with_role
 from grebench.progress import NoProgress, Progress
 from grebench.scoring._labels import label_parts, store_labels
-from grebench.scoring._leaderboard import leaderboard
+from grebench.scoring._leaderboard import BoardRow, StoredRow, leaderboard
 from grebench.scoring._metrics import headline_metric, metric_preprocessor
 from grebench.settings import Settings
 from grebench.store import Store, code_files, fingerprint, utcnow
@@ -81,27 +82,83 @@ def venue_scope(store: Store, venue_id: str | None, sealed_only: bool = False) -
         cur.close()
 
 
-def _costs(store: Store) -> dict[str, dict[str, Any]]:
+class _Cost(TypedDict):
+    candidate: str
+    cost_usd: float | None
+    latency_s: float | None
+
+
+class _Setup(TypedDict):
+    venue_id: str
+    venue: str | None
+    metric: str
+    estimator: str
+    preprocessor: str
+
+
+class _ScoredSetup(TypedDict):
+    estimator_spec: str
+    preprocessor_spec: str
+    estimator_id: str
+    scored_at: datetime
+
+
+class StoredBoard(TypedDict):
+    """A ``boards`` row: a board's setup, scope, papers, sample, the human baseline's band and its bootstrap."""
+
+    board_id: str
+    venue_id: str
+    venue: str | None
+    metric: str
+    estimator: str
+    preprocessor: str
+    scope: str
+    papers: int
+    papers_eligible: int | None
+    sample_json: str | None
+    human_score: float | None
+    human_ci95_low: float | None
+    human_ci95_high: float | None
+    bootstrap_samples: int
+    seed: int
+    computed_at: datetime
+
+
+class SampleFacts(TypedDict):
+    """What a board covers (:func:`sample_facts`)."""
+
+    papers: int
+    eligible: int | None
+    sampled: bool
+    seed: int | None
+    description: str | None
+    text: str
+    controls: str
+
+
+def _costs(store: Store) -> dict[str, _Cost]:
     """Mean cost (USD) and latency (s) per review, per candidate, over successful generations."""
     rows = store.rows("""SELECT candidate, avg(cost_usd) AS cost_usd, avg(latency_s) AS latency_s
                          FROM generations WHERE status = 'ok' GROUP BY candidate""")
-    return {r["candidate"]: r for r in rows}
+    return {r["candidate"]: cast(_Cost, r) for r in rows}
 
 
-def _setups(store: Store) -> list[dict[str, Any]]:
+def _setups(store: Store) -> list[_Setup]:
     gone = superseded_estimators(store)
-    rows = store.rows("""SELECT p.venue_id, any_value(p.venue) AS venue, s.metric, s.estimator, s.preprocessor
+    rows = cast(list[_Setup], store.rows(
+        """SELECT p.venue_id, any_value(p.venue) AS venue, s.metric, s.estimator, s.preprocessor
                          FROM scores s JOIN papers p USING (paper_id)
                          GROUP BY p.venue_id, s.metric, s.estimator, s.preprocessor
-                         ORDER BY p.venue_id, s.metric, s.estimator, s.preprocessor""")
+                         ORDER BY p.venue_id, s.metric, s.estimator, s.preprocessor"""))
     return [r for r in rows if r["estimator"] not in gone]
 
 
-def _spec_rows(store: Store) -> list[dict[str, Any]]:
+def _spec_rows(store: Store) -> list[_ScoredSetup]:
     if not store.scalar("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'scored_setups'"):
         return []
-    return store.rows("SELECT estimator_spec, preprocessor_spec, estimator_id, scored_at FROM scored_setups "
-                      "WHERE role <> 'snapshot' ORDER BY scored_at, estimator_id")
+    return cast(list[_ScoredSetup], store.rows(
+        "SELECT estimator_spec, preprocessor_spec, estimator_id, scored_at FROM scored_setups "
+        "WHERE role <> 'snapshot' ORDER BY scored_at, estimator_id"))
 
 
 def superseded_estimators(store: Store) -> set[str]:
@@ -145,7 +202,7 @@ def boards_fingerprint(store: Store, settings: Settings) -> str:
                                        _HERE / "_labels.py", _HERE / "_coverage.py"))
 
 
-def compute_boards(store: Store, settings: Settings, progress: Progress | None = None) -> dict[str, Any]:
+def compute_boards(store: Store, settings: Settings, progress: Progress | None = None) -> dict[str, int]:
     """Recompute every board from the stored scores and store them (replacing the previous set)."""
     samples, seed = settings.bootstrap_samples, settings.seed
     setups = _setups(store)
@@ -175,8 +232,9 @@ def compute_boards(store: Store, settings: Settings, progress: Progress | None =
                                None if human is None else human["ci95_low"],
                                None if human is None else human["ci95_high"], samples, seed, now])
                 for r in ranked:
-                    cost = costs.get(r["candidate"], {})
-                    row = {**r, "board_id": bid, "cost_usd": cost.get("cost_usd"), "latency_s": cost.get("latency_s")}
+                    cost = costs.get(r["candidate"])
+                    row: BoardRow = {**r, "board_id": bid, "cost_usd": cost["cost_usd"] if cost else None,
+                                    "latency_s": cost["latency_s"] if cost else None}
                     rows.append([row.get(c) for c in ROW_COLUMNS])
                 task.advance()
                 stop.check()  # a board boundary: nothing is stored before every board is computed
@@ -205,7 +263,7 @@ def _sample(store: Store) -> dict[str, str]:
     return out
 
 
-def sample_facts(board: Mapping[str, Any]) -> dict[str, Any]:
+def sample_facts(board: Mapping[str, Any]) -> SampleFacts:
     """What a board covers, as facts and one sentence (the page, the app, the CLI and leaderboard.json all show
     it): ``{"papers", "eligible", "sampled", "seed", "text"}``, e.g. text ``12 of 300 papers, seeded (seed 7),
     stratified by rating`` for a run on a paper sample, ``all 300 papers`` for a run on every eligible paper."""
@@ -293,15 +351,17 @@ def stored_boards(store: Store, *, metric: str | None = None, venue_id: str | No
                         "ORDER BY venue_id, metric, estimator, preprocessor", params)
     if not boards:
         return []
-    by_board: dict[str, list[dict[str, Any]]] = {}
-    for r in store.rows("SELECT * FROM board_rows WHERE board_id IN (SELECT unnest(?::VARCHAR[])) "
+    by_board: dict[str, list[StoredRow]] = {}
+    for r in cast(list[StoredRow], store.rows(
+            "SELECT * FROM board_rows WHERE board_id IN (SELECT unnest(?::VARCHAR[])) "
                         # ranked rows, then LLMs with no clean paper (unranked band), then the references (controls)
                         "ORDER BY board_id, rank NULLS LAST, coalesce(role = ?, false), score DESC, candidate",
-                        [[b["board_id"] for b in boards], REFERENCE]):
+                        [[b["board_id"] for b in boards], REFERENCE])):
         by_board.setdefault(r["board_id"], []).append(r)
     for b in boards:
-        b["rows"] = [{**r, "metric": b["metric"], "estimator": b["estimator"], "preprocessor": b["preprocessor"]}
-                     for r in by_board.get(b["board_id"], [])]
+        rows: list[BoardRow] = [{**r, "metric": b["metric"], "estimator": b["estimator"],
+                                 "preprocessor": b["preprocessor"]} for r in by_board.get(b["board_id"], [])]
+        b["rows"] = rows
         b["candidates"] = len(b["rows"])
         b["pairs"] = sum(int(r["pairs"]) for r in b["rows"])
         b["sample"] = json.loads(b["sample_json"]) if b.get("sample_json") else None

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection
-from typing import Any
+from datetime import date, datetime
+from typing import TypedDict, cast
 
 from grebench.bench import CONTESTANT, is_clean, kind_info
 from grebench.store import Store
@@ -42,11 +43,28 @@ from grebench.store import Store
 DEFAULT_MAX_MISSING_SHARE = 0.05
 
 
-def _candidates(store: Store, names: Collection[str]) -> dict[str, dict[str, Any]]:
+class Coverage(TypedDict):
+    """Whether a candidate reviewed a board's sample (:func:`coverage`)."""
+
+    due_papers: int
+    missing_papers: int
+    complete: bool
+
+
+class _CandidateCutoffs(TypedDict):
+    name: str
+    kind: str | None
+    cutoff: date | None
+    declared: date | None
+    submission: str | None
+
+
+def _candidates(store: Store, names: Collection[str]) -> dict[str, _CandidateCutoffs]:
     """kind, cutoff, declared cutoff and submission status of each named candidate."""
-    rows = store.rows("SELECT c.name, c.kind, c.cutoff, s.cutoff AS declared, s.status AS submission "
-                      "FROM candidates c LEFT JOIN submissions s ON s.model_name = c.name "
-                      "WHERE c.name IN (SELECT unnest(?::VARCHAR[]))", [sorted(names)])
+    rows = cast(list[_CandidateCutoffs], store.rows(
+        "SELECT c.name, c.kind, c.cutoff, s.cutoff AS declared, s.status AS submission "
+        "FROM candidates c LEFT JOIN submissions s ON s.model_name = c.name "
+        "WHERE c.name IN (SELECT unnest(?::VARCHAR[]))", [sorted(names)]))
     return {r["name"]: r for r in rows}
 
 
@@ -59,7 +77,7 @@ def allowed_missing(kind: str | None, submission: str | None, due: int, max_miss
 
 
 def coverage(store: Store, board_papers: Collection[str], kinds: dict[str, str | None],
-             max_missing_share: float = DEFAULT_MAX_MISSING_SHARE) -> dict[str, dict[str, Any]]:
+             max_missing_share: float = DEFAULT_MAX_MISSING_SHARE) -> dict[str, Coverage]:
     """Per candidate of ``kinds`` (name → kind): ``due_papers``, ``missing_papers``, ``complete`` on this board.
 
     ``store`` may be a venue scope (:func:`grebench.scoring.venue_scope`): its ``papers`` and ``generations``."""
@@ -71,7 +89,7 @@ def coverage(store: Store, board_papers: Collection[str], kinds: dict[str, str |
         [sorted(papers)])}
     answered: dict[str, set[str]] = {}
     sealed: dict[str, set[str]] = {}
-    received: dict[str, Any] = {}
+    received: dict[str, datetime] = {}
     for r in store.rows("SELECT candidate, paper_id, bool_or(status = 'ok') AS ok, bool_or(sealed) AS sealed, "
                         "max(generated_at) AS at FROM generations WHERE candidate IN (SELECT unnest(?::VARCHAR[])) "
                         "AND paper_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL", [sorted(kinds), sorted(papers)]):
@@ -82,17 +100,17 @@ def coverage(store: Store, board_papers: Collection[str], kinds: dict[str, str |
         if r["sealed"]:
             sealed.setdefault(r["candidate"], set()).add(r["paper_id"])
     facts = _candidates(store, kinds)
-    out = {}
+    out: dict[str, Coverage] = {}
     for name, kind in kinds.items():
-        cand = facts.get(name, {})
+        cand = facts.get(name)
         if kind_info(kind).role != CONTESTANT:
             due = papers
         else:
-            cutoff = cand.get("cutoff") or cand.get("declared")
+            cutoff: date | datetime | None = (cand["cutoff"] or cand["declared"]) if cand else None
             if cutoff is None and not kind_info(kind).generated:  # a file: it could have sealed what was hidden
                 cutoff = received.get(name)
             due = {p for p in papers if is_clean(cutoff, public.get(p), kind)} | sealed.get(name, set())
         missing = len(due - answered.get(name, set()))
-        allowed = allowed_missing(kind, cand.get("submission"), len(due), max_missing_share)
+        allowed = allowed_missing(kind, cand["submission"] if cand else None, len(due), max_missing_share)
         out[name] = {"due_papers": len(due), "missing_papers": missing, "complete": missing <= allowed}
     return out

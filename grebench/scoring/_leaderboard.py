@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Any
+from datetime import date, datetime
+from typing import Any, TypedDict, cast
 
 from grebench.bench import (
     CONTESTANT,
@@ -35,6 +36,99 @@ from grebench.scoring._metrics import metric_preprocessor
 from grebench.store import PUBLIC_SINCE_VIEW, Store
 
 
+class ScoredTable(TypedDict):
+    """A (metric, estimator, preprocessor) combination with scores (:func:`available_tables`)."""
+
+    metric: str
+    estimator: str
+    preprocessor: str
+    pairs: int
+    candidates: int
+
+
+class CandidateFacts(TypedDict):
+    """What :func:`per_paper_scores` tells of a candidate beside its per-paper scores: pairs, sealed and
+    no-lines papers counted on its clean papers, every paper it was scored on, its kind, role and vouching."""
+
+    pairs: int
+    sealed: int
+    papers_scored: int
+    kind: str | None
+    role: str
+    no_lines: int
+    vouched: bool | None
+
+
+class PaperScores(TypedDict):
+    """:func:`per_paper_scores`: candidate → {paper → mean PMI over references} on its clean papers (and on its
+    contaminated ones), with each candidate's facts."""
+
+    scores: dict[str, dict[str, float]]
+    info: dict[str, CandidateFacts]
+    contaminated: dict[str, dict[str, float]]
+
+
+class _PaperScoreRow(TypedDict):
+    candidate: str
+    paper_id: str
+    pmi: float
+    pairs: int
+    kind: str | None
+    cutoff: date | None
+    candidate_params: str | None
+    public_at: datetime | None
+    sealed: bool | None
+    no_lines: bool | None
+
+
+class RowFields(TypedDict):
+    """The fields of a candidate's row on a board, as :func:`leaderboard` computes them and ``board_rows`` stores
+    them (field names are a stable contract: see docs/scoring.md)."""
+
+    candidate: str
+    kind: str | None
+    role: str
+    score: float
+    ci90_low: float
+    ci90_high: float
+    ci95_low: float
+    ci95_high: float
+    papers: int
+    pairs: int
+    rank: int | None
+    rank_low: float | None
+    rank_high: float | None
+    clean_papers: int
+    contaminated_papers: int
+    vouched: bool | None
+    due_papers: int | None
+    missing_papers: int | None
+    complete: bool | None
+    sealed_share: float | None
+    diff_vs_human: float | None
+    p_vs_human: float | None
+
+
+class LeaderboardRow(RowFields):
+    """One row of :func:`leaderboard`: its fields and the board's setup."""
+
+    metric: str
+    estimator: str
+    preprocessor: str
+
+
+class StoredRow(RowFields):
+    """A ``board_rows`` row: its fields, its board and the candidate's mean cost and latency per review."""
+
+    board_id: str
+    cost_usd: float | None
+    latency_s: float | None
+
+
+class BoardRow(StoredRow, LeaderboardRow):
+    """A board's row as :func:`grebench.scoring.stored_boards` gives it: the stored row with its board's setup."""
+
+
 def _kind(name: str, stored: str | None) -> str | None:
     """The stored kind; a candidate missing from ``candidates`` (an old export) by its name (None: unknown, a
     contestant)."""
@@ -43,10 +137,11 @@ def _kind(name: str, stored: str | None) -> str | None:
     return HUMAN_KIND if name == HUMAN else CONTROL_KIND if name in CONTROLS else None
 
 
-def available_tables(store: Store) -> list[dict[str, Any]]:
+def available_tables(store: Store) -> list[ScoredTable]:
     """The (metric, estimator, preprocessor) combinations that have scores, with their row counts."""
-    return store.rows("""SELECT metric, estimator, preprocessor, count(*) AS pairs, count(DISTINCT candidate) AS
-                         candidates FROM scores GROUP BY ALL ORDER BY metric, estimator, preprocessor""")
+    return cast(list[ScoredTable], store.rows(
+        """SELECT metric, estimator, preprocessor, count(*) AS pairs, count(DISTINCT candidate) AS
+                         candidates FROM scores GROUP BY ALL ORDER BY metric, estimator, preprocessor"""))
 
 
 # A pair scored with x = ∅ (no judgment lines) has conditional = marginal exactly (the same request); its PMI is
@@ -72,7 +167,7 @@ def reference_floors(store: Store, metric: str, estimator_id: str, preprocessor:
         _FLOORS, [metric, estimator_id, preprocessor]).fetchall()}
 
 
-def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor: str) -> dict[str, Any]:
+def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor: str) -> PaperScores:
     """candidate → {paper → mean PMI over references}, plus pair counts, kinds and clean/sealed papers.
 
     A review with no judgment lines (empty, or nothing a judgment can be read from) is scored with x = ∅, so its
@@ -82,7 +177,7 @@ def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor:
     judgment lines (at most 0): :data:`FLOORED_PMI`.
     """
     preprocessor = metric_preprocessor(metric, preprocessor)
-    rows = store.rows(
+    rows = cast(list[_PaperScoreRow], store.rows(
         f"""SELECT s.candidate, s.paper_id, avg({FLOORED_PMI}) AS pmi, count(*) AS pairs, any_value(c.kind) AS kind,
                   any_value(c.cutoff) AS cutoff, any_value(c.params_json) AS candidate_params,
                   any_value(p.public_since) AS public_at,
@@ -93,10 +188,10 @@ def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor:
            {FLOOR_JOIN}
            WHERE s.metric = ? AND s.estimator = ? AND s.preprocessor = ?
            GROUP BY s.candidate, s.paper_id ORDER BY s.candidate, s.paper_id""",
-        [metric, estimator_id, preprocessor, metric, estimator_id, preprocessor])
+        [metric, estimator_id, preprocessor, metric, estimator_id, preprocessor]))
     scores: dict[str, dict[str, float]] = defaultdict(dict)
     contaminated: dict[str, dict[str, float]] = defaultdict(dict)
-    info: dict[str, dict[str, Any]] = defaultdict(lambda: {"pairs": 0, "sealed": 0, "papers_scored": 0, "kind": None,
+    info: dict[str, CandidateFacts] = defaultdict(lambda: {"pairs": 0, "sealed": 0, "papers_scored": 0, "kind": None,
                                                            "role": CONTESTANT, "no_lines": 0, "vouched": None})
     for r in rows:
         name = r["candidate"]
@@ -181,7 +276,7 @@ def rank_range(row: Mapping[str, Any]) -> str | None:
 
 
 def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str, samples: int = 2000,
-                seed: int = 20200426, max_missing_share: float = DEFAULT_MAX_MISSING_SHARE) -> list[dict[str, Any]]:
+                seed: int = 20200426, max_missing_share: float = DEFAULT_MAX_MISSING_SHARE) -> list[LeaderboardRow]:
     """Rows of the leaderboard, best first (field names are a stable contract: see docs/scoring.md).
 
     Ranks (and rank intervals) are computed among the ranked candidates only — LLMs, imported reviews and the
@@ -195,12 +290,12 @@ def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str,
     board_papers = {p for per_paper in (*scores.values(), *data["contaminated"].values()) for p in per_paper}
     covered = coverage(store, board_papers, {name: info[name]["kind"] for name in info}, max_missing_share)
     ranked = {name: per_paper for name, per_paper in scores.items() if info[name]["role"] != REFERENCE
-              and (info[name]["role"] != CONTESTANT or covered.get(name, {}).get("complete", True))}
-    ranks: dict[str, dict[str, Any]] = dict(rank_intervals(ranked, samples=samples, seed=seed))
+              and (info[name]["role"] != CONTESTANT or name not in covered or covered[name]["complete"])}
+    ranks: dict[str, Mapping[str, float | None]] = dict(rank_intervals(ranked, samples=samples, seed=seed))
     for name in scores:
         ranks.setdefault(name, {"rank": None, "rank_low": None, "rank_high": None})
     human = scores.get(HUMAN)
-    rows = []
+    rows: list[LeaderboardRow] = []
     shown = dict(scores)
     for name, per_paper in data["contaminated"].items():
         if not scores.get(name):  # no clean paper: its contaminated papers, in the unranked band
@@ -214,6 +309,8 @@ def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str,
         diff = paired_difference(per_paper, human, samples=samples, seed=seed) if human and name != HUMAN else None
         if diff is not None and not diff["papers"]:  # no paper in common with the human baseline: no difference
             diff = None
+        cov = covered.get(name)
+        rank = ranks[name]["rank"]
         rows.append({
             "candidate": name, "kind": info[name]["kind"], "role": info[name]["role"], "metric": metric,
             "estimator": estimator_id,
@@ -221,12 +318,14 @@ def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str,
             "score": ci["score"], "ci90_low": ci["ci90_low"], "ci90_high": ci["ci90_high"],
             "ci95_low": ci["ci95_low"], "ci95_high": ci["ci95_high"],
             "papers": len(per_paper), "pairs": info[name]["pairs"],
-            "rank": ranks[name]["rank"], "rank_low": ranks[name]["rank_low"], "rank_high": ranks[name]["rank_high"],
+            "rank": None if rank is None else int(rank), "rank_low": ranks[name]["rank_low"],
+            "rank_high": ranks[name]["rank_high"],
             "clean_papers": clean, "contaminated_papers": info[name]["papers_scored"] - clean,
             # whether the operator vouches for the cutoff (None: baseline, references); unvouched: sealed papers only
             "vouched": info[name]["vouched"],
             # whether it reviewed the board's sample (papers it was due to review, how many it has no review of)
-            **{k: covered.get(name, {}).get(k) for k in ("due_papers", "missing_papers", "complete")},
+            "due_papers": cov["due_papers"] if cov else None, "missing_papers": cov["missing_papers"] if cov else None,
+            "complete": cov["complete"] if cov else None,
             # sealing is about LLMs writing before the reviews were public: no meaning for texts built from them
             "sealed_share": None if info[name]["role"] != CONTESTANT else info[name]["sealed"] / len(per_paper),
             "diff_vs_human": diff["diff"] if diff else None, "p_vs_human": diff["p"] if diff else None,

@@ -18,7 +18,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import grebench
@@ -28,7 +28,17 @@ from grebench.scoring._metrics import METRICS, RAW_PREPROCESSOR
 from grebench.scoring._preprocess import PREPROCESS_PROMPT_VERSION
 from grebench.scoring._request import GEM_PROMPT_VERSION
 from grebench.scoring._rules import RULES_ID
-from grebench.store import Store
+from grebench.store import (
+    CandidateProvenance,
+    CodeVersion,
+    EstimatorFacts,
+    EstimatorProvenance,
+    PanelMember,
+    PreprocessorProvenance,
+    Provenance,
+    Store,
+    VenueProvenance,
+)
 
 _PACKAGE = Path(grebench.__file__).resolve().parent
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
@@ -38,8 +48,6 @@ _SECRET = re.compile(r"(^|[_-])(api[_-]?key|key|token|secret|password|passwd|aut
                      r"bearer|cookie)($|[_-])", re.IGNORECASE)
 #: The command that rebuilds the numbers from a snapshot (docs/store.md, "Reproducing the numbers").
 REBUILD_COMMAND = "grebench snapshot rebuild SNAPSHOT_DIR"
-
-
 def git_commit(root: Path) -> str | None:
     """The commit checked out at ``root`` (a repository or a worktree), read from its ``.git``; None when ``root``
     is no checkout or the files say nothing clear (a ref name is checked before it names a file)."""
@@ -86,7 +94,7 @@ def files_sha256(files: list[Path], root: Path) -> str:
     return digest.hexdigest()
 
 
-def code_version() -> dict[str, Any]:
+def code_version() -> CodeVersion:
     """The package version, the git commit (None outside a checkout) and the SHA-256 of the scoring code (every
     ``.py`` file of ``grebench/scoring``, estimators included, and its word lists)."""
     scoring = _PACKAGE / "scoring"
@@ -105,7 +113,7 @@ def prompt_hashes() -> dict[str, str]:
     return out
 
 
-def estimator_facts(estimator_id: str) -> dict[str, Any]:
+def estimator_facts(estimator_id: str) -> EstimatorFacts:
     """An estimator id in parts: ``hf:smollm2-135m@a672150f:dtype=bfloat16:chat=…`` → kind, model, weights hash
     and options (dtype among them); an id of another shape (the offline model's) is kept whole under ``id``."""
     part = PartId.parse(estimator_id)
@@ -142,12 +150,12 @@ def _rows(store: Store, table: str, sql: str, params: list[Any] | None = None) -
     return store.rows(sql, params or []) if _has(store, table) else []
 
 
-def _candidates(store: Store, names: set[str]) -> dict[str, Any]:
+def _candidates(store: Store, names: set[str]) -> dict[str, CandidateProvenance]:
     prompts = {}
     for r in _rows(store, "generations", "SELECT candidate, list(DISTINCT prompt_version ORDER BY prompt_version) "
                    "AS versions FROM generations GROUP BY candidate"):
         prompts[r["candidate"]] = list(r["versions"])
-    out = {}
+    out: dict[str, CandidateProvenance] = {}
     for r in _rows(store, "candidates", "SELECT * FROM candidates ORDER BY name"):
         if r["name"] not in names:
             continue
@@ -164,23 +172,24 @@ def _candidates(store: Store, names: set[str]) -> dict[str, Any]:
     return out
 
 
-def _scoring_code(code_json: str | None) -> dict[str, Any] | None:
+def _scoring_code(code_json: str | None) -> CodeVersion | None:
     """The code version recorded with a scored setup (``scored_setups.code_json``; None before it was recorded)."""
     try:
         code = json.loads(code_json) if code_json else None
     except ValueError:
         return None
-    return code if isinstance(code, dict) else None
+    return cast(CodeVersion, code) if isinstance(code, dict) else None
 
 
-def _panel(store: Store, venue_id: str) -> list[dict[str, Any]]:
+def _panel(store: Store, venue_id: str) -> list[PanelMember]:
     judges = {r["name"]: r for r in _rows(store, "judges", "SELECT name, kind, model, family FROM judges")}
     exams = _rows(store, "judge_exams", "SELECT judge, p_c, p_p, p_s, passed, weight FROM judge_exams "
                   "WHERE venue_id = ? ORDER BY judge", [venue_id])
-    return [{**{k: judges.get(e["judge"], {}).get(k) for k in ("kind", "model")}, **e} for e in exams]
+    return [cast(PanelMember, {**{k: judges.get(e["judge"], {}).get(k) for k in ("kind", "model")}, **e})
+            for e in exams]
 
 
-def provenance(store: Store, venue_id: str | None = None) -> dict[str, Any]:
+def provenance(store: Store, venue_id: str | None = None) -> Provenance:
     """What produced the stored boards (of ``venue_id``, or of every venue): see the module docstring.  The same
     store and code give the same dict (no clock in it), so it can sit beside the boards it describes."""
     where, params = ("WHERE scope = 'all'" + (" AND venue_id = ?" if venue_id else "")), \
@@ -189,9 +198,9 @@ def provenance(store: Store, venue_id: str | None = None) -> dict[str, Any]:
                    f"sample_json, bootstrap_samples, seed FROM boards {where} ORDER BY ALL", params)
     setups = {(r["estimator_id"], r["preprocessor_id"]): r for r in _rows(
         store, "scored_setups", "SELECT * FROM scored_setups ORDER BY scored_at")}
-    estimators: dict[str, Any] = {}
-    preprocessors: dict[str, Any] = {}
-    venues: dict[str, Any] = {}
+    estimators: dict[str, EstimatorProvenance] = {}
+    preprocessors: dict[str, PreprocessorProvenance] = {}
+    venues: dict[str, VenueProvenance] = {}
     for b in boards:
         setup = next((s for (e, _), s in setups.items() if e == b["estimator"]), None)
         estimators.setdefault(b["estimator"], {

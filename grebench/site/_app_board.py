@@ -122,13 +122,14 @@ def produced_line(settings: Settings, board: Mapping[str, Any]) -> str:
     cache = reader(settings)
     venue = str(board["venue_id"])
     prov = cache.view("provenance", venue, lambda store: provenance(store, venue))
-    code, est = prov["code"], prov["estimators"].get(board["estimator"], {})
-    facts = prov["venues"].get(venue, {})
+    code, est = prov["code"], prov["estimators"].get(board["estimator"])
+    facts = prov["venues"].get(venue)
     lm = f"`{board['estimator']}`" + (f" (weights {est['weights_sha8']}, {est.get('dtype') or 'dtype not named'})"
-                                      if est.get("weights_sha8") else "")
+                                      if est and est.get("weights_sha8") else "")
     judges = ", ".join(f"{j['judge']} {'passed' if j['passed'] else 'failed'}"
-                       for j in facts.get("panel") or []) or "no exam"
-    seed = (facts.get("sample") or {}).get("seed")
+                       for j in (facts and facts["panel"]) or []) or "no exam"
+    sample = facts and facts["sample"]
+    seed = sample["seed"] if sample else None
     return (f"How this was produced: grebench {code['package_version']}"
             + (f" (commit {code['git_commit'][:12]})" if code["git_commit"] else "")
             + f", scoring code {code['scoring_sha256'][:12]}; evaluation LM {lm}; preprocessor "

@@ -35,7 +35,7 @@ from grebench.site._data import SnapshotListing
 from grebench.site._labels import Labels, board_id, board_key_label, human_size
 from grebench.site._plots import history_alt, history_svg
 from grebench.site._timeline import board_histories
-from grebench.store import Store, code_files, fingerprint, utcnow
+from grebench.store import Provenance, Store, code_files, fingerprint, utcnow
 
 SCHEMA_VERSION = 1
 #: Fields of one row in leaderboard.json, in order (a stable contract: docs/site.md).
@@ -94,7 +94,7 @@ def _clean(value: Any) -> Any:
 
 
 def leaderboard_json(boards: list[dict[str, Any]], generated_at: datetime,
-                     provenance: dict[str, Any] | None = None) -> dict[str, Any]:
+                     provenance: Provenance | None = None) -> dict[str, Any]:
     """The machine-readable leaderboard (schema documented in docs/site.md): boards in headline order (``boards[0]``
     is the headline board when ``headline`` is true), each with its ``sample`` and whether it is a ``proxy``; a row's
     ``status`` is ``ranked``, ``incomplete``, ``contaminated`` or ``reference`` (the word the pages use);

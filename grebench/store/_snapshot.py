@@ -22,9 +22,10 @@ import shutil
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 from grebench import stop
+from grebench.store._provenance import Provenance
 from grebench.store._records import utcnow
 from grebench.store._store import Store, ident, public_select, write_parquet
 
@@ -167,6 +168,52 @@ class SnapshotFile(TypedDict):
     sha256: str
 
 
+class PromptVersions(TypedDict):
+    """The prompt versions a snapshot's generations and scores were made with."""
+
+    generations: list[str]
+    scores: list[str]
+
+
+class _SnapshotFacts(TypedDict):
+    prompt_versions: PromptVersions
+    estimators: list[str]
+    preprocessors: list[str]
+    dates: dict[str, str | None]
+
+
+class SnapshotManifest(_SnapshotFacts):
+    """A snapshot's ``manifest.json`` as :func:`export_snapshot` writes it (its README's hash added once the README
+    is written); the returned one also says its own SHA-256 and folder."""
+
+    format: str
+    venue_id: str
+    venue: str | None
+    venue_year: int | None
+    slug: str
+    product_version: str
+    created_at: str
+    files: dict[str, SnapshotFile]
+    provenance: Provenance | None
+    readme_sha256: NotRequired[str]
+    manifest_sha256: NotRequired[str]
+    path: NotRequired[str]
+
+
+class SnapshotReport(TypedDict):
+    """What :func:`verify_snapshot` found; ``venue_id`` and ``product_version`` are the manifest's, as it has them
+    (checked to be strings only when ``ok``)."""
+
+    path: str
+    authenticated: bool
+    ok: bool
+    problems: list[str]
+    files: int
+    manifest_sha256: NotRequired[str]
+    venue_id: NotRequired[object]
+    product_version: NotRequired[object]
+
+
 def venue_years(store: Store) -> list[VenueYear]:
     """Every venue-year in the store: venue id, display name, year, slug, papers."""
     rows = store.rows("SELECT venue_id, any_value(venue) AS venue, any_value(venue_year) AS venue_year, "
@@ -185,15 +232,15 @@ def find_venue(store: Store, wanted: str) -> VenueYear:
     raise SnapshotError(f"no venue-year {wanted!r} in the store (known: {known})")
 
 
-def _distinct(store: Store, sql: str, venue_id: str) -> list[Any]:
+def _distinct(store: Store, sql: str, venue_id: str) -> list[str]:
     return sorted({r[0] for r in store.con.execute(sql, {"venue": venue_id}).fetchall() if r[0] is not None},
                   key=str)
 
 
-def _provenance(store: Store, venue_id: str) -> dict[str, Any]:
+def _provenance(store: Store, venue_id: str) -> _SnapshotFacts:
     dates = store.rows("SELECT min(submitted_at) AS submitted_from, max(submitted_at) AS submitted_to, "
                        "min(reviews_public_at) AS reviews_public_from, max(reviews_public_at) AS reviews_public_to "
-                       "FROM papers WHERE venue_id = $venue", {"venue": venue_id})  # type: ignore[arg-type]
+                       "FROM papers WHERE venue_id = $venue", {"venue": venue_id})
     return {
         "prompt_versions": {
             "generations": _distinct(store, f"SELECT prompt_version FROM generations WHERE paper_id IN {_P}", venue_id),
@@ -204,7 +251,7 @@ def _provenance(store: Store, venue_id: str) -> dict[str, Any]:
     }
 
 
-def _readme(manifest: dict[str, Any]) -> str:
+def _readme(manifest: SnapshotManifest) -> str:
     lines = [f"# GRE-bench snapshot: {manifest['venue']} ({manifest['venue_id']})", "",
              f"Cut {manifest['created_at']} by grebench {manifest['product_version']} (format {FORMAT}).",
              "Frozen: check it with `grebench snapshot verify DIR`; load it with `grebench snapshot import DIR`, then",
@@ -220,11 +267,11 @@ def _readme(manifest: dict[str, Any]) -> str:
 
 #: What a snapshot says produced its numbers, given the store and the venue id (the scoring stage's
 #: :func:`grebench.scoring.provenance`, handed down by the caller: the store stands below scoring).
-Describe = Callable[[Store, str], dict[str, Any]]
+Describe = Callable[[Store, str], Provenance]
 
 
 def export_snapshot(store: Store, venue: str, out_dir: Path, *, replace: bool = False,
-                    describe: Describe | None = None) -> dict[str, Any]:
+                    describe: Describe | None = None) -> SnapshotManifest:
     """Write the snapshot of one venue-year into ``out_dir``; return its manifest (with ``manifest_sha256``).
     ``describe`` fills the manifest's ``provenance`` (None: the manifest has none)."""
     import grebench
@@ -249,7 +296,7 @@ def export_snapshot(store: Store, venue: str, out_dir: Path, *, replace: bool = 
             rows = write_parquet(store.con.execute(query, {**params, **extra}), target)
             files[target.name] = {"table": table, "rows": rows, "bytes": target.stat().st_size,
                                   "decoded_bytes": decoded_bytes(target), "sha256": file_sha256(target)}
-        manifest: dict[str, Any] = {
+        manifest: SnapshotManifest = {
             "format": FORMAT, "venue_id": venue_id, "venue": info["venue"], "venue_year": info["venue_year"],
             "slug": info["slug"], "product_version": grebench.__version__, "created_at": utcnow().isoformat(),
             **_provenance(store, venue_id), "files": files,
@@ -386,7 +433,7 @@ def _anchor(manifest_sha256: str | None) -> str | None:
     return manifest_sha256.strip().lower()
 
 
-def verify_snapshot(snapshot_dir: Path, manifest_sha256: str | None = None) -> dict[str, Any]:
+def verify_snapshot(snapshot_dir: Path, manifest_sha256: str | None = None) -> SnapshotReport:
     """Check every file against the manifest: ``{"ok": bool, "problems": [...], "files": n, "authenticated"}``.
 
     ``manifest_sha256`` (the hash published on the site's downloads page) anchors the manifest; without it the
@@ -396,20 +443,21 @@ def verify_snapshot(snapshot_dir: Path, manifest_sha256: str | None = None) -> d
 
     root = Path(snapshot_dir).resolve()
     problems: list[str] = []
-    base = {"path": str(root), "authenticated": False}
+    path_text = str(root)
     try:
         anchor = _anchor(manifest_sha256)
     except SnapshotError as exc:
-        return {**base, "ok": False, "problems": [str(exc)], "files": 0}
+        return {"path": path_text, "authenticated": False, "ok": False, "problems": [str(exc)], "files": 0}
     try:
         raw, digest = _manifest_bytes(root)
         if anchor is not None and digest != anchor:
             # checked before anything is parsed or any member looked at: nothing of an unpublished snapshot is read
-            return {**base, "ok": False, "files": 0, "manifest_sha256": digest,
+            return {"path": path_text, "authenticated": False, "ok": False, "files": 0, "manifest_sha256": digest,
                     "problems": [f"{MANIFEST}: SHA-256 differs from the published one (not the published snapshot)"]}
         manifest = _parse_manifest(raw)
     except (OSError, ValueError) as exc:
-        return {**base, "ok": False, "problems": [f"{MANIFEST}: cannot read: {str(exc)[:200]}"], "files": 0}
+        return {"path": path_text, "authenticated": False, "ok": False,
+                "problems": [f"{MANIFEST}: cannot read: {str(exc)[:200]}"], "files": 0}
     if manifest.get("format") != FORMAT:
         problems.append(f"{MANIFEST}: unknown format {str(manifest.get('format'))[:60]!r}")
     files = manifest.get("files")
@@ -442,8 +490,8 @@ def verify_snapshot(snapshot_dir: Path, manifest_sha256: str | None = None) -> d
         if not isinstance(manifest.get(key), str):
             problems.append(f"{MANIFEST}: {key!r} is missing or not a string")
     ok = not problems
-    return {**base, "ok": ok, "problems": problems, "files": len(files), "manifest_sha256": digest,
-            "authenticated": ok and anchor is not None,
+    return {"path": path_text, "authenticated": ok and anchor is not None, "ok": ok, "problems": problems,
+            "files": len(files), "manifest_sha256": digest,
             "venue_id": manifest.get("venue_id"), "product_version": manifest.get("product_version")}
 
 
@@ -642,7 +690,7 @@ def _import(store: Store, snapshot_dir: Path, manifest_sha256: str | None, max_e
             "authenticated": report["authenticated"], "manifest_sha256": digest}
 
 
-def record_snapshot(store: Store, manifest: dict[str, Any], reason: str) -> None:
+def record_snapshot(store: Store, manifest: SnapshotManifest, reason: str) -> None:
     """Register a cut snapshot (the scheduler cuts each venue-year once, on ``snapshot_date``)."""
     total = sum(f["rows"] for f in manifest["files"].values())
     with store.transaction() as con:

@@ -94,6 +94,14 @@ class PaperWrite:
     versions_added: int
 
 
+class RunFailure(TypedDict):
+    """A failure recorded for a run (:meth:`Store.run_failures`): its stage, the item and why."""
+
+    stage: str
+    item: str | None
+    reason: str
+
+
 class Store:
     """Queries over a DuckDB connection handed in by the caller.
 
@@ -151,8 +159,8 @@ class Store:
             self.con.close()
 
     # -- generic helpers ---------------------------------------------------
-    def rows(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
-        """Run a query and return its rows as dicts."""
+    def rows(self, sql: str, params: list[Any] | dict[str, object] | None = None) -> list[dict[str, Any]]:
+        """Run a query and return its rows as dicts (``params``: positional, or named for ``$name``)."""
         cur = self.con.execute(sql, params or [])
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
@@ -270,9 +278,10 @@ class Store:
         _LIVE_RUNS.pop(run_id, None)
         return status
 
-    def run_failures(self, run_id: str) -> list[dict[str, Any]]:
+    def run_failures(self, run_id: str) -> list[RunFailure]:
         """The failures recorded for one run."""
-        return self.rows("SELECT stage, item, reason FROM run_failures WHERE run_id = ? ORDER BY failed_at", [run_id])
+        return cast(list[RunFailure], self.rows(
+            "SELECT stage, item, reason FROM run_failures WHERE run_id = ? ORDER BY failed_at", [run_id]))
 
     # -- papers and reviews ------------------------------------------------
     def upsert_paper(self, paper: PaperRecord) -> PaperWrite:

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, replace
-from typing import Any
+from datetime import date
+from typing import Any, NotRequired, TypedDict, cast
 
 from grebench.endpoints import KeyUnreadable, KeyVault
 from grebench.progress import NoProgress, Progress
@@ -81,6 +82,50 @@ def refuse_copied_generations(store: Store, name: str, settings: Settings | None
     return reason
 
 
+class _RunningRow(TypedDict):
+    id: str
+    model_name: str
+    cutoff: date | None
+
+
+class _Evaluated(TypedDict):
+    calls_made: int
+    cached: int
+    gave_up: int
+    reviews: int
+    failed: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    turns: int
+    own_s: float
+    stopped: NotRequired[str]
+    error: NotRequired[str]
+    copied: NotRequired[str]
+
+
+class EvaluationReport(TypedDict):
+    """What became of a running submission in a queue pass: refused before its turns (``error``), or evaluated
+    (this pass's calls, the stored totals of its reviews, its turns and own time; why it stopped or failed, and the
+    copy check's refusal, when they did)."""
+
+    id: str
+    ok: bool
+    error: NotRequired[str]
+    calls_made: NotRequired[int]
+    cached: NotRequired[int]
+    gave_up: NotRequired[int]
+    reviews: NotRequired[int]
+    failed: NotRequired[int]
+    tokens_in: NotRequired[int]
+    tokens_out: NotRequired[int]
+    cost_usd: NotRequired[float]
+    turns: NotRequired[int]
+    own_s: NotRequired[float]
+    stopped: NotRequired[str]
+    copied: NotRequired[str]
+
+
 @dataclass
 class _Running:
     """A running submission taking turns in this queue pass: what its turns need, and what they did."""
@@ -98,7 +143,7 @@ class _Running:
 
 
 def _prepare(store: Store, settings: Settings, queue: SubmissionQueue, vault: KeyVault, resolver: Any,
-             sub: dict[str, Any]) -> tuple[_Running | None, dict[str, Any] | None]:
+             sub: _RunningRow) -> tuple[_Running | None, EvaluationReport | None]:
     """A running submission ready for its turns, or the report of why it cannot have one (None: nothing to say)."""
     from grebench.bench import is_clean, stored_candidate, unreviewed_paper_ids
 
@@ -150,11 +195,12 @@ def _turn(store: Store, settings: Settings, run_id: str, sub: _Running, progress
 
 
 def _close(store: Store, settings: Settings, queue: SubmissionQueue, vault: KeyVault,
-           sub: _Running) -> dict[str, Any]:
+           sub: _Running) -> EvaluationReport:
     """End a submission's evaluation: the copy check, its status and reason, the key deleted; its summary."""
     # calls made in this pass; reviews, failures, tokens and cost of every stored call (exact over passes)
-    summary: dict[str, Any] = {**sub.tally, **stored_totals(store, sub.name), "turns": sub.turns,
-                               "own_s": round(turn_state(store, sub.sub_id)[1], 1)}
+    summary: _Evaluated = {"calls_made": sub.tally["calls_made"], "cached": sub.tally["cached"],
+                           "gave_up": sub.tally["gave_up"], **stored_totals(store, sub.name), "turns": sub.turns,
+                           "own_s": round(turn_state(store, sub.sub_id)[1], 1)}
     if sub.stopped is not None:
         summary["stopped"] = sub.stopped
     if sub.error is not None:
@@ -182,13 +228,13 @@ def evaluate_queued(store: Store, settings: Settings, run_id: str, queue: Submis
     """
     display = progress or NoProgress()
     accepted: list[str] = []
-    done: list[dict[str, Any]] = []
+    done: list[EvaluationReport] = []
     seen: set[str] = set()
     running: dict[str, _Running] = {}
     while True:
         accepted += [c["name"] for c in accept_queued_submissions(store, queue, settings, resolver)]
-        for sub in store.rows("SELECT id, model_name, cutoff FROM submissions WHERE status = 'running' "
-                              "ORDER BY created_at, id"):
+        for sub in cast(list[_RunningRow], store.rows("SELECT id, model_name, cutoff FROM submissions WHERE "
+                                                      "status = 'running' ORDER BY created_at, id")):
             if sub["id"] in seen:
                 continue
             seen.add(sub["id"])
@@ -206,11 +252,23 @@ def evaluate_queued(store: Store, settings: Settings, run_id: str, queue: Submis
     imported = accept_queued_imports(store, queue, settings)
     for item in imported:  # a refused file is the submitter's; a store failure is the job's (its record says so)
         if item["our_failure"]:
-            store.record_failure(run_id, "submissions", f"import {item['id']}", item["reason"])
+            # an import that failed on our side always says why (accept_queued_imports)
+            store.record_failure(run_id, "submissions", f"import {item['id']}", cast(str, item["reason"]))
     return {"accepted": accepted, "evaluated": done, "imported": imported}
 
 
-def approve_submission(store: Store, sub_id: str, note: str = "", settings: Settings | None = None) -> dict[str, Any]:
+class Approval(TypedDict):
+    """A vouched submission (:func:`approve_submission`): its candidate, the cutoff now trusted, the audit line and
+    how many stored reviews the copy check read."""
+
+    id: str
+    candidate: str
+    cutoff: str
+    detail: str
+    checked: int
+
+
+def approve_submission(store: Store, sub_id: str, note: str = "", settings: Settings | None = None) -> Approval:
     """The operator vouches for a submitted model's declared cutoff: its candidate gets that cutoff (its reviews
     on papers whose reviews became public after it count from the next board computation).  Audited in the store
     (``board_changes``).  :class:`SubmissionError` when there is nothing to approve.

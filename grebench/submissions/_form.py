@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import date
-from typing import Any
+from typing import Any, TypedDict
 
 from grebench.bench import is_reserved_name
 from grebench.endpoints import Resolver, URLRejected, check_submitted_url
@@ -152,8 +152,23 @@ def key_needed(form: SubmissionForm) -> bool:
     return not (form.base_url or "").strip()
 
 
+class SubmissionRow(TypedDict):
+    """A valid submission as it is queued, without its key (:func:`validate_submission`)."""
+
+    submitter: str
+    contact: str
+    model_name: str
+    model_string: str
+    base_url: str | None
+    normalised_url: str | None
+    params_json: str
+    dedup_key: str
+    released: date | None
+    cutoff: date | None
+
+
 def validate_submission(form: SubmissionForm, settings: Any,
-                        resolver: Resolver | Mapping[str, Iterable[str]] | None = None) -> dict[str, Any]:
+                        resolver: Resolver | Mapping[str, Iterable[str]] | None = None) -> SubmissionRow:
     """Check every field; return the row to queue (without the key) or raise :class:`SubmissionError` naming every
     problem of every field at once (``fields``)."""
     errors = FieldErrors()

@@ -12,7 +12,7 @@ scoring of its papers (the score stage): each submitted candidate's stored score
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, TypedDict
 
 from grebench.store import Store, utcnow
 
@@ -48,13 +48,22 @@ def information_evidence(flags: list[Any]) -> str:
             f"the human review of the paper ({shown}{'; ...' if len(flags) > 3 else ''})")
 
 
-def recheck_held(store: Store) -> list[dict[str, Any]]:
+class HeldSubmission(TypedDict):
+    """A submitted candidate the information view holds (:func:`recheck_held`)."""
+
+    candidate: str
+    approved: bool
+    papers: int
+    detail: str
+
+
+def recheck_held(store: Store) -> list[HeldSubmission]:
     """The information view on every submitted candidate's stored scores, now: a flag holds it (an approved one loses
     its vouched cutoff).  Returns what was held; writes only for flags not recorded already."""
     from grebench.scoring import information_flags
 
     held = held_submissions(store)
-    out = []
+    out: list[HeldSubmission] = []
     for row in store.rows("SELECT c.name, c.cutoff FROM candidates c WHERE c.kind = 'submitted' AND EXISTS "
                           "(SELECT 1 FROM scores s WHERE s.candidate = c.name) ORDER BY c.name"):
         flags = information_flags(store, row["name"])

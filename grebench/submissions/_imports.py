@@ -16,8 +16,9 @@ import os
 import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from grebench.bench import (
     CandidateError,
@@ -31,7 +32,7 @@ from grebench.llm import NAME_PATTERN
 from grebench.store import Store, utcnow
 from grebench.submissions import _limits
 from grebench.submissions._form import _CONTACT, FieldErrors, SubmissionError
-from grebench.submissions._queue import SubmissionQueue, refusal
+from grebench.submissions._queue import SubmissionQueue, SubmissionReply, refusal
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +68,34 @@ def read_upload(path: str | Path | None, limit: int = UPLOAD_MAX_BYTES) -> bytes
     return data
 
 
+class QueuedImport(TypedDict):
+    """A validated upload, as it is queued (:func:`validate_import`)."""
+
+    submitter: str
+    contact: str
+    candidate: str
+    meta_json: str
+    content: str
+    content_sha256: str
+    reviews: int
+    cutoff: date | None
+
+
+class ImportOutcome(TypedDict):
+    """What became of a queued upload (:func:`accept_queued_imports`); an imported one says how many reviews it
+    brought and how many are clean."""
+
+    id: str
+    candidate: str
+    ok: bool
+    reason: str | None
+    our_failure: bool
+    reviews: NotRequired[int]
+    clean: NotRequired[int]
+
+
 def validate_import(form: ImportForm, data: bytes, paper_ids: Collection[str],
-                    taken: Collection[str] = ()) -> dict[str, Any]:
+                    taken: Collection[str] = ()) -> QueuedImport:
     """Check the form and every line of the file; the row to queue, or one :class:`SubmissionError` naming every
     problem (``fields``: per form field, the file's bad lines under ``file``).  ``taken``: candidate names in use."""
     errors = FieldErrors()
@@ -102,7 +129,7 @@ def validate_import(form: ImportForm, data: bytes, paper_ids: Collection[str],
 
 
 def queue_import(queue: SubmissionQueue, form: ImportForm, data: bytes, settings: Any, paper_ids: Collection[str],
-                 taken: Collection[str] = (), source: str | None = None) -> dict[str, Any]:
+                 taken: Collection[str] = (), source: str | None = None) -> SubmissionReply:
     """Validate and queue one import: ``{"ok", "id", "message", "errors", "next_try"}`` (as
     :meth:`SubmissionQueue.submit`).
 
@@ -144,7 +171,7 @@ def queue_import(queue: SubmissionQueue, form: ImportForm, data: bytes, settings
             f"{row['candidate']} ({cutoff}); the operator's next queue run imports and scores them."}
 
 
-def accept_queued_imports(store: Store, queue: SubmissionQueue, settings: Any) -> list[dict[str, Any]]:
+def accept_queued_imports(store: Store, queue: SubmissionQueue, settings: Any) -> list[ImportOutcome]:
     """Import every queued file into the main store (called by the scheduler's submissions stage).
 
     Each file is checked again against the live store (papers may differ from the app's export) and imported in
@@ -152,7 +179,7 @@ def accept_queued_imports(store: Store, queue: SubmissionQueue, settings: Any) -
     The file's text leaves the queue when the import ends, finished or failed.  ``our_failure``: the import failed
     on our side (the store), not because of the file: the caller records it as its run's failure.
     """
-    done: list[dict[str, Any]] = []
+    done: list[ImportOutcome] = []
     for sub in queue.rows("SELECT * FROM import_submissions WHERE status = 'queued' ORDER BY created_at"):
         summary: dict[str, Any] | None = None
         ours = False  # the import failed on our side (the store), not on the file: the job's failure too
@@ -178,7 +205,9 @@ def accept_queued_imports(store: Store, queue: SubmissionQueue, settings: Any) -
             con.execute("UPDATE import_submissions SET status = ?, reason = ?, content = NULL, updated_at = ? "
                         "WHERE id = ?", [status, reason, utcnow(), sub["id"]])
         log.info("import %s %s%s", sub["id"], status, f": {reason}" if reason else "")
-        counts = {} if summary is None else {"reviews": summary["reviews"], "clean": summary["clean"]}
-        done.append({"id": sub["id"], "candidate": sub["candidate"], "ok": status == "finished",
-                     "reason": reason, "our_failure": ours, **counts})
+        outcome: ImportOutcome = {"id": sub["id"], "candidate": sub["candidate"], "ok": status == "finished",
+                                  "reason": reason, "our_failure": ours}
+        if summary is not None:
+            outcome["reviews"], outcome["clean"] = summary["reviews"], summary["clean"]
+        done.append(outcome)
     return done

@@ -15,9 +15,9 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 import duckdb
 
@@ -61,8 +61,47 @@ CREATE TABLE IF NOT EXISTS import_submissions (
 """
 
 
+class SubmissionReply(TypedDict):
+    """The reply to a submission or an upload: whether it was queued (``id``: its id, or the submission it
+    repeats), every problem in ``message`` and per form field in ``errors``, and when a limit ends (``next_try``)."""
+
+    ok: bool
+    id: str | None
+    message: str
+    errors: dict[str, list[str]]
+    next_try: str | None
+
+
+class PublicSubmission(TypedDict):
+    """A queue entry as the Queue tab shows it (:meth:`SubmissionQueue.public_rows`)."""
+
+    id: str
+    model_name: str
+    status: str
+    reason: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class SubmittedCandidate(TypedDict):
+    """The candidate an accepted submission becomes (:func:`accept_queued_submissions`)."""
+
+    name: str
+    kind: str
+    model: str
+    api_base: str | None
+    family: None
+    released: date | None
+    cutoff: None
+    api_key_env: None
+    params_json: str
+    description: str
+    submitter: str
+    updated_at: datetime
+
+
 def refusal(message: str, fields: dict[str, list[str]] | None = None, next_try: datetime | None = None,
-            sub_id: str | None = None) -> dict[str, Any]:
+            sub_id: str | None = None) -> SubmissionReply:
     """The reply to a refused submission or upload: ``message`` (every problem), ``errors`` (per form field) and
     ``next_try`` (when a limit ends, ``2026-11-29 14:03 UTC``; None when a corrected form may be sent at once)."""
     tail = f"; next try allowed after {when(next_try)}" if next_try is not None else ""
@@ -113,15 +152,15 @@ class SubmissionQueue:
             names = [d[0] for d in cur.description]
             return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
-    def public_rows(self, limit: int = 200) -> list[dict[str, Any]]:
+    def public_rows(self, limit: int = 200) -> list[PublicSubmission]:
         """What the Queue tab shows, endpoint submissions and imports alike: no contact, no URL, never the key."""
-        return self.rows(f"""SELECT {_PUBLIC_COLUMNS} FROM submissions UNION ALL
+        return cast(list[PublicSubmission], self.rows(f"""SELECT {_PUBLIC_COLUMNS} FROM submissions UNION ALL
                              SELECT id, candidate || ? AS model_name, status, reason, created_at, updated_at
-                             FROM import_submissions ORDER BY created_at DESC LIMIT ?""", [IMPORTED_SUFFIX, limit])
+                             FROM import_submissions ORDER BY created_at DESC LIMIT ?""", [IMPORTED_SUFFIX, limit]))
 
     @staticmethod
     def admission(con: duckdb.DuckDBPyConnection, settings: Any, source: str | None, now: datetime,
-                  contact: str = "") -> dict[str, Any] | None:
+                  contact: str = "") -> SubmissionReply | None:
         """The refusal of a new submission or upload before its form is looked at, or None: the queue holds
         ``queue_max_pending`` waiting entries, the source address is over its weekly quota or its refused tries
         (:mod:`._limits`), or the contact (when it is a well-formed one) has used its weekly quota.  A refusal here
@@ -168,7 +207,7 @@ class SubmissionQueue:
 
     def submit(self, form: SubmissionForm, settings: Any, vault: KeyVault,
                resolver: Resolver | Mapping[str, Iterable[str]] | None = None,
-               source: str | None = None) -> dict[str, Any]:
+               source: str | None = None) -> SubmissionReply:
         """Validate and queue one submission: ``{"ok", "id", "message", "errors", "next_try"}``; ``source`` is the
         network address it came from (the app's client address).
 
@@ -259,8 +298,9 @@ def _candidate_params(params_json: str | None, settings: Any) -> str:
     return json.dumps(params, sort_keys=True)
 
 
-def accept_queued_submissions(store: Store, queue: SubmissionQueue, settings: Any = None,
-                              resolver: Resolver | Mapping[str, Iterable[str]] | None = None) -> list[dict[str, Any]]:
+def accept_queued_submissions(
+        store: Store, queue: SubmissionQueue, settings: Any = None,
+        resolver: Resolver | Mapping[str, Iterable[str]] | None = None) -> list[SubmittedCandidate]:
     """Turn queued submissions into ``submitted`` candidates of the main store (called by the scheduler); the
     declared cutoff stays in ``submissions.cutoff`` until the operator vouches for it
     (:func:`grebench.submissions.approve_submission`).
@@ -269,7 +309,7 @@ def accept_queued_submissions(store: Store, queue: SubmissionQueue, settings: An
     the address at call time (:func:`grebench.endpoints.pinned_transport`).  The main store's copy of a submission
     never carries the key ciphertext.  Returns the candidate rows written.
     """
-    accepted: list[dict[str, Any]] = []
+    accepted: list[SubmittedCandidate] = []
     for sub in queue.rows("SELECT * FROM submissions WHERE status = 'queued' ORDER BY created_at"):
         reason = None
         if store.scalar("SELECT count(*) FROM candidates WHERE lower(name) = lower(?)", [sub["model_name"]]):
@@ -289,12 +329,11 @@ def accept_queued_submissions(store: Store, queue: SubmissionQueue, settings: An
                          sub["released"], sub["cutoff"], status, reason, sub["created_at"], now])
             if reason is None:
                 # the declared cutoff stays in `submissions.cutoff`: information only until the operator vouches
-                candidate = {"name": sub["model_name"], "kind": SUBMITTED_KIND, "model": sub["model_string"],
-                             "api_base": sub["normalised_url"], "family": None, "released": sub["released"],
-                             "cutoff": None, "api_key_env": None,
-                             "params_json": _candidate_params(sub["params_json"], settings),
-                             "description": f"submission {sub['id']}", "submitter": sub["submitter"],
-                             "updated_at": now}
+                candidate: SubmittedCandidate = {
+                    "name": sub["model_name"], "kind": SUBMITTED_KIND, "model": sub["model_string"],
+                    "api_base": sub["normalised_url"], "family": None, "released": sub["released"], "cutoff": None,
+                    "api_key_env": None, "params_json": _candidate_params(sub["params_json"], settings),
+                    "description": f"submission {sub['id']}", "submitter": sub["submitter"], "updated_at": now}
                 con.execute(f"INSERT INTO candidates ({', '.join(candidate)}) VALUES "
                             f"({', '.join('?' * len(candidate))})", list(candidate.values()))
                 con.execute("INSERT INTO board_changes VALUES (?, 'submission', ?, ?)",

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from grebench.progress import Progress
 from grebench.settings import Settings
@@ -146,7 +146,17 @@ def take_turn(store: Store, settings: Settings, run_id: str, sub_id: str, candid
     return TurnResult(finished=stopped is not None or not todo, stopped=stopped, batches=batches, tally=tally)
 
 
-def stored_totals(store: Store, name: str) -> dict[str, float]:
+class StoredTotals(TypedDict):
+    """What a candidate's stored generations add up to (:func:`stored_totals`)."""
+
+    reviews: int
+    failed: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+
+
+def stored_totals(store: Store, name: str) -> StoredTotals:
     """What the candidate's stored generations add up to (exact over turns, passes and restarts): reviews, failed
     calls, tokens and cost."""
     row = store.rows("SELECT count(*) FILTER (WHERE status = 'ok') AS reviews, "
