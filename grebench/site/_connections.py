@@ -59,6 +59,9 @@ REFUSALS_PER_ACCEPT = 256
 #: Seconds an accepted connection may wait for its protocol (asyncio's task making its transport) before its count
 #: is released: a connection whose transport failed is never counted for ever.
 PENDING_S = 30.0
+#: The receive buffer of a held refusal, in bytes (the kernel doubles it and keeps a floor of its own).
+HELD_RCVBUF = 2048
+_DISCARD = memoryview(bytearray(256 * 1024))  # where a held refusal's early bytes go (never read)
 #: What a refused connection is sent before it is held: an HTTP client reads why and when to come back.
 REFUSAL = (b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: %d\r\nContent-Type: text/plain\r\n"
            b"Content-Length: 34\r\nConnection: close\r\n\r\ntoo many connections; retry later\n")
@@ -237,7 +240,12 @@ class ConnectionGuard:
         """A refused connection: sent :data:`REFUSAL`, then held (nothing read) until ``refused_hold_s`` from now,
         or closed at once when the pool is full or holding is off."""
         try:
+            # the smallest receive buffer: what the client sends is never read, and a full pool of held sockets
+            # must not hold the kernel's TCP memory (a default buffer is ~128 KiB: 15,648 held = 2 GB, past the
+            # kernel's TCP memory-pressure line, where every connection of the machine suffers)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, HELD_RCVBUF)
             conn.send(REFUSAL % round(self.limits.refused_hold_s or 1))
+            conn.recv_into(_DISCARD)  # what arrived before the accept (up to the first window) is dropped, once
         except OSError:
             pass
         if self.limits.refused_hold_s > 0 and len(self.held) < self.limits.held_cap:

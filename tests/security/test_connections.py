@@ -85,6 +85,8 @@ def test_connections_beyond_the_per_address_cap_are_refused_held_then_closed_and
             assert s.recv(4096).startswith(b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 2\r\n")
         assert guard.by_address.get("127.0.0.2") == 8  # the first 8 held by the app, counted
         assert guard.held_peak == 20  # the pool of held refusals is full: the last 12 were closed at once
+        # a held refusal's receive buffer is the smallest the kernel allows: what its client sends is never read
+        assert max(held.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) for _, held in guard.held) <= 8192
         assert _served_within(url, "127.0.0.3", 2.0) < 2.0
         closed_at_once = [s for s in socks[8:] if _closed(s, 0.05)]
         assert len(closed_at_once) == 12
