@@ -387,6 +387,7 @@ def main() -> None:
         honest_info = [r is not None and r >= HUMAN_FACTOR for r in view.ratios(items)]
     honest_any = [lex.copied or prose for lex, prose in zip(honest_lex, honest_prose, strict=True)]
     rows = []
+    missed_notes: list[str] = []
     for name, strength, transform, target in CASES:
         if args.cases and not any(part.strip() in name for part in args.cases.split(",") if part.strip()):
             continue
@@ -398,10 +399,16 @@ def main() -> None:
         lex = [copy_evidence(t, reviews, paper, background) for t, (_, paper, reviews) in zip(texts, data, strict=True)]
         prose = [not prose_evidence(t, prose_model).prose for t in texts]
         info = [False] * len(texts)
+        ratios: list[float | None] = [None] * len(texts)
         if view is not None:
             ratios = view.ratios([(label.split("/", 1)[1], t) for t, (label, _, _) in zip(texts, data, strict=True)])
             info = [r is not None and r >= HUMAN_FACTOR for r in ratios]
         caught = [a.copied or b or c for a, b, c in zip(lex, prose, info, strict=True)]
+        missed = [r for r, c in zip(ratios, caught, strict=True) if not c and r is not None]
+        if missed:  # what the copies nothing caught carry: their summed share over the human review's (1 = as much)
+            missed_notes.append(f"{name}, {strength}: {len(missed)} missed; information over the human review's "
+                                f"median {sorted(missed)[len(missed) // 2]:.2f}, largest {max(missed):.2f}, "
+                                f"{sum(r > 1 for r in missed)} above 1")
         scores = sorted(e.score for e in lex)
         rows.append((name, strength, sum(caught), len(data), sum(e.copied for e in lex), sum(prose), sum(info),
                      scores[len(scores) // 20], target))
@@ -426,6 +433,8 @@ def main() -> None:
             print(f"{name:<55} {strength:<22} {caught:>4}/{total:<4} {caught / total:7.1%}  lexical {lexical:>4} "
                   f"prose {prose_n:>4} info {info_n if view is not None else '-':>4}  p5 {p5:.2f}{note}")
     print(("\n" + summary[0].upper() + summary[1:] + ".") if args.markdown else summary)
+    for note in missed_notes:
+        print(("\n- " if args.markdown else "missed: ") + note)
 
 
 if __name__ == "__main__":

@@ -254,11 +254,15 @@ class ConnectionGuard:
         else:
             conn.close()
 
-    def sweep(self, now: float) -> None:
-        """Close the held refusals whose time is up; release the counts that no protocol took within
-        :data:`PENDING_S`."""
+    def close_due(self, now: float) -> None:
+        """Close the held refusals whose time is up (the oldest first: a few steps, whatever the pool's size)."""
         while self.held and self.held[0][0] <= now:
             self.held.popleft()[1].close()
+
+    def sweep(self, now: float) -> None:
+        """:meth:`close_due`, and release the counts that no protocol took within :data:`PENDING_S` (a walk over the
+        pending connections: once a second, never per accept)."""
+        self.close_due(now)
         for fd, (address, when) in list(self.pending.items()):
             if now - when > PENDING_S:
                 del self.pending[fd]
@@ -282,7 +286,7 @@ class GuardedListener(socket.socket):
 
     def accept(self) -> tuple[socket.socket, Any]:
         now = time.monotonic()
-        self.guard.sweep(now)
+        self.guard.close_due(now)
         for _ in range(REFUSALS_PER_ACCEPT):
             conn, peer = super().accept()  # BlockingIOError: nothing waits
             address = str(peer[0]) if peer else "unknown"
