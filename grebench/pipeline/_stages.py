@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from grebench.pipeline._check import SetupError, unusable_dir
 from grebench.pipeline._runner import BaseStage, Stage, StageContext
 from grebench.registry import Registry
+
+if TYPE_CHECKING:
+    from grebench.scoring import ValidationRow
 
 
 class IngestStage(BaseStage):
@@ -220,7 +223,7 @@ class Untested(TypedDict):
     metrics_not_tested: list[str]
 
 
-def untested(rows: list[dict[str, Any]], llm_controls: bool = False) -> Untested:
+def untested(rows: list[ValidationRow], llm_controls: bool = False) -> Untested:
     """What a validation report did not test: the default controls (those written by ``control_model`` only with
     ``llm_controls``) and metrics without a row (a core run scores the core controls with GEM-S only), and whether
     that makes it the core set or the full validation."""

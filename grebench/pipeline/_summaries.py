@@ -22,7 +22,7 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypedDict, overload
 
 if TYPE_CHECKING:
-    from grebench.scoring import Attribution
+    from grebench.scoring import Attribution, EstimatorAgreement, ValidationRow
 
 #: The bookkeeping fields of :class:`StageSummary`: not keys of the stage's JSON.
 _BOOKKEEPING = frozenset({"extra", "_keys", "_given"})
@@ -229,8 +229,8 @@ class ValidateSummary(StageSummary):
     estimator: str = ""
     preprocessor: str = ""
     metrics: list[str] = field(default_factory=list)
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    agreement: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[ValidationRow] = field(default_factory=list)
+    agreement: list[EstimatorAgreement] = field(default_factory=list)
     nothing_to_validate: str | None = None
     validation: str | None = None   # core | full | partial: what the report tested
     controls_not_tested: list[str] | None = None
