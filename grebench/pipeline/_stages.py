@@ -16,6 +16,7 @@ from grebench.pipeline._runner import BaseStage, Stage, StageContext
 from grebench.registry import Registry
 
 if TYPE_CHECKING:
+    from grebench.ingest import IngestJson
     from grebench.scoring import ValidationRow
 
 
@@ -32,7 +33,7 @@ class IngestStage(BaseStage):
         """A failed ingest that left the store without any paper ends the job: nothing after it has input."""
         return not ctx.store.scalar("SELECT count(*) FROM papers")
 
-    def run(self, ctx: StageContext) -> dict[str, Any]:
+    def run(self, ctx: StageContext) -> IngestJson:
         from grebench.ingest import resolve_source, run_ingest
 
         source = resolve_source(ctx.options.source, ctx.settings)

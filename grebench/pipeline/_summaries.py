@@ -22,6 +22,7 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypedDict, overload
 
 if TYPE_CHECKING:
+    from grebench.ingest import LinkCounts
     from grebench.scoring import Attribution, EstimatorAgreement, ValidationRow
 
 #: The bookkeeping fields of :class:`StageSummary`: not keys of the stage's JSON.
@@ -54,15 +55,6 @@ class Qualified(TypedDict):
     venue_id: str
     qualified: list[str]
     examined: int
-
-
-class LinkCounts(TypedDict, total=False):
-    """``ingest``: the similarity links recomputed for the papers it added or changed (none: no key)."""
-
-    papers: int
-    links: int
-    by_method: dict[str, int]
-    links_total: int
 
 
 class Published(TypedDict):
@@ -138,6 +130,10 @@ def _declared(cls: type[StageSummary], key: str) -> str | None:
     return None
 
 
+def _no_links() -> LinkCounts:
+    return {}
+
+
 def _default(f: Field[Any]) -> object:
     return f.default if f.default_factory is MISSING else f.default_factory()
 
@@ -153,7 +149,7 @@ class IngestSummary(StageSummary):
     reviews_added: int = 0
     versions_added: int = 0
     pdfs_extracted: int = 0
-    links: LinkCounts = field(default_factory=LinkCounts)
+    links: LinkCounts = field(default_factory=_no_links)  # the links of the papers it added or changed (none: {})
     failures: list[dict[str, str]] = field(default_factory=list)  # {item, reason}
     papers_total: int = 0
     reviews_total: int = 0
