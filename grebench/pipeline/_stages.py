@@ -17,6 +17,7 @@ from grebench.registry import Registry
 
 if TYPE_CHECKING:
     from grebench.ingest import IngestJson
+    from grebench.panel import PanelRun
     from grebench.scoring import ValidationRow
 
 
@@ -261,7 +262,7 @@ class PanelStage(BaseStage):
         except ValueError as exc:
             raise SetupError(f"--judge: {exc}" if ctx.options.judges else str(exc)) from None
 
-    def run(self, ctx: StageContext) -> dict[str, Any]:
+    def run(self, ctx: StageContext) -> PanelRun:
         from grebench.panel import is_unreachable, run_panel
         from grebench.scoring import gem_judge_metric
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypedDict, overl
 
 if TYPE_CHECKING:
     from grebench.ingest import LinkCounts
+    from grebench.panel import AgreementRow, ExamRow, Qualified, RankingRow
     from grebench.scoring import Attribution, EstimatorAgreement, ValidationRow
 
 #: The bookkeeping fields of :class:`StageSummary`: not keys of the stage's JSON.
@@ -47,14 +48,6 @@ class ProxyScore(TypedDict):
     estimator_calls: int
     cache_hits: int
     attribution: Attribution
-
-
-class Qualified(TypedDict):
-    """``panel``: the judges that qualified on a venue-year, of how many examined."""
-
-    venue_id: str
-    qualified: list[str]
-    examined: int
 
 
 class Published(TypedDict):
@@ -238,9 +231,9 @@ class PanelSummary(StageSummary):
     """``panel`` (``exam``, ``judge``): the exam, the ranking, the agreement with GEM-S, per venue-year."""
 
     venues: list[str] = field(default_factory=list)
-    exam: list[dict[str, Any]] = field(default_factory=list)
-    rankings: list[dict[str, Any]] = field(default_factory=list)
-    agreement: list[dict[str, Any]] = field(default_factory=list)
+    exam: list[ExamRow] = field(default_factory=list)
+    rankings: list[RankingRow] = field(default_factory=list)
+    agreement: list[AgreementRow] = field(default_factory=list)
     qualified: list[Qualified] = field(default_factory=list)
     unjudged: list[dict[str, str]] = field(default_factory=list)   # {venue_id, candidate, reason}
     votes: int = 0
