@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from grebench.ingest import IngestJson
     from grebench.panel import PanelRun
     from grebench.scoring import ValidationRow
+    from grebench.store import SnapshotsCut
+    from grebench.submissions import QueuePass
 
 
 class IngestStage(BaseStage):
@@ -333,7 +335,7 @@ class SubmissionsStage(BaseStage):
     name = "submissions"
     description = "evaluate submitted model endpoints (pinned, key in memory only, deleted after); queued imports"
 
-    def run(self, ctx: StageContext) -> dict[str, Any]:
+    def run(self, ctx: StageContext) -> QueuePass:
         from grebench.submissions import evaluate_queued
 
         return evaluate_queued(ctx.store, ctx.settings, ctx.run_id, ctx.services["queue"], ctx.services["vault"],
@@ -349,7 +351,7 @@ class SnapshotStage(BaseStage):
     def __init__(self, today: date | None = None) -> None:
         self.today = today
 
-    def run(self, ctx: StageContext) -> dict[str, Any]:
+    def run(self, ctx: StageContext) -> SnapshotsCut:
         from grebench.scoring import provenance
         from grebench.store import cut_due_snapshots
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from grebench.ingest import LinkCounts
     from grebench.panel import AgreementRow, ExamRow, Qualified, RankingRow
     from grebench.scoring import Attribution, EstimatorAgreement, ValidationRow
+    from grebench.submissions import HeldSubmission
 
 #: The bookkeeping fields of :class:`StageSummary`: not keys of the stage's JSON.
 _BOOKKEEPING = frozenset({"extra", "_keys", "_given"})
@@ -192,7 +193,7 @@ class ScoreSummary(StageSummary):
     sample: str | None = None
     proxy: ProxyScore | None = None
     validation: str | None = None   # core | full: the control set and metrics the run scored
-    held: list[dict[str, Any]] = field(default_factory=list)  # submitted models the information view held (issue 48)
+    held: list[HeldSubmission] = field(default_factory=list)  # submitted models the information view held (issue 48)
 
     _json_names: ClassVar[Mapping[str, str]] = {"skips": "skipped"}
 
