@@ -25,7 +25,10 @@ from grebench.bench._import import (
     BadLine,
     ImportedReview,
     ImportFile,
+    ImportRefusal,
     ImportRefused,
+    ImportSummary,
+    ModelMeta,
     check_candidate_name,
     check_meta,
     copied_shares,
@@ -65,7 +68,7 @@ from grebench.bench._registry import (
     parse_candidate,
     sync_candidates,
 )
-from grebench.bench._run import check_candidates, generate_for, run_bench
+from grebench.bench._run import BenchRun, check_candidates, generate_for, run_bench
 from grebench.bench._sections import join_sections, split_sections, split_sentences
 from grebench.bench._unreviewed import generate_unreviewed, reseal, stored_candidate, unreviewed_paper_ids
 from grebench.bench.controls import CONTROLS, Control, ControlInput, ControlSkip, core_controls, default_controls
@@ -91,6 +94,7 @@ __all__ = [
     "REVIEW_PROMPT_VERSION",
     "SUBMITTED_KIND",
     "BadLine",
+    "BenchRun",
     "Candidate",
     "CandidateError",
     "CandidateKind",
@@ -99,9 +103,12 @@ __all__ = [
     "ControlSkip",
     "CopyEvidence",
     "ImportFile",
+    "ImportRefusal",
     "ImportRefused",
+    "ImportSummary",
     "ImportedReview",
     "KindInfo",
+    "ModelMeta",
     "PaperInput",
     "ParsedReview",
     "ProseEvidence",

@@ -207,11 +207,12 @@ class Background:
 def bundled_background() -> Background:
     """The background of the bundled samples' reviews (ICLR 2020 and 2026, about 700 papers), built once."""
     from grebench.ingest import BUNDLED, bundled_source
+    from grebench.store import PaperRecord
 
     background = Background()
     for name in BUNDLED:
         for paper in bundled_source(name).fetch():
-            if hasattr(paper, "reviews"):
+            if isinstance(paper, PaperRecord):  # a SourceFailure has no reviews
                 background.add(f"{paper.venue_id}/{paper.paper_id}", [r.text for r in paper.reviews])
     return background
 

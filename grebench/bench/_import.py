@@ -21,7 +21,7 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 from grebench.bench._contamination import IMPORTED_KIND, is_clean
 from grebench.bench._copies import COPY_THRESHOLD, Background, CopyEvidence, bundled_background, copy_evidence
@@ -42,7 +42,11 @@ MAX_KEPT = 1000  # bad lines kept on the exception
 MAX_REASON = 500  # characters of one bad line's reasons (a refusal message stays a few kB whatever the file holds)
 LINE_KEYS = ("paper_id", "review", "generated_at")
 META_KEYS = ("cutoff", "released", "model", "family", "description", "url", "submitter")
-_DATE_KEYS = ("cutoff", "released")
+_DATE_KEYS: tuple[Literal["cutoff", "released"], ...] = ("cutoff", "released")
+_TEXT_KEYS: tuple[Literal["model", "family", "description", "url", "submitter"], ...] = (
+    "model", "family", "description", "url", "submitter")
+#: The declared dates an untrusted import keeps as information only.
+_DECLARED: tuple[Literal["cutoff"], ...] = ("cutoff",)
 _TEXT_LIMITS = {"model": 200, "family": 100, "description": 2000, "url": 500, "submitter": 200}
 _CLOCK_SKEW = timedelta(minutes=5)  # a generated_at this far ahead of our clock is still "now"
 _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number",
@@ -76,10 +80,65 @@ class ImportRefused(ValueError):
             listed.append(f"{bullet}... and {self.total - len(listed)} more")
         return "\n".join([head, *listed])
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> ImportRefusal:
         """Machine-readable refusal: the message, the bad lines kept, and how many there were."""
         return {"status": "refused", "error": self.message(), "bad_lines_total": self.total,
                 "bad_lines": [{"line": p.line, "reason": p.reason} for p in self.problems]}
+
+
+class RefusedLine(TypedDict):
+    """One bad line of a refused file, as ``--json`` prints it."""
+
+    line: int
+    reason: str
+
+
+class ImportRefusal(TypedDict):
+    """A refused import, as ``grebench bench import --json`` prints it (:meth:`ImportRefused.as_json`)."""
+
+    status: str                     # refused
+    error: str
+    bad_lines_total: int
+    bad_lines: list[RefusedLine]
+
+
+class ModelMeta(TypedDict, total=False):
+    """Model metadata, checked (:func:`check_meta`): a key is absent where no value was given."""
+
+    cutoff: date
+    released: date
+    model: str
+    family: str
+    description: str
+    url: str
+    submitter: str
+    declared: dict[str, str]        # untrusted declared dates, as text (:func:`import_reviews`)
+
+
+class ImportSummary(TypedDict):
+    """What an import did and how its reviews count (:func:`import_reviews`; ``grebench bench import --json``)."""
+
+    candidate: str
+    kind: str
+    source: str
+    sha256: str
+    reviews: int
+    changed: bool
+    added: int
+    replaced: int
+    removed: int
+    clean: int
+    sealed: int
+    contaminated: int
+    papers_with_split: int
+    cutoff: date | None
+    cutoff_trusted: bool
+    declared: dict[str, str]
+    model: str | None
+    warnings: list[str]
+    status: str                     # ok
+    outside_sample: NotRequired[list[str]]  # the command adds the papers outside the recorded sample
+    sample_size: NotRequired[int | None]
 
 
 @dataclass(frozen=True)
@@ -97,7 +156,7 @@ class ImportedReview:
 class ImportFile:
     """A fully valid import file: the ``_meta`` line's metadata (parsed), the reviews in file order, its hash."""
 
-    meta: dict[str, Any]
+    meta: ModelMeta
     reviews: tuple[ImportedReview, ...]
     sha256: str
 
@@ -164,7 +223,7 @@ def parse_datetime(value: Any, what: str, now: datetime | None = None) -> dateti
     return parsed
 
 
-def check_meta(raw: Any, where: str = "_meta") -> tuple[dict[str, Any], list[str]]:
+def check_meta(raw: Any, where: str = "_meta") -> tuple[ModelMeta, list[str]]:
     """Validate model metadata (a ``_meta`` object or the command-line options): (parsed values, reasons).
 
     Keys: :data:`META_KEYS`; ``cutoff`` and ``released`` are dates YYYY-MM-DD, the others strings; None is absent.
@@ -176,30 +235,33 @@ def check_meta(raw: Any, where: str = "_meta") -> tuple[dict[str, Any], list[str
     if unknown:
         reasons.append(f"unknown {where} key(s) {_listed(unknown)} "
                        f"(allowed: {', '.join(META_KEYS)})")
-    meta: dict[str, Any] = {}
-    for key in META_KEYS:
+    meta: ModelMeta = {}
+    for key in _DATE_KEYS:  # META_KEYS begins with the dates: the keys are checked (and kept) in its order
         value = raw.get(key)
         if value is None:
             continue
-        if key in _DATE_KEYS:
-            if isinstance(value, date) and not isinstance(value, datetime):
-                meta[key] = value
-                continue
-            try:
-                if not isinstance(value, str) or len(value.strip()) != 10:
-                    raise ValueError
-                meta[key] = date.fromisoformat(value.strip())
-            except ValueError:
-                reasons.append(f"{where} {key} must be a date YYYY-MM-DD, got {_show(value)}")
-        elif not isinstance(value, str) or _utf8_size(value) is None:
-            reasons.append(f"{where} {key} must be a string of valid characters, got {_type(value)}")
-        elif len(value) > _TEXT_LIMITS[key]:
-            reasons.append(f"{where} {key} is longer than {_TEXT_LIMITS[key]} characters")
-        elif key == "url" and not value.strip().lower().startswith(("https://", "http://")):
+        if isinstance(value, date) and not isinstance(value, datetime):
+            meta[key] = value
+            continue
+        try:
+            if not isinstance(value, str) or len(value.strip()) != 10:
+                raise ValueError
+            meta[key] = date.fromisoformat(value.strip())
+        except ValueError:
+            reasons.append(f"{where} {key} must be a date YYYY-MM-DD, got {_show(value)}")
+    for text_key in _TEXT_KEYS:
+        value = raw.get(text_key)
+        if value is None:
+            continue
+        if not isinstance(value, str) or _utf8_size(value) is None:
+            reasons.append(f"{where} {text_key} must be a string of valid characters, got {_type(value)}")
+        elif len(value) > _TEXT_LIMITS[text_key]:
+            reasons.append(f"{where} {text_key} is longer than {_TEXT_LIMITS[text_key]} characters")
+        elif text_key == "url" and not value.strip().lower().startswith(("https://", "http://")):
             reasons.append(f"{where} url must start with https:// or http://, got {_show(value)}")
         elif value.strip():
-            meta[key] = value.strip()
-    if meta.get("cutoff") and meta.get("released") and meta["cutoff"] > meta["released"]:
+            meta[text_key] = value.strip()
+    if (cutoff := meta.get("cutoff")) and (released := meta.get("released")) and cutoff > released:
         reasons.append(f"{where} cutoff {meta['cutoff']} is after released {meta['released']}")
     return meta, reasons
 
@@ -262,7 +324,7 @@ def read_import(data: bytes, paper_ids: Collection[str], *, now: datetime | None
     known = paper_ids if isinstance(paper_ids, (set, frozenset, dict)) else frozenset(paper_ids)
     problems: list[BadLine] = []
     total = 0
-    meta: dict[str, Any] = {}
+    meta: ModelMeta = {}
     reviews: list[ImportedReview] = []
     first_line: dict[str, int] = {}
     seen_line = False
@@ -328,7 +390,7 @@ def check_candidate_name(store: Store, settings: Settings, name: str) -> None:
                                  f"(kind {row['kind']})")
 
 
-def _candidate_row(name: str, meta: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+def _candidate_row(name: str, meta: ModelMeta, now: datetime) -> dict[str, Any]:
     params: dict[str, Any] = {"url": meta["url"]} if meta.get("url") else {}
     # how cleanliness is decided: the declared dates (the operator vouched: --trust-cutoff), or the server's receipt
     params["cutoff_trusted"] = "declared" not in meta
@@ -467,7 +529,7 @@ def refuse_copies(store: Store, reviews: Sequence[ImportedReview], source: str) 
 
 def import_reviews(store: Store, settings: Settings, name: str, data: bytes,
                    options: Mapping[str, Any] | None = None, *, source: str = "import file",
-                   now: datetime | None = None, trust_declared: bool = False) -> dict[str, Any]:
+                   now: datetime | None = None, trust_declared: bool = False) -> ImportSummary:
     """Make the reviews of an import file the whole set of candidate ``name`` (kind ``imported``); the summary.
 
     Metadata: the file's ``_meta`` line, overridden by ``options`` (the same keys; None is absent).  Nothing is
@@ -491,11 +553,11 @@ def import_reviews(store: Store, settings: Settings, name: str, data: bytes,
     papers = public_since(store)  # the earliest public reviews of each paper's work, any version
     parsed = read_import(data, papers, now=now, source=source)
     refuse_copies(store, parsed.reviews, source)
-    meta = {**parsed.meta, **overrides}
-    if meta.get("cutoff") and meta.get("released") and meta["cutoff"] > meta["released"]:
-        raise CandidateError(f"candidate {name!r}: cutoff {meta['cutoff']} is after released {meta['released']}")
+    meta: ModelMeta = {**parsed.meta, **overrides}
+    if (cutoff := meta.get("cutoff")) and (released := meta.get("released")) and cutoff > released:
+        raise CandidateError(f"candidate {name!r}: cutoff {cutoff} is after released {released}")
     if not trust_declared:
-        declared = {k: meta.pop(k) for k in ("cutoff",) if meta.get(k)}
+        declared = {k: meta.pop(k) for k in _DECLARED if meta.get(k)}
         meta["declared"] = {k: str(v) for k, v in declared.items()}
         parsed = replace(parsed, reviews=tuple(replace(r, generated_at=None, declared_at=r.generated_at)
                                                for r in parsed.reviews))
@@ -554,8 +616,9 @@ def import_reviews(store: Store, settings: Settings, name: str, data: bytes,
                     replaced=replaced, removed=removed)
 
 
-def _summary(store: Store, name: str, meta: Mapping[str, Any], parsed: ImportFile, rows: list[GenerationRow],
-             papers: Mapping[str, datetime | None], source: str, **counts: Any) -> dict[str, Any]:
+def _summary(store: Store, name: str, meta: ModelMeta, parsed: ImportFile, rows: list[GenerationRow],
+             papers: Mapping[str, datetime | None], source: str, *, changed: bool, added: int, replaced: int,
+             removed: int) -> ImportSummary:
     """What an import did and how its reviews count (clean / sealed / contaminated), with warnings."""
     cutoff = meta.get("cutoff")
     sealed = sum(bool(r["sealed"]) for r in rows)
@@ -578,7 +641,8 @@ def _summary(store: Store, name: str, meta: Mapping[str, Any], parsed: ImportFil
         warnings.append(f"{len(rows) - with_split} review(s) are for papers without a human-baseline split yet "
                         "(fewer than 3 official reviews, or `grebench bench` not run since ingest): not scored")
     return {"candidate": name, "kind": IMPORTED_KIND, "source": source, "sha256": parsed.sha256,
-            "reviews": len(rows), **counts, "clean": clean, "sealed": sealed, "contaminated": len(rows) - clean,
+            "reviews": len(rows), "changed": changed, "added": added, "replaced": replaced, "removed": removed,
+            "clean": clean, "sealed": sealed, "contaminated": len(rows) - clean,
             "papers_with_split": with_split, "cutoff": cutoff, "cutoff_trusted": "declared" not in meta,
             "declared": dict(meta.get("declared", {})), "model": meta.get("model"), "warnings": warnings,
             "status": "ok"}

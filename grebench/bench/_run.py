@@ -66,6 +66,36 @@ class _Tally:
     skipped_generations: list[dict[str, str]] = field(default_factory=list)
 
 
+class CandidateCount(TypedDict):
+    """A candidate of a bench run and its stored reviews (an imported one: how many are in the papers worked on)."""
+
+    name: str
+    kind: str
+    generations: int
+    sample_papers: NotRequired[int]  # imported candidates only
+
+
+class BenchRun(TypedDict):
+    """What a bench run did (:func:`run_bench`; ``grebench bench --json``)."""
+
+    calls_made: int
+    cached: int
+    failed: int
+    generations_total: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    skipped_papers: list[dict[str, str]]       # {paper_id, reason}
+    candidates: list[CandidateCount]
+    gave_up: int
+    generations_written: int
+    skipped_generations: list[dict[str, str]]  # {candidate, paper_id, reason}
+    papers_eligible: int
+    llm_controls: list[str]
+    sample: NotRequired[str | None]      # the bench stage adds the job's sample and validation
+    validation: NotRequired[str]
+
+
 class _RowArgs(TypedDict):
     """The arguments of :func:`make_row` that one (candidate, paper) job fixes."""
 
@@ -383,7 +413,7 @@ def check_candidates(store: Store, settings: Settings, names: Collection[str] = 
 
 def run_bench(store: Store, settings: Settings, run_id: str | None, candidate_names: list[str] | None = None,
               progress: Progress | None = None, paper_ids: Collection[str] | None = None,
-              controls: Collection[str] | None = None) -> dict[str, Any]:
+              controls: Collection[str] | None = None) -> BenchRun:
     """Generate every missing review; return the summary (see ``grebench bench --json``).
 
     ``paper_ids`` limits the run to those papers (the main job's sample); None: every eligible paper.  ``controls``:
@@ -417,19 +447,20 @@ def run_bench(store: Store, settings: Settings, run_id: str | None, candidate_na
     counts = {r["candidate"]: r["n"] for r in store.rows(
         f"SELECT candidate, count(*) AS n FROM generations WHERE status = 'ok' AND candidate IN "
         f"({', '.join('?' * len(names))}) GROUP BY candidate", names)}
+    listed: list[CandidateCount] = [{"name": c.name, "kind": c.kind, "generations": counts.get(c.name, 0)}
+                                    for c in chosen]
     return {
         "calls_made": tally.calls_made, "cached": tally.cached, "failed": tally.failed,
         "generations_total": sum(counts.values()), "tokens_in": tally.tokens_in, "tokens_out": tally.tokens_out,
         "cost_usd": round(tally.cost_usd, 6), "skipped_papers": skipped,
-        "candidates": [{"name": c.name, "kind": c.kind, "generations": counts.get(c.name, 0)} for c in chosen]
-                      + ([] if candidate_names else _imported(store, {s.paper_id for s in splits})),
+        "candidates": listed + ([] if candidate_names else _imported(store, {s.paper_id for s in splits})),
         "gave_up": tally.gave_up, "generations_written": tally.written,
         "skipped_generations": tally.skipped_generations, "papers_eligible": len(splits),
         "llm_controls": [c.name for c in chosen if c.kind == CONTROL_KIND and c.needs_llm],
     }
 
 
-def _imported(store: Store, sample: set[str]) -> list[dict[str, Any]]:
+def _imported(store: Store, sample: set[str]) -> list[CandidateCount]:
     """The imported candidates (``grebench bench import``; the bench writes none of their reviews): how many
     papers they have a review of, and how many of those are among the papers this bench worked on
     (``sample_papers``)."""

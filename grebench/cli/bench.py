@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -14,6 +14,9 @@ from grebench.cli._dates import Day
 from grebench.cli._options import setting_option, settings_options
 from grebench.pipeline import RunOptions, summary_of
 from grebench.settings import Settings
+
+if TYPE_CHECKING:
+    from grebench.bench import ImportRefusal, ImportSummary
 
 
 @click.group("bench", invoke_without_command=True)
@@ -138,7 +141,7 @@ def _outside_sample(store: Any, candidate: str) -> tuple[list[str], int | None]:
         "SELECT DISTINCT paper_id FROM generations WHERE candidate = ? AND status = 'ok'", [candidate])])
 
 
-def _cutoff_words(summary: dict[str, Any]) -> str:
+def _cutoff_words(summary: ImportSummary) -> str:
     """What decides cleanliness, truthfully: a trusted cutoff, or (untrusted) only when each review was received."""
     declared = (summary.get("declared") or {}).get("cutoff")
     if summary.get("cutoff"):
@@ -149,7 +152,7 @@ def _cutoff_words(summary: dict[str, Any]) -> str:
     return "no cutoff: a review is clean only if it was received before the paper's human reviews were public"
 
 
-def _refuse(report: dict[str, Any], as_json: bool) -> NoReturn:
+def _refuse(report: ImportRefusal, as_json: bool) -> NoReturn:
     """End the command: the refusal as JSON on stdout (exit 1), or as the error message."""
     if as_json:
         emit_json(report)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import click
 
@@ -12,24 +12,54 @@ from grebench.cli._plan import reader_plan
 from grebench.pipeline import RunOptions, summary_of
 from grebench.settings import Settings
 
+if TYPE_CHECKING:
+    from grebench.panel import ExamRow, SelfPreference
+
+
+class ExamLine(TypedDict):
+    """One judge's line of an exam table (``--json``: ``rows``); a key an older stored row lacks is None."""
+
+    judge: str | None
+    kind: str | None
+    p_c: float | None
+    p_p: float | None
+    p_s: float | None
+    passed: bool | None
+    weight: float | None
+    failed: list[str] | None
+    self_preference: SelfPreference | None
+    not_examined: str | None
+    stopped: str | None
+
+
+class ExamTable(TypedDict):
+    """The exam of one venue-year (``--json``: its fields, the latest's, and every one under ``venues``)."""
+
+    venue_id: str | None            # None: the empty table printed when no venue-year has reviews
+    eta_c: float | None
+    eta_p: float | None
+    rows: list[ExamLine]
+
 
 def _pct(value: float | None) -> str:
     return "   -  " if value is None else f"{value:6.3f}"
 
 
-def exam_tables(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def exam_tables(rows: list[ExamRow]) -> list[ExamTable]:
     """Exam rows grouped per venue-year: {venue_id, eta_c, eta_p, rows}."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, ExamTable] = {}
     for r in rows:
         table = out.setdefault(r["venue_id"], {"venue_id": r["venue_id"], "eta_c": r["eta_c"], "eta_p": r["eta_p"],
                                                "rows": []})
-        table["rows"].append({k: r.get(k) for k in ("judge", "kind", "p_c", "p_p", "p_s", "passed", "weight",
-                                                    "failed", "self_preference", "not_examined",
-                                                    "stopped")})
+        table["rows"].append({"judge": r.get("judge"), "kind": r.get("kind"), "p_c": r.get("p_c"),
+                              "p_p": r.get("p_p"), "p_s": r.get("p_s"), "passed": r.get("passed"),
+                              "weight": r.get("weight"), "failed": r.get("failed"),
+                              "self_preference": r.get("self_preference"), "not_examined": r.get("not_examined"),
+                              "stopped": r.get("stopped")})
     return list(out.values())
 
 
-def print_exam(tables: list[dict[str, Any]]) -> None:
+def print_exam(tables: list[ExamTable]) -> None:
     """The exam table as text (reference judges are labelled as such)."""
     for t in tables:
         click.echo(f"qualification exam, {t['venue_id']}  (eta_c {_pct(t['eta_c']).strip()}, "
@@ -37,7 +67,7 @@ def print_exam(tables: list[dict[str, Any]]) -> None:
         click.echo(f"{'judge':<22}{'kind':<11}{'P_c':>7}{'P_p':>7}{'P_s':>7}  {'passed':<7}{'weight':>7}  failed")
         for r in t["rows"]:
             click.echo(f"{r['judge']:<22}{r['kind']:<11}{_pct(r['p_c']):>7}{_pct(r['p_p']):>7}{_pct(r['p_s']):>7}  "
-                       f"{'yes' if r['passed'] else 'no':<7}{r['weight']:>7.3f}  {', '.join(r['failed']) or '-'}")
+                       f"{'yes' if r['passed'] else 'no':<7}{r['weight']:>7.3f}  {', '.join(r['failed'] or ()) or '-'}")
 
 
 @click.command("exam")

@@ -29,18 +29,19 @@ def command(settings: Settings, papers: tuple[str, ...], show: bool, as_json: bo
         if unknown:
             raise click.UsageError(f"unknown paper id(s): {', '.join(unknown[:10])}")
         result = link_papers(store, set(papers) if papers else None)
+        listed = None
         if show or as_json:
-            result["list"] = store.rows(
+            listed = store.rows(
                 """SELECT l.paper_id, a.venue AS paper_venue, a.title AS paper_title, l.linked_id,
                           b.venue AS linked_venue, b.title AS linked_title, l.method, l.title_similarity,
                           l.abstract_similarity FROM paper_links l LEFT JOIN papers a ON a.paper_id = l.paper_id
                           LEFT JOIN papers b ON b.paper_id = l.linked_id ORDER BY l.paper_id, l.linked_id""")
     if as_json:
-        emit_json(result)
+        emit_json({**result, "list": listed})
         return
     click.echo(f"{result['papers']} papers linked against the store: {result['links']} new links "
                f"({', '.join(f'{k}: {v}' for k, v in result['by_method'].items()) or 'none found'}); "
                f"{result['links_total']} links in all.")
-    for row in result.get("list", []):
+    for row in listed or []:
         click.echo(f"  {row['paper_id']} ({row['paper_venue']}) = {row['linked_id']} ({row['linked_venue']}) "
                    f"[{row['method']}]: {row['paper_title']} | {row['linked_title']}")

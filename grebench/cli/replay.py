@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,6 +13,9 @@ from grebench.cli._common import emit_json, reader_store, stoppable, writer_stor
 from grebench.cli._dates import When, shown
 from grebench.cli._options import settings_options
 from grebench.settings import Settings
+
+if TYPE_CHECKING:
+    from grebench.scheduler import ReplayedDay
 
 _STEP = re.compile(r"^\s*(\d+)\s*([dhm])\s*$")
 _UNITS = {"d": "days", "h": "hours", "m": "minutes"}
@@ -29,7 +32,7 @@ def _season_spec(season: str) -> str:
     return "season:bundled" if season.strip().lower() == "bundled" else f"season:{season}"
 
 
-def _show_day(row: dict[str, Any]) -> None:
+def _show_day(row: ReplayedDay) -> None:
     jobs = " ".join(f"{k}={v}" for k, v in row["jobs"].items())
     click.echo(f"day {row['day']:%Y-%m-%d %H:%M}: {row['papers']} papers, {row['papers_scoreable']} scoreable, "
                f"{row['papers_scored']} scored, {row['sealed_generations']} sealed generations, "

@@ -16,7 +16,7 @@ import logging
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,6 +24,9 @@ from grebench.cli._common import emit_json, open_writer
 from grebench.cli._options import settings_options
 from grebench.pipeline import SCHEDULED
 from grebench.settings import Settings
+
+if TYPE_CHECKING:
+    from grebench.scheduler import JobOutcome
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +41,7 @@ def _plan(settings: Settings, service: Any) -> list[str]:
                       int(papers or 0) or None)
 
 
-def _result_line(r: dict[str, Any]) -> str:
+def _result_line(r: JobOutcome) -> str:
     """``poll: failed — [ingest] VENUE: why (+2 more)``, ``score: ok``, ``site: interrupted (stopped by SIGTERM)``:
     the job's recorded outcome."""
     line = f"{r['job']}: {r['status']}"
@@ -49,7 +52,7 @@ def _result_line(r: dict[str, Any]) -> str:
     return line
 
 
-def _failed(results: list[dict[str, Any]]) -> bool:
+def _failed(results: list[JobOutcome]) -> bool:
     return any(r["status"] == "failed" for r in results)
 
 

@@ -7,11 +7,11 @@ import click
 from grebench.cli._common import emit_json, metric_choice, run_stage
 from grebench.cli._options import setting_option, settings_options
 from grebench.pipeline import RunOptions, ValidateSummary, summary_of
-from grebench.scoring import format_p, papers_to_decide
+from grebench.scoring import EstimatorAgreement, ValidationRow, format_p, papers_to_decide
 from grebench.settings import Settings
 
 
-def print_report(rows: list[dict], estimator: str, preprocessor: str) -> None:
+def print_report(rows: list[ValidationRow], estimator: str, preprocessor: str) -> None:
     """The validation table as text: every control's d, its 95% CI, the verdict and the expected direction."""
     click.echo(f"validation (estimator {estimator}, preprocessor {preprocessor}); Cohen's d vs the human review")
     width = max([24, *(len(str(r["transformation"])) + 2 for r in rows)])
@@ -59,7 +59,7 @@ def print_untested(validation: ValidateSummary) -> None:
                "`grebench run --validation full` scores them (slow on a CPU: every control and both metrics)")
 
 
-def print_agreement(agreement: list[dict]) -> None:
+def print_agreement(agreement: list[EstimatorAgreement]) -> None:
     """How well the fast proxy ranks like the evaluation LM, on the same pairs."""
     for a in agreement:
         paper = "n/a" if a["rho_per_paper_mean"] is None else f"{a['rho_per_paper_mean']:+.2f}"

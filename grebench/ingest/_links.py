@@ -27,7 +27,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import TypedDict
 
 from grebench.store import EXPLICIT, Link, Store, put_links, utcnow
 
@@ -287,8 +287,17 @@ def unchecked_paper_ids(store: Store) -> set[str]:
         f"LEFT JOIN paper_texts t ON t.paper_id = p.paper_id WHERE c.content_sha256 IS DISTINCT FROM {_CHECK_KEY}")}
 
 
+class LinkCounts(TypedDict, total=False):
+    """The similarity links recomputed for some papers (:func:`link_papers`); an ingest that linked none: no key."""
+
+    papers: int
+    links: int
+    by_method: dict[str, int]
+    links_total: int
+
+
 def link_papers(store: Store, paper_ids: Collection[str] | None = None,
-                explicit: Iterable[tuple[str, str]] = ()) -> dict[str, Any]:
+                explicit: Iterable[tuple[str, str]] = ()) -> LinkCounts:
     """Recompute the similarity links of these papers (all when None) against every stored paper, add the explicit
     ones, and unseal what the links show was public; one transaction.  The summary: links by method."""
     found = find_links(store, paper_ids) if paper_ids is None or paper_ids else []

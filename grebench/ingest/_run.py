@@ -10,15 +10,32 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable, TypedDict
 
 from grebench import stop
-from grebench.ingest._links import link_papers, unchecked_paper_ids
+from grebench.ingest._links import LinkCounts, link_papers, unchecked_paper_ids
 from grebench.ingest._source import PaperSource, SourceFailure
 from grebench.settings import Settings
 from grebench.store import PaperRecord, PdfExtraction, Store
 
 log = logging.getLogger(__name__)
+
+
+class IngestJson(TypedDict):
+    """One ingest run's counts and the store's totals, as ``grebench ingest --json`` prints them."""
+
+    source: str
+    papers_seen: int
+    papers_added: int
+    papers_updated: int
+    reviews_added: int
+    versions_added: int
+    pdfs_extracted: int
+    links: LinkCounts
+    failures: list[dict[str, str]]  # {item, reason}
+    papers_total: int
+    reviews_total: int
+    versions_total: int
 
 
 @dataclass
@@ -32,10 +49,10 @@ class IngestSummary:
     reviews_added: int = 0
     versions_added: int = 0
     pdfs_extracted: int = 0
-    links: dict[str, Any] = field(default_factory=dict)
+    links: LinkCounts = field(default_factory=lambda: LinkCounts())  # none linked: no key
     failures: list[dict[str, str]] = field(default_factory=list)
 
-    def as_json(self, store: Store) -> dict[str, Any]:
+    def as_json(self, store: Store) -> IngestJson:
         """The summary plus store totals, as the CLI's JSON object."""
         return {
             "source": self.source,

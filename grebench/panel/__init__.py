@@ -11,7 +11,7 @@ Public API (importing it never imports litellm):
 
 from grebench.panel._aggregate import bradley_terry, judge_score, outcome, rank_with_bootstrap, weighted_vote
 from grebench.panel._debate import DebateOutcome, run_debate
-from grebench.panel._exam import ExamSets, build_exam, examine, grade, is_unreachable, self_preference
+from grebench.panel._exam import ExamSets, SelfPreference, build_exam, examine, grade, is_unreachable, self_preference
 from grebench.panel._judges import (
     JUDGE_KINDS,
     JUDGES,
@@ -37,14 +37,26 @@ from grebench.panel._llm_judge import (
     parse_reply,
 )
 from grebench.panel._machine_metrics import measure
-from grebench.panel._run import build_judges, check_judges, judge_names, run_panel
+from grebench.panel._run import (
+    AgreementRow,
+    ExamRow,
+    PanelRun,
+    Qualified,
+    RankingRow,
+    build_judges,
+    check_judges,
+    judge_names,
+    run_panel,
+)
 
 __all__ = [
     "JUDGES",
     "JUDGE_KINDS",
     "PROMPT_VERSION",
     "REFERENCE_JUDGES",
+    "AgreementRow",
     "DebateOutcome",
+    "ExamRow",
     "ExamSets",
     "GemJudge",
     "Judge",
@@ -54,9 +66,13 @@ __all__ = [
     "LLMJudgeKind",
     "LengthJudge",
     "OverlapJudge",
+    "PanelRun",
     "PaperView",
     "PositionJudge",
+    "Qualified",
+    "RankingRow",
     "ReviewView",
+    "SelfPreference",
     "TfIdf",
     "Verdict",
     "bradley_terry",

@@ -12,7 +12,7 @@ import random
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import NotRequired, TypedDict, cast
 
 from grebench.bench import kind_info
 from grebench.llm import LLMClient
@@ -68,6 +68,85 @@ METRIC_COLUMNS = ("text_sha256", "paper_id", "words", "section_coverage", "speci
 VOTE_CHUNK = 16  # answers of an LLM judge asked at once (progress moves per chunk)
 VERDICT_COLUMNS: tuple[VerdictColumn, ...] = ("venue_id", "paper_id", "candidate_a", "candidate_b", "score", "outcome",
                                               "debated", "flagged")
+
+
+class ExamRow(TypedDict):
+    """One judge's graded exam on a venue-year, as the panel's summary lists it (``grebench exam --json``)."""
+
+    venue_id: str
+    judge: str
+    kind: str
+    p_c: float | None
+    p_p: float | None
+    p_s: float | None
+    passed: bool
+    weight: float
+    failed: list[str]
+    eta_c: float | None
+    eta_p: float | None
+    self_preference: SelfPreference | None
+    not_examined: str | None
+    stopped: str | None
+
+
+class RankingRow(PanelRanking):
+    """A candidate's Bradley-Terry ranking on a venue-year, with its GEM score (None: not scored)."""
+
+    venue_id: str
+    gem_score: float | None
+
+
+class AgreementRow(Agreement):
+    """How the panel agrees with GEM-S on a venue-year, and on which metric."""
+
+    venue_id: str
+    gem_metric: str | None
+
+
+class Qualified(TypedDict):
+    """The judges that qualified on a venue-year, of how many examined."""
+
+    venue_id: str
+    qualified: list[str]
+    examined: int
+
+
+class VenuePart(TypedDict, total=False):
+    """What one venue-year adds to the panel's summary; stored per venue-year (``stage_state``), so a venue-year
+    that did not change gives it back.  An exam-only run has no rankings, verdicts or agreement."""
+
+    votes: int
+    machine_metrics: int
+    exam: list[ExamRow]
+    qualified: list[Qualified]
+    rankings: list[RankingRow]
+    unjudged: list[Unjudged]
+    agreement: list[AgreementRow]
+    verdicts: int
+    flagged: int
+    debated: int
+
+
+class PanelRun(TypedDict):
+    """The panel's summary over every venue-year (:func:`run_panel`; the ``panel`` stage's JSON)."""
+
+    venues: list[str]
+    exam: list[ExamRow]
+    rankings: list[RankingRow]
+    agreement: list[AgreementRow]
+    qualified: list[Qualified]
+    unjudged: list[Unjudged]
+    votes: int
+    votes_total: int
+    machine_metrics: int
+    gem_metric: str | None
+    verdicts: int
+    flagged: int
+    debated: int
+    skipped_venues: list[str]
+    calls_made: NotRequired[int]        # set once every venue-year ran
+    estimator_calls: NotRequired[int]
+    cached: NotRequired[int]
 
 
 def build_judges(settings: Settings, client: LLMClient, gem: GemScores, tfidf: TfIdf,
@@ -331,7 +410,7 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, *, setup: Sc
               metric: str | None, paper_ids: Sequence[str] | None, judge_names: Sequence[str] | None = None,
               progress: Progress | None = None, exam_only: bool = False,
               bounded_exam: bool = False, estimator: EstimatorHandle | None = None,
-              local_judges: Sequence[str] | None = None) -> dict[str, Any]:
+              local_judges: Sequence[str] | None = None) -> PanelRun:
     """Exam, votes, verdicts, Bradley–Terry rankings and agreement with GEM-S for every venue-year with reviews.
 
     The caller decides what the panel works with: ``setup``, what the stored scores were made with (None: nothing
@@ -352,7 +431,7 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, *, setup: Sc
     client = LLMClient(settings, store)
     gem = GemScores(store, settings, setup, metric, estimator)
     sample = None if paper_ids is None else frozenset(paper_ids)
-    summary: dict[str, Any] = {"venues": [], "exam": [], "rankings": [], "agreement": [], "qualified": [],
+    summary: PanelRun = {"venues": [], "exam": [], "rankings": [], "agreement": [], "qualified": [],
                                "unjudged": [], "votes": 0,
                                "votes_total": 0, "machine_metrics": 0, "gem_metric": gem.metric,
                                "verdicts": 0, "flagged": 0, "debated": 0, "skipped_venues": []}
@@ -373,7 +452,7 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, *, setup: Sc
 def _run_venues(store: Store, settings: Settings, client: LLMClient, gem: GemScores, names: Sequence[str],
                 sample: frozenset[str] | None,
                 run_id: str | None, judge_names: Sequence[str] | None, exam_only: bool, display: Progress,
-                servers: LocalServers, summary: dict[str, Any], all_judges: list[Judge], bounded_exam: bool,
+                servers: LocalServers, summary: PanelRun, all_judges: list[Judge], bounded_exam: bool,
                 local_judges: Sequence[str] | None = None) -> None:
     for venue_id in names:
         print_ = _state.fingerprint(store, settings, venue_id, judge_names, exam_only, gem.setup, gem.metric, sample,
@@ -391,10 +470,14 @@ def _run_venues(store: Store, settings: Settings, client: LLMClient, gem: GemSco
         else:
             summary["skipped_venues"].append(venue_id)
         summary["venues"].append(venue_id)
-        for key in ("exam", "rankings", "agreement", "qualified", "unjudged"):
-            summary[key] += part.get(key, [])
-        for key in ("verdicts", "flagged", "debated"):
-            summary[key] += part.get(key, 0)
+        summary["exam"] += part.get("exam", [])
+        summary["rankings"] += part.get("rankings", [])
+        summary["agreement"] += part.get("agreement", [])
+        summary["qualified"] += part.get("qualified", [])
+        summary["unjudged"] += part.get("unjudged", [])
+        summary["verdicts"] += part.get("verdicts", 0)
+        summary["flagged"] += part.get("flagged", 0)
+        summary["debated"] += part.get("debated", 0)
 
 
 def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScores, venue_id: str,
@@ -402,14 +485,14 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
                run_id: str | None, judge_names: Sequence[str] | None, exam_only: bool,
                progress: Progress, servers: LocalServers | None = None,
                bounded_exam: bool = False,
-               local_judges: Sequence[str] | None = None) -> tuple[list[Judge], dict[str, Any], bool]:
+               local_judges: Sequence[str] | None = None) -> tuple[list[Judge], VenuePart, bool]:
     """One venue-year in full: (judges, its summary part, whether every vote was answered and the gem judge's exam
     texts were scored: an incomplete part is computed again next time)."""
     data = load_venue(store, venue_id, sample)
     tfidf = TfIdf("\n".join([p.title, p.abstract, p.text]) for p in data.papers.values())
     judges = build_judges(settings, client, gem, tfidf, judge_names, servers, local_judges)
     _sync_judges(store, judges)
-    part: dict[str, Any] = {"votes": 0, "machine_metrics": _machine_metrics(
+    part: VenuePart = {"votes": 0, "machine_metrics": _machine_metrics(
         store, data, settings.judges_see_machine_metrics)}
     llm_pairs = settings.exam_llm_pairs
     sets = build_exam(data, settings.exam_pairs, settings.seed)

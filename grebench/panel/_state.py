@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from grebench.scoring import ScoredSetup
 from grebench.settings import Settings
 from grebench.store import Store, code_files
 from grebench.store import fingerprint as fingerprint_of
+
+if TYPE_CHECKING:
+    from grebench.panel._run import VenuePart
 
 STAGE = "panel"
 #: Bump when the panel's computation changes, so stored results are recomputed.
@@ -97,7 +100,7 @@ def scope(venue_id: str, exam_only: bool) -> str:
     return f"{venue_id}#exam" if exam_only else venue_id
 
 
-def stored(store: Store, venue_id: str, exam_only: bool, print_: str) -> dict[str, Any] | None:
+def stored(store: Store, venue_id: str, exam_only: bool, print_: str) -> VenuePart | None:
     """The summary stored for this venue-year when its fingerprint is ``print_`` and its results are still there."""
     state = store.stage_state(STAGE, scope(venue_id, exam_only))
     if state is None or state[0] != print_ or not state[1]:
@@ -109,9 +112,9 @@ def stored(store: Store, venue_id: str, exam_only: bool, print_: str) -> dict[st
     if not exam_only and store.scalar("SELECT count(*) FROM panel_rankings WHERE venue_id = ?",
                                       [venue_id]) != len(summary.get("rankings", [])):
         return None
-    return summary
+    return cast("VenuePart", summary)  # the part :func:`remember` stored
 
 
-def remember(store: Store, venue_id: str, exam_only: bool, print_: str, summary: dict[str, Any]) -> None:
+def remember(store: Store, venue_id: str, exam_only: bool, print_: str, summary: VenuePart) -> None:
     """Record a finished venue-year (call only when every vote was answered)."""
     store.set_stage_state(STAGE, scope(venue_id, exam_only), print_, summary)

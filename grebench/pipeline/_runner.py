@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -142,8 +142,9 @@ class Stage(Protocol):
         nothing in the store."""
         ...
 
-    def run(self, ctx: StageContext) -> dict[str, Any]:
-        """Do the work; return the stage's summary (JSON-serialisable).  ``complete: false`` keeps the stage from
+    def run(self, ctx: StageContext) -> Mapping[str, Any]:
+        """Do the work; return the stage's summary (JSON-serialisable: each stage's own record, its TypedDict where
+        the layer below types it).  ``complete: false`` keeps the stage from
         being skipped next time (some items failed and must be tried again)."""
         ...
 
@@ -184,7 +185,7 @@ class BaseStage:
     def check(self, ctx: StageContext, earlier: Sequence[str]) -> None:
         """Nothing to refuse beyond the job's setup check."""
 
-    def run(self, ctx: StageContext) -> dict[str, Any]:
+    def run(self, ctx: StageContext) -> Mapping[str, Any]:
         """Subclasses do the work."""
         raise NotImplementedError
 

@@ -9,11 +9,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from grebench.pipeline._check import SetupError, unusable_dir
 from grebench.pipeline._runner import BaseStage, Stage, StageContext
 from grebench.registry import Registry
+
+if TYPE_CHECKING:
+    from grebench.ingest import IngestJson
+    from grebench.panel import PanelRun
+    from grebench.scoring import ValidationRow
+    from grebench.store import SnapshotsCut
+    from grebench.submissions import QueuePass
 
 
 class IngestStage(BaseStage):
@@ -29,7 +36,7 @@ class IngestStage(BaseStage):
         """A failed ingest that left the store without any paper ends the job: nothing after it has input."""
         return not ctx.store.scalar("SELECT count(*) FROM papers")
 
-    def run(self, ctx: StageContext) -> dict[str, Any]:
+    def run(self, ctx: StageContext) -> IngestJson:
         from grebench.ingest import resolve_source, run_ingest
 
         source = resolve_source(ctx.options.source, ctx.settings)
@@ -220,7 +227,7 @@ class Untested(TypedDict):
     metrics_not_tested: list[str]
 
 
-def untested(rows: list[dict[str, Any]], llm_controls: bool = False) -> Untested:
+def untested(rows: list[ValidationRow], llm_controls: bool = False) -> Untested:
     """What a validation report did not test: the default controls (those written by ``control_model`` only with
     ``llm_controls``) and metrics without a row (a core run scores the core controls with GEM-S only), and whether
     that makes it the core set or the full validation."""
@@ -257,7 +264,7 @@ class PanelStage(BaseStage):
         except ValueError as exc:
             raise SetupError(f"--judge: {exc}" if ctx.options.judges else str(exc)) from None
 
-    def run(self, ctx: StageContext) -> dict[str, Any]:
+    def run(self, ctx: StageContext) -> PanelRun:
         from grebench.panel import is_unreachable, run_panel
         from grebench.scoring import gem_judge_metric
 
@@ -328,7 +335,7 @@ class SubmissionsStage(BaseStage):
     name = "submissions"
     description = "evaluate submitted model endpoints (pinned, key in memory only, deleted after); queued imports"
 
-    def run(self, ctx: StageContext) -> dict[str, Any]:
+    def run(self, ctx: StageContext) -> QueuePass:
         from grebench.submissions import evaluate_queued
 
         return evaluate_queued(ctx.store, ctx.settings, ctx.run_id, ctx.services["queue"], ctx.services["vault"],
@@ -344,7 +351,7 @@ class SnapshotStage(BaseStage):
     def __init__(self, today: date | None = None) -> None:
         self.today = today
 
-    def run(self, ctx: StageContext) -> dict[str, Any]:
+    def run(self, ctx: StageContext) -> SnapshotsCut:
         from grebench.scoring import provenance
         from grebench.store import cut_due_snapshots
 

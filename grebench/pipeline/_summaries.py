@@ -22,7 +22,10 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypedDict, overload
 
 if TYPE_CHECKING:
-    from grebench.scoring import Attribution
+    from grebench.ingest import LinkCounts
+    from grebench.panel import AgreementRow, ExamRow, Qualified, RankingRow
+    from grebench.scoring import Attribution, EstimatorAgreement, ValidationRow
+    from grebench.submissions import HeldSubmission
 
 #: The bookkeeping fields of :class:`StageSummary`: not keys of the stage's JSON.
 _BOOKKEEPING = frozenset({"extra", "_keys", "_given"})
@@ -46,23 +49,6 @@ class ProxyScore(TypedDict):
     estimator_calls: int
     cache_hits: int
     attribution: Attribution
-
-
-class Qualified(TypedDict):
-    """``panel``: the judges that qualified on a venue-year, of how many examined."""
-
-    venue_id: str
-    qualified: list[str]
-    examined: int
-
-
-class LinkCounts(TypedDict, total=False):
-    """``ingest``: the similarity links recomputed for the papers it added or changed (none: no key)."""
-
-    papers: int
-    links: int
-    by_method: dict[str, int]
-    links_total: int
 
 
 class Published(TypedDict):
@@ -138,6 +124,10 @@ def _declared(cls: type[StageSummary], key: str) -> str | None:
     return None
 
 
+def _no_links() -> LinkCounts:
+    return {}
+
+
 def _default(f: Field[Any]) -> object:
     return f.default if f.default_factory is MISSING else f.default_factory()
 
@@ -153,7 +143,7 @@ class IngestSummary(StageSummary):
     reviews_added: int = 0
     versions_added: int = 0
     pdfs_extracted: int = 0
-    links: LinkCounts = field(default_factory=LinkCounts)
+    links: LinkCounts = field(default_factory=_no_links)  # the links of the papers it added or changed (none: {})
     failures: list[dict[str, str]] = field(default_factory=list)  # {item, reason}
     papers_total: int = 0
     reviews_total: int = 0
@@ -203,7 +193,7 @@ class ScoreSummary(StageSummary):
     sample: str | None = None
     proxy: ProxyScore | None = None
     validation: str | None = None   # core | full: the control set and metrics the run scored
-    held: list[dict[str, Any]] = field(default_factory=list)  # submitted models the information view held (issue 48)
+    held: list[HeldSubmission] = field(default_factory=list)  # submitted models the information view held (issue 48)
 
     _json_names: ClassVar[Mapping[str, str]] = {"skips": "skipped"}
 
@@ -229,8 +219,8 @@ class ValidateSummary(StageSummary):
     estimator: str = ""
     preprocessor: str = ""
     metrics: list[str] = field(default_factory=list)
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    agreement: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[ValidationRow] = field(default_factory=list)
+    agreement: list[EstimatorAgreement] = field(default_factory=list)
     nothing_to_validate: str | None = None
     validation: str | None = None   # core | full | partial: what the report tested
     controls_not_tested: list[str] | None = None
@@ -242,9 +232,9 @@ class PanelSummary(StageSummary):
     """``panel`` (``exam``, ``judge``): the exam, the ranking, the agreement with GEM-S, per venue-year."""
 
     venues: list[str] = field(default_factory=list)
-    exam: list[dict[str, Any]] = field(default_factory=list)
-    rankings: list[dict[str, Any]] = field(default_factory=list)
-    agreement: list[dict[str, Any]] = field(default_factory=list)
+    exam: list[ExamRow] = field(default_factory=list)
+    rankings: list[RankingRow] = field(default_factory=list)
+    agreement: list[AgreementRow] = field(default_factory=list)
     qualified: list[Qualified] = field(default_factory=list)
     unjudged: list[dict[str, str]] = field(default_factory=list)   # {venue_id, candidate, reason}
     votes: int = 0

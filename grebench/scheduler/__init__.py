@@ -7,7 +7,8 @@ Public API (importing it imports neither APScheduler nor any stage's heavy depen
   :func:`grebench.pipeline.run_job`, with their state in the ``jobs`` table.
 """
 
-from grebench.scheduler._replay import DAY_JOBS, history, replay, replay_days
-from grebench.scheduler._service import JOB_KINDS, SchedulerService
+from grebench.scheduler._replay import DAY_JOBS, ReplayedDay, history, replay, replay_days
+from grebench.scheduler._service import JOB_KINDS, JobOutcome, JobState, SchedulerService
 
-__all__ = ["DAY_JOBS", "JOB_KINDS", "SchedulerService", "history", "replay", "replay_days"]
+__all__ = ["DAY_JOBS", "JOB_KINDS", "JobOutcome", "JobState", "ReplayedDay", "SchedulerService", "history", "replay",
+           "replay_days"]

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypedDict
 
 from grebench import stop
-from grebench.scheduler._service import SchedulerService
+from grebench.scheduler._service import JobOutcome, SchedulerService
 from grebench.settings import Settings
 from grebench.store import SimulatedClock, Store, naive_utc
 
@@ -74,7 +74,15 @@ def _record_rows(store: Store, season: str, day: datetime) -> None:
                     "FROM boards b JOIN board_rows r USING (board_id)", [season, day])
 
 
-def _record_day(store: Store, season: str, day: datetime, jobs: list[dict[str, Any]]) -> dict[str, Any]:
+class ReplayedDay(DayFacts):
+    """A replayed day (:func:`replay`): when, done, the store's facts then, and each job's status."""
+
+    day: datetime
+    status: str                     # done
+    jobs: dict[str, str]            # job -> its status
+
+
+def _record_day(store: Store, season: str, day: datetime, jobs: list[JobOutcome]) -> ReplayedDay:
     """The day's facts, and the day ``done``."""
     facts = _day_facts(store)
     with store.transaction() as con:
@@ -90,7 +98,7 @@ def _record_day(store: Store, season: str, day: datetime, jobs: list[dict[str, A
 
 
 def replay(settings: Settings, store: Store, season: str, days: Sequence[datetime], *,
-           on_day: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+           on_day: Callable[[ReplayedDay], None] | None = None) -> list[ReplayedDay]:
     """Replay ``season`` (a source spec, ``season:PATH`` or ``season:bundled``) on ``days`` (simulated naive-UTC
     times, increasing) on ``store``; days already done are skipped.  ``on_day`` hears of each day once it is done.
     Returns the days run now."""

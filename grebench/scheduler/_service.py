@@ -21,7 +21,7 @@ import threading
 import weakref
 from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
-from typing import Any, Sequence
+from typing import Any, NotRequired, Sequence, TypedDict
 
 from grebench import stop
 from grebench.endpoints import KeyVault
@@ -33,6 +33,29 @@ from grebench.submissions import SubmissionQueue, queue_path
 
 log = logging.getLogger(__name__)
 JOB_KINDS = SCHEDULED  # also the start order when several are due: queue, poll, generate, score, site, snapshot
+
+
+class JobOutcome(TypedDict):
+    """What one job did (:meth:`SchedulerService.run_job`): its recorded outcome, its run, its summary."""
+
+    job: str
+    run_id: str | None
+    status: str                     # ok | failed | interrupted | not started
+    run_status: str | None          # the run's status (None: no run was started)
+    error: NotRequired[str | None]  # a job that did not start says none
+    summary: dict[str, Any]         # the job's summary: its stages' JSON (:meth:`grebench.pipeline.JobResult.summary`)
+    failures: list[RunFailure]
+
+
+class JobState(TypedDict):
+    """A job's row of the ``jobs`` table (:meth:`SchedulerService.states`)."""
+
+    job_id: str
+    status: str
+    last_started_at: datetime | None
+    last_finished_at: datetime | None
+    runs: int
+    last_error: str | None
 
 
 def _failure_text(failures: Sequence[RunFailure], summary: dict[str, Any]) -> str | None:
@@ -108,14 +131,15 @@ class SchedulerService:
             log.warning("resuming after a crash in job(s): %s", ", ".join(died))
         return died
 
-    def states(self) -> list[dict[str, Any]]:
+    def states(self) -> list[JobState]:
         """The ``jobs`` table (read through a separate cursor: safe while a job runs in the worker)."""
         cur = self.store.con.cursor()
         try:
             res = cur.execute("SELECT job_id, status, last_started_at, last_finished_at, runs, last_error "
                               "FROM jobs ORDER BY job_id")
-            names = [d[0] for d in res.description]
-            return [dict(zip(names, row, strict=True)) for row in res.fetchall()]
+            return [{"job_id": job_id, "status": status, "last_started_at": started, "last_finished_at": finished,
+                     "runs": runs, "last_error": error}
+                    for job_id, status, started, finished, runs, error in res.fetchall()]
         finally:
             cur.close()
 
@@ -133,22 +157,23 @@ class SchedulerService:
         rows = {r["job_id"]: r for r in self.states()}
         out = {}
         for i, kind in enumerate(self.kinds):
-            row = rows.get(kind, {})
+            row = rows.get(kind)
             due = now + timedelta(milliseconds=10 * i)  # same-moment jobs start in JOB_KINDS order
-            if row.get("status") in ("ok", "failed") and row.get("last_finished_at") is not None:
-                due = max(due, row["last_finished_at"] + self.interval(kind))
+            if row is not None and row["status"] in ("ok", "failed") and \
+                    (finished := row["last_finished_at"]) is not None:
+                due = max(due, finished + self.interval(kind))
             out[kind] = due
         return out
 
     # -- running -----------------------------------------------------------
-    def run_job(self, kind: str) -> dict[str, Any]:
+    def run_job(self, kind: str) -> JobOutcome:
         """Run one job now (on the service's clock), recording its state; see :meth:`_run_job`."""
         if self.clock is None:
             return self._run_job(kind)
         with use_clock(self.clock):
             return self._run_job(kind)
 
-    def _run_job(self, kind: str) -> dict[str, Any]:
+    def _run_job(self, kind: str) -> JobOutcome:
         """Run one job now, recording its state; failures are recorded, never raised (the schedule goes on).
 
         The ``jobs`` row carries the job's true outcome: its run's status (``ok``, or ``failed`` when any item failed,
@@ -212,7 +237,7 @@ class SchedulerService:
             return {"job": kind, "run_id": run_id, "status": status, "run_status": run_status, "error": error,
                     "summary": summary, "failures": failures}
 
-    def run_all_once(self) -> list[dict[str, Any]]:
+    def run_all_once(self) -> list[JobOutcome]:
         """Every job once, in order (``grebench serve --once``: a cron-style cycle); after a stop none starts."""
         return [self.run_job(kind) for kind in self.kinds if not stop.stopping()]
 

@@ -106,6 +106,8 @@ from grebench.scoring._texts import (
 )
 from grebench.scoring._validate import (
     TOO_FEW,
+    EstimatorAgreement,
+    ValidationRow,
     cohens_d,
     estimator_agreement,
     meets_expectation,
@@ -140,6 +142,7 @@ __all__ = [
     "TOO_FEW",
     "Attribution",
     "BoardRow",
+    "EstimatorAgreement",
     "EstimatorHandle",
     "InformationFlag",
     "LeaderboardRow",
@@ -155,6 +158,7 @@ __all__ = [
     "SynopsisInputs",
     "TextPmis",
     "TextScores",
+    "ValidationRow",
     "attribution_summary",
     "available_tables",
     "board_id",

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -40,6 +40,40 @@ from grebench.store import Store, code_files, fingerprint, utcnow
 def transformations() -> list[Control]:
     """The controls the validation compares with the human review (every registered control)."""
     return [e.obj for e in CONTROLS]
+
+
+class ValidationRow(TypedDict):
+    """One (metric, transformation) of the validation report (:func:`validation_rows`), stored with the run."""
+
+    metric: str
+    transformation: str             # the control, or ``<name> (other refs)``
+    kind: str                       # degradation | manipulation
+    d: float
+    ci_low: float | None
+    ci_high: float | None
+    p: float
+    p_min: float
+    test: str
+    n_papers: int
+    verdict: str
+    expected: str
+    as_expected: bool | None
+    papers_needed: int | None
+    mean_human: float
+    mean_transformed: float
+    paper_d: float | None           # the GEM paper's d, on the headline metric only
+
+
+class EstimatorAgreement(TypedDict):
+    """How a fast proxy estimator agrees with the evaluation LM on one metric (:func:`estimator_agreement`)."""
+
+    metric: str
+    estimator: str
+    proxy: str
+    candidates: int
+    rho_candidates: float
+    papers: int
+    rho_per_paper_mean: float | None
 
 
 TOO_FEW = "too few papers to tell"
@@ -136,7 +170,7 @@ def _copied(store: Store, candidate: str) -> dict[str, str]:
 
 
 def _row(metric: str, name: str, t: Control, human: dict[str, dict], other: dict[str, dict],
-         exclude: dict[str, str], samples: int, seed: int) -> dict[str, Any] | None:
+         exclude: dict[str, str], samples: int, seed: int) -> ValidationRow | None:
     s, s_prime = [], []
     for paper_id, refs in sorted(human.items()):
         common = sorted(set(refs) & set(other.get(paper_id, {})) - {exclude.get(paper_id)})
@@ -166,7 +200,7 @@ def _row(metric: str, name: str, t: Control, human: dict[str, dict], other: dict
 
 def validation_rows(
     store: Store, estimator: str, preprocessor: str, metrics: list[str], samples: int = 2000, seed: int = 0
-) -> list[dict[str, Any]]:
+) -> list[ValidationRow]:
     """One row per (metric, transformation) that has scores, with d, its CI, p and the verdict.
 
     A control copied from one of the paper's references (``source="reference"``: ``reference-copy``) gets two rows:
@@ -189,7 +223,7 @@ def validation_rows(
 
 
 def estimator_agreement(store: Store, metric: str, estimator: str, preprocessor: str,
-                        proxy: str | None) -> dict[str, Any] | None:
+                        proxy: str | None) -> EstimatorAgreement | None:
     """How well a fast proxy estimator (its id, as the score stage recorded it) agrees with ``estimator`` on the
     same pairs: Spearman's rho of the candidates' mean scores, and the mean over papers of the per-paper rho across
     candidates.  None without a proxy, when the proxy has no scores on common pairs, or is the estimator's kind."""
@@ -222,7 +256,7 @@ def estimator_agreement(store: Store, metric: str, estimator: str, preprocessor:
             "rho_per_paper_mean": round(float(np.mean(per_paper)), 4) if per_paper else None}
 
 
-def store_report(store: Store, run_id: str, estimator: str, preprocessor: str, rows: list[dict[str, Any]]) -> None:
+def store_report(store: Store, run_id: str, estimator: str, preprocessor: str, rows: list[ValidationRow]) -> None:
     """Keep the report with the run (the site's methodology page shows the latest)."""
     store.con.execute(
         "INSERT OR REPLACE INTO validation_reports VALUES (?, ?, ?, ?, ?)",

@@ -35,7 +35,7 @@ from grebench.store._records import (
     ReviewRecord,
     utcnow,
 )
-from grebench.store._schedule import cut_due_snapshots, snapshot_day
+from grebench.store._schedule import SnapshotsCut, cut_due_snapshots, snapshot_day
 from grebench.store._snapshot import (
     SnapshotError,
     export_snapshot,
@@ -88,6 +88,7 @@ __all__ = [
     "SampleProvenance",
     "SimulatedClock",
     "SnapshotError",
+    "SnapshotsCut",
     "Store",
     "StoreLocked",
     "VenueProvenance",

@@ -15,7 +15,7 @@ import logging
 import os
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from grebench import stop
 from grebench.store._records import utcnow
@@ -63,8 +63,22 @@ def _claimed_requests(store: Store, run_id: str, requests: Path) -> tuple[list[s
     return wanted, [c for c in claims if c.exists()]
 
 
+class CutSnapshot(TypedDict):
+    """A snapshot the snapshot stage cut (or found cut and recorded)."""
+
+    venue_id: str
+    path: str
+    reason: str                     # yearly | on-demand
+
+
+class SnapshotsCut(TypedDict):
+    """The snapshot stage's summary (:func:`cut_due_snapshots`)."""
+
+    cut: list[CutSnapshot]
+
+
 def cut_due_snapshots(store: Store, run_id: str, root: Path, requests: Path, month_day: str,
-                      today: date | None = None, describe: Describe | None = None) -> dict[str, Any]:
+                      today: date | None = None, describe: Describe | None = None) -> SnapshotsCut:
     """Cut every due yearly snapshot under ``root`` and every request in ``requests``; failures are recorded.
     ``describe`` fills each manifest's ``provenance`` (:func:`export_snapshot`)."""
     today = today or utcnow().date()
@@ -82,7 +96,7 @@ def cut_due_snapshots(store: Store, run_id: str, root: Path, requests: Path, mon
             log.error("snapshot request %r refused: %s", name[:200], exc)
             continue
         todo.append((venue["venue_id"], root / f"{venue['slug']}-{today.isoformat()}", "on-demand"))
-    cut = []
+    cut: list[CutSnapshot] = []
     for venue_id, out_dir, reason in todo:
         stop.check()
         try:

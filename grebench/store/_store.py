@@ -9,6 +9,7 @@ import re
 import secrets
 import shutil
 import uuid
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -203,7 +204,7 @@ class Store:
             return None
         return row[0], None if row[1] is None else json.loads(row[1])
 
-    def set_stage_state(self, stage: str, scope: str, fingerprint: str, summary: dict[str, Any] | None) -> None:
+    def set_stage_state(self, stage: str, scope: str, fingerprint: str, summary: Mapping[str, Any] | None) -> None:
         """Record that a stage finished a scope from inputs with this fingerprint (and what it reported)."""
         self.con.execute("DELETE FROM stage_state WHERE stage = ? AND scope = ?", [stage, scope])
         self.con.execute("INSERT INTO stage_state VALUES (?, ?, ?, ?, ?)",

@@ -8,7 +8,7 @@ the scheduler imports it as a candidate of kind ``imported`` (:func:`accept_queu
 """
 
 from grebench.submissions._copycheck import CopiedReview, CopyCheck, check_copies
-from grebench.submissions._evaluate import approve_submission, evaluate_queued, refuse_copied_generations
+from grebench.submissions._evaluate import QueuePass, approve_submission, evaluate_queued, refuse_copied_generations
 from grebench.submissions._form import (
     FIELD_NAMES,
     HOSTED_PROVIDERS,
@@ -16,7 +16,7 @@ from grebench.submissions._form import (
     SubmissionForm,
     validate_submission,
 )
-from grebench.submissions._holds import APPROVAL_REFUSED, held_submissions, recheck_held
+from grebench.submissions._holds import APPROVAL_REFUSED, HeldSubmission, held_submissions, recheck_held
 from grebench.submissions._imports import (
     UPLOAD_MAX_BYTES,
     ImportForm,
@@ -42,7 +42,9 @@ __all__ = [
     "Allowance",
     "CopiedReview",
     "CopyCheck",
+    "HeldSubmission",
     "ImportForm",
+    "QueuePass",
     "SubmissionError",
     "SubmissionForm",
     "SubmissionQueue",

@@ -34,7 +34,7 @@ from grebench.store import Store, utcnow
 from grebench.submissions._copycheck import check_copies
 from grebench.submissions._form import SubmissionError
 from grebench.submissions._holds import APPROVAL_REFUSED, hold, information_evidence
-from grebench.submissions._imports import accept_queued_imports
+from grebench.submissions._imports import ImportOutcome, accept_queued_imports
 from grebench.submissions._keys import key_in_env
 from grebench.submissions._queue import SubmissionQueue, accept_queued_submissions, finish_submission
 from grebench.submissions._turns import TALLY_KEYS, stored_totals, submission_settings, take_turn, turn_state
@@ -218,7 +218,7 @@ def _close(store: Store, settings: Settings, queue: SubmissionQueue, vault: KeyV
 
 
 def evaluate_queued(store: Store, settings: Settings, run_id: str, queue: SubmissionQueue, vault: KeyVault,
-                    resolver: Any = None, progress: Progress | None = None) -> dict[str, Any]:
+                    resolver: Any = None, progress: Progress | None = None) -> QueuePass:
     """Accept queued submissions, evaluate the running ones in turns, import queued review files; the summary.
 
     Round robin: every running submission gets one turn (:func:`grebench.submissions._turns.take_turn`) per
@@ -255,6 +255,15 @@ def evaluate_queued(store: Store, settings: Settings, run_id: str, queue: Submis
             # an import that failed on our side always says why (accept_queued_imports)
             store.record_failure(run_id, "submissions", f"import {item['id']}", cast(str, item["reason"]))
     return {"accepted": accepted, "evaluated": done, "imported": imported}
+
+
+class QueuePass(TypedDict):
+    """The submissions stage's summary (:func:`evaluate_queued`): submissions accepted (their names), evaluated,
+    and queued review files imported."""
+
+    accepted: list[str]
+    evaluated: list[EvaluationReport]
+    imported: list[ImportOutcome]
 
 
 class Approval(TypedDict):

@@ -23,6 +23,8 @@ from typing import Any, NotRequired, TypedDict
 from grebench.bench import (
     CandidateError,
     ImportRefused,
+    ImportSummary,
+    ModelMeta,
     check_meta,
     import_reviews,
     is_reserved_name,
@@ -117,7 +119,7 @@ def validate_import(form: ImportForm, data: bytes, paper_ids: Collection[str],
     except ImportRefused as exc:
         errors.add("file", exc.message(bullet="- "))
     if parsed is not None:
-        merged = {**parsed.meta, **meta}
+        merged: ModelMeta = {**parsed.meta, **meta}
         if merged.get("cutoff") and merged.get("released") and merged["cutoff"] > merged["released"]:
             errors.add("cutoff", f"the cutoff {merged['cutoff']} is after the release date {merged['released']}")
     errors.raise_if_any()
@@ -181,7 +183,7 @@ def accept_queued_imports(store: Store, queue: SubmissionQueue, settings: Any) -
     """
     done: list[ImportOutcome] = []
     for sub in queue.rows("SELECT * FROM import_submissions WHERE status = 'queued' ORDER BY created_at"):
-        summary: dict[str, Any] | None = None
+        summary: ImportSummary | None = None
         ours = False  # the import failed on our side (the store), not on the file: the job's failure too
         if store.scalar("SELECT count(*) FROM candidates WHERE lower(name) = lower(?)", [sub["candidate"]]):
             reason: str | None = f"a candidate named {sub['candidate']!r} already exists"
