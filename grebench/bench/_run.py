@@ -96,8 +96,8 @@ class BenchRun(TypedDict):
     validation: NotRequired[str]
 
 
-class _RowArgs(TypedDict):
-    """The arguments of :func:`make_row` that one (candidate, paper) job fixes."""
+class _Generation(TypedDict):
+    """What one (candidate, paper) generation is: shared by :class:`_RowArgs` and :class:`_Job`."""
 
     candidate: str
     paper_id: str
@@ -105,19 +105,18 @@ class _RowArgs(TypedDict):
     params: dict[str, Any]
     source_review_id: str | None
     flags: dict[str, Any]
+
+
+class _RowArgs(_Generation):
+    """The arguments of :func:`make_row` that one (candidate, paper) job fixes."""
+
     reviews_public_at: datetime | None
 
 
-class _Job(TypedDict):
+class _Job(_Generation):
     """One LLM generation to make: what :func:`_llm_jobs` yields (``purpose`` is taken off before the call, ``tries``
     set once the stored row is known)."""
 
-    candidate: str
-    paper_id: str
-    prompt_version: str
-    params: dict[str, Any]
-    source_review_id: str | None
-    flags: dict[str, Any]
     public_at: datetime | None
     purpose: NotRequired[str]
     tries: NotRequired[int]

@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Required, TypedDict, TypeVar, cast
 
 from grebench import stop
 from grebench._offline import apply_offline_defaults
@@ -188,7 +188,7 @@ class HFEstimator:
         self.batch_bytes = batch_bytes
         self.reuse_prefix = reuse_prefix
         self.dtype = dtype
-        self.reuse_record: dict[str, Any] | None = None
+        self.reuse_record: ReuseRecord | None = None
         self.positions_fed = 0  # token positions run through the model, pads included (what was computed)
         self.id = (f"hf:{root}@{_config_sha8(root)}:dtype={dtype}:chat={template_sha8(self.tokenizer)}"
                    f":target={TARGET_RULE}")
@@ -535,7 +535,34 @@ def _neighbours() -> Any:
     return Neighbours()
 
 
-def measure_reuse(est: HFEstimator) -> dict[str, Any]:
+class ReuseRecord(TypedDict, total=False):
+    """Whether the hf estimator reuses a prompt's cached prefix, and why (:func:`choose_reuse`): the setting, the rule
+    (float32 on a CPU), a cached probe of this machine, or a probe now (its timings and drifts); cached as JSON."""
+
+    reuse: Required[bool]
+    source: str                     # setting | rule | cache | probe
+    basis: str
+    why: str
+    speedup: float
+    rounds: list[list[float]]
+    flop_ratio: float
+    reuse_drift_per_100_tokens: float
+    plain_drift_per_100_tokens: float
+    max_delta_per_100_tokens: float
+    plain_s: float
+    reuse_s: float
+    requests: int
+    load_before: float | None
+    load_after: float | None
+    cores: int
+    others_cores: float | None
+    busy: bool
+    key: str                        # the machine, device and estimator the probe was taken for
+    created_at: str
+    file: str | None
+
+
+def measure_reuse(est: HFEstimator) -> ReuseRecord:
     """Time both paths on :func:`probe_requests` and decide (:func:`decide_reuse`, then the fidelity rule).
 
     One warm-up each, then up to :data:`PROBE_ROUNDS` rounds that time both paths in alternating order (a load
@@ -643,7 +670,7 @@ def _device_key(est: HFEstimator) -> dict[str, Any]:
 #: same log-probs to 1e-5 nats, and every probe taken on a CPU chose it (an AMX Xeon in bfloat16 5 of 5, an AVX2-only
 #: EPYC in float32 5 of 5 beside other work and 2.15× quiet; docs/results.md); the probe cost 2.5-3.9 minutes of a
 #: first run there.  A low precision or a GPU, where padding drift and kernel launch costs decide, is still measured.
-def reuse_by_rule(est: HFEstimator) -> dict[str, Any] | None:
+def reuse_by_rule(est: HFEstimator) -> ReuseRecord | None:
     """The reuse record decided without timing (float32 on a CPU: reuse), or None where only a probe can tell."""
     if est.device.type != "cpu" or est.dtype != "float32":
         return None
@@ -652,7 +679,7 @@ def reuse_by_rule(est: HFEstimator) -> dict[str, Any] | None:
                    "nats, so no probe is needed"}
 
 
-def choose_reuse(est: HFEstimator, setting: str, cache_dir: Path | None) -> dict[str, Any]:
+def choose_reuse(est: HFEstimator, setting: str, cache_dir: Path | None) -> ReuseRecord:
     """Apply ``hf_prefix_reuse`` to ``est``: ``on``/``off`` as given; ``auto`` from the cached record of this
     machine, device and estimator id, else measured now (:func:`measure_reuse`) and cached.  Returns the record;
     the estimator id gets ``:kv=plain`` when a low-precision estimator runs without reuse."""
@@ -662,7 +689,7 @@ def choose_reuse(est: HFEstimator, setting: str, cache_dir: Path | None) -> dict
         raise ValueError(f"hf_prefix_reuse must be one of {', '.join(REUSE_CHOICES)}, got {setting!r}")
     base_id = est.id
     if setting != "auto":
-        record: dict[str, Any] = {"reuse": setting == "on", "source": "setting"}
+        record: ReuseRecord = {"reuse": setting == "on", "source": "setting"}
     elif known := reuse_by_rule(est):
         record = known
     else:
@@ -676,7 +703,7 @@ def choose_reuse(est: HFEstimator, setting: str, cache_dir: Path | None) -> dict
                 cached = None
         if isinstance(cached, dict) and cached.get("key") == key and isinstance(cached.get("reuse"), bool) \
                 and not quieter_now(cached, _load):
-            record = {**cached, "source": "cache", "file": str(file)}
+            record = cast(ReuseRecord, {**cached, "source": "cache", "file": str(file)})  # checked above
         else:
             record = {**measure_reuse(est), "key": key,
                       "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
