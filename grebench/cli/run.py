@@ -34,9 +34,10 @@ def _leaderboards(store: Store, run: ResolvedRun | None) -> list[dict[str, Any]]
     from grebench.scoring import metric_preprocessor, stored_boards
     from grebench.site import Labels
 
-    if run is None or run.scored is None:
+    scored = None if run is None else run.scored_setup(store)
+    if run is None or scored is None:
         return []
-    estimator, preprocessor = run.scored.estimator_id, run.scored.preprocessor_id
+    estimator, preprocessor = scored.estimator_id, scored.preprocessor_id
     out = []
     labels = Labels.load(store)
     for metric in run.metrics:
@@ -136,7 +137,7 @@ def command(settings: Settings, source: str, estimator: str | None, preprocessor
             done: JobResult = result
             summary.update(stages=done.result.stages, seconds=done.result.seconds, skipped=done.result.skipped)
             if done.run is not None:  # the metrics the run resolved (GEM-S alone with the core validation)
-                summary["resolved"] = done.run.as_json()
+                summary["resolved"] = done.run.as_json(store)
                 summary["metrics"] = list(done.run.metrics)
             summary["leaderboards"] = _leaderboards(store, done.run)
             summary["failures"] = done.failures

@@ -199,7 +199,7 @@ def _run_job(settings: Settings, which: str | Job, options: RunOptions | None, *
         stored = observer.summary(store, out)
         summary = dict(stored if stored is not None else out.summary())
         if out.run is not None:  # what the job worked with, by its stable id (the stages' summaries say the rest)
-            summary.setdefault("resolved", out.run.as_json())
+            summary.setdefault("resolved", out.run.as_json(store))
         out.status = store.finish_run(run_id, summary)
         return out
 

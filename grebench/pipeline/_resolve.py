@@ -13,15 +13,16 @@ why, the panel's judges.  It needs no store, so the plan lines of ``run`` and ``
   named estimator/preprocessor (a spec or an id), else the last scored setup, else the settings'; and the sample
   the scores were made on (``paper_samples``).
 
-The result is one frozen :class:`ResolvedRun` on the stage context.  Stages read it and never re-resolve; the one
-change during a job is the score stage's: it records the setup it scored with (:meth:`ResolvedRun.with_scored`).
+The result is one frozen :class:`ResolvedRun` on the stage context.  Stages read it and never re-resolve, and no
+stage replaces it: the score stage records the setup it scored with in the store (``scored_setups``), and the
+stages after it read that through :meth:`ResolvedRun.scored_setup`, exactly as a job that only reads does.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from grebench.pipeline._runner import RunOptions
@@ -116,9 +117,12 @@ class ResolvedRun:
     estimator: str                  # the estimator spec in force
     preprocessor: str               # the preprocessor spec in force
     whence: str                     # why these specs: as named, the scored setup, the setting
-    scored: ScoredSetup | None      # what the stored scores of these specs were made with (None: nothing yet)
+    #: what the stored scores of these specs were made with when the run was resolved (None: nothing yet); a job
+    #: that scores records its own during the job: read :meth:`scored_setup`
+    scored: ScoredSetup | None
     sample: Sample
-    proxy: ScoredSetup | None = None  # what the fast proxy's scores beside them were made with (None: none)
+    proxy: ScoredSetup | None = None  # the fast proxy's beside them, when resolved (:meth:`proxy_setup`)
+    draws: bool = False             # the job generates for and scores the sample (its scored setup may change)
     #: the job's estimator of ``estimator`` and fast proxy's of ``setup.proxy``, built on first use and shared by
     #: every stage that scores (the score stage, the gem judge's exam texts); released by the runner between stages
     #: where they hold a model, closed at the job's end (:meth:`release`, :meth:`close`)
@@ -154,17 +158,29 @@ class ResolvedRun:
             if handle is not None:
                 handle.close()
 
-    def with_scored(self, scored: ScoredSetup, proxy: ScoredSetup | None = None) -> ResolvedRun:
-        """The same run once its score stage has scored with ``scored`` (and the proxy with ``proxy``): the stages
-        after it read these ids."""
-        return replace(self, scored=scored, proxy=proxy or self.proxy)
+    def scored_setup(self, store: Store) -> ScoredSetup | None:
+        """What the stored scores of this run's specs were made with, now: a job that scores reads what its score
+        stage recorded (the latest scoring of these specs); a job that only reads, the setup it resolved (a named
+        id stays that id)."""
+        if not self.draws:
+            return self.scored
+        return scored_setups(store, self.estimator, self.preprocessor)
 
-    def as_json(self) -> dict[str, Any]:
-        """What the run resolved (stored with the run's summary)."""
+    def proxy_setup(self, store: Store) -> ScoredSetup | None:
+        """The fast proxy's scored setup beside :meth:`scored_setup`, read the same way (None: no proxy)."""
+        if not self.draws:
+            return self.proxy
+        return _proxy(store, self.setup, self.preprocessor)
+
+    def as_json(self, store: Store | None = None) -> dict[str, Any]:
+        """What the run resolved (stored with the run's summary); with ``store``, the scored setups as they are now
+        (a job that scored: what it scored with)."""
+        scored = self.scored if store is None else self.scored_setup(store)
+        proxy = self.proxy if store is None else self.proxy_setup(store)
         return {"id": self.id, "estimator": self.estimator, "preprocessor": self.preprocessor,
                 "whence": self.whence, "metrics": list(self.metrics),
-                "scored": None if self.scored is None else self.scored.as_json(),
-                "proxy": None if self.proxy is None else self.proxy.as_json(),
+                "scored": None if scored is None else scored.as_json(),
+                "proxy": None if proxy is None else proxy.as_json(),
                 "sample": self.sample.description, "papers": self.sample.size,
                 "validation": self.setup.validation, "controls": list(self.setup.controls)}
 
@@ -201,7 +217,7 @@ def resolve_run(store: Store, settings: Settings, setup: RunSetup, *, draws: boo
         whence = "as named" if setup.named_estimator else "the setting"
         return ResolvedRun(setup, estimator, preprocessor, whence, scored_setups(store, estimator, preprocessor),
                            draw_sample(store, setup.papers, setup.seed, setup.papers_why),
-                           _proxy(store, setup, preprocessor), EstimatorHandle(estimator, settings), proxy_handle)
+                           _proxy(store, setup, preprocessor), True, EstimatorHandle(estimator, settings), proxy_handle)
     scored = scored_setups(store, setup.named_estimator, setup.named_preprocessor)
     if setup.named_estimator:
         whence = "as named"
@@ -213,7 +229,7 @@ def resolve_run(store: Store, settings: Settings, setup: RunSetup, *, draws: boo
     estimator = scored.estimator_spec if scored else setup.named_estimator or setup.estimator
     preprocessor = scored.preprocessor_spec if scored else setup.named_preprocessor or setup.preprocessor
     return ResolvedRun(setup, estimator, preprocessor, whence, scored, recorded_sample(store),
-                       _proxy(store, setup, preprocessor), EstimatorHandle(estimator, settings), proxy_handle)
+                       _proxy(store, setup, preprocessor), False, EstimatorHandle(estimator, settings), proxy_handle)
 
 
 def _proxy(store: Store, setup: RunSetup, preprocessor: str) -> ScoredSetup | None:

@@ -120,8 +120,7 @@ class ScoreStage(BaseStage):
                                     proxy_summary["preprocessor"])
                 record_scored(ctx.store, proxy, ctx.run_id, role="proxy")
             scored = ScoredSetup(run.estimator, run.preprocessor, summary["estimator"], summary["preprocessor"])
-            record_scored(ctx.store, scored, ctx.run_id)
-            ctx.run = run.with_scored(scored, proxy)  # validate and the panel, later in this job, read these ids
+            record_scored(ctx.store, scored, ctx.run_id)  # validate and the panel read it: run.scored_setup(store)
         if proxy_summary is not None:
             summary["proxy"] = {k: proxy_summary.get(k) for k in ("estimator", "preprocessor", "pairs_scored",
                                                                   "estimator_calls", "cache_hits",
@@ -171,10 +170,11 @@ class ValidateStage(BaseStage):
         from grebench.scoring import RAW_PREPROCESSOR
 
         run = ctx.resolved
-        if run.scored is None:
+        scored = run.scored_setup(ctx.store)
+        if scored is None:
             raise LookupError(f"no scores with estimator {run.estimator} and preprocessor {run.preprocessor}: "
                               "run `grebench score` first")
-        estimator_id, preprocessor_id = run.scored.estimator_id, run.scored.preprocessor_id
+        estimator_id, preprocessor_id = scored.estimator_id, scored.preprocessor_id
         metrics = [m for m in run.metrics if ctx.store.scalar(
             "SELECT count(*) FROM scores WHERE metric = ? AND estimator = ? AND preprocessor IN (?, ?)",
             [m, estimator_id, preprocessor_id, RAW_PREPROCESSOR])]
@@ -189,7 +189,7 @@ class ValidateStage(BaseStage):
         if not ctx.store.scalar("SELECT count(*) FROM scores"):
             raise SetupError("no scores in the store: run `grebench score` first")
         run = ctx.resolved  # a reading job's run is resolved before its checks (check_stages)
-        if run.scored is None:
+        if run.scored_setup(ctx.store) is None:
             scored = ", ".join(f"{r['estimator_id']} ({r['preprocessor_id']})" for r in ctx.store.rows(
                 "SELECT DISTINCT estimator_id, preprocessor_id FROM scored_setups ORDER BY ALL"))
             raise SetupError(f"no scores with estimator {run.estimator} and preprocessor {run.preprocessor}; "
@@ -213,7 +213,8 @@ class ValidateStage(BaseStage):
         est, prep, metrics = self._setup(ctx)
         rows = validation_rows(ctx.store, est, prep, metrics, ctx.settings.bootstrap_samples, ctx.settings.seed)
         store_report(ctx.store, ctx.run_id, est, prep, rows)
-        proxy = ctx.resolved.proxy.estimator_id if ctx.resolved.proxy else None
+        proxy_setup = ctx.resolved.proxy_setup(ctx.store)
+        proxy = proxy_setup.estimator_id if proxy_setup else None
         agreement = [a for m in metrics if (a := estimator_agreement(ctx.store, m, est, prep, proxy)) is not None]
         return {"estimator": est, "preprocessor": prep, "metrics": metrics, "rows": rows, "agreement": agreement,
                 **untested(rows, llm_controls=bool(ctx.settings.control_model))}
@@ -271,8 +272,9 @@ class PanelStage(BaseStage):
         run = ctx.resolved
         # the gem judge reads (and scores its exam texts with) the setup the stored scores were made with, on the
         # job's sample: both resolved once for the job
-        summary = run_panel(ctx.store, ctx.settings, ctx.run_id, setup=run.scored,
-                            metric=gem_judge_metric(ctx.store, run.scored), paper_ids=run.paper_ids,
+        scored = run.scored_setup(ctx.store)
+        summary = run_panel(ctx.store, ctx.settings, ctx.run_id, setup=scored,
+                            metric=gem_judge_metric(ctx.store, scored), paper_ids=run.paper_ids,
                             judge_names=list(run.setup.judges) or None, progress=ctx.progress,
                             exam_only=run.setup.exam_only, bounded_exam=run.setup.core,
                             estimator=run.estimator_handle, local_judges=run.setup.local_judges)

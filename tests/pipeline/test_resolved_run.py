@@ -85,9 +85,11 @@ def test_the_main_job_resolves_once_after_ingest_and_every_stage_reads_that_run(
         assert len(seen.runs) == 1 and seen.stages.index("bench") == 1  # resolved after ingest, before bench
         run = done.run
         assert run is not None and run.paper_ids is not None and len(run.paper_ids) == 5
-        # the run the job ended with is the one it resolved, plus the ids its score stage produced
-        assert run.id == seen.runs[0].id and seen.runs[0].scored is None and run.scored is not None
-        assert run.scored == scored_setups(store, "offline", "rules")
+        # the run the job ended with is the one it resolved, never replaced (issue 49): the ids its score stage
+        # produced are in the store, where validate and the panel read them, as a job that only reads does
+        assert run is seen.runs[0] and run.scored is None and run.draws
+        scored = run.scored_setup(store)
+        assert scored is not None and scored == scored_setups(store, "offline", "rules")
         sampled = [r[0] for r in store.con.execute("SELECT paper_id FROM paper_samples ORDER BY 1").fetchall()]
         assert tuple(sampled) == run.paper_ids
         # every stage worked on that sample: generations of the human baseline exist only for those papers
@@ -95,8 +97,8 @@ def test_the_main_job_resolves_once_after_ingest_and_every_stage_reads_that_run(
             "SELECT DISTINCT paper_id FROM generations WHERE candidate = 'human'").fetchall()}
         assert benched == set(run.paper_ids)
         validate = done.result.stages["validate"]
-        assert (validate["estimator"], validate["preprocessor"]) == (run.scored.estimator_id,
-                                                                     run.scored.preprocessor_id)
+        assert (validate["estimator"], validate["preprocessor"]) == (scored.estimator_id, scored.preprocessor_id)
+        assert done.result.stages["panel"]["gem_metric"] and done.result.stages["panel"]["exam"]
         # each stage returns what its typed contract declares (the commands read the summaries through it)
         for name, summary in done.result.stages.items():
             assert not CONTRACTS[name].from_json(summary).extra, (name, CONTRACTS[name].from_json(summary).extra)
@@ -220,6 +222,21 @@ def test_no_stage_or_command_calls_the_resolver_itself() -> None:
             ident = getattr(called, "id", None) or getattr(called, "attr", None)
             if ident in RESOLVER_CALLS:
                 offenders.append(f"{name}:{node.lineno} {ident}()")
+    assert offenders == [], ", ".join(offenders)
+
+
+def test_no_stage_replaces_the_run() -> None:
+    """Issue 49: the run is set once, by the runner; a stage that assigned ``ctx.run`` (as the score stage did, with
+    the ids it scored) would make the stages after it read something a job that only reads never sees."""
+    offenders = []
+    for name, tree in _modules():
+        if name == "pipeline/_runner.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Attribute) and t.attr == "run" and isinstance(t.value, ast.Name)
+                    and t.value.id == "ctx" for t in node.targets):
+                offenders.append(f"{name}:{node.lineno}")
     assert offenders == [], ", ".join(offenders)
 
 
