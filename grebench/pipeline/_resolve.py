@@ -124,8 +124,8 @@ class ResolvedRun:
     proxy: ScoredSetup | None = None  # the fast proxy's beside them, when resolved (:meth:`proxy_setup`)
     draws: bool = False             # the job generates for and scores the sample (its scored setup may change)
     #: the job's estimator of ``estimator`` and fast proxy's of ``setup.proxy``, built on first use and shared by
-    #: every stage that scores (the score stage, the gem judge's exam texts); released by the runner between stages
-    #: where they hold a model, closed at the job's end (:meth:`release`, :meth:`close`)
+    #: every stage that scores (the score stage, the gem judge's exam texts); closed by the runner after each stage
+    #: (:meth:`close`)
     estimator_handle: EstimatorHandle | None = field(default=None, compare=False, repr=False)
     proxy_handle: EstimatorHandle | None = field(default=None, compare=False, repr=False)
 
@@ -146,14 +146,9 @@ class ResolvedRun:
                  "sample": list(self.sample.paper_ids) if self.sample.paper_ids is not None else None}
         return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()[:12]
 
-    def release(self) -> None:
-        """After a stage: the estimators give back a model they hold in this process (or servers they started)."""
-        for handle in (self.estimator_handle, self.proxy_handle):
-            if handle is not None:
-                handle.release()
-
     def close(self) -> None:
-        """The job ends: close every estimator the run built."""
+        """After each stage (the runner): close what the run's estimators built (a model in this process, servers
+        they started); a later stage that scores builds it again."""
         for handle in (self.estimator_handle, self.proxy_handle):
             if handle is not None:
                 handle.close()

@@ -215,16 +215,6 @@ def run_stages(ctx: StageContext, stages: Sequence[Stage], *, observer: JobObser
     result = PipelineResult()
     observer = observer or JobObserver()
     draws = any(stage.draws_sample(ctx) for stage in stages)
-    try:
-        _run_stages(ctx, stages, observer, draws, result)
-    finally:  # the run's parts (its estimators: their models, their servers) end with the job
-        if ctx.run is not None:
-            ctx.run.close()
-    return result
-
-
-def _run_stages(ctx: StageContext, stages: Sequence[Stage], observer: JobObserver, draws: bool,
-                result: PipelineResult) -> None:
     store = ctx.store
     for stage in stages:
         stop.check()  # a stage boundary: after a stop no stage starts
@@ -254,9 +244,10 @@ def _run_stages(ctx: StageContext, stages: Sequence[Stage], observer: JobObserve
         finally:
             result.seconds[stage.name] = round(time.perf_counter() - started, 3)
             store.checkpoint()
-            if ctx.run is not None:  # a model the run's estimator holds in this process goes back too
-                ctx.run.release()
+            if ctx.run is not None:  # what the run's estimators built (a model, servers) ends with the stage
+                ctx.run.close()
             release_memory(stage.name)  # what the stage loaded (a model, its batches) goes back before the next
+    return result
 
 
 def check_stages(ctx: StageContext, stages: Sequence[Stage]) -> None:

@@ -136,11 +136,9 @@ def served_model_label(server: str) -> Callable[[str], str]:
 
 def resolve_estimator(spec: str, settings: Settings, corpus: Mapping[str, Sequence[str]] | None = None,
                       progress: Progress | None = None) -> Estimator:
-    """Build the estimator named by ``spec`` (``NAME[:ARG]``); ``corpus`` is needed by corpus-fitted ones."""
-    entry, arg = ESTIMATORS.resolve(spec)
-    if entry.facts(EstimatorInfo).needs_corpus and corpus is None:
-        raise ValueError(f"the {entry.name} estimator needs the corpus of human-review judgment lines")
-    return entry.obj(arg, EstimatorContext(settings, corpus, progress or NoProgress()))
+    """Build the estimator named by ``spec`` (``NAME[:ARG]``); ``corpus`` is needed by corpus-fitted ones.  A
+    one-off :class:`EstimatorHandle`: the caller closes what it gets."""
+    return EstimatorHandle(spec, settings).get(corpus, progress)
 
 
 class EstimatorHandle:
@@ -151,7 +149,7 @@ class EstimatorHandle:
     :func:`resolve_estimator` would); the estimator itself is built on first use for each corpus it is fitted on
     (one instance for a kind that fits none), and every later request of the stage gets the same instance: the
     score stage's raw and preprocessed texts, the gem judge's exam texts of every venue-year.  The runner calls
-    :meth:`release` after each stage, which closes what was built: a model in this process, the servers it started
+    :meth:`close` after each stage, which closes what was built: a model in this process, the servers it started
     (``local_model``, ``local_servers``), a fitted word model, so that the next stage's models (the local judges'
     server) load beside nothing of this one's (issue 47: the job's peak memory); a later stage that scores builds
     it again from the same decided spec.  ``builds`` counts the instances made."""
@@ -191,12 +189,8 @@ class EstimatorHandle:
             self.builds += 1
         return made
 
-    def release(self) -> None:
-        """After a stage: close every instance built (see the class docstring)."""
-        self.close()
-
     def close(self) -> None:
-        """Close every instance built (after a stage; the job ends)."""
+        """Close every instance built (after each stage: see the class docstring)."""
         built, self._built = list({id(e): e for e in self._built.values()}.values()), {}
         for made in built:
             close_estimator(made)
