@@ -209,7 +209,7 @@ def main() -> None:
         return
     from grebench.settings import load_settings
 
-    shipped = int(load_settings(env={}).app_session_capacity)
+    shipped = int(load_settings(env={}).app.app_session_capacity)
     with tempfile.TemporaryDirectory() as tmp:
         data = prepare(Path(tmp), args.papers)
         caps = [shipped if c.strip() == "shipped" else int(c) for c in args.capacities.split(",") if c.strip()]

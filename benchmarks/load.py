@@ -219,7 +219,7 @@ def main() -> None:
         many = list(pool.map(lambda i: submit(f"Many-{i}", f"user{i}@example.org"), range(args.submitters)))
     demo.close()
     site.shutdown()
-    limit = int(settings.submissions_per_week)
+    limit = int(settings.submissions.submissions_per_week)
     burst_ok = sum(m.startswith("Queued") for m in burst)
     many_ok = sum(m.startswith("Queued") for m in many)
     refused = sorted({m.split(":")[0][:60] for m in burst if not m.startswith("Queued")})

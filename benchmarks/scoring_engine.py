@@ -392,7 +392,7 @@ def smollm2_dtype(settings: Settings, requested: str) -> tuple[str, str]:
     """The dtype the product runs hf:smollm2-135m in for ``requested`` on this device, and why."""
     from grebench.runtime import choose_dtype
 
-    dtype, rec = choose_dtype(settings, SMOLLM2, settings.hf_device, requested)
+    dtype, rec = choose_dtype(settings, SMOLLM2, settings.scoring.hf_device, requested)
     if rec["source"] == "setting":
         return dtype, "given by --dtype"
     if rec["source"] == "device":

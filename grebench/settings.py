@@ -1,13 +1,22 @@
-"""One settings object for the whole product.
+"""One settings object for the whole product, in sections.
 
-Every setting is declared exactly once, as a typed attribute of :class:`Settings` (``seed = Setting(int, ...)``)
-with its default, help text and what it accepts; :data:`SETTINGS` lists them in that order.  ``settings.seed`` is
-an ``int`` to mypy and at run time (no call site converts), and the data directory's layout is a set of properties
-(``settings.export_path``, ``settings.snapshots_path``, ...).  Values come from, in increasing priority:
+Every setting is declared exactly once, as a typed attribute (``seed = Setting(int, ...)``) with its default, help
+text and what it accepts: the general ones (data directory, logging, seed) on :class:`Settings` itself, the rest in
+one :class:`Section` per domain (``ingest``, ``limits``, ``bench``, ``scoring``, ``panel``, ``app``,
+``submissions``, ``service``, ``run``), read as ``settings.scoring.estimator`` or, by a component that is handed only
+its section, ``scoring.estimator``.  :data:`SECTIONS` lists the sections and :data:`SETTINGS` every setting, in
+declaration order; a setting's name is unique across sections, so environment variables, ``--OPTION``s and
+:meth:`Settings.replace` name it alone.  ``settings.seed`` is an ``int`` to mypy and at run time (no call site
+converts), and the data directory's layout is a set of properties (``settings.export_path``, ...).  Values come
+from, in increasing priority:
 
 1. the declared default,
-2. a TOML file (``--config PATH`` or ``GREBENCH_CONFIG``),
+2. a TOML file (``--config PATH`` or ``GREBENCH_CONFIG``): a setting at the top of the file (as before sections
+   existed) or under its section's table (``[scoring]`` then ``estimator = ...``),
 3. ``GREBENCH_<NAME>`` environment variables.
+
+The reference tables of ``docs/configuration.md`` are generated from the declarations (``python -m
+grebench.settings``); a test keeps them equal.
 
 Candidate models are declared as ``[[candidates]]`` tables in the TOML file
 (see ``docs/configuration.md``); they are parsed by :mod:`grebench.bench`.
@@ -17,10 +26,12 @@ from __future__ import annotations
 
 import difflib
 import os
+import sys
 import tomllib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Generic, Iterable, Mapping, TypeVar, overload
+from typing import Any, ClassVar, Generic, Iterable, Mapping, TypeVar, overload
 
 ENV_PREFIX = "GREBENCH_"
 T = TypeVar("T")
@@ -37,6 +48,7 @@ class Setting(Generic[T]):
     def __init__(self, type: type[T], default: T, help: str, *, choices: tuple[str, ...] = (),
                  minimum: float | None = None, maximum: float | None = None) -> None:
         self.name = ""                 # the attribute's name (set when the class is made)
+        self.section = ""              # the key of its section ("" for the general settings on Settings itself)
         self.type = type
         self.default = default
         self.help = help
@@ -46,6 +58,7 @@ class Setting(Generic[T]):
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
+        self.section = str(getattr(owner, "key", ""))
 
     @overload
     def __get__(self, obj: None, objtype: type | None = None) -> Setting[T]: ...
@@ -113,55 +126,94 @@ def _coerce(setting: Setting[Any], value: Any, origin: str) -> Any:
 
 
 @dataclass(frozen=True)
-class Settings:
-    """Resolved settings: the declared values (typed attributes), the raw TOML tables (candidates, judges), and the
-    data directory's layout.  Part names (estimator, preprocessor, sources, catalogue models) are checked against
-    the registries one layer up (``grebench.pipeline.check_setup``)."""
+class Section:
+    """One domain's settings: typed attributes (:class:`Setting` declarations) read from the resolved values.
 
+    A section is what a component is handed when it needs only its own domain (``AppSettings`` for the app's
+    listener, ``IngestSettings`` for a source); :attr:`key` names its table in a settings file and its attribute on
+    :class:`Settings`."""
+
+    key: ClassVar[str] = ""
     values: Mapping[str, Any]
-    tables: Mapping[str, Any] = field(default_factory=dict)
-    config_path: Path | None = None
 
-    data_dir = Setting(str, './grebench-data', 'Directory holding the DuckDB file, caches, exports and the built site.')
-    log_level = Setting(str, 'INFO', 'Logging level (DEBUG, INFO, WARNING, ERROR).', choices=('DEBUG', 'INFO', 'WARNING', 'ERROR', 'CRITICAL'))
-    seed = Setting(int, 20200426, 'Seed for every random choice (human-baseline pick, controls, bootstrap, sampling).', minimum=0)
-    # -- ingest --------------------------------------------------------------------------------------------------------
+    @classmethod
+    def declared(cls) -> tuple[Setting[Any], ...]:
+        """The section's settings, in declaration order."""
+        return tuple(v for v in vars(cls).values() if isinstance(v, Setting))
+
+
+@dataclass(frozen=True)
+class RunSettings(Section):
+    """What the main job works on."""
+
+    key: ClassVar[str] = 'run'
+
+    papers = Setting(str, 'auto', 'Papers the main job works on: all, N for a seeded sample stratified by venue and human rating, or auto (on a CPU with a local language model, as many papers (3 to 12) as fit about 15 minutes at the throughput measured here; every paper on a GPU or with no local model); the plan gives the expected time measured on the machine at hand.')
+    validation = Setting(str, 'auto', 'What the main job checks besides the headline board: core (GEM-S only, with the human baseline, every contestant and the five core controls: one of each thing a reader needs to trust the board; docs/scoring.md#the-core-controls), full (every default control, and GEM as well as GEM-S: the metric validation of methods.md §4), auto (core on a CPU when papers = auto sizes the sample, else full: on a GPU, with papers = all or N).', choices=('auto', 'core', 'full'))
+
+
+@dataclass(frozen=True)
+class IngestSettings(Section):
+    """Fetching papers and reviews (OpenReview, archives) and extracting PDFs."""
+
+    key: ClassVar[str] = 'ingest'
+
     openreview_baseurl_v1 = Setting(str, 'https://api.openreview.net', 'OpenReview API v1 base URL (venues up to ICLR 2023).')
     openreview_baseurl_v2 = Setting(str, 'https://api2.openreview.net', 'OpenReview API v2 base URL (ICLR 2024 on).')
     openreview_api = Setting(str, 'auto', 'Which OpenReview API to use: auto (by venue year), v1 or v2.', choices=('auto', 'v1', 'v2'))
     openreview_max_wait_s = Setting(float, 300.0, 'Upper bound on the total time spent waiting on 429 Retry-After during one ingest.', minimum=0)
     openreview_max_retries = Setting(int, 4, 'Retries of one OpenReview request on 429/5xx/connection errors before it is recorded as failed.', minimum=0, maximum=100)
     openreview_timeout_s = Setting(float, 60.0, 'Timeout of one OpenReview HTTP request.', minimum=0.1)
+    fetch_pdfs = Setting(bool, True, 'Download and extract PDFs when ingesting from OpenReview.')
+
+
+@dataclass(frozen=True)
+class LimitSettings(Section):
+    """What outside input and outside calls may cost: sizes ingest accepts, the PDF extractor's sandbox, every LLM call's deadline, retries and answer size, and a snapshot import's size."""
+
+    key: ClassVar[str] = 'limits'
+
     ingest_max_line_bytes = Setting(int, 4194304, "Largest archive line (one paper with its reviews) ingest reads; a longer line is refused with its line number (the bundled samples' largest is 27 kB).", minimum=1024)
     ingest_max_title_chars = Setting(int, 1000, 'Longest title ingest accepts; a paper over it is refused with its line or id and the reason.', minimum=1)
     ingest_max_abstract_chars = Setting(int, 20000, 'Longest abstract ingest accepts (bundled samples: at most 2,457 characters).', minimum=1)
     ingest_max_review_chars = Setting(int, 100000, 'Longest review text ingest accepts (bundled samples: at most 15,701 characters; `bench import` takes 100 kB too).', minimum=1)
     ingest_max_reviews_per_paper = Setting(int, 50, 'Most reviews ingest accepts for one paper (bundled samples: at most 5).', minimum=1)
     ingest_max_papers = Setting(int, 200000, 'Most papers ingest reads from one archive; the lines after that are refused (recorded once).', minimum=1)
-    fetch_pdfs = Setting(bool, True, 'Download and extract PDFs when ingesting from OpenReview.')
     pdf_timeout_s = Setting(float, 60.0, 'Wall-clock limit for extracting one PDF (the extractor runs in a subprocess).', minimum=0.1)
     pdf_memory_mb = Setting(int, 2048, 'Address-space limit of the PDF extraction subprocess, in MiB.', minimum=64)
     pdf_max_bytes = Setting(int, 50000000, 'PDFs larger than this are refused without parsing.', minimum=1)
-    papers = Setting(str, 'auto', 'Papers the main job works on: all, N for a seeded sample stratified by venue and human rating, or auto (on a CPU with a local language model, as many papers (3 to 12) as fit about 15 minutes at the throughput measured here; every paper on a GPU or with no local model); the plan gives the expected time measured on the machine at hand.')
-    validation = Setting(str, 'auto', 'What the main job checks besides the headline board: core (GEM-S only, with the human baseline, every contestant and the five core controls: one of each thing a reader needs to trust the board; docs/scoring.md#the-core-controls), full (every default control, and GEM as well as GEM-S: the metric validation of methods.md §4), auto (core on a CPU when papers = auto sizes the sample, else full: on a GPU, with papers = all or N).', choices=('auto', 'core', 'full'))
-    # -- bench ---------------------------------------------------------------------------------------------------------
-    bench_concurrency = Setting(int, 4, 'Concurrent LLM calls per provider when generating candidate reviews.', minimum=1, maximum=256)
     llm_timeout_s = Setting(float, 600.0, 'Outer deadline of one LLM call to a remote endpoint, including a stream that goes silent.', minimum=0.01)
     llm_idle_timeout_s = Setting(float, 600.0, 'A call to a local model server grebench started (local candidates and judges) is given up only when no data arrived for this long: a slow CPU still streaming tokens is never cut off by a total deadline.', minimum=0.01)
     llm_max_retries = Setting(int, 3, 'Retries of one LLM call on 429/5xx/timeouts.', minimum=0, maximum=100)
     llm_max_response_chars = Setting(int, 200000, 'Cap on the size of one LLM response; longer output is cut and flagged.', minimum=1)
     llm_max_retry_after_s = Setting(float, 60.0, 'Largest Retry-After honoured for an LLM call; longer waits count as a failure.', minimum=0)
+    snapshot_import_max_expansion = Setting(int, 50, 'A snapshot being imported may decode to at most this many times the bytes of its Parquet files, all members together (at least 16 MiB; a manifest\'s decoded_bytes can only lower it).', minimum=1, maximum=10000)
+    snapshot_import_max_mb = Setting(int, 2048, 'Most MiB a snapshot being imported may decode to, all members together, whatever its file sizes or manifest say.', minimum=16, maximum=1048576)
+
+
+@dataclass(frozen=True)
+class BenchSettings(Section):
+    """Candidate reviews: the candidates' calls, the local candidates and the controls."""
+
+    key: ClassVar[str] = 'bench'
+
+    bench_concurrency = Setting(int, 4, 'Concurrent LLM calls per provider when generating candidate reviews.', minimum=1, maximum=256)
     context_tokens = Setting(int, 32000, 'Default context window (tokens) of a candidate model when its params do not say.', minimum=512)
     control_model = Setting(str, '', 'litellm model for the LLM-made controls (deletion-completion, rephrase, abstract-only); empty: skip them.')
     local_candidates = Setting(str, 'smollm2-135m', 'Built-in local candidates: comma-separated catalogue names (`grebench models list`) that write reviews as kind = "local" candidates, served by transformers serve on 127.0.0.1 (empty: none).')
     local_server_startup_s = Setting(float, 300.0, 'Upper bound on the start of a local model server (transformers serve) before it answers /health; it only catches a hung server: readiness is observed, never timed.', minimum=0.1)
     local_streams = Setting(int, 0, 'Calls sent at once to a local model server on a CPU (its continuous batching shares each decoding step across them); 0 = as many as have their prompts read within 0.4 x llm_idle_timeout_s at the tokens/s measured on this machine, at most 16.', minimum=0, maximum=256)
     local_server_port = Setting(int, 0, 'Port of a local model server on 127.0.0.1 (0 = a free port chosen by the OS on every start).', minimum=0, maximum=65535)
-    vllm_python = Setting(str, '', 'Interpreter of the environment vLLM is installed in (scripts/install-vllm.sh prints it; vLLM pins an older transformers than grebench, so it cannot share this one); used by the vllm-local estimator.')
-    vllm_servers = Setting(int, 1, 'vLLM servers the vllm-local estimator starts on this machine (requests are spread over them; on a CPU each gets its share of the cores, on GPUs each its own GPU).', minimum=1, maximum=64)
-    vllm_kv_cache_gib = Setting(float, 0.0, "KV-cache memory of each vllm-local server, GiB (vLLM's --kv-cache-memory-bytes); 0 = 2 GiB on a CPU (vLLM's CPU build would otherwise reserve 92% of the RAM and refuse to start on a shared machine), vLLM's own sizing on a GPU.", minimum=0, maximum=4096)
-    vllm_compile = Setting(bool, True, "Let vllm-local servers torch.compile the model at start (vLLM's default: faster scoring, minutes more start-up on a CPU); false: --enforce-eager.")
-    # -- scoring -------------------------------------------------------------------------------------------------------
+    local_generation = Setting(str, 'batch', 'How kind = "local" candidates write their reviews: batch (in this process, every paper still to review decoded together in a deterministic batch plan recorded with each generation; docs/candidates.md#local-models), server (one transformers serve request per paper, as an endpoint).', choices=('batch', 'server'))
+    local_batch_mib = Setting(int, 384, 'KV-cache budget of local models on a CPU, in MiB: one batch of local generation (rows × (longest prompt + max_tokens) × the model\'s bytes per token; the batch plan depends on it, not on free memory, so a rerun plans the same batches) and the batching cache of a local candidate\'s server (as many full-context calls at once as fit; a local judge\'s server has none: its decisions are single forward passes).', minimum=16)
+
+
+@dataclass(frozen=True)
+class ScoringSettings(Section):
+    """The evaluation LM (estimators and their engines), preprocessing and the boards' statistics."""
+
+    key: ClassVar[str] = 'scoring'
+
     estimator = Setting(str, 'hf:smollm2-135m', 'Evaluation-LM estimator: offline (a fast word-model proxy), hf:NAME (a built-in evaluation LM, `grebench models list`) or hf:PATH, vllm:URL[,URL...] (running vLLM servers), vllm-local:NAME|PATH (vLLM servers started here, vllm_python), sglang:URL.')
     preprocessor = Setting(str, 'rules', 'Judgment-line preprocessor: rules, imported or litellm:MODEL.')
     assw_model = Setting(str, '', 'litellm model that summarises the strengths/weaknesses a paper claims (GEM-S ASSW); empty: ASSW skipped.')
@@ -177,12 +229,20 @@ class Settings:
     hf_batch_tokens = Setting(int, 16384, 'Token budget of one hf estimator batch.', minimum=256)
     hf_batch_mib = Setting(int, 160, 'Memory budget of one hf estimator batch beside the weights, in MiB: each row\'s copy of its cached context, its attention scores and activations (a token budget alone let the first run reach 7.7 GB); batches are cut by both.', minimum=16)
     hf_prefix_reuse = Setting(str, 'auto', 'Prefix KV reuse of the hf estimator: auto (measured once per machine, device and model: reuse where it is >= 1.1x faster than a plain forward batched across papers and within 0.05 nats per 100 scored tokens of it; docs/estimators.md), on, off.', choices=('auto', 'on', 'off'))
-    local_generation = Setting(str, 'batch', 'How kind = "local" candidates write their reviews: batch (in this process, every paper still to review decoded together in a deterministic batch plan recorded with each generation; docs/candidates.md#local-models), server (one transformers serve request per paper, as an endpoint).', choices=('batch', 'server'))
-    local_batch_mib = Setting(int, 384, 'KV-cache budget of local models on a CPU, in MiB: one batch of local generation (rows × (longest prompt + max_tokens) × the model\'s bytes per token; the batch plan depends on it, not on free memory, so a rerun plans the same batches) and the batching cache of a local candidate\'s server (as many full-context calls at once as fit; a local judge\'s server has none: its decisions are single forward passes).', minimum=16)
-    models_dir = Setting(str, '', 'Directory of the built-in evaluation LMs that `grebench models pull` (or first use of hf:NAME) materialises (default: DATA_DIR/models).')
+    vllm_python = Setting(str, '', 'Interpreter of the environment vLLM is installed in (scripts/install-vllm.sh prints it; vLLM pins an older transformers than grebench, so it cannot share this one); used by the vllm-local estimator.')
+    vllm_servers = Setting(int, 1, 'vLLM servers the vllm-local estimator starts on this machine (requests are spread over them; on a CPU each gets its share of the cores, on GPUs each its own GPU).', minimum=1, maximum=64)
+    vllm_kv_cache_gib = Setting(float, 0.0, "KV-cache memory of each vllm-local server, GiB (vLLM's --kv-cache-memory-bytes); 0 = 2 GiB on a CPU (vLLM's CPU build would otherwise reserve 92% of the RAM and refuse to start on a shared machine), vLLM's own sizing on a GPU.", minimum=0, maximum=4096)
+    vllm_compile = Setting(bool, True, "Let vllm-local servers torch.compile the model at start (vLLM's default: faster scoring, minutes more start-up on a CPU); false: --enforce-eager.")
     board_max_missing_share = Setting(float, 0.05, "Share of the board papers an operator-configured model was due to review that it may lack a review of and still be ranked (rounded down): room for generations that failed on our side, never enough to choose a sample. Submitted models and imported reviews may miss none.", minimum=0.0, maximum=0.2)
     bootstrap_samples = Setting(int, 2000, 'Bootstrap resamples (over papers) for confidence intervals.', minimum=10, maximum=1000000)
-    # -- panel ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PanelSettings(Section):
+    """The judge panel: its exam, pairs and debate."""
+
+    key: ClassVar[str] = 'panel'
+
     panel_pairs_per_paper = Setting(int, 0, 'Pairwise comparisons per paper for the judge panel: every pair of contestants (LLMs, imported reviews, the human baseline), then contestant-vs-control anchor pairs in a seeded order up to this many (0 = all; control-vs-control pairs are never judged).', minimum=0)
     panel_llm_pairs_per_paper = Setting(int, 2, 'The same cap for LLM judges, whose every comparison is a model call (0 = as panel_pairs_per_paper).', minimum=0)
     local_judges = Setting(str, 'smollm2-135m', 'Built-in local LLM judges: comma-separated catalogue names or checkpoint paths that judge pairs through typed decisions (/v1/systemone of a local transformers serve; empty: none).')
@@ -190,8 +250,14 @@ class Settings:
     exam_pairs = Setting(int, 100, "Pairs per test of the judges' qualification exam (seeded sample per venue-year).", minimum=0)
     debate_rounds = Setting(int, 2, 'Maximum debate rounds for pairs on which qualified LLM judges disagree.', minimum=0, maximum=10)
     judges_see_machine_metrics = Setting(bool, False, 'Give LLM judges the machine metrics of both reviews as context.')
-    # -- site and app --------------------------------------------------------------------------------------------------
-    site_dir = Setting(str, '', 'Output directory of the static site (default: DATA_DIR/site).')
+
+
+@dataclass(frozen=True)
+class AppSettings(Section):
+    """The Gradio app: address, sessions, uploads, request and connection limits."""
+
+    key: ClassVar[str] = 'app'
+
     app_host = Setting(str, '127.0.0.1', 'Host the Gradio app binds to.')
     app_port = Setting(int, 7860, 'Port of the Gradio app.', minimum=1, maximum=65535)
     app_session_capacity = Setting(int, 256, "Sessions whose state the app keeps in memory (the oldest is dropped first; Gradio's default of 10,000 let memory grow with sessions: docs/reliability.md).", minimum=1)
@@ -203,7 +269,6 @@ class Settings:
     app_upload_bytes_per_address_per_hour = Setting(int, 67108864, "Each client address's share of the upload space: bytes of upload requests it may make per hour.", minimum=17825792)
     app_max_body_bytes = Setting(int, 1048576, 'Largest request body any app route accepts (the upload route has its own cap: one file of the import form\'s limit); larger ones are refused with 413 before they are read.', minimum=65536, maximum=16777216)
     app_requests_per_address_per_min = Setting(int, 600, 'HTTP requests (pages, assets, API calls) the app accepts from one client address per minute, in bursts of as many; more are refused with 429.', minimum=10, maximum=1000000)
-    prose_estimator = Setting(str, "", "Evaluation LM of the prose test of submitted models' reviews (an estimator spec, e.g. hf:smollm2-135m): a review whose log-likelihood per token is below every sampled human review's, less 0.5 nats, is refused. Empty (and for uploaded files): the word-order test of the word model of human reviews.")
     app_idle_timeout_s = Setting(int, 10, "Seconds a connection to the app may stay open without sending a request (after it is accepted, or after a response); then it is closed.", minimum=1, maximum=3600)
     app_header_timeout_s = Setting(int, 10, "Seconds a request's headers may take from their first byte to their end; a slower client is disconnected before the app sees the request.", minimum=1, maximum=600)
     app_body_timeout_s = Setting(int, 60, "Seconds a request's whole body may take to arrive (uploads included); a slower body is refused with 408.", minimum=1, maximum=3600)
@@ -215,18 +280,21 @@ class Settings:
     app_bodies_in_flight = Setting(int, 32, "Request bodies the app reads at once; a further request with a body gets 503 before any of it is read.", minimum=1, maximum=10000)
     app_body_memory_bytes = Setting(int, 8388608, "Memory the request bodies being read may take in all (each its share; the rest waits on disk).", minimum=0, maximum=1073741824)
     app_upload_ttl_s = Setting(int, 3600, "Seconds an uploaded file may stay in Gradio's upload folder (the import handler removes it at once after reading it).", minimum=60, maximum=86400)
+    app_trusted_proxies = Setting(str, '', "Comma-separated networks (CIDR) of your reverse proxies: from them the app takes the client address for the rate limit from X-Forwarded-For; empty = none (the socket's address counts, forwarded headers are ignored).")
+
+
+@dataclass(frozen=True)
+class SubmissionSettings(Section):
+    """Submitted models and review uploads: quotas, the queue, what their endpoints may reach, and how their evaluation is bounded."""
+
+    key: ClassVar[str] = 'submissions'
+
     submissions_per_week = Setting(int, 3, 'Submissions and review uploads accepted per submitter (the contact, any case) in 7 days; refused tries do not count.', minimum=0)
     submissions_per_address_per_week = Setting(int, 6, 'Submissions and review uploads accepted from one network address (as the app sees it) in 7 days, whatever contact they give; refused tries do not count (submission_refusals_per_address_per_hour limits those).', minimum=0)
     submission_refusals_per_address_per_hour = Setting(int, 20, 'Refused submission or upload tries accepted from one network address per hour (an anti-abuse limit apart from the weekly quota, which counts accepted entries only); over it, tries are refused until the hour has passed, and the refusal says when.', minimum=1, maximum=10000)
-    app_trusted_proxies = Setting(str, '', "Comma-separated networks (CIDR) of your reverse proxies: from them the app takes the client address for the rate limit from X-Forwarded-For; empty = none (the socket's address counts, forwarded headers are ignored).")
     queue_max_pending = Setting(int, 50, 'Submissions and review uploads waiting in the queue at most; further ones are refused until the queue drains.', minimum=1)
     submission_http_allowlist = Setting(str, '', 'Comma-separated hosts that submissions may reach over plain http.')
     submission_private_allowlist = Setting(str, '', 'DANGEROUS: comma-separated networks (CIDR) of loopback/private addresses that submitted endpoints may reach anyway (own services, link-local and metadata addresses stay refused); empty = none.')
-    # -- scheduler -----------------------------------------------------------------------------------------------------
-    venues = Setting(str, '', 'Comma-separated OpenReview venue ids (or source specs: `openreview:ID`, `archive:PATH`, `bundled`) polled by the scheduler.')
-    poll_interval_min = Setting(float, 60.0, 'Minutes between scheduler polls of the configured venues.', minimum=0.001)
-    generate_interval_min = Setting(float, 60.0, 'Minutes between scheduler runs that generate LLM reviews of papers whose reviews are not public yet (sealed).', minimum=0.001)
-    score_interval_min = Setting(float, 60.0, 'Minutes between scheduler runs of bench (baseline, controls), scoring, validation and the panel.', minimum=0.001)
     submission_call_timeout_s = Setting(float, 120.0, "Deadline of one call to a submitted model's endpoint (the smaller of this and llm_timeout_s).", minimum=1.0, maximum=600.0)
     submission_max_retries = Setting(int, 1, "Retries of one call to a submitted model (the smaller of this and llm_max_retries).", minimum=0, maximum=5)
     submission_max_consecutive_failures = Setting(int, 4, 'Failed calls in a row after which a submission is stopped and failed (a hanging or broken endpoint).', minimum=1, maximum=100)
@@ -234,15 +302,90 @@ class Settings:
     submission_max_failure_rate = Setting(float, 0.5, 'A submission is stopped and failed once more than this share of submission_failure_window calls failed among its last submission_failure_window calls (checked after each batch of calls).', minimum=0.05, maximum=0.95)
     submission_max_wall_s = Setting(float, 3600.0, "Wall-clock seconds one submission's evaluation may take, counting only its own turns (submission_slice_s); checked between batches of calls, then it is stopped and failed.", minimum=60.0, maximum=86400.0)
     submission_slice_s = Setting(float, 300.0, "Seconds of one submission's turn on the scheduler's worker: running submissions take turns (round robin), each runs batches of calls until its slice is spent, then the next one runs; a turn ends within this plus one batch of calls (at most one call's deadline and retries).", minimum=1.0, maximum=3600.0)
+    prose_estimator = Setting(str, "", "Evaluation LM of the prose test of submitted models' reviews (an estimator spec, e.g. hf:smollm2-135m): a review whose log-likelihood per token is below every sampled human review's, less 0.5 nats, is refused. Empty (and for uploaded files): the word-order test of the word model of human reviews.")
+
+
+@dataclass(frozen=True)
+class ServiceSettings(Section):
+    """The scheduler (`grebench serve`): venues polled, job intervals, snapshots, stopping."""
+
+    key: ClassVar[str] = 'service'
+
+    venues = Setting(str, '', 'Comma-separated OpenReview venue ids (or source specs: `openreview:ID`, `archive:PATH`, `bundled`) polled by the scheduler.')
+    poll_interval_min = Setting(float, 60.0, 'Minutes between scheduler polls of the configured venues.', minimum=0.001)
+    generate_interval_min = Setting(float, 60.0, 'Minutes between scheduler runs that generate LLM reviews of papers whose reviews are not public yet (sealed).', minimum=0.001)
+    score_interval_min = Setting(float, 60.0, 'Minutes between scheduler runs of bench (baseline, controls), scoring, validation and the panel.', minimum=0.001)
     queue_interval_min = Setting(float, 5.0, 'Minutes between scheduler passes over the submission queue.', minimum=0.001)
     site_interval_min = Setting(float, 30.0, "Minutes between rebuilds of the static site and the app's Parquet exports.", minimum=0.001)
     snapshot_check_min = Setting(float, 720.0, 'Minutes between checks whether a yearly snapshot is due (or was requested).', minimum=0.001)
     misfire_grace_s = Setting(float, 21600.0, 'How late (seconds) a scheduled job may still start; jobs wait for each other in one worker thread, so keep it above the longest job.', minimum=0)
     snapshot_date = Setting(str, '01-15', 'Month-day (MM-DD) of the yearly snapshot cut.')
-    snapshot_import_max_expansion = Setting(int, 50, 'A snapshot being imported may decode to at most this many times the bytes of its Parquet files, all members together (at least 16 MiB; a manifest\'s decoded_bytes can only lower it).', minimum=1, maximum=10000)
-    snapshot_import_max_mb = Setting(int, 2048, 'Most MiB a snapshot being imported may decode to, all members together, whatever its file sizes or manifest say.', minimum=16, maximum=1048576)
     snapshot_archive_max_mb = Setting(int, 2048, 'Largest snapshot (its files together, MiB) the site and the app offer as one .tar.gz download; a larger one is offered file by file only.', minimum=1, maximum=1048576)
     stop_grace_s = Setting(float, 8.0, 'After SIGTERM/SIGINT: seconds the running job has to reach its next request boundary before the process exits anyway (its run is then marked interrupted); docker stop waits 10 s.', minimum=0.5, maximum=3600)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved settings: the general ones (typed attributes), one section per domain (``settings.scoring``,
+    ``settings.app``, ...: each a :class:`Section` of typed attributes), the raw TOML tables (candidates, judges),
+    and the data directory's layout.  Part names (estimator, preprocessor, sources, catalogue models) are checked
+    against the registries one layer up (``grebench.pipeline.check_setup``)."""
+
+    values: Mapping[str, Any]
+    tables: Mapping[str, Any] = field(default_factory=dict)
+    config_path: Path | None = None
+
+    data_dir = Setting(str, './grebench-data', 'Directory holding the DuckDB file, caches, exports and the built site.')
+    log_level = Setting(str, 'INFO', 'Logging level (DEBUG, INFO, WARNING, ERROR).', choices=('DEBUG', 'INFO', 'WARNING', 'ERROR', 'CRITICAL'))
+    seed = Setting(int, 20200426, 'Seed for every random choice (human-baseline pick, controls, bootstrap, sampling).', minimum=0)
+    models_dir = Setting(str, '', 'Directory of the built-in evaluation LMs that `grebench models pull` (or first use of hf:NAME) materialises (default: DATA_DIR/models).')
+    site_dir = Setting(str, '', 'Output directory of the static site (default: DATA_DIR/site).')
+
+    # -- the sections ---------------------------------------------------------------------------------------------
+    @cached_property
+    def run(self) -> RunSettings:
+        """The ``[run]`` settings: what the main job works on."""
+        return RunSettings(self.values)
+
+    @cached_property
+    def ingest(self) -> IngestSettings:
+        """The ``[ingest]`` settings: fetching papers and reviews (OpenReview, archives) and extracting PDFs."""
+        return IngestSettings(self.values)
+
+    @cached_property
+    def limits(self) -> LimitSettings:
+        """The ``[limits]`` settings: what outside input and outside calls may cost: sizes ingest accepts, the PDF extractor's sandbox, every LLM call's deadline, retries and answer size, and a snapshot import's size."""
+        return LimitSettings(self.values)
+
+    @cached_property
+    def bench(self) -> BenchSettings:
+        """The ``[bench]`` settings: candidate reviews: the candidates' calls, the local candidates and the controls."""
+        return BenchSettings(self.values)
+
+    @cached_property
+    def scoring(self) -> ScoringSettings:
+        """The ``[scoring]`` settings: the evaluation LM (estimators and their engines), preprocessing and the boards' statistics."""
+        return ScoringSettings(self.values)
+
+    @cached_property
+    def panel(self) -> PanelSettings:
+        """The ``[panel]`` settings: the judge panel: its exam, pairs and debate."""
+        return PanelSettings(self.values)
+
+    @cached_property
+    def app(self) -> AppSettings:
+        """The ``[app]`` settings: the Gradio app: address, sessions, uploads, request and connection limits."""
+        return AppSettings(self.values)
+
+    @cached_property
+    def submissions(self) -> SubmissionSettings:
+        """The ``[submissions]`` settings: submitted models and review uploads: quotas, the queue, what their endpoints may reach, and how their evaluation is bounded."""
+        return SubmissionSettings(self.values)
+
+    @cached_property
+    def service(self) -> ServiceSettings:
+        """The ``[service]`` settings: the scheduler (`grebench serve`): venues polled, job intervals, snapshots, stopping."""
+        return ServiceSettings(self.values)
 
     # -- the data directory's layout -----------------------------------------------------------------------------------
     @property
@@ -302,9 +445,16 @@ class Settings:
         return self.data_path / "queue.duckdb"
 
     # -- helpers ---------------------------------------------------------------------------------------------------
+    def value(self, name: str) -> Any:
+        """The value of the setting ``name``, whatever its section: what a fingerprint of declared setting names
+        reads.  An undeclared name is a :class:`KeyError`, never a default."""
+        if name not in _BY_NAME:
+            raise KeyError(f"unknown setting {name!r}")
+        return self.values[name]
+
     def listed(self, name: str) -> list[str]:
         """A comma-separated setting as its non-empty, stripped items (e.g. ``local_candidates``)."""
-        return [item.strip() for item in str(getattr(self, name) or "").split(",") if item.strip()]
+        return [item.strip() for item in str(self.value(name) or "").split(",") if item.strip()]
 
     def replace(self, **changes: Any) -> Settings:
         """A copy with some declared values changed (CLI options use this)."""
@@ -316,11 +466,27 @@ class Settings:
         return Settings(values=values, tables=self.tables, config_path=self.config_path)
 
 
-#: Every setting, in declaration order.
-SETTINGS: tuple[Setting[Any], ...] = tuple(v for v in vars(Settings).values() if isinstance(v, Setting))
+#: The sections, in the order the documentation gives them.
+SECTIONS: tuple[type[Section], ...] = (RunSettings, IngestSettings, BenchSettings, ScoringSettings, PanelSettings,
+                                       AppSettings, SubmissionSettings, ServiceSettings, LimitSettings)
+#: The general settings (on :class:`Settings` itself, at the top of a settings file).
+GENERAL: tuple[Setting[Any], ...] = tuple(v for v in vars(Settings).values() if isinstance(v, Setting))
+#: Every setting, the general ones first, then each section's in order.
+SETTINGS: tuple[Setting[Any], ...] = GENERAL + tuple(s for section in SECTIONS for s in section.declared())
 _BY_NAME = {s.name: s for s in SETTINGS}
-#: The tables a settings file may hold besides the settings (which go at its top level, under no table header):
-#: ``[[candidates]]`` (docs/candidates.md) and ``[[judges]]`` (docs/panel.md).
+_SECTION_KEYS = {section.key: section for section in SECTIONS}
+if len(_BY_NAME) != len(SETTINGS):
+    raise RuntimeError("a setting's name is declared in two sections")
+
+
+def declaration(name: str) -> Setting[Any]:
+    """The declaration of the setting ``name``, whatever its section; a :class:`KeyError` for an unknown name."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"unknown setting {name!r}") from None
+#: The array tables a settings file may hold besides the settings: ``[[candidates]]`` (docs/candidates.md) and
+#: ``[[judges]]`` (docs/panel.md).
 TABLES = ("candidates", "judges")
 
 
@@ -329,19 +495,42 @@ def _did_you_mean(word: str, known: Iterable[str], form: str = "{}") -> str:
     return f"; did you mean {form.format(close[0])}?" if close else ""
 
 
+def _where(setting: Setting[Any]) -> str:
+    """Where a setting goes in a settings file, in words: its section's table, or the top of the file."""
+    return f"[{setting.section}]" if setting.section else "the top of the file"
+
+
 def _unknown_table(path: Path, key: str, value: Any) -> str:
-    """Why ``[key]`` is refused, in one line: settings under a table header (``[grebench]``) would be ignored."""
+    """Why ``[key]`` is refused, in one line: settings under a table that is not their section would be ignored."""
     header = f"[[{key}]]" if isinstance(value, list) else f"[{key}]"
-    known = "the tables grebench reads are " + " and ".join(f"[[{name}]]" for name in TABLES)
+    known = ("the tables grebench reads are the sections " + ", ".join(f"[{s.key}]" for s in SECTIONS) + " and "
+             + " and ".join(f"[[{name}]]" for name in TABLES))
+    forms = [*(f"[{s.key}]" for s in SECTIONS), *(f"[[{t}]]" for t in TABLES)]
     settings = [k for k in value if k in _BY_NAME] if isinstance(value, dict) else []
     if settings:
-        return (f"{path}: unknown table {header}: settings go at the top of the file, before any table header "
-                f"(move {', '.join(settings[:3])}{' ...' if len(settings) > 3 else ''} there); {known}")
-    return f"{path}: unknown table {header}{_did_you_mean(key, TABLES, '[[{}]]')} ({known})"
+        where = ", ".join(f"{k} under {_where(_BY_NAME[k])}" for k in settings[:3])
+        return (f"{path}: unknown table {header}{_did_you_mean(header, forms)} (each setting goes under its "
+                f"section's table or at the top of the file: {where}{' ...' if len(settings) > 3 else ''}); {known}")
+    return f"{path}: unknown table {header}{_did_you_mean(header, forms)} ({known})"
+
+
+def _file_value(path: Path, setting: Setting[Any], value: Any, seen: dict[str, str], where: str) -> Any:
+    """One setting's value from the settings file, refused when it is a table or was already set elsewhere."""
+    if isinstance(value, (dict, list)):  # str() would turn a table into a value
+        raise ValueError(f"{path}: {setting.name} is a setting, not a table: write {setting.name} = VALUE under "
+                         f"{_where(setting)}")
+    if setting.name in seen:
+        raise ValueError(f"{path}: {setting.name} is set twice ({seen[setting.name]} and {where}); keep one")
+    seen[setting.name] = where
+    return _coerce(setting, value, str(path))
 
 
 def load_settings(config: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Settings:
-    """Resolve settings from defaults, the TOML file and ``GREBENCH_*`` variables."""
+    """Resolve settings from defaults, the TOML file and ``GREBENCH_*`` variables.
+
+    In the file a setting goes under its section's table (``[scoring]``, ``estimator = ...``) or, as in files
+    written before sections existed, at the top; a setting under another section's table, or set in both places,
+    is refused in one line naming where it goes."""
     env = os.environ if env is None else env
     path_text = str(config) if config else env.get(f"{ENV_PREFIX}CONFIG")
     path = Path(path_text) if path_text else None
@@ -354,14 +543,21 @@ def load_settings(config: str | os.PathLike[str] | None = None, env: Mapping[str
             raise ValueError(f"config file not found: {path}") from None
         except tomllib.TOMLDecodeError as exc:
             raise ValueError(f"{path}: invalid TOML: {exc}") from None
+        seen: dict[str, str] = {}
         for key, value in raw.items():
             if key in TABLES:
                 tables[key] = value
             elif key in _BY_NAME:
-                if isinstance(value, (dict, list)):  # str() would turn a table into a value
-                    raise ValueError(f"{path}: {key} is a setting, not a table: write {key} = VALUE at the top of "
-                                     "the file")
-                values[key] = _coerce(_BY_NAME[key], value, str(path))
+                values[key] = _file_value(path, _BY_NAME[key], value, seen, "the top of the file")
+            elif key in _SECTION_KEYS and isinstance(value, dict):
+                for name, item in value.items():
+                    setting = _BY_NAME.get(name)
+                    if setting is None or setting.section != key:
+                        known = [s.name for s in _SECTION_KEYS[key].declared()]
+                        moved = f"; {name} goes under {_where(setting)}" if setting is not None else \
+                            _did_you_mean(name, known, "{!r}")
+                        raise ValueError(f"{path}: [{key}] has no setting {name!r}{moved}")
+                    values[name] = _file_value(path, setting, item, seen, f"[{key}]")
             elif isinstance(value, (dict, list)):
                 raise ValueError(_unknown_table(path, key, value))
             else:
@@ -371,3 +567,36 @@ def load_settings(config: str | os.PathLike[str] | None = None, env: Mapping[str
         if env_name in env:
             values[setting.name] = _coerce(setting, env[env_name], env_name)
     return Settings(values=values, tables=tables, config_path=path)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _allowed(setting: Setting[Any]) -> str:
+    """What a setting allows, in a table cell: its choices, or its bounds (``≥ 1``, ``0 – 100``)."""
+    if setting.choices:
+        return ", ".join(setting.choices)
+    low, high = setting.minimum, setting.maximum
+    if low is not None and high is not None:
+        return f"{_num(low)} – {_num(high)}"
+    return f"≥ {_num(low)}" if low is not None else f"≤ {_num(high)}" if high is not None else ""
+
+
+def reference_markdown() -> str:
+    """The settings reference of ``docs/configuration.md``: one table per section, made from the declarations (a
+    test keeps the page equal to it; ``python -m grebench.settings`` prints it)."""
+    parts: list[str] = []
+    groups: list[tuple[str, str, tuple[Setting[Any], ...]]] = [
+        ("General", "At the top of the settings file, under no table header.", GENERAL)]
+    groups += [(f"[{s.key}]", (s.__doc__ or "").strip(), s.declared()) for s in SECTIONS]
+    for title, doc, declared in groups:
+        parts.append(f"### {title}\n\n{doc}\n\n| setting | type | default | meaning | allowed |\n|---|---|---|---|---|")
+        parts += [f"| `{s.name}` | {s.type.__name__} | `{s.default!r}` | {_cell(s.help)} | {_cell(_allowed(s))} |"
+                  for s in declared]
+        parts.append("")
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(reference_markdown())

@@ -26,14 +26,14 @@ def test_env_overrides_toml_which_overrides_default(tmp_path: Path) -> None:
     s = load_settings(cfg, env={"GREBENCH_SEED": "11"})
     assert s.data_dir == "/from/toml"
     assert s.seed == 11
-    assert s.bootstrap_samples == 10
+    assert s.scoring.bootstrap_samples == 10
     assert s.tables["candidates"][0]["name"] == "m"
     # GREBENCH_CONFIG is used when no path is given
     assert load_settings(env={"GREBENCH_CONFIG": str(cfg)}).seed == 7
 
 
 def test_bool_and_bad_values_are_reported_with_origin(tmp_path: Path) -> None:
-    assert load_settings(env={"GREBENCH_FETCH_PDFS": "off"}).fetch_pdfs is False
+    assert load_settings(env={"GREBENCH_FETCH_PDFS": "off"}).ingest.fetch_pdfs is False
     with pytest.raises(ValueError, match="GREBENCH_SEED: seed must be int"):
         load_settings(env={"GREBENCH_SEED": "many"})
     cfg = tmp_path / "bad.toml"

@@ -18,9 +18,10 @@ def test_every_setting_is_a_typed_attribute_declared_once() -> None:
     assert len(names) == len(set(names)) > 60
     settings = load_settings(env={})
     for declared in SETTINGS:
-        attribute = getattr(Settings, declared.name)
+        owner = getattr(settings, declared.section) if declared.section else settings
+        attribute = getattr(type(owner), declared.name)
         assert isinstance(attribute, Setting) and attribute is declared
-        value = getattr(settings, declared.name)
+        value = getattr(owner, declared.name)
         assert type(value) is declared.type, declared.name  # the default has the declared type: no call converts
         assert value == declared.default
 
@@ -35,8 +36,8 @@ def test_an_unknown_setting_is_an_error_not_none() -> None:
 def test_values_from_the_environment_come_back_typed(tmp_path: Path) -> None:
     s = load_settings(env={"GREBENCH_SEED": "7", "GREBENCH_FETCH_PDFS": "no", "GREBENCH_LLM_TIMEOUT_S": "2",
                            "GREBENCH_DATA_DIR": str(tmp_path)})
-    assert (s.seed, s.fetch_pdfs, s.llm_timeout_s) == (7, False, 2.0)
-    assert type(s.llm_timeout_s) is float and type(s.seed) is int
+    assert (s.seed, s.ingest.fetch_pdfs, s.limits.llm_timeout_s) == (7, False, 2.0)
+    assert type(s.limits.llm_timeout_s) is float and type(s.seed) is int
 
 
 def test_the_data_dir_layout_is_properties_of_settings(tmp_path: Path) -> None:
@@ -60,10 +61,12 @@ def test_mypy_knows_the_type_of_each_setting(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
     probe.write_text("from grebench.settings import load_settings\n"
                      "s = load_settings()\n"
-                     "reveal_type(s.seed)\nreveal_type(s.hf_dtype)\nreveal_type(s.fetch_pdfs)\n"
-                     "s.sed\n", encoding="utf-8")
+                     "reveal_type(s.seed)\nreveal_type(s.scoring.hf_dtype)\nreveal_type(s.ingest.fetch_pdfs)\n"
+                     "s.sed\ns.scoring.estimatr\ns.hf_dtype\n", encoding="utf-8")
     out = subprocess.run([str(mypy), "--no-incremental", "--follow-imports=silent", str(probe)],
                          capture_output=True, text=True, timeout=300, cwd=Path(__file__).parents[1])
     revealed = re.findall(r'Revealed type is "(?:builtins\.)?(\w+)"', out.stdout)
     assert revealed == ["int", "str", "bool"], out.stdout
     assert '"Settings" has no attribute "sed"' in out.stdout, out.stdout
+    assert '"ScoringSettings" has no attribute "estimatr"' in out.stdout, out.stdout
+    assert '"Settings" has no attribute "hf_dtype"' in out.stdout, out.stdout  # a section's setting is not flat

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from grebench.llm import endpoint_tables, parse_endpoint, table_name
 from grebench.registry import Registry
-from grebench.settings import Settings
+from grebench.settings import BenchSettings, Settings
 from grebench.store import BASELINE, CONTESTANT, REFERENCE, Store, utcnow
 
 ALLOWED_KEYS = {"name", "kind", "model", "api_base", "released", "cutoff", "api_key_env", "params", "family",
@@ -97,7 +97,7 @@ class LLMKind:
 
     def parse(self, raw: dict[str, Any], where: str, settings: Settings) -> Candidate:
         """Validate the table of an ``llm`` candidate."""
-        return _parse_llm(raw, where, settings)
+        return _parse_llm(raw, where, settings.bench)
 
     @contextmanager
     def serve(self, candidates: list[Candidate], settings: Settings) -> Iterator[list[Candidate]]:
@@ -105,7 +105,7 @@ class LLMKind:
         yield candidates
 
 
-def _parse_llm(raw: dict[str, Any], where: str, settings: Settings) -> Candidate:
+def _parse_llm(raw: dict[str, Any], where: str, bench: BenchSettings) -> Candidate:
     endpoint = parse_endpoint(raw, where, ALLOWED_KEYS, CandidateError)
     model = endpoint.model
     cutoff = _date(raw.get("cutoff"), where, "cutoff")
@@ -122,7 +122,8 @@ def _parse_llm(raw: dict[str, Any], where: str, settings: Settings) -> Candidate
     if "stream" in params or "stream_options" in params:
         raise CandidateError(f"{where}: params.stream: write stream = false as a key of the candidate, next to "
                              "model (it says how replies are fetched, not how the model writes)")
-    params = {"temperature": 0, "max_tokens": DEFAULT_MAX_TOKENS, "context_tokens": settings.context_tokens, **params}
+    params = {"temperature": 0, "max_tokens": DEFAULT_MAX_TOKENS, "context_tokens": bench.context_tokens,
+              **params}
     for key in ("max_tokens", "context_tokens"):
         if not isinstance(params[key], int) or params[key] <= 0:
             raise CandidateError(f"{where}: params.{key} must be a positive integer")
@@ -255,18 +256,18 @@ def candidate_endpoints(candidates: list[Candidate], settings: Settings) -> Iter
         yield sorted(ready, key=lambda c: order.get(c.name, len(order)))
 
 
-def bundled_candidates(settings: Settings) -> list[Candidate]:
+def bundled_candidates(bench: BenchSettings) -> list[Candidate]:
     """The human baseline and the controls; the LLM-made controls only with ``control_model`` set."""
     from grebench.bench.controls import CONTROLS
 
     out = [Candidate(HUMAN, HUMAN_KIND, description=HUMAN_DESCRIPTION)]
-    params = {"temperature": 0, "max_tokens": DEFAULT_MAX_TOKENS, "context_tokens": settings.context_tokens}
+    params = {"temperature": 0, "max_tokens": DEFAULT_MAX_TOKENS, "context_tokens": bench.context_tokens}
     for entry in CONTROLS:
         control = entry.obj
         if not control.needs_llm:
             out.append(Candidate(control.name, CONTROL_KIND, description=control.description))
-        elif settings.control_model:
-            out.append(Candidate(control.name, CONTROL_KIND, model=settings.control_model,
+        elif bench.control_model:
+            out.append(Candidate(control.name, CONTROL_KIND, model=bench.control_model,
                                  description=control.description, params=params))
     return out
 
@@ -290,7 +291,7 @@ def load_candidates(settings: Settings) -> list[Candidate]:
     """Every candidate: bundled ones first, then the built-in local ones, then the configured ones (unique names)."""
     raw = endpoint_tables(settings.tables.get("candidates"), "candidates", CandidateError)
     builtin = builtin_local_tables(settings, raw)
-    out = bundled_candidates(settings)
+    out = bundled_candidates(settings.bench)
     seen = {c.name for c in out}
     from grebench.bench.controls import CONTROLS
 

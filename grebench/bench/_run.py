@@ -45,7 +45,7 @@ from grebench.bench._registry import (
 from grebench.bench._sections import split_sections
 from grebench.bench.controls import CONTROLS, ControlInput, ControlSkip, derangement
 from grebench.progress import NoProgress, Progress, Task
-from grebench.settings import Settings
+from grebench.settings import BenchSettings, Settings
 from grebench.store import Store, utcnow
 
 log = logging.getLogger(__name__)
@@ -285,12 +285,12 @@ def _run_llm(store: Store, settings: Settings, run_id: str | None, cands: list[C
         LLMClient(settings, store).complete_many(requests, on_done=done)
 
 
-def _batched(cands: list[Candidate], settings: Settings) -> tuple[list[Candidate], list[Candidate]]:
+def _batched(cands: list[Candidate], bench: BenchSettings) -> tuple[list[Candidate], list[Candidate]]:
     """(local candidates written in this process in batches, candidates called through an endpoint): a ``local``
     candidate decodes in batches across papers unless ``local_generation = server``."""
     from grebench.bench._local import LOCAL_KIND
 
-    batch = [c for c in cands if c.kind == LOCAL_KIND and settings.local_generation == "batch"]
+    batch = [c for c in cands if c.kind == LOCAL_KIND and bench.local_generation == "batch"]
     return batch, [c for c in cands if c not in batch]
 
 
@@ -321,7 +321,7 @@ def _run_local_batches(store: Store, settings: Settings, run_id: str | None, can
             raise CandidateError(f"candidate {c.name!r}: {exc}") from None
         with LocalGenerator(model.path, model.device, model.dtype, model.label) as gen:
             prompts = {pid: gen.prompt_ids(messages) for pid, (_job, messages) in todo.items()}
-            plan = gen.plan(prompts, int(c.params["max_tokens"]), settings.local_batch_mib * 2 ** 20)
+            plan = gen.plan(prompts, int(c.params["max_tokens"]), settings.bench.local_batch_mib * 2 ** 20)
             log.info("%s: %d reviews in %d batch(es) (plan %s)", c.name, len(todo), len(plan.batches), plan.id)
 
             def write(batch: list[Any], candidate: Candidate = c,
@@ -381,7 +381,7 @@ def _generate(store: Store, settings: Settings, run_id: str | None, llm: list[Ca
     if not _llm_todo(store, settings, llm, splits, papers, texts):
         _tally_done(store, settings, llm, splits, papers, texts, tally)
         return
-    batched, served = _batched(llm, settings)
+    batched, served = _batched(llm, settings.bench)
     if batched:  # each candidate shows its own progress, in decoded tokens
         _run_local_batches(store, settings, run_id, batched, splits, papers, texts, tally, display)
     if served:

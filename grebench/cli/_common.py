@@ -17,7 +17,7 @@ import duckdb
 
 from grebench.pipeline import JobObserver, ResolvedRun, RunOptions
 from grebench.progress import Progress, progress_for
-from grebench.settings import Settings
+from grebench.settings import ServiceSettings, Settings
 from grebench.store import Store, StoreLocked, open_store
 
 
@@ -165,12 +165,12 @@ def _store_failure(settings: Settings, exc: BaseException) -> str:
 
 
 @contextmanager
-def stoppable(settings: Settings) -> Iterator[None]:
+def stoppable(service: ServiceSettings) -> Iterator[None]:
     """SIGTERM / SIGINT stop the work of the block at its next request boundary (:mod:`grebench.stop`): the run is
     recorded ``interrupted``, one line says so, and the command exits 0 after SIGTERM, 130 after SIGINT."""
     from grebench import stop
 
-    with stop.handling_signals(settings.stop_grace_s):
+    with stop.handling_signals(service.stop_grace_s):
         try:
             yield
         except stop.Interrupted as exc:
@@ -223,7 +223,7 @@ def run_stage(settings: Settings, command: str, names: Sequence[str], options: R
     from grebench.pipeline import Job, SetupError, run_job
 
     try:
-        with stoppable(settings):
+        with stoppable(settings.service):
             done = run_job(settings, Job.of(*names), options, open_store=lambda: writer_store(settings, locked_ok),
                            command=command, args=args or {}, progress=progress_display(as_json), refusals=refusals,
                            observer=_StagesSummary(None if as_json else plan))

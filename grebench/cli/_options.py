@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import click
 
 from grebench._offline import apply_offline_defaults
-from grebench.settings import ENV_PREFIX, Setting, Settings, load_settings
+from grebench.settings import ENV_PREFIX, Setting, Settings, declaration, load_settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 _CONFIG, _DATA_DIR = "settings_config", "settings_data_dir"
@@ -97,9 +97,7 @@ def setting_option(name: str, *decls: str, default: str = "", extra_help: str = 
     :class:`grebench.pipeline.RunOptions` then use the setting's value.  ``attrs`` go to :func:`click.option`; a
     ``type`` there replaces the declaration's parsing with a stricter click type (``click.Path`` for a directory).
     """
-    setting = vars(Settings).get(name)
-    if not isinstance(setting, Setting):
-        raise KeyError(f"unknown setting {name!r}")
+    setting = declaration(name)
     text = [setting.help]
     forms = _registry_forms(name)
     if forms:

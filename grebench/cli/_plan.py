@@ -33,7 +33,7 @@ def plan_text(settings: Settings, setup: RunSetup, what: str = "main job", paper
         papers = f"{size} papers, a seeded sample" + (f" sized for about 15 minutes here ({all_hint}: every paper)"
                                                        if why.startswith("auto") else f" ({why})")
     lines = [f"{what}: {papers}"]
-    controls = len(default_controls(llm=bool(settings.control_model)))
+    controls = len(default_controls(llm=bool(settings.bench.control_model)))
     if setup.core:
         lines.append(f"checks: GEM-S with the human baseline, every contestant and the core controls "
                      f"({len(setup.controls)} of {controls}: {', '.join(setup.controls)}); `--validation full` runs "

@@ -21,7 +21,7 @@ def command(settings: Settings, host: str | None, port: int | None) -> None:
     changes = {k: v for k, v in {"app_host": host, "app_port": port}.items() if v is not None}
     settings = settings.replace(**changes) if changes else settings
     try:
-        check_app_port(settings, "--port or the setting app_port (GREBENCH_APP_PORT)")
+        check_app_port(settings.app, "--port or the setting app_port (GREBENCH_APP_PORT)")
     except SetupError as exc:
         raise click.UsageError(str(exc)) from None
     try:

@@ -21,8 +21,9 @@ def command(settings: Settings, pdf: Path, as_json: bool) -> None:
     """Extract PDF text with PyMuPDF in a time- and memory-limited subprocess."""
     from grebench.ingest import extract_pdf
 
-    result = extract_pdf(pdf.read_bytes(), timeout_s=settings.pdf_timeout_s, memory_mb=settings.pdf_memory_mb,
-                         max_bytes=settings.pdf_max_bytes)
+    limits = settings.limits
+    result = extract_pdf(pdf.read_bytes(), timeout_s=limits.pdf_timeout_s, memory_mb=limits.pdf_memory_mb,
+                         max_bytes=limits.pdf_max_bytes)
     if as_json:
         emit_json(result)
     elif result.get("error") is None:

@@ -88,7 +88,7 @@ def command(settings: Settings, season: str | None, start: datetime | None, end:
         given = " and ".join(f"{flag} {shown(when)}" for flag, when in (("--from", start), ("--to", end)) if when)
         raise click.UsageError(f"{exc}: nothing to replay ({given or 'the season'}; the season runs from "
                                f"{shown(first)} to {shown(last)})") from None
-    with stoppable(settings), writer_store(settings) as store:
+    with stoppable(settings.service), writer_store(settings) as store:
         done = replay(settings, store, spec, days, on_day=None if as_json else _show_day)
         if as_json:
             emit_json({"season": spec, "days_run": done, **history(store, spec)})

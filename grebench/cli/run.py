@@ -147,7 +147,7 @@ def command(settings: Settings, source: str, estimator: str | None, preprocessor
     run_args = {"source": source, "estimator": estimator, "preprocessor": preprocessor, "metrics": list(metrics),
                 "papers": papers, "validation": validation}
     try:
-        with stoppable(settings):
+        with stoppable(settings.service):
             done = run_job(settings, "run", opts, open_store=lambda: writer_store(settings), args=run_args,
                            progress=progress_display(as_json), observer=Observer())
     except SetupError as exc:  # before the plan and the store: a mistake costs nothing and is said once

@@ -83,7 +83,7 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
         check_site_dir(settings, stages)
         check_local_port(settings, stages)
         if not (no_app or once):  # the app's port is checked with the settings, before any job starts
-            check_app_port(settings, "the setting app_port (GREBENCH_APP_PORT), or run `grebench serve --no-app`")
+            check_app_port(settings.app, "the setting app_port (GREBENCH_APP_PORT), or run `grebench serve --no-app`")
     except SetupError as exc:
         raise click.UsageError(str(exc)) from None
     # the writer lock first, before anything slow: a second serve on this data dir names the holder at once
@@ -94,7 +94,7 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
         store.close()
         raise click.ClickException(str(exc)) from None
     failed = False
-    with stop.handling_signals(settings.stop_grace_s):
+    with stop.handling_signals(settings.service.stop_grace_s):
         try:
             if service.recovered:
                 click.echo(f"resuming after a crash in: {', '.join(service.recovered)}", err=True)
@@ -145,8 +145,9 @@ def _serve(settings: Settings, service: Any, no_app: bool) -> None:
             except OSError as exc:  # Gradio's message names its own variables; ours names the setting
                 why = str(exc).split(". ")[0]
                 raise click.ClickException(
-                    f"the app could not listen on {settings.app_host}:{settings.app_port} ({why}); free the port or "
-                    "choose another with the setting app_port (GREBENCH_APP_PORT); no job was started") from None
+                    f"the app could not listen on {settings.app.app_host}:{settings.app.app_port} ({why}); free the "
+                    "port or choose another with the setting app_port (GREBENCH_APP_PORT); no job was started"
+                ) from None
         service.start()
         if no_app:
             click.echo("scheduler running (SIGTERM or Ctrl-C to stop)", err=True)

@@ -189,8 +189,8 @@ def import_(settings: Settings, directory: str, manifest_sha256: str | None, as_
     with writer_store(settings) as store:
         try:
             report = import_snapshot(store, Path(directory), manifest_sha256,
-                                     max_expansion=settings.snapshot_import_max_expansion,
-                                     max_decoded_bytes=settings.snapshot_import_max_mb * 1024 ** 2)
+                                     max_expansion=settings.limits.snapshot_import_max_expansion,
+                                     max_decoded_bytes=settings.limits.snapshot_import_max_mb * 1024 ** 2)
         except SnapshotError as exc:
             raise click.ClickException(str(exc)) from None
         if report["rows_added"].get("papers"):

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from grebench.settings import Settings
+
 Resolver = Callable[[str, int], list[str]]
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -183,7 +185,7 @@ def _networks(items: Iterable[str]) -> list[ipaddress.IPv4Network | ipaddress.IP
 _URL_IN_TEXT = re.compile(r"https?://[^\s,;\"'<>]+", re.IGNORECASE)
 
 
-def own_service_urls(settings: Any) -> list[str]:
+def own_service_urls(settings: Settings) -> list[str]:
     """Every URL in the operator's settings (estimator servers, the scoring LLM's base, ...) and the app's address.
 
     A rule about information, not about known backends: whatever estimator spec names a server (a plugin's too),
@@ -202,8 +204,8 @@ def own_service_urls(settings: Any) -> list[str]:
             for item in value:
                 walk(item)
 
-    walk(dict(getattr(settings, "values", {}) or {}))
-    found.append(f"http://{settings.app_host}:{settings.app_port}")
+    walk(dict(settings.values))
+    found.append(f"http://{settings.app.app_host}:{settings.app.app_port}")
     return list(dict.fromkeys(found))
 
 
@@ -321,12 +323,12 @@ def _is_ip(text: str) -> bool:
     return True
 
 
-def check_submitted_url(url: str, settings: Any,
+def check_submitted_url(url: str, settings: Settings,
                         resolver: Resolver | Mapping[str, Iterable[str]] | None = None) -> PinnedEndpoint:
     """:func:`check_url` with the operator's settings: http and private allowlists, the product's own services."""
-    return check_url(url, http_allowlist=settings.submission_http_allowlist.split(","),
+    return check_url(url, http_allowlist=settings.submissions.submission_http_allowlist.split(","),
                      own_services=own_service_urls(settings), resolver=resolver,
-                     private_allowlist=str(getattr(settings, "submission_private_allowlist", "") or "").split(","))
+                     private_allowlist=settings.submissions.submission_private_allowlist.split(","))
 
 
 def check_redirect(endpoint: PinnedEndpoint, location: str, **kwargs: Any) -> PinnedEndpoint:

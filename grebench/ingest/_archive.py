@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 from grebench.ingest._content import CONFIDENCE_FIELDS, RATING_FIELDS, first_str, review_text, venue_year
 from grebench.ingest._source import SOURCES, SourceError, SourceFailure
-from grebench.settings import Settings
+from grebench.settings import LimitSettings, Settings
 from grebench.store import PaperRecord, ReviewRecord
 
 # The bundled sample's reviews are the versions crawled on this date, when they were public.
@@ -144,10 +144,10 @@ class IngestLimits:
     papers: int = 200_000
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> IngestLimits:
-        return cls(settings.ingest_max_line_bytes, settings.ingest_max_title_chars,
-                   settings.ingest_max_abstract_chars, settings.ingest_max_review_chars,
-                   settings.ingest_max_reviews_per_paper, settings.ingest_max_papers)
+    def from_settings(cls, limits: LimitSettings) -> IngestLimits:
+        return cls(limits.ingest_max_line_bytes, limits.ingest_max_title_chars,
+                   limits.ingest_max_abstract_chars, limits.ingest_max_review_chars,
+                   limits.ingest_max_reviews_per_paper, limits.ingest_max_papers)
 
     def refusal(self, paper: PaperRecord) -> str | None:
         """Why ``paper`` is over a limit, or None."""
@@ -294,7 +294,7 @@ def check_bundled_arg(arg: str) -> None:
 def make_bundled(arg: str, settings: Settings) -> ArchiveSource:
     """``bundled`` (the default sample) or ``bundled:NAME``."""
     check_bundled_arg(arg)
-    return bundled_source(arg.strip().lower() or DEFAULT_BUNDLED, IngestLimits.from_settings(settings))
+    return bundled_source(arg.strip().lower() or DEFAULT_BUNDLED, IngestLimits.from_settings(settings.limits))
 
 
 def check_archive_arg(arg: str) -> None:
@@ -314,4 +314,4 @@ def make_archive(arg: str, settings: Settings) -> ArchiveSource:
     """``archive:PATH``: a JSON Lines file of papers with their reviews."""
     if not arg:
         raise SourceError("archive source spec must be archive:PATH")
-    return ArchiveSource(Path(arg), limits=IngestLimits.from_settings(settings))
+    return ArchiveSource(Path(arg), limits=IngestLimits.from_settings(settings.limits))

@@ -69,10 +69,11 @@ class OpenReviewSource:
         self.venue_id = venue_id
         self.name = f"openreview:{venue_id}"
         self.settings = settings
-        self.api = choose_api(venue_id, settings.openreview_api)
-        self.baseurl = settings.openreview_baseurl_v2 if self.api == "v2" else settings.openreview_baseurl_v1
+        self.api = choose_api(venue_id, settings.ingest.openreview_api)
+        ingest = settings.ingest
+        self.baseurl = ingest.openreview_baseurl_v2 if self.api == "v2" else ingest.openreview_baseurl_v1
         self.page_size = page_size
-        self.budget = WaitBudget(max_wait_s=settings.openreview_max_wait_s, sleep=sleep)
+        self.budget = WaitBudget(max_wait_s=settings.ingest.openreview_max_wait_s, sleep=sleep)
 
     # -- client ----------------------------------------------------------
     def _client(self) -> Any:
@@ -86,8 +87,8 @@ class OpenReviewSource:
         except request_errors() as exc:
             what = "OpenReview login (OPENREVIEW_USERNAME)" if username or password else "OpenReview client"
             raise SourceError(describe_error(exc, self.budget, what)) from None
-        mount_policy(client.session, self.budget, self.settings.openreview_max_retries,
-                     self.settings.openreview_timeout_s)
+        mount_policy(client.session, self.budget, self.settings.ingest.openreview_max_retries,
+                     self.settings.ingest.openreview_timeout_s)
         return client
 
     def _pages(self, client: Any, invitation: str, details: str) -> Iterator[Any]:
@@ -166,7 +167,7 @@ class OpenReviewSource:
         self.budget.waited_s = 0.0
         self.budget.retries = 0
         client = self._client()
-        limits = IngestLimits.from_settings(self.settings)
+        limits = IngestLimits.from_settings(self.settings.limits)
         seen: set[str] = set()
         yielded = 0
         if limit is not None and limit <= 0:
@@ -196,7 +197,7 @@ class OpenReviewSource:
                 yield SourceFailure(self.venue_id, f"the venue lists more than {limits.papers:,} papers (limit "
                                                    "ingest_max_papers); the rest are not read")
                 return
-            if self.settings.fetch_pdfs and paper.pdf_ref:
+            if self.settings.ingest.fetch_pdfs and paper.pdf_ref:
                 paper.pdf_loader = self._pdf_loader(client, paper.paper_id)
             yielded += 1
             yield paper

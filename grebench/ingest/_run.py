@@ -15,7 +15,7 @@ from typing import Callable, TypedDict
 from grebench import stop
 from grebench.ingest._links import LinkCounts, link_papers, unchecked_paper_ids
 from grebench.ingest._source import PaperSource, SourceFailure
-from grebench.settings import Settings
+from grebench.settings import LimitSettings, Settings
 from grebench.store import PaperRecord, PdfExtraction, Store
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ class IngestSummary:
 BATCH = 25
 
 
-def _extract(paper: PaperRecord, done: set[tuple[str, str]], settings: Settings) -> PdfExtraction | None:
+def _extract(paper: PaperRecord, done: set[tuple[str, str]], limits: LimitSettings) -> PdfExtraction | None:
     """Extract the paper's PDF in a limited subprocess, unless this exact PDF was done before."""
     if paper.pdf_loader is None or paper.pdf_ref is None:
         return None
@@ -86,7 +86,8 @@ def _extract(paper: PaperRecord, done: set[tuple[str, str]], settings: Settings)
     except Exception as exc:  # a download failure must not stop the ingest
         return {"error": f"PDF download failed: {exc}", "transient": True}
     result = extract_pdf(
-        data, timeout_s=settings.pdf_timeout_s, memory_mb=settings.pdf_memory_mb, max_bytes=settings.pdf_max_bytes,
+        data, timeout_s=limits.pdf_timeout_s, memory_mb=limits.pdf_memory_mb,
+        max_bytes=limits.pdf_max_bytes,
     )
     result["pdf_sha256"] = hashlib.sha256(data).hexdigest()
     return result
@@ -157,7 +158,7 @@ def run_ingest(
             continue
         owners.update((r.review_id, item.paper_id) for r in item.reviews)
         named.extend((item.paper_id, earlier) for earlier in item.previous_versions)
-        extraction = _extract(item, texts_done, settings)
+        extraction = _extract(item, texts_done, settings.limits)
         if extraction is None and papers_known.get(item.paper_id) == item.content_sha256 and all(
                 reviews_known.get(r.review_id) == r.content_sha256 for r in item.reviews):
             if on_item is not None:

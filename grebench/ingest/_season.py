@@ -139,4 +139,4 @@ def make_season(arg: str, settings: Settings) -> SeasonSource:
     bundled = arg.strip().lower() == "bundled"
     path = bundled_season_path() if bundled else Path(arg).expanduser()
     return SeasonSource(path, name="season:bundled" if bundled else f"season:{path}",
-                        limits=IngestLimits.from_settings(settings))
+                        limits=IngestLimits.from_settings(settings.limits))

@@ -190,21 +190,21 @@ class LLMClient:
         attempts = 0
         error = "no attempt made"
         unreachable = False
-        while attempts <= s.llm_max_retries:
+        while attempts <= s.limits.llm_max_retries:
             stop.check()  # a request boundary: after a stop no new attempt is sent
             attempts += 1
             # a model server grebench started here: the idle limit decides (a slow CPU still sending is not cut
             # off); every other endpoint has a total budget per attempt
-            attempt = call_attempt(request, api_key, s.llm_timeout_s, s.llm_max_response_chars,
-                                   idle_timeout_s=s.llm_idle_timeout_s if is_local(request.api_base) else None)
+            attempt = call_attempt(request, api_key, s.limits.llm_timeout_s, s.limits.llm_max_response_chars,
+                                   idle_timeout_s=s.limits.llm_idle_timeout_s if is_local(request.api_base) else None)
             try:
-                _classify(attempt, s.llm_timeout_s, s.llm_max_retry_after_s, litellm)
+                _classify(attempt, s.limits.llm_timeout_s, s.limits.llm_max_retry_after_s, litellm)
             except _GiveUp as exc:
                 error, unreachable = str(exc), False
                 break
             except _Retry as exc:
                 error, unreachable = str(exc), exc.unreachable
-                if attempts > s.llm_max_retries:
+                if attempts > s.limits.llm_max_retries:
                     error = f"{error} (after {attempts} attempts)"
                     break
                 backoff = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (attempts - 1)) * (0.5 + self._rng.random())
@@ -293,7 +293,7 @@ class LLMClient:
         result)`` runs in the calling thread as each one completes."""
         if not keys:
             return
-        limit = max(1, self.settings.bench_concurrency)
+        limit = max(1, self.settings.bench.bench_concurrency)
         # a model server grebench started on this machine takes what the machine can (measured when it started)
         limits = {g: local_concurrency(g) or limit for g in {gate(k) for k in keys}}
         gates = {g: threading.Semaphore(n) for g, n in limits.items()}
@@ -352,8 +352,8 @@ class LLMClient:
         s = self.settings
 
         def call(key: str) -> DecisionResult:
-            return call_decision(requests[pending[key][0]], roots[key], s.llm_timeout_s,
-                                 s.llm_max_retries, self._sleep or _sleep, self._rng, BACKOFF_BASE_S,
+            return call_decision(requests[pending[key][0]], roots[key], s.limits.llm_timeout_s,
+                                 s.limits.llm_max_retries, self._sleep or _sleep, self._rng, BACKOFF_BASE_S,
                                  BACKOFF_MAX_S)
 
         def done(key: str, result: DecisionResult) -> None:

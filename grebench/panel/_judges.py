@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from grebench.registry import Registry
+from grebench.settings import Settings
 
 PREFERENCES = ("one", "two", "tie")
 _WORD = re.compile(r"[a-z][a-z0-9\-]+")
@@ -302,7 +303,7 @@ class GemJudge(Judge):
 class JudgeContext:
     """What a judge factory may use: settings, the shared LLM client, GEM scores, the venue's TF-IDF model."""
 
-    settings: Any
+    settings: Settings
     client: Any
     gem: GemScores
     tfidf: TfIdf

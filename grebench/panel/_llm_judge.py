@@ -172,7 +172,7 @@ class LLMJudgeKind:
         return LLMJudge(name=e.name, model=e.model, client=context.client, family=e.family, api_base=e.api_base,
                         api_key_env=e.api_key_env, params=e.params,
                         description=e.description or f"LLM judge {e.model} ({PROMPT_VERSION})",
-                        show_metrics=context.settings.judges_see_machine_metrics)
+                        show_metrics=context.settings.panel.judges_see_machine_metrics)
 
 
 JUDGE_KINDS.add("llm", LLMJudgeKind(), spec="llm", summary="a litellm model judging with the product's prompt",

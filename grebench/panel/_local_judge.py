@@ -39,6 +39,7 @@ from grebench.panel._judges import (
 )
 from grebench.panel._llm_judge import JudgeError
 from grebench.runtime import LocalModel, LocalServers, resolve_local
+from grebench.settings import Settings
 
 DECISION_VERSION = "judge-decision-v2"  # v2: fenced texts
 #: What the model reads of each review and of the abstract (≈ 700 and 350 tokens: a median ICLR review fits; the
@@ -75,7 +76,7 @@ class LocalJudge(Judge):
     model: str                 # the spec as configured (catalogue name or checkpoint path)
     client: LLMClient
     servers: LocalServers
-    settings: Any
+    settings: Settings
     family: str | None = None
     description: str = ""
     kind: str = LLM_JUDGE      # its role in the judges table: an LLM judge (not a reference judge)

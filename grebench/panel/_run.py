@@ -261,7 +261,7 @@ def _judge_pairs(judge: Judge, pairs: list[tuple[str, str, str]], data: VenueDat
                  seed: int) -> list[tuple[str, str, str]]:
     """The pairs one judge is asked: LLM judges (every comparison a model call) get at most
     ``panel_llm_pairs_per_paper`` per paper, the first ones of :func:`_pairs`' order (contestant pairs first)."""
-    cap = settings.panel_llm_pairs_per_paper
+    cap = settings.panel.panel_llm_pairs_per_paper
     if is_reference(judge) or cap <= 0:
         return pairs
     taken: dict[str, int] = defaultdict(int)
@@ -348,7 +348,7 @@ def _verdicts(store: Store, settings: Settings, data: VenueData, judges: dict[st
             pid, a, b = key
             debaters = cast("list[Debater]", llm)  # every one has .debate (can_debate)
             result = run_debate(debaters, data.papers[pid], data.generations[pid][a], data.generations[pid][b], initial,
-                                settings.debate_rounds)
+                                settings.panel.debate_rounds)
             debated, flagged = True, not result.resolved
             for name, verdict in result.final.items():
                 scores[name] = {"one": 1.0, "two": -1.0, "tie": 0.0}[verdict.preference]
@@ -493,9 +493,9 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
     judges = build_judges(settings, client, gem, tfidf, judge_names, servers, local_judges)
     _sync_judges(store, judges)
     part: VenuePart = {"votes": 0, "machine_metrics": _machine_metrics(
-        store, data, settings.judges_see_machine_metrics)}
-    llm_pairs = settings.exam_llm_pairs
-    sets = build_exam(data, settings.exam_pairs, settings.seed)
+        store, data, settings.panel.judges_see_machine_metrics)}
+    llm_pairs = settings.panel.exam_llm_pairs
+    sets = build_exam(data, settings.panel.exam_pairs, settings.seed)
     llm_sets = sets.limited(llm_pairs) if llm_pairs > 0 else sets
     if bounded_exam:
         sets = llm_sets
@@ -527,7 +527,7 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
         return judges, part, examined
     weights = {r["judge"]: r["weight"] for r in graded if r["passed"] and r["weight"] > 0}
     part["qualified"] = [{"venue_id": venue_id, "qualified": sorted(weights), "examined": len(judges)}]
-    pairs = _pairs(data, settings.panel_pairs_per_paper, settings.seed)
+    pairs = _pairs(data, settings.panel.panel_pairs_per_paper, settings.seed)
     missing = 0
     with progress.task(f"panel: votes, {venue_id}", len(weights), "judges") as task:
         for name in sorted(weights):
@@ -538,7 +538,7 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
             task.advance()
     verdicts = _verdicts(store, settings, data, by_name, weights, pairs)
     contestants = {c for c, kind in data.kinds.items() if kind_info(kind).ranked}
-    rankings = rank_with_bootstrap(verdicts, settings.bootstrap_samples, settings.seed,
+    rankings = rank_with_bootstrap(verdicts, settings.scoring.bootstrap_samples, settings.seed,
                                    ranked=contestants)
     per_paper, gem_score = _gem_tables(store, gem, data)
     agree = agreement(verdicts, per_paper, {r["candidate"]: r["strength"] for r in rankings}, gem_score) \

@@ -71,7 +71,7 @@ def inputs(settings: Settings) -> dict[str, Any]:
     """The declared inputs' values (:data:`INPUTS`, :data:`LOCAL_JUDGE_INPUTS` when a local judge is set,
     :data:`TABLE_INPUTS`)."""
     names = INPUTS + (LOCAL_JUDGE_INPUTS if settings.listed("local_judges") else ())
-    values: dict[str, Any] = {name: getattr(settings, name) for name in names}
+    values: dict[str, Any] = {name: settings.value(name) for name in names}
     values.update({f"[[{name}]]": settings.tables.get(name) for name in TABLE_INPUTS})
     return values
 

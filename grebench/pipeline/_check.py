@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from grebench.pipeline._runner import RunOptions
-from grebench.settings import Settings
+from grebench.settings import AppSettings, Settings
 
 
 class SetupError(ValueError):
@@ -123,7 +123,7 @@ def _bind_error(host: str, port: int) -> str | None:
     return None
 
 
-def check_app_port(settings: Settings, change: str = "the setting app_port (GREBENCH_APP_PORT)") -> None:
+def check_app_port(app: AppSettings, change: str = "the setting app_port (GREBENCH_APP_PORT)") -> None:
     """Raise :class:`SetupError` when the app could not listen on ``app_host:app_port`` now.
 
     A command that serves the app calls it with its other checks, before any job starts: a busy port found only
@@ -131,7 +131,7 @@ def check_app_port(settings: Settings, change: str = "the setting app_port (GREB
     (``serve``: the setting; ``app``: its ``--port`` option too).  Another program may still take the port between
     this check and the launch; the launch then fails on its own.
     """
-    host, port = settings.app_host, settings.app_port
+    host, port = app.app_host, app.app_port
     for where in dict.fromkeys((host, _LOOPBACK)):
         why = _bind_error(where, port)
         if why is not None:
@@ -149,17 +149,17 @@ def check_local_port(settings: Settings, stages: Iterable[str], options: RunOpti
     stage instead of when the server starts, after ingest and generation.  ``local_server_port = 0`` (the default:
     the OS chooses a free port each time) is never checked.  The estimator is the job's (``--estimator`` over the
     setting: :func:`grebench.pipeline._resolve.chosen`), not the setting alone."""
-    first = settings.local_server_port
+    first = settings.bench.local_server_port
     if not first or LOCAL_SERVER_STAGES.isdisjoint(stages):
         return
     from grebench.pipeline._resolve import chosen
     from grebench.scoring.estimators import estimator_info
 
-    estimators = [chosen(settings, options or RunOptions())[0], settings.proxy_estimator]
+    estimators = [chosen(settings, options or RunOptions())[0], settings.scoring.proxy_estimator]
     vllm_local = any(estimator_info(e.strip()).local_servers for e in estimators if e.strip())
     if not (vllm_local or settings.listed("local_candidates") or settings.listed("local_judges")):
         return
-    for port in range(first, min(first + (settings.vllm_servers if vllm_local else 1), 65536)):
+    for port in range(first, min(first + (settings.scoring.vllm_servers if vllm_local else 1), 65536)):
         why = _bind_error(_LOOPBACK, port)
         if why is not None:
             raise SetupError(f"local_server_port = {first}: {why}; free it, or set local_server_port = 0 to let the "
@@ -184,8 +184,8 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
         ("--estimator" if opts.estimator else "estimator", estimator, "estimator"),
         ("--preprocessor" if opts.preprocessor else "preprocessor", preprocessor, "preprocessor"),
     ]
-    if settings.proxy_estimator.strip():
-        checks.append(("proxy_estimator", settings.proxy_estimator, "estimator"))
+    if settings.scoring.proxy_estimator.strip():
+        checks.append(("proxy_estimator", settings.scoring.proxy_estimator, "estimator"))
     if source:
         checks.append(("--source", opts.source, "source"))
     checks += [("venues", item, "venue") for item in settings.listed("venues")]

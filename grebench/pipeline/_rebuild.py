@@ -193,8 +193,8 @@ def rebuild_snapshot(snapshot_dir: Path, settings: Settings, manifest_sha256: st
         store = open_store(Path(tmp) / "rebuild.duckdb")
         try:
             import_snapshot(store, snapshot_dir, manifest_sha256,
-                            max_expansion=settings.snapshot_import_max_expansion,
-                            max_decoded_bytes=settings.snapshot_import_max_mb * 1024 ** 2)
+                            max_expansion=settings.limits.snapshot_import_max_expansion,
+                            max_decoded_bytes=settings.limits.snapshot_import_max_mb * 1024 ** 2)
             return _rebuild(store, work, say)
         finally:
             store.close()
@@ -221,7 +221,7 @@ def _rebuild(store: Store, settings: Settings, say: Callable[[str], None]) -> Re
     rebuilt = {tuple(r[k] for k in _SCORE_KEY): float(r["pmi"]) for r in store.rows(
         f"SELECT {', '.join(_SCORE_KEY)}, pmi FROM scores")}
     runs = {(b["bootstrap_samples"], b["seed"]) for b in boards}
-    for samples, seed in sorted(runs) or [(settings.bootstrap_samples, settings.seed)]:
+    for samples, seed in sorted(runs) or [(settings.scoring.bootstrap_samples, settings.seed)]:
         compute_boards(store, settings.replace(bootstrap_samples=samples, seed=seed))
         if len(runs) > 1:
             problems.append("the boards were computed with several bootstrap settings: only the last is compared")

@@ -29,7 +29,7 @@ from grebench.pipeline._runner import RunOptions
 from grebench.pipeline._sample import Sample, draw_sample, measured_throughput, papers_size, recorded_sample
 from grebench.progress import Progress
 from grebench.scoring import EstimatorHandle, ScoredSetup
-from grebench.settings import Settings
+from grebench.settings import RunSettings, Settings
 from grebench.store import Store, utcnow
 
 
@@ -68,15 +68,16 @@ def chosen(settings: Settings, options: RunOptions) -> tuple[str, str, str, tupl
     (the metrics over the registry's defaults).  The one place this is written; the setup check reads it too."""
     from grebench.scoring import default_metrics
 
-    papers = options.papers if options.papers is not None else settings.papers
-    return (options.estimator or settings.estimator, options.preprocessor or settings.preprocessor, str(papers),
+    papers = options.papers if options.papers is not None else settings.run.papers
+    return (options.estimator or settings.scoring.estimator, options.preprocessor or settings.scoring.preprocessor,
+            str(papers),
             options.metrics or default_metrics())
 
 
-def validation_set(settings: Settings, options: RunOptions, papers: str, size: int | None) -> tuple[str, str]:
+def validation_set(run: RunSettings, options: RunOptions, papers: str, size: int | None) -> tuple[str, str]:
     """(core | full, why) of a job: the option over the setting; ``auto`` is core where ``papers = auto`` sized a
     sample for a CPU (a finite size), and full on a GPU, with every paper or a size as set."""
-    chosen_value = (options.validation or settings.validation).strip().lower()
+    chosen_value = (options.validation or run.validation).strip().lower()
     if chosen_value in ("core", "full"):
         return chosen_value, "as set"
     if papers.strip().lower() == "auto" and size is not None:
@@ -92,20 +93,21 @@ def resolve_setup(settings: Settings, options: RunOptions, progress: Progress | 
     from grebench.scoring import headline_metric
 
     estimator, preprocessor, papers, metrics = chosen(settings, options)
-    full = (options.validation or settings.validation).strip().lower() == "full"
+    full = (options.validation or settings.run.validation).strip().lower() == "full"
     size, why = papers_size(papers, settings, estimator, calibrate=options.calibrate,
                             progress=progress, core=not full)
-    validation, validation_why = validation_set(settings, options, papers, size)
+    validation, validation_why = validation_set(settings.run, options, papers, size)
     if validation == "core" and not options.metrics:
         metrics = (headline_metric(),)
     return RunSetup(
-        estimator=estimator, preprocessor=preprocessor, proxy=settings.proxy_estimator.strip(), metrics=metrics,
+        estimator=estimator, preprocessor=preprocessor, proxy=settings.scoring.proxy_estimator.strip(), metrics=metrics,
         papers=size,
         papers_why=why, seed=settings.seed, judges=options.judges, exam_only=options.exam_only,
         named_estimator=options.estimator, named_preprocessor=options.preprocessor,
         local_candidates=tuple(settings.listed("local_candidates")),
         local_judges=tuple(settings.listed("local_judges")), validation=validation, validation_why=validation_why,
-        controls=tuple(core_controls() if validation == "core" else default_controls(llm=bool(settings.control_model))),
+        controls=tuple(core_controls() if validation == "core"
+                       else default_controls(llm=bool(settings.bench.control_model))),
         throughput=measured_throughput(settings, estimator))
 
 

@@ -126,7 +126,7 @@ def measured_throughput(settings: Settings, spec: str, *, calibrate: bool = Fals
             record = cached_choice(settings, arg) or {}
     except ModelError:
         return None
-    dtype = settings.hf_dtype if settings.hf_dtype not in ("", "auto") else str(record.get("dtype", ""))
+    dtype = settings.scoring.hf_dtype if settings.scoring.hf_dtype not in ("", "auto") else str(record.get("dtype", ""))
     rate = record.get(f"{dtype}_tok_s")
     return (float(rate), dtype) if isinstance(rate, (int, float)) and rate > 0 else None
 
@@ -193,11 +193,12 @@ def reuse_evidence(settings: Settings, spec: str, dtype: str | None = None) -> s
     model here or when nothing was probed yet."""
     if not _local_model(spec):
         return None
-    if settings.hf_prefix_reuse in ("on", "off"):
-        return f"scoring path {'prefix reuse' if settings.hf_prefix_reuse == 'on' else 'plain forward'} (as set)"
+    if settings.scoring.hf_prefix_reuse in ("on", "off"):
+        path = 'prefix reuse' if settings.scoring.hf_prefix_reuse == 'on' else 'plain forward'
+        return f"scoring path {path} (as set)"
     from grebench.runtime import default_device
 
-    if dtype == "float32" and default_device(settings.hf_device) == "cpu":
+    if dtype == "float32" and default_device(settings.scoring.hf_device) == "cpu":
         return "prefix reuse by FLOP count"
     records = _probe_records(settings, spec)
     if not records:
@@ -216,7 +217,7 @@ def dtype_basis(settings: Settings, spec: str) -> str:
     """How the evaluation LM's dtype was chosen on this machine, in a few words (for the plan); '' when unknown."""
     if not _local_model(spec):
         return ""
-    if settings.hf_dtype not in ("", "auto"):
+    if settings.scoring.hf_dtype not in ("", "auto"):
         return "dtype as set"
     record = _dtype_record(settings, spec)
     if record.get("decided_by") == "cpu flags":
@@ -260,7 +261,7 @@ def papers_size(value: str | int | None, settings: Settings, estimator_spec: str
         return None, "auto: no local language model, every paper"
     from grebench.runtime import default_device
 
-    if default_device(settings.hf_device) != "cpu":
+    if default_device(settings.scoring.hf_device) != "cpu":
         return None, "auto: a GPU, every paper"
     if not _local_model(estimator_spec):  # local candidates or judges beside a fast estimator: the fixed size
         return AUTO_CPU_PAPERS, f"auto: a local language model on a CPU, {AUTO_CPU_PAPERS} papers"

@@ -211,13 +211,13 @@ class ValidateStage(BaseStage):
         if not ctx.store.scalar("SELECT count(*) FROM scores"):  # an empty store (a first serve): nothing to check
             return {"rows": [], "agreement": [], "nothing_to_validate": "no scores in the store yet"}
         est, prep, metrics = self._setup(ctx)
-        rows = validation_rows(ctx.store, est, prep, metrics, ctx.settings.bootstrap_samples, ctx.settings.seed)
+        rows = validation_rows(ctx.store, est, prep, metrics, ctx.settings.scoring.bootstrap_samples, ctx.settings.seed)
         store_report(ctx.store, ctx.run_id, est, prep, rows)
         proxy_setup = ctx.resolved.proxy_setup(ctx.store)
         proxy = proxy_setup.estimator_id if proxy_setup else None
         agreement = [a for m in metrics if (a := estimator_agreement(ctx.store, m, est, prep, proxy)) is not None]
         return {"estimator": est, "preprocessor": prep, "metrics": metrics, "rows": rows, "agreement": agreement,
-                **untested(rows, llm_controls=bool(ctx.settings.control_model))}
+                **untested(rows, llm_controls=bool(ctx.settings.bench.control_model))}
 
 
 class Untested(TypedDict):
@@ -358,8 +358,8 @@ class SnapshotStage(BaseStage):
         from grebench.store import cut_due_snapshots
 
         s = ctx.settings
-        return cut_due_snapshots(ctx.store, ctx.run_id, s.snapshots_path, s.snapshot_requests_path, s.snapshot_date,
-                                 self.today, describe=provenance)
+        return cut_due_snapshots(ctx.store, ctx.run_id, s.snapshots_path, s.snapshot_requests_path,
+                                 s.service.snapshot_date, self.today, describe=provenance)
 
 
 #: Every stage by name, in the order of the main job, then the service's.

@@ -138,17 +138,17 @@ def server_concurrency(settings: Settings, device: str, dtype: str, probe: Mappi
                        context_tokens: int) -> tuple[int, str]:
     """(calls at once, why) for a local server of a model on ``device`` in ``dtype``; ``probe`` is the dtype
     choice's record (``<dtype>_tok_s`` measured on this machine, when it was measured)."""
-    ceiling = max(1, settings.bench_concurrency)
+    ceiling = max(1, settings.bench.bench_concurrency)
     if device != "cpu":
         return ceiling, f"{device}: bench_concurrency = {ceiling}"
-    if settings.local_streams:
-        return settings.local_streams, f"local_streams = {settings.local_streams}"
+    if settings.bench.local_streams:
+        return settings.bench.local_streams, f"local_streams = {settings.bench.local_streams}"
     cores = usable_cores()
     measured = (probe or {}).get(f"{dtype}_tok_s")
     if not isinstance(measured, (int, float)) or measured <= 0:
         n = max(1, cores // 2)
         return n, f"a CPU with {cores} usable cores, throughput not measured ({dtype} set, no probe): half the cores"
-    window = settings.llm_idle_timeout_s * FIRST_TOKEN_SHARE
+    window = settings.limits.llm_idle_timeout_s * FIRST_TOKEN_SHARE
     n = max(1, min(CPU_MAX_STREAMS, int(float(measured) * window // max(1, context_tokens))))
     return n, (f"a CPU at {float(measured):.0f} tokens/s measured in {dtype}: every call's {context_tokens}-token "
                f"prompt read within {window:.0f} s, at most {CPU_MAX_STREAMS} calls")

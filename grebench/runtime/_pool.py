@@ -55,8 +55,8 @@ def resolve_local(settings: Settings, spec: str) -> LocalModel:
     """Resolve a catalogue name or checkpoint path (a catalogue model is pulled on first use) and choose its device
     and dtype (``hf_device``, ``hf_dtype``); a :class:`grebench.models.ModelError` says why it cannot be used."""
     path, label = resolve_checkpoint(settings, spec)
-    device = default_device(settings.hf_device)
-    dtype, record = choose_dtype(settings, spec, device, settings.hf_dtype)
+    device = default_device(settings.scoring.hf_device)
+    dtype, record = choose_dtype(settings, spec, device, settings.scoring.hf_dtype)
     return LocalModel(spec, path, label, device, dtype, record)
 
 
@@ -118,11 +118,11 @@ class LocalServers:
         from grebench.runtime._generate import checkpoint_kv_bytes_per_token
 
         per_token = checkpoint_kv_bytes_per_token(model.path, model.dtype)
-        budget = self.settings.local_batch_mib * 2 ** 20
+        budget = self.settings.bench.local_batch_mib * 2 ** 20
         fits = max(1, budget // max(1, per_token * LOCAL_CONTEXT_TOKENS))
         if fits < concurrency:
             why = (f"{fits} call(s) of {LOCAL_CONTEXT_TOKENS} tokens fit local_batch_mib = "
-                   f"{self.settings.local_batch_mib} at {per_token} bytes a token")
+                   f"{self.settings.bench.local_batch_mib} at {per_token} bytes a token")
             concurrency = int(fits)
         return concurrency * LOCAL_CONTEXT_TOKENS, concurrency, why
 

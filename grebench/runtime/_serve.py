@@ -224,7 +224,7 @@ class LocalServer:
                  name: str | None = None) -> None:
         self.checkpoint = Path(checkpoint)
         self.settings = settings
-        self.requested_port = settings.local_server_port if port is None else int(port)
+        self.requested_port = settings.bench.local_server_port if port is None else int(port)
         if not 0 <= self.requested_port <= 65535:
             raise LocalServerError(f"local_server_port must be 0 (the OS chooses) or a port, got {self.requested_port}")
         self.device, self.dtype = device, dtype
@@ -371,7 +371,7 @@ class LocalServer:
 
         proc = self._proc
         assert proc is not None
-        limit = self.settings.local_server_startup_s
+        limit = self.settings.bench.local_server_startup_s
         deadline = time.monotonic() + limit
         url = f"http://{HOST}:{port}/health"
         with httpx.Client(timeout=5.0, trust_env=False) as http:
@@ -406,7 +406,7 @@ class LocalServer:
                 "temperature": 0, "seed": 0}
         why = ""
         try:
-            with httpx.Client(timeout=self.settings.local_server_startup_s, trust_env=False) as http:
+            with httpx.Client(timeout=self.settings.bench.local_server_startup_s, trust_env=False) as http:
                 response = http.post(f"http://{HOST}:{port}/v1/chat/completions", json=body)
             if response.status_code == 200 and response.json().get("choices"):
                 return

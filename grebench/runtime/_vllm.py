@@ -26,7 +26,7 @@ from typing import Any
 
 from grebench.runtime._memory import set_by_grebench
 from grebench.runtime._serve import PARENT_WATCH, LocalServer, LocalServerError
-from grebench.settings import Settings
+from grebench.settings import ScoringSettings, Settings
 
 VLLM_MODULE = "vllm.entrypoints.openai.api_server"
 #: The child's program: the launcher's parent watch (argv[1]: the pipe), then ``-m vllm...api_server`` in-process.
@@ -37,9 +37,9 @@ runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
 """
 
 
-def vllm_interpreter(settings: Settings) -> Path:
+def vllm_interpreter(scoring: ScoringSettings) -> Path:
     """The ``vllm_python`` setting as an existing interpreter, or :class:`LocalServerError` saying how to get one."""
-    raw = settings.vllm_python.strip()
+    raw = scoring.vllm_python.strip()
     if not raw:
         raise LocalServerError("vllm_python is not set: install vLLM into its own environment with "
                                "scripts/install-vllm.sh (--cuda on a GPU machine) and set vllm_python to the "
@@ -64,7 +64,7 @@ class VLLMServer(LocalServer):
                  kv_cache_gib: float | None = None, compile: bool = True) -> None:
         super().__init__(checkpoint, settings, port=port, device="cuda" if cuda_devices else "auto", dtype=dtype,
                          name=name)
-        self.python = python or vllm_interpreter(settings)
+        self.python = python or vllm_interpreter(settings.scoring)
         self.threads, self.cuda_devices = threads, cuda_devices
         self.kv_cache_gib = kv_cache_gib
         self.compile = compile

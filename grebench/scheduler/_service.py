@@ -146,7 +146,7 @@ class SchedulerService:
     def interval(self, kind: str) -> timedelta:
         """How often a job runs (from its ``*_interval_min`` setting)."""
         setting = str(JOBS[kind].interval)
-        minutes = float(getattr(self.settings, setting))
+        minutes = float(self.settings.value(setting))
         if minutes <= 0:
             raise ValueError(f"{setting} must be positive, got {minutes}")
         return timedelta(minutes=minutes)
@@ -254,7 +254,7 @@ class SchedulerService:
         from apscheduler.jobstores.memory import MemoryJobStore
         from apscheduler.schedulers.background import BackgroundScheduler
 
-        grace = int(self.settings.misfire_grace_s)
+        grace = int(self.settings.service.misfire_grace_s)
         self.scheduler = BackgroundScheduler(
             jobstores={"default": MemoryJobStore()}, executors={"default": ThreadPoolExecutor(1)},
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": grace}, timezone=UTC)

@@ -197,14 +197,14 @@ def boards_fingerprint(store: Store, settings: Settings) -> str:
     (:data:`BOARD_INPUTS`), the labels and the code."""
     return fingerprint(store, tables=("scores", "candidates", "generations", "papers", "baseline_splits",
                                       "paper_samples", "paper_links", "scored_setups"),
-                       values=[BOARD_VERSION, label_parts(), {name: getattr(settings, name) for name in BOARD_INPUTS}],
+                       values=[BOARD_VERSION, label_parts(), {name: settings.value(name) for name in BOARD_INPUTS}],
                        code=code_files(_HERE / "_boards.py", _HERE / "_leaderboard.py", _HERE / "_aggregate.py",
                                        _HERE / "_labels.py", _HERE / "_coverage.py"))
 
 
 def compute_boards(store: Store, settings: Settings, progress: Progress | None = None) -> dict[str, int]:
     """Recompute every board from the stored scores and store them (replacing the previous set)."""
-    samples, seed = settings.bootstrap_samples, settings.seed
+    samples, seed = settings.scoring.bootstrap_samples, settings.seed
     setups = _setups(store)
     eligible = _eligible(store)
     sample = _sample(store)
@@ -218,7 +218,7 @@ def compute_boards(store: Store, settings: Settings, progress: Progress | None =
                 with venue_scope(store, setup["venue_id"], scope == "sealed") as scoped:
                     ranked = leaderboard(scoped, setup["metric"], setup["estimator"], setup["preprocessor"],
                                          samples=samples, seed=seed,
-                                         max_missing_share=settings.board_max_missing_share)
+                                         max_missing_share=settings.scoring.board_max_missing_share)
                     costs = _costs(scoped)
                     papers = int(scoped.scalar("SELECT count(DISTINCT paper_id) FROM scores WHERE metric = ? AND "
                                                "estimator = ? AND preprocessor = ?",

@@ -222,7 +222,7 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
                                             "FROM scores WHERE metric = ? AND estimator = ? AND preprocessor = ?",
                                             [name, est.id, prep_id])}
             rule = PairRule(name, raw, lines, skips)
-            attribute = not raw and attributes(settings.attribution, _is_proxy(est))
+            attribute = not raw and attributes(settings.scoring.attribution, _is_proxy(est))
             done = attributed(store, name, est.id, prep_id) if attribute else set()
             for g in generations:
                 pid = g["paper_id"]

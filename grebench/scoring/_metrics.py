@@ -78,7 +78,7 @@ def _assw(inputs: SynopsisInputs) -> dict[str, str | None] | None:
     from grebench.scoring._synopsis import assw_synopses
 
     synopses, skipped = assw_synopses(inputs.store, inputs.settings, _with_abstract(inputs))
-    configured = bool(inputs.settings.assw_model)
+    configured = bool(inputs.settings.scoring.assw_model)
     for reason, n in Counter(skipped.values()).items():
         inputs.skip("papers" if configured else "metric", reason, n if configured else 1)
     return dict(synopses) if synopses else None

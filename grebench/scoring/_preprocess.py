@@ -90,8 +90,8 @@ class LLMPreprocessor:
         requests = [ChatRequest(model=self.model,
                                 messages=(("system", self.system), ("user", fenced_block("REVIEW", text))),
                                 purpose="preprocess", prompt_version=PREPROCESS_PROMPT_VERSION,
-                                api_base=s.scoring_llm_api_base or None,
-                                api_key_env=s.scoring_llm_api_key_env or None,
+                                api_base=s.scoring.scoring_llm_api_base or None,
+                                api_key_env=s.scoring.scoring_llm_api_key_env or None,
                                 params=(("temperature", 0), *self.extra_params))
                     for text in texts]
         out = []

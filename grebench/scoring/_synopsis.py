@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING
 from grebench.store import Store, utcnow
 
 if TYPE_CHECKING:
-    from grebench.settings import Settings
+    from grebench.settings import ScoringSettings, Settings
 
 ASSW_PROMPT_VERSION = "assw-v2"  # v2: the paper text is fenced (grebench.llm.fenced_block)
 MAX_PAPER_CHARS = 60_000  # keeps the request inside a 32k-token context with room for the answer
 
 
-def assw_producer(settings: Settings) -> str:
+def assw_producer(scoring: ScoringSettings) -> str:
     """The producer id under which ASSW summaries are cached (names the model and the prompt version)."""
-    return f"litellm:{settings.assw_model}@{ASSW_PROMPT_VERSION}"
+    return f"litellm:{scoring.assw_model}@{ASSW_PROMPT_VERSION}"
 
 
 def assw_synopses(store: Store, settings: Settings, papers: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -29,9 +29,9 @@ def assw_synopses(store: Store, settings: Settings, papers: Mapping[str, str]) -
 
     ``papers`` maps paper id → abstract.  Needs ``settings.assw_model`` and the paper's extracted text.
     """
-    if not settings.assw_model:
+    if not settings.scoring.assw_model:
         return {}, {pid: "assw_model is not configured (no LLM to summarise the paper's claims)" for pid in papers}
-    producer = assw_producer(settings)
+    producer = assw_producer(settings.scoring)
     cached = {r["paper_id"]: r["text"] for r in store.rows(
         "SELECT paper_id, text FROM synopses WHERE kind = 'assw' AND producer = ? AND status = 'ok'", [producer])}
     texts = {r["paper_id"]: r["text"] for r in store.rows(
@@ -49,12 +49,12 @@ def assw_synopses(store: Store, settings: Settings, papers: Mapping[str, str]) -
         from grebench.llm import ChatRequest, LLMClient, fenced_block
 
         system = resources.files("grebench.scoring").joinpath("prompts/assw_v1.txt").read_text("utf-8")
-        requests = [ChatRequest(model=settings.assw_model,
+        requests = [ChatRequest(model=settings.scoring.assw_model,
                                 messages=(("system", system),
                                           ("user", fenced_block("PAPER", texts[pid][:MAX_PAPER_CHARS]))),
                                 purpose="assw", prompt_version=ASSW_PROMPT_VERSION,
-                                api_base=settings.scoring_llm_api_base or None,
-                                api_key_env=settings.scoring_llm_api_key_env or None,
+                                api_base=settings.scoring.scoring_llm_api_base or None,
+                                api_key_env=settings.scoring.scoring_llm_api_key_env or None,
                                 params=(("temperature", 0),)) for pid in todo]
         results = LLMClient(settings, store).complete_many(requests)
         for pid, result in zip(todo, results, strict=True):

@@ -272,5 +272,5 @@ def validation_fingerprint(store: Store, settings: Settings, estimator_id: str, 
                       pmi)) FROM scores WHERE estimator = ? AND preprocessor IN (?, 'none')""",
                    [estimator_id, preprocessor_id]),
         "candidates": ("SELECT count(*), bit_xor(hash(name, kind)) FROM candidates", [])},
-        values=[settings.bootstrap_samples, settings.seed, sorted(metrics), CONTROLS.names()],
+        values=[settings.scoring.bootstrap_samples, settings.seed, sorted(metrics), CONTROLS.names()],
         code=code_files(Path(__file__)))

@@ -26,7 +26,7 @@ from grebench.scoring import (
     headline_first,
     rank_word,
 )
-from grebench.settings import Settings
+from grebench.settings import AppSettings, Settings
 from grebench.site import _data
 from grebench.site._app_board import (
     DATATYPES,
@@ -98,15 +98,15 @@ def launch_kwargs(settings: Settings) -> dict[str, Any]:
     """
     import gradio as gr
 
-    os.environ["FORWARDED_ALLOW_IPS"] = forwarded_allow_ips(settings)
+    os.environ["FORWARDED_ALLOW_IPS"] = forwarded_allow_ips(settings.app)
 
     theme = gr.themes.Default(font=["system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
-    return {"server_name": settings.app_host, "server_port": settings.app_port, "share": False,
+    return {"server_name": settings.app.app_host, "server_port": settings.app.app_port, "share": False,
             "blocked_paths": blocked_paths(settings), "allowed_paths": [], "show_error": False,
             "enable_monitoring": False, "mcp_server": False, "pwa": False, "ssr_mode": False, "theme": theme,
             "footer_links": ["api"], "max_file_size": UPLOAD_MAX_BYTES,
-            "state_session_capacity": settings.app_session_capacity,
-            "app_kwargs": {"middleware": [request_limits(settings)]}}
+            "state_session_capacity": settings.app.app_session_capacity,
+            "app_kwargs": {"middleware": [request_limits(settings.app)]}}
 
 
 def _fmt(value: Any) -> Any:
@@ -254,10 +254,10 @@ def trusted_proxies(spec: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Ne
     return tuple(nets)
 
 
-def forwarded_allow_ips(settings: Settings) -> str:
+def forwarded_allow_ips(app: AppSettings) -> str:
     """uvicorn's ``forwarded_allow_ips`` for these settings: exactly the ``app_trusted_proxies`` networks ('' when
     none: uvicorn then believes no forwarded header)."""
-    return ",".join(str(net) for net in trusted_proxies(settings.app_trusted_proxies))
+    return ",".join(str(net) for net in trusted_proxies(app.app_trusted_proxies))
 
 
 def client_address(request: Any, proxies: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network] = ()) -> str | None:
@@ -301,7 +301,7 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
     _tab_from_query.__annotations__["request"] = gr.Request  # how Gradio knows to pass the request
     vault = vault or KeyVault()
     queue = queue or SubmissionQueue(queue_path(settings))
-    proxies = trusted_proxies(settings.app_trusted_proxies)  # whose X-Forwarded-For the rate limit believes
+    proxies = trusted_proxies(settings.app.app_trusted_proxies)  # whose X-Forwarded-For the rate limit believes
 
     def address(request: Any) -> str | None:
         return client_address(request, proxies)
@@ -353,7 +353,7 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                              public_queue, max_age_s=5.0 if qfile else 0.0)
     snapshots_dir = settings.snapshots_path
     published = SnapshotDownloads(snapshots_dir, settings.snapshot_archives_path,
-                                  settings.snapshot_archive_max_mb * 2**20)
+                                  settings.service.snapshot_archive_max_mb * 2**20)
     gr.set_static_paths([published.root])  # the published copies only (see SnapshotDownloads)
     downloads_cache = StampCache(lambda: tree_stamp(snapshots_dir), published.publish)
 
@@ -377,7 +377,7 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
 
     read: dict[str, Any] = {"concurrency_limit": READ_CONCURRENCY, "concurrency_id": "read"}
     with gr.Blocks(title="GRE-bench", analytics_enabled=False,
-                   delete_cache=(settings.app_upload_ttl_s, settings.app_upload_ttl_s)) as demo:
+                   delete_cache=(settings.app.app_upload_ttl_s, settings.app.app_upload_ttl_s)) as demo:
         gr.Markdown("# GRE-bench\nLLMs ranked by how much information their peer reviews share with human reviews.")
         with gr.Tabs() as tabs:
             with gr.Tab("Leaderboard", id="leaderboard"):
@@ -462,7 +462,7 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
     demo.grebench_warm_up = warm_up  # called by launch()
     # per-session state (the component values Gradio keeps for every visitor) is bounded: the oldest sessions go
     # first once there are more than this many (launch sets it too; set here so the bound holds from the start)
-    demo.state_session_capacity = settings.app_session_capacity
+    demo.state_session_capacity = settings.app.app_session_capacity
     return demo
 
 
@@ -505,7 +505,7 @@ def launch(demo: Any, settings: Settings, **extra: Any) -> Any:
         except Exception as exc:  # never keeps the app from starting: the first visitor then computes it
             log.warning("app: the first page load could not be computed ahead (%s: %s); the first visitor "
                         "computes it", type(exc).__name__, exc)
-    with guarded_uvicorn(settings, trusted_proxies(settings.app_trusted_proxies)):
+    with guarded_uvicorn(settings.app, trusted_proxies(settings.app.app_trusted_proxies)):
         return demo.launch(**launch_kwargs(settings), **extra)
 
 

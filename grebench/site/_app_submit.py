@@ -70,7 +70,7 @@ def build_submit_tab(settings: Settings, queue: SubmissionQueue, vault: KeyVault
     from grebench.site._uploads import discard_upload
 
     def allowance(request: Any = None) -> str:
-        return queue.allowance(settings, address(request)).sentence()
+        return queue.allowance(settings.submissions, address(request)).sentence()
 
     def submit(model_name: str, model_string: str, base_url: str, released: str, cutoff: str, contact: str,
                api_key: str, params: str, request: Any = None) -> tuple[str, dict[str, list[str]]]:
@@ -109,7 +109,7 @@ def build_submit_tab(settings: Settings, queue: SubmissionQueue, vault: KeyVault
         fn.__annotations__["request"] = gr.Request
 
     gr.Markdown(INTRO)
-    gr.Markdown(limits_sentence(settings), elem_id="submit-limits")
+    gr.Markdown(limits_sentence(settings.submissions), elem_id="submit-limits")
     status = gr.Markdown(elem_id="submit-allowance")
     inputs, marks = [], []
     for name, label, placeholder, secret in FIELDS:

@@ -225,7 +225,7 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
     env = environment(Labels.load(store))
     writer = _Writer(tmp, env, now.isoformat() + "Z")
     snapshots = publish_snapshots(settings.snapshots_path, tmp / "snapshots", settings.snapshot_archives_path,
-                                  settings.snapshot_archive_max_mb * 2**20)
+                                  settings.service.snapshot_archive_max_mb * 2**20)
     shutil.copytree(_HERE / "static", tmp / "static")
 
     labels = Labels.load(store)

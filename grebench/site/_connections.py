@@ -50,6 +50,8 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+from grebench.settings import AppSettings
+
 #: File descriptors kept free of client connections: the store, the exports, Gradio's files, logs, the event loop.
 FD_RESERVE = 256
 #: Addresses :meth:`ConnectionGuard._victim` looks at for an idle connection to evict before it refuses.
@@ -88,15 +90,15 @@ def open_file_limit() -> int:
     return int(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
-def connection_limits(settings: Any, proxies: Sequence[Network] = ()) -> ConnectionLimits:
-    """The :class:`ConnectionLimits` of these settings; the total cap stays :data:`FD_RESERVE` below the open-file
+def connection_limits(app: AppSettings, proxies: Sequence[Network] = ()) -> ConnectionLimits:
+    """The :class:`ConnectionLimits` of the app's settings; the total cap stays :data:`FD_RESERVE` below the open-file
     limit whatever the setting says, and held refusals take only the descriptors left above it."""
     files = open_file_limit()
-    total = max(1, min(settings.app_max_connections, files - FD_RESERVE))
-    held = max(0, min(settings.app_refused_held, files - FD_RESERVE - total))
-    return ConnectionLimits(float(settings.app_idle_timeout_s), float(settings.app_header_timeout_s),
-                            settings.app_keep_alive_s, settings.app_connections_per_address, total, tuple(proxies),
-                            float(settings.app_refused_hold_s), held)
+    total = max(1, min(app.app_max_connections, files - FD_RESERVE))
+    held = max(0, min(app.app_refused_held, files - FD_RESERVE - total))
+    return ConnectionLimits(float(app.app_idle_timeout_s), float(app.app_header_timeout_s),
+                            app.app_keep_alive_s, app.app_connections_per_address, total, tuple(proxies),
+                            float(app.app_refused_hold_s), held)
 
 
 class Evictable(typing.Protocol):
@@ -421,10 +423,10 @@ def guarded_protocol(guard: ConnectionGuard) -> type[asyncio.Protocol]:
     return GuardedH11Protocol
 
 
-def server_options(settings: Any, guard: ConnectionGuard) -> dict[str, Any]:
-    """uvicorn ``Config`` options of these settings: the guarded protocol, keep-alive, the concurrency limit and the
+def server_options(app: AppSettings, guard: ConnectionGuard) -> dict[str, Any]:
+    """uvicorn ``Config`` options of the app's settings: the guarded protocol, keep-alive, the concurrency limit and the
     listen backlog."""
-    return {"http": guarded_protocol(guard), "timeout_keep_alive": settings.app_keep_alive_s,
+    return {"http": guarded_protocol(guard), "timeout_keep_alive": app.app_keep_alive_s,
             "limit_concurrency": guard.limits.total + 1,  # uvicorn counts the new one itself (>=)
             "backlog": min(2048, guard.limits.total),
             "h11_max_incomplete_event_size": 64 * 1024}
@@ -435,7 +437,7 @@ LAST_GUARD: list[ConnectionGuard] = []
 
 
 @contextlib.contextmanager
-def guarded_uvicorn(settings: Any, proxies: Sequence[Network] = ()) -> Iterator[ConnectionGuard]:
+def guarded_uvicorn(app: AppSettings, proxies: Sequence[Network] = ()) -> Iterator[ConnectionGuard]:
     """While active, the uvicorn ``Config`` that Gradio's ``launch`` builds gets :func:`server_options`, and the
     server it starts listens on a :func:`guarded_listener`.
 
@@ -446,9 +448,9 @@ def guarded_uvicorn(settings: Any, proxies: Sequence[Network] = ()) -> Iterator[
     affected."""
     from gradio import http_server
 
-    guard = ConnectionGuard(connection_limits(settings, proxies))
+    guard = ConnectionGuard(connection_limits(app, proxies))
     real, real_server = http_server.uvicorn, http_server.Server
-    options = server_options(settings, guard)
+    options = server_options(app, guard)
 
     def config(**kwargs: Any) -> Any:
         return real.Config(**{**kwargs, **options})

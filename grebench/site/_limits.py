@@ -38,6 +38,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from grebench.settings import AppSettings
 from grebench.site._uploads import UploadQuota, upload_quota
 
 Scope = MutableMapping[str, Any]
@@ -258,14 +259,14 @@ class RequestLimits:
             await self.app(scope, replay, send)
 
 
-def request_limits(settings: Any) -> Any:
-    """The :class:`RequestLimits` of these settings as a Starlette ``Middleware`` entry (for ``app_kwargs``)."""
+def request_limits(app: AppSettings) -> Any:
+    """The :class:`RequestLimits` of the app's settings as a Starlette ``Middleware`` entry (for ``app_kwargs``)."""
     from starlette.middleware import Middleware
 
     from grebench.submissions import UPLOAD_MAX_BYTES
 
-    return Middleware(RequestLimits, per_min=settings.app_requests_per_address_per_min,
-                      max_body=settings.app_max_body_bytes, max_upload=UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD,
-                      files_per_request=settings.app_upload_files_per_request, quota=upload_quota(settings),
-                      body_timeout_s=float(settings.app_body_timeout_s), bodies_in_flight=settings.app_bodies_in_flight,
-                      body_memory=settings.app_body_memory_bytes)
+    return Middleware(RequestLimits, per_min=app.app_requests_per_address_per_min,
+                      max_body=app.app_max_body_bytes, max_upload=UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD,
+                      files_per_request=app.app_upload_files_per_request, quota=upload_quota(app),
+                      body_timeout_s=float(app.app_body_timeout_s), bodies_in_flight=app.app_bodies_in_flight,
+                      body_memory=app.app_body_memory_bytes)

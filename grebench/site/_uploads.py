@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from grebench.settings import AppSettings
+
 _clock = time.monotonic  # the hour window's clock (tests replace it)
 
 
@@ -142,10 +144,10 @@ def _when(entry: float | tuple[float, int, int]) -> float:
     return entry[0] if isinstance(entry, tuple) else entry
 
 
-def upload_quota(settings: Any) -> UploadQuota:
-    """The :class:`UploadQuota` of these settings."""
-    return UploadQuota(per_hour=settings.app_uploads_per_address_per_hour,
-                       files_per_hour=settings.app_upload_files_per_address_per_hour,
-                       bytes_per_hour=settings.app_upload_bytes_per_address_per_hour,
-                       max_files=settings.app_upload_max_files, max_bytes=settings.app_upload_max_bytes,
-                       max_age_s=settings.app_upload_ttl_s)
+def upload_quota(app: AppSettings) -> UploadQuota:
+    """The :class:`UploadQuota` of the app's settings."""
+    return UploadQuota(per_hour=app.app_uploads_per_address_per_hour,
+                       files_per_hour=app.app_upload_files_per_address_per_hour,
+                       bytes_per_hour=app.app_upload_bytes_per_address_per_hour,
+                       max_files=app.app_upload_max_files, max_bytes=app.app_upload_max_bytes,
+                       max_age_s=app.app_upload_ttl_s)

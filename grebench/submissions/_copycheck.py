@@ -113,7 +113,7 @@ def check_copies(store: Store, candidate: str, settings: Settings | None = None)
                                 found.describe())
                    for r, found in zip(rows, findings, strict=True) if found.copied)
     texts = [r["text"] or "" for r in rows]
-    if settings is not None and settings.prose_estimator:
+    if settings is not None and settings.submissions.prose_estimator:
         reads = lm_prose_findings(store, settings, texts)
     else:
         reads = prose_findings(texts)
@@ -140,14 +140,14 @@ def lm_prose_findings(store: Store, settings: Settings, texts: list[str]) -> lis
     human = [r["text"] for r in store.rows(
         "SELECT v.text FROM review_versions v WHERE v.text IS NOT NULL ORDER BY hash(v.review_id), v.version "
         "LIMIT ?", [LM_PROSE_SAMPLE])]
-    measured = unconditional_logprobs(store, settings, settings.prose_estimator, [*human, *texts])
+    measured = unconditional_logprobs(store, settings, settings.submissions.prose_estimator, [*human, *texts])
     per_token = [lp / n if n else 0.0 for lp, n in measured]
     bar = (min(per_token[:len(human)]) if human else float("-inf")) - LM_PROSE_MARGIN
     out: list[Any] = []
     for (_, n), value in zip(measured[len(human):], per_token[len(human):], strict=True):
         words = len(_words(texts[len(out)]))
         out.append(ProseEvidence(round(value, 4), n if words >= MIN_TOKENS else 0, round(bar, 4),
-                                 f"log-likelihood per token under {settings.prose_estimator}"))
+                                 f"log-likelihood per token under {settings.submissions.prose_estimator}"))
     return out
 
 

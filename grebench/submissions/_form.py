@@ -167,7 +167,7 @@ class SubmissionRow(TypedDict):
     cutoff: date | None
 
 
-def validate_submission(form: SubmissionForm, settings: Any,
+def validate_submission(form: SubmissionForm, settings: Settings,
                         resolver: Resolver | Mapping[str, Iterable[str]] | None = None) -> SubmissionRow:
     """Check every field; return the row to queue (without the key) or raise :class:`SubmissionError` naming every
     problem of every field at once (``fields``)."""

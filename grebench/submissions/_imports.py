@@ -18,7 +18,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 from grebench.bench import (
     CandidateError,
@@ -31,6 +31,7 @@ from grebench.bench import (
     read_import,
 )
 from grebench.llm import NAME_PATTERN
+from grebench.settings import Settings
 from grebench.store import Store, utcnow
 from grebench.submissions import _limits
 from grebench.submissions._form import _CONTACT, FieldErrors, SubmissionError
@@ -130,7 +131,7 @@ def validate_import(form: ImportForm, data: bytes, paper_ids: Collection[str],
             "cutoff": merged.get("cutoff")}
 
 
-def queue_import(queue: SubmissionQueue, form: ImportForm, data: bytes, settings: Any, paper_ids: Collection[str],
+def queue_import(queue: SubmissionQueue, form: ImportForm, data: bytes, settings: Settings, paper_ids: Collection[str],
                  taken: Collection[str] = (), source: str | None = None) -> SubmissionReply:
     """Validate and queue one import: ``{"ok", "id", "message", "errors", "next_try"}`` (as
     :meth:`SubmissionQueue.submit`).
@@ -140,7 +141,7 @@ def queue_import(queue: SubmissionQueue, form: ImportForm, data: bytes, settings
     """
     now = utcnow()
     with queue.connect() as con:
-        refused = queue.admission(con, settings, source, now, form.contact or "")
+        refused = queue.admission(con, settings.submissions, source, now, form.contact or "")
     if refused:
         return refused
     try:
@@ -153,7 +154,7 @@ def queue_import(queue: SubmissionQueue, form: ImportForm, data: bytes, settings
         queue.record_refusal(source)
         return refusal(str(exc), fields=exc.fields)
     with queue.connect() as con:
-        refused = queue.admission(con, settings, source, now, row["contact"])  # under the insert's lock
+        refused = queue.admission(con, settings.submissions, source, now, row["contact"])  # under the insert's lock
         if refused:
             return refused
         if queue.name_taken(con, row["candidate"]):
@@ -173,7 +174,7 @@ def queue_import(queue: SubmissionQueue, form: ImportForm, data: bytes, settings
             f"{row['candidate']} ({cutoff}); the operator's next queue run imports and scores them."}
 
 
-def accept_queued_imports(store: Store, queue: SubmissionQueue, settings: Any) -> list[ImportOutcome]:
+def accept_queued_imports(store: Store, queue: SubmissionQueue, settings: Settings) -> list[ImportOutcome]:
     """Import every queued file into the main store (called by the scheduler's submissions stage).
 
     Each file is checked again against the live store (papers may differ from the app's export) and imported in

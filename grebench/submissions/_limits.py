@@ -18,6 +18,8 @@ from typing import Any, cast
 
 import duckdb
 
+from grebench.settings import SubmissionSettings
+
 WEEK = timedelta(days=7)
 HOUR = timedelta(hours=1)
 
@@ -89,10 +91,10 @@ class Allowance:
         return text
 
 
-def address_allowance(con: duckdb.DuckDBPyConnection, settings: Any, source: str | None, now: datetime) -> Allowance:
+def address_allowance(con: duckdb.DuckDBPyConnection, quota: SubmissionSettings, source: str | None,
+                      now: datetime) -> Allowance:
     """The weekly quota and the refusal limit of one address (no address: nothing is limited by address)."""
-    limit, refusal_limit = int(settings.submissions_per_address_per_week), \
-        int(settings.submission_refusals_per_address_per_hour)
+    limit, refusal_limit = quota.submissions_per_address_per_week, quota.submission_refusals_per_address_per_hour
     if not source:
         return Allowance(0, limit, 0, refusal_limit, None, None)
     accepted = [r[0] for r in con.execute("SELECT created_at FROM submission_sources WHERE address = ? AND "
@@ -112,14 +114,15 @@ def address_allowance(con: duckdb.DuckDBPyConnection, settings: Any, source: str
     return Allowance(len(accepted), limit, len(refused), refusal_limit, None, None)
 
 
-def submitter_next_try(con: duckdb.DuckDBPyConnection, settings: Any, submitter: str, now: datetime) -> datetime | None:
+def submitter_next_try(con: duckdb.DuckDBPyConnection, quota: SubmissionSettings, submitter: str,
+                       now: datetime) -> datetime | None:
     """When the submitter (the contact, lower-case) may have one more entry accepted (None: now).  Counts the queued,
     running, finished and failed entries of the last 7 days, endpoint submissions and uploads together: only
     accepted entries are ever stored."""
     rows = con.execute("SELECT created_at FROM submissions WHERE submitter = ? AND created_at > ? UNION ALL "
                        "SELECT created_at FROM import_submissions WHERE submitter = ? AND created_at > ?",
                        [submitter, now - WEEK, submitter, now - WEEK]).fetchall()
-    return _next_free([r[0] for r in rows], int(settings.submissions_per_week), WEEK, now)
+    return _next_free([r[0] for r in rows], quota.submissions_per_week, WEEK, now)
 
 
 def record_source(con: duckdb.DuckDBPyConnection, sub_id: str, source: str | None, now: datetime) -> None:
@@ -142,11 +145,11 @@ def pending(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0])
 
 
-def limits_sentence(settings: Any) -> str:
+def limits_sentence(quota: SubmissionSettings) -> str:
     """The limits in words, as the Submit form states them."""
-    return (f"Limits: {settings.submissions_per_week} accepted submissions per contact and "
-            f"{settings.submissions_per_address_per_week} per network address in any 7 days (endpoint submissions "
+    return (f"Limits: {quota.submissions_per_week} accepted submissions per contact and "
+            f"{quota.submissions_per_address_per_week} per network address in any 7 days (endpoint submissions "
             "and review uploads together). Refused tries do not count toward these; more than "
-            f"{settings.submission_refusals_per_address_per_hour} refused tries from one address in an hour pause "
+            f"{quota.submission_refusals_per_address_per_hour} refused tries from one address in an hour pause "
             "submitting from it for the rest of that hour. Every refusal by a limit says when the next try is "
             "allowed.")

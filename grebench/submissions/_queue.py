@@ -23,7 +23,7 @@ import duckdb
 
 from grebench.bench import SUBMITTED_KIND
 from grebench.endpoints import KeyVault, Resolver, URLRejected, check_submitted_url
-from grebench.settings import Settings
+from grebench.settings import Settings, SubmissionSettings
 from grebench.store import Store, utcnow
 from grebench.store.migrations.m0008_submissions import SUBMISSIONS_DDL
 from grebench.submissions import _limits
@@ -159,30 +159,30 @@ class SubmissionQueue:
                              FROM import_submissions ORDER BY created_at DESC LIMIT ?""", [IMPORTED_SUFFIX, limit]))
 
     @staticmethod
-    def admission(con: duckdb.DuckDBPyConnection, settings: Any, source: str | None, now: datetime,
+    def admission(con: duckdb.DuckDBPyConnection, quota: SubmissionSettings, source: str | None, now: datetime,
                   contact: str = "") -> SubmissionReply | None:
         """The refusal of a new submission or upload before its form is looked at, or None: the queue holds
         ``queue_max_pending`` waiting entries, the source address is over its weekly quota or its refused tries
         (:mod:`._limits`), or the contact (when it is a well-formed one) has used its weekly quota.  A refusal here
         says when the next try is allowed, and is not itself counted as a refused try."""
         waiting = _limits.pending(con)
-        if waiting >= settings.queue_max_pending:
+        if waiting >= quota.queue_max_pending:
             return refusal(f"the queue is full ({waiting} waiting); try again later")
-        allowance = _limits.address_allowance(con, settings, source, now)
+        allowance = _limits.address_allowance(con, quota, source, now)
         if allowance.next_try is not None:
             return refusal(str(allowance.reason), next_try=allowance.next_try)
         contact = contact.strip()
         if _CONTACT.match(contact):
-            next_try = _limits.submitter_next_try(con, settings, contact.lower(), now)
+            next_try = _limits.submitter_next_try(con, quota, contact.lower(), now)
             if next_try is not None:
-                return refusal(f"rate limit reached for this contact ({settings.submissions_per_week} accepted "
+                return refusal(f"rate limit reached for this contact ({quota.submissions_per_week} accepted "
                                "submissions or uploads per 7 days per submitter)", next_try=next_try)
         return None
 
-    def allowance(self, settings: Any, source: str | None) -> _limits.Allowance:
+    def allowance(self, quota: SubmissionSettings, source: str | None) -> _limits.Allowance:
         """What the address may still do (the form shows it on load and after every try)."""
         with self.connect() as con:
-            return _limits.address_allowance(con, settings, source, utcnow())
+            return _limits.address_allowance(con, quota, source, utcnow())
 
     @staticmethod
     def record_source(con: duckdb.DuckDBPyConnection, sub_id: str, source: str | None, now: Any) -> None:
@@ -205,7 +205,7 @@ class SubmissionQueue:
             [name, name]).fetchone())
         return bool(row[0])
 
-    def submit(self, form: SubmissionForm, settings: Any, vault: KeyVault,
+    def submit(self, form: SubmissionForm, settings: Settings, vault: KeyVault,
                resolver: Resolver | Mapping[str, Iterable[str]] | None = None,
                source: str | None = None) -> SubmissionReply:
         """Validate and queue one submission: ``{"ok", "id", "message", "errors", "next_try"}``; ``source`` is the
@@ -216,7 +216,7 @@ class SubmissionQueue:
         """
         now = utcnow()
         with self.connect() as con:
-            refused = self.admission(con, settings, source, now, form.contact or "")
+            refused = self.admission(con, settings.submissions, source, now, form.contact or "")
         if refused:
             return refused
         row = None
@@ -241,7 +241,7 @@ class SubmissionQueue:
                 _limits.record_refusal(con, source, now)
                 return refusal(errors.message(), fields=errors.by_field)
             # again under the lock that guards the insert: a concurrent try may have used the quota meanwhile
-            refused = self.admission(con, settings, source, now, row["contact"])
+            refused = self.admission(con, settings.submissions, source, now, row["contact"])
             if refused:
                 return refused
             sub_id = uuid.uuid4().hex[:12]
@@ -286,12 +286,11 @@ def finish_submission(queue: SubmissionQueue, vault: KeyVault, sub_id: str, ok: 
                           [status, reason, utcnow(), sub_id])
 
 
-def _candidate_params(params_json: str | None, settings: Any) -> str:
+def _candidate_params(params_json: str | None, context: int) -> str:
     """The submitted parameters completed like a configured candidate's (temperature 0, max and context tokens)."""
     from grebench.bench import DEFAULT_MAX_TOKENS
 
     params = {"temperature": 0, "max_tokens": DEFAULT_MAX_TOKENS, **json.loads(params_json or "{}")}
-    context = int(getattr(settings, "context_tokens", 0) or 0)
     if context:
         params["context_tokens"] = context
         params["max_tokens"] = max(1, min(int(params["max_tokens"]), context // 2))
@@ -299,7 +298,7 @@ def _candidate_params(params_json: str | None, settings: Any) -> str:
 
 
 def accept_queued_submissions(
-        store: Store, queue: SubmissionQueue, settings: Any = None,
+        store: Store, queue: SubmissionQueue, settings: Settings | None = None,
         resolver: Resolver | Mapping[str, Iterable[str]] | None = None) -> list[SubmittedCandidate]:
     """Turn queued submissions into ``submitted`` candidates of the main store (called by the scheduler); the
     declared cutoff stays in ``submissions.cutoff`` until the operator vouches for it
@@ -332,7 +331,8 @@ def accept_queued_submissions(
                 candidate: SubmittedCandidate = {
                     "name": sub["model_name"], "kind": SUBMITTED_KIND, "model": sub["model_string"],
                     "api_base": sub["normalised_url"], "family": None, "released": sub["released"], "cutoff": None,
-                    "api_key_env": None, "params_json": _candidate_params(sub["params_json"], settings),
+                    "api_key_env": None, "params_json": _candidate_params(
+                        sub["params_json"], settings.bench.context_tokens if settings is not None else 0),
                     "description": f"submission {sub['id']}", "submitter": sub["submitter"], "updated_at": now}
                 con.execute(f"INSERT INTO candidates ({', '.join(candidate)}) VALUES "
                             f"({', '.join('?' * len(candidate))})", list(candidate.values()))

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from grebench.progress import Progress
-from grebench.settings import Settings
+from grebench.settings import Settings, SubmissionSettings
 from grebench.store import Store, utcnow
 
 log = logging.getLogger(__name__)
@@ -51,8 +51,9 @@ class TurnResult:
 def submission_settings(settings: Settings) -> Settings:
     """The settings one submission's calls run under: the call deadline and retries capped by the submission
     budgets (a submitted endpoint never gets the operator's long deadlines)."""
-    return settings.replace(llm_timeout_s=min(settings.llm_timeout_s, settings.submission_call_timeout_s),
-                            llm_max_retries=min(settings.llm_max_retries, settings.submission_max_retries))
+    limits, bounds = settings.limits, settings.submissions
+    return settings.replace(llm_timeout_s=min(limits.llm_timeout_s, bounds.submission_call_timeout_s),
+                            llm_max_retries=min(limits.llm_max_retries, bounds.submission_max_retries))
 
 
 def done_papers(store: Store, name: str) -> set[str]:
@@ -67,7 +68,7 @@ def call_history(store: Store, name: str) -> list[tuple[bool, str | None]]:
         "SELECT status, error FROM generations WHERE candidate = ? ORDER BY generated_at, generation_id", [name])]
 
 
-def failure_stop(settings: Settings, history: list[tuple[bool, str | None]]) -> str | None:
+def failure_stop(submissions: SubmissionSettings, history: list[tuple[bool, str | None]]) -> str | None:
     """Why the failure budgets stop a submission with this call history (oldest first), or None."""
     in_a_row = 0
     for ok, _error in reversed(history):
@@ -76,10 +77,10 @@ def failure_stop(settings: Settings, history: list[tuple[bool, str | None]]) -> 
         in_a_row += 1
     last = next((error for ok, error in reversed(history) if not ok), None)
     tail = f"; last error: {str(last or 'unknown')[:300]}"
-    if in_a_row >= settings.submission_max_consecutive_failures:
+    if in_a_row >= submissions.submission_max_consecutive_failures:
         return (f"stopped: {in_a_row} failed calls in a row (submission_max_consecutive_failures = "
-                f"{settings.submission_max_consecutive_failures}){tail}")
-    size, rate = settings.submission_failure_window, settings.submission_max_failure_rate
+                f"{submissions.submission_max_consecutive_failures}){tail}")
+    size, rate = submissions.submission_failure_window, submissions.submission_max_failure_rate
     window = history[-size:]
     failed = sum(1 for ok, _error in window if not ok)
     # measured against the whole window even before it is full: 5 failures in the first 6 calls stop it too
@@ -112,7 +113,7 @@ def take_turn(store: Store, settings: Settings, run_id: str, sub_id: str, candid
     from grebench.bench import generate_for
 
     capped = submission_settings(settings)
-    batch_size = max(1, settings.bench_concurrency)
+    batch_size = max(1, settings.bench.bench_concurrency)
     slices, spent = turn_state(store, sub_id)
     have = done_papers(store, candidate.name)
     todo = [p for p in papers if p not in have]
@@ -123,12 +124,12 @@ def take_turn(store: Store, settings: Settings, run_id: str, sub_id: str, candid
     try:
         while todo:
             elapsed = _clock() - started
-            if spent + elapsed >= settings.submission_max_wall_s:
+            if spent + elapsed >= settings.submissions.submission_max_wall_s:
                 stopped = (f"stopped: wall-time budget spent ({spent + elapsed:.0f} s of its own turns, "
-                           f"submission_max_wall_s = {settings.submission_max_wall_s:.0f} s) after "
+                           f"submission_max_wall_s = {settings.submissions.submission_max_wall_s:.0f} s) after "
                            f"{len(papers) - len(todo)} of {len(papers)} papers")
                 break
-            if batches and elapsed >= settings.submission_slice_s:
+            if batches and elapsed >= settings.submissions.submission_slice_s:
                 break  # its slice is spent: the next submission's turn
             part = generate_for(store, capped, run_id, [candidate], todo[:batch_size], clean_only=True,
                                 progress=progress)
@@ -136,7 +137,7 @@ def take_turn(store: Store, settings: Settings, run_id: str, sub_id: str, candid
             batches += 1
             for key in TALLY_KEYS:
                 tally[key] += int(part.get(key, 0))
-            stopped = failure_stop(settings, call_history(store, candidate.name))
+            stopped = failure_stop(settings.submissions, call_history(store, candidate.name))
             if stopped is not None:
                 break
     finally:

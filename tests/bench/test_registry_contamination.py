@@ -39,7 +39,7 @@ def test_registry_has_bundled_candidates_and_syncs(settings: Settings, store: St
     assert [c.name for c in cands][:6] == ["human", "sentence-deletion", "elongation", "abstract-restatement",
                                            "generic", "other-paper"]
     m1 = cands[-1]
-    assert m1.params == {"temperature": 0, "max_tokens": 1000, "context_tokens": settings.context_tokens}
+    assert m1.params == {"temperature": 0, "max_tokens": 1000, "context_tokens": settings.bench.context_tokens}
     assert m1.cutoff == date(2023, 10, 1)
     sync_candidates(store, cands)
     assert store.scalar("SELECT api_key_env FROM candidates WHERE name = 'm1'") == "OPENAI_API_KEY"

@@ -38,8 +38,9 @@ def _one_line_refusal(result: Result, data: Path, *needles: str) -> None:
 
 
 @pytest.mark.parametrize(("config", "needles"), [
-    ('[grebench]\nestimator = "offline"\n', ("unknown table [grebench]", "settings go at the top of the file",
-                                              "move estimator there")),
+    ('[grebench]\nestimator = "offline"\n', ("unknown table [grebench]",
+                                              "each setting goes under its section's table or at the top of the file",
+                                              "estimator under [scoring]")),
     ('[[candidate]]\nname = "x"\nmodel = "openai/x"\n', ("unknown table [[candidate]]", "did you mean [[candidates]]")),
     ("[extras]\nfoo = 1\n", ("unknown table [extras]", "[[candidates]] and [[judges]]")),
     ('estimatr = "offline"\n', ("unknown setting 'estimatr'", "did you mean 'estimator'")),

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from grebench.cli import main
 from grebench.cli._options import SettingOption
-from grebench.settings import SETTINGS, Settings
+from grebench.settings import SETTINGS, RunSettings
 from tests.conftest import FAST_ENV
 
 NAMES = {s.name for s in SETTINGS}
@@ -76,7 +76,7 @@ def _option(command: str, flag: str) -> SettingOption:
 
 def test_help_names_the_declared_default_and_the_variable() -> None:
     help_text = _option("run", "--papers").help or ""
-    assert help_text.startswith(Settings.papers.help)
+    assert help_text.startswith(RunSettings.papers.help)
     assert "Default: the papers setting (auto; the config file or GREBENCH_PAPERS may set another)." in help_text
     port = _option("app", "--port").help or ""
     assert "Port of the Gradio app. Must be between 1 and 65,535." in port and "GREBENCH_APP_PORT" in port

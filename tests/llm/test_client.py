@@ -116,7 +116,7 @@ def test_endless_or_huge_stream_is_cut_and_flagged(fake_llm: FakeOpenAIServer, f
     started = time.monotonic()
     result = LLMClient(fast_settings, store).complete(_request(fake_llm))
     assert result.status == "ok" and result.truncated
-    assert result.text is not None and len(result.text) == fast_settings.llm_max_response_chars
+    assert result.text is not None and len(result.text) == fast_settings.limits.llm_max_response_chars
     assert time.monotonic() - started < 60  # cut at the cap: an endless stream would never end
 
 

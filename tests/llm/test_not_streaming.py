@@ -85,7 +85,7 @@ def test_long_non_streamed_reply_is_cut_to_the_character_cap(fast_settings: Sett
         for stream in (True, False):
             result = LLMClient(fast_settings).complete(_request(server, stream=stream))
             assert result.status == "ok" and result.truncated
-            assert result.text == long_text[:fast_settings.llm_max_response_chars]
+            assert result.text == long_text[:fast_settings.limits.llm_max_response_chars]
 
 
 @pytest.mark.parametrize("stream", [True, False])
@@ -95,7 +95,7 @@ def test_huge_or_endless_json_body_is_cut_off_by_size(fast_settings: Settings, s
     settings = fast_settings.replace(llm_timeout_s=60)  # the size cap, not the deadline, must end it
     with FakeOpenAIServer(mode=mode, streams=False) as server:
         result = LLMClient(settings, store).complete(_request(server, stream=stream))
-        cap = body_cap(settings.llm_max_response_chars)
+        cap = body_cap(settings.limits.llm_max_response_chars)
         assert result.status == "failed" and result.error is not None
         assert f"larger than {cap:,} bytes" in result.error and "cut off" in result.error, result.error
         assert result.attempts == 1 and len(server.chat_requests) == 1  # the same body again would not help

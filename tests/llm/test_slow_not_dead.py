@@ -34,7 +34,7 @@ def test_a_local_server_still_streaming_is_not_cut_by_the_total_deadline(slow_se
     assert result.status == "ok", result.error
     assert result.text == DEFAULT_REVIEW and result.attempts == 1
     [seconds] = slow_server.stream_seconds
-    assert seconds > settings.llm_timeout_s  # the stream outlasted the total deadline and was read to its end
+    assert seconds > settings.limits.llm_timeout_s  # the stream outlasted the total deadline and was read to its end
 
 
 def test_a_remote_endpoint_keeps_its_total_budget(slow_server: FakeOpenAIServer, fast_settings: Settings,

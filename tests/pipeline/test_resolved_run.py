@@ -34,7 +34,7 @@ from grebench.pipeline import (
     run_job,
     scored_setups,
 )
-from grebench.settings import Settings, load_settings
+from grebench.settings import SECTIONS, Settings, load_settings
 from grebench.store import open_store
 from tests.conftest import FAST_ENV
 
@@ -188,6 +188,7 @@ def _job(name: str) -> Any:
 RESOLVER = {"pipeline/_resolve.py", "pipeline/_check.py", "pipeline/_sample.py", "pipeline/_runner.py",
             "pipeline/_jobs.py", "settings.py"}
 SETUP_FIELDS = {"estimator", "preprocessor", "papers", "proxy_estimator"}
+SECTION_KEYS = {section.key for section in SECTIONS}
 RESOLVER_CALLS = {"resolve_run", "resolve_setup", "draw_sample", "recorded_sample", "scored_setups", "chosen",
                   "papers_size"}
 
@@ -203,9 +204,14 @@ def test_no_module_but_the_resolver_picks_the_setup_from_settings() -> None:
         if name in RESOLVER:
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and node.attr in SETUP_FIELDS and isinstance(node.value, ast.Name) \
-                    and node.value.id in {"settings", "s"}:
-                offenders.append(f"{name}:{node.lineno} {node.value.id}.{node.attr}")
+            if not (isinstance(node, ast.Attribute) and node.attr in SETUP_FIELDS):
+                continue
+            owner = node.value  # settings.scoring.estimator (a section) or settings.estimator
+            if isinstance(owner, ast.Attribute) and owner.attr in SECTION_KEYS:
+                owner = owner.value
+            if isinstance(owner, ast.Name) and owner.id in {"settings", "s"} or \
+                    isinstance(owner, ast.Attribute) and owner.attr == "settings":
+                offenders.append(f"{name}:{node.lineno} {ast.unparse(node)}")
     assert offenders == [], "resolve the setup in grebench/pipeline/_resolve.py and read ctx.resolved: " + \
         ", ".join(offenders)
 

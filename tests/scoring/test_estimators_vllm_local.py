@@ -54,10 +54,10 @@ def test_the_setup_check_refuses_bad_server_specs(spec: str, reason: str, settin
 
 def test_the_interpreter_setting_says_how_to_install_vllm(settings: Settings, tmp_path: Path) -> None:
     with pytest.raises(LocalServerError, match=r"scripts/install-vllm\.sh"):
-        vllm_interpreter(settings)
+        vllm_interpreter(settings.scoring)
     with pytest.raises(LocalServerError, match="not an executable interpreter"):
-        vllm_interpreter(settings.replace(vllm_python=str(tmp_path / "nope" / "python")))
-    assert vllm_interpreter(settings.replace(vllm_python=sys.executable)) == Path(sys.executable)
+        vllm_interpreter(settings.replace(vllm_python=str(tmp_path / "nope" / "python")).scoring)
+    assert vllm_interpreter(settings.replace(vllm_python=sys.executable).scoring) == Path(sys.executable)
 
 
 def test_the_server_command_binds_loopback_sizes_its_cache_and_drops_our_path(settings: Settings) -> None:

@@ -77,7 +77,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, fake_llm: FakeOpenAIServer) 
 
     client = Client(url, verbose=False)
     yield {"settings": settings, "store": store, "vault": vault, "queue": queue, "client": client,
-           "url": url.rstrip("/"), "config": config, "port": settings.app_port}
+           "url": url.rstrip("/"), "config": config, "port": settings.app.app_port}
     demo.close()
     store.close()
 

@@ -31,7 +31,7 @@ def _settings(tmp_path: Path, **values: Any) -> Settings:
 def _launch(settings: Settings) -> tuple[Any, str]:
     import gradio as gr
 
-    proxies = trusted_proxies(settings.app_trusted_proxies)
+    proxies = trusted_proxies(settings.app.app_trusted_proxies)
 
     def who(text: str, request: gr.Request) -> str:
         return client_address(request, proxies) or ""

@@ -137,7 +137,7 @@ def test_rate_limit_is_per_address_not_per_contact(settings: Settings) -> None:
     data = b'{"paper_id": "p0", "review": "Weaknesses: the ablations of the sparse attention kernels are missing."}\n'
     answers = [queue_import(queue, ImportForm(candidate=f"agent-{i}", contact=f"fresh{i}@example.org"), data,
                             settings, {"p0"}, source="198.51.100.9")
-               for i in range(int(settings.submissions_per_address_per_week) + 1)]
+               for i in range(int(settings.submissions.submissions_per_address_per_week) + 1)]
     assert all(a["ok"] for a in answers[:-1])
     assert not answers[-1]["ok"] and "network address" in answers[-1]["message"]
     other = queue_import(queue, ImportForm(candidate="agent-x", contact="x@example.org"), data, settings, {"p0"},

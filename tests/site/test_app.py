@@ -309,7 +309,7 @@ def test_a_warm_up_that_fails_does_not_keep_the_app_from_starting(tmp_path: Path
     demo.grebench_warm_up = broken
     launch(demo, settings, prevent_thread_lock=True, quiet=True)
     try:
-        with socket.create_connection(("127.0.0.1", settings.app_port), timeout=10):
+        with socket.create_connection(("127.0.0.1", settings.app.app_port), timeout=10):
             pass  # listening
         assert "could not be computed ahead (OSError: the export is unreadable)" in caplog.text
     finally:

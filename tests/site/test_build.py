@@ -98,7 +98,7 @@ def test_store_leaderboard_agrees_on_a_single_venue(small_store: Store, settings
     build_site(small_store, settings, tmp_path / "one")
     data = json.loads((tmp_path / "one" / "leaderboard.json").read_text())
     assert len(data["boards"]) == 1
-    direct = leaderboard(small_store, "gem-s", "offline", "rules", samples=int(settings.bootstrap_samples),
+    direct = leaderboard(small_store, "gem-s", "offline", "rules", samples=int(settings.scoring.bootstrap_samples),
                          seed=int(settings.seed))
     assert [(r["candidate"], r["score"]) for r in data["boards"][0]["rows"]] == [
         (r["candidate"], r["score"]) for r in direct]

@@ -277,10 +277,10 @@ def test_failure_rule_and_settings_bounds() -> None:
 
     settings = load_settings(env={})
     fail, ok = (False, "timed out"), (True, None)
-    assert _turns.failure_stop(settings, [fail, fail, fail, ok] * 2) is not None  # 6 of 8
-    assert _turns.failure_stop(settings, [fail, ok] * 8) is None  # 4 of 8 is not more than half
-    assert _turns.failure_stop(settings, [fail] * 5 + [ok]) is not None  # 5 of 6 already exceeds 4 of 8
-    assert "4 failed calls in a row" in str(_turns.failure_stop(settings, [ok, fail, fail, fail, fail]))
+    assert _turns.failure_stop(settings.submissions, [fail, fail, fail, ok] * 2) is not None  # 6 of 8
+    assert _turns.failure_stop(settings.submissions, [fail, ok] * 8) is None  # 4 of 8 is not more than half
+    assert _turns.failure_stop(settings.submissions, [fail] * 5 + [ok]) is not None  # 5 of 6 already exceeds 4 of 8
+    assert "4 failed calls in a row" in str(_turns.failure_stop(settings.submissions, [ok, fail, fail, fail, fail]))
     for name, bad in (("submission_failure_window", "1"), ("submission_max_failure_rate", "1.0"),
                       ("submission_slice_s", "0.5")):
         with pytest.raises(ValueError, match=name):

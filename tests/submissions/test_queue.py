@@ -177,7 +177,7 @@ def test_a_refused_submission_does_not_reduce_the_weekly_quota(settings: Setting
             refused = queue.submit(_form(model_name="human" if i % 2 else f"M{i}", base_url="https://127.0.0.1/"),
                                    limited, vault, RESOLVER, source="198.51.100.7")
             assert not refused["ok"] and refused["errors"], refused
-        assert queue.allowance(limited, "198.51.100.7").used == 0
+        assert queue.allowance(limited.submissions, "198.51.100.7").used == 0
         first = queue.submit(_form(model_name="First"), limited, vault, RESOLVER, source="198.51.100.7")
         clock.set(start + timedelta(days=1))
         second = queue.submit(_form(model_name="Second"), limited, vault, RESOLVER, source="198.51.100.7")
@@ -185,7 +185,7 @@ def test_a_refused_submission_does_not_reduce_the_weekly_quota(settings: Setting
         third = queue.submit(_form(model_name="Third"), limited, vault, RESOLVER, source="198.51.100.7")
         assert not third["ok"] and "rate limit reached for your network address" in third["message"]
         assert third["next_try"] == "2026-11-27 09:31 UTC" and third["next_try"] in third["message"]
-        allowance = queue.allowance(limited, "198.51.100.7")
+        allowance = queue.allowance(limited.submissions, "198.51.100.7")
         assert (allowance.used, allowance.limit) == (2, 2) and "2026-11-27 09:31 UTC" in allowance.sentence()
         assert queue.submit(_form(model_name="Other"), limited, vault, RESOLVER, source="198.51.100.8")["ok"]
         clock.set(start + timedelta(days=7, minutes=1))
@@ -211,7 +211,7 @@ def test_refused_tries_have_their_own_hourly_limit(settings: Settings) -> None:
         assert queue.submit(_form(model_name="Elsewhere"), limited, vault, RESOLVER, source="198.51.100.8")["ok"]
         clock.set(start + timedelta(hours=1, seconds=1))
         assert queue.submit(_form(), limited, vault, RESOLVER, source="198.51.100.7")["ok"]
-        assert queue.allowance(limited, "198.51.100.7").used == 1  # the refusals took nothing of the quota
+        assert queue.allowance(limited.submissions, "198.51.100.7").used == 1  # the refusals took nothing of the quota
 
 
 def test_refusals_an_older_queue_file_counted_as_sources_move_out_of_the_quota(settings: Settings,
@@ -226,5 +226,5 @@ def test_refusals_an_older_queue_file_counted_as_sources_move_out_of_the_quota(s
         con.executemany("INSERT INTO submission_sources VALUES (?, '198.51.100.7', ?)",
                         [[f"refused-{i:012d}", utcnow()] for i in range(6)])
     queue = SubmissionQueue(path)
-    assert queue.allowance(settings, "198.51.100.7").used == 0
+    assert queue.allowance(settings.submissions, "198.51.100.7").used == 0
     assert queue.rows("SELECT count(*) AS n FROM submission_refusals") == [{"n": 6}]

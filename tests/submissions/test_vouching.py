@@ -180,7 +180,8 @@ def test_a_hanging_endpoint_is_stopped_after_the_consecutive_failure_budget(
     assert "2 failed calls in a row" in result.stopped and "timed out" in result.stopped, result
     tried = papered.rows("SELECT paper_id, status FROM generations WHERE candidate = 'Endpoint' ORDER BY paper_id")
     assert tried == [{"paper_id": "paper0", "status": "failed"}, {"paper_id": "paper1", "status": "failed"}]
-    assert _evaluate.submission_settings(settings).llm_timeout_s == settings.submission_call_timeout_s
+    bounded = _evaluate.submission_settings(settings).limits.llm_timeout_s
+    assert bounded == settings.submissions.submission_call_timeout_s
 
 
 def test_the_wall_time_budget_stops_between_batches(papered: Store, settings: Settings,

@@ -49,7 +49,7 @@ from grebench.runtime import bound_allocations
 from grebench.scoring._request import LogprobRequest, LogprobResult
 from grebench.scoring.estimators import ESTIMATORS, EstimatorContext, dtype_tolerance, served_model_label
 from grebench.scoring.estimators._tokenize import TARGET_RULE, RequestTokenizer, TokenizedRequest, template_sha8
-from grebench.settings import Settings
+from grebench.settings import ScoringSettings
 
 _DTYPES = ("float32", "bfloat16", "float16")
 REUSE_CHOICES = ("auto", "on", "off")
@@ -74,7 +74,7 @@ GPU_FORWARD_OVERHEAD = 2048
 #: The setting's default, one source of it (one paper's 32 requests held to AVX2 in float32,
 #: ``benchmarks/memory_phases.py --child scoring smollm2-135m auto MIB``: 256 MiB peaked at 1,394–1,450 MB, 160 at
 #: 1,295, 128 at 1,211, in the same time: 45.7–47.6 s).
-DEFAULT_BATCH_BYTES = int(Settings.hf_batch_mib.default) * 2 ** 20
+DEFAULT_BATCH_BYTES = int(ScoringSettings.hf_batch_mib.default) * 2 ** 20
 _T = TypeVar("_T")
 log = logging.getLogger(__name__)
 
@@ -744,19 +744,19 @@ def make_hf(arg: str, context: EstimatorContext) -> HFEstimator:
     check_hf_arg(arg)
     s = context.settings
     path, label = resolve_checkpoint(s, arg, context.progress)
-    dtype, _why = choose_dtype(s, arg, s.hf_device, s.hf_dtype, context.progress)
-    estimator = HFEstimator(str(path), dtype=dtype, device=s.hf_device, batch_tokens=s.hf_batch_tokens,
-                            batch_bytes=s.hf_batch_mib * 2 ** 20)
+    dtype, _why = choose_dtype(s, arg, s.scoring.hf_device, s.scoring.hf_dtype, context.progress)
+    estimator = HFEstimator(str(path), dtype=dtype, device=s.scoring.hf_device, batch_tokens=s.scoring.hf_batch_tokens,
+                            batch_bytes=s.scoring.hf_batch_mib * 2 ** 20)
     manifest = installed(s, label) if label in MODELS else None  # a path's label is absolute: never a name
     if manifest is not None:
         estimator.id = (f"hf:{label}@{manifest['checkpoint_sha256'][:8]}:dtype={dtype}"
                         f":chat={template_sha8(estimator.tokenizer)}:target={TARGET_RULE}")
-    if s.hf_prefix_reuse == "auto" and reuse_by_rule(estimator) is None:
+    if s.scoring.hf_prefix_reuse == "auto" and reuse_by_rule(estimator) is None:
         with context.progress.task("reuse probe", total=1, unit="steps") as task:
-            record = choose_reuse(estimator, s.hf_prefix_reuse, s.reuse_probes_path)
+            record = choose_reuse(estimator, s.scoring.hf_prefix_reuse, s.reuse_probes_path)
             task.advance()
     else:  # decided without a measurement: nothing to show progress of
-        record = choose_reuse(estimator, s.hf_prefix_reuse, s.reuse_probes_path)
+        record = choose_reuse(estimator, s.scoring.hf_prefix_reuse, s.reuse_probes_path)
     log.info("hf estimator on %s: %s (%s%s)", estimator.device,
              "prefix reuse" if estimator.reuse_prefix else "plain forward batched across papers", record["source"],
              ": " + record["why"] if "why" in record else "")

@@ -222,8 +222,8 @@ def _server_factory(kind: str) -> EstimatorFactory:
     def make(arg: str, context: EstimatorContext) -> ServerEstimator:
         urls = server_urls(kind, arg)
         s = context.settings
-        return ServerEstimator(kind, urls, tokenizer=s.estimator_tokenizer or None,
-                               concurrency=s.estimator_concurrency, timeout_s=s.estimator_timeout_s)
+        return ServerEstimator(kind, urls, tokenizer=s.scoring.estimator_tokenizer or None,
+                               concurrency=s.scoring.estimator_concurrency, timeout_s=s.scoring.estimator_timeout_s)
 
     make.__doc__ = f"``{kind}:URL[,URL...]``: an OpenAI-compatible {kind} server (client-side tokenisation)."
     return make
@@ -285,19 +285,19 @@ def make_vllm_local(arg: str, context: EstimatorContext) -> ServerEstimator:
 
     check_local_model(arg)
     s = context.settings
-    python = vllm_interpreter(s)
+    python = vllm_interpreter(s.scoring)
     path, label = resolve_checkpoint(s, arg.strip(), context.progress)
-    device = default_device(s.hf_device)
-    dtype = s.hf_dtype if s.hf_dtype != "auto" else ("bfloat16" if device == "cuda" else "float32")
-    n = s.vllm_servers
+    device = default_device(s.scoring.hf_device)
+    dtype = s.scoring.hf_dtype if s.scoring.hf_dtype != "auto" else ("bfloat16" if device == "cuda" else "float32")
+    n = s.scoring.vllm_servers
     # on a CPU the servers share out this process's cores (one server gets them all: vLLM's own binding would keep
     # one core for its HTTP front end, half of a 2-core machine); on CUDA each server gets its GPU
     threads: list[str | None] = list(_core_shares(n)) if device != "cuda" else [None] * n
-    kv_gib = s.vllm_kv_cache_gib or (None if device == "cuda" else CPU_KV_CACHE_GIB)
+    kv_gib = s.scoring.vllm_kv_cache_gib or (None if device == "cuda" else CPU_KV_CACHE_GIB)
     slug = Path(label).name
     servers = [VLLMServer(path, s, dtype=dtype, python=python, name=f"vllm-{slug}-{i}",
-                          port=s.local_server_port + i if s.local_server_port else None, threads=threads[i],
-                          kv_cache_gib=kv_gib, compile=s.vllm_compile,
+                          port=s.bench.local_server_port + i if s.bench.local_server_port else None, threads=threads[i],
+                          kv_cache_gib=kv_gib, compile=s.scoring.vllm_compile,
                           cuda_devices=str(i) if device == "cuda" and n > 1 else None) for i in range(n)]
     try:
         with context.progress.task("vLLM start", total=n, unit="servers") as task, ThreadPoolExecutor(n) as pool:
@@ -305,7 +305,8 @@ def make_vllm_local(arg: str, context: EstimatorContext) -> ServerEstimator:
                 future.result()
                 task.advance()
         estimator = ServerEstimator("vllm", [server.base_url for server in servers], tokenizer=str(path),
-                                    concurrency=s.estimator_concurrency, timeout_s=s.estimator_timeout_s)
+                                    concurrency=s.scoring.estimator_concurrency,
+                                    timeout_s=s.scoring.estimator_timeout_s)
     except BaseException:
         for server in servers:
             server.stop()
