@@ -1,6 +1,6 @@
 """The Auto-PRE qualification exam, per venue-year, with no human labels (methods.md §5).
 
-Exam material (all seeded by ``settings.seed``; ``settings.exam_pairs`` = m):
+Exam material (all seeded by ``settings.seed``; ``settings.panel.exam_pairs`` = m):
 
 * **consistency** — m pairs of candidate reviews of the same paper, each asked in both orders; P_c = share of
   pairs whose preference survives the swap (a tie in both orders counts as consistent).

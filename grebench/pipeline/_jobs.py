@@ -94,7 +94,8 @@ def job(name: str | Job) -> Job:
 
 
 def venue_sources(settings: Settings) -> list[str]:
-    """Source specs of ``settings.venues`` (a bare venue id is an OpenReview venue; unknown kinds are errors)."""
+    """Source specs of ``settings.service.venues`` (a bare venue id is an OpenReview venue; unknown kinds are
+    errors)."""
     from grebench.ingest import source_spec
 
     return [source_spec(item) for item in settings.listed("venues")]

@@ -27,7 +27,7 @@ def assw_producer(scoring: ScoringSettings) -> str:
 def assw_synopses(store: Store, settings: Settings, papers: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
     """ASSW synopses (abstract + claimed strengths/weaknesses) for papers with an abstract; and skipped → reason.
 
-    ``papers`` maps paper id → abstract.  Needs ``settings.assw_model`` and the paper's extracted text.
+    ``papers`` maps paper id → abstract.  Needs ``settings.scoring.assw_model`` and the paper's extracted text.
     """
     if not settings.scoring.assw_model:
         return {}, {pid: "assw_model is not configured (no LLM to summarise the paper's claims)" for pid in papers}

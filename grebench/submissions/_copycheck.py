@@ -103,7 +103,8 @@ def check_copies(store: Store, candidate: str, settings: Settings | None = None)
 
     Writes nothing: evaluation (:func:`grebench.submissions.refuse_copied_generations`) and approval
     (:func:`grebench.submissions.approve_submission`) decide what a flag does.  The prose test reads the word model
-    of human reviews, or the evaluation LM named by ``settings.prose_estimator`` (:func:`lm_prose_findings`)."""
+    of human reviews, or the evaluation LM named by ``settings.submissions.prose_estimator``
+    (:func:`lm_prose_findings`)."""
     from grebench.bench import copy_findings, prose_findings
 
     rows = store.rows("SELECT paper_id, text FROM generations WHERE candidate = ? AND text IS NOT NULL AND "

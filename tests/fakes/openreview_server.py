@@ -19,7 +19,7 @@ Usage::
         pid = fake.add_paper("Fake.cc/2020/Conference", decision="Accept (Poster)")
         fake.add_review(pid)
         fake.fail_next(1, status=429, retry_after=1)
-        ...  # point settings.openreview_baseurl_v1 at fake.url
+        ...  # point settings.ingest.openreview_baseurl_v1 at fake.url
 """
 
 from __future__ import annotations

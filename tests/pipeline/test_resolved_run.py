@@ -209,8 +209,8 @@ def test_no_module_but_the_resolver_picks_the_setup_from_settings() -> None:
             owner = node.value  # settings.scoring.estimator (a section) or settings.estimator
             if isinstance(owner, ast.Attribute) and owner.attr in SECTION_KEYS:
                 owner = owner.value
-            if isinstance(owner, ast.Name) and owner.id in {"settings", "s"} or \
-                    isinstance(owner, ast.Attribute) and owner.attr == "settings":
+            if (isinstance(owner, ast.Name) and owner.id in {"settings", "s"}) or \
+                    (isinstance(owner, ast.Attribute) and owner.attr == "settings"):
                 offenders.append(f"{name}:{node.lineno} {ast.unparse(node)}")
     assert offenders == [], "resolve the setup in grebench/pipeline/_resolve.py and read ctx.resolved: " + \
         ", ".join(offenders)

@@ -169,7 +169,7 @@ def test_the_honest_submission_finishes_after_one_turn_of_each_hostile_one(world
     # every honest call came after at most one turn of each hostile endpoint, and before B's second turn
     last_honest = max(i for i, (who, _) in enumerate(log.calls) if who == "C")
     before = [who for who, _ in log.calls[:last_honest]]
-    assert before.count("B") == world["settings"].bench_concurrency, log.calls  # B's first turn: one batch
+    assert before.count("B") == world["settings"].bench.bench_concurrency, log.calls  # B's first turn: one batch
     assert before.count("A") == 8, log.calls  # A's only turn, which the failure rate ended
     assert sorted(log.of("C")) == list(range(PAPERS)) and sorted(log.of("B")) == list(range(PAPERS))
     evaluated = {e["id"]: e for e in job["summary"]["evaluated"]}
