@@ -3,7 +3,8 @@
 Public API (importing it never imports litellm):
 
 * :func:`run_panel` — exam, votes, verdicts (with debate), Bradley–Terry rankings, agreement with GEM-S.
-* :class:`Verdict`, :class:`PaperView`, :class:`ReviewView`, :class:`Judge` — the judge interface.
+* :class:`Verdict`, :class:`PaperView`, :class:`ReviewView`, :class:`VenueInputs`, :class:`Judge` — the judge
+  interface (a panel builds its judges once per job; :meth:`Judge.for_venue` binds one to a venue-year's inputs).
 * reference judges (no LLM): :class:`PositionJudge`, :class:`LengthJudge`, :class:`OverlapJudge`, :class:`GemJudge`;
   :class:`LLMJudge` for ``[[judges]]`` tables.
 * :func:`bradley_terry`, :func:`weighted_vote`, :func:`run_debate`, :func:`measure` — pure pieces, reusable.
@@ -25,6 +26,7 @@ from grebench.panel._judges import (
     PositionJudge,
     ReviewView,
     TfIdf,
+    VenueInputs,
     Verdict,
     can_debate,
 )
@@ -74,6 +76,7 @@ __all__ = [
     "ReviewView",
     "SelfPreference",
     "TfIdf",
+    "VenueInputs",
     "Verdict",
     "bradley_terry",
     "build_exam",

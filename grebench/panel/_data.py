@@ -19,7 +19,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from grebench.panel._judges import PaperView, ReviewView
+from grebench.panel._judges import PaperView, ReviewView, TfIdf, VenueInputs
 from grebench.progress import Progress
 from grebench.scoring import EstimatorHandle, ScoredSetup, TextPmis, score_texts, stored_pmis
 from grebench.settings import Settings
@@ -67,6 +67,11 @@ class VenueData:
     generations: dict[str, dict[str, ReviewView]]                     # paper -> candidate -> latest ok review
     reviews: dict[str, list[HumanReview]] = field(default_factory=dict)  # paper -> human official reviews
     splits: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+
+    def judge_inputs(self) -> VenueInputs:
+        """What a judge reads of this venue-year (:meth:`grebench.panel.Judge.for_venue`): the TF-IDF model fitted on
+        its papers' title, abstract and text."""
+        return VenueInputs(self.venue_id, TfIdf("\n".join([p.title, p.abstract, p.text]) for p in self.papers.values()))
 
 
 def venues(store: Store) -> list[str]:

@@ -70,6 +70,16 @@ class ReviewView:
     metrics: Mapping[str, float] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class VenueInputs:
+    """What a judge may read of the venue-year it is judging, given to it for that venue-year
+    (:meth:`Judge.for_venue`), never at construction: a panel builds its judges once per job and asks the same ones
+    on every venue-year.  ``tfidf``: the TF-IDF model fitted on the venue-year's papers (title, abstract, text)."""
+
+    venue_id: str
+    tfidf: TfIdf
+
+
 #: A judge's role in the ``judges`` table: a deterministic reference judge, or an LLM judge (every answer a model
 #: call, so it is asked a bounded, seeded part of the pairs).
 REFERENCE_JUDGE, LLM_JUDGE = "reference", "llm"
@@ -89,6 +99,9 @@ class Judge:
     behind it (None: no model).  ``judge_kind``: the :data:`JUDGE_KINDS` entry that made it from a ``[[judges]]``
     table (None: a registered judge).  ``needs_gem``: the exam's texts are scored for it before it judges.
     ``calls_made`` / ``cached``: model calls it made and answers it took from the cache, for the run's summary.
+
+    A panel builds its judges once per job (:class:`JudgeContext` holds nothing of one venue-year) and asks each one
+    on every venue-year through :meth:`for_venue`.
     """
 
     name: str
@@ -108,6 +121,14 @@ class Judge:
             return _JUDGE_DEFAULTS[attr]
         except KeyError:
             raise AttributeError(f"{type(self).__name__!r} judge has no attribute {attr!r}") from None
+
+    def for_venue(self, venue: VenueInputs) -> Judge:
+        """The judge the panel asks on one venue-year's pairs (exam, votes, debates).  A judge that answers alike on
+        every venue-year is that judge itself (the default); one whose answers depend on the venue-year (``overlap``:
+        the TF-IDF model of its papers) returns a judge bound to ``venue``, with its name and kind.  The panel reads
+        ``calls_made`` and ``cached`` of the judge it built, not of what this returns: a judge that counts model
+        calls keeps the default."""
+        return self
 
     def compare(self, paper: PaperView, review_a: ReviewView, review_b: ReviewView) -> Verdict:
         """Which of the two reviews, shown in this order, is better."""
@@ -138,6 +159,16 @@ def checked_judge(judge: object, origin: str) -> Judge:
     if not getattr(judge, "name", "") or getattr(judge, "kind", None) not in (REFERENCE_JUDGE, LLM_JUDGE):
         raise TypeError(f"{origin}: a judge needs a name and a kind ({REFERENCE_JUDGE!r} or {LLM_JUDGE!r})")
     return judge
+
+
+def venue_judge(judge: Judge, venue: VenueInputs) -> Judge:
+    """``judge.for_venue(venue)``, refused with a :class:`TypeError` when it is not a :class:`Judge` of the same name
+    and kind (the panel's tables name the judge it built)."""
+    bound = checked_judge(judge.for_venue(venue), f"judge {judge.name!r}.for_venue")
+    if (bound.name, bound.kind) != (judge.name, judge.kind):
+        raise TypeError(f"judge {judge.name!r}.for_venue made judge {bound.name!r} of kind {bound.kind!r}: a judge "
+                        f"bound to a venue keeps its name and kind")
+    return bound
 
 
 def content_words(text: str) -> list[str]:
@@ -225,6 +256,9 @@ class OverlapJudge(Judge):
 
     The paper's text is title + abstract + extracted PDF text when stored; cosine normalises length on both sides,
     so a longer review gains nothing by being long.  Confidence = the margin relative to the larger similarity.
+
+    The TF-IDF model is the venue-year's (IDF fitted on its papers): the judge the panel builds has none, and
+    :meth:`for_venue` gives a judge bound to the model of the venue-year it judges (with its own memos).
     """
 
     name, kind = "overlap", REFERENCE_JUDGE
@@ -232,11 +266,15 @@ class OverlapJudge(Judge):
     description = ("Reference judge (no LLM): prefers the review whose content words are closer (TF-IDF cosine) to "
                    "the paper's title, abstract and text.")
 
-    def __init__(self, tfidf: TfIdf) -> None:
+    def __init__(self, tfidf: TfIdf | None = None) -> None:
         self.tfidf = tfidf
         self._paper_vectors: dict[str, dict[str, float]] = {}
         self._review_vectors: dict[str, dict[str, float]] = {}
         self._similarities: dict[tuple[str, str], float] = {}
+
+    def for_venue(self, venue: VenueInputs) -> OverlapJudge:
+        """A judge comparing with the venue-year's TF-IDF model."""
+        return OverlapJudge(venue.tfidf)
 
     def similarity(self, paper: PaperView, review: ReviewView) -> float:
         """Cosine between the review and the paper (vectors and results memoised)."""
@@ -247,6 +285,8 @@ class OverlapJudge(Judge):
         return known
 
     def _similarity(self, paper: PaperView, review: ReviewView) -> float:
+        if self.tfidf is None:
+            raise RuntimeError("the overlap judge compares with a venue-year's TF-IDF model: ask for_venue(venue)")
         pv = self._paper_vectors.get(paper.paper_id)
         if pv is None:
             pv = self._paper_vectors[paper.paper_id] = self.tfidf.vector(
@@ -301,15 +341,15 @@ class GemJudge(Judge):
 
 @dataclass(frozen=True)
 class JudgeContext:
-    """What a judge factory may use: settings, the shared LLM client, GEM scores, the venue's TF-IDF model."""
+    """What a judge factory may use, once per job: settings, the shared LLM client, GEM scores, the job's local
+    judges and the local servers.  Nothing of one venue-year: a judge reads that in :meth:`Judge.for_venue`."""
 
     settings: Settings
     client: Any
     gem: GemScores
-    tfidf: TfIdf
+    #: the job's local judges (catalogue names or checkpoint paths: the resolved run's ``setup.local_judges``)
+    local_judges: tuple[str, ...]
     servers: Any = None  # local model servers shared by the run's local judges (``grebench.runtime.LocalServers``)
-    #: the job's local judges (catalogue names or checkpoint paths: the resolved run's); None: setting ``local_judges``
-    local_judges: tuple[str, ...] | None = None
 
 
 JudgeFactory = Callable[[JudgeContext], Judge]
@@ -345,7 +385,7 @@ JUDGE_KINDS: Registry[JudgeKind] = Registry("judge kind", builtins=("grebench.pa
                                             facts=JudgeKindInfo)
 JUDGES.add("position", lambda ctx: PositionJudge(), summary=PositionJudge.description)
 JUDGES.add("length", lambda ctx: LengthJudge(), summary=LengthJudge.description)
-JUDGES.add("overlap", lambda ctx: OverlapJudge(ctx.tfidf), summary=OverlapJudge.description)
+JUDGES.add("overlap", lambda ctx: OverlapJudge(), summary=OverlapJudge.description)
 JUDGES.add("gem", lambda ctx: GemJudge(ctx.gem), summary=GemJudge.description)
 REFERENCE_JUDGES = ("position", "length", "overlap", "gem")
 

@@ -158,18 +158,11 @@ JUDGE_KINDS.add("local", LocalJudgeKind(), spec="local",
 
 
 def builtin_local_judges(context: JudgeContext) -> list[Judge]:
-    """The job's local judges (``context.local_judges``, the resolved run's: catalogue names or checkpoint paths;
-    outside a job, setting ``local_judges``)."""
-    return [local_judge(local_judge_name(spec), spec, context) for spec in local_judge_specs(context)]
+    """The job's local judges (``context.local_judges``, the resolved run's: catalogue names or checkpoint
+    paths)."""
+    return [local_judge(local_judge_name(spec), spec, context) for spec in context.local_judges]
 
 
 def local_judge_name(spec: str) -> str:
     """A local judge's name: its catalogue name, or its checkpoint directory's name."""
     return Path(spec).name or spec
-
-
-def local_judge_specs(context: JudgeContext) -> tuple[str, ...]:
-    """The local judges of ``context``: the job's, or (outside a job) setting ``local_judges``."""
-    if context.local_judges is not None:
-        return context.local_judges
-    return tuple(context.settings.listed("local_judges"))

@@ -11,7 +11,7 @@ import json
 import random
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import NotRequired, TypedDict, cast
 
 from grebench.bench import kind_info
@@ -45,12 +45,12 @@ from grebench.panel._judges import (
     JUDGES,
     Judge,
     JudgeContext,
-    TfIdf,
     Verdict,
     can_debate,
     checked_judge,
     is_reference,
     needs_gem_scores,
+    venue_judge,
 )
 from grebench.panel._llm_judge import parse_judges
 from grebench.panel._local_judge import builtin_local_judges, local_judge_name
@@ -149,13 +149,12 @@ class PanelRun(TypedDict):
     cached: NotRequired[int]
 
 
-def build_judges(settings: Settings, client: LLMClient, gem: GemScores, tfidf: TfIdf,
-                 names: Sequence[str] | None = None, servers: LocalServers | None = None,
-                 local_judges: Sequence[str] | None = None) -> list[Judge]:
-    """Every registered judge, the local judges (the job's ``local_judges``; None: the setting), the ``[[judges]]``
-    tables; optionally only ``names``."""
-    context = JudgeContext(settings, client, gem, tfidf, servers,
-                           None if local_judges is None else tuple(local_judges))
+def build_judges(settings: Settings, client: LLMClient, gem: GemScores, *, local_judges: Sequence[str],
+                 names: Sequence[str] | None = None, servers: LocalServers | None = None) -> list[Judge]:
+    """Every registered judge, the job's local judges (``local_judges``: the resolved run's ``setup.local_judges``),
+    the ``[[judges]]`` tables; optionally only ``names``.  Built once per job: a judge reads a venue-year's inputs in
+    :meth:`Judge.for_venue`."""
+    context = JudgeContext(settings, client, gem, tuple(local_judges), servers)
     judges: list[Judge] = [checked_judge(entry.obj(context), f"judge {entry.name!r} ({entry.origin})")
                            for entry in JUDGES]
     judges += builtin_local_judges(context)
@@ -171,23 +170,22 @@ def build_judges(settings: Settings, client: LLMClient, gem: GemScores, tfidf: T
     return judges
 
 
-def judge_names(settings: Settings, local_judges: Sequence[str] | None = None) -> list[str]:
-    """The names of every judge a panel has (registered, the local judges: the job's ``local_judges``, None: the
-    setting; ``[[judges]]`` tables), without building one: what ``--judge`` is checked against before a job records
-    its run.  A ``[[judges]]`` table that cannot be parsed raises its ``ValueError``, as :func:`build_judges`
-    would."""
+def judge_names(settings: Settings, *, local_judges: Sequence[str]) -> list[str]:
+    """The names of every judge a panel has (registered, the job's ``local_judges``, ``[[judges]]`` tables), without
+    building one: what ``--judge`` is checked against before a job records its run.  A ``[[judges]]`` table that
+    cannot be parsed raises its ``ValueError``, as :func:`build_judges` would."""
     from grebench.llm import endpoint_tables, table_name
 
-    specs = settings.listed("local_judges") if local_judges is None else local_judges
-    names = [*JUDGES.names(), *(local_judge_name(spec) for spec in specs)]
+    names = [*JUDGES.names(), *(local_judge_name(spec) for spec in local_judges)]
     names += [table_name(entry, f"[[judges]] #{i + 1}")
               for i, entry in enumerate(endpoint_tables(settings.tables.get("judges"), "judges"))]
     return names
 
 
-def check_judges(settings: Settings, wanted: Sequence[str], local_judges: Sequence[str] | None = None) -> None:
-    """Raise ``ValueError`` naming the known judges when ``wanted`` names one the panel does not have."""
-    known = judge_names(settings, local_judges)
+def check_judges(settings: Settings, wanted: Sequence[str], *, local_judges: Sequence[str]) -> None:
+    """Raise ``ValueError`` naming the known judges when ``wanted`` names one the panel (with the job's
+    ``local_judges``) does not have."""
+    known = judge_names(settings, local_judges=local_judges)
     unknown = [n for n in wanted if n not in known]
     if unknown:
         raise ValueError(f"unknown judge(s): {', '.join(unknown)} (known: {', '.join(known)})")
@@ -410,7 +408,7 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, *, setup: Sc
               metric: str | None, paper_ids: Sequence[str] | None, judge_names: Sequence[str] | None = None,
               progress: Progress | None = None, exam_only: bool = False,
               bounded_exam: bool = False, estimator: EstimatorHandle | None = None,
-              local_judges: Sequence[str] | None = None) -> PanelRun:
+              local_judges: Sequence[str]) -> PanelRun:
     """Exam, votes, verdicts, Bradley–Terry rankings and agreement with GEM-S for every venue-year with reviews.
 
     The caller decides what the panel works with: ``setup``, what the stored scores were made with (None: nothing
@@ -422,7 +420,11 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, *, setup: Sc
     not score would take the evaluation LM a fifth of a CPU's run (164 of 914 s for 12 papers in float32).
 
     ``estimator`` is the job's estimator (the resolved run's handle) the gem judge scores its exam texts with;
-    ``local_judges``, the job's local judges (the resolved run's; None: the setting, for callers outside a job).
+    ``local_judges``, the job's local judges (the resolved run's ``setup.local_judges``; a caller outside a job
+    resolves them itself: the panel never reads the setting).
+
+    The judges are built once, and every venue-year asks the same ones (each bound to the venue-year's inputs by
+    :meth:`Judge.for_venue`); their counters are summed once each.
 
     ``exam_only`` stops after the qualification exam (``grebench exam``).  A venue-year whose inputs did not change
     since its last complete run (see :mod:`grebench.panel._state`) is not recomputed: its stored summary is
@@ -435,38 +437,54 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, *, setup: Sc
                                "unjudged": [], "votes": 0,
                                "votes_total": 0, "machine_metrics": 0, "gem_metric": gem.metric,
                                "verdicts": 0, "flagged": 0, "debated": 0, "skipped_venues": []}
-    all_judges: list[Judge] = []
-    names = venues(store)
     display = progress or NoProgress()
     with LocalServers(settings) as servers:  # local judges' servers: started on first need, stopped here
-        _run_venues(store, settings, client, gem, names, sample, run_id, judge_names, exam_only, display, servers,
-                    summary, all_judges, bounded_exam, local_judges)
+        judges = build_judges(settings, client, gem, local_judges=local_judges, names=judge_names, servers=servers)
+        job = _Job(store, settings, gem, judges, sample, run_id, judge_names, exam_only, bounded_exam,
+                   tuple(local_judges), display)
+        _run_venues(job, venues(store), summary)
     summary["votes_total"] = int(store.scalar("SELECT count(*) FROM panel_votes") or 0)
-    summary["calls_made"] = sum(j.calls_made for j in all_judges)
+    summary["calls_made"] = sum(j.calls_made for j in judges)
     summary["estimator_calls"] = gem.estimator_calls
-    summary["cached"] = sum(j.cached for j in all_judges)
+    summary["cached"] = sum(j.cached for j in judges)
     store.checkpoint()
     return summary
 
 
-def _run_venues(store: Store, settings: Settings, client: LLMClient, gem: GemScores, names: Sequence[str],
-                sample: frozenset[str] | None,
-                run_id: str | None, judge_names: Sequence[str] | None, exam_only: bool, display: Progress,
-                servers: LocalServers, summary: PanelRun, all_judges: list[Judge], bounded_exam: bool,
-                local_judges: Sequence[str] | None = None) -> None:
+@dataclass(frozen=True)
+class _Job:
+    """What every venue-year of one :func:`run_panel` call works with, the judges built once for the job among
+    them."""
+
+    store: Store
+    settings: Settings
+    gem: GemScores
+    judges: list[Judge]
+    sample: frozenset[str] | None
+    run_id: str | None
+    judge_names: Sequence[str] | None
+    exam_only: bool
+    bounded_exam: bool
+    local_judges: tuple[str, ...]
+    progress: Progress
+
+
+def _run_venues(job: _Job, names: Sequence[str], summary: PanelRun) -> None:
+    store, synced = job.store, False
     for venue_id in names:
-        print_ = _state.fingerprint(store, settings, venue_id, judge_names, exam_only, gem.setup, gem.metric, sample,
-                                    bounded_exam)
-        part = _state.stored(store, venue_id, exam_only, print_)
+        print_ = _state.fingerprint(store, job.settings, venue_id, job.judge_names, job.exam_only, job.gem.setup,
+                                    job.gem.metric, job.sample, job.bounded_exam, local_judges=job.local_judges)
+        part = _state.stored(store, venue_id, job.exam_only, print_)
         if part is None:
-            store.clear_stage_state(_state.STAGE, _state.scope(venue_id, not exam_only))  # its tables change too
-            judges, part, complete = _run_venue(store, settings, client, gem, venue_id, sample, run_id, judge_names,
-                                                exam_only, display, servers, bounded_exam, local_judges)
-            all_judges += judges
+            store.clear_stage_state(_state.STAGE, _state.scope(venue_id, not job.exam_only))  # its tables change too
+            if not synced:  # the judges table: once, when a venue-year is judged
+                _sync_judges(store, job.judges)
+                synced = True
+            part, complete = _run_venue(job, venue_id)
             summary["votes"] += part.pop("votes")
             summary["machine_metrics"] += part.pop("machine_metrics")
             if complete:
-                _state.remember(store, venue_id, exam_only, print_, part)
+                _state.remember(store, venue_id, job.exam_only, print_, part)
         else:
             summary["skipped_venues"].append(venue_id)
         summary["venues"].append(venue_id)
@@ -480,24 +498,20 @@ def _run_venues(store: Store, settings: Settings, client: LLMClient, gem: GemSco
         summary["debated"] += part.get("debated", 0)
 
 
-def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScores, venue_id: str,
-               sample: frozenset[str] | None,
-               run_id: str | None, judge_names: Sequence[str] | None, exam_only: bool,
-               progress: Progress, servers: LocalServers | None = None,
-               bounded_exam: bool = False,
-               local_judges: Sequence[str] | None = None) -> tuple[list[Judge], VenuePart, bool]:
-    """One venue-year in full: (judges, its summary part, whether every vote was answered and the gem judge's exam
-    texts were scored: an incomplete part is computed again next time)."""
-    data = load_venue(store, venue_id, sample)
-    tfidf = TfIdf("\n".join([p.title, p.abstract, p.text]) for p in data.papers.values())
-    judges = build_judges(settings, client, gem, tfidf, judge_names, servers, local_judges)
-    _sync_judges(store, judges)
+def _run_venue(job: _Job, venue_id: str) -> tuple[VenuePart, bool]:
+    """One venue-year in full: (its summary part, whether every vote was answered and the gem judge's exam texts
+    were scored: an incomplete part is computed again next time).  The job's judges are asked bound to the
+    venue-year's inputs (:meth:`Judge.for_venue`)."""
+    store, settings, gem, progress = job.store, job.settings, job.gem, job.progress
+    data = load_venue(store, venue_id, job.sample)
+    inputs = data.judge_inputs()
+    judges = [venue_judge(j, inputs) for j in job.judges]
     part: VenuePart = {"votes": 0, "machine_metrics": _machine_metrics(
         store, data, settings.panel.judges_see_machine_metrics)}
     llm_pairs = settings.panel.exam_llm_pairs
     sets = build_exam(data, settings.panel.exam_pairs, settings.seed)
     llm_sets = sets.limited(llm_pairs) if llm_pairs > 0 else sets
-    if bounded_exam:
+    if job.bounded_exam:
         sets = llm_sets
     if needs_gem_scores(judges):
         gem.extend(sets.texts(), data.splits, progress, f"panel: the gem judge's exam texts, {venue_id}")
@@ -523,8 +537,8 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
     # a judge that could not be reached, or the gem judge whose texts the estimator failed on, is examined again
     # next time (a gem judge with nothing scored to read stays so until the scores change the fingerprint)
     examined = gem.failure is None and not any(is_unreachable(r.get("not_examined")) for r in graded)
-    if exam_only:
-        return judges, part, examined
+    if job.exam_only:
+        return part, examined
     weights = {r["judge"]: r["weight"] for r in graded if r["passed"] and r["weight"] > 0}
     part["qualified"] = [{"venue_id": venue_id, "qualified": sorted(weights), "examined": len(judges)}]
     pairs = _pairs(data, settings.panel.panel_pairs_per_paper, settings.seed)
@@ -532,7 +546,7 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
     with progress.task(f"panel: votes, {venue_id}", len(weights), "judges") as task:
         for name in sorted(weights):
             judge_pairs = _judge_pairs(by_name[name], pairs, data, settings, settings.seed)
-            written, failed = _vote(store, data, by_name[name], judge_pairs, run_id, progress)
+            written, failed = _vote(store, data, by_name[name], judge_pairs, job.run_id, progress)
             part["votes"] += written
             missing += failed
             task.advance()
@@ -550,4 +564,4 @@ def _run_venue(store: Store, settings: Settings, client: LLMClient, gem: GemScor
     part["verdicts"] = len(verdicts)
     part["flagged"] = sum(v["flagged"] for v in verdicts)
     part["debated"] = sum(v["debated"] for v in verdicts)
-    return judges, part, missing == 0 and examined
+    return part, missing == 0 and examined

@@ -53,8 +53,12 @@ _GLOBAL = (
 #: fails on one that is neither here nor in :data:`OPERATIONAL`, then changes each input and sees the panel run again).
 INPUTS = ("seed", "exam_pairs", "exam_llm_pairs", "panel_pairs_per_paper", "panel_llm_pairs_per_paper",
           "bootstrap_samples", "debate_rounds", "judges_see_machine_metrics", "local_judges")
+#: The inputs of :data:`INPUTS` the job resolves and passes to the panel (``run_panel(..., local_judges=...)``):
+#: their value in the fingerprint is the one the panel used, never the setting's (an option or a resolved run may
+#: differ from it), and the panel never reads them from the settings.
+JOB_INPUTS = ("local_judges",)
 #: What a local judge's verdicts also depend on (the model's numerics: device, dtype, how its server is sent calls);
-#: in the fingerprint only when ``local_judges`` names one, so they do not rerun a panel that has none.  Not
+#: in the fingerprint only when the job's ``local_judges`` name one, so they do not rerun a panel that has none.  Not
 #: ``local_batch_mib``: a judge's server has no batching KV cache to size (issue 47), and the test above fails if the
 #: judge reads it again.
 LOCAL_JUDGE_INPUTS = ("hf_device", "hf_dtype", "local_streams")
@@ -67,20 +71,23 @@ OPERATIONAL = ("data_dir", "llm_timeout_s", "llm_idle_timeout_s", "llm_max_retri
                "vllm_python")
 
 
-def inputs(settings: Settings) -> dict[str, Any]:
-    """The declared inputs' values (:data:`INPUTS`, :data:`LOCAL_JUDGE_INPUTS` when a local judge is set,
-    :data:`TABLE_INPUTS`)."""
-    names = INPUTS + (LOCAL_JUDGE_INPUTS if settings.listed("local_judges") else ())
-    values: dict[str, Any] = {name: settings.value(name) for name in names}
+def inputs(settings: Settings, local_judges: Sequence[str]) -> dict[str, Any]:
+    """The declared inputs' values (:data:`INPUTS`, :data:`LOCAL_JUDGE_INPUTS` when the job has a local judge,
+    :data:`TABLE_INPUTS`); those of :data:`JOB_INPUTS` are the job's (``local_judges``: the panel's local judges)."""
+    job = {"local_judges": list(local_judges)}
+    names = INPUTS + (LOCAL_JUDGE_INPUTS if local_judges else ())
+    values: dict[str, Any] = {name: job[name] if name in JOB_INPUTS else settings.value(name)
+                              for name in names}
     values.update({f"[[{name}]]": settings.tables.get(name) for name in TABLE_INPUTS})
     return values
 
 
 def fingerprint(store: Store, settings: Settings, venue_id: str, judge_names: Sequence[str] | None,
                 exam_only: bool, setup: ScoredSetup | None, metric: str | None,
-                sample: Collection[str] | None, bounded_exam: bool = False) -> str:
+                sample: Collection[str] | None, bounded_exam: bool = False, *, local_judges: Sequence[str]) -> str:
     """Hash of the venue-year's inputs, the judges, the setup and metric the gem judge reads, the job's sample (the
-    papers passed in), the panel's declared settings (:func:`inputs`) and the code version."""
+    papers passed in), the panel's declared inputs (:func:`inputs`, with the job's ``local_judges``) and the code
+    version."""
     queries = {name: (sql, [venue_id]) for name, sql in _QUERIES}
     queries.update({name: (sql, []) for name, sql in _GLOBAL})
     values = {
@@ -88,7 +95,7 @@ def fingerprint(store: Store, settings: Settings, venue_id: str, judge_names: Se
         "judge_names": sorted(judge_names or []),
         "setup": None if setup is None else setup.as_json(), "metric": metric,
         "sample": None if sample is None else sorted(sample),
-        "settings": inputs(settings),
+        "settings": inputs(settings, local_judges),
     }
     if bounded_exam:  # only when set, so a full exam's fingerprint stays what it was
         values["bounded_exam"] = True

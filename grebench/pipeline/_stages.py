@@ -257,11 +257,13 @@ class PanelStage(BaseStage):
 
     def check(self, ctx: StageContext, earlier: Sequence[str]) -> None:
         """An unknown ``--judge`` (or a ``[[judges]]`` table that does not parse) is refused before any judge is
-        recorded or any stored exam is set aside."""
+        recorded or any stored exam is set aside; the judges are the job's, with its local judges (the setup
+        ``run_job`` resolved before the checks; a reading job's run holds the same one)."""
         from grebench.panel import check_judges
 
+        setup = ctx.setup if ctx.setup is not None else ctx.resolved.setup
         try:
-            check_judges(ctx.settings, ctx.options.judges, ctx.setup.local_judges if ctx.setup else None)
+            check_judges(ctx.settings, ctx.options.judges, local_judges=setup.local_judges)
         except ValueError as exc:
             raise SetupError(f"--judge: {exc}" if ctx.options.judges else str(exc)) from None
 

@@ -8,7 +8,7 @@ import pytest
 
 from grebench.bench import CandidateError, load_candidates
 from grebench.llm import LLMClient, endpoint_tables, parse_endpoint, table_name
-from grebench.panel import JudgeContext, TfIdf, parse_judges
+from grebench.panel import JudgeContext, parse_judges
 from grebench.settings import Settings
 
 GOOD = {"name": "m1", "model": "openai/gpt-4o-mini", "api_key_env": "OPENAI_API_KEY", "params": {"max_tokens": 100}}
@@ -21,7 +21,7 @@ def _candidate_error(settings: Settings, raw: Any) -> str:
 
 
 def _judge_error(settings: Settings, raw: Any) -> str:
-    context = JudgeContext(settings, LLMClient(settings), lambda _paper, _review: None, TfIdf([]))
+    context = JudgeContext(settings, LLMClient(settings), lambda _paper, _review: None, local_judges=())
     with pytest.raises(ValueError) as caught:
         parse_judges(raw, context)
     return str(caught.value).replace("[[judges]]", "[[T]]").replace("judge 'm1'", "'m1'")

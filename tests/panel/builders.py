@@ -20,8 +20,8 @@ TOPICS = [
 ]
 
 
-#: run_panel's inputs on a store nothing was scored in: no setup, no gem metric, every paper.
-UNSCORED: dict[str, Any] = {"setup": None, "metric": None, "paper_ids": None}
+#: run_panel's inputs on a store nothing was scored in: no setup, no gem metric, every paper, no local judge.
+UNSCORED: dict[str, Any] = {"setup": None, "metric": None, "paper_ids": None, "local_judges": ()}
 
 def review_text(title: str, abstract: str, extra: int = 0, tag: str = "") -> str:
     """A review that talks about the paper's own terms; ``extra`` adds generic sentences."""
@@ -31,23 +31,30 @@ def review_text(title: str, abstract: str, extra: int = 0, tag: str = "") -> str
     return body + " The writing could be improved." * extra
 
 
-def build_venue(store: Store, llm_candidates: dict[str, str | None] | None = None) -> dict[str, Any]:
-    """Four papers, three human reviews each, a baseline split, and generations for human, generic, other-paper
-    and the given LLM candidates (name -> family).  Returns ids for assertions."""
+def build_venue(store: Store, llm_candidates: dict[str, str | None] | None = None, venue: str = VENUE,
+                topics: list[tuple[str, str]] | None = None, prefix: str = "paper") -> dict[str, Any]:
+    """Four papers (``topics``: one per (title, abstract)), three human reviews each, a baseline split, and
+    generations for human, generic, other-paper and the given LLM candidates (name -> family), in ``venue``; paper
+    ids are ``prefix`` + a number (another venue in the same store takes another prefix).  Returns ids for
+    assertions."""
     now = utcnow()
     llm_candidates = llm_candidates or {}
     ids: dict[str, Any] = {"papers": [], "generations": {}}
     cands = {"human": ("human", None), "generic": ("control", None), "other-paper": ("control", None)}
     cands.update({name: ("llm", fam) for name, fam in llm_candidates.items()})
+    known = {r[0] for r in store.con.execute("SELECT name FROM candidates").fetchall()}
     for name, (kind, family) in cands.items():
+        if name in known:  # written with another venue
+            continue
         store.con.execute("INSERT INTO candidates (name, kind, family, params_json, updated_at) VALUES (?, ?, ?, ?, ?)",
                           [name, kind, family, "{}", now])
-    for i, (title, abstract) in enumerate(TOPICS):
-        pid = f"paper{i}"
+    topics = topics or TOPICS
+    for i, (title, abstract) in enumerate(topics):
+        pid = f"{prefix}{i}"
         ids["papers"].append(pid)
         store.con.execute("INSERT INTO papers (paper_id, venue_id, title, abstract, source, content_sha256, "
                           "ingested_at, updated_at) VALUES (?, ?, ?, ?, 'test', 'x', ?, ?)",
-                          [pid, VENUE, title, abstract, now, now])
+                          [pid, venue, title, abstract, now, now])
         rids = []
         for k in range(3):
             rid = f"{pid}-r{k}"
@@ -59,7 +66,7 @@ def build_venue(store: Store, llm_candidates: dict[str, str | None] | None = Non
                               [rid, f"{3 + 2 * k}: rating", text, now])
         store.con.execute("INSERT INTO baseline_splits VALUES (?, ?, ?, 1, ?)",
                           [pid, rids[0], json.dumps(rids[1:]), now])
-        other_title, other_abstract = TOPICS[(i + 1) % len(TOPICS)]
+        other_title, other_abstract = topics[(i + 1) % len(topics)]
         texts = {"human": review_text(title, abstract, tag=" Reviewer 0."),
                  "generic": "Summary: the paper is interesting.\nStrengths: well written.\nWeaknesses: more "
                             "experiments are needed.",

@@ -50,7 +50,8 @@ def panel_run(bundled_db: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
     scored = run_scoring(store, settings, run_id, estimator_spec="offline", preprocessor_spec="rules")
     setup = ScoredSetup("offline", "rules", scored["estimator"], scored["preprocessor"])
     record_scored(store, setup, run_id)  # as the score stage does: the CLI's exam and judge below examine with it
-    summary = run_panel(store, settings, run_id, setup=setup, metric=gem_judge_metric(store, setup), paper_ids=None)
+    summary = run_panel(store, settings, run_id, setup=setup, metric=gem_judge_metric(store, setup), paper_ids=None,
+                        local_judges=())  # as FAST_ENV's jobs (the CLI's exam and judge below): no local judge
     tables = {t: store.rows(f"SELECT * FROM {t}") for t in ("judges", "judge_exams", "panel_verdicts",
                                                              "panel_rankings", "panel_agreement", "machine_metrics")}
     votes = store.scalar("SELECT count(*) FROM panel_votes")

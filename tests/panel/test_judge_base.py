@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from grebench.panel import Judge, PaperView, ReviewView, Verdict
-from grebench.panel._judges import JUDGE_KINDS, JUDGES, JudgeContext, TfIdf, checked_judge
+from grebench.panel._judges import JUDGE_KINDS, JUDGES, JudgeContext, checked_judge
 from grebench.panel._llm_judge import parse_judges
 from grebench.panel._run import build_judges
 from grebench.settings import Settings
@@ -47,7 +47,7 @@ def test_a_judge_that_is_not_a_judge_subclass_is_refused_naming_what_made_it(set
     JUDGES.add("plain-plugin", lambda context: Plain(), summary="a judge of the wrong type")
     try:
         with pytest.raises(TypeError, match=r"judge 'plain-plugin' \(.*\) made a Plain"):
-            build_judges(settings, None, None, TfIdf([]))  # type: ignore[arg-type]
+            build_judges(settings, None, None, local_judges=())  # type: ignore[arg-type]
     finally:
         JUDGES._entries.pop("plain-plugin")
 
@@ -61,7 +61,7 @@ def test_a_configured_kind_whose_judge_is_not_a_judge_is_refused(settings: Setti
 
     JUDGE_KINDS.add("plain-kind", PlainKind())
     try:
-        context = JudgeContext(settings, None, None, TfIdf([]))  # type: ignore[arg-type]
+        context = JudgeContext(settings, None, None, local_judges=())  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="judge kind 'plain-kind' \\(table 'x'\\) made a Plain"):
             parse_judges([{"name": "x", "kind": "plain-kind", "model": "openai/x"}], context)
     finally:

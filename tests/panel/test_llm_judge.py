@@ -15,7 +15,6 @@ from grebench.panel import (
     LLMJudge,
     PaperView,
     ReviewView,
-    TfIdf,
     parse_judges,
     parse_reply,
     run_panel,
@@ -67,7 +66,7 @@ def server() -> Iterator[FakeOpenAIServer]:
 
 
 def _context(settings: Settings, client: LLMClient) -> JudgeContext:
-    return JudgeContext(settings, client, lambda _paper, _review: None, TfIdf([]))
+    return JudgeContext(settings, client, lambda _paper, _review: None, local_judges=())
 
 
 def _judge(url: str, settings: Settings, store: Store | None, family: str | None = None) -> LLMJudge:

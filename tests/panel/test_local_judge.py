@@ -12,7 +12,7 @@ import pytest
 
 from grebench.llm import LLMClient
 from grebench.panel import ExamSets
-from grebench.panel._judges import JUDGE_KINDS, JudgeContext, PaperView, ReviewView, TfIdf
+from grebench.panel._judges import JUDGE_KINDS, JudgeContext, PaperView, ReviewView
 from grebench.panel._llm_judge import parse_judges
 from grebench.panel._local_judge import LocalJudge, builtin_local_judges, decision_state, local_judge
 from grebench.runtime import LocalServers
@@ -27,16 +27,20 @@ GOOD = ReviewView("The spectral criterion is never compared with magnitude pruni
 BAD = ReviewView("Good paper. Accept.")
 
 
-def _context(settings: Settings, store: Store | None, servers: LocalServers | None) -> JudgeContext:
-    return JudgeContext(settings, LLMClient(settings, store), gem=None, tfidf=TfIdf([]), servers=servers)  # type: ignore[arg-type]
+def _context(settings: Settings, store: Store | None, servers: LocalServers | None,
+             local_judges: tuple[str, ...] = ()) -> JudgeContext:
+    return JudgeContext(settings, LLMClient(settings, store), gem=None, local_judges=local_judges,  # type: ignore[arg-type]
+                        servers=servers)
 
 
-def test_tables_and_the_setting_make_local_judges_with_a_family(settings: Settings) -> None:
+def test_tables_and_the_job_s_local_judges_make_local_judges_with_a_family(settings: Settings) -> None:
     assert "local" in JUDGE_KINDS.names()
-    ctx = _context(settings.replace(local_judges="smollm2-135m, /models/other-1.7B"), None, None)
+    ctx = _context(settings, None, None, ("smollm2-135m", "/models/other-1.7B"))
     judges = builtin_local_judges(ctx)
     assert [(j.name, j.family, j.kind) for j in judges] == [("smollm2-135m", "smollm2", "llm"),
                                                            ("other-1.7B", "other", "llm")]
+    # the job's, never the setting's: a job with none has none whatever the setting says
+    assert builtin_local_judges(_context(settings.replace(local_judges="smollm2-135m"), None, None)) == []
     [table] = parse_judges([{"name": "mine", "kind": "local", "model": "smollm2-135m", "family": "x"}], ctx)
     assert isinstance(table, LocalJudge) and table.family == "x" and table.model == "smollm2-135m"
     with pytest.raises(ValueError, match="judge 'bad': unknown key\\(s\\) api_base"):

@@ -50,11 +50,12 @@ def test_a_panel_run_reads_only_declared_settings(server: FakeOpenAIServer, sett
     assert {"seed", "exam_pairs", "exam_llm_pairs", "bootstrap_samples"} <= seen  # the recorder saw the reads
 
 
-#: a changed value for each declared input (the test fails when an input is added without one here)
+#: a changed value for each declared input (the test fails when an input is added without one here); one of
+#: ``_state.JOB_INPUTS`` is the job's value passed to the panel, not a setting
 CHANGED: dict[str, Any] = {
     "seed": 7, "exam_pairs": 8, "exam_llm_pairs": 4, "panel_pairs_per_paper": 2, "panel_llm_pairs_per_paper": 1,
     "bootstrap_samples": 25, "debate_rounds": 0, "judges_see_machine_metrics": True,
-    "local_judges": "smollm2-135m",
+    "local_judges": ("smollm2-135m",),
 }
 LOCAL_CHANGED: dict[str, Any] = {"hf_device": "cpu", "hf_dtype": "bfloat16", "local_streams": 3}
 
@@ -62,25 +63,49 @@ LOCAL_CHANGED: dict[str, Any] = {"hf_device": "cpu", "hf_dtype": "bfloat16", "lo
 def test_changing_any_declared_input_changes_the_fingerprint(settings: Settings, store: Store) -> None:
     build_venue(store)
     assert set(CHANGED) == set(_state.INPUTS) and set(LOCAL_CHANGED) == set(_state.LOCAL_JUDGE_INPUTS)
+    assert set(_state.JOB_INPUTS) <= set(_state.INPUTS)
 
-    def print_(values: dict[str, Any], tables: dict[str, Any] | None = None) -> str:
+    def print_(values: dict[str, Any], tables: dict[str, Any] | None = None,
+               local_judges: tuple[str, ...] = ()) -> str:
         return _state.fingerprint(store, Settings(values=values, tables=tables or {}), VENUE, None, False, None,
-                                  None, None)
+                                  None, None, local_judges=local_judges)
 
     base = dict(settings.values)
     first = print_(base)
     assert print_(dict(base)) == first  # stable
     for name, value in CHANGED.items():
+        if name in _state.JOB_INPUTS:
+            assert print_(base, local_judges=value) != first, f"the job's {name} is not in the panel's fingerprint"
+            continue
         assert value != base[name], name
         assert print_({**base, name: value}) != first, f"{name} is not in the panel's fingerprint"
-    with_local = {**base, "local_judges": "smollm2-135m"}
+    local = ("smollm2-135m",)
     for name, value in LOCAL_CHANGED.items():
         assert value != base[name], name
-        assert print_({**with_local, name: value}) != print_(with_local), name
+        assert print_({**base, name: value}, local_judges=local) != print_(base, local_judges=local), name
         assert print_({**base, name: value}) == first, f"{name} reran a panel that has no local judge"
     assert print_(base, {"judges": [{"name": "j", "model": "openai/x"}]}) != first
     for name in ("llm_timeout_s", "data_dir", "local_server_startup_s"):  # operational: the results stay
         assert print_({**base, name: 1.5 if name != "data_dir" else "/elsewhere"}) == first, name
+
+
+def test_the_fingerprint_has_the_job_s_local_judges_not_the_setting_s(settings: Settings, store: Store) -> None:
+    """What the panel used is fingerprinted: a job whose local judges differ from the setting (an option, a resolved
+    run) reruns when they change, and a changed setting the job did not use reruns nothing."""
+    build_venue(store)
+    base = dict(settings.values)
+
+    def print_(setting: str, job: tuple[str, ...]) -> str:
+        return _state.fingerprint(store, Settings(values={**base, "local_judges": setting}), VENUE, None, False,
+                                  None, None, None, local_judges=job)
+
+    assert print_("", ("smollm2-135m",)) == print_("smollm2-135m, other", ("smollm2-135m",))
+    assert print_("smollm2-135m", ()) == print_("", ())
+    assert print_("smollm2-135m", ()) != print_("smollm2-135m", ("smollm2-135m",))
+    # the local judge's inputs come with the job's local judge, not with the setting's
+    assert print_("", ("smollm2-135m",)) != _state.fingerprint(
+        store, Settings(values={**base, "hf_dtype": "bfloat16"}), VENUE, None, False, None, None, None,
+        local_judges=("smollm2-135m",))
 
 
 def test_flipping_exam_llm_pairs_reruns_the_panel(server: FakeOpenAIServer, settings: Settings,

@@ -95,7 +95,7 @@ def _panel(store: Store, settings: Settings, run_id: str) -> list[dict[str, Any]
     scored = run_scoring(store, settings, run_id, ["gem-s"], "offline", "rules")
     setup = ScoredSetup("offline", "rules", scored["estimator"], scored["preprocessor"])
     return list(run_panel(store, settings, run_id, setup=setup, metric=gem_judge_metric(store, setup),
-                          paper_ids=None)["rankings"])
+                          paper_ids=None, local_judges=())["rankings"])
 
 
 @pytest.fixture(scope="module")
