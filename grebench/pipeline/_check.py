@@ -152,12 +152,13 @@ def check_local_port(settings: Settings, stages: Iterable[str], options: RunOpti
     first = settings.bench.local_server_port
     if not first or LOCAL_SERVER_STAGES.isdisjoint(stages):
         return
-    from grebench.pipeline._resolve import chosen
+    from grebench.pipeline._resolve import chosen, chosen_models
     from grebench.scoring.estimators import estimator_info
 
-    estimators = [chosen(settings, options or RunOptions())[0], settings.scoring.proxy_estimator]
+    proxy, local_candidates, local_judges = chosen_models(settings)
+    estimators = [chosen(settings, options or RunOptions())[0], proxy]
     vllm_local = any(estimator_info(e.strip()).local_servers for e in estimators if e.strip())
-    if not (vllm_local or settings.listed("local_candidates") or settings.listed("local_judges")):
+    if not (vllm_local or local_candidates or local_judges):
         return
     for port in range(first, min(first + (settings.scoring.vllm_servers if vllm_local else 1), 65536)):
         why = _bind_error(_LOOPBACK, port)
@@ -172,7 +173,7 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
     ``source``: the options' source is used by this command (ingest, run) and is checked too.
     """
     from grebench.ingest import SOURCES, SourceError, source_spec
-    from grebench.pipeline._resolve import chosen
+    from grebench.pipeline._resolve import chosen, chosen_models
     from grebench.pipeline._sample import parse_papers
     from grebench.registry import UnknownPart
     from grebench.scoring import METRICS, preprocessor_entry
@@ -180,12 +181,13 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
 
     opts = options or RunOptions()
     estimator, preprocessor, papers, metrics = chosen(settings, opts)
+    proxy, local_candidates, local_judges = chosen_models(settings)
     checks: list[tuple[str, str, str]] = [
         ("--estimator" if opts.estimator else "estimator", estimator, "estimator"),
         ("--preprocessor" if opts.preprocessor else "preprocessor", preprocessor, "preprocessor"),
     ]
-    if settings.scoring.proxy_estimator.strip():
-        checks.append(("proxy_estimator", settings.scoring.proxy_estimator, "estimator"))
+    if proxy:
+        checks.append(("proxy_estimator", proxy, "estimator"))
     if source:
         checks.append(("--source", opts.source, "source"))
     checks += [("venues", item, "venue") for item in settings.listed("venues")]
@@ -211,8 +213,8 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
     for metric in metrics:
         if metric not in METRICS:
             raise SetupError(f"--metric = {metric!r}: not a metric; one of: {', '.join(METRICS.names())}")
-    for name in ("local_candidates", "local_judges"):
-        for item in settings.listed(name):
+    for name, items in (("local_candidates", local_candidates), ("local_judges", local_judges)):
+        for item in items:
             _catalogue_or_path(name, item)
     try:
         parse_papers(papers)

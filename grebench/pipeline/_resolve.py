@@ -74,6 +74,14 @@ def chosen(settings: Settings, options: RunOptions) -> tuple[str, str, str, tupl
             options.metrics or default_metrics())
 
 
+def chosen_models(settings: Settings) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """(proxy estimator spec or "", local candidates, local judges) of a job: the language models it runs besides the
+    chosen estimator, from the settings (no option overrides them).  Like :func:`chosen`, the one place they are
+    read; the setup check and the sample's sizing read them here too."""
+    return (settings.scoring.proxy_estimator.strip(), tuple(settings.listed("local_candidates")),
+            tuple(settings.listed("local_judges")))
+
+
 def validation_set(run: RunSettings, options: RunOptions, papers: str, size: int | None) -> tuple[str, str]:
     """(core | full, why) of a job: the option over the setting; ``auto`` is core where ``papers = auto`` sized a
     sample for a CPU (a finite size), and full on a GPU, with every paper or a size as set."""
@@ -93,6 +101,7 @@ def resolve_setup(settings: Settings, options: RunOptions, progress: Progress | 
     from grebench.scoring import headline_metric
 
     estimator, preprocessor, papers, metrics = chosen(settings, options)
+    proxy, local_candidates, local_judges = chosen_models(settings)
     full = (options.validation or settings.run.validation).strip().lower() == "full"
     size, why = papers_size(papers, settings, estimator, calibrate=options.calibrate,
                             progress=progress, core=not full)
@@ -100,12 +109,12 @@ def resolve_setup(settings: Settings, options: RunOptions, progress: Progress | 
     if validation == "core" and not options.metrics:
         metrics = (headline_metric(),)
     return RunSetup(
-        estimator=estimator, preprocessor=preprocessor, proxy=settings.scoring.proxy_estimator.strip(), metrics=metrics,
+        estimator=estimator, preprocessor=preprocessor, proxy=proxy, metrics=metrics,
         papers=size,
         papers_why=why, seed=settings.seed, judges=options.judges, exam_only=options.exam_only,
         named_estimator=options.estimator, named_preprocessor=options.preprocessor,
-        local_candidates=tuple(settings.listed("local_candidates")),
-        local_judges=tuple(settings.listed("local_judges")), validation=validation, validation_why=validation_why,
+        local_candidates=local_candidates, local_judges=local_judges, validation=validation,
+        validation_why=validation_why,
         controls=tuple(core_controls() if validation == "core"
                        else default_controls(llm=bool(settings.bench.control_model))),
         throughput=measured_throughput(settings, estimator))

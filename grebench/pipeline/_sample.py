@@ -246,8 +246,10 @@ def parse_papers(value: str | int | None) -> int | None:
 def uses_local_lm(settings: Settings, estimator_spec: str) -> bool:
     """Whether a run works with a language model on this machine (a local-model estimator, local candidates or
     judges)."""
-    return (_local_model(estimator_spec) or bool(settings.listed("local_candidates"))
-            or bool(settings.listed("local_judges")))
+    from grebench.pipeline._resolve import chosen_models
+
+    _, local_candidates, local_judges = chosen_models(settings)
+    return _local_model(estimator_spec) or bool(local_candidates) or bool(local_judges)
 
 
 def papers_size(value: str | int | None, settings: Settings, estimator_spec: str,

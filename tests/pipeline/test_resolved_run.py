@@ -187,7 +187,10 @@ def _job(name: str) -> Any:
 #: Where the setup may be picked from options and settings, the sample table read, and the resolver called.
 RESOLVER = {"pipeline/_resolve.py", "pipeline/_check.py", "pipeline/_sample.py", "pipeline/_runner.py",
             "pipeline/_jobs.py", "settings.py"}
-SETUP_FIELDS = {"estimator", "preprocessor", "papers", "proxy_estimator"}
+SETUP_FIELDS = {"estimator", "preprocessor", "papers", "proxy_estimator", "local_judges"}
+#: Where a setting of the setup (estimator, preprocessor, proxy, sample, judges) is read: the resolver alone (issue 49:
+#: the setup check and the sample's sizing ask it too).
+SETUP_READERS = {"pipeline/_resolve.py", "settings.py"}
 SECTION_KEYS = {section.key for section in SECTIONS}
 RESOLVER_CALLS = {"resolve_run", "resolve_setup", "draw_sample", "recorded_sample", "scored_setups", "chosen",
                   "papers_size"}
@@ -201,9 +204,13 @@ def _modules() -> list[tuple[str, ast.Module]]:
 def test_no_module_but_the_resolver_picks_the_setup_from_settings() -> None:
     offenders = []
     for name, tree in _modules():
-        if name in RESOLVER:
+        if name in SETUP_READERS:
             continue
         for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                    "listed", "value") and node.args and isinstance(node.args[0], ast.Constant) and \
+                    node.args[0].value in SETUP_FIELDS:  # settings.listed("local_judges")
+                offenders.append(f"{name}:{node.lineno} {ast.unparse(node)}")
             if not (isinstance(node, ast.Attribute) and node.attr in SETUP_FIELDS):
                 continue
             owner = node.value  # settings.scoring.estimator (a section) or settings.estimator
