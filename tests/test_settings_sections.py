@@ -126,6 +126,6 @@ def test_every_documented_example_loads(tmp_path: Path, name: str, block: str) -
     candidates = {c.name for c in load_candidates(settings)}
     for table in settings.tables.get("candidates", []):
         assert table["name"] in candidates, name
-    judges = judge_names(settings, ())
+    judges = judge_names(settings, local_judges=())
     for table in settings.tables.get("judges", []):
         assert table["name"] in judges, name
