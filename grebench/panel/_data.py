@@ -135,6 +135,13 @@ class GemScores:
         self.estimator_calls = 0  # requests the estimator computed (not found in the log-prob cache) for exam texts
         self.failure: str | None = None  # why exam texts could not be scored (the estimator failed), if they could not
 
+    def release(self) -> None:
+        """Close the evaluation LM the exam texts were scored with (the job's handle builds it again if another
+        venue-year needs it): called before a local judge's server starts, whose model would otherwise sit beside
+        this one (issue 47: the job's peak is this process plus that server)."""
+        if self.handle is not None:
+            self.handle.close()
+
     def unusable(self) -> str | None:
         """Why a judge reading these scores cannot be examined (nothing scored with this setup, or the exam's texts
         could not be scored); None when it can."""

@@ -515,6 +515,10 @@ def _run_venue(job: _Job, venue_id: str) -> tuple[VenuePart, bool]:
         sets = llm_sets
     if needs_gem_scores(judges):
         gem.extend(sets.texts(), data.splits, progress, f"panel: the gem judge's exam texts, {venue_id}")
+        if any(j.judge_kind == "local" for j in judges):
+            # the gem judge reads its scores from now on; the evaluation LM goes before a local judge's server
+            # loads its own model (sitting beside it, the job and the server summed 2.47 GB in the first run)
+            gem.release()
     why = gem.unusable() if needs_gem_scores(judges) else None
     results = examine_panel(judges, sets, llm_sets, progress,
                             f"panel: exam, {venue_id}",

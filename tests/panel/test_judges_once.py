@@ -148,3 +148,33 @@ def test_the_local_judges_are_the_job_s_never_the_setting_s(settings: Settings) 
     assert "smollm2-135m" not in judge_names(with_setting, local_judges=())
     names: Sequence[str] = judge_names(settings, local_judges=("smollm2-135m", "/models/other-1.7B"))
     assert {"smollm2-135m", "other-1.7B"} <= set(names)
+
+
+def test_the_evaluation_lm_is_closed_before_a_local_judge_is_asked(settings: Settings, store: Store) -> None:
+    """Issue 47: a local judge's server loads a model of its own; the gem judge's evaluation LM (the job's handle)
+    is closed once the exam texts are scored, before any local judge answers, so the two models never sit side by
+    side (the first run's job and judge server summed 2.47 GB there)."""
+    from grebench.scoring import EstimatorHandle
+
+    events: list[str] = []
+
+    class Handle(EstimatorHandle):
+        def close(self) -> None:
+            events.append("closed")
+            super().close()
+
+    class Local(Counting):
+        name, judge_kind = "local-test", "local"
+
+        def compare(self, paper: PaperView, review_a: ReviewView, review_b: ReviewView) -> Verdict:
+            events.append("local judge asked")
+            return super().compare(paper, review_a, review_b)
+
+    JUDGES.add("local-test", lambda context: Local(), summary="test judge")
+    try:
+        build_venue(store)
+        run_panel(store, _settings(settings), None, **{**UNSCORED, "estimator": Handle("offline", settings)},
+                  judge_names=["gem", "local-test", "length"])
+    finally:
+        JUDGES._entries.pop("local-test")
+    assert "local judge asked" in events and events.index("closed") < events.index("local judge asked")
