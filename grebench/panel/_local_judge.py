@@ -68,6 +68,10 @@ def decision_state(paper: PaperView, one: ReviewView, two: ReviewView) -> str:
     return text
 
 
+#: The judge kind of a model on this machine served by grebench (``kind = "local"`` in a ``[[judges]]`` table):
+#: a panel with one releases its own evaluation LM before the judge's server starts.
+LOCAL_JUDGE_KIND = "local"
+
 @dataclass
 class LocalJudge(Judge):
     """A catalogue model or a local checkpoint judging pairs through ``/v1/systemone`` decisions."""
@@ -80,7 +84,7 @@ class LocalJudge(Judge):
     family: str | None = None
     description: str = ""
     kind: str = LLM_JUDGE      # its role in the judges table: an LLM judge (not a reference judge)
-    judge_kind: str = "local"  # the JUDGE_KINDS entry that made it
+    judge_kind: str = LOCAL_JUDGE_KIND  # the JUDGE_KINDS entry that made it
     calls_made: int = 0
     cached: int = 0
     _resolved: LocalModel | None = field(default=None, repr=False)
@@ -144,7 +148,7 @@ def local_judge(name: str, spec: str, context: JudgeContext, family: str | None 
 class LocalJudgeKind:
     """``kind = "local"`` in a ``[[judges]]`` table: a model on this machine, served by grebench."""
 
-    name = "local"
+    name = LOCAL_JUDGE_KIND
 
     def parse(self, raw: dict[str, Any], where: str, context: JudgeContext) -> Judge:
         """Validate one table; errors name the judge and the key."""
@@ -153,7 +157,7 @@ class LocalJudgeKind:
         return local_judge(e.name, e.model, context, e.family, e.description)
 
 
-JUDGE_KINDS.add("local", LocalJudgeKind(), spec="local",
+JUDGE_KINDS.add(LOCAL_JUDGE_KIND, LocalJudgeKind(), spec=LOCAL_JUDGE_KIND,
                 summary="a model on this machine answering typed decisions (transformers serve)")
 
 

@@ -53,7 +53,7 @@ from grebench.panel._judges import (
     venue_judge,
 )
 from grebench.panel._llm_judge import parse_judges
-from grebench.panel._local_judge import builtin_local_judges, local_judge_name
+from grebench.panel._local_judge import LOCAL_JUDGE_KIND, builtin_local_judges, local_judge_name
 from grebench.panel._machine_metrics import common_words, measure
 from grebench.progress import NoProgress, Progress
 from grebench.runtime import LocalServers
@@ -515,7 +515,7 @@ def _run_venue(job: _Job, venue_id: str) -> tuple[VenuePart, bool]:
         sets = llm_sets
     if needs_gem_scores(judges):
         gem.extend(sets.texts(), data.splits, progress, f"panel: the gem judge's exam texts, {venue_id}")
-        if any(j.judge_kind == "local" for j in judges):
+        if any(j.judge_kind == LOCAL_JUDGE_KIND for j in judges):
             # the gem judge reads its scores from now on; the evaluation LM goes before a local judge's server
             # loads its own model (sitting beside it, the job and the server summed 2.47 GB in the first run)
             gem.release()
