@@ -2,7 +2,8 @@
 
 ``gguf-dequantise-float32``: transformers reads the GGUF file (tokenizer, config, tensors) and dequantises every
 tensor to float32.  A model loaded that way refuses ``save_pretrained``, so its config (less the quantisation
-record) builds a fresh model of the same class, which takes the state dict strictly and is saved.  Float32 keeps the
+record) builds a fresh model of the same class on the meta device, which takes the state dict's tensors strictly
+(assigned, not copied: one float32 copy of the weights in memory) and is saved.  Float32 keeps the
 dequantised values exact: the saved tensors are compared bit for bit with the loaded ones before the checkpoint
 counts as made.  Heavy libraries are imported here, inside the functions, only when a model is materialised.
 """
@@ -49,7 +50,7 @@ def _gguf_to_float32(entry: CatalogueEntry, gguf: Path, out: Path, progress: Pro
         import accelerate  # noqa: F401  (transformers needs both to read GGUF; a clear message beats its own)
         import gguf as _gguf  # noqa: F401
         import torch
-        from safetensors.torch import load_file
+        from safetensors import safe_open
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError as exc:
         raise ModelError(f"materialising {entry.name} needs the hf extra ({exc.name} is missing): "
@@ -68,8 +69,14 @@ def _gguf_to_float32(entry: CatalogueEntry, gguf: Path, out: Path, progress: Pro
                 config = loaded.config.to_dict()
                 config.pop("quantization_config", None)
                 config.pop("_model_name_or_path", None)
-                fresh = type(loaded)(type(loaded.config)(**config))
-                fresh.load_state_dict(state, strict=True)
+                # the fresh model's parameters are the loaded ones, not copies: built on the meta device (no
+                # weights of its own) and assigned the state dict's tensors, so the conversion holds one float32
+                # copy of the weights, not two (issue 47: the first run's peak was this step's 1.6 GB)
+                with torch.device("meta"):
+                    fresh = type(loaded)(type(loaded.config)(**config))
+                fresh.load_state_dict(state, strict=True, assign=True)
+                fresh.tie_weights()
+                del loaded
                 task.advance()
             except Exception as exc:  # transformers raises many kinds; the user needs one message
                 cause = str(exc).strip().rstrip(".")
@@ -85,11 +92,12 @@ def _gguf_to_float32(entry: CatalogueEntry, gguf: Path, out: Path, progress: Pro
             files = sorted(out.glob("*.safetensors"))
             if not files:
                 raise ModelError(f"converting {entry.name} wrote no safetensors file", "convert")
-            for path in files:  # the saved tensors are the dequantised ones, bit for bit
-                for key, tensor in load_file(str(path)).items():
-                    if key not in state or not torch.equal(tensor, state[key]):
-                        raise ModelError(f"converting {entry.name}: tensor {key} in {path.name} differs from the "
-                                         "dequantised weights", "convert")
+            for path in files:  # the saved tensors are the dequantised ones, bit for bit (read one at a time)
+                with safe_open(str(path), framework="pt") as saved:
+                    for key in saved.keys():  # noqa: SIM118 (a safetensors handle is no dict)
+                        if key not in state or not torch.equal(saved.get_tensor(key), state[key]):
+                            raise ModelError(f"converting {entry.name}: tensor {key} in {path.name} differs from "
+                                             "the dequantised weights", "convert")
             task.advance()
 
 
