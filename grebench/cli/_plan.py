@@ -21,7 +21,7 @@ def plan_text(settings: Settings, setup: RunSetup, what: str = "main job", paper
     estimate when every paper is scored); ``neighbours``: what other processes took of the cores since the command
     started (:func:`busy_note`)."""
     from grebench.bench import default_controls
-    from grebench.pipeline import dtype_basis, expected_minutes, reuse_evidence, throughput_caveat
+    from grebench.pipeline import dtype_basis, expected_minutes, reuse_evidence, scoring_factor, throughput_caveat
     from grebench.scoring.estimators import estimator_info
 
     spec, size, why = setup.estimator, setup.papers, setup.papers_why
@@ -44,8 +44,10 @@ def plan_text(settings: Settings, setup: RunSetup, what: str = "main job", paper
     counted = size if size is not None else papers_known
     if setup.throughput is not None and counted:
         rate, dtype = setup.throughput
-        low, high = expected_minutes(rate, counted, setup.core)
-        basis = "; ".join(b for b in (dtype_basis(settings, spec), reuse_evidence(settings, spec, dtype)) if b)
+        factor, factor_why = scoring_factor(settings, spec, dtype)
+        low, high = expected_minutes(rate, counted, setup.core, factor)
+        basis = "; ".join(b for b in (dtype_basis(settings, spec), reuse_evidence(settings, spec, dtype), factor_why)
+                          if b)
         lines.append(f"expected {low:.0f}-{high:.0f} minutes: the evaluation LM reads {rate:.0f} tokens/s here in "
                      f"{dtype}" + (f" ({basis})" if basis else "") + throughput_caveat(settings, spec))
     elif info.local_model:

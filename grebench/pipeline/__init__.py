@@ -39,6 +39,7 @@ from grebench.pipeline._sample import (
     papers_size,
     parse_papers,
     reuse_evidence,
+    scoring_factor,
     throughput_caveat,
 )
 from grebench.pipeline._stages import (
@@ -125,6 +126,7 @@ __all__ = [
     "resolve_run",
     "resolve_setup",
     "reuse_evidence",
+    "scoring_factor",
     "run_job",
     "run_stages",
     "scored_setups",

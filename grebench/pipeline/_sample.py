@@ -64,10 +64,12 @@ class CostModel:
     paper_s: float
     tokens_per_paper: float
 
-    def minutes(self, tokens_per_s: float) -> tuple[float, float]:
-        """(minutes whatever the size, minutes per paper) at ``tokens_per_s``."""
+    def minutes(self, tokens_per_s: float, scoring: float = 1.0) -> tuple[float, float]:
+        """(minutes whatever the size, minutes per paper) at ``tokens_per_s``; ``scoring``: what the scoring path
+        costs over prefix reuse's, which the per-paper tokens were fitted with (:func:`scoring_factor`)."""
         rate = max(tokens_per_s, 1e-9)
-        return (self.fixed_s + self.fixed_tokens / rate) / 60, (self.paper_s + self.tokens_per_paper / rate) / 60
+        return ((self.fixed_s + self.fixed_tokens / rate) / 60,
+                (self.paper_s + self.tokens_per_paper * scoring / rate) / 60)
 
 
 #: The full validation (``validation = full``: every default control, GEM and GEM-S): fitted (issue 33 §3,
@@ -91,18 +93,53 @@ def cost_model(core: bool) -> CostModel:
 EXPECTED_SPREAD = (0.8, 1.25)
 
 
-def expected_minutes(tokens_per_s: float, papers: int, core: bool = False) -> tuple[float, float]:
+def expected_minutes(tokens_per_s: float, papers: int, core: bool = False,
+                     scoring: float = 1.0) -> tuple[float, float]:
     """The main job's expected wall time (low, high) in minutes for ``papers`` papers on a machine whose evaluation
-    LM reads ``tokens_per_s`` tokens per second (its dtype probe), with the core set or the full validation."""
-    fixed, per_paper = job_minutes(tokens_per_s, core)
+    LM reads ``tokens_per_s`` tokens per second (its dtype probe), with the core set or the full validation;
+    ``scoring``: the scoring path's cost over prefix reuse's (:func:`scoring_factor`)."""
+    fixed, per_paper = job_minutes(tokens_per_s, core, scoring)
     minutes = fixed + per_paper * papers
     return minutes * EXPECTED_SPREAD[0], minutes * EXPECTED_SPREAD[1]
 
 
-def job_minutes(tokens_per_s: float, core: bool = False) -> tuple[float, float]:
+def job_minutes(tokens_per_s: float, core: bool = False, scoring: float = 1.0) -> tuple[float, float]:
     """(minutes whatever the size, minutes per paper) of the default main job on a CPU whose evaluation LM reads
     ``tokens_per_s`` tokens per second (:class:`CostModel`)."""
-    return cost_model(core).minutes(tokens_per_s)
+    return cost_model(core).minutes(tokens_per_s, scoring)
+
+
+#: What the plain forward path costs over prefix reuse on a CPU when no reuse probe has measured it here yet: the
+#: reuse probe's median on the 2-core AVX-512 EPYC in bfloat16, 1.62x (4 interleaved rounds, 1.53-1.75; 2026-11-29).
+#: The cost models' per-paper tokens were fitted to float32 runs, which score with prefix reuse (by FLOP count); in
+#: bfloat16 reuse drifts from float32 more than the plain path does (0.43 against 0.31 nats per 100 scored tokens on
+#: that machine) and is refused, so those runs score every prompt whole: three bfloat16 first runs there came in
+#: 18-37 % over the plan's middle with the factor left out (docs/results.md).
+PLAIN_OVER_REUSE = 1.62
+
+
+def scoring_factor(settings: Settings, spec: str, dtype: str | None) -> tuple[float, str]:
+    """(the scoring path's cost over prefix reuse's, what the plan adds about it) for the plan and the automatic
+    sample size: 1 where the job scores with prefix reuse; where it scores plain forwards, what this machine's reuse
+    probe measured, or :data:`PLAIN_OVER_REUSE` before one has run.  On a CPU float32 reuses prefixes by FLOP count;
+    another dtype is decided by the reuse probe at the score stage's start (its drift check), so before that probe has
+    run here the plan expects the plain path, which every bfloat16 probe on record chose.  The plan's words are only
+    for that expectation: a setting or a probe is already stated by :func:`reuse_evidence`."""
+    if not _local_model(spec) or settings.scoring.hf_prefix_reuse == "on":
+        return 1.0, ""
+    records = _probe_records(settings, spec)
+    measured = next((float(r["speedup"]) for r in records
+                     if isinstance(r.get("speedup"), (int, float)) and r["speedup"] >= 1), None)
+    plain = PLAIN_OVER_REUSE if measured is None else measured
+    if settings.scoring.hf_prefix_reuse == "off":
+        return plain, ""
+    from grebench.runtime import default_device
+
+    if dtype == "float32" and default_device(settings.scoring.hf_device) == "cpu":
+        return 1.0, ""
+    if records:
+        return (1.0 if records[0].get("reuse") else plain), ""
+    return plain, f"plain forward expected: scoring {plain:.2f}x reuse's time"
 
 
 def measured_throughput(settings: Settings, spec: str, *, calibrate: bool = False, install: bool = False,
@@ -285,7 +322,7 @@ def auto_cpu_size(settings: Settings, estimator_spec: str, calibrate: bool = Fal
         return AUTO_MIN_PAPERS, (f"auto: a local language model on a CPU, {AUTO_MIN_PAPERS} papers (its throughput "
                                  "could not be measured here)")
     rate, dtype = measured
-    fixed, per_paper = job_minutes(rate, core)
+    fixed, per_paper = job_minutes(rate, core, scoring_factor(settings, estimator_spec, dtype)[0])
     size = max(AUTO_MIN_PAPERS, min(AUTO_CPU_PAPERS, int((AUTO_CPU_MINUTES - fixed) // per_paper)))
     minutes = fixed + per_paper * size
     basis = (f"{rate:.0f} tokens/s measured here in {dtype}: {fixed:.1f} minutes, then {per_paper:.1f} per paper")
