@@ -39,6 +39,7 @@ from grebench.runtime._concurrency import (
 )
 from grebench.runtime._dtype import DTYPE_CHOICES, cached_choice, choose_dtype, cpu_flags, machine_key
 from grebench.runtime._generate import BatchPlan, Generated, LocalGenerator, plan_batches
+from grebench.runtime._load import load_causal_lm
 from grebench.runtime._memory import bound_allocations, release_memory, resident_bytes
 from grebench.runtime._pool import LOCAL_CONTEXT_TOKENS, LocalModel, LocalServers, resolve_local
 from grebench.runtime._serve import (
@@ -75,6 +76,7 @@ __all__ = [
     "free_port",
     "is_busy",
     "load_average",
+    "load_causal_lm",
     "machine_key",
     "plan_batches",
     "probe_busy",

@@ -27,6 +27,7 @@ from typing import Any
 
 from grebench import stop
 from grebench._offline import apply_offline_defaults
+from grebench.runtime._load import load_causal_lm
 from grebench.runtime._memory import bound_allocations, release_memory
 
 log = logging.getLogger(__name__)
@@ -148,15 +149,14 @@ class LocalGenerator:
         bound_allocations()
         import torch
         import transformers
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoTokenizer
 
         self.label, self.device, self.dtype = label or str(path), device, dtype
         self.tokenizer: Any = AutoTokenizer.from_pretrained(path, local_files_only=True)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype), local_files_only=True,
-                                                          attn_implementation="sdpa")
+        model: Any = load_causal_lm(path, dtype)  # one copy of the weights at a time (issue 47)
         self.model: Any = model.to(device).eval()
         self.versions = {"torch": torch.__version__, "transformers": transformers.__version__}
 

@@ -45,7 +45,7 @@ from typing import Any, Required, TypedDict, TypeVar, cast
 
 from grebench import stop
 from grebench._offline import apply_offline_defaults
-from grebench.runtime import bound_allocations
+from grebench.runtime import bound_allocations, load_causal_lm
 from grebench.scoring._request import LogprobRequest, LogprobResult
 from grebench.scoring.estimators import ESTIMATORS, EstimatorContext, dtype_tolerance, served_model_label
 from grebench.scoring.estimators._tokenize import TARGET_RULE, RequestTokenizer, TokenizedRequest, template_sha8
@@ -169,7 +169,7 @@ class HFEstimator:
         apply_offline_defaults()
         bound_allocations()  # before the model's first allocation (issue 47: the score stage's resident memory)
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoTokenizer
 
         root = Path(path).expanduser().resolve()
         if not root.is_dir():
@@ -179,8 +179,7 @@ class HFEstimator:
         self.device = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else
                                    "cpu" if device == "auto" else device)
         self.tokenizer = AutoTokenizer.from_pretrained(root, local_files_only=True)
-        self.model = AutoModelForCausalLM.from_pretrained(root, dtype=getattr(torch, dtype), local_files_only=True,
-                                                          attn_implementation="sdpa")
+        self.model = load_causal_lm(root, dtype)  # one copy of the weights at a time (issue 47)
         # transformers' stubs type the wrapped ``to`` as taking the model itself; a torch.device is what it accepts
         self.model.to(self.device).eval()  # type: ignore[arg-type]
         self.encode = RequestTokenizer(self.tokenizer)
