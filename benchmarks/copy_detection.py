@@ -11,6 +11,19 @@ detector that imports, uploads, submitted endpoints and approvals use.  The fals
 of both samples checked against the *other* reviews of its paper.  Transformations are seeded per paper; fillers and
 substitutes are drawn from the vocabulary of all ~700 papers' reviews, so they are as varied as the samples.
 
+The product's detector (:func:`grebench.bench.copy_findings`) also compares a text with the public reviews of *other*
+papers that the store's sketch index finds close (:func:`grebench.bench.copies_elsewhere`).  The column "other
+papers' reviews (sketch index)" measures that path: an in-memory store of every paper of both samples (but the
+held-out ones below), each transformed text checked with its own paper excluded, so the column counts a text only for
+copying a public review of another paper.  A row's "caught" is the copy detector, the prose test, the information
+view or this column; its false positives are measured on every honest review of both samples the same way (its own
+paper excluded) and added to the honest summary line.  In "another paper's reviews + part of every review" the
+stand-in (the next sampled paper's reviews) is in the store, as another paper's public reviews would be in the
+product.  "unseen reviews (not in the store) + part of every review" is the same partial copy with a stand-in the
+sketch index cannot know: the reviews of one of a seeded 40 ICLR 2020 papers held out of the transformed papers and
+of the store (real review text that is nobody's public review there).  So the transformed papers are drawn from the
+samples less those 40.
+
 Strengths marked ``beyond`` destroy most of the review's words (at 70 % substitution a reader gets three words in
 ten); they are printed to show where the lexical detector stops, not as targets.
 """
@@ -26,8 +39,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from grebench.bench import copy_evidence, run_bench
+from grebench.bench import CopyEvidence, copies_elsewhere, copy_evidence, run_bench
 from grebench.bench._copies import bundled_background
+from grebench.bench._import import store_background
 from grebench.bench._prose import MIN_TOKENS, bundled_word_order, prose_evidence
 from grebench.bench._prose import threshold as prose_threshold
 from grebench.bench._prose import tokens as prose_tokens
@@ -215,21 +229,27 @@ def among_filler(k: int) -> Transform:
     return run
 
 
-def after_other(share: float) -> Transform:
-    """The issue's readable partial copy: another paper's reviews standing in for an honest review, then ``share`` of
-    the sentences of every public review of this paper (at least one of each), in a random order."""
+def after_other(share: float, stand_in: list[str]) -> Transform:
+    """The issue's readable partial copy: ``stand_in[0]`` (the reviews of another paper, set per paper by
+    :func:`main`) standing in for an honest review, then ``share`` of the sentences of every public review of this
+    paper (at least one of each), in a random order."""
     def run(reviews: list[str], rng: random.Random, _: list[str]) -> str:
         taken: list[str] = []
         for review in reviews:
             parts = [s for s in _SENTENCE.split(review) if s.strip()]
             taken += rng.sample(parts, max(1, round(share * len(parts)))) if parts else []
         rng.shuffle(taken)
-        return OTHER_REVIEW[0] + "\n\n" + " ".join(taken)
+        return stand_in[0] + "\n\n" + " ".join(taken)
     return run
 
 
-#: Another paper's public reviews (set per paper by :func:`main`: the next paper of the same sample).
+#: Another paper's public reviews (set per paper by :func:`main`: the next paper of ``data``, in the store).
 OTHER_REVIEW: list[str] = [""]
+#: The public reviews of a held-out paper (set per paper by :func:`main`): real review text that is not in the store.
+UNSEEN_REVIEW: list[str] = [""]
+#: ICLR 2020 papers held out of the transformed papers and of the store, whose reviews stand in for an honest review
+#: in "unseen reviews + part of every review".
+HELD_OUT_SAMPLE, HELD_OUT_PAPERS = "iclr2020", 40
 
 
 def chain(*steps: Transform) -> Transform:
@@ -271,7 +291,9 @@ CASES: list[tuple[str, str, Transform, bool]] = [
     ("global shuffle, one review", "-", shuffled(False), True),
     *[("content words spread, rows and words shuffled", f"{k} rows", spread(k), True) for k in (9, 11, 13)],
     *[("content words spread among filler", f"{k} words after each", among_filler(k), True) for k in (3, 9)],
-    *[("another paper's reviews + part of every review", f"{p:.0%}", after_other(p), True)
+    *[("another paper's reviews + part of every review", f"{p:.0%}", after_other(p, OTHER_REVIEW), True)
+      for p in (0.05, 0.1, 0.2, 0.3)],
+    *[("unseen reviews (not in the store) + part of every review", f"{p:.0%}", after_other(p, UNSEEN_REVIEW), True)
       for p in (0.05, 0.1, 0.2, 0.3)],
     ("content words substituted", "70% (beyond)", substitution(0.7, True), False),
     ("words deleted", "70% (beyond)", deletion(0.7), False),
@@ -279,11 +301,13 @@ CASES: list[tuple[str, str, Transform, bool]] = [
 ]
 
 
-def load(papers: int | None, seed: int) -> list[tuple[str, str, list[str]]]:
-    """(label, paper text, reviews) of both bundled samples (a seeded ``papers`` of each, or all)."""
+def load(papers: int | None, seed: int, leave_out: frozenset[str] = frozenset()) -> list[tuple[str, str, list[str]]]:
+    """(label, paper text, reviews) of both bundled samples (a seeded ``papers`` of each, or all), but the labels in
+    ``leave_out``."""
     out = []
     for name in BUNDLED:
-        records = [p for p in bundled_source(name).fetch() if hasattr(p, "reviews") and len(p.reviews) >= 2]
+        records = [p for p in bundled_source(name).fetch() if hasattr(p, "reviews") and len(p.reviews) >= 2
+                   and f"{name}/{p.paper_id}" not in leave_out]
         if papers is not None:
             records = random.Random(seed).sample(records, min(papers, len(records)))
         out += [(f"{name}/{p.paper_id}", "\n".join(t for t in (p.title, p.abstract) if t), [r.text for r in p.reviews])
@@ -294,6 +318,39 @@ def load(papers: int | None, seed: int) -> list[tuple[str, str, list[str]]]:
 def _records(labels: set[str]) -> list[PaperRecord]:
     return [p for name in BUNDLED for p in bundled_source(name).fetch()
             if isinstance(p, PaperRecord) and f"{name}/{p.paper_id}" in labels]
+
+
+def held_out(seed: int) -> list[tuple[str, str, list[str]]]:
+    """A seeded :data:`HELD_OUT_PAPERS` of the :data:`HELD_OUT_SAMPLE` sample (label, paper text, reviews): never
+    transformed, never in :class:`SketchIndex`'s store."""
+    records = [p for p in bundled_source(HELD_OUT_SAMPLE).fetch() if isinstance(p, PaperRecord) and p.reviews]
+    return [(f"{HELD_OUT_SAMPLE}/{p.paper_id}", "\n".join(t for t in (p.title, p.abstract) if t),
+             [r.text for r in p.reviews])
+            for p in random.Random(f"{seed}/held out").sample(records, min(HELD_OUT_PAPERS, len(records)))]
+
+
+class SketchIndex:
+    """The product's search of *other* papers' public reviews (:func:`grebench.bench.copies_elsewhere`, the half of
+    :func:`grebench.bench.copy_findings` beyond the paper's own reviews): an in-memory store of every paper of both
+    bundled samples but the ``held_out`` ones, so that its sketch index covers every other public review, as a
+    store of the season would, and each text checked with its own paper left out."""
+
+    def __init__(self, held_out: set[str]) -> None:
+        self.store = open_store(None)
+        papers = [p for name in BUNDLED for p in bundled_source(name).fetch()
+                  if isinstance(p, PaperRecord) and f"{name}/{p.paper_id}" not in held_out]
+        with self.store.transaction():
+            for paper in papers:
+                self.store.upsert_paper(paper)
+        self.papers = len(papers)
+        self.background = store_background(self.store)  # what copy_findings compares with
+
+    def findings(self, items: list[tuple[str, str, str]]) -> list[CopyEvidence | None]:
+        """:func:`copies_elsewhere` of each (label, paper text, text), its own paper excluded."""
+        reviews = [(label.split("/", 1)[1], text) for label, _, text in items]
+        exclude = {pid: {pid} for pid, _ in reviews}
+        own = {label.split("/", 1)[1]: paper for label, paper, _ in items}
+        return copies_elsewhere(self.store, reviews, exclude, self.background, own)
 
 
 class InformationView:
@@ -363,7 +420,10 @@ def main() -> None:
     background = bundled_background()
     prose_model = bundled_word_order()
     everything = load(None, args.seed)
-    data = load(args.papers, args.seed)
+    unseen = held_out(args.seed)
+    leave_out = frozenset(label for label, _, _ in unseen)
+    data = load(args.papers, args.seed, leave_out)
+    sketches = SketchIndex(set(leave_out))
     honest = everything if args.honest_papers is None else load(args.honest_papers, args.seed + 1)
     vocab = sorted({w for _, _, reviews in everything for r in reviews for w in r.split() if w.isalpha()})
     view = None if args.no_information else InformationView({label for label, _, _ in data}, args.estimator,
@@ -379,13 +439,19 @@ def main() -> None:
             toks = prose_tokens(text)
             gain = prose_model.gain(toks, toks)
             honest_prose.append(len(toks) - 1 >= MIN_TOKENS and gain < prose_threshold(len(toks) - 1))
+    # the sketch index's: every review of both samples against the public reviews of every *other* paper
+    honest_sketch = sketches.findings([(label, paper, text) for label, paper, reviews in honest for text in reviews])
+    honest_labels = [label for label, _, reviews in honest for _ in reviews]
+    sketch_flags = [(label, f) for label, f in zip(honest_labels, honest_sketch, strict=True)
+                    if f is not None and f.copied]
     # the information view's: each reference of a sampled paper scored as a candidate against the others
     honest_info: list[bool] = []
     if view is not None:
         items = [(label.split("/", 1)[1], text) for label, _, reviews in data
                  for text in view.refs.get(label.split("/", 1)[1], {}).values() if text]
         honest_info = [r is not None and r >= HUMAN_FACTOR for r in view.ratios(items)]
-    honest_any = [lex.copied or prose for lex, prose in zip(honest_lex, honest_prose, strict=True)]
+    honest_any = [lex.copied or prose or (other is not None and other.copied)
+                  for lex, prose, other in zip(honest_lex, honest_prose, honest_sketch, strict=True)]
     rows = []
     missed_notes: list[str] = []
     for name, strength, transform, target in CASES:
@@ -395,15 +461,18 @@ def main() -> None:
         for k, (label, _, reviews) in enumerate(data):
             rng = random.Random(f"{args.seed}/{label}/{name}/{strength}")
             OTHER_REVIEW[0] = "\n\n".join(data[(k + 1) % len(data)][2])
+            UNSEEN_REVIEW[0] = "\n\n".join(unseen[k % len(unseen)][2])
             texts.append(transform(list(reviews), rng, rng.sample(vocab, 400)))
         lex = [copy_evidence(t, reviews, paper, background) for t, (_, paper, reviews) in zip(texts, data, strict=True)]
         prose = [not prose_evidence(t, prose_model).prose for t in texts]
+        others = [f is not None and f.copied for f in sketches.findings(
+            [(label, paper, t) for t, (label, paper, _) in zip(texts, data, strict=True)])]
         info = [False] * len(texts)
         ratios: list[float | None] = [None] * len(texts)
         if view is not None:
             ratios = view.ratios([(label.split("/", 1)[1], t) for t, (label, _, _) in zip(texts, data, strict=True)])
             info = [r is not None and r >= HUMAN_FACTOR for r in ratios]
-        caught = [a.copied or b or c for a, b, c in zip(lex, prose, info, strict=True)]
+        caught = [a.copied or b or c or d for a, b, c, d in zip(lex, prose, info, others, strict=True)]
         missed = [r for r, c in zip(ratios, caught, strict=True) if not c and r is not None]
         if missed:  # what the copies nothing caught carry: their summed share over the human review's (1 = as much)
             missed_notes.append(f"{name}, {strength}: {len(missed)} missed; information over the human review's "
@@ -411,30 +480,37 @@ def main() -> None:
                                 f"{sum(r > 1 for r in missed)} above 1")
         scores = sorted(e.score for e in lex)
         rows.append((name, strength, sum(caught), len(data), sum(e.copied for e in lex), sum(prose), sum(info),
-                     scores[len(scores) // 20], target))
+                     sum(others), scores[len(scores) // 20], target))
     elapsed = time.monotonic() - started
     lex_fp, prose_fp, any_fp = sum(e.copied for e in honest_lex), sum(honest_prose), sum(honest_any)
     n = len(honest_lex)
-    summary = (f"honest reviews flagged: {any_fp}/{n} ({any_fp / n:.2%}) by the copy check or the prose test "
-               f"(copy detector {lex_fp}, prose test {prose_fp})"
+    summary = (f"honest reviews flagged: {any_fp}/{n} ({any_fp / n:.2%}) by the copy check, the prose test or other "
+               f"papers' reviews (copy detector {lex_fp}, prose test {prose_fp}, other papers' reviews through the "
+               f"sketch index of {sketches.papers} papers {len(sketch_flags)}, "
+               f"{sum(f is not None for f in honest_sketch)} compared in full)"
                + (f"; information view ({args.estimator}): {sum(honest_info)}/{len(honest_info)} references scored as "
                   f"candidates against the other references of their paper" if view is not None else "")
-               + f"; transformations on {len(data)} papers; {elapsed:.0f} s")
+               + f"; transformations on {len(data)} papers ({len(unseen)} {HELD_OUT_SAMPLE} papers held out of them "
+               f"and of the sketch index: the unseen stand-ins); {elapsed:.0f} s")
     if args.markdown:
         print("| transformation | strength | caught | rate | copy detector | prose test | information view "
-              "| score, 5th percentile |")
-        print("|---|---|---|---|---|---|---|---|")
-    for name, strength, caught, total, lexical, prose_n, info_n, p5, target in rows:
+              "| other papers' reviews (sketch index) | score, 5th percentile |")
+        print("|---|---|---|---|---|---|---|---|---|")
+    for name, strength, caught, total, lexical, prose_n, info_n, other_n, p5, target in rows:
         note = "" if target else " (not a target)"
         if args.markdown:
             print(f"| {name} | {strength} | {caught}/{total} | {caught / total:.1%}{note} | {lexical} | {prose_n} | "
-                  f"{info_n if view is not None else '-'} | {p5:.2f} |")
+                  f"{info_n if view is not None else '-'} | {other_n} | {p5:.2f} |")
         else:
             print(f"{name:<55} {strength:<22} {caught:>4}/{total:<4} {caught / total:7.1%}  lexical {lexical:>4} "
-                  f"prose {prose_n:>4} info {info_n if view is not None else '-':>4}  p5 {p5:.2f}{note}")
+                  f"prose {prose_n:>4} info {info_n if view is not None else '-':>4} other papers {other_n:>4}  "
+                  f"p5 {p5:.2f}{note}")
     print(("\n" + summary[0].upper() + summary[1:] + ".") if args.markdown else summary)
     for note in missed_notes:
         print(("\n- " if args.markdown else "missed: ") + note)
+    for label, finding in sketch_flags:
+        print(("\n- " if args.markdown else "") + f"honest review of {label} flagged through the sketch index: "
+              + finding.describe())
 
 
 if __name__ == "__main__":

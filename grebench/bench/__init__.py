@@ -10,7 +10,8 @@ candidate runs):
   :func:`read_import` checks a file without writing (:class:`ImportRefused` lists the bad lines).
 * contamination rules (:func:`is_clean`, :func:`is_sealed`), the human-baseline splits, review parsing.
 * the copy detector: :func:`copy_findings` / :func:`copied_shares` (texts against the store's public reviews of their
-  papers, with evidence; used by every import, upload, submission and approval), :func:`copy_evidence`,
+  papers, with evidence; used by every import, upload, submission and approval), :func:`copies_elsewhere` (its
+  search of other papers' reviews through the sketch index), :func:`copy_evidence`,
   :func:`copy_share`, :data:`COPY_THRESHOLD`; the prose test (:func:`prose_findings`, :func:`prose_evidence`: a
   review must read as text).
 """
@@ -32,6 +33,7 @@ from grebench.bench._import import (
     check_candidate_name,
     check_meta,
     copied_shares,
+    copies_elsewhere,
     copy_findings,
     import_reviews,
     is_reserved_name,
@@ -122,6 +124,7 @@ __all__ = [
     "choose_split",
     "clean_pairs",
     "copied_shares",
+    "copies_elsewhere",
     "copy_evidence",
     "copy_findings",
     "copy_share",

@@ -475,10 +475,30 @@ def store_background(store: Store) -> Background:
     return background
 
 
+def copies_elsewhere(store: Store, reviews: Sequence[tuple[str, str]], exclude: Mapping[str, Collection[str]],
+                     background: Background, own: Mapping[str, str]) -> list[CopyEvidence | None]:
+    """:func:`copy_evidence` of each (paper id, text) against the public reviews of *other* papers that the sketch
+    index finds close (:func:`grebench.bench._sketches.similar_reviews`; not the papers in ``exclude[paper id]``:
+    the paper and its linked versions), with ``own[paper id]`` and the matched papers' own texts as what may be
+    quoted, naming those papers (``elsewhere``); None where the index finds no close review."""
+    matched = similar_reviews(store, reviews, exclude)
+    quoted = paper_own_texts(store, {p for matches in matched for p, _ in matches})
+    found: list[CopyEvidence | None] = []
+    for (pid, text), matches in zip(reviews, matched, strict=True):
+        if not matches:
+            found.append(None)
+            continue
+        others = sorted({p for p, _ in matches})
+        paper = "\n".join([own.get(pid, ""), *(quoted.get(p, "") for p in others)])
+        found.append(replace(copy_evidence(text, [t for _, t in matches], paper, background),
+                             elsewhere=", ".join(others)))
+    return found
+
+
 def copy_findings(store: Store, reviews: Sequence[tuple[str, str]]) -> list[CopyEvidence]:
     """:func:`copy_evidence` of each (paper id, text) against every version of every review of its paper in the
     store (the paper's own text excepted), and against the reviews of any other paper the sketch index finds close
-    (:func:`grebench.bench._sketches.similar_reviews`): the copy detector, for imports, uploads, submissions and
+    (:func:`copies_elsewhere`; the higher score is kept): the copy detector, for imports, uploads, submissions and
     approvals."""
     if not reviews:
         return []
@@ -487,16 +507,11 @@ def copy_findings(store: Store, reviews: Sequence[tuple[str, str]]) -> list[Copy
     background = store_background(store)
     found = [copy_evidence(text, public.get(pid, ()), own.get(pid, ""), background) for pid, text in reviews]
     # every other public review of the store, through the sketch index: a copy of a review of another paper
-    elsewhere = similar_reviews(store, reviews, _with_versions(store, ids))
-    quoted = paper_own_texts(store, {p for matches in elsewhere for p, _ in matches})
-    for k, ((pid, text), matches) in enumerate(zip(reviews, elsewhere, strict=True)):
-        if not matches or found[k].copied:
-            continue
-        others = sorted({p for p, _ in matches})
-        paper = "\n".join([own.get(pid, ""), *(quoted.get(p, "") for p in others)])
-        other = copy_evidence(text, [t for _, t in matches], paper, background)
-        if other.score > found[k].score:
-            found[k] = replace(other, elsewhere=", ".join(others))
+    pending = [k for k, finding in enumerate(found) if not finding.copied]
+    elsewhere = copies_elsewhere(store, [reviews[k] for k in pending], _with_versions(store, ids), background, own)
+    for k, other in zip(pending, elsewhere, strict=True):
+        if other is not None and other.score > found[k].score:
+            found[k] = other
     return found
 
 

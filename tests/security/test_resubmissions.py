@@ -19,7 +19,8 @@ import pytest
 from click.testing import CliRunner, Result
 from cryptography.fernet import Fernet
 
-from grebench.bench import copied_shares, unreviewed_paper_ids
+from grebench.bench import copied_shares, copies_elsewhere, copy_findings, paper_own_texts, unreviewed_paper_ids
+from grebench.bench._import import store_background
 from grebench.cli._main import main
 from grebench.endpoints import KeyVault
 from grebench.ingest import bundled_path
@@ -121,6 +122,24 @@ def test_a_copy_of_a_review_of_an_unlinked_paper_is_found_through_the_sketch_ind
     copied = _import(settings, tmp_path, "Elsewhere", [{"paper_id": FRESH, "review": _earlier_reviews()[1]}])
     assert copied.exit_code == 1 and "copies its public reviews" in copied.output, copied.output
     assert f"of paper {EARLIER}" in copied.output, copied.output
+
+
+def test_copies_elsewhere_is_the_sketch_half_of_copy_findings(settings: Settings) -> None:
+    """The search of other papers' reviews is one function (the benchmark's column calls it too): it names the paper
+    a copy came from, finds nothing for an honest text, and nothing once that paper is excluded."""
+    _ingest_earlier(settings)
+    _ingest_resubmission(settings)
+    store = open_store(settings.db_path)
+    try:
+        texts = [(FRESH, _earlier_reviews()[1]), (FRESH, DEFAULT_REVIEW)]
+        background, own = store_background(store), paper_own_texts(store, [FRESH])
+        found = copies_elsewhere(store, texts, {FRESH: [FRESH]}, background, own)
+        assert found[0] is not None and found[0].copied and found[0].elsewhere == EARLIER
+        assert found[1] is None or not found[1].copied
+        assert copy_findings(store, texts)[0].score == found[0].score
+        assert copies_elsewhere(store, texts[:1], {FRESH: [FRESH, EARLIER]}, background, own) == [None]
+    finally:
+        store.close()
 
 
 def test_a_copy_of_the_earlier_versions_review_is_refused_and_an_honest_review_is_not_sealed(
