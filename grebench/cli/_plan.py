@@ -21,7 +21,14 @@ def plan_text(settings: Settings, setup: RunSetup, what: str = "main job", paper
     estimate when every paper is scored); ``neighbours``: what other processes took of the cores since the command
     started (:func:`busy_note`)."""
     from grebench.bench import default_controls
-    from grebench.pipeline import dtype_basis, expected_minutes, reuse_evidence, scoring_factor, throughput_caveat
+    from grebench.pipeline import (
+        dtype_basis,
+        expected_minutes,
+        reuse_evidence,
+        reuse_probe_records,
+        scoring_factor,
+        throughput_caveat,
+    )
     from grebench.scoring.estimators import estimator_info
 
     spec, size, why = setup.estimator, setup.papers, setup.papers_why
@@ -44,7 +51,7 @@ def plan_text(settings: Settings, setup: RunSetup, what: str = "main job", paper
     counted = size if size is not None else papers_known
     if setup.throughput is not None and counted:
         rate, dtype = setup.throughput
-        factor, factor_why = scoring_factor(settings, spec, dtype)
+        factor, factor_why = scoring_factor(settings.scoring, spec, dtype, reuse_probe_records(settings, spec))
         low, high = expected_minutes(rate, counted, setup.core, factor)
         basis = "; ".join(b for b in (dtype_basis(settings, spec), reuse_evidence(settings, spec, dtype), factor_why)
                           if b)

@@ -39,6 +39,7 @@ from grebench.pipeline._sample import (
     papers_size,
     parse_papers,
     reuse_evidence,
+    reuse_probe_records,
     scoring_factor,
     throughput_caveat,
 )
@@ -126,6 +127,7 @@ __all__ = [
     "resolve_run",
     "resolve_setup",
     "reuse_evidence",
+    "reuse_probe_records",
     "run_job",
     "run_stages",
     "scored_setups",

@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from grebench.progress import Progress
 from grebench.registry import Registry
-from grebench.settings import Settings
+from grebench.settings import ScoringSettings, Settings
 from grebench.store import ReviewRecord, Store, utcnow
 
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)")
@@ -118,24 +118,25 @@ def job_minutes(tokens_per_s: float, core: bool = False, scoring: float = 1.0) -
 PLAIN_OVER_REUSE = 1.62
 
 
-def scoring_factor(settings: Settings, spec: str, dtype: str | None) -> tuple[float, str]:
+def scoring_factor(scoring: ScoringSettings, spec: str, dtype: str | None,
+                   records: Sequence[Mapping[str, Any]]) -> tuple[float, str]:
     """(the scoring path's cost over prefix reuse's, what the plan adds about it) for the plan and the automatic
     sample size: 1 where the job scores with prefix reuse; where it scores plain forwards, what this machine's reuse
     probe measured, or :data:`PLAIN_OVER_REUSE` before one has run.  On a CPU float32 reuses prefixes by FLOP count;
     another dtype is decided by the reuse probe at the score stage's start (its drift check), so before that probe has
-    run here the plan expects the plain path, which every bfloat16 probe on record chose.  The plan's words are only
-    for that expectation: a setting or a probe is already stated by :func:`reuse_evidence`."""
-    if not _local_model(spec) or settings.scoring.hf_prefix_reuse == "on":
+    run here the plan expects the plain path, which every bfloat16 probe on record chose.  ``records``: this
+    machine's reuse probes of the estimator (:func:`reuse_probe_records`).  The plan's words are only for that
+    expectation: a setting or a probe is already stated by :func:`reuse_evidence`."""
+    if not _local_model(spec) or scoring.hf_prefix_reuse == "on":
         return 1.0, ""
-    records = _probe_records(settings, spec)
     measured = next((float(r["speedup"]) for r in records
                      if isinstance(r.get("speedup"), (int, float)) and r["speedup"] >= 1), None)
     plain = PLAIN_OVER_REUSE if measured is None else measured
-    if settings.scoring.hf_prefix_reuse == "off":
+    if scoring.hf_prefix_reuse == "off":
         return plain, ""
     from grebench.runtime import default_device
 
-    if dtype == "float32" and default_device(settings.scoring.hf_device) == "cpu":
+    if dtype == "float32" and default_device(scoring.hf_device) == "cpu":
         return 1.0, ""
     if records:
         return (1.0 if records[0].get("reuse") else plain), ""
@@ -197,7 +198,7 @@ def throughput_caveat(settings: Settings, spec: str) -> str:
     return f", beside other work ({load}; measured again at the next quiet start)"
 
 
-def _probe_records(settings: Settings, spec: str) -> list[dict[str, Any]]:
+def reuse_probe_records(settings: Settings, spec: str) -> list[dict[str, Any]]:
     """The reuse-probe records this machine cached for a local-model estimator (newest first)."""
     if not _local_model(spec):
         return []
@@ -237,7 +238,7 @@ def reuse_evidence(settings: Settings, spec: str, dtype: str | None = None) -> s
 
     if dtype == "float32" and default_device(settings.scoring.hf_device) == "cpu":
         return "prefix reuse by FLOP count"
-    records = _probe_records(settings, spec)
+    records = reuse_probe_records(settings, spec)
     if not records:
         return None
     r = records[0]
@@ -322,7 +323,8 @@ def auto_cpu_size(settings: Settings, estimator_spec: str, calibrate: bool = Fal
         return AUTO_MIN_PAPERS, (f"auto: a local language model on a CPU, {AUTO_MIN_PAPERS} papers (its throughput "
                                  "could not be measured here)")
     rate, dtype = measured
-    fixed, per_paper = job_minutes(rate, core, scoring_factor(settings, estimator_spec, dtype)[0])
+    factor = scoring_factor(settings.scoring, estimator_spec, dtype, reuse_probe_records(settings, estimator_spec))[0]
+    fixed, per_paper = job_minutes(rate, core, factor)
     size = max(AUTO_MIN_PAPERS, min(AUTO_CPU_PAPERS, int((AUTO_CPU_MINUTES - fixed) // per_paper)))
     minutes = fixed + per_paper * size
     basis = (f"{rate:.0f} tokens/s measured here in {dtype}: {fixed:.1f} minutes, then {per_paper:.1f} per paper")

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
 
 #: safetensors' dtype names → torch's attribute names.
 _FILE_DTYPES = {"F32": "float32", "BF16": "bfloat16", "F16": "float16", "F64": "float64"}
@@ -66,7 +69,7 @@ def load_causal_lm(path: str | Path, dtype: str, attn_implementation: str = "sdp
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
     config = AutoConfig.from_pretrained(root, local_files_only=True)
-    state: dict[str, Any] = {}
+    state: dict[str, torch.Tensor] = {}
     for file in files:
         with safe_open(str(file), framework="pt") as handle:
             keys = list(handle.keys())

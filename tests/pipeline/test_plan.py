@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from grebench.pipeline import expected_minutes, job_minutes, measured_throughput, scoring_factor
+from grebench.pipeline import expected_minutes, job_minutes, measured_throughput, reuse_probe_records, scoring_factor
 from grebench.pipeline._sample import AUTO_CPU_MINUTES, AUTO_CPU_PAPERS, AUTO_MIN_PAPERS
-from grebench.settings import load_settings
+from grebench.settings import Settings, load_settings
 from tests.conftest import FAST_ENV
 
 
@@ -92,7 +92,7 @@ def test_auto_sizes_the_sample_from_the_throughput_measured_here(monkeypatch: py
     monkeypatch.setattr("grebench.runtime.default_device", lambda _device: "cpu")
     settings = load_settings(env=dict(FAST_ENV))
     got, why = papers_size("auto", settings, "hf:smollm2-135m")  # a CPU's default: the core set's costs
-    factor = scoring_factor(settings, "hf:smollm2-135m", "bfloat16")[0]  # bfloat16: plain forwards expected
+    factor = scoring_factor(settings.scoring, "hf:smollm2-135m", "bfloat16", [])[0]  # bfloat16: plain forwards expected
     fixed, per_paper = job_minutes(rate, core=True, scoring=factor)
     assert got == max(AUTO_MIN_PAPERS, min(AUTO_CPU_PAPERS, int((AUTO_CPU_MINUTES - fixed) // per_paper)))
     assert f"{rate:.0f} tokens/s measured here in bfloat16" in why, why
@@ -196,21 +196,25 @@ def test_the_scoring_factor_follows_the_path_the_job_will_take(tmp_path: Path) -
     env = {**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path), "GREBENCH_MODELS_DIR": str(tmp_path / "m")}
     settings = load_settings(env=env)
     spec = "hf:smollm2-135m"
-    assert scoring_factor(settings, spec, "float32") == (1.0, "")
-    factor, why = scoring_factor(settings, spec, "bfloat16")
-    assert factor == PLAIN_OVER_REUSE and "plain forward expected" in why
-    assert scoring_factor(settings, "offline", "bfloat16") == (1.0, "")
-    assert scoring_factor(load_settings(env={**env, "GREBENCH_HF_PREFIX_REUSE": "on"}), spec, "bfloat16")[0] == 1.0
+
+    def factor(dtype: str, settings: Settings = settings, spec: str = spec) -> tuple[float, str]:
+        return scoring_factor(settings.scoring, spec, dtype, reuse_probe_records(settings, spec))
+
+    assert factor("float32") == (1.0, "")
+    got, why = factor("bfloat16")
+    assert got == PLAIN_OVER_REUSE and "plain forward expected" in why
+    assert factor("bfloat16", spec="offline") == (1.0, "")
+    assert factor("bfloat16", load_settings(env={**env, "GREBENCH_HF_PREFIX_REUSE": "on"}))[0] == 1.0
     folder = tmp_path / "m" / ".reuse-probes"
     folder.mkdir(parents=True)
     key = {**machine_key(), "device": "cpu", "batch_tokens": 16384, "estimator": "hf:smollm2-135m@a672150f:dtype=x"}
     record = {"key": json.dumps(key), "reuse": False, "basis": "timings", "speedup": 1.41, "why": "...",
               "created_at": "2026-11-29T10:00:00+00:00", "cores": 2, "busy": False}
     (folder / "a.json").write_text(json.dumps(record))
-    assert scoring_factor(settings, spec, "bfloat16") == (1.41, "")
-    assert scoring_factor(load_settings(env={**env, "GREBENCH_HF_PREFIX_REUSE": "off"}), spec, "float32") == (1.41, "")
+    assert factor("bfloat16") == (1.41, "")
+    assert factor("float32", load_settings(env={**env, "GREBENCH_HF_PREFIX_REUSE": "off"})) == (1.41, "")
     (folder / "a.json").write_text(json.dumps({**record, "reuse": True}))
-    assert scoring_factor(settings, spec, "bfloat16") == (1.0, "")
+    assert factor("bfloat16") == (1.0, "")
 
 
 def test_the_plan_states_the_scoring_path_and_its_evidence(tmp_path: Path) -> None:
