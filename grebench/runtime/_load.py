@@ -3,8 +3,8 @@
 ``AutoModelForCausalLM.from_pretrained(path, dtype=bfloat16)`` on a float32 safetensors checkpoint maps the whole
 file and casts tensor by tensor while the mapping stays open, so for the length of the load the process holds the
 file's float32 pages (counted in its resident memory) beside the new bfloat16 weights: the built-in SmolLM2-135M's
-load took the process 916 MB above its imports for a model that then holds 405 MB (issue 47: the first run's peak,
-which every load of the evaluation LM or a local candidate in the job reached again).
+load took the process 916 MB above its imports, where the loaded model leaves it 405 MB above them (issue 47: the
+first run's peak, which every load of the evaluation LM or a local candidate in the job reached again).
 
 :func:`load_causal_lm` reads such a checkpoint one tensor at a time through safetensors' own ``safe_open`` (each
 handle closed, and its mapping gone, as soon as its tensor is cast) and gives transformers the cast state dict with
