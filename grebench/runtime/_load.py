@@ -49,7 +49,9 @@ def file_dtypes(files: list[Path]) -> set[str]:
     for file in files:
         with safe_open(str(file), framework="pt") as handle:
             for key in handle.keys():  # noqa: SIM118 (a safetensors handle is no dict)
-                found.add(_FILE_DTYPES.get(handle.get_slice(key).get_dtype(), "other"))
+                stored = handle.get_slice(key).get_dtype()
+                if stored in _FILE_DTYPES:  # integer tensors (ids, masks) are loaded as they are in either path
+                    found.add(_FILE_DTYPES[stored])
     return found
 
 
