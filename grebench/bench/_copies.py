@@ -52,7 +52,7 @@ import numpy as np
 import snowballstemmer
 from anyascii import anyascii
 
-from grebench.bench._orderfree import NONE, OrderFree, grams, order_free
+from grebench.bench._orderfree import LONG_PASSAGE, NONE, OrderFree, grams, order_free
 
 #: Pairs of a public review: its words at most this far apart.
 REF_SPAN = 3
@@ -251,6 +251,9 @@ class CopyEvidence:
             extra += f", in any order {free.bag:.0%} of the rare words of {whose} ({free.bag_shared} words)"
         if free.verbatim:
             extra += f", {free.verbatim} words in verbatim passages of {free.verbatim_reviews} review(s)"
+        if free.long_passages:
+            extra += (f", {free.long_passages} in passages of {LONG_PASSAGE} words or more (the longest "
+                      f"{free.longest_passage})")
         if self.elsewhere:
             where += f" of paper {self.elsewhere}"
         return (f"carries {self.score:.0%} of a review's own content (coverage {self.coverage:.0%} of one review"

@@ -26,8 +26,15 @@ other reviews of its paper, which share about a third of their points): the bag 
 0.55 (pooled 0.46), :data:`BAG_THRESHOLD` is 0.7; verbatim passages cover at most 24 words of 99.5 % of honest
 reviews and at most 42 of all but the four near-identical ones (two pairs of reviews sharing most of their text);
 no honest review holds 30 words of passages from three other reviews.  :data:`SPAN_WORDS` is 48, or
-:data:`SPAN_WORDS_SPREAD` (30) from :data:`SPAN_REVIEWS` (3) different reviews: a sentence of each.  Measured by
-``benchmarks/copy_detection.py`` (docs/security.md).
+:data:`SPAN_WORDS_SPREAD` (30) from :data:`SPAN_REVIEWS` (3) different reviews: a sentence of each.
+
+A copied sentence is a *long* passage: the copied words sit in runs of consecutive shared stems, where what two
+honest reviewers share is short (a term, a phrase of the paper's body that the abstract does not have).  So the words
+in passages of :data:`LONG_PASSAGE` (10) stems or more count on their own: on the same honest pairs (but the ten
+reviews the rules above already flag, near-identical ones among them) they reach 27 words, and the longest passage
+24; :data:`LONG_PASSAGE_WORDS` is 32 and :data:`LONGEST_PASSAGE` 28, a margin of a few words over the honest
+maxima, so that one copied sentence of 28 words, or two of 16, is a copy however much text surrounds it.  Measured
+by ``benchmarks/copy_detection.py`` (docs/security.md).
 """
 
 from __future__ import annotations
@@ -51,18 +58,27 @@ SPAN_WORDS = 48
 #: ... or at or above this many when they come from at least SPAN_REVIEWS different reviews (a sentence of each).
 SPAN_WORDS_SPREAD = 30
 SPAN_REVIEWS = 3
+#: A long passage: this many consecutive shared stems or more (runs of overlapping :data:`SPAN`-stem passages).
+LONG_PASSAGE = 10
+#: Text words in long passages at or above which a text is a copy ...
+LONG_PASSAGE_WORDS = 32
+#: ... or this many in one passage.
+LONGEST_PASSAGE = 28
 
 
 @dataclass(frozen=True)
 class OrderFree:
     """The order-free evidence of one text: its bag score and the review it is closest to, how many own rare words
-    it shares, and the words in verbatim passages (and from how many reviews)."""
+    it shares, the words in verbatim passages (and from how many reviews), the words in passages of
+    :data:`LONG_PASSAGE` stems or more and the longest passage."""
 
     bag: float = 0.0
     bag_reference: int | None = None
     bag_shared: int = 0
     verbatim: int = 0
     verbatim_reviews: int = 0
+    long_passages: int = 0
+    longest_passage: int = 0
 
     @property
     def strength(self) -> float:
@@ -70,7 +86,8 @@ class OrderFree:
         spans = self.verbatim / SPAN_WORDS
         if self.verbatim_reviews >= SPAN_REVIEWS:
             spans = max(spans, self.verbatim / SPAN_WORDS_SPREAD)
-        return max(self.bag / BAG_THRESHOLD, spans)
+        long = max(self.long_passages / LONG_PASSAGE_WORDS, self.longest_passage / LONGEST_PASSAGE)
+        return max(self.bag / BAG_THRESHOLD, spans, long)
 
 
 NONE = OrderFree()
@@ -120,14 +137,29 @@ def order_free(words: list[str], reviews: list[list[list[str]]], paper: list[str
         share = sum(map(weight, hit)) / sum(map(weight, pooled))
         if share > best:
             best, reference, shared = share, None, len(hit)
-    verbatim, sources = _verbatim(words, reviews, set(grams(paper)), common_grams)
-    return OrderFree(round(best, 4), reference, shared, verbatim, sources)
+    covered, sources = _verbatim(words, reviews, set(grams(paper)), common_grams)
+    runs = _runs(covered)
+    return OrderFree(round(best, 4), reference, shared, len(covered), sources,
+                     sum(r for r in runs if r >= LONG_PASSAGE), max(runs, default=0))
+
+
+def _runs(positions: set[int]) -> list[int]:
+    """The lengths of the runs of consecutive ``positions``."""
+    out: list[int] = []
+    previous = None
+    for i in sorted(positions):
+        if previous is not None and i == previous + 1:
+            out[-1] += 1
+        else:
+            out.append(1)
+        previous = i
+    return out
 
 
 def _verbatim(words: list[str], reviews: list[list[list[str]]], paper: set[int],
-              common: dict[int, int]) -> tuple[int, int]:
-    """Text words inside passages of :data:`SPAN` stems shared with a review (not the paper's, not generic), and
-    from how many reviews."""
+              common: dict[int, int]) -> tuple[set[int], int]:
+    """The positions of the text words inside passages of :data:`SPAN` stems shared with a review (not the
+    paper's, not generic), and from how many reviews."""
     from grebench.bench._copies import GENERIC_PAPERS
 
     text = grams(words)
@@ -142,4 +174,4 @@ def _verbatim(words: list[str], reviews: list[list[list[str]]], paper: set[int],
                 hit.update(range(i, i + SPAN))
         sources += len(hit) >= SPAN
         covered |= hit
-    return len(covered), sources
+    return covered, sources

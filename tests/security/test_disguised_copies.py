@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from click.testing import CliRunner
 from cryptography.fernet import Fernet
 
 from grebench.bench import COPY_THRESHOLD, copy_evidence, run_bench
+from grebench.bench._copies import stems
+from grebench.bench._orderfree import LONGEST_PASSAGE, SPAN_WORDS
 from grebench.cli._main import main
 from grebench.endpoints import KeyVault
 from grebench.ingest import bundled_source
@@ -112,6 +115,31 @@ def test_look_alike_letters_zero_width_and_spelt_out_words_fold_back() -> None:
     found = copy_evidence(games, [r.text for r in paper.reviews], f"{paper.title}\n{paper.abstract}")
     assert found.copied and found.reference == 0, found
     assert found.passages and "copies" not in found.describe() and "own content" in found.describe()
+
+
+@pytest.mark.parametrize("sample", ["iclr2020", "iclr2026"])
+def test_one_long_sentence_copied_behind_text_of_ones_own_is_a_copy(sample: str) -> None:
+    """Issue 48: a partial copy behind text the store has never seen.  Real review text of papers that are not
+    checked stands in for the attacker's own words; after it, the longest sentence of the paper's public reviews
+    (between LONGEST_PASSAGE and SPAN_WORDS words: short of the verbatim-words rule, one sentence of one review).
+    Caught as one long passage; the stand-in alone is not a copy."""
+    sentence = re.compile(r"(?<=[.!?])\s+|\n+")
+    papers = _sample(sample, count=40, skip=100)
+    own = [r.text for p in _sample(sample, count=40, skip=200) for r in p.reviews]
+    tried = 0
+    for k, paper in enumerate(papers):
+        texts = [r.text for r in paper.reviews]
+        about = f"{paper.title}\n{paper.abstract}"
+        longest = max((s for t in texts for s in sentence.split(t)), key=lambda s: len(stems(s)))
+        if not LONGEST_PASSAGE + 2 <= len(stems(longest)) < SPAN_WORDS:
+            continue
+        tried += 1
+        stand_in = own[k]
+        assert not copy_evidence(stand_in, texts, about).copied, paper.paper_id
+        found = copy_evidence(f"{stand_in}\n\n{longest}", texts, about)
+        assert found.copied, (paper.paper_id, longest, found)
+        assert found.order_free.long_passages > 0 and "passages of 10 words or more" in found.describe()
+    assert tried >= 10, tried
 
 
 @pytest.fixture
