@@ -28,13 +28,15 @@ reviews and at most 42 of all but the four near-identical ones (two pairs of rev
 no honest review holds 30 words of passages from three other reviews.  :data:`SPAN_WORDS` is 48, or
 :data:`SPAN_WORDS_SPREAD` (30) from :data:`SPAN_REVIEWS` (3) different reviews: a sentence of each.
 
-A copied sentence is a *long* passage: the copied words sit in runs of consecutive shared stems, where what two
-honest reviewers share is short (a term, a phrase of the paper's body that the abstract does not have).  So the words
-in passages of :data:`LONG_PASSAGE` (10) stems or more count on their own: on the same honest pairs (but the ten
-reviews the rules above already flag, near-identical ones among them) they reach 27 words, and the longest passage
-24; :data:`LONG_PASSAGE_WORDS` is 32 and :data:`LONGEST_PASSAGE` 28, a margin of a few words over the honest
-maxima, so that one copied sentence of 28 words, or two of 16, is a copy however much text surrounds it.  Measured
-by ``benchmarks/copy_detection.py`` (docs/security.md).
+A copied sentence is a *long* passage: the copied words sit in runs of shared stems, where what two honest
+reviewers share is short (a term, a phrase of the paper's body that the abstract does not have).  So the words in
+passages over :data:`LONG_PASSAGE` (10) words or more count on their own, a passage running on across up to
+:data:`LONG_GAP` (3) words that are not shared (a word inserted every few words does not cut a copied sentence):
+on the same honest pairs (but the ten reviews the rules above already flag, near-identical ones among them) they
+reach 27 words, and the longest passage 24, with or without the gaps; :data:`LONG_PASSAGE_WORDS` is 32 and
+:data:`LONGEST_PASSAGE` 28, a margin of a few words over the honest maxima, so that one copied sentence of 28
+words, or two of 16, is a copy however much text surrounds it.  Measured by ``benchmarks/copy_detection.py``
+(docs/security.md).
 """
 
 from __future__ import annotations
@@ -58,8 +60,10 @@ SPAN_WORDS = 48
 #: ... or at or above this many when they come from at least SPAN_REVIEWS different reviews (a sentence of each).
 SPAN_WORDS_SPREAD = 30
 SPAN_REVIEWS = 3
-#: A long passage: this many consecutive shared stems or more (runs of overlapping :data:`SPAN`-stem passages).
+#: A long passage: shared stems over this many words or more (runs of :data:`SPAN`-stem passages, at most
+#: :data:`LONG_GAP` words apart: a word or three inserted every few words do not cut it).
 LONG_PASSAGE = 10
+LONG_GAP = 3
 #: Text words in long passages at or above which a text is a copy ...
 LONG_PASSAGE_WORDS = 32
 #: ... or this many in one passage.
@@ -69,8 +73,8 @@ LONGEST_PASSAGE = 28
 @dataclass(frozen=True)
 class OrderFree:
     """The order-free evidence of one text: its bag score and the review it is closest to, how many own rare words
-    it shares, the words in verbatim passages (and from how many reviews), the words in passages of
-    :data:`LONG_PASSAGE` stems or more and the longest passage."""
+    it shares, the words in verbatim passages (and from how many reviews), those in passages over
+    :data:`LONG_PASSAGE` words or more and the most in one passage."""
 
     bag: float = 0.0
     bag_reference: int | None = None
@@ -140,20 +144,20 @@ def order_free(words: list[str], reviews: list[list[list[str]]], paper: list[str
     covered, sources = _verbatim(words, reviews, set(grams(paper)), common_grams)
     runs = _runs(covered)
     return OrderFree(round(best, 4), reference, shared, len(covered), sources,
-                     sum(r for r in runs if r >= LONG_PASSAGE), max(runs, default=0))
+                     sum(held for held, extent in runs if extent >= LONG_PASSAGE),
+                     max((held for held, _ in runs), default=0))
 
 
-def _runs(positions: set[int]) -> list[int]:
-    """The lengths of the runs of consecutive ``positions``."""
-    out: list[int] = []
-    previous = None
+def _runs(positions: set[int]) -> list[tuple[int, int]]:
+    """The passages of ``positions``: runs in which at most :data:`LONG_GAP` positions are missing between two
+    held ones, each as (positions held, extent from its first to its last)."""
+    out: list[list[int]] = []
     for i in sorted(positions):
-        if previous is not None and i == previous + 1:
-            out[-1] += 1
+        if out and i - out[-1][-1] <= LONG_GAP + 1:
+            out[-1].append(i)
         else:
-            out.append(1)
-        previous = i
-    return out
+            out.append([i])
+    return [(len(run), run[-1] - run[0] + 1) for run in out]
 
 
 def _verbatim(words: list[str], reviews: list[list[list[str]]], paper: set[int],
