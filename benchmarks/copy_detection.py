@@ -24,7 +24,8 @@ sketch index cannot know: the reviews of one of a seeded 40 ICLR 2020 papers hel
 of the store (real review text that is nobody's public review there).  So the transformed papers are drawn from the
 samples less those 40.
 
-Strengths marked ``beyond`` destroy most of the review's words (at 70 % substitution a reader gets three words in
+Rows named "adaptive" are an attacker who knows the rules and copies just under them, behind unseen text: printed
+to show how much still passes, not as targets.  Strengths marked ``beyond`` destroy most of the review's words (at 70 % substitution a reader gets three words in
 ten); they are printed to show where the lexical detector stops, not as targets.
 """
 
@@ -243,6 +244,20 @@ def after_other(share: float, stand_in: list[str]) -> Transform:
     return run
 
 
+def window_after_unseen(words: int, every: int) -> Transform:
+    """An attacker who knows the rules: ``words`` consecutive words of one public review (a seeded window of the
+    longest), a word of other papers' reviews inserted after every ``every``-th (none when 0), behind
+    :data:`UNSEEN_REVIEW` (text the store has never seen).  Sized at the rules' bounds: what still passes is
+    published, not a target."""
+    def run(reviews: list[str], rng: random.Random, vocab: list[str]) -> str:
+        source = max(reviews, key=len).split()
+        start = rng.randrange(max(1, len(source) - words))
+        copied = source[start:start + words]
+        out = [w + (" " + rng.choice(vocab) if every and i % every == every - 1 else "") for i, w in enumerate(copied)]
+        return UNSEEN_REVIEW[0] + "\n\n" + " ".join(out)
+    return run
+
+
 #: Another paper's public reviews (set per paper by :func:`main`: the next paper of ``data``, in the store).
 OTHER_REVIEW: list[str] = [""]
 #: The public reviews of a held-out paper (set per paper by :func:`main`): real review text that is not in the store.
@@ -295,6 +310,10 @@ CASES: list[tuple[str, str, Transform, bool]] = [
       for p in (0.05, 0.1, 0.2, 0.3)],
     *[("unseen reviews (not in the store) + part of every review", f"{p:.0%}", after_other(p, UNSEEN_REVIEW), True)
       for p in (0.05, 0.1, 0.2, 0.3)],
+    *[("adaptive: one review's words verbatim after unseen reviews", f"{n} words", window_after_unseen(n, 0), False)
+      for n in (20, 25, 30)],
+    *[("adaptive: a word inserted every 7 after unseen reviews", f"{n} words", window_after_unseen(n, 7), False)
+      for n in (40, 80, 120, 160)],
     ("content words substituted", "70% (beyond)", substitution(0.7, True), False),
     ("words deleted", "70% (beyond)", deletion(0.7), False),
     ("first part of a review", "20% (beyond)", partial(0.2), False),
