@@ -25,8 +25,9 @@ of the store (real review text that is nobody's public review there).  So the tr
 samples less those 40.
 
 Rows named "adaptive" are an attacker who knows the rules and copies just under them, behind unseen text: printed
-to show how much still passes, not as targets.  Strengths marked ``beyond`` destroy most of the review's words (at 70 % substitution a reader gets three words in
-ten); they are printed to show where the lexical detector stops, not as targets.
+to show how much still passes, not as targets.  Strengths marked ``beyond`` destroy most of the review's words (at
+70 % substitution a reader gets three words in ten); they are printed to show where the lexical detector stops, not
+as targets.
 """
 
 from __future__ import annotations
