@@ -253,9 +253,8 @@ def window_after_unseen(words: int, every: int) -> Transform:
     def run(reviews: list[str], rng: random.Random, vocab: list[str]) -> str:
         source = max(reviews, key=len).split()
         start = rng.randrange(max(1, len(source) - words))
-        copied = source[start:start + words]
-        out = [w + (" " + rng.choice(vocab) if every and i % every == every - 1 else "") for i, w in enumerate(copied)]
-        return UNSEEN_REVIEW[0] + "\n\n" + " ".join(out)
+        copied = " ".join(source[start:start + words])
+        return UNSEEN_REVIEW[0] + "\n\n" + (filler(every)([copied], rng, vocab) if every else copied)
     return run
 
 

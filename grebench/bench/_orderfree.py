@@ -151,13 +151,16 @@ def order_free(words: list[str], reviews: list[list[list[str]]], paper: list[str
 def _runs(positions: set[int]) -> list[tuple[int, int]]:
     """The passages of ``positions``: runs in which at most :data:`LONG_GAP` positions are missing between two
     held ones, each as (positions held, extent from its first to its last)."""
-    out: list[list[int]] = []
+    out: list[tuple[int, int]] = []  # (held, extent)
+    last = None
     for i in sorted(positions):
-        if out and i - out[-1][-1] <= LONG_GAP + 1:
-            out[-1].append(i)
+        if last is not None and i - last <= LONG_GAP + 1:
+            held, extent = out[-1]
+            out[-1] = (held + 1, extent + i - last)
         else:
-            out.append([i])
-    return [(len(run), run[-1] - run[0] + 1) for run in out]
+            out.append((1, 1))
+        last = i
+    return out
 
 
 def _verbatim(words: list[str], reviews: list[list[list[str]]], paper: set[int],

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,9 @@ import pytest
 from click.testing import CliRunner
 from cryptography.fernet import Fernet
 
-from grebench.bench import COPY_THRESHOLD, copy_evidence, run_bench
+from grebench.bench import COPY_THRESHOLD, copy_evidence, run_bench, split_sentences
 from grebench.bench._copies import stems
-from grebench.bench._orderfree import LONGEST_PASSAGE, SPAN_WORDS
+from grebench.bench._orderfree import LONG_PASSAGE, LONGEST_PASSAGE, SPAN_WORDS
 from grebench.cli._main import main
 from grebench.endpoints import KeyVault
 from grebench.ingest import bundled_source
@@ -124,14 +123,13 @@ def test_one_long_sentence_copied_behind_text_of_ones_own_is_a_copy(sample: str)
     (between LONGEST_PASSAGE and SPAN_WORDS words: short of the verbatim-words rule, one sentence of one review).
     Caught as one long passage, which a word inserted after every ninth does not cut; the stand-in alone is not
     a copy."""
-    sentence = re.compile(r"(?<=[.!?])\s+|\n+")
     papers = _sample(sample, count=40, skip=100)
     own = [r.text for p in _sample(sample, count=40, skip=200) for r in p.reviews]
     tried = whole = 0
     for k, paper in enumerate(papers):
         texts = [r.text for r in paper.reviews]
         about = f"{paper.title}\n{paper.abstract}"
-        longest = max((s for t in texts for s in sentence.split(t)), key=lambda s: len(stems(s)))
+        longest = max((s for t in texts for _, s in split_sentences(t)), key=lambda s: len(stems(s)))
         if not LONGEST_PASSAGE + 2 <= len(stems(longest)) < SPAN_WORDS:
             continue
         tried += 1
@@ -139,7 +137,7 @@ def test_one_long_sentence_copied_behind_text_of_ones_own_is_a_copy(sample: str)
         assert not copy_evidence(stand_in, texts, about).copied, paper.paper_id
         found = copy_evidence(f"{stand_in}\n\n{longest}", texts, about)
         assert found.copied, (paper.paper_id, longest, found)
-        assert found.order_free.long_passages > 0 and "passages of 10 words or more" in found.describe()
+        assert found.order_free.long_passages > 0 and f"passages of {LONG_PASSAGE} words or more" in found.describe()
         if found.order_free.longest_passage < len(stems(longest)):
             continue  # part of the sentence quotes the paper or is everyone's: not one passage to begin with
         whole += 1
