@@ -31,6 +31,27 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Remove this run's Gradio folder."""
     shutil.rmtree(_GRADIO_TEMP, ignore_errors=True)
 
+
+@pytest.fixture(scope="session", autouse=True)
+def _contained_temp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The system temp dir of each test process, and of the processes it starts, is a folder of its own, removed at
+    the end: what the code under test leaves there (gradio_client leaves an empty folder per download; an app that a
+    test kills, its published downloads) does not pile up on the machine.  pytest's own tmp_path stays where it was
+    (its base folder is fixed first), so a failing test's folder is still kept for reading."""
+    tmp_path_factory.getbasetemp()
+    scratch = tempfile.mkdtemp(prefix="grebench-tests-tmp-")
+    before_env, before_dir = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"], tempfile.tempdir = scratch, scratch
+    try:
+        yield
+    finally:
+        tempfile.tempdir = before_dir
+        if before_env is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = before_env
+        shutil.rmtree(scratch, ignore_errors=True)
+
 # Tests must never reach OpenReview with real credentials.
 for _var in ("OPENREVIEW_USERNAME", "OPENREVIEW_PASSWORD", "OPENREVIEW_TOKEN"):
     os.environ.pop(_var, None)

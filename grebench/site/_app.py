@@ -141,6 +141,30 @@ def _openers(store: Store) -> tuple[str | None, str | None]:
     return first_contestant(head), _data.scored_paper(store, None if head is None else head["venue_id"])
 
 
+#: The published downloads' folder in the system temp dir: the prefix, then the owning process's id and a dash.
+DOWNLOADS_PREFIX = "grebench-downloads-"
+
+
+def remove_orphaned_downloads(temp_dir: Path | None = None) -> list[Path]:
+    """Remove the published-downloads folders of app processes that no longer run (killed, so their finalizer never
+    ran): an app restarted after each kill would otherwise leave a copy of the snapshots behind every time.  A folder
+    whose process still runs, or whose owner cannot be told, is kept.  Returns the folders removed."""
+    removed = []
+    for folder in Path(temp_dir or tempfile.gettempdir()).glob(f"{DOWNLOADS_PREFIX}*-*"):
+        pid = folder.name[len(DOWNLOADS_PREFIX):].split("-", 1)[0]
+        if (not pid.isdigit() or int(pid) == os.getpid() or folder.is_symlink() or not folder.is_dir()
+                or folder.stat().st_uid != os.getuid()):
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+        except (PermissionError, OverflowError, OSError):
+            continue  # runs as another user, or not a process id: not ours to remove
+    return removed
+
+
 class SnapshotDownloads:
     """The snapshots the Downloads tab serves, and nothing else.
 
@@ -153,7 +177,8 @@ class SnapshotDownloads:
     def __init__(self, source: Path, archives: Path | None = None, archive_max_bytes: int = 0) -> None:
         self.source = source
         self.archives, self.archive_max_bytes = archives, archive_max_bytes
-        self.root = Path(tempfile.mkdtemp(prefix="grebench-downloads-"))
+        remove_orphaned_downloads()
+        self.root = Path(tempfile.mkdtemp(prefix=f"{DOWNLOADS_PREFIX}{os.getpid()}-"))
         self._lock = threading.Lock()
         self._generation = 0
         self._finalizer = weakref.finalize(self, shutil.rmtree, self.root, True)

@@ -9,7 +9,9 @@ import fcntl
 import json
 import os
 import select
+import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -35,10 +37,14 @@ class Browser:
             os.dup2(child_r, 3)
             os.dup2(child_w, 4)
 
+        # Chromium's own temp files (a folder per download, the org.chromium.Chromium.* socket folders) go into a
+        # folder of this browser's, removed by close(); a short path, as a Unix socket's path has at most 107 bytes
+        self._scratch = tempfile.mkdtemp(prefix="cdp-")
         try:  # close_fds=False: Python's own descriptors are close-on-exec anyway (PEP 446), and 3 and 4 must stay
             self.proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL, preexec_fn=wire, close_fds=False)
+                                         stderr=subprocess.DEVNULL, preexec_fn=wire, close_fds=False,
+                                         env={**os.environ, "TMPDIR": self._scratch})
         finally:
             os.close(child_r)
             os.close(child_w)
@@ -124,6 +130,7 @@ class Browser:
         self.proc.wait(timeout=10)
         os.close(self._out)
         os.close(self._in)
+        shutil.rmtree(self._scratch, ignore_errors=True)
 
 
 def wait_for(browser: Browser, session: str, expression: str, what: str, timeout: float = 90.0) -> Any:
