@@ -52,6 +52,7 @@ def _contained_temp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             os.environ["TMPDIR"] = before_env
         shutil.rmtree(scratch, ignore_errors=True)
 
+
 # Tests must never reach OpenReview with real credentials.
 for _var in ("OPENREVIEW_USERNAME", "OPENREVIEW_PASSWORD", "OPENREVIEW_TOKEN"):
     os.environ.pop(_var, None)

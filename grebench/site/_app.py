@@ -160,7 +160,7 @@ def remove_orphaned_downloads(temp_dir: Path | None = None) -> list[Path]:
         except ProcessLookupError:
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
-        except (PermissionError, OverflowError, OSError):
+        except (OverflowError, OSError):
             continue  # runs as another user, or not a process id: not ours to remove
     return removed
 

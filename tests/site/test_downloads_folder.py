@@ -47,7 +47,7 @@ def test_a_killed_apps_downloads_are_removed_by_the_next_app_and_a_live_apps_are
         killed.send_signal(signal.SIGKILL)
         killed.wait(timeout=30)
         assert killed_root.is_dir()  # the finalizer never ran
-        unrelated = temp / f"{DOWNLOADS_PREFIX}notapid"  # not of the form prefix-PID-: never touched
+        unrelated = temp / f"{DOWNLOADS_PREFIX}notapid-x"  # not of the form prefix-PID-: never touched
         unrelated.mkdir()
         before = tempfile.tempdir
         tempfile.tempdir = str(temp)
