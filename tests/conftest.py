@@ -23,6 +23,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault(_var, "1")
 # Gradio keeps uploads and the files it serves in one folder (GRADIO_TEMP_DIR, else /tmp/gradio) that outlives the
 # processes: each test run gets its own, removed at the end, so runs on one machine never share an upload space.
+# Set here, at import, and not in _contained_temp below: gradio_client reads it once when it is imported (its
+# download folder's default), which happens while tests are collected, before any fixture runs.
 _GRADIO_TEMP = tempfile.mkdtemp(prefix="grebench-tests-gradio-")
 os.environ["GRADIO_TEMP_DIR"] = _GRADIO_TEMP
 
