@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from grebench.cli._options import setting_option, settings_options
@@ -14,7 +16,9 @@ from grebench.settings import Settings
 @settings_options
 @click.pass_obj
 def command(settings: Settings, host: str | None, port: int | None) -> None:
-    """Serve the leaderboard app: browse boards, submit an endpoint, follow the queue."""
+    """Serve the leaderboard app: browse boards, submit an endpoint, follow the queue.
+
+    SIGTERM or Ctrl-C closes it (exit status 0 after SIGTERM, 130 after Ctrl-C)."""
     from grebench.pipeline import SetupError, check_app_port
     from grebench.site import launch_app
 
@@ -25,6 +29,8 @@ def command(settings: Settings, host: str | None, port: int | None) -> None:
     except SetupError as exc:
         raise click.UsageError(str(exc)) from None
     try:
-        launch_app(settings)
+        status = launch_app(settings)
     except ValueError as exc:  # e.g. a malformed GREBENCH_SECRET_KEY
         raise click.ClickException(str(exc)) from None
+    if status:
+        sys.exit(status)

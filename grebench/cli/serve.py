@@ -159,7 +159,9 @@ def _serve(settings: Settings, service: Any, no_app: bool) -> None:
 
 
 def _close_app(demo: Any) -> None:
-    """Close the app (Gradio's ``close``: uvicorn stops serving; its thread is joined for at most 5 s)."""
+    """Close the app and remove its published downloads (:func:`grebench.site.close_app`), timed."""
+    from grebench.site import close_app
+
     started = time.monotonic()
-    demo.close(verbose=False)
+    close_app(demo)
     log.info("app closed in %.1f s", time.monotonic() - started)

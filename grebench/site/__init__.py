@@ -3,7 +3,8 @@
 Public API (importing it never imports gradio; the app lives in :mod:`grebench.site._app`, loaded lazily):
 
 * :func:`build_site` — render the static site from the store (``grebench site build``, last stage of ``run``).
-* :func:`create_app`, :func:`launch_app`, :func:`launch_kwargs` — the Gradio app over the Parquet exports.
+* :func:`create_app`, :func:`launch_app`, :func:`launch_kwargs`, :func:`close_app` — the Gradio app over the Parquet
+  exports.
 * :func:`board_text` — the one text formatter of a stored leaderboard (``grebench run`` and ``grebench leaderboard``).
 * :class:`Labels` — the words for stored ids, kinds' roles and colours (the store's ``labels`` table).
 * :func:`publish_version`, :func:`versions`, :func:`version`, :func:`version_boards` — the dated, immutable board
@@ -46,6 +47,13 @@ def launch(*args: Any, **kwargs: Any) -> Any:
     return _launch(*args, **kwargs)
 
 
+def close_app(demo: Any) -> None:
+    """Close an app that :func:`launch` started and remove its published downloads (importing gradio only here)."""
+    from grebench.site._app import close_app as _close
+
+    _close(demo)
+
+
 def launch_kwargs(*args: Any, **kwargs: Any) -> dict[str, Any]:
     """The keyword arguments the app is launched with (host, port, blocked paths, queue limits)."""
     from grebench.site._app import launch_kwargs as _kwargs
@@ -70,6 +78,7 @@ __all__ = [
     "board_text",
     "build_site",
     "changes_text",
+    "close_app",
     "create_app",
     "launch",
     "launch_app",

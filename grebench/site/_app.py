@@ -194,6 +194,11 @@ class SnapshotDownloads:
                     shutil.rmtree(old, ignore_errors=True)
             return [{**f, "path": str(target / f["name"])} for f in files]
 
+    def close(self) -> None:
+        """Remove the published folder now (else when this object is collected or the interpreter exits normally,
+        which ``grebench serve`` skips: it ends with ``os._exit`` after a signal)."""
+        self._finalizer()
+
 
 def model_tables(settings: Settings, name: str) -> tuple[list[list[Any]], list[list[Any]], str]:
     """The Model tab: scores on every board (same numbers as the Leaderboard tab), contamination window, a sample."""
@@ -485,6 +490,7 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
         load_rest()
 
     demo.grebench_warm_up = warm_up  # called by launch()
+    demo.grebench_downloads = published  # closed by close_app()
     # per-session state (the component values Gradio keeps for every visitor) is bounded: the oldest sessions go
     # first once there are more than this many (launch sets it too; set here so the bound holds from the start)
     demo.state_session_capacity = settings.app.app_session_capacity
@@ -534,7 +540,28 @@ def launch(demo: Any, settings: Settings, **extra: Any) -> Any:
         return demo.launch(**launch_kwargs(settings), **extra)
 
 
-def launch_app(settings: Settings) -> None:
-    """Serve the app until interrupted (``grebench app``)."""
+def close_app(demo: Any) -> None:
+    """Close the app (Gradio's ``close``: uvicorn stops serving; its thread is joined for at most 5 s) and remove
+    its published downloads."""
+    try:
+        demo.close(verbose=False)
+    finally:
+        downloads = getattr(demo, "grebench_downloads", None)  # an app made by create_app
+        if downloads is not None:
+            downloads.close()
+
+
+def launch_app(settings: Settings) -> int:
+    """Serve the app until SIGTERM or Ctrl-C (``grebench app``), then close it and remove its published downloads,
+    as ``grebench serve`` does; the exit status (:func:`grebench.stop.exit_status`: 0 after SIGTERM, 130 after
+    Ctrl-C)."""
+    from grebench import stop
+
     demo = create_app(settings)  # queue settings: QUEUE_KWARGS and per-event limits (see create_app)
-    launch(demo, settings)
+    with stop.handling_signals():
+        launch(demo, settings, prevent_thread_lock=True)
+        try:
+            stop.wait_for_stop()
+        finally:
+            close_app(demo)
+    return stop.exit_status()

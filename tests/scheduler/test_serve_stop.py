@@ -46,10 +46,12 @@ def _judge(url: str) -> str:
     return f'\n[[judges]]\nname = "fakejudge"\nmodel = "openai/fake-judge"\napi_base = "{url}"\n'
 
 
-def _start(cfg: Path, err: Path, jobs: list[str], app: bool) -> subprocess.Popen[bytes]:
+def _start(cfg: Path, err: Path, jobs: list[str], app: bool, temp: Path) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, "-m", "grebench.cli", "-v", "--config", str(cfg), "serve",
            *([] if app else ["--no-app"]), *[a for j in jobs for a in ("--job", j)]]
     env = {k: v for k, v in os.environ.items() if k not in ("GREBENCH_DATA_DIR", "GREBENCH_CONFIG")}
+    temp.mkdir(exist_ok=True)
+    env["TMPDIR"] = str(temp)  # where the app publishes its downloads (checked after the stop)
     with err.open("wb") as stream:
         return subprocess.Popen(cmd, env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.DEVNULL, stderr=stream)
 
@@ -107,10 +109,13 @@ def test_serve_stops_mid_job_within_10_s(tmp_path: Path, job: str, signum: int, 
             # generate: the 2nd candidate call; score: a call after the candidate's PAPERS reviews (the judge's)
             gate.arm(2 if job == "generate" else PAPERS + 2)
         err = tmp_path / "serve.err"
-        proc = _start(cfg, err, jobs, app)
+        temp = tmp_path / "tmp"
+        proc = _start(cfg, err, jobs, app, temp)
+        published = f"grebench-downloads-{proc.pid}-*"
         try:
             reached = hold.reached if hold is not None else gate.reached
             assert reached.wait(timeout=300), "the job never reached its held request\n" + err.read_text()[-3000:]
+            assert len(list(temp.glob(published))) == (1 if app else 0)  # the app launched before any job
             seconds, rc = _stop(proc, signum)
         finally:
             if proc.poll() is None:
@@ -124,6 +129,7 @@ def test_serve_stops_mid_job_within_10_s(tmp_path: Path, job: str, signum: int, 
         assert seconds < LIMIT_S, log[-3000:]
         assert rc == STATUS[signum], log[-3000:]
         assert "job site finished" not in log  # nothing starts after the signal
+        assert not list(temp.glob(published)), "the app's published downloads outlived it"  # serve ends in os._exit
         state = _state(db, job)
         assert state["job"] == "interrupted", state
         assert "running" not in state["runs"].values(), state
