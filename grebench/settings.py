@@ -144,12 +144,15 @@ class Section:
 
 @dataclass(frozen=True)
 class RunSettings(Section):
-    """What the main job works on."""
+    """What the main job works on, and where its scoring runs (this process or a Ray cluster)."""
 
     key: ClassVar[str] = 'run'
 
     papers = Setting(str, 'auto', 'Papers the main job works on: all, N for a seeded sample stratified by venue and human rating, or auto (on a CPU with a local language model, as many papers (3 to 12) as fit about 15 minutes at the throughput measured here; every paper on a GPU or with no local model); the plan gives the expected time measured on the machine at hand.')
     validation = Setting(str, 'auto', 'What the main job checks besides the headline board: core (GEM-S only, with the human baseline, every contestant and the five core controls: one of each thing a reader needs to trust the board; docs/scoring.md#the-core-controls), full (every default control, and GEM as well as GEM-S: the metric validation of methods.md §4), auto (core on a CPU when papers = auto sizes the sample, else full: on a GPU, with papers = all or N).', choices=('auto', 'core', 'full'))
+    executor = Setting(str, 'local', "Where scoring with an in-process evaluation LM (hf:..., offline) runs: local (in this process) or ray (on Ray actors, each holding its own copy of the estimator built from the same spec and settings; needs `pip install -e '.[hf,ray]'`). Server estimators (vllm:, sglang:, vllm-local:) stream through their dispatcher either way.", choices=('local', 'ray'))
+    ray_address = Setting(str, '', "The Ray cluster of executor = ray: empty starts a local Ray on this machine for the job (and stops it after), auto joins the one `ray start` runs here, ray://HOST:10001 a remote cluster's client port.")
+    ray_actors = Setting(int, 0, 'Scoring actors of executor = ray, each with its own estimator: 0 = one per CPU the cluster has, or one per GPU when the estimator runs on a GPU.', minimum=0, maximum=4096)
 
 
 @dataclass(frozen=True)

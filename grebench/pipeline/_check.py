@@ -167,6 +167,17 @@ def check_local_port(settings: Settings, stages: Iterable[str], options: RunOpti
                              "OS choose a free port")
 
 
+def check_executor(settings: Settings, what: str = "executor") -> None:
+    """Raise :class:`SetupError` when ``executor = ray`` is set and Ray is not installed (found without importing
+    it: a job that does not use Ray never imports it).  ``what``: the name the refusal gives (``--executor``)."""
+    import importlib.util
+
+    from grebench.scoring.estimators import RAY_INSTALL
+
+    if settings.run.executor == "ray" and importlib.util.find_spec("ray") is None:
+        raise SetupError(f"{what} = 'ray': Ray is not installed; install the extra with {RAY_INSTALL}")
+
+
 def check_setup(settings: Settings, options: RunOptions | None = None, *, source: bool = False) -> None:
     """Raise :class:`SetupError` for the first part that a run with ``options`` (and ``settings``) could not use.
 
@@ -180,6 +191,7 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
     from grebench.scoring.estimators import ESTIMATORS, EstimatorInfo
 
     opts = options or RunOptions()
+    check_executor(settings)
     estimator, preprocessor, papers, metrics = chosen(settings, opts)
     proxy, local_candidates, local_judges = chosen_models(settings)
     checks: list[tuple[str, str, str]] = [

@@ -22,7 +22,13 @@ from grebench.registry import Entry, PartId, Registry
 from grebench.scoring.estimators._base import Estimator
 
 if TYPE_CHECKING:
+    from grebench.scoring.estimators._ray import RayPool
     from grebench.settings import Settings
+
+#: Where an in-process estimator runs (the ``executor`` setting): in this process, or on Ray actors.
+EXECUTORS = ("local", "ray")
+#: How to install what ``executor = ray`` needs (Ray is an optional extra, imported only when that executor runs).
+RAY_INSTALL = "pip install -e '.[hf,ray]'"
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,9 @@ class EstimatorInfo:
     ``vllm_servers`` server), checked before a job starts.
     ``tolerance``: the largest difference (nats) between a stored score and the same pair scored again by an
     estimator with the same id, elsewhere (what ``grebench snapshot rebuild`` allows); None: :data:`TOLERANCE`.
+    ``in_process``: computes its answers in the process that built it (no server to call): ``executor = ray`` runs
+    it on Ray actors, each building its own from the same spec (a server estimator already spreads its requests
+    over its servers through the dispatcher, from this process).
     """
 
     name: str
@@ -66,6 +75,7 @@ class EstimatorInfo:
     label: Callable[[str], str] | None = None
     tolerance: Callable[[str], float] | None = None
     local_servers: bool = False
+    in_process: bool = False
 
     def tolerance_for(self, estimator_id: str) -> float:
         """What this kind promises for a score of ``estimator_id`` scored again (see ``tolerance``)."""
@@ -152,17 +162,27 @@ class EstimatorHandle:
     :meth:`close` after each stage, which closes what was built: a model in this process, the servers it started
     (``local_model``, ``local_servers``), a fitted word model, so that the next stage's models (the local judges'
     server) load beside nothing of this one's (issue 47: the job's peak memory); a later stage that scores builds
-    it again from the same decided spec.  ``builds`` counts the instances made."""
+    it again from the same decided spec.  ``builds`` counts the instances made.
 
-    def __init__(self, spec: str, settings: Settings) -> None:
+    ``executor``: ``local`` builds the estimator in this process; ``ray`` gives an ``in_process`` kind (hf, offline)
+    as a :class:`~grebench.scoring.estimators._ray.RayEstimator`, whose actors each build their own through a
+    local handle of the same spec and settings, so the numbers are the same (one pool of actors per handle, shared
+    by every corpus it is fitted on).  A server kind is built here either way: it already streams its requests to
+    its servers.  None: the ``executor`` setting."""
+
+    def __init__(self, spec: str, settings: Settings, executor: str | None = None) -> None:
         self.spec = spec
         self._settings = settings
+        self.executor = (executor or settings.run.executor).strip().lower()
+        if self.executor not in EXECUTORS:
+            raise ValueError(f"unknown executor {self.executor!r}: choose from {', '.join(EXECUTORS)}")
         self._built: dict[str, Estimator] = {}
         self._entry: tuple[Entry[EstimatorFactory], str] | None = None
+        self._pool: RayPool | None = None
         self.builds = 0
 
     def __repr__(self) -> str:
-        return f"EstimatorHandle({self.spec!r}, built={len(self._built)})"
+        return f"EstimatorHandle({self.spec!r}, built={len(self._built)}, executor={self.executor!r})"
 
     @property
     def info(self) -> EstimatorInfo:
@@ -184,16 +204,28 @@ class EstimatorHandle:
         key = _corpus_key(corpus) if info.needs_corpus else ""
         made = self._built.get(key)
         if made is None:
-            made = entry.obj(arg, EstimatorContext(self._settings, corpus, progress or NoProgress()))
+            if self.executor == "ray" and info.in_process:
+                from grebench.scoring.estimators._ray import RayEstimator, RayPool
+
+                if self._pool is None:
+                    self._pool = RayPool(self.spec, self._settings, progress)
+                made = RayEstimator(self._pool, corpus if info.needs_corpus else None, progress)
+            else:
+                made = entry.obj(arg, EstimatorContext(self._settings, corpus, progress or NoProgress()))
             self._built[key] = made
             self.builds += 1
         return made
 
     def close(self) -> None:
-        """Close every instance built (after each stage: see the class docstring)."""
+        """Close every instance built (after each stage: see the class docstring), and the Ray actors they ran on."""
         built, self._built = list({id(e): e for e in self._built.values()}.values()), {}
-        for made in built:
-            close_estimator(made)
+        pool, self._pool = self._pool, None
+        try:
+            for made in built:
+                close_estimator(made)
+        finally:
+            if pool is not None:
+                pool.close()
 
 
 def _corpus_key(corpus: Mapping[str, Sequence[str]] | None) -> str:
@@ -214,6 +246,7 @@ def close_estimator(estimator: Estimator) -> None:
         close()
 
 
-__all__ = ["ESTIMATORS", "LOW_PRECISION_TOLERANCE", "TOLERANCE", "Estimator", "EstimatorContext", "EstimatorFactory",
-           "EstimatorHandle", "EstimatorInfo", "close_estimator", "dtype_tolerance",
-           "estimator_entry", "estimator_info", "estimator_label", "resolve_estimator", "served_model_label"]
+__all__ = ["ESTIMATORS", "EXECUTORS", "LOW_PRECISION_TOLERANCE", "RAY_INSTALL", "TOLERANCE", "Estimator",
+           "EstimatorContext", "EstimatorFactory", "EstimatorHandle", "EstimatorInfo", "close_estimator",
+           "dtype_tolerance", "estimator_entry", "estimator_info", "estimator_label", "resolve_estimator",
+           "served_model_label"]

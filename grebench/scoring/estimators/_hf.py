@@ -728,7 +728,8 @@ def check_hf_arg(arg: str) -> None:
 
 @ESTIMATORS.register("hf", spec="hf:NAME|PATH",
                      summary="a built-in evaluation LM (grebench models list) or a local transformers checkpoint",
-                     local_model=True, catalogue_arg=True, check_arg=check_hf_arg, label=served_model_label("hf"),
+                     local_model=True, in_process=True, catalogue_arg=True, check_arg=check_hf_arg,
+                     label=served_model_label("hf"),
                      tolerance=dtype_tolerance)
 def make_hf(arg: str, context: EstimatorContext) -> HFEstimator:
     """``hf:NAME`` (a catalogue model, pulled and checked on first use) or ``hf:PATH`` (a local checkpoint).

@@ -390,7 +390,7 @@ def check_offline_arg(arg: str) -> None:
 
 @ESTIMATORS.register("offline", spec="offline",
                      summary="embedded word-level model (bigram + content copy): a fast proxy, not a language model",
-                     proxy=True, needs_corpus=True, check_arg=check_offline_arg,
+                     proxy=True, needs_corpus=True, in_process=True, check_arg=check_offline_arg,
                      label=lambda _id: "offline word model (fast proxy)",
                      tolerance=lambda _id: 1e-9)  # float64 counts, no batching effects: the same every time
 def make_offline(arg: str, context: EstimatorContext) -> OfflineEstimator:
