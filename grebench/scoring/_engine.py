@@ -2,8 +2,9 @@
 
 GEM(x, y) = log P(y | x) - log P(y) and GEM-S(x, y | s) = log P(y | x, s) - log P(y | s).  The marginal term does not
 depend on the candidate, so it is requested once per (paper, reference, synopsis) and shared by every candidate;
-every estimator answer is cached in ``logprob_cache`` under its canonical request key, and pairs already in
-``scores`` are skipped, so a rerun with nothing new makes no estimator call.  Requests are batched by papers.
+every estimator answer is cached in ``logprob_cache`` under its canonical request key as it arrives (a server
+estimator streams, an in-process one answers bounded batches of requests), and pairs already in ``scores`` are
+skipped, so a rerun with nothing new makes no estimator call and a crash loses at most one batch.
 """
 
 from __future__ import annotations
@@ -313,7 +314,14 @@ def _synopses(store: Store, settings: Settings, name: str, data: ScoringData,
 
 def _evaluate(store: Store, requests: list[tuple[Estimator, LogprobRequest]],
               progress: Progress, label: str = "score") -> tuple[dict[str, LogprobResult], int, int, int]:
-    """Answers keyed by request key: cache first, then the estimator in batches of papers."""
+    """Answers keyed by request key: cache first, then the estimator; returns (answers, requests asked, cache hits,
+    cache writes).
+
+    Nothing answered waits on anything else to be cached: an estimator that streams (``stream(requests,
+    on_result)``: the server estimators' dispatcher, the Ray executor) hands each answer over as it arrives and the
+    answers are cached :data:`FLUSH_REQUESTS` at a time (or after :data:`FLUSH_S` seconds); an in-process estimator
+    is called in bounded batches of requests (whole papers together up to :data:`REQUESTS_PER_BATCH`, its
+    ``papers_per_batch`` at most), each cached before the next.  A stop or a kill loses at most one batch."""
     keyed: dict[str, tuple[Estimator, LogprobRequest]] = {}
     for est, req in requests:
         keyed.setdefault(request_key(est.id, req), (est, req))
@@ -329,39 +337,103 @@ def _evaluate(store: Store, requests: list[tuple[Estimator, LogprobRequest]],
         if key not in results:
             ests[id(est)] = est
             todo[(id(est), req.paper_id)].append(key)
-    batches = calls = 0
     total = sum(len(v) for v in todo.values())
-    groups = sorted(todo)
-    # a slow estimator (a real LM on a CPU) takes fewer papers per batch, so progress and the cache move often
-    step = min([int(getattr(e, "papers_per_batch", PAPERS_PER_BATCH)) for e in ests.values()] or [PAPERS_PER_BATCH])
+    writes = 0
     with progress.task(label, total, "requests") as task:
-        for start in range(0, len(groups), max(1, step)):
-            batches += _batch(store, groups[start:start + max(1, step)], todo, keyed, ests, results, task)
-    calls = total
-    return results, calls, hits, batches
+        for est_id, est in ests.items():
+            keys = [k for group in sorted(g for g in todo if g[0] == est_id) for k in todo[group]]
+            writer = _CacheWriter(store, est.id, results, task)
+            stream = getattr(est, "stream", None)
+            try:
+                if callable(stream):
+                    answers = stream([keyed[k][1] for k in keys], lambda i, a, ks=keys: writer.add(ks[i], a))
+                    if len(answers) != len(keys):
+                        raise RuntimeError(f"estimator {est.id} returned {len(answers)} results for {len(keys)} "
+                                           "requests")
+                else:
+                    for batch in _request_batches(keys, keyed, est):
+                        stop.check()  # a batch boundary: every earlier batch's answers are cached already
+                        answers = est.logprobs([keyed[k][1] for k in batch])
+                        if len(answers) != len(batch):
+                            raise RuntimeError(f"estimator {est.id} returned {len(answers)} results for "
+                                               f"{len(batch)} requests")
+                        for k, answer in zip(batch, answers, strict=True):
+                            writer.add(k, answer, flush=False)
+                        writer.flush()
+            finally:  # what arrived before a stop or a failure is cached
+                writer.flush()
+                writes += writer.writes
+    return results, total, hits, writes
 
 
-def _batch(store: Store, chunk: list[tuple[int, str]], todo: dict[tuple[int, str], list[str]],
-           keyed: dict[str, tuple[Estimator, LogprobRequest]], ests: dict[int, Estimator],
-           results: dict[str, LogprobResult], task: Task) -> int:
-    """One batch of papers: ask each estimator for its requests, cache the answers at once; returns the calls."""
-    by_est: dict[int, list[str]] = defaultdict(list)
-    for est_id, pid in chunk:
-        by_est[est_id].extend(todo[(est_id, pid)])
-    for est_id, keys in by_est.items():
-        stop.check()  # a batch boundary: every earlier batch's answers are cached already
-        est = ests[est_id]
-        answers = est.logprobs([keyed[k][1] for k in keys])
-        if len(answers) != len(keys):
-            raise RuntimeError(f"estimator {est.id} returned {len(answers)} results for {len(keys)} requests")
-        results.update(zip(keys, answers, strict=True))
-        store.con.execute(
+#: Most requests one call of an in-process estimator gets: a kill loses at most this many, and the progress line
+#: moves at least this often (issue 64: the offline estimator's batch of 40 papers once held 13,592 requests).
+REQUESTS_PER_BATCH = 512
+#: A streaming estimator's answers are cached this many at a time, or after this many seconds.
+FLUSH_REQUESTS = 256
+FLUSH_S = 2.0
+
+
+def _request_batches(keys: list[str], keyed: Mapping[str, tuple[Estimator, LogprobRequest]],
+                     est: Estimator) -> list[list[str]]:
+    """``keys`` (in paper order) cut into batches: whole papers together (their prefixes are reused within a
+    call) up to the estimator's ``papers_per_batch`` and :data:`REQUESTS_PER_BATCH` requests; a paper with more
+    requests than that is cut."""
+    cap = max(1, int(getattr(est, "requests_per_batch", REQUESTS_PER_BATCH)))
+    papers_cap = max(1, int(getattr(est, "papers_per_batch", PAPERS_PER_BATCH)))
+    batches: list[list[str]] = []
+    current: list[str] = []
+    papers = 0
+    last = None
+    for k in keys:
+        pid = keyed[k][1].paper_id
+        if pid != last:
+            last = pid
+            if current and papers >= papers_cap:
+                batches.append(current)
+                current, papers = [], 0
+            papers += 1
+        if len(current) >= cap:
+            batches.append(current)
+            current, papers = [], 1
+        current.append(k)
+    if current:
+        batches.append(current)
+    return batches
+
+
+class _CacheWriter:
+    """Caches answers as they arrive, in bounded writes (one DuckDB statement per write)."""
+
+    def __init__(self, store: Store, estimator_id: str, results: dict[str, LogprobResult], task: Task) -> None:
+        import time
+
+        self.store, self.estimator_id, self.results, self.task = store, estimator_id, results, task
+        self.keys: list[str] = []
+        self.answers: list[LogprobResult] = []
+        self.writes = 0
+        self._clock = time.monotonic
+        self._since = self._clock()
+
+    def add(self, key: str, answer: LogprobResult, flush: bool = True) -> None:
+        self.results[key] = answer
+        self.keys.append(key)
+        self.answers.append(answer)
+        if flush and (len(self.keys) >= FLUSH_REQUESTS or self._clock() - self._since >= FLUSH_S):
+            self.flush()
+
+    def flush(self) -> None:
+        self._since = self._clock()
+        if not self.keys:
+            return
+        keys, answers, self.keys, self.answers = self.keys, self.answers, [], []
+        self.store.con.execute(
             """INSERT OR REPLACE INTO logprob_cache SELECT unnest(?::VARCHAR[]), ?, ?, unnest(?::DOUBLE[]),
                unnest(?::INTEGER[]), ?""",
-            [keys, est.id, GEM_PROMPT_VERSION, [float(a.logprob) for a in answers],
+            [keys, self.estimator_id, GEM_PROMPT_VERSION, [float(a.logprob) for a in answers],
              [int(a.n_tokens) for a in answers], utcnow()])
-        task.advance(len(keys))
-    return len(by_est)
+        self.writes += 1
+        self.task.advance(len(keys))
 
 
 def _write_scores(store: Store, pairs: list[tuple[Estimator, str, _Pair]], results: dict[str, LogprobResult]) -> None:

@@ -321,7 +321,7 @@ class Dispatcher(Generic[P, R]):
                 outbox.put((idx, answer, None))
 
         threads = [threading.Thread(target=worker, args=(s,), daemon=True, name=f"dispatch-{s.index}-{j}")
-                   for s in servers for _ in range(self.per_server)]
+                   for s in servers for j in range(min(self.per_server, n))]
         for t in threads:
             t.start()
         got = 0

@@ -3,8 +3,11 @@
 Prompts are tokenised here with the model's tokenizer and pinned chat template (``_tokenize``), so the scored token
 ids are exactly those of the hf estimator.  vLLM: ``POST /v1/completions`` with token-id ``prompt``, ``max_tokens=1``
 and ``prompt_logprobs=0`` (each position's dict holds the actual prompt token).  SGLang: ``POST /generate`` with
-``input_ids``, ``return_logprob`` and ``logprob_start_len`` one token before the target.  Requests are sent paper by
-paper, spread round-robin over the URLs, ``concurrency`` at a time, retried with back-off on 429/5xx/network errors.
+``input_ids``, ``return_logprob`` and ``logprob_start_len`` one token before the target.  Requests stream through a
+:class:`~._dispatch.Dispatcher`: ``concurrency`` in flight per server, no batch barrier, every request of a paper on
+one server (``routing = paper``: that server's prefix cache computes the paper's shared prompt prefix once), a server
+that fails with 429/5xx or a network error marked down for a back-off while the others take its work, and each answer
+handed to the caller as it arrives (:meth:`ServerEstimator.stream`), so the engine caches it at once.
 
 ``vllm-local:NAME|PATH`` starts the vLLM server(s) itself (:class:`grebench.runtime.VLLMServer`, in the
 ``vllm_python`` environment) on 127.0.0.1 for a catalogue model or a checkpoint, ``vllm_servers`` of them, and stops
@@ -15,7 +18,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,11 +33,17 @@ from grebench.scoring.estimators import (
     EstimatorFactory,
     served_model_label,
 )
+from grebench.scoring.estimators._dispatch import DispatchError, Dispatcher, DispatchStats
 from grebench.scoring.estimators._tokenize import TARGET_RULE, RequestTokenizer, TokenizedRequest, tokenizer_sha8
 
 
 class ServerError(RuntimeError):
-    """The evaluation-LM server failed or answered something that is not a log-prob response."""
+    """The evaluation-LM server failed or answered something that is not a log-prob response.  ``retryable``: the
+    server is at fault (429, 5xx, a network error), so another server (or this one, later) may answer."""
+
+    def __init__(self, message: str, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 #: Top log-probs asked for with a target that has verb choices (vLLM's default ``max_logprobs`` is 20); a verb outside
@@ -66,7 +74,8 @@ class ServerEstimator:
     """vLLM or SGLang evaluation-LM reached over HTTP."""
 
     def __init__(self, kind: str, urls: Sequence[str], tokenizer: str | None = None, concurrency: int = 8,
-                 timeout_s: float = 300.0, max_retries: int = 4, backoff_s: float = 1.0) -> None:
+                 timeout_s: float = 300.0, max_retries: int = 4, backoff_s: float = 1.0,
+                 routing: str = "paper") -> None:
         from grebench._offline import apply_offline_defaults
 
         apply_offline_defaults()
@@ -77,6 +86,8 @@ class ServerEstimator:
         self.kind, self.urls = kind, [u.rstrip("/") for u in urls]
         self.client = httpx.Client(timeout=timeout_s)
         self.concurrency, self.max_retries, self.backoff_s = max(1, concurrency), max_retries, backoff_s
+        self.routing = routing
+        self.dispatch_stats: DispatchStats | None = None  # the last stream's, per server
         self.model = self._model_id()
         path = tokenizer or self.model
         if not Path(path).expanduser().is_dir():
@@ -103,31 +114,40 @@ class ServerEstimator:
         data = self._call("GET", self.urls[0] + "/get_model_info", None)
         return str(data["model_path"])
 
-    def _call(self, method: str, url: str, body: dict[str, Any] | None) -> Any:
-        for attempt in range(self.max_retries + 1):
+    def _call(self, method: str, url: str, body: dict[str, Any] | None, retries: int | None = None) -> Any:
+        """One HTTP call, retried ``retries`` times (default ``max_retries``) with back-off on the same server; the
+        dispatcher's calls take 0 and leave the retry, on another server, to it.  A 429, a 5xx or a network error is
+        a retryable :class:`ServerError`; another 4xx or an answer that is not JSON is not."""
+        retries = self.max_retries if retries is None else retries
+        for attempt in range(retries + 1):
             stop.check()  # a request boundary (also after a back-off)
             try:
                 resp = self.client.request(method, url, json=body)
+            except httpx.TransportError as exc:
+                error = ServerError(f"{url}: {type(exc).__name__}: {exc or 'no answer'}", retryable=True)
+            else:
                 if resp.status_code == 429 or resp.status_code >= 500:
-                    raise ServerError(f"{url}: HTTP {resp.status_code}")
-                if resp.status_code >= 400:
+                    error = ServerError(f"{url}: HTTP {resp.status_code}", retryable=True)
+                elif resp.status_code >= 400:
                     raise ServerError(f"{url}: HTTP {resp.status_code}: {resp.text[:300]}")
-                return resp.json()
-            except (httpx.TransportError, ServerError) as exc:
-                retryable = not (isinstance(exc, ServerError) and "HTTP 4" in str(exc) and "429" not in str(exc))
-                if not retryable or attempt >= self.max_retries:
-                    raise ServerError(f"{url}: {exc}") from exc
-                stop.sleep(self.backoff_s * 2**attempt)
-        raise ServerError(f"{url}: retries exhausted")
+                else:
+                    try:
+                        return resp.json()
+                    except ValueError as exc:
+                        raise ServerError(f"{url}: the answer is not JSON ({exc})") from None
+            if attempt >= retries:
+                raise error
+            stop.sleep(self.backoff_s * 2**attempt)
+        raise AssertionError("unreachable")
 
-    def _one(self, k: int, t: TokenizedRequest) -> LogprobResult:
-        url, ids = self.urls[k % len(self.urls)], t.ids
+    def _one(self, url: str, t: TokenizedRequest) -> LogprobResult:
+        ids = t.ids
         start = len(ids) - t.n_target
         top = TOP_LOGPROBS if t.choice else 0  # a verb choice needs the other verbs' log-probs at its position
         tops: list[dict[int, float]] = []
         if self.kind == "vllm":
             body = {"model": self.model, "prompt": ids, "max_tokens": 1, "temperature": 0.0, "prompt_logprobs": top}
-            plp = self._call("POST", url + "/v1/completions", body)["choices"][0].get("prompt_logprobs")
+            plp = self._call("POST", url + "/v1/completions", body, retries=0)["choices"][0].get("prompt_logprobs")
             if not isinstance(plp, list) or len(plp) != len(ids):
                 raise ServerError(f"{url}: response has no prompt_logprobs for {len(ids)} tokens")
             vals = [plp[j][str(ids[j])]["logprob"] for j in range(start, len(ids))]
@@ -138,7 +158,7 @@ class ServerEstimator:
                     "return_logprob": True, "logprob_start_len": start - 1}
             if top:
                 body["top_logprobs_num"] = top
-            meta = self._call("POST", url + "/generate", body)["meta_info"]
+            meta = self._call("POST", url + "/generate", body, retries=0)["meta_info"]
             items = meta["input_token_logprobs"]
             if len(items) != t.n_target + 1 or any(int(it[1]) != tok for it, tok in zip(items[1:], ids[start:],
                                                                                        strict=True)):
@@ -164,34 +184,38 @@ class ServerEstimator:
             # ``raw_logprobs`` by default), and the prompt's KV comes from the prefix cache after the first verb
             body = {"model": self.model, "prompt": ids[:-1], "max_tokens": 1, "temperature": 0.0, "logprobs": 1,
                     "allowed_token_ids": [ids[-1]]}
-            got = self._call("POST", url + "/v1/completions", body)["choices"][0].get("logprobs") or {}
+            got = self._call("POST", url + "/v1/completions", body, retries=0)["choices"][0].get("logprobs") or {}
             values = got.get("token_logprobs") if isinstance(got, dict) else None
             if not isinstance(values, list) or not values or not isinstance(values[0], int | float):
                 raise ServerError(f"{url}: response has no log-prob for the asked token")
             return float(values[0])
         body = {"input_ids": ids, "sampling_params": {"max_new_tokens": 0, "temperature": 0.0},
                 "return_logprob": True, "logprob_start_len": len(ids) - 2}
-        items = self._call("POST", url + "/generate", body)["meta_info"]["input_token_logprobs"]
+        items = self._call("POST", url + "/generate", body, retries=0)["meta_info"]["input_token_logprobs"]
         if not items or int(items[-1][1]) != ids[-1] or items[-1][0] is None:
             raise ServerError(f"{url}: input_token_logprobs do not match the asked token")
         return float(items[-1][0])
 
     def logprobs(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
-        """Summed log-probs of each target, in request order (sent paper by paper, round-robin over URLs)."""
+        """Summed log-probs of each target, in request order (:meth:`stream` without a callback)."""
+        return self.stream(requests)
+
+    def stream(self, requests: Sequence[LogprobRequest],
+               on_result: Callable[[int, LogprobResult], None] | None = None) -> list[LogprobResult]:
+        """Summed log-probs of each target, in request order; ``on_result(i, answer)`` is called on this thread as
+        each answer arrives (the engine caches it at once).  Requests of one paper go to one server; a server that
+        fails is marked down and its work moves to the others (:class:`~._dispatch.Dispatcher`)."""
         toks = [self.encode(r) for r in requests]
-        order = sorted(range(len(requests)), key=lambda i: (requests[i].paper_id, i))
-        pool = ThreadPoolExecutor(self.concurrency)
+        dispatcher: Dispatcher[TokenizedRequest, LogprobResult] = Dispatcher(
+            self.urls, self._one, per_server=self.concurrency, routing=self.routing, backoff_s=self.backoff_s,
+            max_attempts=self.max_retries + 1)
+        self.dispatch_stats = dispatcher.stats
         try:
-            futures = {i: pool.submit(self._one, k, toks[i]) for k, i in enumerate(order)}
-            waiting = set(futures.values())
-            while waiting:  # short slices: a stop is seen while every request is in flight
-                waiting = wait(waiting, timeout=stop.POLL_S, return_when=FIRST_COMPLETED)[1]
-                stop.check()
-            return [futures[i].result() for i in range(len(requests))]
-        finally:
-            # on a stop or a failure nothing queued starts; requests in flight end at their own timeout on worker
-            # threads nobody waits for
-            pool.shutdown(wait=False, cancel_futures=True)
+            return dispatcher.run(toks, groups=[r.paper_id for r in requests], costs=[len(t.ids) for t in toks],
+                                  on_result=on_result)
+        except DispatchError as exc:
+            cause = exc.__cause__
+            raise ServerError(str(cause) if isinstance(cause, ServerError) else str(exc)) from exc
 
 
 def server_urls(kind: str, arg: str) -> list[str]:
@@ -223,7 +247,8 @@ def _server_factory(kind: str) -> EstimatorFactory:
         urls = server_urls(kind, arg)
         s = context.settings
         return ServerEstimator(kind, urls, tokenizer=s.scoring.estimator_tokenizer or None,
-                               concurrency=s.scoring.estimator_concurrency, timeout_s=s.scoring.estimator_timeout_s)
+                               concurrency=s.scoring.estimator_concurrency, timeout_s=s.scoring.estimator_timeout_s,
+                               routing=s.scoring.estimator_routing)
 
     make.__doc__ = f"``{kind}:URL[,URL...]``: an OpenAI-compatible {kind} server (client-side tokenisation)."
     return make
@@ -306,7 +331,7 @@ def make_vllm_local(arg: str, context: EstimatorContext) -> ServerEstimator:
                 task.advance()
         estimator = ServerEstimator("vllm", [server.base_url for server in servers], tokenizer=str(path),
                                     concurrency=s.scoring.estimator_concurrency,
-                                    timeout_s=s.scoring.estimator_timeout_s)
+                                    timeout_s=s.scoring.estimator_timeout_s, routing=s.scoring.estimator_routing)
     except BaseException:
         for server in servers:
             server.stop()
