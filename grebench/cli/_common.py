@@ -277,20 +277,6 @@ def source_help() -> str:
     return str(SOURCES.help())
 
 
-def with_executor(settings: Settings, executor: str | None) -> Settings:
-    """The settings with ``--executor`` applied (None: the setting's value); ``ray`` without Ray installed is
-    refused here, exit 2, saying how to install it (:func:`grebench.pipeline.check_executor`)."""
-    from grebench.pipeline import SetupError, check_executor
-
-    if executor is not None:
-        settings = settings.replace(executor=executor)
-    try:
-        check_executor(settings, "--executor" if executor is not None else "executor")
-    except SetupError as exc:
-        raise click.UsageError(str(exc)) from None
-    return settings
-
-
 def check_specs(settings: Settings, options: RunOptions | None = None, source: bool = False) -> None:
     """Refuse settings (and options) that name an unknown estimator, preprocessor, source, metric or model before
     any work starts: one line naming what and why, exit 2 (:func:`grebench.pipeline.check_setup`)."""

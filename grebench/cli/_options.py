@@ -9,7 +9,10 @@ The settings are built once, when the command itself runs, and handed to it as t
 
 Options that override a setting (``--estimator``, ``--papers``, ``--data-dir``, ...) are made by
 :func:`setting_option` from the setting's declaration (:class:`grebench.settings.Setting`): its help, what it
-accepts, and how a value is parsed and refused are written once, in :mod:`grebench.settings`.
+accepts, and how a value is parsed and refused are written once, in :mod:`grebench.settings`.  Most are handed to
+the command, which passes them on (:class:`grebench.pipeline.RunOptions`); one made with ``into_settings=True``
+(``--executor``) is written into the settings object itself, before they are checked, so everything the command
+runs reads it there (the scheduler's jobs too) and the command never sees it.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ def settings_options(f: F) -> F:
         kwargs.pop(_CONFIG, None)
         kwargs.pop(_DATA_DIR, None)
         ctx = click.get_current_context()
+        for name in _into_settings(ctx):
+            kwargs.pop(name, None)
         if ctx.invoked_subcommand is None:  # a group passes on; the command that runs resolves
             ctx.obj = resolve_settings(ctx)
         return f(*args, **kwargs)
@@ -79,14 +84,23 @@ class SettingType(click.ParamType):
 
 
 class SettingOption(click.Option):
-    """An option made by :func:`setting_option`; ``setting`` is the declaration it overrides."""
+    """An option made by :func:`setting_option`; ``setting`` is the declaration it overrides, ``into_settings``
+    whether its value is written into the settings object rather than handed to the command."""
 
-    def __init__(self, *args: Any, setting: Setting[Any], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, setting: Setting[Any], into_settings: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.setting = setting
+        self.into_settings = into_settings
 
 
-def setting_option(name: str, *decls: str, default: str = "", extra_help: str = "", **attrs: Any) -> Callable[[F], F]:
+def _into_settings(ctx: click.Context) -> dict[str, str]:
+    """The command's options written into the settings: parameter name -> setting name."""
+    return {str(p.name): p.setting.name for p in ctx.command.params
+            if isinstance(p, SettingOption) and p.into_settings}
+
+
+def setting_option(name: str, *decls: str, default: str = "", extra_help: str = "", into_settings: bool = False,
+                   **attrs: Any) -> Callable[[F], F]:
     """A click option that overrides the setting ``name``, made from its declaration.
 
     ``decls``: click's parameter declarations when they are not just ``--NAME`` (underscores as dashes), e.g. a
@@ -94,7 +108,9 @@ def setting_option(name: str, *decls: str, default: str = "", extra_help: str = 
     ``estimator`` and ``preprocessor``), what the declaration accepts, ``extra_help``, and the default: the setting
     (with its declared value and ``GREBENCH_<NAME>``), or ``default`` where the command falls back on something else
     (e.g. the setup the store was scored with).  The option's own default is None, meaning "not given": commands and
-    :class:`grebench.pipeline.RunOptions` then use the setting's value.  ``attrs`` go to :func:`click.option`; a
+    :class:`grebench.pipeline.RunOptions` then use the setting's value.  ``into_settings``: the value given is
+    written into the settings the command gets (:func:`resolve_settings`), and the command takes no parameter for
+    it.  ``attrs`` go to :func:`click.option`; a
     ``type`` there replaces the declaration's parsing with a stricter click type (``click.Path`` for a directory).
     """
     setting = declaration(name)
@@ -111,7 +127,7 @@ def setting_option(name: str, *decls: str, default: str = "", extra_help: str = 
                 f"or {ENV_PREFIX}{name.upper()} may set another).")
     attrs = {"type": SettingType(setting), **attrs}
     return click.option(*(decls or ("--" + name.replace("_", "-"),)), cls=SettingOption, setting=setting,
-                        default=None, help=" ".join(text), **attrs)
+                        into_settings=into_settings, default=None, help=" ".join(text), **attrs)
 
 
 def resolve_settings(ctx: click.Context) -> Settings:
@@ -129,6 +145,10 @@ def resolve_settings(ctx: click.Context) -> Settings:
         raise click.UsageError(str(exc)) from None
     if data_dir:
         settings = settings.replace(data_dir=data_dir)
+    given = {setting: ctx.params[name] for name, setting in _into_settings(ctx).items()
+             if ctx.params.get(name) is not None}
+    if given:  # before the check: `--executor local` overrides a file's `executor = "ray"` where Ray is missing
+        settings = settings.replace(**given)
     from grebench.cli._common import check_specs
 
     check_specs(settings)

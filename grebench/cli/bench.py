@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from grebench.cli._common import emit_json, run_stage, with_executor, writer_store
+from grebench.cli._common import emit_json, run_stage, writer_store
 from grebench.cli._dates import Day
 from grebench.cli._options import setting_option, settings_options
 from grebench.pipeline import RunOptions, summary_of
@@ -24,12 +24,12 @@ if TYPE_CHECKING:
               help="Only this candidate (repeatable). Default: all configured, human and controls.")
 @setting_option("papers")
 @setting_option("validation")
-@setting_option("executor")
+@setting_option("executor", into_settings=True)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 @settings_options
 @click.pass_context
 def command(ctx: click.Context, candidates: tuple[str, ...], papers: str | None, validation: str | None,
-            executor: str | None, as_json: bool) -> None:
+            as_json: bool) -> None:
     """Generate every missing review; resumable, and a rerun makes no calls for what exists.
 
     Candidates are the bundled human baseline and controls plus the [[candidates]]
@@ -38,7 +38,7 @@ def command(ctx: click.Context, candidates: tuple[str, ...], papers: str | None,
     """
     if ctx.invoked_subcommand is not None:
         return
-    settings: Settings = with_executor(ctx.obj, executor)
+    settings: Settings = ctx.obj
     # an unknown --candidate is refused (exit 2) before the run is recorded or the sample drawn: Stage.check
     stages, _run_id, status = run_stage(settings, "bench", ["bench"],
                                         RunOptions(candidates=candidates, papers=papers, validation=validation),

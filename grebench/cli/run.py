@@ -18,7 +18,6 @@ from grebench.cli._common import (
     progress_display,
     source_help,
     stoppable,
-    with_executor,
     writer_store,
 )
 from grebench.cli._options import setting_option, settings_options
@@ -109,18 +108,16 @@ def _print_panel(panel: PanelSummary) -> None:
                    f"({', '.join(default_metrics())}) with the full one).")
 @setting_option("papers")
 @setting_option("validation")
-@setting_option("executor")
+@setting_option("executor", into_settings=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the final summary as JSON.")
 @settings_options
 @click.pass_obj
 def command(settings: Settings, source: str, estimator: str | None, preprocessor: str | None,
-            metrics: tuple[str, ...], papers: str | None, validation: str | None, executor: str | None,
-            as_json: bool) -> None:
+            metrics: tuple[str, ...], papers: str | None, validation: str | None, as_json: bool) -> None:
     """Run the main job on a source (default: the bundled ICLR 2026 sample) and print the leaderboard."""
     from grebench.pipeline import JobObserver, JobResult, RunOptions, RunSetup, SetupError, run_job
     from grebench.runtime import Neighbours
 
-    settings = with_executor(settings, executor)
     neighbours = Neighbours()  # other processes' share of the cores from here to the plan (its busy note)
     opts = RunOptions(source=source, estimator=estimator, preprocessor=preprocessor, metrics=tuple(metrics),
                       papers=papers, calibrate=True, validation=validation)
@@ -149,7 +146,7 @@ def command(settings: Settings, source: str, estimator: str | None, preprocessor
             return {k: v for k, v in summary.items() if k != "leaderboards"}
 
     run_args = {"source": source, "estimator": estimator, "preprocessor": preprocessor, "metrics": list(metrics),
-                "papers": papers, "validation": validation, "executor": settings.run.executor}
+                "papers": papers, "validation": validation}
     try:
         with stoppable(settings.service):
             done = run_job(settings, "run", opts, open_store=lambda: writer_store(settings), args=run_args,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from grebench.cli._common import default_metrics, emit_json, metric_choice, run_stage, with_executor
+from grebench.cli._common import default_metrics, emit_json, metric_choice, run_stage
 from grebench.cli._options import setting_option, settings_options
 from grebench.pipeline import RunOptions, summary_of
 from grebench.settings import Settings
@@ -18,24 +18,23 @@ from grebench.settings import Settings
 @setting_option("preprocessor")
 @setting_option("papers")
 @setting_option("validation")
-@setting_option("executor")
+@setting_option("executor", into_settings=True)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 @settings_options
 @click.pass_obj
 def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None, preprocessor: str | None,
-            papers: str | None, validation: str | None, executor: str | None, as_json: bool) -> None:
+            papers: str | None, validation: str | None, as_json: bool) -> None:
     """Score candidates' reviews with GEM / GEM-S; cached, so a rerun with nothing new makes no estimator call.
 
     A ranking uses one preprocessor for candidates and references alike: `imported` refuses to run when a
     reference has no imported judgment lines, and scores only the candidates whose text came with them.
     """
-    settings = with_executor(settings, executor)
     options = RunOptions(estimator=estimator, preprocessor=preprocessor, metrics=tuple(metrics), papers=papers,
                          validation=validation)
     stages, _run_id, status = run_stage(
         settings, "score", ["score", "boards"], options, as_json,
         {"metrics": list(metrics), "estimator": estimator, "preprocessor": preprocessor, "papers": papers,
-         "validation": validation, "executor": settings.run.executor})
+         "validation": validation})
     score = summary_of(stages, "score")
     if score.error is not None:
         raise click.ClickException(score.error)

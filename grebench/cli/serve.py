@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from grebench.cli._common import emit_json, open_writer, with_executor
+from grebench.cli._common import emit_json, open_writer
 from grebench.cli._options import setting_option, settings_options
 from grebench.pipeline import SCHEDULED
 from grebench.settings import Settings
@@ -62,12 +62,11 @@ def _failed(results: list[JobOutcome]) -> bool:
               "status 1 when a job failed.")
 @click.option("--job", "jobs", multiple=True, type=click.Choice(SCHEDULED),
               help="Only these jobs (repeatable). Default: all.")
-@setting_option("executor")
+@setting_option("executor", into_settings=True)
 @click.option("--json", "as_json", is_flag=True, help="With --once: print the job summaries as JSON.")
 @settings_options
 @click.pass_obj
-def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...], executor: str | None,
-            as_json: bool) -> None:
+def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...], as_json: bool) -> None:
     """Start the service: poll venues, generate while reviews are hidden, score when they appear, rebuild the site
     and the app's exports, cut yearly snapshots — and serve the app.
 
@@ -79,7 +78,6 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
     from grebench.pipeline import JOBS, SetupError, check_app_port, check_data_dir, check_local_port, check_site_dir
     from grebench.scheduler import JOB_KINDS, SchedulerService
 
-    settings = with_executor(settings, executor)
     stages = [stage for kind in jobs or JOB_KINDS if kind in JOBS for stage in JOBS[kind].stages]
     try:
         check_data_dir(settings)

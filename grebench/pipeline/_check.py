@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from grebench.pipeline._runner import RunOptions
-from grebench.settings import AppSettings, Settings
+from grebench.settings import AppSettings, RunSettings, Settings
 
 
 class SetupError(ValueError):
@@ -167,15 +167,15 @@ def check_local_port(settings: Settings, stages: Iterable[str], options: RunOpti
                              "OS choose a free port")
 
 
-def check_executor(settings: Settings, what: str = "executor") -> None:
-    """Raise :class:`SetupError` when ``executor = ray`` is set and Ray is not installed (found without importing
-    it: a job that does not use Ray never imports it).  ``what``: the name the refusal gives (``--executor``)."""
+def check_executor(run: RunSettings) -> None:
+    """Raise :class:`SetupError` when ``executor = ray`` (the setting or ``--executor``) and Ray is not installed
+    (found without importing it: a job that does not use Ray never imports it)."""
     import importlib.util
 
     from grebench.scoring.estimators import RAY_INSTALL
 
-    if settings.run.executor == "ray" and importlib.util.find_spec("ray") is None:
-        raise SetupError(f"{what} = 'ray': Ray is not installed; install the extra with {RAY_INSTALL}")
+    if run.executor == "ray" and importlib.util.find_spec("ray") is None:
+        raise SetupError(f"executor = 'ray': Ray is not installed; install the extra with {RAY_INSTALL}")
 
 
 def check_setup(settings: Settings, options: RunOptions | None = None, *, source: bool = False) -> None:
@@ -191,7 +191,7 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
     from grebench.scoring.estimators import ESTIMATORS, EstimatorInfo
 
     opts = options or RunOptions()
-    check_executor(settings)
+    check_executor(settings.run)
     estimator, preprocessor, papers, metrics = chosen(settings, opts)
     proxy, local_candidates, local_judges = chosen_models(settings)
     checks: list[tuple[str, str, str]] = [

@@ -205,16 +205,21 @@ class EstimatorHandle:
         made = self._built.get(key)
         if made is None:
             if self.executor == "ray" and info.in_process:
-                from grebench.scoring.estimators._ray import RayEstimator, RayPool
+                from grebench.scoring.estimators._ray import EstimatorPart, RayEstimator, RayPool
 
                 if self._pool is None:
-                    self._pool = RayPool(self.spec, self._settings, progress)
+                    self._pool = RayPool(EstimatorPart(self.spec, EstimatorContext(self._settings)), progress)
                 made = RayEstimator(self._pool, corpus if info.needs_corpus else None, progress)
             else:
                 made = entry.obj(arg, EstimatorContext(self._settings, corpus, progress or NoProgress()))
             self._built[key] = made
             self.builds += 1
         return made
+
+    @property
+    def ray_pool(self) -> RayPool | None:
+        """The Ray actors of ``executor = ray`` while they run (None: none started, or closed)."""
+        return self._pool
 
     def close(self) -> None:
         """Close every instance built (after each stage: see the class docstring), and the Ray actors they ran on."""

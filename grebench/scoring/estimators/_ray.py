@@ -31,15 +31,15 @@ import os
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from grebench import stop
 from grebench.progress import NoProgress, Progress
 from grebench.scoring._request import LogprobRequest, LogprobResult
 
 if TYPE_CHECKING:
+    from grebench.scoring.estimators import EstimatorContext
     from grebench.scoring.estimators._base import Estimator
-    from grebench.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -80,16 +80,25 @@ def _ray() -> Any:
 
 @dataclass(frozen=True)
 class EstimatorPart:
-    """What an actor builds its estimator from: the spec and the settings (both picklable), nothing built."""
+    """What an actor builds its estimator from, nothing built: the spec and the context its factory gets (the
+    settings; no corpus: corpora travel once each, through the object store).  Both pickle."""
 
     spec: str
-    settings: Settings
+    context: EstimatorContext
 
     def build(self, corpus: Mapping[str, Sequence[str]] | None) -> Estimator:
         """The estimator of this spec fitted on ``corpus``, built as in-process (a local handle)."""
         from grebench.scoring.estimators import EstimatorHandle
 
-        return EstimatorHandle(self.spec, self.settings, executor="local").get(corpus)
+        return EstimatorHandle(self.spec, self.context.settings, executor="local").get(corpus)
+
+
+class ActorFacts(TypedDict):
+    """What an actor built: the estimator's id, the actor's process id, the estimator's ``papers_per_batch``."""
+
+    id: str
+    pid: int
+    papers_per_batch: int | None
 
 
 class ScoringActor:
@@ -109,7 +118,7 @@ class ScoringActor:
             made = self.built[key] = self.part.build(data)
         return made
 
-    def prepare(self, key: str, corpus: list[Any]) -> dict[str, Any]:
+    def prepare(self, key: str, corpus: list[Any]) -> ActorFacts:
         """Build the estimator of corpus ``key`` now; what it is: its id, this process, its batch size."""
         est = self._estimator(key, corpus)
         ppb = getattr(est, "papers_per_batch", None)
@@ -135,25 +144,26 @@ class ScoringActor:
         self.built.clear()
 
 
-def _wait_all(refs: list[Any], on_ready: Callable[[Any], None] | None = None) -> None:
-    """Wait for every ref, in short slices so that a stop is seen (:mod:`grebench.stop`); raises a task's error."""
+def _wait_all(refs: list[Any], on_ready: Callable[[], None] | None = None) -> list[Any]:
+    """The values of ``refs``, in their order, waited for in short slices so that a stop is seen
+    (:mod:`grebench.stop`); ``on_ready()`` is called as each finishes.  Raises a task's error."""
     ray = _ray()
     left = list(refs)
     while left:
         ready, left = ray.wait(left, num_returns=1, timeout=stop.POLL_S)
         stop.check()
-        for ref in ready:
-            value = ray.get(ref)
+        for _ in ready:
             if on_ready is not None:
-                on_ready(value)
+                on_ready()
+    return list(ray.get(list(refs)))
 
 
-def _uses_gpu(spec: str, settings: Settings, gpus: float) -> bool:
+def _uses_gpu(spec: str, hf_device: str, gpus: float) -> bool:
     """Whether the estimator's model runs on a GPU: a local model with ``hf_device`` auto on a cluster with GPUs,
     or set to a CUDA device.  (The word model and a model set to the CPU never do.)"""
     from grebench.scoring.estimators import estimator_info
 
-    device = settings.scoring.hf_device.strip().lower()
+    device = hf_device.strip().lower()
     if not estimator_info(spec).local_model:
         return False
     return device.startswith("cuda") or (device == "auto" and gpus > 0)
@@ -163,16 +173,17 @@ class RayPool:
     """The actors of one estimator handle: joins (``ray_address``) or starts Ray, creates ``ray_actors`` actors (0:
     one per CPU, or per GPU when the model runs on one), and stops what it started on :meth:`close`."""
 
-    def __init__(self, spec: str, settings: Settings, progress: Progress | None = None) -> None:
+    def __init__(self, part: EstimatorPart, progress: Progress | None = None) -> None:
         from grebench.scoring.estimators import estimator_info
 
+        spec, settings = part.spec, part.context.settings
         info = estimator_info(spec)
         if not info.in_process:
             raise ValueError(f"the ray executor runs in-process estimators (hf:..., offline), not {spec!r}: a "
                              "server estimator (vllm:, sglang:, vllm-local:) already streams its requests to its "
                              "servers from this process")
         ray = _ray()
-        self.spec, self.settings = spec, settings
+        self.spec = spec
         self.started_ray = False
         if not ray.is_initialized():
             address = settings.run.ray_address.strip()
@@ -182,46 +193,41 @@ class RayPool:
             self.started_ray = True
         resources = ray.cluster_resources()
         gpus, cpus = float(resources.get("GPU", 0)), float(resources.get("CPU", 1))
-        gpu = _uses_gpu(spec, settings, gpus)
+        gpu = _uses_gpu(spec, settings.scoring.hf_device, gpus)
         count = settings.run.ray_actors or max(1, int(gpus if gpu else cpus))
         have = gpus if gpu else cpus
         share = min(1.0, have / count) if have else 1.0  # more actors than devices: they share them
-        options: dict[str, Any] = {"max_restarts": ACTOR_RESTARTS, "max_task_retries": TASK_RETRIES,
-                                   "num_cpus": 0 if gpu else share}
-        if gpu:
-            options["num_gpus"] = share
-        remote = ray.remote(ScoringActor).options(**options)
-        part = EstimatorPart(spec, settings)
+        remote = ray.remote(ScoringActor).options(max_restarts=ACTOR_RESTARTS, max_task_retries=TASK_RETRIES,
+                                                  num_cpus=0 if gpu else share, num_gpus=share if gpu else 0)
         self.actors = [remote.remote(part) for _ in range(count)]
+        #: each actor's process id when it last built an estimator (a restarted actor has another)
+        self.pids = [0] * count
         self.progress = progress or NoProgress()
-        self._prepared: dict[str, dict[str, Any]] = {}
+        self._prepared: dict[str, ActorFacts] = {}
         log.info("ray executor: %d actors for %s (%s each)", count, spec,
                  f"{share:g} GPU" if gpu else f"{share:g} CPU")
 
-    def prepare(self, key: str, corpus: list[Any]) -> dict[str, Any]:
+    def prepare(self, key: str, corpus: list[Any]) -> ActorFacts:
         """Have every actor build its estimator of corpus ``key``; what they built (the same id on each: refused
         otherwise).  The first build of the pool runs on one actor before the others, so that what is decided once
         per machine (a model's pull, the dtype and prefix-reuse probes, cached in models_dir) is decided once."""
         if key in self._prepared:
             return self._prepared[key]
-        described: list[dict[str, Any]] = []
         with self.progress.task(f"ray actors ({self.spec})", len(self.actors), "actors") as task:
-            def ready(value: Any) -> None:
-                described.append(value)
-                task.advance()
-
-            first = [] if self._prepared else self.actors[:1]
-            _wait_all([a.prepare.remote(key, corpus) for a in first], ready)
-            _wait_all([a.prepare.remote(key, corpus) for a in self.actors[len(first):]], ready)
+            first = 0 if self._prepared else 1
+            described: list[ActorFacts] = _wait_all([a.prepare.remote(key, corpus) for a in self.actors[:first]],
+                                                    task.advance)
+            described += _wait_all([a.prepare.remote(key, corpus) for a in self.actors[first:]], task.advance)
+        self.pids = [d["pid"] for d in described]
         ids = sorted({d["id"] for d in described})
         if len(ids) != 1:
             raise RuntimeError(f"the Ray actors built different estimators ({', '.join(ids)}): set what they "
                                "decide on their machine (hf_dtype, hf_prefix_reuse) explicitly")
-        self._prepared[key] = {"id": ids[0], "papers_per_batch": described[0]["papers_per_batch"]}
-        return self._prepared[key]
+        self._prepared[key] = described[0]
+        return described[0]
 
-    def pids(self) -> list[int]:
-        """Each actor's process id now (a restarted actor has a new one)."""
+    def current_pids(self) -> list[int]:
+        """Each actor's process id now, asked of the actors (waits behind the shards they hold)."""
         ray = _ray()
         return [int(p) for p in ray.get([a.pid.remote() for a in self.actors])]
 
