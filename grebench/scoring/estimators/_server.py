@@ -33,7 +33,7 @@ from grebench.scoring.estimators import (
     EstimatorFactory,
     served_model_label,
 )
-from grebench.scoring.estimators._dispatch import DispatchError, Dispatcher, DispatchStats
+from grebench.scoring.estimators._dispatch import Dispatcher, DispatchError, DispatchStats
 from grebench.scoring.estimators._tokenize import TARGET_RULE, RequestTokenizer, TokenizedRequest, tokenizer_sha8
 
 
