@@ -209,7 +209,13 @@ class EstimatorHandle:
 
                 if self._pool is None:
                     self._pool = RayPool(EstimatorPart(self.spec, EstimatorContext(self._settings)), progress)
-                made = RayEstimator(self._pool, corpus if info.needs_corpus else None, progress)
+                try:
+                    made = RayEstimator(self._pool, corpus if info.needs_corpus else None, progress)
+                except BaseException:  # actors that could not build (or a stop): nothing is left running
+                    if not self._built:
+                        self._pool.close()
+                        self._pool = None
+                    raise
             else:
                 made = entry.obj(arg, EstimatorContext(self._settings, corpus, progress or NoProgress()))
             self._built[key] = made

@@ -135,14 +135,6 @@ class ScoringActor:
             raise RuntimeError(f"estimator returned {len(answers)} results for {len(requests)} requests")
         return list(answers)
 
-    def close(self) -> None:
-        """Release what the estimators hold (the actor is killed right after)."""
-        from grebench.scoring.estimators import close_estimator
-
-        for est in self.built.values():
-            close_estimator(est)
-        self.built.clear()
-
 
 def _wait_all(refs: list[Any], on_ready: Callable[[], None] | None = None) -> list[Any]:
     """The values of ``refs``, in their order, waited for in short slices so that a stop is seen
@@ -185,11 +177,12 @@ class RayPool:
         ray = _ray()
         self.spec = spec
         self.started_ray = False
-        if not ray.is_initialized():
+        if not ray.is_initialized():  # else: the caller's Ray (a test's, or a driver script's), left as it is
             address = settings.run.ray_address.strip()
-            # a Ray started here is this job's: no dashboard, its workers' logs kept in its session directory
-            ray.init(address=address or None, include_dashboard=False if not address else None,
-                     log_to_driver=False, logging_level=logging.WARNING)
+            if address:  # a cluster's workers import grebench from their own install (docs/scale.md)
+                ray.init(address=address, logging_level=logging.WARNING)
+            else:  # this job's own Ray: no dashboard, the workers' logs kept in its session directory
+                ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
             self.started_ray = True
         resources = ray.cluster_resources()
         gpus, cpus = float(resources.get("GPU", 0)), float(resources.get("CPU", 1))
@@ -232,21 +225,18 @@ class RayPool:
         return [int(p) for p in ray.get([a.pid.remote() for a in self.actors])]
 
     def close(self) -> None:
-        """Kill the actors (after asking them to release their estimators) and stop a Ray this pool started."""
+        """Kill the actors, busy or not (an actor's process ends with its estimators: an in-process kind holds
+        nothing outside it), and stop a Ray this pool started."""
         actors, self.actors = self.actors, []
         if not actors:
             return
+        ray = _ray()
         try:
-            ray = _ray()
-            try:  # a closing actor releases its model; one that is dead or busy is killed all the same
-                ray.wait([a.close.remote() for a in actors], num_returns=len(actors), timeout=10)
-            except Exception:  # the kill below is what counts
-                log.debug("ray executor: actors did not close cleanly", exc_info=True)
             for actor in actors:
                 ray.kill(actor, no_restart=True)
         finally:
             if self.started_ray:
-                _ray().shutdown()
+                ray.shutdown()
 
 
 def cut_shards(requests: Sequence[LogprobRequest], max_requests: int = SHARD_REQUESTS,
@@ -288,17 +278,14 @@ class RayEstimator:
         inner = built["papers_per_batch"]
         self.shard_papers = int(inner) if inner else SHARD_PAPERS
         self.shard_requests = shard_requests
-        #: requests sent to the actors (a retried shard counts once), and shards answered
+        #: requests sent to the actors (a retried shard counts once), shards answered, and shards each actor holds
+        #: now (sent, not yet answered: one running, the next queued behind it)
         self.requests_sent = 0
         self.shards_done = 0
+        self.shards_held = [0] * len(pool.actors)
 
     def __repr__(self) -> str:
         return f"RayEstimator({self.id!r}, actors={len(self.pool.actors)})"
-
-    @property
-    def papers_per_batch(self) -> int:
-        """Papers a batch-by-batch caller should give one call: enough to keep every actor's queue full."""
-        return self.shard_papers * max(1, len(self.pool.actors)) * IN_FLIGHT_PER_ACTOR
 
     def logprobs(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
         """Summed log-probs of each request's target, in request order."""
@@ -324,6 +311,7 @@ class RayEstimator:
             ref = actors[actor].score.remote(self.key, self._corpus, [reqs[i] for i in shard])
             in_flight[ref] = (shard, actor)
             self.requests_sent += len(shard)
+            self.shards_held[actor] += 1
 
         try:
             for _ in range(IN_FLIGHT_PER_ACTOR):
@@ -335,6 +323,7 @@ class RayEstimator:
                 stop.check()
                 for ref in ready:
                     shard, actor = in_flight.pop(ref)
+                    self.shards_held[actor] -= 1
                     answers = self._answers(ray, ref, shard, reqs)
                     for i, answer in zip(shard, answers, strict=True):
                         results[i] = answer
@@ -345,6 +334,7 @@ class RayEstimator:
                         submit(actor)
                 stop.check()
         finally:
+            self.shards_held = [0] * len(actors)
             for ref in in_flight:  # a stop or a failure: nothing queued runs on (a running shard ends on its own)
                 try:
                     ray.cancel(ref)
