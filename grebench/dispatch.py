@@ -20,8 +20,10 @@ providers and local servers.  :class:`Dispatcher` is what both send them through
 - **Failover.**  A request that fails with a retryable error (connection refused or reset, time-out, HTTP 429 or
   5xx) marks its server down: the server's queued papers, and the failed request, move to the servers that are up
   (by the same hashing), and the server is tried again after an exponential back-off (``probe`` first, where one is
-  given).  Each request is tried at most ``max_attempts`` times in all; a request that fails for another reason
-  (HTTP 4xx, an answer that is not a log-prob response) fails the run at once.
+  given), one request at a time until one is answered.  A request is charged an attempt when it fails on a healthy
+  server, or on any server while no other is up; at ``max_attempts`` it fails the run.  A server that stays dead
+  through a season's many back-offs so never uses up the attempts of the requests it takes on probation.  A request
+  that fails for another reason (HTTP 4xx, an answer that is not a log-prob response) fails the run at once.
 - **Results are handed over as they arrive**, to ``on_result`` on the calling thread (the one store writer), so a
   stop or a crash loses nothing already answered.  The caller's thread also watches the stop token
   (:mod:`grebench.stop`): a stop ends the run within a poll interval, requests in flight being left to end on
@@ -282,7 +284,8 @@ class Dispatcher(Generic[P, R]):
                         if s.failures and self.probe is not None and not s.probing:
                             s.probing = True  # one worker probes a server coming back; the others wait for it
                             break
-                        if s.probing:
+                        if s.probing or (s.failures and s.in_flight):
+                            # a server coming back takes one request at a time until one is answered
                             lock.wait(timeout=stop.POLL_S)
                             continue
                         idx = self._take(s, servers, weights)
@@ -314,10 +317,13 @@ class Dispatcher(Generic[P, R]):
                 except BaseException as exc:
                     with lock:
                         s.in_flight -= 1
-                        attempts[idx] += 1
                         st.failed += 1
-                        if not isinstance(exc, Exception) or not self.retryable(exc) \
-                                or attempts[idx] >= self.max_attempts:
+                        retryable = isinstance(exc, Exception) and self.retryable(exc)
+                        # a server on probation (down before) failing again says nothing new about the request:
+                        # it is charged only where no other server is up to take it
+                        if not (retryable and s.failures and any(o.up for o in servers if o is not s)):
+                            attempts[idx] += 1
+                        if not retryable or attempts[idx] >= self.max_attempts:
                             state["abort"] = True
                             outbox.put((idx, None, exc))
                             lock.notify_all()
