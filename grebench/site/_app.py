@@ -397,7 +397,7 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
         return [m["folder"] for m in _data.snapshot_manifests(downloads_cache.get())]
 
     def snapshot_view(folder: str | None) -> tuple[list[str], str]:
-        """One snapshot: its archive (manifest and hash inside) and its files (real downloads), with the command."""
+        """One snapshot: its archive (the snapshot's folder) and its files (real downloads), with the command."""
         manifest = next((m for m in _data.snapshot_manifests(downloads_cache.get()) if m["folder"] == folder), None)
         if manifest is None:
             return [], "No snapshots yet." if not folder else f"No snapshot {folder!r}."
@@ -463,9 +463,10 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                                        interactive=False)
                 gr.Button("Refresh").click(queue_rows, None, q_table, api_name="queue", **read)
             with gr.Tab("Downloads", id="downloads"):
-                gr.Markdown("Snapshots (one per venue-year, frozen). Pick one: download its archive (one file: every "
-                            "file of the snapshot with its manifest and the manifest's hash), unpack it and import "
-                            "it with the command shown; the single files are listed too. The static site's "
+                gr.Markdown("Snapshots (one per venue-year, frozen). Pick one: download its archive (one file: the "
+                            "snapshot's folder, every file of it with its manifest), unpack it and import it with the "
+                            "command shown (the import takes the archive itself too); the single files are listed "
+                            "too. The static site's "
                             "`leaderboard.json` holds every board in a documented schema.")
                 # custom values reach the handler, which serves only a published snapshot by its folder name
                 d_choice = gr.Dropdown(label="Snapshot", choices=[], elem_id="snapshot-choice", allow_custom_value=True)

@@ -35,7 +35,7 @@ from grebench.site._data import SnapshotListing
 from grebench.site._labels import Labels, board_id, board_key_label, human_size
 from grebench.site._plots import history_alt, history_svg
 from grebench.site._timeline import board_histories
-from grebench.store import Provenance, Store, code_files, fingerprint, utcnow
+from grebench.store import ARCHIVE_FORMAT, Provenance, Store, code_files, fingerprint, utcnow
 
 SCHEMA_VERSION = 1
 #: Fields of one row in leaderboard.json, in order (a stable contract: docs/site.md).
@@ -184,7 +184,7 @@ def site_fingerprint(store: Store, settings: Settings) -> str:
                                         "WHERE origin <> 'site'", [])
     snapshots = [(f["name"], f["bytes"], f["sha256"]) for f in _data.snapshot_files(settings.snapshots_path)]
     return fingerprint(store, tables=_READ, queries=queries,
-                       values=[SITE_VERSION, SCHEMA_VERSION, snapshots, provenance(store)],
+                       values=[SITE_VERSION, SCHEMA_VERSION, snapshots, provenance(store), ARCHIVE_FORMAT],
                        code=code_files(_HERE / "_build.py", _HERE / "_data.py", _HERE / "_plots.py",
                                        _HERE / "_board_plot.py", _HERE / "_archives.py",
                                        _HERE / "_labels.py", _HERE / "_versions.py", _HERE / "_changes.py",
