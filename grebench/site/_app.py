@@ -41,6 +41,7 @@ from grebench.site._app_board import (
 )
 from grebench.site._app_submit import build_submit_tab
 from grebench.site._build import publish_snapshots
+from grebench.site._cite import colophon
 from grebench.site._connections import guarded_uvicorn
 from grebench.site._data import SnapshotListing
 from grebench.site._labels import Labels, human_size
@@ -476,6 +477,8 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                 d_choice.change(snapshot_view, d_choice, [d_files, d_info], api_name="snapshot", **read)
                 d_table = gr.Dataframe(headers=["File", "Size", "SHA-256"], interactive=False,
                                        label="Every snapshot file")
+        # the same foot as every page of the static site: cite, licence, contact, source
+        gr.HTML(f"<footer>{colophon(settings.site).html()}</footer>", elem_id="colophon")
         demo.load(load_board, None, [venue, metric, setup, board, control_table, info, fold], api_name=False,
                   **read)
         demo.load(load_rest, None, [model, paper, q_table, d_table, d_choice, history, status], api_name=False,
