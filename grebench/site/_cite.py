@@ -76,7 +76,8 @@ class Colophon:
         else:  # no URL set, or not a web address: said in words, never made a link
             source = e(self.source_text)
         return (f'<div class="colophon"><details class="cite"><summary>Cite GRE-bench (BibTeX)</summary>'
-                f'<pre class="bibtex" tabindex="0">{e(self.bibtex)}</pre></details>'
+                f'<pre class="bibtex" tabindex="0" style="overflow-x: auto; max-width: 100%">{e(self.bibtex)}</pre>'
+                '</details>'
                 f'<p class="licence">{e(self.licence_text)}</p><p class="contact">{e(self.contact_text)}</p>'
                 f'<p class="source">{source}</p></div>')
 

@@ -4,7 +4,7 @@ Readers never open the writer's live file (DuckDB forbids a second process on a 
 ``grebench export`` Parquet files or a read-only copy made by :meth:`Store.copy_to`.
 """
 
-from grebench.store._archive import ARCHIVE_FORMAT, ARCHIVE_MODE, ArchiveRefused, build_archive, unpacked
+from grebench.store._archive import ARCHIVE_FORMAT, ARCHIVE_MODE, ArchiveRefused, build_archive
 from grebench.store._clock import WALL_CLOCK, SimulatedClock, WallClock, clock, naive_utc, use_clock
 from grebench.store._fingerprint import BOOKKEEPING_COLUMNS, code_files, fingerprint, table_digests
 from grebench.store._links import EXPLICIT, PUBLIC_SINCE_VIEW, Link, linked_versions, public_since, put_links
@@ -118,7 +118,6 @@ __all__ = [
     "schema_tables",
     "snapshot_day",
     "table_digests",
-    "unpacked",
     "use_clock",
     "utcnow",
     "venue_years",

@@ -61,11 +61,6 @@ class ArchiveRefused(SnapshotError):
     """A snapshot archive that is not written or not read (the message says why)."""
 
 
-def is_archive(path: Path) -> bool:
-    """Whether ``path`` names a file (a snapshot archive), not a snapshot folder."""
-    return Path(path).is_file()
-
-
 # -- writing -----------------------------------------------------------------------------------------------------
 
 def build_archive(folder: Path, out: Path, max_bytes: int) -> None:
