@@ -326,6 +326,17 @@ class ServiceSettings(Section):
 
 
 @dataclass(frozen=True)
+class SiteSettings(Section):
+    """What the static site and the app say at the foot of every page: contact, source, the data's licence."""
+
+    key: ClassVar[str] = 'site'
+
+    site_contact = Setting(str, '', "How to reach whoever runs this leaderboard (an e-mail address or a URL), shown at the foot of every page of the site and the app; empty: the foot says that none is set.")
+    site_source_url = Setting(str, '', "URL of the source code the site and the app run (the AGPL asks a network service to offer it), linked at the foot of every page and the app and put in the BibTeX; empty: the foot names the version and its licence only.")
+    site_data_licence = Setting(str, 'CC BY 4.0', "Licence of the reviews the site shows, stated at the foot of every page and the app (the bundled ICLR 2026 reviews are CC BY 4.0: grebench/ingest/data/SOURCES.md).")
+
+
+@dataclass(frozen=True)
 class Settings:
     """Resolved settings: the general ones (typed attributes), one section per domain (``settings.scoring``,
     ``settings.app``, ...: each a :class:`Section` of typed attributes), the raw TOML tables (candidates, judges),
@@ -382,6 +393,11 @@ class Settings:
     def submissions(self) -> SubmissionSettings:
         """The ``[submissions]`` settings: submitted models and review uploads: quotas, the queue, what their endpoints may reach, and how their evaluation is bounded."""
         return SubmissionSettings(self.values)
+
+    @cached_property
+    def site(self) -> SiteSettings:
+        """The ``[site]`` settings: what the static site and the app say at the foot of every page: contact, source, the data's licence."""
+        return SiteSettings(self.values)
 
     @cached_property
     def service(self) -> ServiceSettings:
@@ -481,7 +497,7 @@ class Settings:
 
 #: The sections, in the order the documentation gives them.
 SECTIONS: tuple[type[Section], ...] = (RunSettings, IngestSettings, BenchSettings, ScoringSettings, PanelSettings,
-                                       AppSettings, SubmissionSettings, ServiceSettings, LimitSettings)
+                                       AppSettings, SiteSettings, SubmissionSettings, ServiceSettings, LimitSettings)
 #: The general settings (on :class:`Settings` itself, at the top of a settings file).
 GENERAL: tuple[Setting[Any], ...] = tuple(v for v in vars(Settings).values() if isinstance(v, Setting))
 #: Every setting, the general ones first, then each section's in order.
