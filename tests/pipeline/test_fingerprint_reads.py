@@ -39,7 +39,9 @@ RUN_PARTS: dict[str, str | frozenset[str]] = {
 }
 #: a changed value for every declared input of the stages above (the test fails when an input is added without one)
 CHANGED: dict[str, Any] = {"bootstrap_samples": 40, "seed": 11, "board_max_missing_share": 0.15,
-                           "control_model": "openai/some-model", "snapshot_archive_max_mb": 1}
+                           "control_model": "openai/some-model", "snapshot_archive_max_mb": 1,
+                           "site_contact": "board@example.org", "site_source_url": "https://example.org/src",
+                           "site_data_licence": "CC BY-SA 4.0"}
 #: a changed value for every declared operational setting: none may change a fingerprint
 OPERATIONAL_CHANGED: dict[str, Any] = {"data_dir": "elsewhere", "site_dir": "elsewhere-site"}
 PROXY = ScoredSetup("fake-proxy", "rules", "fake-proxy:v1", "")  # its preprocessor id: the main one's (below)
