@@ -13,7 +13,9 @@ USER grebench
 
 # The README's setup step without the dev/hf extras: the image serves, the evaluation-LM runs in vLLM (compose.yaml
 # sets GREBENCH_ESTIMATOR), and the built-in local candidate and judge (torch on this machine) are off above.
-RUN python3 -m venv .venv && .venv/bin/pip install -q -c constraints.txt -e .
+# EXTRAS: more extras for a cluster image (docs/scale.md): `docker build --build-arg EXTRAS='[hf,ray]' ...`
+ARG EXTRAS=""
+RUN python3 -m venv .venv && .venv/bin/pip install -q -c constraints.txt -e ".${EXTRAS}"
 ENV PATH=/app/.venv/bin:$PATH
 
 VOLUME /data

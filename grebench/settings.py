@@ -214,7 +214,7 @@ class ScoringSettings(Section):
 
     key: ClassVar[str] = 'scoring'
 
-    estimator = Setting(str, 'hf:smollm2-135m', 'Evaluation-LM estimator: offline (a fast word-model proxy), hf:NAME (a built-in evaluation LM, `grebench models list`) or hf:PATH, vllm:URL[,URL...] (running vLLM servers), vllm-local:NAME|PATH (vLLM servers started here, vllm_python), sglang:URL.')
+    estimator = Setting(str, 'hf:smollm2-135m', 'Evaluation-LM estimator: offline (a fast word-model proxy), hf:NAME (a built-in evaluation LM, `grebench models list`) or hf:PATH, vllm:URL[,URL...] (running vLLM servers), vllm-local:NAME|PATH (vLLM servers started here, vllm_python), sglang:URL[,URL...] (running SGLang servers, or one sglang-router).')
     preprocessor = Setting(str, 'rules', 'Judgment-line preprocessor: rules, imported or litellm:MODEL.')
     assw_model = Setting(str, '', 'litellm model that summarises the strengths/weaknesses a paper claims (GEM-S ASSW); empty: ASSW skipped.')
     scoring_llm_api_base = Setting(str, '', "OpenAI-compatible base URL for the preprocessing and ASSW LLMs (empty: the provider's default).")

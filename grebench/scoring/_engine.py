@@ -346,7 +346,7 @@ def _evaluate(store: Store, requests: list[tuple[Estimator, LogprobRequest]],
             stream = getattr(est, "stream", None)
             try:
                 if callable(stream):
-                    answers = stream([keyed[k][1] for k in keys], lambda i, a, ks=keys: writer.add(ks[i], a))
+                    answers = stream([keyed[k][1] for k in keys], lambda i, a, ks=keys, w=writer: w.add(ks[i], a))
                     if len(answers) != len(keys):
                         raise RuntimeError(f"estimator {est.id} returned {len(answers)} results for {len(keys)} "
                                            "requests")
@@ -381,22 +381,25 @@ def _request_batches(keys: list[str], keyed: Mapping[str, tuple[Estimator, Logpr
     requests than that is cut."""
     cap = max(1, int(getattr(est, "requests_per_batch", REQUESTS_PER_BATCH)))
     papers_cap = max(1, int(getattr(est, "papers_per_batch", PAPERS_PER_BATCH)))
+    papers: list[list[str]] = []
+    for k in keys:
+        if not papers or keyed[papers[-1][0]][1].paper_id != keyed[k][1].paper_id:
+            papers.append([])
+        papers[-1].append(k)
     batches: list[list[str]] = []
     current: list[str] = []
-    papers = 0
-    last = None
-    for k in keys:
-        pid = keyed[k][1].paper_id
-        if pid != last:
-            last = pid
-            if current and papers >= papers_cap:
+    count = 0
+    for paper in papers:
+        if current and (count >= papers_cap or len(current) + len(paper) > cap):
+            batches.append(current)  # the paper would not fit whole: it starts the next batch
+            current, count = [], 0
+        for start in range(0, len(paper), cap):
+            piece = paper[start:start + cap]
+            if current and len(current) + len(piece) > cap:  # a paper larger than a batch is cut
                 batches.append(current)
-                current, papers = [], 0
-            papers += 1
-        if len(current) >= cap:
-            batches.append(current)
-            current, papers = [], 1
-        current.append(k)
+                current, count = [], 0
+            current.extend(piece)
+        count += 1
     if current:
         batches.append(current)
     return batches

@@ -241,11 +241,13 @@ class Dispatcher(Generic[P, R]):
         state = {"left": n, "abort": False}
         with lock:
             if self.routing == "round-robin":  # request by request, as the old client did
-                for k, g in enumerate(order):
-                    for j, i in enumerate(g.items):
-                        s = servers[(k + j) % len(servers)] if len(servers) > 1 else servers[0]
-                        s.queue.append(_Group(g.key, deque([i]), weights[i]))
-                        s.queued_cost += weights[i]
+                turn = 0
+                for g in order:
+                    for i in g.items:
+                        target = servers[turn % len(servers)]
+                        turn += 1
+                        target.queue.append(_Group(g.key, deque([i]), weights[i]))
+                        target.queued_cost += weights[i]
             else:
                 for g in order:
                     self._place(g, servers)
@@ -279,7 +281,7 @@ class Dispatcher(Generic[P, R]):
                     ok = False
                     try:
                         ok = bool(self.probe(s.url))  # type: ignore[misc]
-                    except Exception:  # noqa: BLE001 - a failing probe is a server still down
+                    except Exception:
                         ok = False
                     with lock:
                         s.probing = False
@@ -292,7 +294,7 @@ class Dispatcher(Generic[P, R]):
                     continue
                 try:
                     answer = self.call(s.url, payloads[idx])
-                except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                except BaseException as exc:
                     with lock:
                         s.in_flight -= 1
                         attempts[idx] += 1

@@ -33,7 +33,7 @@ from grebench.scoring.estimators import (
     EstimatorFactory,
     served_model_label,
 )
-from grebench.scoring.estimators._dispatch import DispatchError, Dispatcher, DispatchStats
+from grebench.scoring.estimators._dispatch import Dispatcher, DispatchError, DispatchStats
 from grebench.scoring.estimators._tokenize import TARGET_RULE, RequestTokenizer, TokenizedRequest, tokenizer_sha8
 
 
@@ -357,6 +357,6 @@ ESTIMATORS.add("vllm-local", make_vllm_local, spec="vllm-local:NAME|PATH",
                        "(vllm_python, vllm_servers)",
                label=served_model_label("vLLM"), catalogue_arg=True, check_arg=check_local_model,
                tolerance=_served, local_servers=True)
-ESTIMATORS.add("sglang", _server_factory("sglang"), spec="sglang:URL",
+ESTIMATORS.add("sglang", _server_factory("sglang"), spec="sglang:URL[,URL...]",
                summary="SGLang server: input-token log-probs over /generate", label=served_model_label("SGLang"),
                check_arg=_url_check("sglang"), tolerance=_served)
