@@ -4,7 +4,8 @@ N servers in one asyncio process, each on its own loopback port, speaking the vL
 the server estimator reads it: ``GET /health``, ``GET /v1/models``, ``POST /v1/completions`` with a token-id
 ``prompt``, ``max_tokens = 1`` and ``prompt_logprobs = k`` → ``choices[0].prompt_logprobs``, a list aligned with the
 prompt: ``None`` first, then ``{str(token_id): {"logprob", "rank", "decoded_token"}}`` holding the prompt token and,
-for k > 0, k listed tokens (``--top-ids``, then filler ids).  A one-token completion restricted to
+for k > 0, k listed tokens (``--top-ids``, then filler ids; with ``--only-top-ids``, the top ids alone: a smaller
+answer than vLLM's, to measure a client's JSON cost apart).  A one-token completion restricted to
 ``allowed_token_ids`` with ``logprobs`` (the estimator's request for a verb outside the top log-probs) is answered
 too.  Log-probs are a fixed function of the token id, so every server gives the same answer to the same prompt.
 
@@ -74,6 +75,7 @@ class Config:
     cache_tokens: int = 2_000_000
     top_ids: tuple[int, ...] = ()
     model: str = "stub-lm"
+    only_top_ids: bool = False
 
 
 @dataclass
@@ -131,7 +133,8 @@ class StubFarm:
         got = self._frags.get(key)
         if got is None:
             own = b'"%d":{"logprob":%r,"rank":1,"decoded_token":"t%d"}' % (tok, token_logprob(tok), tok)
-            listed = [entry for t, entry in self._listed(k) if t != tok]
+            n = min(k, len(self.config.top_ids)) if self.config.only_top_ids else k
+            listed = [entry for t, entry in self._listed(n) if t != tok]
             got = self._frags[key] = b"{" + b",".join([own, *listed]) + b"}"
         return got
 
@@ -145,12 +148,12 @@ class StubFarm:
         return self._top[:k]
 
     def _prompt_logprobs(self, ids: Sequence[int], k: int) -> bytes:
-        head = b'{"id":"cmpl-stub","object":"text_completion","model":%s,"choices":[{"index":0,"text":"x",' \
-               b'"logprobs":null,"finish_reason":"length","prompt_logprobs":[null' % json.dumps(self.config.model).encode()
+        model = json.dumps(self.config.model).encode()
+        head = (b'{"id":"cmpl-stub","object":"text_completion","model":%s,"choices":[{"index":0,"text":"x",'
+                b'"logprobs":null,"finish_reason":"length","prompt_logprobs":[null' % model)
+        tail = b']}],"usage":{"prompt_tokens":%d,"completion_tokens":1,"total_tokens":%d}}' % (len(ids), len(ids) + 1)
         frag = self._frag
-        body = b"".join([head, *(b"," + frag(t, k) for t in ids[1:]), b']}],"usage":{"prompt_tokens":%d,'
-                         b'"completion_tokens":1,"total_tokens":%d}}' % (len(ids), len(ids) + 1)])
-        return body
+        return b"".join([head, *(b"," + frag(t, k) for t in ids[1:]), tail])
 
     def _one_token(self, ids: Sequence[int], allowed: Sequence[int]) -> bytes:
         tok = max(allowed, key=token_logprob) if allowed else 0
@@ -255,7 +258,7 @@ class StubFarm:
                 except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
                     return
                 lines = head.decode("latin-1").split("\r\n")
-                method, path, _ = (lines[0].split(" ") + ["", ""])[:3]
+                method, path, _ = [*lines[0].split(" "), "", ""][:3]
                 headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
                 body = await reader.readexactly(int(headers.get("content-length") or 0))
                 if s is None:
@@ -334,7 +337,8 @@ class StubFarm:
 
 async def _main(args: argparse.Namespace) -> None:
     config = Config(rate=args.rate, prefix_cache=args.prefix_cache, cache_tokens=args.cache_tokens,
-                    top_ids=tuple(int(t) for t in args.top_ids.split(",") if t.strip()), model=args.model)
+                    top_ids=tuple(int(t) for t in args.top_ids.split(",") if t.strip()), model=args.model,
+                    only_top_ids=args.only_top_ids)
     farm = StubFarm(args.servers, config)
     print(json.dumps(await farm.start()), flush=True)
     loop = asyncio.get_running_loop()
@@ -351,6 +355,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--prefix-cache", action="store_true")
     parser.add_argument("--cache-tokens", type=int, default=2_000_000)
     parser.add_argument("--top-ids", default="", help="token ids listed first in top-k log-probs (comma-separated)")
+    parser.add_argument("--only-top-ids", action="store_true", help="list the top ids alone, however many are asked")
     parser.add_argument("--model", default="stub-lm")
     asyncio.run(_main(parser.parse_args(argv)))
 
@@ -359,13 +364,16 @@ class StubServers:
     """The stub servers in a child process, and their admin calls; a context manager."""
 
     def __init__(self, n: int, rate: float = H100_TOKENS_PER_S, prefix_cache: bool = False,
-                 cache_tokens: int = 2_000_000, top_ids: Iterable[int] = (), model: str = "stub-lm") -> None:
+                 cache_tokens: int = 2_000_000, top_ids: Iterable[int] = (), model: str = "stub-lm",
+                 only_top_ids: bool = False) -> None:
         import httpx
 
         cmd = [sys.executable, "-m", "tests.fakes.stub_lm_servers", "--servers", str(n), "--rate", str(rate),
                "--cache-tokens", str(cache_tokens), "--top-ids", ",".join(str(t) for t in top_ids), "--model", model]
         if prefix_cache:
             cmd.append("--prefix-cache")
+        if only_top_ids:
+            cmd.append("--only-top-ids")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
         self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert self.proc.stdout is not None
