@@ -1,41 +1,52 @@
 """Does scoring scale out over N evaluation-LM servers?  The issue 61 figures, measured against stub servers.
 
-Usage: PYTHONPATH=. .venv/bin/python benchmarks/scale_out.py [--servers 1,2,4,8] [--papers 16] [--candidates 4]
-       [--rate 4000] [--listed verbs|vllm] [--json]
+Usage: PYTHONPATH=. .venv/bin/python benchmarks/scale_out.py [--servers 1,2,4,8] [--papers 8] [--scale-papers 40]
+       [--candidates 4] [--rate 4000] [--kind sglang|vllm] [--listed verbs|vllm] [--json]
+On a quiet machine, the full figures: ``--papers 80 --scale-papers 0`` (about 10 minutes at the default rate).
 
-Loopback only, no model, no GPU.  The servers are ``tests/fakes/stub_lm_servers.py``: N vLLM-protocol stubs in a
-child process (so this process's CPU is the client's alone), each a FIFO machine computing ``--rate`` tokens/s, with
-the prefix-cache model on (a server computes only the prompt tokens past the longest run of 16-token blocks it has
-already seen, as vLLM's automatic prefix caching and SGLang's radix cache do).  The client is the product's:
-:class:`grebench.scoring.estimators._server.ServerEstimator` (``vllm:URL,...``), its ``stream`` as the scoring
-engine calls it, with ``estimator_routing`` = paper and round-robin side by side.
+Loopback only, no model, no GPU.  The servers are ``tests/fakes/stub_lm_servers.py``: N stubs of the SGLang
+(``/generate``) or vLLM (``/v1/completions``) protocol in a child process (so this process's CPU is the client's
+alone), each a FIFO machine computing ``--rate`` tokens/s, with a prefix cache as the real servers have it (16-token
+blocks, chained hashes, a request computes only what follows the longest run of blocks the server holds; SGLang's
+radix cache serves a prompt up to ``logprob_start_len``, vLLM V1 reads no cache for a request with
+``prompt_logprobs`` unless ``--prompt-logprobs-cache``).  The client is the product's:
+:class:`grebench.scoring.estimators._server.ServerEstimator` (``sglang:URL,...`` or ``vllm:URL,...``) and its
+``stream``, as the scoring engine calls it, with ``estimator_routing`` = paper and round-robin side by side.
 
 Request set: a slice of a season built from the bundled ICLR 2020 papers as GEM-S builds it: per paper, references
 = its human reviews (judgment lines), candidates = ``--candidates`` other reviews (judgment lines of other papers'
 reviews, standing in for the candidate models' reviews), per reference a marginal and one conditional per
 candidate; the synopsis is the abstract.  Real ``LogprobRequest``s, tokenised by the client with a byte-level BPE
 (16k vocabulary) trained here on the bundled text with a Llama-3 chat template (no model is downloaded), so prompts
-have real lengths and the real shared structure: system + abstract is every request's prefix, a candidate's
-lines follow it in every request of that candidate.
+have real lengths (about 1,350 tokens, 620 of them the target) and the real shared structure: system + abstract
+start every request of a paper, a candidate's lines follow them in every request of that candidate.
 
-One JSON line per (servers, routing): ``wall_s``, ``ideal_s`` (the tokens the stubs computed / (servers x rate)),
-``efficiency`` = ideal_s / wall_s, ``speedup`` (the 1-server wall / this wall, same routing), ``tokens_computed_ratio``
-(computed / requested), ``client_cpu_ms_per_request`` (this process's CPU over the run, tokenisation included, /
-requests), ``requests_per_s_one_core_can_feed`` = 1000 / that, next to ``requests_per_s_needed_for_8_h100`` (8 x
-40,000 tokens/s / the tokens each request made a server compute).  Then a failover line: the largest server count
-again with one server killed (listener closed, connections reset) once half the answers are in: its wall against
-the unkilled run and against ``ideal_killed_s`` = t_kill + (unkilled wall - t_kill) x N / (N - 1) (the survivors
-taking the dead server's share of what was left), and whether every answer equals the unkilled run's, each handed
-over once, and each prompt answered once at the stubs.  A final line holds the targets and whether they are met.
+Lines, in order:
+- ``client_cost`` (vLLM and SGLang, each with the 20 top log-probs per position the client asks for and with the
+  prompt token and the four verbs only): the client's CPU per request with stubs that answer at once, the answer's
+  size, the tokenisation's share, ``requests_per_s_one_core_can_feed`` = 1000 / CPU ms next to
+  ``requests_per_s_needed_for_8_h100`` (8 x 40,000 tokens/s / the tokens a request makes a server compute).
+- ``prefix_cache``: tokens computed / requested with a season's 20 candidates per paper, by paper and round-robin.
+- one line per (servers, routing) on the ``--papers`` set: ``wall_s``, ``ideal_s`` (tokens the stubs computed /
+  (servers x rate)), ``efficiency`` = ideal_s / wall_s, ``speedup`` (1-server wall / this wall),
+  ``tokens_computed_ratio``, ``client_cpu_ms_per_request`` (this process's CPU over the run, tokenisation included),
+  ``busiest_server_s`` (the most loaded server's modelled compute: no dispatch ends before it), ``first_answer_s``
+  (the client tokenises every request before it sends the first), ``errors`` (failed calls the dispatcher saw).
+- ``at_scale``: the largest count again on ``--scale-papers`` papers (a few papers per server leave a tail of up to
+  one paper on one server; a season has thousands per server), with ``speedup_estimate`` = N x its efficiency / the
+  1-server run's.
+- ``failover``: that run again with one server killed (listener closed, connections reset) once half the answers
+  are in: its wall against the unkilled run's and against ``ideal_killed_s`` = t_kill + (unkilled wall - t_kill) x
+  N / (N - 1) (the survivors taking the dead server's share of what was left), and whether every answer equals the
+  unkilled run's, each was handed over once, and each prompt was answered once at the stubs.
+- ``summary``: the targets and whether they are met.
 
 ``--rate``: tokens/s per modelled server.  A real H100 prefills an 8B model at about 40,000 tokens/s; 8 of them
-need several hundred requests/s, more than a shared 2-core machine can serve client *and* stubs with, so the
-default models slower servers (the work per request is the same; only the time scale changes) and the client's
-cost is reported per request, against what 8 real H100s need.  ``--listed``: how many tokens the stubs list per
-position when asked for top log-probs (the client asks vLLM for 20 at every prompt position when the target has a
-verb choice, as judgment lines do: about 2 MB of JSON per request; ``--listed 0`` answers with the prompt token and
-the four verbs only, so the client's JSON cost is measured apart from the dispatch).  ``--client-only`` runs the
-client-cost probe only: the same requests answered at once (rate 1e9) with ``--listed`` 20 and 0.
+need several hundred requests/s, more than this client can send from a shared 2-core machine (see ``client_cost``),
+so the default models slower servers: the work per request is the same, only the time scale changes, and the
+client's cost is reported against what 8 real H100s need.  ``--listed``: what the stubs list per position when asked
+for top log-probs in the timed runs: ``verbs`` (default: the prompt token and the four verbs, so the runs measure
+the dispatch rather than the JSON) or ``vllm`` (as many as asked, as the real servers do).
 """
 
 from __future__ import annotations
@@ -45,6 +56,7 @@ import json
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -95,10 +107,10 @@ def season_slice(n_papers: int, n_candidates: int) -> list[LogprobRequest]:
 class Client:
     """The product's vLLM server estimator pointed at the stubs."""
 
-    def __init__(self, tokenizer: Path, urls: list[str], routing: str, per_server: int) -> None:
+    def __init__(self, kind: str, tokenizer: Path, urls: list[str], routing: str, per_server: int) -> None:
         from grebench.scoring.estimators._server import ServerEstimator
 
-        self.est = ServerEstimator("vllm", urls, tokenizer=str(tokenizer), concurrency=per_server, routing=routing,
+        self.est = ServerEstimator(kind, urls, tokenizer=str(tokenizer), concurrency=per_server, routing=routing,
                                    timeout_s=60.0)
         self.errors: dict[str, int] = {}  # the failures the dispatcher saw, by kind (a killed server's, or others)
         one = self.est._one
@@ -140,13 +152,28 @@ def _prefixes(tokenizer: Path, reqs: list[LogprobRequest]) -> dict[str, list[int
     return {pid: list(enc(r).prefix) for pid, r in first.items()}
 
 
-def one_run(tokenizer: Path, reqs: list[LogprobRequest], prefixes: dict[str, list[int]], verbs: tuple[int, ...],
-            servers: int, routing: str, rate: float, per_server: int, listed: str,
-            kill_at: float | None = None) -> dict[str, Any]:
-    """Score ``reqs`` through the real client against ``servers`` fresh stubs; what it took (and the answers)."""
-    with StubServers(servers, rate=rate, prefix_cache=True, top_ids=verbs, only_top_ids=listed == "verbs") as stubs:
+@dataclass(frozen=True)
+class Setup:
+    """What every run shares: the protocol, the tokenizer, the stubs' answers, the client's slots per server."""
+
+    kind: str
+    tokenizer: Path
+    verbs: tuple[int, ...]
+    per_server: int
+    listed: str
+    prompt_logprobs_cache: bool = False
+
+
+def one_run(setup: Setup, reqs: list[LogprobRequest], prefixes: dict[str, list[int]], servers: int, routing: str,
+            rate: float, kill_at: float | None = None, **changes: Any) -> dict[str, Any]:
+    """Score ``reqs`` through the real client against ``servers`` fresh stubs; what it took (and the answers).
+    ``changes``: fields of ``setup`` changed for this run."""
+    setup = replace(setup, **changes)
+    kind, per_server, listed = setup.kind, setup.per_server, setup.listed
+    with StubServers(servers, rate=rate, prefix_cache=True, top_ids=setup.verbs, only_top_ids=listed == "verbs",
+                     prompt_logprobs_cache=setup.prompt_logprobs_cache) as stubs:
         stubs.register_papers(prefixes)
-        client = Client(tokenizer, stubs.urls, routing, per_server)
+        client = Client(kind, setup.tokenizer, stubs.urls, routing, per_server)
         got: list[int] = []
         killed: dict[str, Any] = {}
         t0 = time.perf_counter()
@@ -181,8 +208,8 @@ def one_run(tokenizer: Path, reqs: list[LogprobRequest], prefixes: dict[str, lis
     per_request = st["tokens_computed"] / max(1, st["answered"])
     cpu_ms = 1000.0 * cpu / n
     out: dict[str, Any] = {
-        "servers": servers, "papers": len(prefixes), "routing": routing, "requests": n, "wall_s": round(wall, 3),
-        "ideal_s": round(ideal, 3),
+        "servers": servers, "kind": kind, "papers": len(prefixes), "routing": routing, "requests": n,
+        "wall_s": round(wall, 3), "ideal_s": round(ideal, 3),
         "efficiency": round(ideal / wall, 3), "tokens_requested": st["tokens_requested"],
         "tokens_computed": st["tokens_computed"],
         "tokens_computed_ratio": round(st["tokens_computed"] / max(1, st["tokens_requested"]), 3),
@@ -190,6 +217,7 @@ def one_run(tokenizer: Path, reqs: list[LogprobRequest], prefixes: dict[str, lis
         "requests_per_s_one_core_can_feed": round(1000.0 / cpu_ms, 1),
         "requests_per_s_needed_for_8_h100": round(H100_SERVERS * H100_TOKENS_PER_S / per_request, 1),
         "rate_tokens_per_s": rate, "per_server": per_server, "listed": listed,
+        "response_kib": round(st["bytes_sent"] / max(1, st["answered"]) / 1024, 1),
         "max_concurrent": max(s["max_concurrent"] for s in st["servers"]),
         # the busiest server's modelled compute: no dispatch can end before it (placement and paper sizes)
         "busiest_server_s": round(max(s["tokens_computed"] for s in st["servers"]) / rate, 3),
@@ -219,20 +247,21 @@ def public(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if not k.startswith("_")}
 
 
-def client_probe(tokenizer: Path, reqs: list[LogprobRequest], prefixes: dict[str, list[int]],
-                 verbs: tuple[int, ...], per_server: int) -> list[dict[str, Any]]:
-    """The client's CPU per request with answers that come at once, with 20 tokens listed per position (what vLLM
-    returns to the client's ``prompt_logprobs = 20``) and with the prompt token and the verbs only."""
+def client_probe(setup: Setup, reqs: list[LogprobRequest], prefixes: dict[str, list[int]]) -> list[dict[str, Any]]:
+    """The client's CPU per request with answers that come at once (rate 1e9), for vLLM and SGLang, with the 20
+    top log-probs per position the client asks for (vLLM: at every prompt position; SGLang: from the target on) and
+    with the prompt token and the four verbs only."""
     rows = []
-    for listed in ("vllm", "verbs"):
-        row = one_run(tokenizer, reqs, prefixes, verbs, 2, "paper", 1e9, per_server, listed)
-        resp_bytes = _response_bytes(reqs[0], tokenizer, listed, verbs)
-        rows.append({"probe": "client_cost", "listed": listed, "requests": len(reqs),
-                     "client_cpu_ms_per_request": row["client_cpu_ms_per_request"],
-                     "requests_per_s_one_core_can_feed": row["requests_per_s_one_core_can_feed"],
-                     "requests_per_s_needed_for_8_h100": row["requests_per_s_needed_for_8_h100"],
-                     "tokenize_cpu_ms_per_request": _tokenize_ms(tokenizer, reqs),
-                     "response_kib_first_request": round(resp_bytes / 1024, 1)})
+    tokenize = _tokenize_ms(setup.tokenizer, reqs)
+    for kind in ("vllm", "sglang"):
+        for listed in ("vllm", "verbs"):
+            row = one_run(setup, reqs, prefixes, 2, "paper", 1e9, kind=kind, listed=listed)
+            rows.append({"probe": "client_cost", "kind": kind, "listed": listed, "requests": len(reqs),
+                         "response_kib": row["response_kib"],
+                         "client_cpu_ms_per_request": row["client_cpu_ms_per_request"],
+                         "requests_per_s_one_core_can_feed": row["requests_per_s_one_core_can_feed"],
+                         "requests_per_s_needed_for_8_h100": row["requests_per_s_needed_for_8_h100"],
+                         "tokenize_cpu_ms_per_request": tokenize, "errors": row["errors"]})
     return rows
 
 
@@ -248,25 +277,16 @@ def _tokenize_ms(tokenizer: Path, reqs: list[LogprobRequest]) -> float:
     return round(1000.0 * (time.process_time() - cpu0) / len(reqs), 3)
 
 
-def _response_bytes(req: LogprobRequest, tokenizer: Path, listed: str, verbs: tuple[int, ...]) -> int:
-    import httpx
-    from transformers import AutoTokenizer
-
-    from grebench.scoring.estimators._server import TOP_LOGPROBS
-    from grebench.scoring.estimators._tokenize import RequestTokenizer
-
-    t = RequestTokenizer(AutoTokenizer.from_pretrained(tokenizer))(req)
-    with StubServers(1, rate=1e9, top_ids=verbs, only_top_ids=listed == "verbs") as stubs:
-        body = {"model": "stub-lm", "prompt": t.ids, "max_tokens": 1, "temperature": 0.0,
-                "prompt_logprobs": TOP_LOGPROBS if t.choice else 0}
-        return len(httpx.post(stubs.urls[0] + "/v1/completions", json=body, timeout=30.0).content)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--servers", default="1,2,4,8", help="server counts, comma-separated")
-    parser.add_argument("--papers", type=int, default=10, help="papers of the 1..N scaling runs")
-    parser.add_argument("--scale-papers", type=int, default=48, help="papers of one more run at the largest server "
+    parser.add_argument("--kind", choices=("sglang", "vllm"), default="sglang", help="the protocol the client and "
+                        "stubs speak (sglang: the radix cache serves a prompt up to the target; vllm: a request with "
+                        "prompt_logprobs reads no prefix cache, unless --prompt-logprobs-cache)")
+    parser.add_argument("--prompt-logprobs-cache", action="store_true", help="model a vLLM whose prefix cache "
+                        "serves requests with prompt_logprobs")
+    parser.add_argument("--papers", type=int, default=8, help="papers of the 1..N scaling runs")
+    parser.add_argument("--scale-papers", type=int, default=40, help="papers of one more run at the largest server "
                         "count, with enough papers per server that the last paper's tail is small (0: none); the "
                         "failover run uses this set")
     parser.add_argument("--candidates", type=int, default=4, help="candidate reviews per paper")
@@ -278,7 +298,7 @@ def main() -> None:
     parser.add_argument("--routings", default="paper,round-robin")
     parser.add_argument("--rr-servers", choices=("max", "all"), default="max", help="run round-robin at the "
                         "largest server count only (default) or at every count above 1")
-    parser.add_argument("--probe-requests", type=int, default=40, help="requests of the client-cost probe")
+    parser.add_argument("--probe-requests", type=int, default=30, help="requests of the client-cost probe")
     parser.add_argument("--ratio-papers", type=int, default=4, help="papers of the prefix-cache pass (0: none)")
     parser.add_argument("--ratio-candidates", type=int, default=20, help="candidates per paper in that pass "
                         "(a season's 20)")
@@ -296,23 +316,24 @@ def main() -> None:
         tokenizer = build_tokenizer(Path(tmp) / "tokenizer")
         reqs = season_slice(args.papers, args.candidates)
         prefixes = _prefixes(tokenizer, reqs)
-        verbs = _verb_ids(tokenizer)
+        setup = Setup(args.kind, tokenizer, _verb_ids(tokenizer), args.per_server, args.listed,
+                      args.prompt_logprobs_cache)
         if not args.json:
             print(f"# {len(reqs)} requests, {len(prefixes)} papers, {args.candidates} candidates; "
                   f"modelled rate {args.rate:.0f} tokens/s per server", file=sys.stderr)
         probe_reqs = reqs[: min(len(reqs), args.probe_requests)]
-        for row in client_probe(tokenizer, probe_reqs, prefixes, verbs, args.per_server):
+        for row in client_probe(setup, probe_reqs, prefixes):
             emit(row)
         if args.client_only:
             return
         if args.ratio_papers:
-            emit(cache_pass(tokenizer, args, verbs, max(counts)))
+            emit(cache_pass(setup, args, max(counts)))
         rows: dict[tuple[int, str], dict[str, Any]] = {}
         for n in counts:
             for routing in routings:
                 if routing != routings[0] and (n == 1 or (args.rr_servers == "max" and n != max(counts))):
                     continue  # one server: every routing is the same
-                row = one_run(tokenizer, reqs, prefixes, verbs, n, routing, args.rate, args.per_server, args.listed)
+                row = one_run(setup, reqs, prefixes, n, routing, args.rate)
                 base = rows.get((1, routing)) or rows.get((1, routings[0]))
                 row["speedup"] = round(base["wall_s"] / row["wall_s"], 2) if base else None
                 rows[(n, routing)] = row
@@ -323,8 +344,7 @@ def main() -> None:
         if args.scale_papers and top > 1:
             big_reqs = season_slice(args.scale_papers, args.candidates)
             big_prefixes = _prefixes(tokenizer, big_reqs)
-            big = one_run(tokenizer, big_reqs, big_prefixes, verbs, top, "paper", args.rate, args.per_server,
-                          args.listed)
+            big = one_run(setup, big_reqs, big_prefixes, top, "paper", args.rate)
             big["at_scale"] = True
             big["papers"] = len(big_prefixes)
             one = rows.get((1, "paper"))
@@ -333,28 +353,28 @@ def main() -> None:
             rows[(top, "paper-at-scale")] = big
             emit(big)
         if not args.no_failover and top > 1 and big is not None:
-            summary["failover"] = failover(tokenizer, big_reqs, big_prefixes, verbs, top, args, big)
+            summary["failover"] = failover(setup, big_reqs, big_prefixes, top, args.rate, big)
             emit({"failover": True, **summary["failover"]})
         emit(targets(rows, top, summary))
 
 
-def cache_pass(tokenizer: Path, args: argparse.Namespace, verbs: tuple[int, ...], n: int) -> dict[str, Any]:
+def cache_pass(setup: Setup, args: argparse.Namespace, n: int) -> dict[str, Any]:
     """Tokens computed / requested with a season's candidates per paper, by paper and round-robin, at ``n`` servers
     answering at once (the ratio depends on the routing and the prompts, not on time)."""
     reqs = season_slice(args.ratio_papers, args.ratio_candidates)
-    prefixes = _prefixes(tokenizer, reqs)
-    out: dict[str, Any] = {"probe": "prefix_cache", "servers": n, "papers": args.ratio_papers,
+    prefixes = _prefixes(setup.tokenizer, reqs)
+    out: dict[str, Any] = {"probe": "prefix_cache", "kind": setup.kind, "servers": n, "papers": args.ratio_papers,
                            "candidates": args.ratio_candidates, "requests": len(reqs)}
     for routing in ("paper", "round-robin"):
-        row = one_run(tokenizer, reqs, prefixes, verbs, n, routing, 1e9, args.per_server, "verbs")
+        row = one_run(setup, reqs, prefixes, n, routing, 1e9, listed="verbs")
         out[f"tokens_computed_ratio_{routing.replace('-', '_')}"] = row["tokens_computed_ratio"]
     return out
 
 
-def failover(tokenizer: Path, reqs: list[LogprobRequest], prefixes: dict[str, list[int]], verbs: tuple[int, ...],
-             n: int, args: argparse.Namespace, unkilled: dict[str, Any]) -> dict[str, Any]:
-    row = one_run(tokenizer, reqs, prefixes, verbs, n, "paper", args.rate, args.per_server, args.listed,
-                  kill_at=0.5)
+def failover(setup: Setup, reqs: list[LogprobRequest], prefixes: dict[str, list[int]], n: int, rate: float,
+             unkilled: dict[str, Any]) -> dict[str, Any]:
+    """The ``unkilled`` run again, with one server killed once half the answers are in."""
+    row = one_run(setup, reqs, prefixes, n, "paper", rate, kill_at=0.5)
     killed = row["_killed"]
     t_kill = killed["at_s"]
     ideal_killed = t_kill + (unkilled["wall_s"] - t_kill) * n / (n - 1)

@@ -7,7 +7,10 @@ prompt: ``None`` first, then ``{str(token_id): {"logprob", "rank", "decoded_toke
 for k > 0, k listed tokens (``--top-ids``, then filler ids; with ``--only-top-ids``, the top ids alone: a smaller
 answer than vLLM's, to measure a client's JSON cost apart).  A one-token completion restricted to
 ``allowed_token_ids`` with ``logprobs`` (the estimator's request for a verb outside the top log-probs) is answered
-too.  Log-probs are a fixed function of the token id, so every server gives the same answer to the same prompt.
+too.  SGLang's protocol as well: ``GET /get_model_info`` and ``POST /generate`` with ``input_ids``,
+``return_logprob``, ``logprob_start_len`` and ``top_logprobs_num`` → ``meta_info.input_token_logprobs`` (and
+``input_top_logprobs``) from ``logprob_start_len`` on, as ``[logprob, token_id, null]``.  Log-probs are a fixed
+function of the token id, so every server gives the same answer to the same prompt.
 
 **Modelled compute.**  A server is a FIFO machine computing ``rate`` tokens/s (an H100 prefilling an 8B model:
 40,000): a request of n computed tokens occupies it n / rate seconds after the one before it (a virtual clock; the
@@ -15,8 +18,9 @@ handler sleeps with ``asyncio.sleep`` until its request's finish time, so a stub
 ``prefix_cache`` on, a server models vLLM's automatic prefix caching: prompts are cut in 16-token blocks, each block
 hashed with the hash of the block before it (a chain, as vLLM does), and a request computes only the tokens past the
 longest run of leading blocks the server already holds (at least its last token), LRU-evicting blocks beyond
-``cache_tokens``.  (Real vLLM skips its prefix cache for requests with ``prompt_logprobs``; SGLang's radix cache
-serves a prompt up to ``logprob_start_len``: this variant models the latter, what routing by paper is for.)
+``cache_tokens``.  As the real servers do: SGLang's radix cache serves a ``/generate`` prompt up to
+``logprob_start_len``; vLLM V1 reads nothing from its cache for a request with ``prompt_logprobs`` (every prompt
+token's log-prob is recomputed), unless ``prompt_logprobs_cache`` models a vLLM that would.
 Responses are joined from per-token byte fragments built once, never through ``json.dumps`` of the whole answer.
 
 **Control** on an admin port (the fake's own endpoints, not part of any protocol): ``GET /stub/stats`` (per server:
@@ -36,6 +40,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import subprocess
@@ -76,6 +81,7 @@ class Config:
     top_ids: tuple[int, ...] = ()
     model: str = "stub-lm"
     only_top_ids: bool = False
+    prompt_logprobs_cache: bool = False
 
 
 @dataclass
@@ -91,6 +97,7 @@ class _Stub:
     answered: int = 0
     tokens_requested: int = 0
     tokens_computed: int = 0
+    bytes_sent: int = 0
     concurrent: int = 0
     max_concurrent: int = 0
     papers: set[str] = field(default_factory=set)
@@ -101,14 +108,15 @@ class _Stub:
     def reset(self) -> None:
         self.cache.clear()
         self.busy_until = 0.0
-        self.requests = self.answered = self.tokens_requested = self.tokens_computed = 0
+        self.requests = self.answered = self.tokens_requested = self.tokens_computed = self.bytes_sent = 0
         self.max_concurrent = self.unknown_prompts = self.fail_status = self.fail_after = 0
         self.papers = set()
 
     def stats(self) -> dict[str, Any]:
         return {"index": self.index, "port": self.port, "alive": self.alive, "requests": self.requests,
                 "answered": self.answered, "tokens_requested": self.tokens_requested,
-                "tokens_computed": self.tokens_computed, "max_concurrent": self.max_concurrent,
+                "tokens_computed": self.tokens_computed, "bytes_sent": self.bytes_sent,
+                "max_concurrent": self.max_concurrent,
                 "papers": sorted(self.papers), "unknown_prompts": self.unknown_prompts}
 
 
@@ -174,9 +182,9 @@ class StubFarm:
             out.append(h)
         return out
 
-    def _compute(self, s: _Stub, ids: Sequence[int]) -> int:
-        """Tokens this request computes on server ``s`` (all of them without the prefix cache), and the paper it
-        belongs to recorded."""
+    def _compute(self, s: _Stub, ids: Sequence[int], reusable: int | None = None) -> int:
+        """Tokens this request computes on server ``s`` (all of them without the prefix cache; at most ``reusable``
+        tokens come from the cache), and the paper it belongs to recorded."""
         chain = self._chain(ids)
         paper = next((self.paper_of[h] for h in reversed(chain) if h in self.paper_of), None)
         if paper is not None:
@@ -191,7 +199,7 @@ class StubFarm:
                 break
             s.cache.move_to_end(h)
             hit += 1
-        computed = len(ids) - min(hit * BLOCK, len(ids) - 1)
+        computed = len(ids) - min(hit * BLOCK, len(ids) - 1, len(ids) if reusable is None else reusable)
         for h in chain[hit:]:
             s.cache[h] = None
         limit = max(1, self.config.cache_tokens // BLOCK)
@@ -199,24 +207,49 @@ class StubFarm:
             s.cache.popitem(last=False)
         return computed
 
-    async def _completion(self, s: _Stub, body: Mapping[str, Any]) -> tuple[int, bytes]:
-        ids = body.get("prompt")
+    def _generate(self, ids: Sequence[int], start: int, k: int) -> bytes:
+        """SGLang's ``/generate`` answer: input-token log-probs (and top k) from position ``start`` on."""
+        items = b",".join(b"[%r,%d,null]" % (token_logprob(t), t) for t in ids[start:])
+        meta = b'{"prompt_tokens":%d,"input_token_logprobs":[%s]' % (len(ids), items)
+        if k:
+            n = min(k, len(self.config.top_ids)) if self.config.only_top_ids else k
+            listed = [t for t, _ in self._listed(n)]
+            rows = []
+            for t in ids[start:]:
+                row = [t, *(x for x in listed if x != t)][:max(n, 1)]
+                rows.append(b"[" + b",".join(b"[%r,%d,null]" % (token_logprob(x), x) for x in row) + b"]")
+            meta += b',"input_top_logprobs":[' + b",".join(rows) + b"]"
+        return b'{"text":"","meta_info":' + meta + b"}}"
+
+    async def _completion(self, s: _Stub, body: Mapping[str, Any], sglang: bool = False) -> tuple[int, bytes]:
+        ids = body.get("input_ids" if sglang else "prompt")
         if not isinstance(ids, list) or not ids or not all(isinstance(t, int) for t in ids[:4]):
             return 400, b'{"error":"expected a token-id prompt"}'
         s.requests += 1
         if s.fail_status and s.requests > s.fail_after:
             return s.fail_status, b'{"error":"stub told to fail"}'
         plp = body.get("prompt_logprobs")
-        if plp is None and not body.get("logprobs"):
+        start = int(body.get("logprob_start_len", -1))
+        if sglang and (not body.get("return_logprob") or start < 0):
+            return 400, b'{"error":"expected return_logprob and logprob_start_len"}'
+        if not sglang and plp is None and not body.get("logprobs"):
             return 400, b'{"error":"expected prompt_logprobs"}'
         s.tokens_requested += len(ids)
-        computed = self._compute(s, ids)
+        # SGLang's radix cache serves a prompt up to logprob_start_len (the log-probs after it are computed); vLLM V1
+        # reads nothing from its prefix cache for a request with prompt_logprobs (vllm-project/vllm#17251), unless
+        # the stub is told to model a vLLM that does
+        reusable = start if sglang else None if plp is None or self.config.prompt_logprobs_cache else 0
+        computed = self._compute(s, ids, reusable=reusable)
         s.tokens_computed += computed
         loop = asyncio.get_running_loop()
         now = loop.time()
         s.busy_until = max(now, s.busy_until) + computed / self.config.rate
-        data = self._prompt_logprobs(ids, int(plp)) if plp is not None \
-            else self._one_token(ids, body.get("allowed_token_ids") or [])
+        if sglang:
+            data = self._generate(ids, start, int(body.get("top_logprobs_num") or 0))
+        elif plp is not None:
+            data = self._prompt_logprobs(ids, int(plp))
+        else:
+            data = self._one_token(ids, body.get("allowed_token_ids") or [])
         await asyncio.sleep(s.busy_until - now)
         return 200, data
 
@@ -228,20 +261,24 @@ class StubFarm:
         if method == "GET" and path == "/v1/models":
             return 200, json.dumps({"object": "list", "data": [{"id": self.config.model, "object": "model",
                                                                 "owned_by": "vllm"}]}).encode()
-        if method == "POST" and path == "/v1/completions":
+        if method == "GET" and path == "/get_model_info":
+            return 200, json.dumps({"model_path": self.config.model, "is_generation": True}).encode()
+        if method == "POST" and path in ("/v1/completions", "/generate"):
             try:
                 parsed = _loads(body)
             except ValueError:
                 return 400, b'{"error":"body is not JSON"}'
             s.concurrent += 1
             s.max_concurrent = max(s.max_concurrent, s.concurrent)
+            sglang = path == "/generate"
             try:
-                status, data = await self._completion(s, parsed)
+                status, data = await self._completion(s, parsed, sglang)
             finally:
                 s.concurrent -= 1
             if status == 200 and s.alive:
                 s.answered += 1
-                self.answered_prompts[hash(tuple(parsed["prompt"]))] += 1
+                s.bytes_sent += len(data)
+                self.answered_prompts[hash(tuple(parsed["input_ids" if sglang else "prompt"]))] += 1
             return status, data
         return 404, b'{"error":"no such route"}'
 
@@ -285,7 +322,7 @@ class StubFarm:
     def stats(self) -> dict[str, Any]:
         servers = [s.stats() for s in self.stubs]
         total = {k: sum(x[k] for x in servers) for k in ("requests", "answered", "tokens_requested",
-                                                         "tokens_computed")}
+                                                         "tokens_computed", "bytes_sent")}
         return {"servers": servers, **total,
                 "answered_more_than_once": sum(1 for c in self.answered_prompts.values() if c > 1),
                 "rate": self.config.rate, "prefix_cache": self.config.prefix_cache}
@@ -328,17 +365,17 @@ class StubFarm:
 
     async def start(self) -> dict[str, Any]:
         for s in self.stubs:
-            s.server = await asyncio.start_server(lambda r, w, s=s: self._serve_conn(s, r, w), "127.0.0.1", 0,
+            s.server = await asyncio.start_server(functools.partial(self._serve_conn, s), "127.0.0.1", 0,
                                                   backlog=1024)
             s.port = s.server.sockets[0].getsockname()[1]
-        self.admin = await asyncio.start_server(lambda r, w: self._serve_conn(None, r, w), "127.0.0.1", 0)
+        self.admin = await asyncio.start_server(functools.partial(self._serve_conn, None), "127.0.0.1", 0)
         return {"admin": self.admin.sockets[0].getsockname()[1], "ports": [s.port for s in self.stubs]}
 
 
 async def _main(args: argparse.Namespace) -> None:
     config = Config(rate=args.rate, prefix_cache=args.prefix_cache, cache_tokens=args.cache_tokens,
                     top_ids=tuple(int(t) for t in args.top_ids.split(",") if t.strip()), model=args.model,
-                    only_top_ids=args.only_top_ids)
+                    only_top_ids=args.only_top_ids, prompt_logprobs_cache=args.prompt_logprobs_cache)
     farm = StubFarm(args.servers, config)
     print(json.dumps(await farm.start()), flush=True)
     loop = asyncio.get_running_loop()
@@ -356,6 +393,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cache-tokens", type=int, default=2_000_000)
     parser.add_argument("--top-ids", default="", help="token ids listed first in top-k log-probs (comma-separated)")
     parser.add_argument("--only-top-ids", action="store_true", help="list the top ids alone, however many are asked")
+    parser.add_argument("--prompt-logprobs-cache", action="store_true", help="vLLM requests with prompt_logprobs read "
+                        "the prefix cache too (real vLLM V1 does not)")
     parser.add_argument("--model", default="stub-lm")
     asyncio.run(_main(parser.parse_args(argv)))
 
@@ -365,7 +404,7 @@ class StubServers:
 
     def __init__(self, n: int, rate: float = H100_TOKENS_PER_S, prefix_cache: bool = False,
                  cache_tokens: int = 2_000_000, top_ids: Iterable[int] = (), model: str = "stub-lm",
-                 only_top_ids: bool = False) -> None:
+                 only_top_ids: bool = False, prompt_logprobs_cache: bool = False) -> None:
         import httpx
 
         cmd = [sys.executable, "-m", "tests.fakes.stub_lm_servers", "--servers", str(n), "--rate", str(rate),
@@ -374,6 +413,8 @@ class StubServers:
             cmd.append("--prefix-cache")
         if only_top_ids:
             cmd.append("--only-top-ids")
+        if prompt_logprobs_cache:
+            cmd.append("--prompt-logprobs-cache")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
         self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert self.proc.stdout is not None

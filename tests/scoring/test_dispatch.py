@@ -94,7 +94,7 @@ def test_round_robin_scatters_a_paper_and_its_prefix_is_computed_again(client: h
     prompts, keys, prefixes = paper_requests(6)
     ratios = {}
     for routing in ("paper", "round-robin"):
-        with StubServers(3, rate=400_000.0, prefix_cache=True) as stubs:
+        with StubServers(3, rate=400_000.0, prefix_cache=True, prompt_logprobs_cache=True) as stubs:
             stubs.register_papers(prefixes)
             Dispatcher(stubs.urls, vllm_call(client), per_server=2, routing=routing).run(prompts, keys)
             st = stubs.stats()
