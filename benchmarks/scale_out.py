@@ -232,6 +232,7 @@ def one_run(setup: Setup, reqs: list[LogprobRequest], prefixes: dict[str, list[i
     out["_got"] = got
     out["_stubs"] = st
     out["_killed"] = killed
+    out["_dispatch"] = dispatch
     return out
 
 
@@ -385,7 +386,10 @@ def failover(setup: Setup, reqs: list[LogprobRequest], prefixes: dict[str, list[
             "unkilled_wall_s": unkilled["wall_s"], "ideal_killed_s": round(ideal_killed, 3),
             "wall_over_ideal_killed": round(row["wall_s"] / ideal_killed, 3),
             "extra_tokens_computed": row["tokens_computed"] - unkilled["tokens_computed"],
-            "moved": row["moved"], "answers_equal_unkilled_run": same,
+            "moved": row["moved"], "retried": row["_dispatch"].get("retried"),
+            "killed_server_down_events": row["_dispatch"]["servers"][killed["server"]]["down_events"],
+            "errors": row["errors"], "busiest_server_s": row["busiest_server_s"],
+            "answers_equal_unkilled_run": same,
             "each_answer_handed_over_once": sorted(row["_got"]) == list(range(len(reqs))),
             "answered_at_stubs": st["answered"], "requests": len(reqs),
             "prompts_answered_more_than_once": st["answered_more_than_once"]}

@@ -8,8 +8,9 @@ for k > 0, k listed tokens (``--top-ids``, then filler ids; with ``--only-top-id
 answer than vLLM's, to measure a client's JSON cost apart).  A one-token completion restricted to
 ``allowed_token_ids`` with ``logprobs`` (the estimator's request for a verb outside the top log-probs) is answered
 too.  SGLang's protocol as well: ``GET /get_model_info`` and ``POST /generate`` with ``input_ids``,
-``return_logprob``, ``logprob_start_len`` and ``top_logprobs_num`` → ``meta_info.input_token_logprobs`` (and
-``input_top_logprobs``) from ``logprob_start_len`` on, as ``[logprob, token_id, null]``.  Log-probs are a fixed
+``return_logprob``, ``logprob_start_len``, ``top_logprobs_num`` and ``token_ids_logprob`` →
+``meta_info.input_token_logprobs`` (and ``input_top_logprobs``, ``input_token_ids_logprobs``) from
+``logprob_start_len`` on, as ``[logprob, token_id, null]``.  Log-probs are a fixed
 function of the token id, so every server gives the same answer to the same prompt.
 
 **Modelled compute.**  A server is a FIFO machine computing ``rate`` tokens/s (an H100 prefilling an 8B model:
@@ -207,10 +208,14 @@ class StubFarm:
             s.cache.popitem(last=False)
         return computed
 
-    def _generate(self, ids: Sequence[int], start: int, k: int) -> bytes:
-        """SGLang's ``/generate`` answer: input-token log-probs (and top k) from position ``start`` on."""
+    def _generate(self, ids: Sequence[int], start: int, k: int, token_ids: Sequence[int] = ()) -> bytes:
+        """SGLang's ``/generate`` answer: input-token log-probs (and top k, and those of ``token_ids``) from position
+        ``start`` on."""
         items = b",".join(b"[%r,%d,null]" % (token_logprob(t), t) for t in ids[start:])
         meta = b'{"prompt_tokens":%d,"input_token_logprobs":[%s]' % (len(ids), items)
+        if token_ids:
+            asked = b"[" + b",".join(b"[%r,%d,null]" % (token_logprob(t), t) for t in token_ids) + b"]"
+            meta += b',"input_token_ids_logprobs":[' + b",".join([asked] * len(ids[start:])) + b"]"
         if k:
             n = min(k, len(self.config.top_ids)) if self.config.only_top_ids else k
             listed = [t for t, _ in self._listed(n)]
@@ -245,7 +250,8 @@ class StubFarm:
         now = loop.time()
         s.busy_until = max(now, s.busy_until) + computed / self.config.rate
         if sglang:
-            data = self._generate(ids, start, int(body.get("top_logprobs_num") or 0))
+            data = self._generate(ids, start, int(body.get("top_logprobs_num") or 0),
+                                  [int(t) for t in body.get("token_ids_logprob") or ()])
         elif plp is not None:
             data = self._prompt_logprobs(ids, int(plp))
         else:
