@@ -68,8 +68,8 @@ def paper_requests(n_papers: int, refs: int = 2, cands: int = 2, prefix: int = 4
 
 def test_cap_respected_and_a_paper_stays_on_one_server(client: httpx.Client) -> None:
     prompts, keys, prefixes = paper_requests(18)
-    # 18 papers x 6 requests of ~100 tokens at 40,000 tokens/s per server: every server holds a queue
-    with StubServers(3, rate=40_000.0, prefix_cache=True) as stubs:
+    # 18 papers x 6 requests of ~100 tokens at 10,000 tokens/s per server (~10 ms each): a server's two slots overlap
+    with StubServers(3, rate=10_000.0, prefix_cache=True) as stubs:
         stubs.register_papers(prefixes)
         d: Dispatcher[Prompt, float] = Dispatcher(stubs.urls, vllm_call(client), per_server=2)
         got: list[int] = []
