@@ -142,7 +142,13 @@ def test_a_server_that_dies_mid_run_is_skipped_and_every_request_answered_once(c
 def test_a_server_dead_for_a_long_run_fails_no_request(client: httpx.Client) -> None:
     """A server that stays down while the others work for many of its back-offs (a season's hours against
     ``max_backoff_s`` = 60 s, here 0.5 s against 0.02 s): the requests it takes each time its back-off ends must not
-    use up their attempts, or the run fails although two servers are up."""
+    use up their attempts, or the run fails although two servers are up.
+
+    Fails with the dispatcher of issue 61 as first written: without a ``probe`` (ServerEstimator gives none), each
+    time the dead server's back-off ends, its ``per_server`` workers each take a request (stealing the last unstarted
+    paper of the most loaded server), fail, and count an attempt against that request; the paper is placed again at
+    the end of a queue and is stolen again at the next back-off, so the same requests reach ``max_attempts`` and the
+    run fails: with ServerEstimator's defaults (back-off 1 s doubling, 5 attempts) about 31 s after a server dies."""
     prompts, keys, _ = paper_requests(24)
     with StubServers(3, rate=20_000.0, prefix_cache=True) as stubs:
         stubs.kill(1)
