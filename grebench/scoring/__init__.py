@@ -39,6 +39,7 @@ from grebench.scoring._attribution import (
 )
 from grebench.scoring._boards import (
     BOARD_VERSION,
+    BOARDS,
     SCOPES,
     SampleFacts,
     StoredBoard,
@@ -106,6 +107,7 @@ from grebench.scoring._texts import (
 )
 from grebench.scoring._validate import (
     TOO_FEW,
+    VALIDATION_INPUTS,
     EstimatorAgreement,
     ValidationRow,
     cohens_d,
@@ -123,6 +125,7 @@ __all__ = [
     "ALPHA",
     "ATTRIBUTION_CHOICES",
     "ATTRIBUTION_THRESHOLD",
+    "BOARDS",
     "BOARD_VERSION",
     "CONTAMINATED",
     "CONTAMINATED_NOTE",
@@ -140,6 +143,7 @@ __all__ = [
     "RULES_ID",
     "SCOPES",
     "TOO_FEW",
+    "VALIDATION_INPUTS",
     "Attribution",
     "BoardRow",
     "EstimatorAgreement",

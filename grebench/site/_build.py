@@ -27,7 +27,7 @@ from grebench.scoring import (
     rank_word,
     sample_facts,
 )
-from grebench.settings import Settings
+from grebench.settings import Settings, StageInputs
 from grebench.site import _data, _versions
 from grebench.site._archives import publish_archives
 from grebench.site._board_plot import board_alt, board_svg
@@ -170,8 +170,15 @@ _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "g
          "boards", "board_rows", "labels", "paper_links", "scored_setups", "line_attribution")
 
 
+#: The site stage's declaration: ``snapshot_archive_max_mb`` decides which snapshots are offered as one download
+#: (an input); ``data_dir`` (where the snapshots, their archives and the app's exports live: the snapshots' files
+#: are in the fingerprint by content) and ``site_dir`` (where the site is written: the stage's scope) change no page.
+SITE_INPUTS = StageInputs(("snapshot_archive_max_mb",), operational=("data_dir", "site_dir"))
+
+
 def site_fingerprint(store: Store, settings: Settings) -> str:
-    """Hash of everything the site shows: the tables it reads, snapshots on disk, templates, settings, version."""
+    """Hash of everything the site shows: the tables it reads, snapshots on disk, templates, the declared settings
+    (:data:`SITE_INPUTS`), version."""
     queries: dict[str, tuple[str, list[Any]]] = {}
     if _data.has_table(store, "validation_reports"):  # a new report per run: only the latest per setup is shown
         queries["validation"] = ("""SELECT count(*), bit_xor(hash(estimator, preprocessor, rows_json,
@@ -184,7 +191,8 @@ def site_fingerprint(store: Store, settings: Settings) -> str:
                                         "WHERE origin <> 'site'", [])
     snapshots = [(f["name"], f["bytes"], f["sha256"]) for f in _data.snapshot_files(settings.snapshots_path)]
     return fingerprint(store, tables=_READ, queries=queries,
-                       values=[SITE_VERSION, SCHEMA_VERSION, snapshots, provenance(store)],
+                       values=[SITE_VERSION, SCHEMA_VERSION, snapshots, provenance(store),
+                               settings.inputs(SITE_INPUTS)],
                        code=code_files(_HERE / "_build.py", _HERE / "_data.py", _HERE / "_plots.py",
                                        _HERE / "_board_plot.py", _HERE / "_archives.py",
                                        _HERE / "_labels.py", _HERE / "_versions.py", _HERE / "_changes.py",

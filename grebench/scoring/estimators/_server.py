@@ -3,11 +3,12 @@
 Prompts are tokenised here with the model's tokenizer and pinned chat template (``_tokenize``), so the scored token
 ids are exactly those of the hf estimator.  vLLM: ``POST /v1/completions`` with token-id ``prompt``, ``max_tokens=1``
 and ``prompt_logprobs=0`` (each position's dict holds the actual prompt token).  SGLang: ``POST /generate`` with
-``input_ids``, ``return_logprob`` and ``logprob_start_len`` one token before the target.  Requests stream through a
-:class:`~._dispatch.Dispatcher`: ``concurrency`` in flight per server, no batch barrier, every request of a paper on
-one server (``routing = paper``: that server's prefix cache computes the paper's shared prompt prefix once), a server
-that fails with 429/5xx or a network error marked down for a back-off while the others take its work, and each answer
-handed to the caller as it arrives (:meth:`ServerEstimator.stream`), so the engine caches it at once.
+``input_ids``, ``return_logprob`` and ``logprob_start_len`` one token before the target.  Requests stream through
+the dispatcher (:class:`grebench.dispatch.Dispatcher`): ``concurrency`` in flight per server, no batch barrier,
+every request of a paper on one server (``routing = paper``: that server's prefix cache computes the paper's shared
+prompt prefix once), a server that fails with 429/5xx or a network error marked down for a back-off while the others
+take its work, and each answer handed to the caller as it arrives (:meth:`ServerEstimator.stream`), so the engine
+caches it at once.
 
 ``vllm-local:NAME|PATH`` starts the vLLM server(s) itself (:class:`grebench.runtime.VLLMServer`, in the
 ``vllm_python`` environment) on 127.0.0.1 for a catalogue model or a checkpoint, ``vllm_servers`` of them, and stops
@@ -25,6 +26,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from grebench import stop
+from grebench.dispatch import Dispatcher, DispatchError, DispatchStats
 from grebench.scoring._request import LogprobRequest, LogprobResult
 from grebench.scoring.estimators import (
     ESTIMATORS,
@@ -33,7 +35,6 @@ from grebench.scoring.estimators import (
     EstimatorFactory,
     served_model_label,
 )
-from grebench.scoring.estimators._dispatch import Dispatcher, DispatchError, DispatchStats
 from grebench.scoring.estimators._tokenize import TARGET_RULE, RequestTokenizer, TokenizedRequest, tokenizer_sha8
 
 
@@ -204,7 +205,7 @@ class ServerEstimator:
                on_result: Callable[[int, LogprobResult], None] | None = None) -> list[LogprobResult]:
         """Summed log-probs of each target, in request order; ``on_result(i, answer)`` is called on this thread as
         each answer arrives (the engine caches it at once).  Requests of one paper go to one server; a server that
-        fails is marked down and its work moves to the others (:class:`~._dispatch.Dispatcher`)."""
+        fails is marked down and its work moves to the others (:class:`grebench.dispatch.Dispatcher`)."""
         toks = [self.encode(r) for r in requests]
         dispatcher: Dispatcher[TokenizedRequest, LogprobResult] = Dispatcher(
             self.urls, self._one, per_server=self.concurrency, routing=self.routing, backoff_s=self.backoff_s,
