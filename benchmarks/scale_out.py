@@ -198,7 +198,7 @@ def one_run(setup: Setup, reqs: list[LogprobRequest], prefixes: dict[str, list[i
             answers = client.run(reqs, on_result)
             wall = time.perf_counter() - t0
             cpu = time.process_time() - cpu0
-            dispatch = client.est.dispatch_stats.as_json() if client.est.dispatch_stats else {}
+            dispatch = _dispatch_json(client.est.dispatch_stats)
             errors = dict(client.errors)
         finally:
             client.close()
@@ -234,6 +234,15 @@ def one_run(setup: Setup, reqs: list[LogprobRequest], prefixes: dict[str, list[i
     out["_killed"] = killed
     out["_dispatch"] = dispatch
     return out
+
+
+def _dispatch_json(stats: Any) -> dict[str, Any]:
+    """The dispatcher's counters of a run (:class:`grebench.dispatch.DispatchStats`) as JSON."""
+    if stats is None:
+        return {}
+    return {"servers": [{"url": s.url, "answered": s.answered, "failed": s.failed, "down_events": s.down_events,
+                         "max_in_flight": s.max_in_flight, "groups": len(s.groups)} for s in stats.servers],
+            "moved": stats.moved, "stolen_groups": stats.stolen_groups, "retried": stats.retried}
 
 
 def _split_papers(st: dict[str, Any]) -> int:

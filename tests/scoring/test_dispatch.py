@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from grebench import stop
-from grebench.scoring.estimators._dispatch import Dispatcher, DispatchError
+from grebench.dispatch import Dispatcher, DispatchError
 from tests.fakes.stub_lm_servers import StubServers, token_logprob
 
 Prompt = list[int]
@@ -144,11 +144,11 @@ def test_a_server_dead_for_a_long_run_fails_no_request(client: httpx.Client) -> 
     ``max_backoff_s`` = 60 s, here 0.5 s against 0.02 s): the requests it takes each time its back-off ends must not
     use up their attempts, or the run fails although two servers are up.
 
-    Fails with the dispatcher of issue 61 as first written: without a ``probe`` (ServerEstimator gives none), each
-    time the dead server's back-off ends, its ``per_server`` workers each take a request (stealing the last unstarted
-    paper of the most loaded server), fail, and count an attempt against that request; the paper is placed again at
-    the end of a queue and is stolen again at the next back-off, so the same requests reach ``max_attempts`` and the
-    run fails: with ServerEstimator's defaults (back-off 1 s doubling, 5 attempts) about 31 s after a server dies."""
+    The dispatcher as first written failed here: without a ``probe`` (ServerEstimator gives none), each time the
+    dead server's back-off ended, its ``per_server`` workers each took a request (stealing the last unstarted paper
+    of the most loaded server), failed, and charged an attempt to that request; the paper was placed again at the end
+    of a queue and stolen again at the next back-off, so the same requests reached ``max_attempts`` and the run
+    failed (with ServerEstimator's defaults, 17 s into a run with one of three stub servers dead)."""
     prompts, keys, _ = paper_requests(24)
     with StubServers(3, rate=20_000.0, prefix_cache=True) as stubs:
         stubs.kill(1)
