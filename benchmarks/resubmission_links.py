@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from grebench.ingest import bundled_path, extract_pdf, link_papers, resolve_source, run_ingest
-from grebench.ingest._links import (
+from grebench.ingest._evidence import assess
+from grebench.ingest._similarity import (
     ABSTRACT_ALONE,
     ABSTRACT_SAME_TITLE,
     ABSTRACT_WITH_TITLE,
@@ -54,7 +55,6 @@ from grebench.ingest._links import (
     PaperText,
     _bundled_keywords,
     _cosine,
-    assess,
     content_words,
     match,
 )

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from grebench.ingest._evidence import assess
 from grebench.ingest._fingerprints import fingerprint_candidates, fingerprints, refresh_fingerprints, split_text
-from grebench.ingest._links import PaperText, assess, find_evidence
+from grebench.ingest._links import find_evidence
+from grebench.ingest._similarity import PaperText
 from grebench.store import Link, LinkFlag, open_store
 from tests.fakes.paper_texts import disguised, paper_text
 
