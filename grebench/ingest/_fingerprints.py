@@ -144,14 +144,16 @@ _TEXT_KEY = (f"'{FINGERPRINT_VERSION}:' || coalesce(t.pdf_sha256, t.pdf_ref) || 
              "strftime(t.extracted_at, '%Y-%m-%dT%H:%M:%S.%f')")
 
 
-def refresh_fingerprints(store: Store, paper_ids: Collection[str] | None = None) -> int:
+def refresh_fingerprints(store: Store, paper_ids: Collection[str] | None = None, limit: int | None = None) -> int:
     """Fingerprint the extracted texts of these papers (all when None) that have no fingerprint of their current
-    extraction, in the caller's transaction or its own statements; how many papers were fingerprinted."""
+    extraction (at most ``limit`` of them), in the caller's transaction or its own statements; how many papers were
+    fingerprinted."""
     want = "" if paper_ids is None else "AND t.paper_id IN (SELECT unnest(?::VARCHAR[]))"
+    most = "" if limit is None else f"ORDER BY t.paper_id LIMIT {int(limit)}"
     stale = [(r["paper_id"], r["text"], r["key"]) for r in store.rows(
         f"SELECT t.paper_id, t.text, {_TEXT_KEY} AS key FROM paper_texts t WHERE t.status = 'ok' "
         f"AND t.text IS NOT NULL {want} AND {_TEXT_KEY} NOT IN (SELECT text_key FROM paper_fingerprints f "
-        f"WHERE f.paper_id = t.paper_id)", [] if paper_ids is None else [sorted(paper_ids)])]
+        f"WHERE f.paper_id = t.paper_id) {most}", [] if paper_ids is None else [sorted(paper_ids)])]
     if not stale:
         return 0
     ids = sorted({pid for pid, _, _ in stale})

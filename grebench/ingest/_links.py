@@ -29,6 +29,7 @@ MIN_SHARED = 3              # rare words two papers must share to be compared
 MAX_DF_SHARE = 0.01         # a word in more than this share of the papers (and more than MIN_DF) is not a key
 MIN_DF = 20
 MAX_CANDIDATES = 20         # papers compared in full per paper
+FINGERPRINT_BATCH = 200     # texts fingerprinted per transaction before linking (a store's first run: all of them)
 
 
 def _candidates(store: Store, paper_ids: Collection[str] | None) -> list[tuple[str, str]]:
@@ -140,6 +141,12 @@ def link_papers(store: Store, paper_ids: Collection[str] | None = None,
     paper, add the explicit ones, and unseal what the links show was public, or may have been; one transaction.
     The summary: links by method, flags."""
     named = explicit_links(explicit)
+    # the texts not fingerprinted yet, in short transactions of their own: a store from before the fingerprints
+    # (thousands of texts, ~60 ms each) is caught up without one long transaction holding the writer
+    while True:
+        with store.transaction():
+            if refresh_fingerprints(store, limit=FINGERPRINT_BATCH) < FINGERPRINT_BATCH:
+                break
     with store.transaction():
         found, flags = find_evidence(store, paper_ids) if paper_ids is None or paper_ids else ([], [])
         replace = set(paper_ids) if paper_ids is not None else {r["paper_id"] for r in store.rows(

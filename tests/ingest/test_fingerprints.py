@@ -62,7 +62,8 @@ def test_fingerprints_are_stored_once_and_lsh_keys_find_the_pair() -> None:
                            now if pid == "early" else None])
         store.con.execute("INSERT INTO paper_texts (paper_id, pdf_ref, text, status, extracted_at) "
                           "VALUES (?, ?, ?, 'ok', ?)", [pid, f"pdf:{pid}", text, now])
-    assert refresh_fingerprints(store) == 3 and refresh_fingerprints(store) == 0
+    assert refresh_fingerprints(store, limit=2) == 2 and refresh_fingerprints(store) == 1
+    assert refresh_fingerprints(store) == 0
     assert ("late", "early") in fingerprint_candidates(store, {"late"})
     assert not {("late", "other"), ("other", "early")} & set(fingerprint_candidates(store, None))
     links, flags = find_evidence(store, {"late"})
