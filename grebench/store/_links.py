@@ -206,8 +206,9 @@ def decide_link(store: Store, paper_id: str, linked_id: str, decision: str, note
                 now: datetime | None = None) -> bool:
     """Record the operator's decision on a pair (``same`` or ``distinct``), flagged or not; whether anything changed.
 
-    ``same`` keeps the pair linked for good; ``distinct`` sets aside the pair's flag and any computed link of it
-    (an explicit link from the source stays).  The caller reseals what a ``distinct`` frees
+    ``same`` keeps the pair linked for good; ``distinct`` sets aside the pair's flag and its link: a computed link
+    is deleted (and never computed again), an explicit one from the source is kept as a row but no longer counts
+    in ``paper_versions`` (a later ``same`` counts it again).  The caller reseals what a ``distinct`` frees
     (``grebench.bench.reseal``); a ``same`` unseals here.
     """
     if decision not in (SAME, DISTINCT):

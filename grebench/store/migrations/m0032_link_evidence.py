@@ -8,8 +8,8 @@ when no part was long enough), the MinHash values of its word shingles and the h
 the link bar), with the reason shown to the operator.  Until the operator decides (``decision`` ``same`` or
 ``distinct``, ``grebench links --decide``), and after a ``same``, the pair counts as linked wherever versions
 count: ``paper_versions`` (and so the public-since date, sealing, the contamination window and the copy check)
-reads the flags that are not decided ``distinct``, and a ``distinct`` decision also sets aside a computed link of
-the pair.
+reads the flags that are not decided ``distinct``, and a ``distinct`` decision also sets aside any link of the pair
+(the operator's word is the last).
 """
 
 from grebench.store.migrations.m0019_paper_links import CLEAN_PAIRS_VIEW, PUBLIC_SINCE_VIEW
