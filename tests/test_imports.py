@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ("torch", "litellm", "gradio", "openreview", "transformers")
+HEAVY = ("torch", "litellm", "gradio", "openreview", "transformers", "datasketch")
 
 
 def test_importing_the_package_and_stages_imports_no_heavy_library() -> None:

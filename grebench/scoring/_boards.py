@@ -199,7 +199,7 @@ def boards_fingerprint(store: Store, settings: Settings) -> str:
     """What the boards depend on: scores, candidates, generations, papers, splits, samples, the declared settings
     (:data:`BOARD_INPUTS`), the labels and the code."""
     return fingerprint(store, tables=("scores", "candidates", "generations", "papers", "baseline_splits",
-                                      "paper_samples", "paper_links", "scored_setups"),
+                                      "paper_samples", "paper_links", "paper_link_flags", "scored_setups"),
                        values=[BOARD_VERSION, label_parts(), settings.inputs(BOARDS)],
                        code=code_files(_HERE / "_boards.py", _HERE / "_leaderboard.py", _HERE / "_aggregate.py",
                                        _HERE / "_labels.py", _HERE / "_coverage.py"))

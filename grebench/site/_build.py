@@ -170,7 +170,8 @@ SITE_VERSION = "site-v14"  # v6: snapshots published; boards in headline order; 
 # v14: contestants before folded controls, the redesigned headline figure, snapshot archives, labels (issue 50)
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
          "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes",
-         "boards", "board_rows", "labels", "paper_links", "scored_setups", "line_attribution")
+         "boards", "board_rows", "labels", "paper_links", "paper_link_flags", "scored_setups",
+         "line_attribution")
 
 
 #: The site stage's declaration: ``snapshot_archive_max_mb`` decides which snapshots are offered as one download
