@@ -50,3 +50,24 @@ def test_another_setup_is_refused_and_has_no_gem_metric(store: Store, settings: 
         score_setup_texts(store, settings, other, headline_metric(),
                           [("paper0", "Weaknesses: the proof of lemma 2 fails.")])
     assert gem_judge_metric(store, other) is None and gem_judge_metric(store, None) is None
+
+
+def test_the_prose_test_s_lm_is_built_from_its_spec_once_and_closed(store: Store, settings: Settings,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 61: ``unconditional_logprobs`` takes the built handle; the prose test builds it and closes it."""
+    from grebench.scoring import EstimatorHandle
+    from grebench.submissions._copycheck import lm_prose_findings
+
+    build_venue(store)
+    closed: list[tuple[str, int]] = []
+    real_close = EstimatorHandle.close
+
+    def spied_close(self: EstimatorHandle) -> None:
+        closed.append((self.spec, self.builds))
+        real_close(self)
+
+    monkeypatch.setattr(EstimatorHandle, "close", spied_close)
+    found = lm_prose_findings(store, settings.replace(prose_estimator="offline"),
+                              ["Weaknesses: the proof of lemma 2 fails and the experiments are limited."])
+    assert len(found) == 1 and found[0].count > 0 and "under offline" in found[0].measure
+    assert closed == [("offline", 1)]
