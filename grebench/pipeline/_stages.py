@@ -97,21 +97,21 @@ class ScoreStage(BaseStage):
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
         from grebench.pipeline._resolve import record_scored
-        from grebench.scoring import ScoredSetup, run_scoring
+        from grebench.scoring import ScoredSetup, resolve_preprocessor, run_scoring
 
         run = ctx.resolved
         papers, metrics = run.paper_ids, list(run.metrics)
+        preprocessor = resolve_preprocessor(run.preprocessor, ctx.settings, ctx.store)  # built once, for both
         proxy_summary = None
         if run.setup.proxy and Registry.split(run.setup.proxy)[0] != Registry.split(run.estimator)[0]:
             # the fast proxy first (seconds), on the same pairs: the main estimator's scores are then the latest
-            proxy_summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, metrics, run.setup.proxy,
-                                        run.preprocessor, progress=ctx.progress, paper_ids=papers,
+            proxy_summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, metrics, handle=run.proxy_handle,
+                                        preprocessor=preprocessor, progress=ctx.progress, paper_ids=papers,
                                         controls=run.setup.controls,
-                                        label=f"score (fast proxy {Registry.split(run.setup.proxy)[0]})",
-                                        handle=run.proxy_handle)
-        summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, metrics, run.estimator, run.preprocessor,
-                              progress=ctx.progress, paper_ids=papers, controls=run.setup.controls,
-                              handle=run.estimator_handle)
+                                        label=f"score (fast proxy {Registry.split(run.setup.proxy)[0]})")
+        summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, metrics, handle=run.estimator_handle,
+                              preprocessor=preprocessor, progress=ctx.progress, paper_ids=papers,
+                              controls=run.setup.controls)
         summary["validation"] = run.setup.validation
         summary["sample"] = run.sample.description if run.sample.sampled else None
         if not summary.get("nothing_to_score"):  # with nothing to score no estimator was made: no id to record
@@ -294,17 +294,21 @@ class PanelStage(BaseStage):
 
     def run(self, ctx: StageContext) -> PanelRun:
         from grebench.panel import is_unreachable, run_panel
-        from grebench.scoring import gem_judge_metric
+        from grebench.scoring import gem_judge_metric, resolve_preprocessor
 
         run = ctx.resolved
         # the gem judge reads (and scores its exam texts with) the setup the stored scores were made with, on the
-        # job's sample: both resolved once for the job
+        # job's sample: both resolved once for the job; its parts are the job's (the estimator handle) or built here
         scored = run.scored_setup(ctx.store)
+        metric = gem_judge_metric(ctx.store, scored)
+        preprocessor = (resolve_preprocessor(scored.preprocessor_spec, ctx.settings, ctx.store)
+                        if scored is not None and metric is not None else None)
         summary = run_panel(ctx.store, ctx.settings, ctx.run_id, setup=scored,
-                            metric=gem_judge_metric(ctx.store, scored), paper_ids=run.paper_ids,
+                            metric=metric, paper_ids=run.paper_ids,
                             judge_names=list(run.setup.judges) or None, progress=ctx.progress,
                             exam_only=run.setup.exam_only, bounded_exam=run.setup.core,
-                            estimator=run.estimator_handle, local_judges=run.setup.local_judges)
+                            estimator=run.estimator_handle, preprocessor=preprocessor,
+                            local_judges=run.setup.local_judges)
         # a judge that could not be examined (unreachable, or texts that could not be scored) is the job's failure:
         # the run's status says what the command's exit status says.  Not when it is another failure's consequence
         # (a score stage that failed leaves the gem judge nothing to read: said once), nor when nothing is scored
