@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from click.testing import CliRunner
 
 from grebench.cli import main
-from grebench.scoring import run_scoring
+from grebench.scoring import EstimatorHandle, resolve_preprocessor, run_scoring
 from grebench.settings import load_settings
 from grebench.store import open_store
 
@@ -51,8 +51,14 @@ def measure(papers: int, models_dir: str, dtype: str, estimator: str, reuse: str
                                       "reuse": reuse, "metrics": metrics, "candidate": candidate or "all"}
             for setting in ("off", "leave-one-out"):
                 start = time.perf_counter()
-                summary = run_scoring(store, settings.replace(attribution=setting), None, metrics,
-                                      estimator, "rules", paper_ids=sample)
+                scoring = settings.replace(attribution=setting)
+                handle = EstimatorHandle(estimator, scoring)
+                try:
+                    summary = run_scoring(store, scoring, None, metrics, handle=handle,
+                                          preprocessor=resolve_preprocessor("rules", scoring, store),
+                                          paper_ids=sample)
+                finally:
+                    handle.close()
                 out[setting] = {"seconds": round(time.perf_counter() - start, 1),
                                 "score_requests": summary["estimator_calls"] - summary["attribution"]["requests"],
                                 "pairs": summary["pairs_scored"], "attribution": summary["attribution"]}

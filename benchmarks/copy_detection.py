@@ -48,7 +48,7 @@ from grebench.bench._prose import MIN_TOKENS, bundled_word_order, prose_evidence
 from grebench.bench._prose import threshold as prose_threshold
 from grebench.bench._prose import tokens as prose_tokens
 from grebench.ingest import BUNDLED, bundled_source
-from grebench.scoring import HUMAN_FACTOR, ScoredSetup, run_scoring, score_texts
+from grebench.scoring import HUMAN_FACTOR, EstimatorHandle, ScoredSetup, resolve_preprocessor, run_scoring, score_texts
 from grebench.settings import load_settings
 from grebench.store import PaperRecord, open_store
 
@@ -388,7 +388,11 @@ class InformationView:
                 self.store.upsert_paper(paper)
                 self.ids[paper.paper_id] = paper.paper_id
         run_bench(self.store, self.settings, self.store.start_run("bench", {}), controls=set())
-        summary = run_scoring(self.store, self.settings, None, ["gem-s"], estimator, "rules", controls=set())
+        # the view's parts, built once and held for its scorings (the estimator is closed with the view: close)
+        self.handle = EstimatorHandle(estimator, self.settings)
+        self.preprocessor = resolve_preprocessor("rules", self.settings, self.store)
+        summary = run_scoring(self.store, self.settings, None, ["gem-s"], handle=self.handle,
+                              preprocessor=self.preprocessor, controls=set())
         self.setup = ScoredSetup(estimator, "rules", summary["estimator"], summary["preprocessor"])
         human: dict[str, dict[str, float]] = {}
         for r in self.store.rows("SELECT paper_id, reference_review_id AS ref, greatest(pmi, 0) / -marginal AS share "
@@ -402,9 +406,14 @@ class InformationView:
             "DESC LIMIT 1) AS text FROM reviews r WHERE r.paper_id = ?", [r["paper_id"]])}
             for r in self.store.rows("SELECT paper_id FROM baseline_splits")}
 
+    def close(self) -> None:
+        """Release the view's evaluation LM (what its handle built)."""
+        self.handle.close()
+
     def ratios(self, items: list[tuple[str, str]]) -> list[float | None]:
         """Candidate's summed share over the human bar (``HUMAN_FACTOR`` or more is a flag) of each (paper, text)."""
-        scored = score_texts(self.store, self.settings, self.setup, "gem-s", items)
+        scored = score_texts(self.store, self.settings, self.setup, "gem-s", items, handle=self.handle,
+                             preprocessor=self.preprocessor)
         out: list[float | None] = []
         for pid, text in items:
             key = (pid, hashlib.sha256(text.encode("utf-8")).hexdigest())
@@ -500,6 +509,8 @@ def main() -> None:
         scores = sorted(e.score for e in lex)
         rows.append((name, strength, sum(caught), len(data), sum(e.copied for e in lex), sum(prose), sum(info),
                      sum(others), scores[len(scores) // 20], target))
+    if view is not None:
+        view.close()
     elapsed = time.monotonic() - started
     lex_fp, prose_fp, any_fp = sum(e.copied for e in honest_lex), sum(honest_prose), sum(honest_any)
     n = len(honest_lex)

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
 from grebench.pipeline._resolve import scored_setups
-from grebench.scoring import paired_test
+from grebench.scoring import EstimatorHandle, paired_test
 from grebench.scoring._preprocess import preprocess_texts, resolve_preprocessor
 from grebench.scoring._preprocess import text_sha256 as sha
 from grebench.scoring._texts import score_texts, stored_pmis
@@ -88,7 +88,12 @@ def main() -> None:
                 rng = random.Random(f"{args.seed}:null:{paper}:{n}")
                 nulls[(paper, n)] = "\n".join(rng.sample(pool, min(n, len(pool))))
     started = time.perf_counter()
-    scored = score_texts(store, settings, setup, args.metric, [(p, t) for (p, _), t in nulls.items()])
+    handle = EstimatorHandle(setup.estimator_spec, settings)
+    try:
+        scored = score_texts(store, settings, setup, args.metric, [(p, t) for (p, _), t in nulls.items()],
+                             handle=handle, preprocessor=pre)
+    finally:
+        handle.close()
     null_s = time.perf_counter() - started
 
     def per_paper(candidate: str, adjusted: bool) -> dict[str, float]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.conftest import FAST_ENV
 
-HEAVY = ("torch", "litellm", "gradio", "openreview", "transformers", "ray")
+HEAVY = ("torch", "litellm", "gradio", "openreview", "transformers", "datasketch", "ray")
 
 
 def test_importing_the_package_and_stages_imports_no_heavy_library() -> None:

@@ -32,7 +32,7 @@ from grebench.bench._registry import HUMAN, CandidateError, load_candidates
 from grebench.bench._sketches import similar_reviews
 from grebench.llm import NAME_PATTERN
 from grebench.settings import Settings
-from grebench.store import Store, linked_versions, public_since, utcnow
+from grebench.store import Store, held_reasons, linked_versions, public_since, utcnow
 
 IMPORT_VERSION = "imported-v1"  # prompt_version of imported generations
 MAX_REVIEW_BYTES = 100_000  # one review's text, UTF-8
@@ -130,6 +130,7 @@ class ImportSummary(TypedDict):
     clean: int
     sealed: int
     contaminated: int
+    held_unsealed: dict[str, list[str]]  # paper → why its reviews may not count as sealed (undecided possible links)
     papers_with_split: int
     cutoff: date | None
     cutoff_trusted: bool
@@ -652,12 +653,16 @@ def _summary(store: Store, name: str, meta: ModelMeta, parsed: ImportFile, rows:
                         "(give --cutoff or generated_at)")
     if len(rows) - clean:
         warnings.append(f"{len(rows) - clean} of {len(rows)} review(s) are contaminated: left out of the board score")
+    held = held_reasons(store, {r["paper_id"] for r in rows})
+    for pid, reasons in sorted(held.items()):
+        warnings.append(f"paper {pid}: not sealed until the operator decides its possible link "
+                        f"(`grebench links --flags`): {'; '.join(reasons)}")
     if with_split < len(rows):
         warnings.append(f"{len(rows) - with_split} review(s) are for papers without a human-baseline split yet "
                         "(fewer than 3 official reviews, or `grebench bench` not run since ingest): not scored")
     return {"candidate": name, "kind": IMPORTED_KIND, "source": source, "sha256": parsed.sha256,
             "reviews": len(rows), "changed": changed, "added": added, "replaced": replaced, "removed": removed,
-            "clean": clean, "sealed": sealed, "contaminated": len(rows) - clean,
+            "clean": clean, "sealed": sealed, "contaminated": len(rows) - clean, "held_unsealed": held,
             "papers_with_split": with_split, "cutoff": cutoff, "cutoff_trusted": "declared" not in meta,
             "declared": dict(meta.get("declared", {})), "model": meta.get("model"), "warnings": warnings,
             "status": "ok"}

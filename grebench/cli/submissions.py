@@ -28,7 +28,9 @@ def command() -> None:
 @click.pass_obj
 def list_command(settings: Settings, as_json: bool) -> None:
     """Accepted submissions: id, model, status, declared cutoff, whether it is vouched for, and why one failed or
-    is held (an approval the copy check refused, with its evidence)."""
+    is held (an approval the copy check refused, with its evidence); the papers whose reviews do not count as
+    sealed until a possible link to an earlier version is decided (`grebench links --flags`), with the reason."""
+    from grebench.store import held_reasons
     from grebench.submissions import held_submissions
 
     with writer_store(settings) as store:
@@ -36,10 +38,16 @@ def list_command(settings: Settings, as_json: bool) -> None:
                           "vouched_cutoff, s.reason FROM submissions s LEFT JOIN candidates c ON c.name = "
                           "s.model_name ORDER BY s.created_at")
         held = held_submissions(store)
+        papers: dict[str, set[str]] = {}
+        for g in store.rows("SELECT DISTINCT candidate, paper_id FROM generations WHERE status = 'ok'"):
+            papers.setdefault(g["candidate"], set()).add(g["paper_id"])
+        possible = {name: held_reasons(store, ids) for name, ids in papers.items()}
     for r in rows:
         r["held"] = held.get(r["model_name"])
+        r["possible_links"] = possible.get(r["model_name"]) or None
     if as_json:
-        emit_json([{k: (None if v is None else str(v)) for k, v in r.items()} for r in rows])
+        emit_json([{k: (None if v is None else v if k == "possible_links" else str(v)) for k, v in r.items()}
+                   for r in rows])
         return
     for r in rows:
         vouched = f"vouched (cutoff {r['vouched_cutoff']})" if r["vouched_cutoff"] else "not vouched: sealed only"
@@ -48,6 +56,8 @@ def list_command(settings: Settings, as_json: bool) -> None:
             click.echo(f"    HELD: {r['held']}")
         elif r["status"] == "failed" and r["reason"]:
             click.echo(f"    failed (never ranked): {r['reason']}")
+        for paper, reasons in sorted((r["possible_links"] or {}).items()):
+            click.echo(f"    not sealed on {paper} until decided: {'; '.join(reasons)}")
 
 
 @command.command("approve")

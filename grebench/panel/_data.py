@@ -21,7 +21,7 @@ from typing import Any, TypedDict
 
 from grebench.panel._judges import PaperView, ReviewView, TfIdf, VenueInputs
 from grebench.progress import Progress
-from grebench.scoring import EstimatorHandle, ScoredSetup, TextPmis, score_texts, stored_pmis
+from grebench.scoring import EstimatorHandle, Preprocessor, ScoredSetup, TextPmis, score_texts, stored_pmis
 from grebench.settings import Settings
 from grebench.store import ReviewRecord, Store
 
@@ -125,11 +125,13 @@ def load_venue(store: Store, venue_id: str, sample: Collection[str] | None = Non
 class GemScores:
     """PMI per reference for (paper, review text) under the setup and metric the caller names: stored scores first,
     computed ones (:func:`grebench.scoring.score_texts`) for exam texts, with the job's estimator (``handle``, the
-    resolved run's; None: built for them).  No setup or no metric: unknown for all."""
+    resolved run's) and the setup's built ``preprocessor`` (None: exam texts without a stored score cannot be
+    scored: the gem judge is not examined).  No setup or no metric: unknown for all."""
 
     def __init__(self, store: Store, settings: Settings, setup: ScoredSetup | None, metric: str | None,
-                 handle: EstimatorHandle | None = None) -> None:
+                 handle: EstimatorHandle | None = None, preprocessor: Preprocessor | None = None) -> None:
         self.store, self.settings, self.setup, self.handle = store, settings, setup, handle
+        self.preprocessor = preprocessor
         self.metric = metric if setup is not None else None
         self._values: TextPmis | None = None
         self.estimator_calls = 0  # requests the estimator computed (not found in the log-prob cache) for exam texts
@@ -170,8 +172,10 @@ class GemScores:
         if not todo or self.setup is None or self.metric is None:
             return 0
         try:
+            if self.handle is None:
+                raise ValueError("the job gave no estimator to score them with")
             scored = score_texts(self.store, self.settings, self.setup, self.metric, todo, progress, label,
-                                 self.handle)
+                                 handle=self.handle, preprocessor=self.preprocessor)
         except Exception as exc:  # the judge abstains on these texts rather than failing the panel
             self.failure = f"could not score {len(todo)} exam texts ({exc})"
             log.warning("gem judge: %s; it is not examined", self.failure)

@@ -57,7 +57,7 @@ from grebench.panel._local_judge import LOCAL_JUDGE_KIND, builtin_local_judges, 
 from grebench.panel._machine_metrics import common_words, measure
 from grebench.progress import NoProgress, Progress
 from grebench.runtime import LocalServers
-from grebench.scoring import EstimatorHandle, ScoredSetup
+from grebench.scoring import EstimatorHandle, Preprocessor, ScoredSetup
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 
@@ -408,7 +408,7 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, *, setup: Sc
               metric: str | None, paper_ids: Sequence[str] | None, judge_names: Sequence[str] | None = None,
               progress: Progress | None = None, exam_only: bool = False,
               bounded_exam: bool = False, estimator: EstimatorHandle | None = None,
-              local_judges: Sequence[str]) -> PanelRun:
+              preprocessor: Preprocessor | None = None, local_judges: Sequence[str]) -> PanelRun:
     """Exam, votes, verdicts, Bradley–Terry rankings and agreement with GEM-S for every venue-year with reviews.
 
     The caller decides what the panel works with: ``setup``, what the stored scores were made with (None: nothing
@@ -419,7 +419,9 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, *, setup: Sc
     reference judges too: a core run's (``validation = core``), where the gem judge's exam texts the score stage did
     not score would take the evaluation LM a fifth of a CPU's run (164 of 914 s for 12 papers in float32).
 
-    ``estimator`` is the job's estimator (the resolved run's handle) the gem judge scores its exam texts with;
+    ``estimator`` is the job's estimator (the resolved run's handle) the gem judge scores its exam texts with, and
+    ``preprocessor`` the built preprocessor of ``setup`` (the panel builds neither: without them the gem judge's
+    exam texts that have no stored score cannot be scored, and it is not examined);
     ``local_judges``, the job's local judges (the resolved run's ``setup.local_judges``; a caller outside a job
     resolves them itself: the panel never reads the setting).
 
@@ -431,7 +433,7 @@ def run_panel(store: Store, settings: Settings, run_id: str | None, *, setup: Sc
     returned, no judge is asked and nothing is written (``skipped_venues`` lists them).
     """
     client = LLMClient(settings, store)
-    gem = GemScores(store, settings, setup, metric, estimator)
+    gem = GemScores(store, settings, setup, metric, estimator, preprocessor)
     sample = None if paper_ids is None else frozenset(paper_ids)
     summary: PanelRun = {"venues": [], "exam": [], "rankings": [], "agreement": [], "qualified": [],
                                "unjudged": [], "votes": 0,

@@ -20,7 +20,16 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict, cast
 
 from grebench.pipeline._sample import adopt_snapshot_sample
-from grebench.scoring import RAW_PREPROCESSOR, RULES_ID, StoredBoard, StoredRow, compute_boards, run_scoring
+from grebench.scoring import (
+    RAW_PREPROCESSOR,
+    RULES_ID,
+    EstimatorHandle,
+    StoredBoard,
+    StoredRow,
+    compute_boards,
+    resolve_preprocessor,
+    run_scoring,
+)
 from grebench.settings import Settings
 from grebench.store import Store, import_snapshot, open_store
 
@@ -213,8 +222,13 @@ def _rebuild(store: Store, settings: Settings, say: Callable[[str], None]) -> Re
         con.execute("DELETE FROM judgments WHERE preprocessor = ?", [RULES_ID])  # deterministic: made again
     for s in setups:
         say(f"scoring {', '.join(s['metrics'])} with {s['estimator_spec']} / {s['preprocessor_spec']}")
-        summary = run_scoring(store, settings, None, s["metrics"], s["estimator_spec"], s["preprocessor_spec"],
-                              paper_ids=sample)
+        handle = EstimatorHandle(s["estimator_spec"], settings)  # this setup's estimator: built here, closed here
+        try:
+            summary = run_scoring(store, settings, None, s["metrics"], handle=handle,
+                                  preprocessor=resolve_preprocessor(s["preprocessor_spec"], settings, store),
+                                  paper_ids=sample)
+        finally:
+            handle.close()
         if summary["estimator"] != s["estimator_id"]:
             problems.append(f"{s['estimator_spec']} builds {summary['estimator']} here, the scores were made with "
                             f"{s['estimator_id']}: another model, dtype or fit cannot give the same numbers")

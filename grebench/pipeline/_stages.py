@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from grebench.ingest import IngestJson
     from grebench.panel import PanelRun
     from grebench.scoring import ValidationRow
+    from grebench.settings import StageInputs
     from grebench.store import SnapshotsCut
     from grebench.submissions import QueuePass
 
@@ -96,21 +97,21 @@ class ScoreStage(BaseStage):
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
         from grebench.pipeline._resolve import record_scored
-        from grebench.scoring import ScoredSetup, run_scoring
+        from grebench.scoring import ScoredSetup, resolve_preprocessor, run_scoring
 
         run = ctx.resolved
         papers, metrics = run.paper_ids, list(run.metrics)
+        preprocessor = resolve_preprocessor(run.preprocessor, ctx.settings, ctx.store)  # built once, for both
         proxy_summary = None
         if run.setup.proxy and Registry.split(run.setup.proxy)[0] != Registry.split(run.estimator)[0]:
             # the fast proxy first (seconds), on the same pairs: the main estimator's scores are then the latest
-            proxy_summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, metrics, run.setup.proxy,
-                                        run.preprocessor, progress=ctx.progress, paper_ids=papers,
+            proxy_summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, metrics, handle=run.proxy_handle,
+                                        preprocessor=preprocessor, progress=ctx.progress, paper_ids=papers,
                                         controls=run.setup.controls,
-                                        label=f"score (fast proxy {Registry.split(run.setup.proxy)[0]})",
-                                        handle=run.proxy_handle)
-        summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, metrics, run.estimator, run.preprocessor,
-                              progress=ctx.progress, paper_ids=papers, controls=run.setup.controls,
-                              handle=run.estimator_handle)
+                                        label=f"score (fast proxy {Registry.split(run.setup.proxy)[0]})")
+        summary = run_scoring(ctx.store, ctx.settings, ctx.run_id, metrics, handle=run.estimator_handle,
+                              preprocessor=preprocessor, progress=ctx.progress, paper_ids=papers,
+                              controls=run.setup.controls)
         summary["validation"] = run.setup.validation
         summary["sample"] = run.sample.description if run.sample.sampled else None
         if not summary.get("nothing_to_score"):  # with nothing to score no estimator was made: no id to record
@@ -142,6 +143,12 @@ class BoardsStage(BaseStage):
     requires = ("score",)
     description = "leaderboards with bootstrap CIs, stored for the site, the app and the CLI"
 
+    @property
+    def inputs(self) -> StageInputs:
+        from grebench.scoring import BOARDS
+
+        return BOARDS
+
     def fingerprint(self, ctx: StageContext) -> tuple[str, str] | None:
         from grebench.scoring import boards_fingerprint
 
@@ -162,6 +169,12 @@ class ValidateStage(BaseStage):
     name = "validate"
     requires = ("score",)
     description = "the metric's validation: does it penalise degradations and not reward manipulations?"
+
+    @property
+    def inputs(self) -> StageInputs:
+        from grebench.scoring import VALIDATION_INPUTS
+
+        return VALIDATION_INPUTS
 
     def needs_run(self, ctx: StageContext) -> bool:
         return True
@@ -203,7 +216,14 @@ class ValidateStage(BaseStage):
             est, prep, metrics = self._setup(ctx)
         except LookupError:
             return None
-        return f"{est}|{prep}|{','.join(metrics)}", validation_fingerprint(ctx.store, ctx.settings, est, prep, metrics)
+        proxy = self._proxy(ctx)
+        return f"{est}|{prep}|{','.join(metrics)}", validation_fingerprint(ctx.store, ctx.settings, est, prep, metrics,
+                                                                           proxy)
+
+    def _proxy(self, ctx: StageContext) -> str | None:
+        """The estimator id of the fast proxy the report compares with (the job's: ``proxy_estimator`` resolved)."""
+        proxy_setup = ctx.resolved.proxy_setup(ctx.store)
+        return proxy_setup.estimator_id if proxy_setup else None
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
         from grebench.scoring import estimator_agreement, store_report, validation_rows
@@ -213,8 +233,7 @@ class ValidateStage(BaseStage):
         est, prep, metrics = self._setup(ctx)
         rows = validation_rows(ctx.store, est, prep, metrics, ctx.settings.scoring.bootstrap_samples, ctx.settings.seed)
         store_report(ctx.store, ctx.run_id, est, prep, rows)
-        proxy_setup = ctx.resolved.proxy_setup(ctx.store)
-        proxy = proxy_setup.estimator_id if proxy_setup else None
+        proxy = self._proxy(ctx)
         agreement = [a for m in metrics if (a := estimator_agreement(ctx.store, m, est, prep, proxy)) is not None]
         return {"estimator": est, "preprocessor": prep, "metrics": metrics, "rows": rows, "agreement": agreement,
                 **untested(rows, llm_controls=bool(ctx.settings.bench.control_model))}
@@ -252,6 +271,12 @@ class PanelStage(BaseStage):
     name = "panel"
     description = "judge exam, pairwise votes of qualified judges, Bradley–Terry ranking, agreement with GEM-S"
 
+    @property
+    def inputs(self) -> StageInputs:
+        from grebench.panel import PANEL_INPUTS
+
+        return PANEL_INPUTS
+
     def needs_run(self, ctx: StageContext) -> bool:
         return True
 
@@ -269,17 +294,21 @@ class PanelStage(BaseStage):
 
     def run(self, ctx: StageContext) -> PanelRun:
         from grebench.panel import is_unreachable, run_panel
-        from grebench.scoring import gem_judge_metric
+        from grebench.scoring import gem_judge_metric, resolve_preprocessor
 
         run = ctx.resolved
         # the gem judge reads (and scores its exam texts with) the setup the stored scores were made with, on the
-        # job's sample: both resolved once for the job
+        # job's sample: both resolved once for the job; its parts are the job's (the estimator handle) or built here
         scored = run.scored_setup(ctx.store)
+        metric = gem_judge_metric(ctx.store, scored)
+        preprocessor = (resolve_preprocessor(scored.preprocessor_spec, ctx.settings, ctx.store)
+                        if scored is not None and metric is not None else None)
         summary = run_panel(ctx.store, ctx.settings, ctx.run_id, setup=scored,
-                            metric=gem_judge_metric(ctx.store, scored), paper_ids=run.paper_ids,
+                            metric=metric, paper_ids=run.paper_ids,
                             judge_names=list(run.setup.judges) or None, progress=ctx.progress,
                             exam_only=run.setup.exam_only, bounded_exam=run.setup.core,
-                            estimator=run.estimator_handle, local_judges=run.setup.local_judges)
+                            estimator=run.estimator_handle, preprocessor=preprocessor,
+                            local_judges=run.setup.local_judges)
         # a judge that could not be examined (unreachable, or texts that could not be scored) is the job's failure:
         # the run's status says what the command's exit status says.  Not when it is another failure's consequence
         # (a score stage that failed leaves the gem judge nothing to read: said once), nor when nothing is scored
@@ -299,6 +328,12 @@ class SiteStage(BaseStage):
 
     name = "site"
     description = "static leaderboard site and the app's Parquet exports"
+
+    @property
+    def inputs(self) -> StageInputs:
+        from grebench.site import SITE_INPUTS
+
+        return SITE_INPUTS
 
     def _out(self, ctx: StageContext) -> Path:
         return Path(ctx.options.site_dir) if ctx.options.site_dir else ctx.settings.site_path

@@ -16,7 +16,8 @@ Public API (importing it never imports torch or litellm):
   :func:`paired_test`, :func:`format_p` — the one paired test (sign-flip, the paper as the unit) and how a p is shown.
 * :func:`provenance` — what produced the stored boards (code version, evaluation LM, prompts, decoding, sample,
   panel), one dict for leaderboard.json, the pages, the snapshot manifest and the app; :func:`code_version`.
-* :func:`rules_judgment_lines`, :func:`parse_judgment_output`, :func:`resolve_preprocessor` — preprocessing.
+* :func:`rules_judgment_lines`, :func:`parse_judgment_output`, :func:`resolve_preprocessor` — preprocessing
+  (the one builder of a :class:`Preprocessor`: scoring takes the built object).
 """
 
 from grebench.scoring._aggregate import (
@@ -39,6 +40,7 @@ from grebench.scoring._attribution import (
 )
 from grebench.scoring._boards import (
     BOARD_VERSION,
+    BOARDS,
     SCOPES,
     SampleFacts,
     StoredBoard,
@@ -88,6 +90,7 @@ from grebench.scoring._outliers import HUMAN_FACTOR, InformationFlag, informatio
 from grebench.scoring._preprocess import (
     PREPROCESS_PROMPT_VERSION,
     PREPROCESSORS,
+    Preprocessor,
     preprocess_texts,
     preprocessor_entry,
     resolve_preprocessor,
@@ -106,6 +109,7 @@ from grebench.scoring._texts import (
 )
 from grebench.scoring._validate import (
     TOO_FEW,
+    VALIDATION_INPUTS,
     EstimatorAgreement,
     ValidationRow,
     cohens_d,
@@ -123,6 +127,7 @@ __all__ = [
     "ALPHA",
     "ATTRIBUTION_CHOICES",
     "ATTRIBUTION_THRESHOLD",
+    "BOARDS",
     "BOARD_VERSION",
     "CONTAMINATED",
     "CONTAMINATED_NOTE",
@@ -140,6 +145,7 @@ __all__ = [
     "RULES_ID",
     "SCOPES",
     "TOO_FEW",
+    "VALIDATION_INPUTS",
     "Attribution",
     "BoardRow",
     "EstimatorAgreement",
@@ -150,6 +156,7 @@ __all__ = [
     "LogprobResult",
     "Metric",
     "PairedTest",
+    "Preprocessor",
     "SampleFacts",
     "ScoredSetup",
     "ScoringError",

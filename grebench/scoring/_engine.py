@@ -23,7 +23,7 @@ from grebench.progress import NoProgress, Progress, Task
 from grebench.scoring._attribution import ScoreKey, attributed, attributes, leave_one_out, write_attribution
 from grebench.scoring._metrics import METRICS, RAW_PREPROCESSOR, SynopsisInputs, default_metrics, metric
 from grebench.scoring._pairs import PairRule, Skips, pmi
-from grebench.scoring._preprocess import Judgment, preprocess_texts, resolve_preprocessor, text_sha256
+from grebench.scoring._preprocess import Judgment, Preprocessor, preprocess_texts, text_sha256
 from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest, LogprobResult
 from grebench.store import ReviewRecord, Store, utcnow
 
@@ -145,18 +145,19 @@ def _check_no_leak(data: ScoringData) -> None:
             raise ScoringError(f"paper {g['paper_id']}: the human baseline's review is in its own reference set")
 
 
-def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: Sequence[str] = (),
-                estimator_spec: str = "", preprocessor_spec: str = "",
+def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: Sequence[str] = (), *,
+                handle: EstimatorHandle | None, preprocessor: Preprocessor | None,
                 progress: Progress | None = None, estimator: Estimator | None = None,
                 paper_ids: Collection[str] | None = None, controls: Collection[str] | None = None,
-                label: str = "score", handle: EstimatorHandle | None = None) -> dict[str, Any]:
+                label: str = "score") -> dict[str, Any]:
     """Score every stored generation against its references; returns the run summary.
 
-    The specs are the ones in force (the pipeline fills in the settings' defaults, once: ``RunOptions``).
-    ``handle`` is the job's estimator of ``estimator_spec`` (:class:`~grebench.scoring.estimators.EstimatorHandle`,
-    held by the resolved run): its instance is used and left to the job to release; without one, the estimator is
-    built here and closed at the end.  ``estimator`` overrides both (tests hand in a fake that speaks the same
-    protocol); ``paper_ids``
+    Scoring takes built parts and builds none (issue 61): ``handle`` is the job's estimator
+    (:class:`~grebench.scoring.estimators.EstimatorHandle`, held by the resolved run, or built by the caller): its
+    instances are used and left to whoever built the handle to close; ``preprocessor`` is the built preprocessor in
+    force (:func:`~grebench.scoring.resolve_preprocessor`, once, by the caller), None only when every metric scores
+    raw texts.  ``estimator`` overrides the handle (tests hand in a fake that speaks the same protocol, with
+    ``handle=None``); ``paper_ids``
     limits the scoring to those papers (the main job's sample); ``controls`` to those controls (the run's set: a
     core run leaves controls an earlier full run wrote unscored), None: every stored one.  ``label`` names the
     progress lines (the fast proxy's say so, so that its seconds are never read as the evaluation LM's).
@@ -165,17 +166,16 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
     unknown = [m for m in metrics if m not in METRICS]
     if unknown:
         raise ScoringError(f"unknown metric(s) {unknown}: choose from {', '.join(METRICS.names())}")
-    if not estimator_spec or not preprocessor_spec:
-        raise ScoringError("run_scoring needs the estimator and preprocessor specs in force")
-    needs_corpus = False
-    own = None  # a handle made here (no job's handle given): closed at the end
-    if estimator is None:
-        from grebench.scoring.estimators import EstimatorHandle
-
-        if handle is None or handle.spec != estimator_spec:
-            handle = own = EstimatorHandle(estimator_spec, settings)
-        # an unknown kind fails here, before any text is preprocessed
-        needs_corpus = handle.info.needs_corpus
+    if estimator is not None:
+        needs_corpus, unbuilt = False, estimator.id
+    elif handle is None:
+        raise ScoringError("run_scoring needs the job's estimator handle")
+    else:  # an unknown kind fails here, before any text is preprocessed
+        needs_corpus, unbuilt = handle.info.needs_corpus, handle.spec
+    needs_lines = any(not metric(m).raw for m in metrics)
+    if needs_lines and preprocessor is None:
+        raise ScoringError(f"{', '.join(m for m in metrics if not metric(m).raw)} score judgment lines: run_scoring "
+                           "needs the preprocessor in force")
     skips = Skips()
     data = _load(store)
     _check_no_leak(data)
@@ -184,8 +184,8 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
     wanted = splits if paper_ids is None else set(paper_ids) & set(splits)
     generations = [g for g in generations if g["paper_id"] in wanted
                    and (controls is None or g["candidate"] in controls or kind_info(g["kind"]).role != REFERENCE)]
-    needs_lines = any(not metric(m).raw for m in metrics)
-    preprocessor = resolve_preprocessor(preprocessor_spec, settings, store) if needs_lines else None
+    if not needs_lines:
+        preprocessor = None
     # what each text becomes: judgment lines (or the raw text for a raw metric)
     corpus_ids = [rid for rid, (pid, _) in reviews.items() if pid in splits]
     lines: dict[str, Judgment] = {}
@@ -196,74 +196,69 @@ def run_scoring(store: Store, settings: Settings, run_id: str | None, metrics: S
             lines = preprocess_texts(store, preprocessor, texts, task.advance)
         _refuse_mixing(preprocessor.id, splits, reviews, lines)
     est_cache: dict[bool, Estimator] = {}
-    try:
 
-        def estimator_for(raw: bool) -> Estimator:
-            if estimator is not None:
-                return estimator
-            if raw not in est_cache:
-                assert handle is not None
-                corpus: dict[str, list[str]] | None = None
-                if needs_corpus:  # one model serves raw and preprocessed texts alike, unless it is fitted on them
-                    corpus = estimator_corpus({rid: reviews[rid] for rid in corpus_ids}, None if raw else lines)
-                est_cache[raw] = handle.get(corpus, progress=display)
-            return est_cache[raw]
+    def estimator_for(raw: bool) -> Estimator:
+        if estimator is not None:
+            return estimator
+        if raw not in est_cache:
+            assert handle is not None
+            corpus: dict[str, list[str]] | None = None
+            if needs_corpus:  # one model serves raw and preprocessed texts alike, unless it is fitted on them
+                corpus = estimator_corpus({rid: reviews[rid] for rid in corpus_ids}, None if raw else lines)
+            est_cache[raw] = handle.get(corpus, progress=display)
+        return est_cache[raw]
 
-        pairs: list[tuple[Estimator, str, _Pair]] = []
-        to_attribute: list[tuple[Estimator, str, _Pair, tuple[str, ...]]] = []
-        for name in metrics if generations else ():  # nothing to score: no model is pulled, loaded or locked
-            raw = metric(name).raw
-            prep_id = RAW_PREPROCESSOR if raw else preprocessor.id  # type: ignore[union-attr]
-            synopses = _synopses(store, settings, name, data, skips)
-            if synopses is None:
+    pairs: list[tuple[Estimator, str, _Pair]] = []
+    to_attribute: list[tuple[Estimator, str, _Pair, tuple[str, ...]]] = []
+    for name in metrics if generations else ():  # nothing to score: no model is pulled, loaded or locked
+        raw = metric(name).raw
+        prep_id = RAW_PREPROCESSOR if raw else preprocessor.id  # type: ignore[union-attr]
+        synopses = _synopses(store, settings, name, data, skips)
+        if synopses is None:
+            continue
+        est = estimator_for(raw)
+        existing = {(r["candidate"], r["paper_id"], r["reference_review_id"]): r["generation_id"]
+                    for r in store.rows("SELECT candidate, paper_id, reference_review_id, generation_id "
+                                        "FROM scores WHERE metric = ? AND estimator = ? AND preprocessor = ?",
+                                        [name, est.id, prep_id])}
+        rule = PairRule(name, raw, lines, skips)
+        attribute = not raw and attributes(settings.scoring.attribution, _is_proxy(est))
+        done = attributed(store, name, est.id, prep_id) if attribute else set()
+        for g in generations:
+            pid = g["paper_id"]
+            if pid not in synopses:
                 continue
-            est = estimator_for(raw)
-            existing = {(r["candidate"], r["paper_id"], r["reference_review_id"]): r["generation_id"]
-                        for r in store.rows("SELECT candidate, paper_id, reference_review_id, generation_id "
-                                            "FROM scores WHERE metric = ? AND estimator = ? AND preprocessor = ?",
-                                            [name, est.id, prep_id])}
-            rule = PairRule(name, raw, lines, skips)
-            attribute = not raw and attributes(settings.scoring.attribution, _is_proxy(est))
-            done = attributed(store, name, est.id, prep_id) if attribute else set()
-            for g in generations:
-                pid = g["paper_id"]
-                if pid not in synopses:
-                    continue
-                cand_text = rule.text(g["text"], "candidate review")
-                if cand_text is False:
-                    continue
-                for ref, conditional, marginal in rule.requests(pid, synopses[pid], cand_text, splits[pid][1],
-                                                                ref_texts):
-                    pair = _Pair(name, g["candidate"], pid, ref, g["generation_id"], conditional, marginal)
-                    if existing.get((g["candidate"], pid, ref)) != g["generation_id"]:
-                        pairs.append((est, prep_id, pair))
-                    if attribute and cand_text and (g["candidate"], pid, ref, g["generation_id"]) not in done:
-                        to_attribute.append((est, prep_id, pair, lines[text_sha256(g["text"])].lines))
-        results, calls, hits, batches = _evaluate(store, [(e, p.conditional) for e, _, p in pairs]
-                                                  + [(e, p.marginal) for e, _, p in pairs], display, label)
-        _write_scores(store, pairs, results)
-        attribution = _attribute(store, to_attribute, display, label.replace("score", "attribute", 1))
-        summary: dict[str, Any] = {
-            "metrics": metrics,
-            "estimator": estimator.id if estimator
-            else (next(iter(est_cache.values())).id if est_cache else estimator_spec),
-            "preprocessor": preprocessor.id if preprocessor else RAW_PREPROCESSOR,
-            # every request asked of the estimator is counted (each is a new cache row), the attribution's included;
-            # ``attribution`` says how many were its own (its cache hits count the scores' conditionals it reread)
-            "pairs_scored": len(pairs), "estimator_calls": calls + attribution["requests"],
-            "estimator_batches": batches + attribution["batches"], "cache_hits": hits,
-            "skipped": skips.report(), "attribution": attribution,
-        }
-        if not generations:
-            summary["nothing_to_score"] = True
-        if run_id is not None:
-            for item in summary["skipped"]:
-                if item["what"] == "metric":
-                    store.record_failure(run_id, "score", item["metric"], item["reason"])
-        return summary
-    finally:  # an estimator made here (its local servers, vllm-local) stops with the scoring; a job's, with the job
-        if own is not None:
-            own.close()
+            cand_text = rule.text(g["text"], "candidate review")
+            if cand_text is False:
+                continue
+            for ref, conditional, marginal in rule.requests(pid, synopses[pid], cand_text, splits[pid][1],
+                                                            ref_texts):
+                pair = _Pair(name, g["candidate"], pid, ref, g["generation_id"], conditional, marginal)
+                if existing.get((g["candidate"], pid, ref)) != g["generation_id"]:
+                    pairs.append((est, prep_id, pair))
+                if attribute and cand_text and (g["candidate"], pid, ref, g["generation_id"]) not in done:
+                    to_attribute.append((est, prep_id, pair, lines[text_sha256(g["text"])].lines))
+    results, calls, hits, batches = _evaluate(store, [(e, p.conditional) for e, _, p in pairs]
+                                              + [(e, p.marginal) for e, _, p in pairs], display, label)
+    _write_scores(store, pairs, results)
+    attribution = _attribute(store, to_attribute, display, label.replace("score", "attribute", 1))
+    summary: dict[str, Any] = {
+        "metrics": metrics,
+        "estimator": next(iter(est_cache.values())).id if est_cache else unbuilt,
+        "preprocessor": preprocessor.id if preprocessor else RAW_PREPROCESSOR,
+        # every request asked of the estimator is counted (each is a new cache row), the attribution's included;
+        # ``attribution`` says how many were its own (its cache hits count the scores' conditionals it reread)
+        "pairs_scored": len(pairs), "estimator_calls": calls + attribution["requests"],
+        "estimator_batches": batches + attribution["batches"], "cache_hits": hits,
+        "skipped": skips.report(), "attribution": attribution,
+    }
+    if not generations:
+        summary["nothing_to_score"] = True
+    if run_id is not None:
+        for item in summary["skipped"]:
+            if item["what"] == "metric":
+                store.record_failure(run_id, "score", item["metric"], item["reason"])
+    return summary
 
 
 def _is_proxy(est: Estimator) -> bool:

@@ -26,7 +26,7 @@ from grebench.scoring._engine import (
 from grebench.scoring._leaderboard import FLOOR_JOIN, FLOORED_PMI, reference_floors
 from grebench.scoring._metrics import METRICS, SynopsisInputs, headline_metric, metric, metric_preprocessor
 from grebench.scoring._pairs import PairRule, pmi
-from grebench.scoring._preprocess import preprocess_texts, resolve_preprocessor, text_sha256
+from grebench.scoring._preprocess import Preprocessor, preprocess_texts, text_sha256
 from grebench.scoring._request import LogprobRequest
 from grebench.scoring._setup import ScoredSetup
 from grebench.settings import Settings
@@ -79,16 +79,17 @@ def stored_pmis(store: Store, setup: ScoredSetup, metric_name: str) -> TextPmis:
 
 def score_texts(store: Store, settings: Settings, setup: ScoredSetup, metric_name: str,
                 items: Iterable[tuple[str, str]], progress: Progress | None = None,
-                label: str = "score", handle: EstimatorHandle | None = None) -> TextScores:
+                label: str = "score", *, handle: EstimatorHandle, preprocessor: Preprocessor | None) -> TextScores:
     """PMI of each (paper id, text) in ``items`` against its paper's references, as the score stage would store it.
 
-    The text is preprocessed with ``setup``'s preprocessor and scored with its estimator (fitted on the same corpus
-    as the score stage, so the ids agree; :class:`ScoringError` when they do not), conditioned on the metric's
-    synopsis; a reference whose text is this text is left out.  A text without judgment lines gets each reference's
-    floor (no estimator call).  Items whose paper has no baseline split, whose preprocessing failed or which the
-    metric cannot score on their paper are left out of the result.  ``progress`` shows the requests under ``label``.
-    ``handle``: the job's estimator of ``setup``'s spec (the resolved run's), used and left to the job to release;
-    without one (or for another spec) the estimator is built here and closed at the end.
+    Scoring takes built parts and builds none (issue 61): ``handle`` is the job's estimator (the resolved run's, or
+    one the caller built and closes) and ``preprocessor`` the built preprocessor of ``setup`` (None only for a raw
+    metric).  The text is preprocessed with it and scored with the handle's estimator (fitted on the same corpus as
+    the score stage, so the ids agree; :class:`ScoringError` when the estimator's or the preprocessor's id is not
+    ``setup``'s), conditioned on the metric's synopsis; a reference whose text is this text is left out.  A text
+    without judgment lines gets each reference's floor (no estimator call).  Items whose paper has no baseline
+    split, whose preprocessing failed or which the metric cannot score on their paper are left out of the result.
+    ``progress`` shows the requests under ``label``.
     """
     data = _load(store)
     splits = data["splits"]
@@ -96,26 +97,17 @@ def score_texts(store: Store, settings: Settings, setup: ScoredSetup, metric_nam
     out = TextScores()
     if not todo:
         return out
-    from grebench.scoring.estimators import EstimatorHandle
-
-    own = None
-    if handle is None or handle.spec != setup.estimator_spec:
-        handle = own = EstimatorHandle(setup.estimator_spec, settings)
     # the corpus the score stage fitted on (every paper with a split): the estimator id of the stored scores
     fitted_on = corpus_texts(store)
-    rule = _rule(store, settings, setup, metric_name, [t for _, t in fitted_on.values()] + [t for _, t in todo])
-    try:
-        estimator = handle.get(estimator_corpus(fitted_on, None if rule.raw else rule.lines) if handle.info.needs_corpus
-                               else None)
-        if estimator.id != setup.estimator_id:
-            raise ScoringError(f"stored scores use estimator {setup.estimator_id}, this run's is {estimator.id}")
-        pending = _requests(store, settings, setup, rule, todo, data, out)
-        results, out.estimator_calls, _, _ = _evaluate(store, [(estimator, c) for *_, c, _ in pending]
-                                                       + [(estimator, m) for *_, m in pending],
-                                                       progress or NoProgress(), label)
-    finally:  # an estimator made here (its local servers, vllm-local) stops here; the job's, with the job
-        if own is not None:
-            own.close()
+    rule = _rule(store, setup, metric_name, preprocessor, [t for _, t in fitted_on.values()] + [t for _, t in todo])
+    estimator = handle.get(estimator_corpus(fitted_on, None if rule.raw else rule.lines) if handle.info.needs_corpus
+                           else None)
+    if estimator.id != setup.estimator_id:
+        raise ScoringError(f"stored scores use estimator {setup.estimator_id}, this run's is {estimator.id}")
+    pending = _requests(store, settings, setup, rule, todo, data, out)
+    results, out.estimator_calls, _, _ = _evaluate(store, [(estimator, c) for *_, c, _ in pending]
+                                                   + [(estimator, m) for *_, m in pending],
+                                                   progress or NoProgress(), label)
     for pid, digest, ref, cond, marg in pending:
         out.pmis[(pid, digest)][ref] = pmi(results[request_key(estimator.id, cond)],
                                            results[request_key(estimator.id, marg)])
@@ -123,11 +115,14 @@ def score_texts(store: Store, settings: Settings, setup: ScoredSetup, metric_nam
     return out
 
 
-def _rule(store: Store, settings: Settings, setup: ScoredSetup, metric_name: str, texts: list[str]) -> PairRule:
+def _rule(store: Store, setup: ScoredSetup, metric_name: str, preprocessor: Preprocessor | None,
+          texts: list[str]) -> PairRule:
     """The metric's pair rule with the judgment lines of ``texts`` (cached like all preprocessing)."""
     if metric(metric_name).raw:
         return PairRule(metric_name, True, {})
-    preprocessor = resolve_preprocessor(setup.preprocessor_spec, settings, store)
+    if preprocessor is None:
+        raise ScoringError(f"{metric_name} scores judgment lines: score_texts needs the preprocessor of "
+                           f"{setup.preprocessor_id}")
     if preprocessor.id != setup.preprocessor_id:
         raise ScoringError(f"stored scores use preprocessor {setup.preprocessor_id}, this run's is {preprocessor.id}")
     return PairRule(metric_name, False, preprocess_texts(store, preprocessor, texts))
@@ -162,21 +157,14 @@ def _requests(store: Store, settings: Settings, setup: ScoredSetup, rule: PairRu
     return pending
 
 
-def unconditional_logprobs(store: Store, settings: Settings, estimator_spec: str,
-                           texts: list[str]) -> list[tuple[float, int]]:
-    """(summed log-probability, tokens) of each text under the evaluation LM named by ``estimator_spec``, with the
-    GEM prompt given neither abstract nor first review: how readable the LM finds it (the prose test's LM path).
-    Through the log-prob cache, like every score; a corpus-fitted estimator is fitted as the score stage fits it."""
-    from grebench.scoring.estimators import EstimatorInfo, close_estimator, estimator_entry, resolve_estimator
-
-    corpus = None
-    if estimator_entry(estimator_spec).facts(EstimatorInfo).needs_corpus:
-        corpus = estimator_corpus(corpus_texts(store), None)
-    estimator = resolve_estimator(estimator_spec, settings, corpus=corpus)
-    try:
-        requests = [LogprobRequest("prose-test", None, None, text) for text in texts]
-        results, *_ = _evaluate(store, [(estimator, r) for r in requests], NoProgress(), "prose test")
-    finally:
-        close_estimator(estimator)
+def unconditional_logprobs(store: Store, handle: EstimatorHandle, texts: list[str]) -> list[tuple[float, int]]:
+    """(summed log-probability, tokens) of each text under the evaluation LM of ``handle`` (built, and closed, by
+    the caller), with the GEM prompt given neither abstract nor first review: how readable the LM finds it (the
+    prose test's LM path).  Through the log-prob cache, like every score; a corpus-fitted estimator is fitted as the
+    score stage fits it."""
+    corpus = estimator_corpus(corpus_texts(store), None) if handle.info.needs_corpus else None
+    estimator = handle.get(corpus)
+    requests = [LogprobRequest("prose-test", None, None, text) for text in texts]
+    results, *_ = _evaluate(store, [(estimator, r) for r in requests], NoProgress(), "prose test")
     return [(results[request_key(estimator.id, r)].logprob, results[request_key(estimator.id, r)].n_tokens)
             for r in requests]

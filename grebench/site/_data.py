@@ -68,6 +68,7 @@ class LinkedVersion(TypedDict):
     reviews_public_at: datetime | None
     slug: str
     earlier: bool
+    possible: NotRequired[str | None]  # an undecided possible link (issue 62): its reason; None for a link
 
 
 class BoardChange(TypedDict):
@@ -305,6 +306,7 @@ def paper_pages(store: Store, paper_ids: list[str] | None = None) -> dict[str, d
         SELECT v.paper_id AS _paper, q.paper_id, q.venue, q.venue_id, q.title, q.reviews_public_at
         FROM paper_versions v JOIN papers q ON q.paper_id = v.version_id
         WHERE {where} ORDER BY v.paper_id, q.reviews_public_at NULLS LAST, q.paper_id""", paper_ids)
+    possible = _possible_links(store)
     texts = _grouped(store, "paper_texts", """SELECT paper_id AS _paper, status, hidden_json, flags_json
                                               FROM paper_texts WHERE {where}""", paper_ids)
     all_texts = [r["text"] for rs in humans.values() for r in rs] + [g["text"] or "" for gs in gens.values()
@@ -332,6 +334,7 @@ def paper_pages(store: Store, paper_ids: list[str] | None = None) -> dict[str, d
         for v in linked:
             v["slug"] = slug(v["paper_id"])
             v["earlier"] = earlier_version(v["reviews_public_at"], paper["reviews_public_at"])
+            v["possible"] = possible.get((min(pid, v["paper_id"]), max(pid, v["paper_id"])))
         dates = [d for d in [paper["reviews_public_at"], *(v["reviews_public_at"] for v in linked)] if d]
         out[pid] = {"versions": linked, "public_since": min(dates, default=None),
                     "paper": paper, "humans": humans.get(pid, []), "generations": gens.get(pid, []),
@@ -339,6 +342,14 @@ def paper_pages(store: Store, paper_ids: list[str] | None = None) -> dict[str, d
                     "hidden": _json(text[0]["hidden_json"], []) if text else [],
                     "flags": _json(text[0]["flags_json"], []) if text else []}
     return out
+
+
+def _possible_links(store: Store) -> dict[tuple[str, str], str]:
+    """(paper, other) → the reason of each undecided possible link (issue 62), smaller id first."""
+    if not has_table(store, "paper_link_flags"):
+        return {}
+    return {(r["paper_id"], r["linked_id"]): r["reason"] for r in store.rows(
+        "SELECT paper_id, linked_id, reason FROM paper_link_flags WHERE decision IS NULL")}
 
 
 def _attribution(store: Store, paper_ids: list[str] | None) -> dict[str, dict[str, list[dict[str, Any]]]]:
@@ -373,8 +384,10 @@ def version_line(version: LinkedVersion) -> str:
     since DATE)``."""
     when = version["reviews_public_at"]
     since = f"reviews public since {str(when)[:10]}" if when else "reviews not public"
-    return (f"{'earlier' if version['earlier'] else 'other'} version: {version['venue'] or version['venue_id']} "
-            f"{version['title']} ({since})")
+    possible = version.get("possible")
+    line = (f"{'possible ' if possible else ''}{'earlier' if version['earlier'] else 'other'} version: "
+            f"{version['venue'] or version['venue_id']} {version['title']} ({since})")
+    return line + (f"; undecided, so this paper's reviews are not counted as sealed: {possible}" if possible else "")
 
 
 def methodology(store: Store) -> dict[str, Any]:

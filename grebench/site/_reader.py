@@ -41,7 +41,7 @@ T = TypeVar("T")
 # the big bookkeeping tables (llm_calls, logprob_cache, runs, ...) are not loaded
 APP_TABLES = ("papers", "reviews", "review_versions", "paper_texts", "candidates", "generations", "scores",
               "judgments", "panel_rankings", "panel_verdicts", "panel_votes", "boards", "board_rows", "labels",
-              "paper_links", "scored_setups", "judges", "judge_exams", "board_versions",
+              "paper_links", "paper_link_flags", "scored_setups", "judges", "judge_exams", "board_versions",
               "line_attribution")
 MAX_VIEWS = 256
 
@@ -76,7 +76,7 @@ def export_digest(export_dir: Path, fingerprint: Fingerprint) -> str:
 def build_reader(export_dir: Path, tables: tuple[str, ...] | None = APP_TABLES) -> Store:
     """An in-memory store loaded from the export (``tables=None``: every file); the schema alone when none."""
     from grebench.site._data import has_table
-    from grebench.store.migrations import m0019_paper_links
+    from grebench.store.migrations import m0019_paper_links, m0032_link_evidence
 
     con = duckdb.connect(":memory:")
     paths = sorted(export_dir.glob("*.parquet")) if export_dir.is_dir() else []
@@ -96,7 +96,8 @@ def build_reader(export_dir: Path, tables: tuple[str, ...] | None = APP_TABLES) 
     else:
         # the one public-since date (linked versions of a paper's work) and the clean pairs built on it, as in the store
         con.execute(m0019_paper_links.LINKS_TABLE)
-        con.execute(m0019_paper_links.VERSIONS_VIEW)
+        con.execute(m0032_link_evidence.FLAGS_TABLE)  # possible links count as links until decided (issue 62)
+        con.execute(m0032_link_evidence.VERSIONS_VIEW)
         con.execute(m0019_paper_links.PUBLIC_SINCE_VIEW)
         if not has_table(store, "clean_pairs") and all(has_table(store, t) for t in ("generations", "candidates")):
             con.execute(m0019_paper_links.CLEAN_PAIRS_VIEW)

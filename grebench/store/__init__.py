@@ -4,9 +4,22 @@ Readers never open the writer's live file (DuckDB forbids a second process on a 
 ``grebench export`` Parquet files or a read-only copy made by :meth:`Store.copy_to`.
 """
 
+from grebench.store._archive import ARCHIVE_FORMAT, ARCHIVE_MODE, ArchiveRefused, build_archive
 from grebench.store._clock import WALL_CLOCK, SimulatedClock, WallClock, clock, naive_utc, use_clock
 from grebench.store._fingerprint import BOOKKEEPING_COLUMNS, code_files, fingerprint, table_digests
-from grebench.store._links import EXPLICIT, PUBLIC_SINCE_VIEW, Link, linked_versions, public_since, put_links
+from grebench.store._links import (
+    EXPLICIT,
+    PUBLIC_SINCE_VIEW,
+    Link,
+    LinkFlag,
+    decide_link,
+    held_reasons,
+    link_flags,
+    linked_versions,
+    public_since,
+    put_flags,
+    put_links,
+)
 from grebench.store._migrate import migrate
 from grebench.store._provenance import (
     Aggregation,
@@ -58,6 +71,8 @@ from grebench.store._store import (
 )
 
 __all__ = [
+    "ARCHIVE_FORMAT",
+    "ARCHIVE_MODE",
     "BASELINE",
     "BOOKKEEPING_COLUMNS",
     "CONTESTANT",
@@ -69,6 +84,7 @@ __all__ = [
     "REFERENCE",
     "WALL_CLOCK",
     "Aggregation",
+    "ArchiveRefused",
     "CandidateProvenance",
     "CodeVersion",
     "DecodingValue",
@@ -77,6 +93,7 @@ __all__ = [
     "HiddenText",
     "InjectionFlag",
     "Link",
+    "LinkFlag",
     "MetricProvenance",
     "PanelMember",
     "PaperRecord",
@@ -93,21 +110,26 @@ __all__ = [
     "StoreLocked",
     "VenueProvenance",
     "WallClock",
+    "build_archive",
     "clock",
     "code_files",
     "cut_due_snapshots",
+    "decide_link",
     "export_snapshot",
     "file_sha256",
     "find_venue",
     "fingerprint",
+    "held_reasons",
     "ident",
     "import_snapshot",
+    "link_flags",
     "linked_versions",
     "migrate",
     "naive_utc",
     "open_store",
     "public_select",
     "public_since",
+    "put_flags",
     "put_links",
     "record_snapshot",
     "schema_tables",

@@ -136,12 +136,16 @@ def lm_prose_findings(store: Store, settings: Settings, texts: list[str]) -> lis
     judged.  The calls go through the log-prob cache like every score."""
     from grebench.bench import PROSE_MIN_TOKENS as MIN_TOKENS
     from grebench.bench import ProseEvidence
-    from grebench.scoring import unconditional_logprobs
+    from grebench.scoring import EstimatorHandle, unconditional_logprobs
 
     human = [r["text"] for r in store.rows(
         "SELECT v.text FROM review_versions v WHERE v.text IS NOT NULL ORDER BY hash(v.review_id), v.version "
         "LIMIT ?", [LM_PROSE_SAMPLE])]
-    measured = unconditional_logprobs(store, settings, settings.submissions.prose_estimator, [*human, *texts])
+    handle = EstimatorHandle(settings.submissions.prose_estimator, settings)
+    try:
+        measured = unconditional_logprobs(store, handle, [*human, *texts])
+    finally:  # the LM built for the prose test (its servers, a model in this process) is released here
+        handle.close()
     per_token = [lp / n if n else 0.0 for lp, n in measured]
     bar = (min(per_token[:len(human)]) if human else float("-inf")) - LM_PROSE_MARGIN
     out: list[Any] = []

@@ -31,12 +31,13 @@ from grebench.bench import (
     sync_candidates,
 )
 from grebench.cli._main import main
-from grebench.scoring import compute_boards, leaderboard, run_scoring
+from grebench.scoring import compute_boards, leaderboard
 from grebench.settings import Settings, load_settings
 from grebench.store import Store, open_store
 from tests.bench.conftest import TOPICS, with_candidates
 from tests.conftest import FAST_ENV
 from tests.scoring.conftest import FakeEstimator
+from tests.scoring.parts import score
 
 PUBLIC = datetime(2019, 11, 8)  # when the tiny papers' reviews became public
 # a review of its own: it says what the public reviews say ({topic} baselines are missing) in other words, since the
@@ -102,7 +103,7 @@ def test_good_file_is_stored_as_imported_generations(tiny_benched: Store, settin
 def test_imported_candidate_is_scored_and_ranked_like_an_llm(tiny_benched: Store, settings: Settings) -> None:
     import_reviews(tiny_benched, settings, "agent", trust_declared=True, data=GOOD)
     estimator = FakeEstimator()
-    summary = run_scoring(tiny_benched, settings, None, ["gem-s"], "offline", "rules", estimator=estimator)
+    summary = score(tiny_benched, settings, None, ["gem-s"], "offline", "rules", estimator=estimator)
     assert summary["pairs_scored"] > 0
     assert tiny_benched.scalar("SELECT count(*) FROM scores WHERE candidate = 'agent'") == 3 * 2
     rows = {r["candidate"]: r for r in leaderboard(tiny_benched, "gem-s", estimator.id, summary["preprocessor"],
@@ -110,7 +111,7 @@ def test_imported_candidate_is_scored_and_ranked_like_an_llm(tiny_benched: Store
     # three of the four papers: a file chooses its papers, so it is shown incomplete, never ranked (issue 31)
     assert rows["agent"]["rank"] is None and (rows["agent"]["complete"], rows["agent"]["missing_papers"]) == (False, 1)
     import_reviews(tiny_benched, settings, "agent", trust_declared=True, data=GOOD + _jsonl(_review(3)))
-    summary = run_scoring(tiny_benched, settings, None, ["gem-s"], "offline", "rules", estimator=estimator)
+    summary = score(tiny_benched, settings, None, ["gem-s"], "offline", "rules", estimator=estimator)
     rows = {r["candidate"]: r for r in leaderboard(tiny_benched, "gem-s", estimator.id, summary["preprocessor"],
                                                    samples=200)}
     assert rows["agent"]["kind"] == "imported" and rows["agent"]["rank"] in (1, 2) and rows["agent"]["complete"]
@@ -268,7 +269,7 @@ def test_reimport_of_the_same_file_changes_nothing(tiny_benched: Store, settings
 
 def test_a_changed_file_replaces_the_reviews_and_drops_stale_scores(tiny_benched: Store, settings: Settings) -> None:
     import_reviews(tiny_benched, settings, "agent", _jsonl(_review(0), _review(1), _review(2)))
-    run_scoring(tiny_benched, settings, None, ["gem-s"], "offline", "rules", estimator=FakeEstimator())
+    score(tiny_benched, settings, None, ["gem-s"], "offline", "rules", estimator=FakeEstimator())
     old = {r["paper_id"]: r["generation_id"] for r in tiny_benched.rows(
         "SELECT paper_id, generation_id FROM generations WHERE candidate = 'agent'")}
     changed = _jsonl(_review(0), {"paper_id": "paper1", "review": "A new review of paper 1."}, _review(3))
@@ -281,7 +282,7 @@ def test_a_changed_file_replaces_the_reviews_and_drops_stale_scores(tiny_benched
     scored = {r["paper_id"]: r["generation_id"] for r in tiny_benched.rows(
         "SELECT DISTINCT paper_id, generation_id FROM scores WHERE candidate = 'agent'")}
     assert scored == {"paper0": old["paper0"]}  # unchanged review keeps its scores; the others are gone
-    again = run_scoring(tiny_benched, settings, None, ["gem-s"], "offline", "rules", estimator=FakeEstimator())
+    again = score(tiny_benched, settings, None, ["gem-s"], "offline", "rules", estimator=FakeEstimator())
     assert again["pairs_scored"] == 2 * 2  # only the new and the changed review are scored
     assert tiny_benched.scalar("SELECT count(*) FROM board_changes WHERE subject = 'agent'") == 2
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from grebench.cli._main import main
-from grebench.ingest._links import KeywordRarity, PaperText, match
 from grebench.ingest._openreview_notes import previous_versions
+from grebench.ingest._similarity import KeywordRarity, PaperText, match
 from grebench.settings import Settings
 from grebench.store import open_store, public_since
 

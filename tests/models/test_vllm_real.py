@@ -21,6 +21,7 @@ from grebench.store import Store
 from tests.conftest import FAST_ENV
 from tests.models.conftest import REAL
 from tests.runtime.served import port_free, wait_gone
+from tests.scoring.parts import score
 
 pytest.importorskip("torch")
 # the server's start (minutes on a loaded 2-core CPU: torch.compile warm-up) counts towards the first test
@@ -75,7 +76,6 @@ def _scores(store: Store, estimator_id: str) -> dict[tuple[str, str, str, str], 
 def test_gem_and_gem_s_through_vllm_equal_the_hf_engine_in_float32(vllm, vllm_settings: Settings,
                                                                    bundled_store: Store) -> None:
     from grebench.bench import run_bench
-    from grebench.scoring import run_scoring
 
     assert vllm.id.startswith(f"vllm:{REAL}@") and ":dtype=float32:" in vllm.id
     run_id = bundled_store.start_run("test", {})
@@ -86,8 +86,8 @@ def test_gem_and_gem_s_through_vllm_equal_the_hf_engine_in_float32(vllm, vllm_se
     bundled_store.con.execute(f"DELETE FROM generations WHERE candidate NOT IN ({', '.join('?' * len(keep))})", keep)
     hf = resolve_estimator(f"hf:{REAL}", vllm_settings)
     for estimator in (hf, vllm):
-        summary = run_scoring(bundled_store, vllm_settings, run_id, ["gem", "gem-s"], f"hf:{REAL}", "rules",
-                              estimator=estimator, paper_ids=papers)
+        summary = score(bundled_store, vllm_settings, run_id, ["gem", "gem-s"], f"hf:{REAL}", "rules",
+                        estimator=estimator, paper_ids=papers)
         assert summary["estimator"] == estimator.id and summary["pairs_scored"] >= 2 * 2 * len(keep) * 2
     by_hf, by_vllm = _scores(bundled_store, hf.id), _scores(bundled_store, vllm.id)
     assert by_hf.keys() == by_vllm.keys() and {k[0] for k in by_hf} == {"gem", "gem-s"}

@@ -21,10 +21,11 @@ from grebench.bench import run_bench
 from grebench.cli._main import main
 from grebench.panel import run_panel
 from grebench.pipeline._resolve import record_scored
-from grebench.scoring import ScoredSetup, gem_judge_metric, run_scoring
+from grebench.scoring import ScoredSetup, gem_judge_metric
 from grebench.settings import load_settings
 from grebench.store import Store, open_store
 from tests.conftest import FAST_ENV
+from tests.scoring.parts import parts, score
 
 PAPERS = 60
 
@@ -47,11 +48,13 @@ def panel_run(bundled_db: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
     _keep_first_papers(store, PAPERS)
     run_id = store.start_run("test", {})
     run_bench(store, settings, run_id)
-    scored = run_scoring(store, settings, run_id, estimator_spec="offline", preprocessor_spec="rules")
+    scored = score(store, settings, run_id, estimator_spec="offline", preprocessor_spec="rules")
     setup = ScoredSetup("offline", "rules", scored["estimator"], scored["preprocessor"])
     record_scored(store, setup, run_id)  # as the score stage does: the CLI's exam and judge below examine with it
-    summary = run_panel(store, settings, run_id, setup=setup, metric=gem_judge_metric(store, setup), paper_ids=None,
-                        local_judges=())  # as FAST_ENV's jobs (the CLI's exam and judge below): no local judge
+    with parts(store, settings, "offline", "rules") as (handle, preprocessor):  # the job's parts, as a job's
+        summary = run_panel(store, settings, run_id, setup=setup, metric=gem_judge_metric(store, setup),
+                            paper_ids=None, estimator=handle, preprocessor=preprocessor,
+                            local_judges=())  # as FAST_ENV's jobs (the CLI's exam and judge below): no local judge
     tables = {t: store.rows(f"SELECT * FROM {t}") for t in ("judges", "judge_exams", "panel_verdicts",
                                                              "panel_rankings", "panel_agreement", "machine_metrics")}
     votes = store.scalar("SELECT count(*) FROM panel_votes")

@@ -6,12 +6,13 @@ import math
 
 import pytest
 
-from grebench.scoring import ATTRIBUTION_THRESHOLD, attribution_summary, paper_attribution, run_scoring
+from grebench.scoring import ATTRIBUTION_THRESHOLD, attribution_summary, paper_attribution
 from grebench.scoring._preprocess import RulesPreprocessor
 from grebench.scoring._request import LogprobRequest
 from grebench.settings import Settings
 from grebench.store import Store
 from tests.scoring.conftest import FakeEstimator, add_generation
+from tests.scoring.parts import score
 from tests.scoring.test_engine import small_store  # noqa: F401  (fixture)
 
 
@@ -21,8 +22,8 @@ def _loo(settings: Settings) -> Settings:
 
 def test_contributions_match_a_direct_recomputation(small_store: Store, settings: Settings,  # noqa: F811
                                                     fake_estimator: FakeEstimator) -> None:
-    summary = run_scoring(small_store, _loo(settings), None, ["gem", "gem-s"], "offline", "rules",
-                          estimator=fake_estimator)
+    summary = score(small_store, _loo(settings), None, ["gem", "gem-s"], "offline", "rules",
+                    estimator=fake_estimator)
     rows = small_store.rows("""SELECT a.*, s.conditional, s.marginal FROM line_attribution a JOIN scores s
                                USING (metric, estimator, preprocessor, candidate, paper_id, reference_review_id)
                                ORDER BY ALL""")
@@ -55,30 +56,30 @@ def test_contributions_match_a_direct_recomputation(small_store: Store, settings
 
 def test_rerun_asks_nothing_and_new_generation_replaces_rows(small_store: Store, settings: Settings,  # noqa: F811
                                                               fake_estimator: FakeEstimator) -> None:
-    run_scoring(small_store, _loo(settings), None, ["gem"], "offline", "rules", estimator=fake_estimator)
+    score(small_store, _loo(settings), None, ["gem"], "offline", "rules", estimator=fake_estimator)
     before = small_store.scalar("SELECT count(*) FROM line_attribution")
     calls = fake_estimator.calls
-    again = run_scoring(small_store, _loo(settings), None, ["gem"], "offline", "rules", estimator=fake_estimator)
+    again = score(small_store, _loo(settings), None, ["gem"], "offline", "rules", estimator=fake_estimator)
     assert fake_estimator.calls == calls and again["attribution"]["pairs"] == 0
     assert small_store.scalar("SELECT count(*) FROM line_attribution") == before
 
 
 def test_auto_attributes_proxies_only(small_store: Store, settings: Settings,  # noqa: F811
                                       fake_estimator: FakeEstimator) -> None:
-    lm = run_scoring(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
+    lm = score(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
     assert lm["attribution"]["pairs"] == 0 and small_store.scalar("SELECT count(*) FROM line_attribution") == 0
-    proxy = run_scoring(small_store, settings, None, ["gem"], "offline", "rules")  # the offline word model
+    proxy = score(small_store, settings, None, ["gem"], "offline", "rules")  # the offline word model
     assert proxy["attribution"]["pairs"] > 0
     assert small_store.scalar("SELECT count(DISTINCT estimator) FROM line_attribution WHERE estimator LIKE "
                               "'offline:%'") == 1
-    off = run_scoring(small_store, settings.replace(attribution="off"), None, ["gem-s"], "offline", "rules")
+    off = score(small_store, settings.replace(attribution="off"), None, ["gem-s"], "offline", "rules")
     assert off["attribution"]["pairs"] == 0
     assert not small_store.scalar("SELECT count(*) FROM line_attribution WHERE metric = 'gem-s'")
 
 
 def test_readers_average_over_references_and_summarise(small_store: Store, settings: Settings,  # noqa: F811
                                                        fake_estimator: FakeEstimator) -> None:
-    run_scoring(small_store, _loo(settings), None, ["gem", "gem-s"], "offline", "rules", estimator=fake_estimator)
+    score(small_store, _loo(settings), None, ["gem", "gem-s"], "offline", "rules", estimator=fake_estimator)
     pages = paper_attribution(small_store, ["A"])
     assert set(pages) == {"A"}
     for blocks in pages["A"].values():
@@ -102,7 +103,7 @@ def test_readers_average_over_references_and_summarise(small_store: Store, setti
 
 def test_a_new_review_replaces_the_old_reviews_lines(small_store: Store, settings: Settings,  # noqa: F811
                                                      fake_estimator: FakeEstimator) -> None:
-    run_scoring(small_store, _loo(settings), None, ["gem"], "offline", "rules", estimator=fake_estimator)
+    score(small_store, _loo(settings), None, ["gem"], "offline", "rules", estimator=fake_estimator)
     where = "WHERE candidate = 'sentence-deletion' AND paper_id = 'A'"
     (old,) = small_store.rows(f"SELECT DISTINCT generation_id FROM line_attribution {where}")
     text = ("The hypernetwork initialisation is novel. The Omniglot experiments are weak. "
@@ -110,7 +111,7 @@ def test_a_new_review_replaces_the_old_reviews_lines(small_store: Store, setting
     n_lines = len(RulesPreprocessor().preprocess([text])[0].lines)
     assert n_lines > 1
     add_generation(small_store, "sentence-deletion", "A", text, "A0")
-    summary = run_scoring(small_store, _loo(settings), None, ["gem"], "offline", "rules", estimator=fake_estimator)
+    summary = score(small_store, _loo(settings), None, ["gem"], "offline", "rules", estimator=fake_estimator)
     assert summary["attribution"]["pairs"] == 2  # the new review against its two references, nothing else again
     new = small_store.rows(f"SELECT generation_id, count(*) AS n FROM line_attribution {where} GROUP BY ALL")
     assert len(new) == 1 and new[0]["generation_id"] != old["generation_id"] and new[0]["n"] == 2 * n_lines

@@ -10,10 +10,11 @@ import pytest
 from grebench.ingest import resolve_source, run_ingest
 from grebench.models import catalogue_entry
 from grebench.pipeline._sample import _rating, draw_sample
-from grebench.scoring import RULES_ID, is_contaminated_row, leaderboard, run_scoring
+from grebench.scoring import RULES_ID, is_contaminated_row, leaderboard
 from grebench.settings import Settings
 from grebench.store import Store, open_store
 from tests.scoring.conftest import FakeEstimator, add_generation, seed_baseline
+from tests.scoring.parts import score
 
 RULES = RULES_ID
 CUTOFF = catalogue_entry("smollm2-135m").cutoff.isoformat()  # 2024-10-31
@@ -50,7 +51,7 @@ def test_a_model_with_an_earlier_cutoff_is_ranked_on_iclr_2026_and_contaminated_
             other = store.scalar("SELECT text FROM review_versions v JOIN reviews r USING (review_id) "
                                  "WHERE r.paper_id = ? LIMIT 1", [papers[(k + 1) % len(papers)]])
             add_generation(store, "smollm2-135m", pid, other, kind="llm", cutoff=CUTOFF)
-        run_scoring(store, settings, None, ["gem-s"], "offline", "rules", estimator=FakeEstimator())
+        score(store, settings, None, ["gem-s"], "offline", "rules", estimator=FakeEstimator())
         boards[spec] = {r["candidate"]: r for r in leaderboard(store, "gem-s", "fake-lm", RULES, samples=100)}
         store.con.close()
     recent, old = boards["bundled"]["smollm2-135m"], boards["bundled:iclr2020"]["smollm2-135m"]

@@ -12,12 +12,12 @@ from grebench.scoring import (
     compute_boards,
     is_contaminated_row,
     leaderboard,
-    run_scoring,
     stored_boards,
 )
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 from tests.scoring.conftest import FakeEstimator, add_generation, seed_baseline
+from tests.scoring.parts import score
 
 REVIEWS = {
     "A": ["Strengths: The hypernetwork initialisation is novel and the Lipschitz derivation is well written. "
@@ -61,7 +61,7 @@ def small_store(store: Store) -> Store:
 
 def test_marginal_computed_once_per_reference_and_reused(small_store: Store, settings: Settings,
                                                          fake_estimator: FakeEstimator) -> None:
-    summary = run_scoring(small_store, settings, None, ["gem", "gem-s"], "offline", "rules", estimator=fake_estimator)
+    summary = score(small_store, settings, None, ["gem", "gem-s"], "offline", "rules", estimator=fake_estimator)
     # 3 candidates × 2 refs per paper; gem on 2 papers, gem-s on 1 (B has no abstract)
     assert summary["pairs_scored"] == 3 * 2 * 2 + 3 * 2
     marginals = [r for r in fake_estimator.requests if r.first_review is None]
@@ -82,31 +82,31 @@ def test_marginal_computed_once_per_reference_and_reused(small_store: Store, set
 
 def test_rerun_makes_no_estimator_calls(small_store: Store, settings: Settings,
                                         fake_estimator: FakeEstimator) -> None:
-    run_scoring(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
+    score(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
     calls = fake_estimator.calls
-    again = run_scoring(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
+    again = score(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
     assert fake_estimator.calls == calls and again["estimator_calls"] == 0 and again["pairs_scored"] == 0
     # scores deleted but cache kept: every answer comes from the cache
     small_store.con.execute("DELETE FROM scores")
-    third = run_scoring(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
+    third = score(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
     assert fake_estimator.calls == calls and third["estimator_calls"] == 0
     assert third["cache_hits"] == calls and third["pairs_scored"] == 12
     # a new candidate needs only its conditionals: the marginals are reused from the cache
     add_generation(small_store, "elongation", "A", "Overall the paper is novel. " + REVIEWS["A"][0], "A0")
-    fourth = run_scoring(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
+    fourth = score(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
     assert fourth["pairs_scored"] == 2 and fourth["estimator_calls"] == 2 and fourth["cache_hits"] == 2
 
 
 def test_own_review_is_never_a_reference(small_store: Store, settings: Settings,
                                          fake_estimator: FakeEstimator) -> None:
-    run_scoring(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
+    score(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
     leaked = small_store.scalar("""SELECT count(*) FROM scores s JOIN generations g USING (generation_id)
                                    WHERE g.source_review_id = s.reference_review_id""")
     assert leaked == 0
     small_store.con.execute("UPDATE baseline_splits SET reference_review_ids_json = '[\"A0\", \"A1\"]' "
                             "WHERE paper_id = 'A'")
     with pytest.raises(ScoringError, match="reference"):
-        run_scoring(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
+        score(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
 
 
 def test_imported_refuses_when_references_lack_lines(store: Store, settings: Settings,
@@ -114,7 +114,7 @@ def test_imported_refuses_when_references_lack_lines(store: Store, settings: Set
     _insert_paper(store, "A", "Abstract.", judgments={0: ["The reviewer appreciates the idea."],
                                                       1: ["The reviewer criticizes the baselines."]})
     with pytest.raises(ScoringError, match="1 of 2 reference reviews have no judgment lines"):
-        run_scoring(store, settings, None, ["gem"], "offline", "imported", estimator=fake_estimator)
+        score(store, settings, None, ["gem"], "offline", "imported", estimator=fake_estimator)
     assert fake_estimator.calls == 0
 
 
@@ -124,18 +124,18 @@ def test_imported_refuses_mixed_imported_preprocessors(store: Store, settings: S
     _insert_paper(store, "B", "Abstract.", judgments={i: ["The reviewer questions it."] for i in range(3)},
                   preprocessor="other-llm")
     with pytest.raises(ValueError, match="several preprocessors"):
-        run_scoring(store, settings, None, ["gem"], "offline", "imported", estimator=fake_estimator)
+        score(store, settings, None, ["gem"], "offline", "imported", estimator=fake_estimator)
 
 
 def test_imported_scores_only_candidates_with_imported_lines(store: Store, settings: Settings,
                                                              fake_estimator: FakeEstimator) -> None:
     _insert_paper(store, "A", "Abstract.", judgments={i: [f"The reviewer appreciates point {i}."] for i in range(3)})
-    summary = run_scoring(store, settings, None, ["gem"], "offline", "imported", estimator=fake_estimator)
+    summary = score(store, settings, None, ["gem"], "offline", "imported", estimator=fake_estimator)
     assert summary["preprocessor"] == "imported:gpt-4o@paper"
     assert {r["candidate"] for r in store.rows("SELECT DISTINCT candidate FROM scores")} == {"human"}
     assert sum(s["count"] for s in summary["skipped"] if "candidate review missing" in s["reason"]) == 2
     # different preprocessors land in different tables, never mixed
-    run_scoring(store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
+    score(store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
     assert store.scalar("SELECT count(DISTINCT preprocessor) FROM scores") == 2
     rows = leaderboard(store, "gem", "fake-lm", "imported:gpt-4o@paper", samples=200)
     assert [r["candidate"] for r in rows] == ["human"] and rows[0]["pairs"] == 2
@@ -143,7 +143,7 @@ def test_imported_scores_only_candidates_with_imported_lines(store: Store, setti
 
 def test_gem_s_assw_is_skipped_without_an_llm(small_store: Store, settings: Settings,
                                               fake_estimator: FakeEstimator) -> None:
-    summary = run_scoring(small_store, settings, "r1", ["gem-s-assw"], "offline", "rules", estimator=fake_estimator)
+    summary = score(small_store, settings, "r1", ["gem-s-assw"], "offline", "rules", estimator=fake_estimator)
     assert summary["pairs_scored"] == 0 and fake_estimator.calls == 0
     assert any(s["what"] == "metric" and "assw_model" in s["reason"] for s in summary["skipped"])
 
@@ -154,7 +154,7 @@ def test_contaminated_llm_papers_are_left_out(small_store: Store, settings: Sett
     small_store.con.execute("UPDATE papers SET reviews_public_at = TIMESTAMP '2024-01-01' WHERE paper_id = 'B'")
     for pid in ("A", "B"):
         add_generation(small_store, "llm-x", pid, REVIEWS[pid][2], kind="llm", cutoff="2021-06-01")
-    run_scoring(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
+    score(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
     rows = {r["candidate"]: r for r in leaderboard(small_store, "gem", "fake-lm", RULES_ID, samples=200)}
     assert rows["llm-x"]["papers"] == 1 and rows["llm-x"]["clean_papers"] == 1
     assert rows["llm-x"]["contaminated_papers"] == 1 and rows["human"]["papers"] == 2
@@ -165,7 +165,7 @@ def test_contaminated_llm_papers_are_left_out(small_store: Store, settings: Sett
     # a model trained after every paper's reviews were public: shown, scored on its contaminated papers, never ranked
     for pid in ("A", "B"):
         add_generation(small_store, "llm-late", pid, REVIEWS[pid][1], kind="llm", cutoff="2025-01-01")
-    run_scoring(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
+    score(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
     board = leaderboard(small_store, "gem", "fake-lm", RULES_ID, samples=200)
     late = next(r for r in board if r["candidate"] == "llm-late")
     assert is_contaminated_row(late) and late["rank"] is None and late["rank_low"] is None
@@ -187,7 +187,7 @@ def test_contaminated_llm_papers_are_left_out(small_store: Store, settings: Sett
 def test_offline_estimator_ranks_human_above_generic_and_other_paper(bundled_store: Store,
                                                                      settings: Settings) -> None:
     seed_baseline(bundled_store, max_papers=100)
-    summary = run_scoring(bundled_store, settings, None, ["gem", "gem-s"], "offline", "rules")
+    summary = score(bundled_store, settings, None, ["gem", "gem-s"], "offline", "rules")
     skipped_refs = sum(s["count"] for s in summary["skipped"] if "reference" in s["what"] + s["reason"])
     assert summary["estimator"].startswith("offline") and summary["pairs_scored"] + skipped_refs == 100 * 3 * 2 * 2
     for metric in ("gem", "gem-s"):
@@ -196,7 +196,7 @@ def test_offline_estimator_ranks_human_above_generic_and_other_paper(bundled_sto
         assert rows["human"]["score"] > rows["generic"]["score"]
         assert rows["human"]["score"] > rows["other-paper"]["score"]
         assert rows["human"]["rank"] == 1 and rows["generic"]["p_vs_human"] < 0.05
-    again = run_scoring(bundled_store, settings, None, ["gem", "gem-s"], "offline", "rules")
+    again = score(bundled_store, settings, None, ["gem", "gem-s"], "offline", "rules")
     assert again["estimator_calls"] == 0 and again["pairs_scored"] == 0
 
 
@@ -214,12 +214,12 @@ def test_a_stop_ends_scoring_at_a_batch_boundary_and_keeps_the_answers(small_sto
     fake_estimator.logprobs = logprobs_then_signal  # type: ignore[method-assign]
     try:
         with pytest.raises(stop.Interrupted):
-            run_scoring(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
+            score(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
     finally:
         stop.reset()
     assert fake_estimator.batches == 1  # the second batch was never sent
     first = fake_estimator.calls
     assert small_store.scalar("SELECT count(*) FROM logprob_cache") == first  # what was answered is stored
     fake_estimator.logprobs = asked  # type: ignore[method-assign]
-    resumed = run_scoring(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
+    resumed = score(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake_estimator)
     assert resumed["cache_hits"] == first and fake_estimator.calls == first + resumed["estimator_calls"]

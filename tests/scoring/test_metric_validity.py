@@ -10,9 +10,10 @@ from __future__ import annotations
 import pytest
 
 from grebench.bench import CONTROLS, run_bench
-from grebench.scoring import RULES_ID, leaderboard, run_scoring, validation_rows
+from grebench.scoring import RULES_ID, leaderboard, validation_rows
 from grebench.settings import Settings
 from grebench.store import Store
+from tests.scoring.parts import score
 
 METRICS = ["gem", "gem-s"]
 
@@ -21,7 +22,7 @@ METRICS = ["gem", "gem-s"]
 def test_default_pipeline_passes_validation_on_bundled_data(bundled_store: Store, settings: Settings) -> None:
     run_id = bundled_store.start_run("test", {})
     run_bench(bundled_store, settings, run_id)
-    summary = run_scoring(bundled_store, settings, run_id, METRICS, "offline", "rules")
+    summary = score(bundled_store, settings, run_id, METRICS, "offline", "rules")
     assert summary["preprocessor"] == RULES_ID and summary["estimator"].startswith("offline:")
     assert summary["estimator_calls"] > 5000
     est, prep = summary["estimator"], summary["preprocessor"]
@@ -51,5 +52,5 @@ def test_default_pipeline_passes_validation_on_bundled_data(bundled_store: Store
                     and r["kind"] == "degradation"]
         assert not rewarded, f"{metric}: rewarded {rewarded}"
 
-    again = run_scoring(bundled_store, settings, run_id, METRICS, "offline", "rules")
+    again = score(bundled_store, settings, run_id, METRICS, "offline", "rules")
     assert again["estimator_calls"] == 0 and again["pairs_scored"] == 0

@@ -15,10 +15,11 @@ import pytest
 
 from grebench.bench import COPY_THRESHOLD, clean_pairs, copied_shares, copy_share, run_bench
 from grebench.ingest._content import review_text
-from grebench.scoring import run_scoring, validation_rows
+from grebench.scoring import validation_rows
 from grebench.settings import Settings
 from grebench.store import PaperRecord, ReviewRecord, Store, open_store, utcnow
 from grebench.submissions import ImportForm, SubmissionQueue, accept_queued_imports, queue_import
+from tests.scoring.parts import score
 
 
 def _bundled(n: int, sample: str = "iclr2020") -> list[dict]:
@@ -159,7 +160,7 @@ def test_validation_publishes_what_a_copy_of_a_reference_earns(bundled_store: St
     it was not copied from the copy is just another human review."""
     run_bench(bundled_store, settings, None, ["human", "reference-copy"])
     papers = sorted(r["paper_id"] for r in bundled_store.rows("SELECT paper_id FROM baseline_splits"))[:60]
-    summary = run_scoring(bundled_store, settings, None, ["gem-s"], "offline", "rules", paper_ids=papers)
+    summary = score(bundled_store, settings, None, ["gem-s"], "offline", "rules", paper_ids=papers)
     rows = {r["transformation"]: r for r in validation_rows(bundled_store, summary["estimator"],
                                                              summary["preprocessor"], ["gem-s"], 200, 0)}
     copy, others = rows["reference-copy"], rows["reference-copy (other refs)"]

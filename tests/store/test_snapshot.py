@@ -10,12 +10,13 @@ from click.testing import CliRunner
 
 from grebench.bench import run_bench
 from grebench.cli._main import main
-from grebench.scoring import leaderboard, run_scoring
+from grebench.scoring import leaderboard
 from grebench.settings import load_settings
 from grebench.store import Store, open_store
 from grebench.store._snapshot import SnapshotError, export_snapshot, import_snapshot, verify_snapshot
 from tests.bench.conftest import tiny_papers
 from tests.conftest import FAST_ENV
+from tests.scoring.parts import score
 
 VENUE = "Test.cc/2019/Conference"
 
@@ -30,7 +31,7 @@ def scored(tmp_path: Path) -> Store:
         for paper in tiny_papers():
             store.upsert_paper(paper)
     run_bench(store, settings, None)  # type: ignore[arg-type]
-    run_scoring(store, settings, None, ["gem-s"], settings.scoring.estimator, settings.scoring.preprocessor)
+    score(store, settings, None, ["gem-s"], settings.scoring.estimator, settings.scoring.preprocessor)
     yield store
     store.con.close()
 
@@ -58,7 +59,7 @@ def test_export_verify_import_gives_the_same_leaderboard(scored: Store, tmp_path
     # the imported tables are enough to re-score: drop the scores and compute them again, same numbers
     settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "fresh")})
     fresh.con.execute("DELETE FROM scores")
-    summary = run_scoring(fresh, settings, None, ["gem-s"], settings.scoring.estimator, settings.scoring.preprocessor)
+    summary = score(fresh, settings, None, ["gem-s"], settings.scoring.estimator, settings.scoring.preprocessor)
     assert summary["pairs_scored"] == manifest["files"]["scores.parquet"]["rows"]
     assert _board(fresh) == _board(scored)
     fresh.close()

@@ -17,7 +17,7 @@ actors, each owning its own instance, while the driver stays the one store write
   shards it held are run again there.  A shard's answers reach the driver once (its object ref resolves once), and
   the cache and ``scores`` are upserted by request key, so a retried shard writes nothing twice.
 - **Server estimators are not wrapped** (``vllm:``, ``sglang:``, ``vllm-local:``): their requests already stream
-  from the driver to their servers through :class:`~grebench.scoring.estimators._dispatch.Dispatcher`; an actor
+  from the driver to their servers through :class:`~grebench.dispatch.Dispatcher`; an actor
   in between would add a hop and nothing else.
 
 Ray is imported here only, and only when ``executor = ray`` builds an estimator: ``import grebench`` never imports
