@@ -216,14 +216,19 @@ def record_scored(store: Store, scored: ScoredSetup, run_id: str, role: str = "m
 
 
 def resolve_run(store: Store, settings: Settings, setup: RunSetup, *, draws: bool) -> ResolvedRun:
-    """The run of a job: see the module docstring.  ``draws``: the job generates for or scores the sample."""
+    """The run of a job: see the module docstring.  ``draws``: the job generates for or scores the sample.  Its
+    estimator runs where the ``executor`` setting says (``--executor``: this process, or Ray actors); the fast
+    proxy always in this process: it scores the sample in seconds, and a second pool of actors, alive beside the
+    estimator's during the score stage, would wait for CPUs that the estimator's actors hold."""
+    executor = settings.run.executor
     proxy_handle = EstimatorHandle(setup.proxy, settings) if setup.proxy else None
     if draws:
         estimator, preprocessor = setup.estimator, setup.preprocessor
         whence = "as named" if setup.named_estimator else "the setting"
         return ResolvedRun(setup, estimator, preprocessor, whence, scored_setups(store, estimator, preprocessor),
                            draw_sample(store, setup.papers, setup.seed, setup.papers_why),
-                           _proxy(store, setup, preprocessor), True, EstimatorHandle(estimator, settings), proxy_handle)
+                           _proxy(store, setup, preprocessor), True,
+                           EstimatorHandle(estimator, settings, executor), proxy_handle)
     scored = scored_setups(store, setup.named_estimator, setup.named_preprocessor)
     if setup.named_estimator:
         whence = "as named"
@@ -235,7 +240,8 @@ def resolve_run(store: Store, settings: Settings, setup: RunSetup, *, draws: boo
     estimator = scored.estimator_spec if scored else setup.named_estimator or setup.estimator
     preprocessor = scored.preprocessor_spec if scored else setup.named_preprocessor or setup.preprocessor
     return ResolvedRun(setup, estimator, preprocessor, whence, scored, recorded_sample(store),
-                       _proxy(store, setup, preprocessor), False, EstimatorHandle(estimator, settings), proxy_handle)
+                       _proxy(store, setup, preprocessor), False,
+                       EstimatorHandle(estimator, settings, executor), proxy_handle)
 
 
 def _proxy(store: Store, setup: RunSetup, preprocessor: str) -> ScoredSetup | None:

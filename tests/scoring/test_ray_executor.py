@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from grebench import stop
 from grebench.cli import main
-from grebench.scoring import request_key, run_scoring
+from grebench.scoring import request_key, resolve_preprocessor, run_scoring
 from grebench.scoring._request import LogprobRequest, LogprobResult
 from grebench.scoring.estimators import EstimatorHandle
 from grebench.settings import Settings, load_settings
@@ -113,8 +113,8 @@ def _score(data: Path, handle: EstimatorHandle, papers: int | None = None) -> di
     store = open_store(settings.db_path)
     try:
         ids = [r["paper_id"] for r in store.rows("SELECT paper_id FROM baseline_splits ORDER BY paper_id")]
-        return run_scoring(store, settings, None, ["gem-s"], handle.spec, settings.scoring.preprocessor,
-                           handle=handle, paper_ids=ids[:papers] if papers else None)
+        return run_scoring(store, settings, None, ["gem-s"], handle=handle, paper_ids=ids[:papers] if papers else None,
+                           preprocessor=resolve_preprocessor(settings.scoring.preprocessor, settings, store))
     finally:
         store.close()
 
@@ -142,6 +142,22 @@ def test_the_bundled_papers_through_the_ray_executor_give_the_in_process_boards(
     finally:
         for s in stores:
             s.close()
+
+
+def test_run_with_the_ray_executor_publishes_the_numbers_of_the_local_run(ray_cluster: float, tmp_path: Path) -> None:
+    """`grebench run --executor ray` (8 papers, the offline estimator: every stage, the gem judge's exam scored
+    through the same handle) publishes the boards, validation, exam and panel of the run without it."""
+    numbers = []
+    for name, extra in (("local", []), ("ray", ["--executor", "ray"])):
+        env = {**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / name), "GREBENCH_PAPERS": "8"}
+        _invoke(env, "run", *extra)
+        store = open_store(tmp_path / name / "grebench.duckdb", read_only=True)
+        try:
+            numbers.append(published_numbers(store))
+        finally:
+            store.close()
+    assert numbers[0]["boards"] and numbers[0]["exam"] and numbers[0]["validation"]
+    assert numbers[0] == numbers[1]
 
 
 def test_a_ray_worker_killed_in_the_middle_of_a_shard_leaves_no_duplicate_and_no_missing_score(
@@ -261,8 +277,8 @@ def test_smollm2_on_ray_actors_gives_the_in_process_scores(ray_cluster: float, r
         store = open_store(settings.db_path)
         try:
             started = time.monotonic()
-            summary = run_scoring(store, settings, None, ["gem-s"], handle.spec, settings.scoring.preprocessor,
-                                  handle=handle)
+            summary = run_scoring(store, settings, None, ["gem-s"], handle=handle,
+                                  preprocessor=resolve_preprocessor(settings.scoring.preprocessor, settings, store))
             print(f"{executor}: {summary['estimator_calls']} requests in {time.monotonic() - started:.1f} s")
             numbers.append(_rows(store, SCORES))
         finally:

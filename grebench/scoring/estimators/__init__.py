@@ -168,12 +168,13 @@ class EstimatorHandle:
     as a :class:`~grebench.scoring.estimators._ray.RayEstimator`, whose actors each build their own through a
     local handle of the same spec and settings, so the numbers are the same (one pool of actors per handle, shared
     by every corpus it is fitted on).  A server kind is built here either way: it already streams its requests to
-    its servers.  None: the ``executor`` setting."""
+    its servers.  The job decides (:func:`grebench.pipeline.resolve_run` hands in the ``executor`` setting); a
+    handle made for one check (the copy check's, a snapshot rebuild's) stays local."""
 
-    def __init__(self, spec: str, settings: Settings, executor: str | None = None) -> None:
+    def __init__(self, spec: str, settings: Settings, executor: str = "local") -> None:
         self.spec = spec
         self._settings = settings
-        self.executor = (executor or settings.run.executor).strip().lower()
+        self.executor = executor.strip().lower()
         if self.executor not in EXECUTORS:
             raise ValueError(f"unknown executor {self.executor!r}: choose from {', '.join(EXECUTORS)}")
         self._built: dict[str, Estimator] = {}
