@@ -68,6 +68,12 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except click.UsageError as exc:
             raise _one_line(exc) from None
+        except Exception as exc:  # a file error no command caught: one line naming the file and why, exit 1
+            from grebench.store import failure_text, io_cause
+
+            if io_cause(exc) is None:
+                raise
+            raise click.ClickException(failure_text(exc)) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)

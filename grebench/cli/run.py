@@ -79,6 +79,8 @@ def _print(summary: dict[str, Any]) -> None:
         click.echo(f"\nsite: {site.out}/index.html ({site.pages} pages"
                    f"{', unchanged' if site.unchanged else ''}"
                    f"{', board version ' + str(site.version) if site.version else ''})")
+        if site.not_published:
+            click.echo(f"site: {site.not_published}", err=True)
     click.echo("\nseconds per stage: " + ", ".join(f"{k} {v:.1f}" for k, v in summary["seconds"].items()))
     for failure in summary["failures"][:10]:
         item = f"{failure['item']}: " if failure["item"] else ""

@@ -6,7 +6,7 @@ that run them are data (:data:`grebench.pipeline.JOBS`).  Stages talk only throu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -321,11 +321,21 @@ class SiteStage(BaseStage):
         return site_intact(self._out(ctx), summary) and (ctx.settings.export_path / "papers.parquet").is_file()
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
+        """Build the site and the export; publish the boards as a version unless an earlier stage of this run
+        failed (a failed run publishes no version: its boards may be stale or half made).  The export is written
+        before the version is committed and put in place with the site, so a failure at any point (a full disk)
+        leaves the previous site, export and versions as they were."""
         from grebench.site import build_site
 
-        summary = build_site(ctx.store, ctx.settings, self._out(ctx))
+        failed = sorted({f["stage"] for f in ctx.store.run_failures(ctx.run_id)})
+        staged: list[Callable[[], dict[str, Path]]] = []
+        summary = build_site(ctx.store, ctx.settings, self._out(ctx), publish=not failed,
+                             before_swap=lambda: staged.append(ctx.store.stage_parquet(ctx.settings.export_path)))
         summary["out"] = str(self._out(ctx).resolve())
-        summary["exported_tables"] = len(ctx.store.export_parquet(ctx.settings.export_path))
+        summary["exported_tables"] = len(staged[0]())
+        if failed:
+            summary["not_published"] = f"no new board version: this run failed at [{'], ['.join(failed)}]"
+            summary["complete"] = False  # the next run builds and publishes again, even with nothing changed
         return summary
 
 

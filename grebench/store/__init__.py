@@ -5,6 +5,7 @@ Readers never open the writer's live file (DuckDB forbids a second process on a 
 """
 
 from grebench.store._clock import WALL_CLOCK, SimulatedClock, WallClock, clock, naive_utc, use_clock
+from grebench.store._failures import failure_text, io_cause, naming_path
 from grebench.store._fingerprint import BOOKKEEPING_COLUMNS, code_files, fingerprint, table_digests
 from grebench.store._links import EXPLICIT, PUBLIC_SINCE_VIEW, Link, linked_versions, public_since, put_links
 from grebench.store._migrate import migrate
@@ -97,14 +98,17 @@ __all__ = [
     "code_files",
     "cut_due_snapshots",
     "export_snapshot",
+    "failure_text",
     "file_sha256",
     "find_venue",
     "fingerprint",
     "ident",
     "import_snapshot",
+    "io_cause",
     "linked_versions",
     "migrate",
     "naive_utc",
+    "naming_path",
     "open_store",
     "public_select",
     "public_since",
