@@ -42,8 +42,9 @@ BOARD_TABLES = ("boards", "board_rows", "papers", "labels", "scored_setups")
 
 
 @click.command("leaderboard")
-@click.option("--metric", default=headline_metric(), show_default=True, type=metric_choice(),
-              help="Metric to rank by.")
+@click.option("--metric", type=metric_choice(),
+              help=f"Metric to rank by [default: {headline_metric()}, else the metric the stored boards rank by: "
+                   "gem where the papers have no abstracts].")
 @setting_option("estimator", default="the headline board's: a language model before a fast proxy",
                 extra_help="A stored estimator id or a prefix of the spec works too.")
 @setting_option("preprocessor", default="the headline board's", extra_help="A stored preprocessor id works too.")
@@ -62,7 +63,7 @@ BOARD_TABLES = ("boards", "board_rows", "papers", "labels", "scored_setups")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON ({'boards': [...], 'rows': [...]}).")
 @settings_options
 @click.pass_obj
-def command(settings: Settings, metric: str, estimator: str | None, preprocessor: str | None, venue: str | None,
+def command(settings: Settings, metric: str | None, estimator: str | None, preprocessor: str | None, venue: str | None,
             sealed: bool, as_of: datetime | None, show_history: bool, changes: bool, as_json: bool) -> None:
     """Print the stored leaderboards: mean score over papers, 95% bootstrap CI over papers, rank intervals.
 
@@ -80,6 +81,7 @@ def command(settings: Settings, metric: str, estimator: str | None, preprocessor
                                f"boards); drop --sealed or {'--history' if show_history else '--as-of'}")
     if show_history and (as_of is not None or changes):
         raise click.UsageError("--history shows every version: drop --as-of and --changes")
+    named, metric = metric is not None, metric or headline_metric()
     reader = reader_store(settings, "run `grebench run` first", tables=BOARD_TABLES)
     store = reader.store
     try:
@@ -94,10 +96,15 @@ def command(settings: Settings, metric: str, estimator: str | None, preprocessor
                 _print_changes(ver, as_json)
                 return
             published = version_boards(ver)
-            boards = [b for b in published if b["metric"] == metric and venue in (None, b["venue_id"])]
         else:
             published = stored_boards(store, scope="sealed" if sealed else "all")
+        boards = [b for b in published if b["metric"] == metric and venue in (None, b["venue_id"])]
+        if not boards and not named:  # no headline board (papers without abstracts are scored with GEM): the other
+            metric = _ranked_metric(published, venue) or metric
             boards = [b for b in published if b["metric"] == metric and venue in (None, b["venue_id"])]
+            if boards and not as_json:
+                click.echo(f"no {headline_metric()} board (its papers have no abstracts?): showing the {metric} "
+                           "boards", err=True)
         boards = headline_first([labels.annotate(b) for b in boards], labels.is_proxy)
     finally:
         reader.close()
@@ -126,6 +133,14 @@ def command(settings: Settings, metric: str, estimator: str | None, preprocessor
     click.echo("\n\n".join(board_text(b, title=_title(b)) for b in boards))
     for other, label in others:
         click.echo(f"\nalso scored by {label}: `grebench leaderboard --estimator {PartId.parse(other).spec}`")
+
+
+def _ranked_metric(boards: list[dict[str, Any]], venue: str | None) -> str | None:
+    """The metric the stored boards rank by when the headline has none: the first default metric with a board."""
+    from grebench.scoring import default_metrics
+
+    have = {b["metric"] for b in boards if venue in (None, b["venue_id"])}
+    return next((m for m in default_metrics() if m in have), next(iter(sorted(have)), None))
 
 
 class _Shown(TypedDict):

@@ -29,7 +29,7 @@ def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None,
     reference has no imported judgment lines, and scores only the candidates whose text came with them.
     """
     options = RunOptions(estimator=estimator, preprocessor=preprocessor, metrics=tuple(metrics), papers=papers,
-                         validation=validation)
+                         validation=validation, require_scores=True)
     stages, _run_id, status = run_stage(
         settings, "score", ["score", "boards"], options, as_json,
         {"metrics": list(metrics), "estimator": estimator, "preprocessor": preprocessor, "papers": papers,

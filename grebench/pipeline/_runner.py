@@ -46,6 +46,9 @@ class RunOptions:
     force: bool = False                   # skip no stage because of an unchanged fingerprint
     calibrate: bool = False               # papers = auto: install the evaluation LM now to measure this machine
     validation: str | None = None         # core | full | auto | None (the setting ``validation``)
+    #: score: a sample with nothing to score fails the stage (``grebench run`` and ``score``: a run that scores
+    #: nothing is no board); the scheduler's cycles before any review is public have nothing to score, rightly
+    require_scores: bool = False
 
 
 @dataclass
@@ -149,6 +152,11 @@ class Stage(Protocol):
         ...
 
 
+class StageFailure(Exception):
+    """A stage that ran but did not do its job (the score stage scored nothing): recorded with its message as it
+    is, which says why and what to do."""
+
+
 class BaseStage:
     """Defaults for :class:`Stage`: no fingerprint (always runs), results always intact."""
 
@@ -234,7 +242,7 @@ def run_stages(ctx: StageContext, stages: Sequence[Stage], *, observer: JobObser
             exc.pipeline_result = result  # type: ignore[union-attr]  # the partial result, for the run's summary
             raise
         except Exception as exc:  # recorded on the run; later stages run on what is stored
-            reason = str(exc) if isinstance(exc, UnknownPart) else failure_text(exc)
+            reason = str(exc) if isinstance(exc, (UnknownPart, StageFailure)) else failure_text(exc)
             log.debug("stage %s failed", stage.name, exc_info=True)
             record_failure(store, ctx.run_id, stage.name, stage.subject(ctx), reason, exc)
             result.stages[stage.name] = {"error": reason}

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from grebench.pipeline._check import SetupError, unusable_dir
-from grebench.pipeline._runner import BaseStage, Stage, StageContext
+from grebench.pipeline._runner import BaseStage, Stage, StageContext, StageFailure
 from grebench.registry import Registry
 
 if TYPE_CHECKING:
@@ -113,6 +113,7 @@ class ScoreStage(BaseStage):
                               handle=run.estimator_handle)
         summary["validation"] = run.setup.validation
         summary["sample"] = run.sample.description if run.sample.sampled else None
+        self._scored_something(ctx, summary)
         if not summary.get("nothing_to_score"):  # with nothing to score no estimator was made: no id to record
             proxy = None
             if proxy_summary is not None:
@@ -133,6 +134,34 @@ class ScoreStage(BaseStage):
         if held:
             summary["held"] = held
         return summary
+
+
+    def _scored_something(self, ctx: StageContext, summary: dict[str, Any]) -> None:
+        """Raise :class:`StageFailure` when the sample has no stored score of the run's metrics with this estimator
+        (a rerun with nothing new has its earlier scores): a run that scores nothing is no board, and says why.  A
+        sample with nothing to score (no paper with enough reviews) fails only where the job asks for scores."""
+        from grebench.bench import MIN_REVIEWS
+        from grebench.scoring import RAW_PREPROCESSOR
+
+        run = ctx.resolved
+        if summary.get("nothing_to_score"):
+            if ctx.options.require_scores:
+                raise StageFailure("nothing to score: no candidate review of the sample's papers is stored (run "
+                                   f"`grebench bench` first; a paper needs {MIN_REVIEWS} official reviews for a human "
+                                   "baseline and its references)")
+            return
+        papers = run.paper_ids
+        found = ctx.store.scalar(
+            "SELECT count(*) FROM scores WHERE metric IN (SELECT unnest(?::VARCHAR[])) AND estimator = ? "
+            "AND preprocessor IN (?, ?)" + (" AND paper_id IN (SELECT unnest(?::VARCHAR[]))" if papers else ""),
+            [list(run.metrics), summary["estimator"], summary["preprocessor"], RAW_PREPROCESSOR]
+            + ([list(papers)] if papers else []))
+        if found:
+            return
+        why = "; ".join(f"{s['metric']}: {s['count']} {s['what']} skipped ({s['reason']})" for s in summary["skipped"])
+        hint = "" if not any(s["metric"] == "gem-s" for s in summary["skipped"]) else \
+            " (papers without abstracts get GEM: run with --metric gem)"
+        raise StageFailure(f"nothing scored with {', '.join(run.metrics)}: {why or 'no pair to score'}{hint}")
 
 
 class BoardsStage(BaseStage):
@@ -216,8 +245,11 @@ class ValidateStage(BaseStage):
         proxy_setup = ctx.resolved.proxy_setup(ctx.store)
         proxy = proxy_setup.estimator_id if proxy_setup else None
         agreement = [a for m in metrics if (a := estimator_agreement(ctx.store, m, est, prep, proxy)) is not None]
+        from grebench.pipeline._resolve import abstract_counts
+
+        abstracts = abstract_counts(ctx.store, ctx.resolved.sample)[1] > 0
         return {"estimator": est, "preprocessor": prep, "metrics": metrics, "rows": rows, "agreement": agreement,
-                **untested(rows, llm_controls=bool(ctx.settings.bench.control_model))}
+                **untested(rows, llm_controls=bool(ctx.settings.bench.control_model), abstracts=abstracts)}
 
 
 class Untested(TypedDict):
@@ -228,19 +260,22 @@ class Untested(TypedDict):
     metrics_not_tested: list[str]
 
 
-def untested(rows: list[ValidationRow], llm_controls: bool = False) -> Untested:
+def untested(rows: list[ValidationRow], llm_controls: bool = False, abstracts: bool = True) -> Untested:
     """What a validation report did not test: the default controls (those written by ``control_model`` only with
     ``llm_controls``) and metrics without a row (a core run scores the core controls with GEM-S only), and whether
-    that makes it the core set or the full validation."""
+    that makes it the core set or the full validation.  ``abstracts`` False (no paper of the sample has one): the
+    controls and metrics that need an abstract could not be tested and are not counted as left out."""
     from grebench.bench import core_controls, default_controls
-    from grebench.scoring import default_metrics
+    from grebench.scoring import default_metrics, metric
 
     tested = {str(r["transformation"]).split(" (", 1)[0] for r in rows}
     metrics = {r["metric"] for r in rows}
-    missing = [c for c in default_controls(llm=llm_controls) if c not in tested]
-    core = bool(rows) and tested <= set(core_controls()) and bool(missing)
+    missing = [c for c in default_controls(llm=llm_controls, abstracts=abstracts) if c not in tested]
+    core = bool(rows) and tested <= set(core_controls()) | set(core_controls(abstracts=False)) and bool(missing)
     return {"validation": "core" if core else "full" if not missing else "partial",
-            "controls_not_tested": missing, "metrics_not_tested": [m for m in default_metrics() if m not in metrics]}
+            "controls_not_tested": missing,
+            "metrics_not_tested": [m for m in default_metrics() if m not in metrics
+                                   and (abstracts or not metric(m).needs_abstract)]}
 
 
 class PanelStage(BaseStage):
