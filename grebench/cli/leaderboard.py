@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, cast
 
@@ -52,8 +53,8 @@ BOARD_TABLES = ("boards", "board_rows", "papers", "labels", "scored_setups")
 @click.option("--sealed", is_flag=True, help="LLM candidates only on reviews written before the human reviews "
               "were public.")
 @click.option("--as-of", "as_of", type=When(day_end=True), help="The boards as published at DATE (YYYY-MM-DD: the "
-              "end of that day; or an ISO date-time; UTC unless it says Z or an offset like +02:00): the last board "
-              "version published at or before it.")
+              "end of that day; or an ISO date-time, to the end of the minute or second written; UTC unless it "
+              "says Z or an offset like +02:00): the last board version published at or before it.")
 @click.option("--history", "show_history", is_flag=True, help="Print the board's history over the published board "
               "versions (from serve, run, site build or a replay): each version's rank with its 95% rank interval "
               "and score with its 95% CI, per candidate.")
@@ -73,7 +74,14 @@ def command(settings: Settings, metric: str | None, estimator: str | None, prepr
     Every publish of the site keeps a board version: `--as-of DATE` prints the one published then, `--changes`
     what changed in it.  While another process writes the store, the last published boards are shown.
     """
-    from grebench.scoring import RAW_PREPROCESSOR, headline_first, metric_preprocessor, sample_facts, stored_boards
+    from grebench.scoring import (
+        RAW_PREPROCESSOR,
+        headline_first,
+        metric_preprocessor,
+        provenance,
+        sample_facts,
+        stored_boards,
+    )
     from grebench.site import Labels, board_text, version_boards
 
     if sealed and (as_of is not None or show_history):
@@ -106,6 +114,10 @@ def command(settings: Settings, metric: str | None, estimator: str | None, prepr
                 click.echo(f"no {headline_metric()} board (its papers have no abstracts?): showing the {metric} "
                            "boards", err=True)
         boards = headline_first([labels.annotate(b) for b in boards], labels.is_proxy)
+        # what produced the numbers, the code commit among them, as the site's leaderboard.json says it: a version
+        # keeps the provenance it was published with
+        prov = (json.loads(ver["leaderboard_json"]).get("provenance") if ver is not None
+                else provenance(store) if as_json else None)
     finally:
         reader.close()
     if not boards:
@@ -126,7 +138,8 @@ def command(settings: Settings, metric: str | None, estimator: str | None, prepr
                    "rows": [r for b in boards for r in b["rows"]],
                    "other_estimators": [o[0] for o in others],
                    **({"board_version": shown} if shown else {}),
-                   **({"published": reader.published} if reader.published else {})})
+                   **({"published": reader.published} if reader.published else {}),
+                   "provenance": prov})
         return
     if shown is not None:
         click.echo(f"board version {shown['version']}, published {when(shown['published_at'])}\n")
