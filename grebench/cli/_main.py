@@ -35,6 +35,27 @@ COMMANDS = {
 }
 
 
+#: Words an operator reaches for that name what another command does (``grebench panel``: the judge panel is
+#: ``grebench judge``); a close misspelling of a command is found without this table.
+CONCEPTS = {"panel": "judge", "judges": "judge", "board": "leaderboard", "boards": "leaderboard",
+            "rank": "leaderboard", "ranking": "leaderboard", "versions": "leaderboard", "scores": "score",
+            "generate": "bench", "candidates": "bench", "papers": "ingest", "poll": "ingest", "web": "app",
+            "ui": "app", "daemon": "serve", "service": "serve"}
+
+
+def closest_command(name: str, commands: list[str] | None = None) -> str | None:
+    """The command ``name`` most likely meant: a close spelling (``scroe``), else the command for the concept it
+    names (``panel``: ``judge``); None when nothing is close."""
+    import difflib
+
+    known = commands if commands is not None else sorted(COMMANDS)
+    close = difflib.get_close_matches(name.lower(), known, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    meant = CONCEPTS.get(name.lower())
+    return meant if meant in known else None
+
+
 class OneLineUsageError(click.UsageError):
     """A usage error said in one line, ``Error: MESSAGE`` (exit status 2), without click's usage header and "Try
     --help" hint: a refusal names what is wrong and what is allowed, so the header only pushes it down."""
@@ -74,6 +95,20 @@ class LazyGroup(click.Group):
             if io_cause(exc) is None:
                 raise
             raise click.ClickException(failure_text(exc)) from None
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                              list[str]]:
+        """The command named first in ``args``; an unknown one is refused naming the closest command."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            name = args[0] if args else ""
+            if not name or "No such command" not in exc.format_message():
+                raise
+            meant = closest_command(name, self.list_commands(ctx))
+            hint = f" Did you mean `grebench {meant}`?" if meant else ""
+            raise click.UsageError(f"No such command {name!r}.{hint} Commands: {', '.join(self.list_commands(ctx))}",
+                                   ctx) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
