@@ -5,7 +5,7 @@ Readers never open the writer's live file (DuckDB forbids a second process on a 
 """
 
 from grebench.store._clock import WALL_CLOCK, SimulatedClock, WallClock, clock, naive_utc, use_clock
-from grebench.store._failures import failure_text, io_cause, naming_path
+from grebench.store._failures import failure_text, io_cause, naming_path, removed_on_failure
 from grebench.store._fingerprint import BOOKKEEPING_COLUMNS, code_files, fingerprint, table_digests
 from grebench.store._links import EXPLICIT, PUBLIC_SINCE_VIEW, Link, linked_versions, public_since, put_links
 from grebench.store._migrate import migrate
@@ -114,6 +114,7 @@ __all__ = [
     "public_since",
     "put_links",
     "record_snapshot",
+    "removed_on_failure",
     "schema_tables",
     "snapshot_day",
     "table_digests",

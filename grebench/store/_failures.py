@@ -78,3 +78,15 @@ def naming_path(path: Path | str) -> Iterator[None]:
         if code is None and "no space left on device" in str(exc).lower():
             code = errno.ENOSPC
         raise OSError(code, exc.strerror or str(exc), str(path)) from exc
+
+
+@contextmanager
+def removed_on_failure(path: Path) -> Iterator[Path]:
+    """``path`` (a file being written beside its target) is removed when the block fails (a full disk), so no
+    half-written file is left for the next run to find; named after the file a file error left unnamed."""
+    try:
+        with naming_path(path):
+            yield path
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise

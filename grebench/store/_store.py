@@ -18,7 +18,7 @@ from typing import Any, Iterator, Sequence, TypedDict, cast
 import duckdb
 
 from grebench import stop
-from grebench.store._failures import naming_path
+from grebench.store._failures import naming_path, removed_on_failure
 from grebench.store._migrate import migrate
 from grebench.store._records import PaperRecord, PdfExtraction, utcnow
 
@@ -432,8 +432,8 @@ class Store:
         if self.path is None:
             raise ValueError("an in-memory store has no file to copy")
         self.con.execute("CHECKPOINT")
-        tmp = target.with_suffix(".tmp")
-        shutil.copy2(self.path, tmp)
+        with removed_on_failure(target.with_suffix(".tmp")) as tmp:
+            shutil.copy2(self.path, tmp)
         tmp.replace(target)
         return target
 
