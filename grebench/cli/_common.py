@@ -6,7 +6,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -243,7 +243,7 @@ def run_stage(settings: Settings, command: str, names: Sequence[str], options: R
     return {name: {**summary, "run_id": done.run_id} for name, summary in stages.items()}, done.run_id, done.status
 
 
-def exit_if_failed(stages: dict[str, dict[str, Any]], status: str, said: Sequence[str] = ()) -> None:
+def exit_if_failed(stages: Mapping[str, Mapping[str, object]], status: str, said: Sequence[str] = ()) -> None:
     """End a command whose run is recorded as not ``ok`` with exit status 1 (its output printed first): one line
     per failed stage not already ``said``, naming the path and the cause of a file error (``Error: [boards] no space
     left on device writing /data/grebench.duckdb.wal``), and one for each stage skipped because of it.  The exit

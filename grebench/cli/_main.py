@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 from typing import Any
 
 import click
@@ -70,7 +71,15 @@ def _one_line(exc: click.UsageError) -> click.UsageError:
     parameter names its option from it); ``grebench`` with no arguments still shows the help."""
     if isinstance(exc, (OneLineUsageError, click.exceptions.NoArgsIsHelpError)):
         return exc
-    return OneLineUsageError(" ".join(exc.format_message().split()), exc.ctx)
+    message = " ".join(exc.format_message().split())
+    unknown = re.fullmatch(r"No such command '(.+)'\.", message)
+    group = exc.ctx.command if exc.ctx is not None else None
+    if unknown and isinstance(group, click.Group) and exc.ctx is not None:  # a subcommand (`site biuld`) too
+        commands = group.list_commands(exc.ctx)
+        meant = closest_command(unknown[1], commands)
+        prefix = f"grebench {exc.ctx.command_path.split(' ', 1)[1]} " if " " in exc.ctx.command_path else "grebench "
+        message += (f" Did you mean `{prefix}{meant}`?" if meant else "") + f" Commands: {', '.join(commands)}"
+    return OneLineUsageError(message, exc.ctx)
 
 
 class LazyGroup(click.Group):
@@ -95,20 +104,6 @@ class LazyGroup(click.Group):
             if io_cause(exc) is None:
                 raise
             raise click.ClickException(failure_text(exc)) from None
-
-    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
-                                                                              list[str]]:
-        """The command named first in ``args``; an unknown one is refused naming the closest command."""
-        try:
-            return super().resolve_command(ctx, args)
-        except click.UsageError as exc:
-            name = args[0] if args else ""
-            if not name or "No such command" not in exc.format_message():
-                raise
-            meant = closest_command(name, self.list_commands(ctx))
-            hint = f" Did you mean `grebench {meant}`?" if meant else ""
-            raise click.UsageError(f"No such command {name!r}.{hint} Commands: {', '.join(self.list_commands(ctx))}",
-                                   ctx) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, cast
 
@@ -148,7 +149,7 @@ def command(settings: Settings, metric: str | None, estimator: str | None, prepr
         click.echo(f"\nalso scored by {label}: `grebench leaderboard --estimator {PartId.parse(other).spec}`")
 
 
-def _ranked_metric(boards: list[dict[str, Any]], venue: str | None) -> str | None:
+def _ranked_metric(boards: Sequence[Mapping[str, Any]], venue: str | None) -> str | None:
     """The metric the stored boards rank by when the headline has none: the first default metric with a board."""
     from grebench.scoring import default_metrics
 

@@ -6,7 +6,7 @@ that run them are data (:data:`grebench.pipeline.JOBS`).  Stages talk only throu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -136,7 +136,7 @@ class ScoreStage(BaseStage):
         return summary
 
 
-    def _scored_something(self, ctx: StageContext, summary: dict[str, Any]) -> None:
+    def _scored_something(self, ctx: StageContext, summary: Mapping[str, Any]) -> None:
         """Raise :class:`StageFailure` when the sample has no stored score of the run's metrics with this estimator
         (a rerun with nothing new has its earlier scores): a run that scores nothing is no board, and says why.  A
         sample with nothing to score (no paper with enough reviews) fails only where the job asks for scores."""
@@ -355,7 +355,7 @@ class SiteStage(BaseStage):
 
         return site_intact(self._out(ctx), summary) and (ctx.settings.export_path / "papers.parquet").is_file()
 
-    def run(self, ctx: StageContext) -> dict[str, Any]:
+    def run(self, ctx: StageContext) -> Mapping[str, Any]:
         """Build the site and the export; publish the boards as a version unless an earlier stage of this run
         failed (a failed run publishes no version: its boards may be stale or half made).  The export is written
         before the version is committed and put in place with the site, so a failure at any point (a full disk)

@@ -248,7 +248,9 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool,
     try:
         with naming_path(tmp):  # a page's write error names no file: say the folder
             tmp.mkdir(parents=True)
-            summary = _render(store, settings, out, tmp, publish)
+            snapshots = publish_snapshots(settings.snapshots_path, tmp / "snapshots", settings.snapshot_archives_path,
+                                          settings.service.snapshot_archive_max_mb * 2**20)
+            summary = _render(store, snapshots, out, tmp, publish)
         if before_swap is not None:
             before_swap()
         _swap(tmp, out)
@@ -276,12 +278,10 @@ def _swap(tmp: Path, out: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _render(store: Store, settings: Settings, out: Path, tmp: Path, publish: bool) -> dict[str, Any]:
+def _render(store: Store, snapshots: list[SnapshotListing], out: Path, tmp: Path, publish: bool) -> dict[str, object]:
     now = utcnow().replace(microsecond=0)
     env = environment(Labels.load(store))
     writer = _Writer(tmp, env, now.isoformat() + "Z")
-    snapshots = publish_snapshots(settings.snapshots_path, tmp / "snapshots", settings.snapshot_archives_path,
-                                  settings.service.snapshot_archive_max_mb * 2**20)
     shutil.copytree(_HERE / "static", tmp / "static")
 
     labels = Labels.load(store)
