@@ -326,6 +326,17 @@ class ServiceSettings(Section):
 
 
 @dataclass(frozen=True)
+class SiteSettings(Section):
+    """What the static site and the app say at the foot of every page: contact, source, the data's licence."""
+
+    key: ClassVar[str] = 'site'
+
+    site_contact = Setting(str, '', "How to reach whoever runs this leaderboard (an e-mail address or a URL), shown at the foot of every page of the site and the app; empty: the foot says that none is set.")
+    site_source_url = Setting(str, '', "URL of the source code the site and the app run (the AGPL asks a network service to offer it), linked at the foot of every page and the app and put in the BibTeX; empty: the foot names the version and its licence only.")
+    site_data_licence = Setting(str, 'CC BY 4.0', "Licence of the reviews the site shows, stated at the foot of every page and the app (the bundled ICLR 2026 reviews are CC BY 4.0: grebench/ingest/data/SOURCES.md).")
+
+
+@dataclass(frozen=True)
 class Settings:
     """Resolved settings: the general ones (typed attributes), one section per domain (``settings.scoring``,
     ``settings.app``, ...: each a :class:`Section` of typed attributes), the raw TOML tables (candidates, judges),
@@ -382,6 +393,11 @@ class Settings:
     def submissions(self) -> SubmissionSettings:
         """The ``[submissions]`` settings: submitted models and review uploads: quotas, the queue, what their endpoints may reach, and how their evaluation is bounded."""
         return SubmissionSettings(self.values)
+
+    @cached_property
+    def site(self) -> SiteSettings:
+        """The ``[site]`` settings: what the static site and the app say at the foot of every page: contact, source, the data's licence."""
+        return SiteSettings(self.values)
 
     @cached_property
     def service(self) -> ServiceSettings:
@@ -453,6 +469,18 @@ class Settings:
             raise KeyError(f"unknown setting {name!r}")
         return self.values[name]
 
+    def inputs(self, declared: StageInputs, job: Mapping[str, object] | None = None) -> dict[str, object]:
+        """The values of a stage's declared inputs, for its fingerprint (the one way a stage puts settings in it):
+        each setting's, the job's for ``declared.job`` (``job`` must give every one of them, and nothing else), and
+        each of ``declared.tables`` as ``[[name]]``."""
+        given = dict(job or {})
+        if set(given) != set(declared.job):
+            raise KeyError(f"the job's values of {list(declared.job)} are needed, got {sorted(given)}")
+        out: dict[str, object] = {name: given[name] if name in declared.job else self.value(name)
+                                  for name in declared.inputs}
+        out.update({f"[[{name}]]": self.tables.get(name) for name in declared.tables})
+        return out
+
     def listed(self, name: str) -> list[str]:
         """A comma-separated setting as its non-empty, stripped items (e.g. ``local_candidates``)."""
         return [item.strip() for item in str(self.value(name) or "").split(",") if item.strip()]
@@ -469,7 +497,7 @@ class Settings:
 
 #: The sections, in the order the documentation gives them.
 SECTIONS: tuple[type[Section], ...] = (RunSettings, IngestSettings, BenchSettings, ScoringSettings, PanelSettings,
-                                       AppSettings, SubmissionSettings, ServiceSettings, LimitSettings)
+                                       AppSettings, SiteSettings, SubmissionSettings, ServiceSettings, LimitSettings)
 #: The general settings (on :class:`Settings` itself, at the top of a settings file).
 GENERAL: tuple[Setting[Any], ...] = tuple(v for v in vars(Settings).values() if isinstance(v, Setting))
 #: Every setting, the general ones first, then each section's in order.
@@ -486,6 +514,45 @@ def declaration(name: str) -> Setting[Any]:
         return _BY_NAME[name]
     except KeyError:
         raise KeyError(f"unknown setting {name!r}") from None
+
+
+@dataclass(frozen=True)
+class StageInputs:
+    """The settings one stage reads, declared once beside the stage's fingerprint (issue 61), so that no stage keeps
+    a hand list at its fingerprint's call.
+
+    ``inputs`` are the settings its results depend on: each one's value is in its fingerprint (:meth:`values`), so
+    changing one makes the stage run again (:meth:`Settings.inputs`).  ``job`` are those of ``inputs`` the stage takes from the job's resolved
+    run rather than from the settings (an option or a stored setup may differ from the setting): their value in the
+    fingerprint is the one the job passes, and the stage does not read them itself.  ``tables`` are the
+    ``[[tables]]`` it reads (in the fingerprint as ``[[name]]``).  :meth:`Settings.inputs` gives the values a
+    fingerprint holds.  ``operational`` are the settings it reads that do
+    not change its results (where files live, deadlines, retries, concurrency, ports): in no fingerprint.  The
+    tests of each stage record every setting it reads (``tests/fakes/settings_reads.py``) and fail on one that is
+    neither an input nor operational.  Every name must be a declared setting (checked when the declaration is
+    made), and no setting may be both."""
+
+    inputs: tuple[str, ...]
+    operational: tuple[str, ...] = ()
+    job: tuple[str, ...] = ()
+    tables: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = [n for n in (*self.inputs, *self.operational) if n not in _BY_NAME]
+        unknown += [f"[[{t}]]" for t in self.tables if t not in TABLES]
+        if unknown:
+            raise KeyError(f"unknown setting(s) declared: {', '.join(unknown)}")
+        if set(self.inputs) & set(self.operational):
+            raise ValueError(f"declared both input and operational: {sorted(set(self.inputs) & set(self.operational))}")
+        if not set(self.job) <= set(self.inputs):
+            raise ValueError(f"job inputs that are not inputs: {sorted(set(self.job) - set(self.inputs))}")
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Every setting declared (inputs and operational): what the stage may read."""
+        return frozenset(self.inputs) | frozenset(self.operational)
+
+
 #: The array tables a settings file may hold besides the settings: ``[[candidates]]`` (docs/candidates.md) and
 #: ``[[judges]]`` (docs/panel.md).
 TABLES = ("candidates", "judges")

@@ -107,16 +107,26 @@ def _queue(settings: Settings, venues: tuple[str, ...], holder: str) -> None:
                f"({checked}; its snapshot job cuts it within snapshot_check_min)", err=True)
 
 
+#: The snapshot a command reads: its folder, or its archive as the Downloads page offers it.
+SNAPSHOT = click.argument("directory", metavar="SNAPSHOT", type=click.Path(exists=True, dir_okay=True))
+
+
 @command.command("verify")
-@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@SNAPSHOT
 @click.option("--manifest-sha256", help="The published SHA-256 of manifest.json (Downloads page) to check too.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @settings_options
-def verify(directory: str, manifest_sha256: str | None, as_json: bool) -> None:
-    """Check every file of a snapshot against its manifest (exit 1 on any missing, changed or extra file)."""
+@click.pass_obj
+def verify(settings: Settings, directory: str, manifest_sha256: str | None, as_json: bool) -> None:
+    """Check every file of a snapshot against its manifest (exit 1 on any missing, changed or extra file).
+
+    SNAPSHOT is the snapshot's folder or its archive (FOLDER.tar.gz from the Downloads page), which is read safely
+    into a temporary folder (regular files under one folder only, within snapshot_import_max_*) and removed after."""
     from grebench.store import verify_snapshot
 
-    report = verify_snapshot(Path(directory), manifest_sha256)
+    report = verify_snapshot(Path(directory), manifest_sha256,
+                             max_expansion=settings.limits.snapshot_import_max_expansion,
+                             max_decoded_bytes=settings.limits.snapshot_import_max_mb * 1024 ** 2)
     if as_json:
         emit_json(report)
     else:
@@ -128,7 +138,7 @@ def verify(directory: str, manifest_sha256: str | None, as_json: bool) -> None:
 
 
 @command.command("rebuild")
-@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@SNAPSHOT
 @click.option("--manifest-sha256", help="The published SHA-256 of manifest.json (Downloads page) to check too.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @settings_options
@@ -173,7 +183,7 @@ def rebuild(settings: Settings, directory: str, manifest_sha256: str | None, as_
 
 
 @command.command("import")
-@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@SNAPSHOT
 @click.option("--manifest-sha256", help="The SHA-256 of manifest.json as published on the site's Downloads page: the "
               "import is refused unless the manifest is that one (without it, authenticity is not checked).")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows added per table as JSON.")
@@ -182,7 +192,9 @@ def rebuild(settings: Settings, directory: str, manifest_sha256: str | None, as_
 def import_(settings: Settings, directory: str, manifest_sha256: str | None, as_json: bool) -> None:
     """Load a verified snapshot into this data dir (rows already present are kept: importing twice adds nothing).
 
-    Then `grebench score --estimator ...` re-scores it with another evaluation-LM.
+    SNAPSHOT is the snapshot's folder or its archive (FOLDER.tar.gz from the Downloads page): the archive is read
+    safely (regular files under one folder only, no link, within snapshot_import_max_*) into a temporary folder in
+    the data dir, removed after.  Then `grebench score --estimator ...` re-scores it with another evaluation-LM.
     """
     from grebench.store import SnapshotError, import_snapshot
 

@@ -5,10 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import random
-import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor
-from concurrent.futures import wait as wait_futures
 from dataclasses import replace
 from typing import Any, Callable, Sequence
 
@@ -288,36 +285,32 @@ class LLMClient:
 
     def _fan_out(self, keys: Sequence[Any], gate: Callable[[Any], str], call: Callable[[Any], Any],
                  done: Callable[[Any, Any], None]) -> None:
-        """``call(key)`` for every key in worker threads, at most ``bench_concurrency`` at a time per ``gate(key)``
-        (a provider, a server; a local server grebench started: the concurrency measured for it); ``done(key,
-        result)`` runs in the calling thread as each one completes."""
+        """``call(key)`` for every key through the streaming dispatcher (:class:`grebench.dispatch.Dispatcher`, the
+        one the server estimators use), pinned to its gate ``gate(key)`` (a provider, a server; a local server
+        grebench started: the concurrency measured for it), at most ``bench_concurrency`` at a time per gate;
+        ``done(key, result)`` runs in the calling thread as each one completes.  A call that raises ends the
+        fan-out with its own exception (the client's calls turn failures into error results themselves)."""
         if not keys:
             return
+        from grebench.dispatch import Dispatcher, DispatchError
+
         limit = max(1, self.settings.bench.bench_concurrency)
         # a model server grebench started on this machine takes what the machine can (measured when it started)
-        limits = {g: local_concurrency(g) or limit for g in {gate(k) for k in keys}}
-        gates = {g: threading.Semaphore(n) for g, n in limits.items()}
+        gates = [gate(k) for k in keys]
+        limits = {g: local_concurrency(g) or limit for g in dict.fromkeys(gates)}
 
-        def run(key: Any) -> Any:
-            with gates[gate(key)]:
-                stop.check()  # queued behind the gate while a stop came: send nothing
-                return call(key)
+        def run(_gate: str, key: Any) -> Any:
+            stop.check()  # queued behind the gate while a stop came: send nothing
+            return call(key)
 
-        pool = ThreadPoolExecutor(max_workers=min(len(keys), sum(limits.values())))
+        dispatcher: Dispatcher[Any, Any] = Dispatcher(list(limits), run, per_server=limits, routing="pinned",
+                                                      retryable=lambda _exc: False)
         try:
-            futures = {pool.submit(run, k): k for k in keys}
-            pending = set(futures)
-            while pending:  # wait in short slices so that a stop is seen while every worker is busy
-                finished, pending = wait_futures(pending, timeout=stop.POLL_S, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    done(futures[future], future.result())
-                stop.check()
-        except BaseException:
+            dispatcher.run(list(keys), groups=gates, on_result=lambda i, result: done(keys[i], result))
+        except DispatchError as exc:
             # a stop (or a failure): queued calls never start; running ones end at their next boundary, and their
             # HTTP requests live on daemon threads that do not keep the process alive
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown(wait=True)
+            raise (exc.__cause__ or exc) from None
 
     # -- typed decisions ---------------------------------------------------
     def decide_many(self, requests: Sequence[DecisionRequest],

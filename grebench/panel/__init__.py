@@ -50,10 +50,12 @@ from grebench.panel._run import (
     judge_names,
     run_panel,
 )
+from grebench.panel._state import PANEL_INPUTS
 
 __all__ = [
     "JUDGES",
     "JUDGE_KINDS",
+    "PANEL_INPUTS",
     "PROMPT_VERSION",
     "REFERENCE_JUDGES",
     "AgreementRow",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from grebench.scoring import ScoredSetup
-from grebench.settings import Settings
+from grebench.settings import Settings, StageInputs
 from grebench.store import Store, code_files
 from grebench.store import fingerprint as fingerprint_of
 
@@ -71,15 +71,19 @@ OPERATIONAL = ("data_dir", "llm_timeout_s", "llm_idle_timeout_s", "llm_max_retri
                "vllm_python")
 
 
+#: The panel's declaration (:class:`grebench.settings.StageInputs`, what every stage's fingerprint is composed from:
+#: issue 61).  A job without a local judge fingerprints :data:`INPUTS` alone: there :data:`LOCAL_JUDGE_INPUTS`
+#: change no result (no local model judges), so they are operational.
+PANEL_INPUTS = StageInputs(INPUTS + LOCAL_JUDGE_INPUTS, operational=OPERATIONAL, job=JOB_INPUTS, tables=TABLE_INPUTS)
+_NO_LOCAL_JUDGE = StageInputs(INPUTS, operational=OPERATIONAL + LOCAL_JUDGE_INPUTS, job=JOB_INPUTS,
+                              tables=TABLE_INPUTS)
+
+
 def inputs(settings: Settings, local_judges: Sequence[str]) -> dict[str, Any]:
     """The declared inputs' values (:data:`INPUTS`, :data:`LOCAL_JUDGE_INPUTS` when the job has a local judge,
     :data:`TABLE_INPUTS`); those of :data:`JOB_INPUTS` are the job's (``local_judges``: the panel's local judges)."""
-    job = {"local_judges": list(local_judges)}
-    names = INPUTS + (LOCAL_JUDGE_INPUTS if local_judges else ())
-    values: dict[str, Any] = {name: job[name] if name in JOB_INPUTS else settings.value(name)
-                              for name in names}
-    values.update({f"[[{name}]]": settings.tables.get(name) for name in TABLE_INPUTS})
-    return values
+    declared = PANEL_INPUTS if local_judges else _NO_LOCAL_JUDGE
+    return settings.inputs(declared, {"local_judges": list(local_judges)})
 
 
 def fingerprint(store: Store, settings: Settings, venue_id: str, judge_names: Sequence[str] | None,

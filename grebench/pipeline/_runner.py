@@ -19,7 +19,7 @@ from grebench import stop
 from grebench.progress import NoProgress, Progress
 from grebench.registry import UnknownPart
 from grebench.runtime import release_memory
-from grebench.settings import Settings
+from grebench.settings import Settings, StageInputs
 from grebench.store import WALL_CLOCK, SimulatedClock, Store, WallClock, failure_text
 
 if TYPE_CHECKING:
@@ -111,9 +111,16 @@ class Stage(Protocol):
     name: str
     description: str
 
+    @property
+    def inputs(self) -> StageInputs | None:
+        """The settings the stage's fingerprint is composed from (:class:`grebench.settings.StageInputs`: its
+        inputs, and the settings it reads that change no result); None for a stage without a fingerprint."""
+        ...
+
     def fingerprint(self, ctx: StageContext) -> tuple[str, str] | None:
         """(scope, hash of everything the stage reads), or None when the stage always runs (its own caches make
-        a rerun cheap).  The runner skips the stage when the stored state for that scope has the same hash."""
+        a rerun cheap).  The runner skips the stage when the stored state for that scope has the same hash.  The
+        settings in it are the declared inputs' values (:attr:`inputs`), never a list kept at the call."""
         ...
 
     def intact(self, ctx: StageContext, summary: dict[str, Any]) -> bool:
@@ -165,6 +172,11 @@ class BaseStage:
     #: Stages whose output of this run this one consumes: when one of them failed, this one is skipped because of
     #: it (its own error would only repeat the first one's).
     requires: tuple[str, ...] = ()
+
+    @property
+    def inputs(self) -> StageInputs | None:
+        """No fingerprint: nothing declared."""
+        return None
 
     def fingerprint(self, ctx: StageContext) -> tuple[str, str] | None:
         """No fingerprint: the stage always runs."""

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from grebench.ingest import IngestJson
     from grebench.panel import PanelRun
     from grebench.scoring import ValidationRow
+    from grebench.settings import StageInputs
     from grebench.store import SnapshotsCut
     from grebench.submissions import QueuePass
 
@@ -171,6 +172,12 @@ class BoardsStage(BaseStage):
     requires = ("score",)
     description = "leaderboards with bootstrap CIs, stored for the site, the app and the CLI"
 
+    @property
+    def inputs(self) -> StageInputs:
+        from grebench.scoring import BOARDS
+
+        return BOARDS
+
     def fingerprint(self, ctx: StageContext) -> tuple[str, str] | None:
         from grebench.scoring import boards_fingerprint
 
@@ -191,6 +198,12 @@ class ValidateStage(BaseStage):
     name = "validate"
     requires = ("score",)
     description = "the metric's validation: does it penalise degradations and not reward manipulations?"
+
+    @property
+    def inputs(self) -> StageInputs:
+        from grebench.scoring import VALIDATION_INPUTS
+
+        return VALIDATION_INPUTS
 
     def needs_run(self, ctx: StageContext) -> bool:
         return True
@@ -232,7 +245,14 @@ class ValidateStage(BaseStage):
             est, prep, metrics = self._setup(ctx)
         except LookupError:
             return None
-        return f"{est}|{prep}|{','.join(metrics)}", validation_fingerprint(ctx.store, ctx.settings, est, prep, metrics)
+        proxy = self._proxy(ctx)
+        return f"{est}|{prep}|{','.join(metrics)}", validation_fingerprint(ctx.store, ctx.settings, est, prep, metrics,
+                                                                           proxy)
+
+    def _proxy(self, ctx: StageContext) -> str | None:
+        """The estimator id of the fast proxy the report compares with (the job's: ``proxy_estimator`` resolved)."""
+        proxy_setup = ctx.resolved.proxy_setup(ctx.store)
+        return proxy_setup.estimator_id if proxy_setup else None
 
     def run(self, ctx: StageContext) -> dict[str, Any]:
         from grebench.scoring import estimator_agreement, store_report, validation_rows
@@ -242,8 +262,7 @@ class ValidateStage(BaseStage):
         est, prep, metrics = self._setup(ctx)
         rows = validation_rows(ctx.store, est, prep, metrics, ctx.settings.scoring.bootstrap_samples, ctx.settings.seed)
         store_report(ctx.store, ctx.run_id, est, prep, rows)
-        proxy_setup = ctx.resolved.proxy_setup(ctx.store)
-        proxy = proxy_setup.estimator_id if proxy_setup else None
+        proxy = self._proxy(ctx)
         agreement = [a for m in metrics if (a := estimator_agreement(ctx.store, m, est, prep, proxy)) is not None]
         from grebench.pipeline._resolve import abstract_counts
 
@@ -286,6 +305,12 @@ class PanelStage(BaseStage):
 
     name = "panel"
     description = "judge exam, pairwise votes of qualified judges, Bradley–Terry ranking, agreement with GEM-S"
+
+    @property
+    def inputs(self) -> StageInputs:
+        from grebench.panel import PANEL_INPUTS
+
+        return PANEL_INPUTS
 
     def needs_run(self, ctx: StageContext) -> bool:
         return True
@@ -334,6 +359,12 @@ class SiteStage(BaseStage):
 
     name = "site"
     description = "static leaderboard site and the app's Parquet exports"
+
+    @property
+    def inputs(self) -> StageInputs:
+        from grebench.site import SITE_INPUTS
+
+        return SITE_INPUTS
 
     def _out(self, ctx: StageContext) -> Path:
         return Path(ctx.options.site_dir) if ctx.options.site_dir else ctx.settings.site_path

@@ -39,6 +39,7 @@ from grebench.scoring._attribution import (
 )
 from grebench.scoring._boards import (
     BOARD_VERSION,
+    BOARDS,
     SCOPES,
     SampleFacts,
     StoredBoard,
@@ -107,6 +108,7 @@ from grebench.scoring._texts import (
 )
 from grebench.scoring._validate import (
     TOO_FEW,
+    VALIDATION_INPUTS,
     EstimatorAgreement,
     ValidationRow,
     cohens_d,
@@ -124,6 +126,7 @@ __all__ = [
     "ALPHA",
     "ATTRIBUTION_CHOICES",
     "ATTRIBUTION_THRESHOLD",
+    "BOARDS",
     "BOARD_VERSION",
     "CONTAMINATED",
     "CONTAMINATED_NOTE",
@@ -141,6 +144,7 @@ __all__ = [
     "RULES_ID",
     "SCOPES",
     "TOO_FEW",
+    "VALIDATION_INPUTS",
     "Attribution",
     "BoardRow",
     "EstimatorAgreement",

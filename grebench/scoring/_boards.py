@@ -24,7 +24,7 @@ from grebench.progress import NoProgress, Progress
 from grebench.scoring._labels import label_parts, store_labels
 from grebench.scoring._leaderboard import BoardRow, StoredRow, leaderboard
 from grebench.scoring._metrics import headline_metric, metric_preprocessor
-from grebench.settings import Settings
+from grebench.settings import Settings, StageInputs
 from grebench.store import Store, code_files, fingerprint, utcnow
 
 # v3: sample_json holds its venue's share of the paper sample; v4: rows say `vouched`; v5: rows say whether they
@@ -190,6 +190,9 @@ def _eligible(store: Store) -> dict[str, int]:
 #: at the call: ``tests/scoring/test_board_inputs.py`` records what :func:`compute_boards` reads and fails on any
 #: other setting, and changes each of these to see the fingerprint change).
 BOARD_INPUTS = ("bootstrap_samples", "seed", "board_max_missing_share")
+#: The boards stage's declaration: :data:`BOARD_INPUTS`, and nothing operational (computing the boards reads no other
+#: setting).
+BOARDS = StageInputs(BOARD_INPUTS)
 
 
 def boards_fingerprint(store: Store, settings: Settings) -> str:
@@ -197,7 +200,7 @@ def boards_fingerprint(store: Store, settings: Settings) -> str:
     (:data:`BOARD_INPUTS`), the labels and the code."""
     return fingerprint(store, tables=("scores", "candidates", "generations", "papers", "baseline_splits",
                                       "paper_samples", "paper_links", "scored_setups"),
-                       values=[BOARD_VERSION, label_parts(), {name: settings.value(name) for name in BOARD_INPUTS}],
+                       values=[BOARD_VERSION, label_parts(), settings.inputs(BOARDS)],
                        code=code_files(_HERE / "_boards.py", _HERE / "_leaderboard.py", _HERE / "_aggregate.py",
                                        _HERE / "_labels.py", _HERE / "_coverage.py"))
 

@@ -33,7 +33,7 @@ from grebench.registry import Registry
 from grebench.scoring._aggregate import ALPHA, PairedTest, paired_test, papers_to_decide
 from grebench.scoring._leaderboard import FLOOR_JOIN, FLOORED_PMI
 from grebench.scoring._metrics import headline_metric
-from grebench.settings import Settings
+from grebench.settings import Settings, StageInputs
 from grebench.store import Store, code_files, fingerprint, utcnow
 
 
@@ -264,13 +264,29 @@ def store_report(store: Store, run_id: str, estimator: str, preprocessor: str, r
     )
 
 
+#: The validate stage's declaration: the settings its report depends on (its bootstrap, whether the LLM-made controls
+#: are expected: ``control_model``, and the fast proxy it reports agreement with), each one's value in
+#: :func:`validation_fingerprint`.  The proxy is the job's: its value is the proxy's scored estimator id the job
+#: resolved (``ResolvedRun.proxy_setup``), not the setting.  The estimator and preprocessor are the job's too, in
+#: the stage's scope (the scored setup's ids).  ``tests/pipeline/test_fingerprint_reads.py`` runs the stage with
+#: settings that record every read and fails on one declared neither here as an input nor as operational.
+VALIDATION_INPUTS = StageInputs(("seed", "bootstrap_samples", "control_model", "proxy_estimator"),
+                                job=("proxy_estimator",))
+
+
 def validation_fingerprint(store: Store, settings: Settings, estimator_id: str, preprocessor_id: str,
-                           metrics: list[str]) -> str:
-    """What the report of one setup depends on: that setup's scores, the candidates, the settings and the code."""
-    return fingerprint(store, queries={
+                           metrics: list[str], proxy_id: str | None = None) -> str:
+    """What the report of one setup depends on: that setup's scores, the fast proxy's beside them (``proxy_id``: its
+    estimator id, None when the job has none scored), the candidates, the declared settings
+    (:data:`VALIDATION_INPUTS`), the controls and the code."""
+    queries = {
         "scores": ("""SELECT count(*), bit_xor(hash(metric, candidate, paper_id, reference_review_id, generation_id,
                       pmi)) FROM scores WHERE estimator = ? AND preprocessor IN (?, 'none')""",
                    [estimator_id, preprocessor_id]),
-        "candidates": ("SELECT count(*), bit_xor(hash(name, kind)) FROM candidates", [])},
-        values=[settings.scoring.bootstrap_samples, settings.seed, sorted(metrics), CONTROLS.names()],
-        code=code_files(Path(__file__)))
+        "candidates": ("SELECT count(*), bit_xor(hash(name, kind)) FROM candidates", [])}
+    if proxy_id is not None:  # the agreement of the proxy's scores with the main ones is in the report
+        queries["proxy_scores"] = (queries["scores"][0], [proxy_id, preprocessor_id])
+    return fingerprint(store, queries=queries,
+                       values=[settings.inputs(VALIDATION_INPUTS, {"proxy_estimator": proxy_id}), sorted(metrics),
+                               CONTROLS.names()],
+                       code=code_files(Path(__file__)))

@@ -16,7 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from grebench.site._build import SCHEMA_VERSION, build_site, leaderboard_json, site_fingerprint, site_intact
+from grebench.site._build import (
+    SCHEMA_VERSION,
+    SITE_INPUTS,
+    build_site,
+    leaderboard_json,
+    site_fingerprint,
+    site_intact,
+)
 from grebench.site._changes import VersionChanges, changes_text, version_changes
 from grebench.site._labels import Labels
 from grebench.site._reader import published_state
@@ -70,6 +77,7 @@ def app_reader(*args: Any, **kwargs: Any) -> Any:
 
 __all__ = [
     "SCHEMA_VERSION",
+    "SITE_INPUTS",
     "BoardVersion",
     "Labels",
     "VersionChanges",

@@ -41,6 +41,7 @@ from grebench.site._app_board import (
 )
 from grebench.site._app_submit import build_submit_tab
 from grebench.site._build import publish_snapshots
+from grebench.site._cite import colophon
 from grebench.site._connections import guarded_uvicorn
 from grebench.site._data import SnapshotListing
 from grebench.site._labels import Labels, human_size
@@ -397,7 +398,7 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
         return [m["folder"] for m in _data.snapshot_manifests(downloads_cache.get())]
 
     def snapshot_view(folder: str | None) -> tuple[list[str], str]:
-        """One snapshot: its archive (manifest and hash inside) and its files (real downloads), with the command."""
+        """One snapshot: its archive (the snapshot's folder) and its files (real downloads), with the command."""
         manifest = next((m for m in _data.snapshot_manifests(downloads_cache.get()) if m["folder"] == folder), None)
         if manifest is None:
             return [], "No snapshots yet." if not folder else f"No snapshot {folder!r}."
@@ -463,9 +464,10 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                                        interactive=False)
                 gr.Button("Refresh").click(queue_rows, None, q_table, api_name="queue", **read)
             with gr.Tab("Downloads", id="downloads"):
-                gr.Markdown("Snapshots (one per venue-year, frozen). Pick one: download its archive (one file: every "
-                            "file of the snapshot with its manifest and the manifest's hash), unpack it and import "
-                            "it with the command shown; the single files are listed too. The static site's "
+                gr.Markdown("Snapshots (one per venue-year, frozen). Pick one: download its archive (one file: the "
+                            "snapshot's folder, every file of it with its manifest), unpack it and import it with the "
+                            "command shown (the import takes the archive itself too); the single files are listed "
+                            "too. The static site's "
                             "`leaderboard.json` holds every board in a documented schema.")
                 # custom values reach the handler, which serves only a published snapshot by its folder name
                 d_choice = gr.Dropdown(label="Snapshot", choices=[], elem_id="snapshot-choice", allow_custom_value=True)
@@ -475,6 +477,8 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                 d_choice.change(snapshot_view, d_choice, [d_files, d_info], api_name="snapshot", **read)
                 d_table = gr.Dataframe(headers=["File", "Size", "SHA-256"], interactive=False,
                                        label="Every snapshot file")
+        # the same foot as every page of the static site: cite, licence, contact, source
+        gr.HTML(f"<footer>{colophon(settings.site).html()}</footer>", elem_id="colophon")
         demo.load(load_board, None, [venue, metric, setup, board, control_table, info, fold], api_name=False,
                   **read)
         demo.load(load_rest, None, [model, paper, q_table, d_table, d_choice, history, status], api_name=False,

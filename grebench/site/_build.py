@@ -28,15 +28,16 @@ from grebench.scoring import (
     rank_word,
     sample_facts,
 )
-from grebench.settings import Settings
+from grebench.settings import Settings, StageInputs
 from grebench.site import _data, _versions
 from grebench.site._archives import publish_archives
 from grebench.site._board_plot import board_alt, board_svg
+from grebench.site._cite import Colophon, colophon
 from grebench.site._data import SnapshotListing
 from grebench.site._labels import Labels, board_id, board_key_label, human_size
 from grebench.site._plots import history_alt, history_svg
 from grebench.site._timeline import board_histories
-from grebench.store import Provenance, Store, code_files, fingerprint, naming_path, utcnow
+from grebench.store import ARCHIVE_FORMAT, Provenance, Store, code_files, fingerprint, naming_path, utcnow
 
 SCHEMA_VERSION = 1
 #: Fields of one row in leaderboard.json, in order (a stable contract: docs/site.md).
@@ -69,8 +70,9 @@ def _day(value: Any) -> str:
     return str(value)[:10]
 
 
-def environment(labels: Labels | None = None) -> jinja2.Environment:
-    """The Jinja2 environment: autoescape always on, undefined names are errors; ids are named by ``labels``."""
+def environment(labels: Labels | None = None, foot: Colophon | None = None) -> jinja2.Environment:
+    """The Jinja2 environment: autoescape always on, undefined names are errors; ids are named by ``labels``; every
+    page's foot says ``foot`` (default: :func:`grebench.site._cite.colophon` of the default settings)."""
     words = labels or Labels()
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(_HERE / "templates"), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
@@ -82,7 +84,8 @@ def environment(labels: Labels | None = None) -> jinja2.Environment:
                        p_vs_human=lambda row: format_p(row.get("p_vs_human"), row.get("papers")),
                        p_value=lambda row: format_p(row.get("p"), row.get("n_papers")))
     env.globals.update(setup_label=words.setup, contaminated_note=CONTAMINATED_NOTE, incomplete_note=INCOMPLETE_NOTE,
-                       attribution_threshold=ATTRIBUTION_THRESHOLD, board_alt=board_alt)
+                       attribution_threshold=ATTRIBUTION_THRESHOLD, board_alt=board_alt,
+                       colophon=foot or colophon())
     return env
 
 
@@ -171,8 +174,17 @@ _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "g
          "boards", "board_rows", "labels", "paper_links", "scored_setups", "line_attribution")
 
 
+#: The site stage's declaration: ``snapshot_archive_max_mb`` decides which snapshots are offered as one download
+#: (an input); ``data_dir`` (where the snapshots, their archives and the app's exports live: the snapshots' files
+#: are in the fingerprint by content) and ``site_dir`` (where the site is written: the stage's scope) change no page.
+#: the foot of every page (:mod:`._cite`) shows the site_* settings: they are inputs like the archive size
+SITE_INPUTS = StageInputs(("snapshot_archive_max_mb", "site_contact", "site_source_url", "site_data_licence"),
+                          operational=("data_dir", "site_dir"))
+
+
 def site_fingerprint(store: Store, settings: Settings) -> str:
-    """Hash of everything the site shows: the tables it reads, snapshots on disk, templates, settings, version."""
+    """Hash of everything the site shows: the tables it reads, snapshots on disk, templates, the declared settings
+    (:data:`SITE_INPUTS`), version."""
     queries: dict[str, tuple[str, list[Any]]] = {}
     if _data.has_table(store, "validation_reports"):  # a new report per run: only the latest per setup is shown
         queries["validation"] = ("""SELECT count(*), bit_xor(hash(estimator, preprocessor, rows_json,
@@ -185,9 +197,10 @@ def site_fingerprint(store: Store, settings: Settings) -> str:
                                         "WHERE origin <> 'site'", [])
     snapshots = [(f["name"], f["bytes"], f["sha256"]) for f in _data.snapshot_files(settings.snapshots_path)]
     return fingerprint(store, tables=_READ, queries=queries,
-                       values=[SITE_VERSION, SCHEMA_VERSION, snapshots, provenance(store)],
+                       values=[SITE_VERSION, SCHEMA_VERSION, snapshots, provenance(store), ARCHIVE_FORMAT,
+                               settings.inputs(SITE_INPUTS)],
                        code=code_files(_HERE / "_build.py", _HERE / "_data.py", _HERE / "_plots.py",
-                                       _HERE / "_board_plot.py", _HERE / "_archives.py",
+                                       _HERE / "_board_plot.py", _HERE / "_archives.py", _HERE / "_cite.py",
                                        _HERE / "_labels.py", _HERE / "_versions.py", _HERE / "_changes.py",
                                        _HERE / "_timeline.py", _HERE / "templates", _HERE / "static"))
 
@@ -250,7 +263,7 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool,
             tmp.mkdir(parents=True)
             snapshots = publish_snapshots(settings.snapshots_path, tmp / "snapshots", settings.snapshot_archives_path,
                                           settings.service.snapshot_archive_max_mb * 2**20)
-            summary = _render(store, snapshots, out, tmp, publish)
+            summary = _render(store, snapshots, colophon(settings.site), out, tmp, publish)
         if before_swap is not None:
             before_swap()
         _swap(tmp, out)
@@ -278,9 +291,10 @@ def _swap(tmp: Path, out: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _render(store: Store, snapshots: list[SnapshotListing], out: Path, tmp: Path, publish: bool) -> dict[str, object]:
+def _render(store: Store, snapshots: list[SnapshotListing], foot: Colophon, out: Path, tmp: Path,
+            publish: bool) -> dict[str, object]:
     now = utcnow().replace(microsecond=0)
-    env = environment(Labels.load(store))
+    env = environment(Labels.load(store), foot)
     writer = _Writer(tmp, env, now.isoformat() + "Z")
     shutil.copytree(_HERE / "static", tmp / "static")
 

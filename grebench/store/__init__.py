@@ -4,6 +4,7 @@ Readers never open the writer's live file (DuckDB forbids a second process on a 
 ``grebench export`` Parquet files or a read-only copy made by :meth:`Store.copy_to`.
 """
 
+from grebench.store._archive import ARCHIVE_FORMAT, ARCHIVE_MODE, ArchiveRefused, build_archive
 from grebench.store._clock import WALL_CLOCK, SimulatedClock, WallClock, clock, naive_utc, use_clock
 from grebench.store._failures import failure_text, io_cause, naming_path, removed_on_failure
 from grebench.store._fingerprint import BOOKKEEPING_COLUMNS, code_files, fingerprint, table_digests
@@ -59,6 +60,8 @@ from grebench.store._store import (
 )
 
 __all__ = [
+    "ARCHIVE_FORMAT",
+    "ARCHIVE_MODE",
     "BASELINE",
     "BOOKKEEPING_COLUMNS",
     "CONTESTANT",
@@ -70,6 +73,7 @@ __all__ = [
     "REFERENCE",
     "WALL_CLOCK",
     "Aggregation",
+    "ArchiveRefused",
     "CandidateProvenance",
     "CodeVersion",
     "DecodingValue",
@@ -94,6 +98,7 @@ __all__ = [
     "StoreLocked",
     "VenueProvenance",
     "WallClock",
+    "build_archive",
     "clock",
     "code_files",
     "cut_due_snapshots",

@@ -433,12 +433,32 @@ def _anchor(manifest_sha256: str | None) -> str | None:
     return manifest_sha256.strip().lower()
 
 
-def verify_snapshot(snapshot_dir: Path, manifest_sha256: str | None = None) -> SnapshotReport:
+def verify_snapshot(snapshot_dir: Path, manifest_sha256: str | None = None, *, max_expansion: int = MAX_EXPANSION,
+                    max_decoded_bytes: int = MAX_DECODED_BYTES, workdir: Path | None = None) -> SnapshotReport:
     """Check every file against the manifest: ``{"ok": bool, "problems": [...], "files": n, "authenticated"}``.
 
     ``manifest_sha256`` (the hash published on the site's downloads page) anchors the manifest; without it the
     files are checked against the manifest, but nothing says the manifest itself is the published one.
+    ``snapshot_dir`` may also be the snapshot's archive (``FOLDER.tar.gz`` from the Downloads page): it is unpacked
+    under the importer's bounds into a temporary folder in ``workdir`` (:func:`grebench.store._archive.unpacked`);
+    an archive that cannot be unpacked is reported as a problem.
     """
+    if Path(snapshot_dir).is_file():
+        from grebench.store._archive import unpacked
+
+        try:
+            with unpacked(Path(snapshot_dir), max_expansion=max_expansion, max_decoded_bytes=max_decoded_bytes,
+                          workdir=workdir) as folder:
+                report = _verify(folder, manifest_sha256)
+        except SnapshotError as exc:
+            return {"path": str(snapshot_dir), "authenticated": False, "ok": False, "problems": [str(exc)],
+                    "files": 0}
+        report["path"] = str(snapshot_dir)
+        return report
+    return _verify(Path(snapshot_dir), manifest_sha256)
+
+
+def _verify(snapshot_dir: Path, manifest_sha256: str | None) -> SnapshotReport:
     import pyarrow.parquet as pq
 
     root = Path(snapshot_dir).resolve()
@@ -511,8 +531,13 @@ def _primary_key(store: Store, table: str) -> list[str]:
 
 
 def import_snapshot(store: Store, snapshot_dir: Path, manifest_sha256: str | None = None, *,
-                    max_expansion: int = MAX_EXPANSION, max_decoded_bytes: int = MAX_DECODED_BYTES) -> dict[str, Any]:
+                    max_expansion: int = MAX_EXPANSION, max_decoded_bytes: int = MAX_DECODED_BYTES,
+                    workdir: Path | None = None) -> dict[str, Any]:
     """Load a verified snapshot into the store; rows already there are kept, so importing twice adds nothing.
+
+    ``snapshot_dir`` is the snapshot's folder or its archive (``FOLDER.tar.gz`` as the Downloads page offers it),
+    unpacked under the same bounds into a temporary folder in ``workdir`` (default: beside the store's file, else
+    the system temp dir) and removed after (:func:`grebench.store._archive.unpacked`).
 
     With ``manifest_sha256`` the manifest must be the published one; the report says ``authenticated``.  The whole
     snapshot may decode to :func:`import_bound` of its files' total size (and each member to its manifest's
@@ -522,6 +547,21 @@ def import_snapshot(store: Store, snapshot_dir: Path, manifest_sha256: str | Non
     than its manifest says is refused too.  The whole import is one transaction: a refusal writes nothing.  Every
     refusal is one :class:`SnapshotError` line.
     """
+    if Path(snapshot_dir).is_file():
+        from grebench.store._archive import unpacked
+
+        archive = Path(snapshot_dir)
+        if workdir is None and store.path is not None:
+            workdir = store.path.parent
+        with unpacked(archive, max_expansion=max_expansion, max_decoded_bytes=max_decoded_bytes,
+                      workdir=workdir) as folder:
+            try:
+                report = import_snapshot(store, folder, manifest_sha256, max_expansion=max_expansion,
+                                         max_decoded_bytes=max_decoded_bytes)
+            except SnapshotError as exc:  # said of the archive, not of a temporary folder that is gone
+                raise SnapshotError(str(exc).replace(str(folder.resolve()), str(archive))
+                                    .replace(str(folder), str(archive))) from None
+        return {**report, "path": str(archive)}
     import duckdb
     import pyarrow as pa
 

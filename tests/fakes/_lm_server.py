@@ -28,7 +28,7 @@ class TinyLM:
 
     def prompt_logprobs(self, ids: list[int]) -> list[tuple[float, int]]:
         """(log-prob of token j given tokens < j, rank of token j) for j >= 1."""
-        return [(lp, rank) for lp, rank, _ in self.prompt_logprobs_top(ids, 0)]
+        return [(lp, rank) for lp, rank, _, _ in self.prompt_logprobs_top(ids, 0)]
 
     def next_logprobs(self, ids: list[int]) -> list[float]:
         """Log-probs of every token of the vocabulary after ``ids``."""
@@ -36,8 +36,10 @@ class TinyLM:
         with self.lock, torch.inference_mode():
             return [float(x) for x in torch.log_softmax(self.model(torch.tensor([ids])).logits[0, -1].float(), -1)]
 
-    def prompt_logprobs_top(self, ids: list[int], k: int) -> list[tuple[float, int, list[tuple[int, float]]]]:
-        """As :meth:`prompt_logprobs`, with the k most likely tokens at each position as (token id, log-prob)."""
+    def prompt_logprobs_top(self, ids: list[int], k: int, asked: list[int] | None = None
+                            ) -> list[tuple[float, int, list[tuple[int, float]], list[tuple[int, float]]]]:
+        """As :meth:`prompt_logprobs`, with the k most likely tokens at each position as (token id, log-prob), and
+        the log-probs of the ``asked`` token ids there."""
         torch = self.torch
         with self.lock, torch.inference_mode():
             logp = torch.log_softmax(self.model(torch.tensor([ids])).logits[0].float(), -1)
@@ -46,7 +48,8 @@ class TinyLM:
             row = logp[j - 1]
             best = torch.topk(row, k) if k else None
             top = [] if best is None else [(int(i), float(v)) for v, i in zip(best.values, best.indices, strict=True)]
-            out.append((float(row[ids[j]]), int((row > row[ids[j]]).sum()) + 1, top))
+            out.append((float(row[ids[j]]), int((row > row[ids[j]]).sum()) + 1, top,
+                        [(t, float(row[t])) for t in asked or []]))
         return out
 
 

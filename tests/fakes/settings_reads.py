@@ -1,4 +1,4 @@
-"""Record which settings a part reads (the declared-inputs tests of issue 49)."""
+"""Record which settings a part reads (the declared-inputs tests of issues 49 and 61)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,6 @@ class Reads(Mapping[str, Any]):
 
 def undeclared_reads(seen: set[str]) -> list[str]:
     """The settings in ``seen`` that the panel declares neither as inputs nor as operational."""
-    from grebench.panel import _state
+    from grebench.panel import PANEL_INPUTS
 
-    return sorted(seen - set(_state.INPUTS) - set(_state.LOCAL_JUDGE_INPUTS) - set(_state.OPERATIONAL))
+    return sorted(seen - PANEL_INPUTS.names)

@@ -28,9 +28,13 @@ def fake_sglang(checkpoint: Path) -> Iterator[str]:
             if not body.get("return_logprob") or start < 0:
                 return 200, {"text": "", "meta_info": {"prompt_tokens": len(ids)}}
             k = int(body.get("top_logprobs_num") or 0)
-            rows = [None, *lm.prompt_logprobs_top(ids, k)]
+            asked = [int(t) for t in body.get("token_ids_logprob") or []]
+            rows = [None, *lm.prompt_logprobs_top(ids, k, asked)]
             items = [[None if rows[j] is None else rows[j][0], ids[j], None] for j in range(start, len(ids))]
             meta: dict[str, Any] = {"prompt_tokens": len(ids), "input_token_logprobs": items}
+            if asked:  # SGLang's token_ids_logprob: the asked tokens' log-probs at each position
+                meta["input_token_ids_logprobs"] = [None if rows[j] is None else [[v, t, None] for t, v in rows[j][3]]
+                                                    for j in range(start, len(ids))]
             if k:
                 meta["input_top_logprobs"] = [None if rows[j] is None else [[v, t, None] for t, v in rows[j][2]]
                                               for j in range(start, len(ids))]

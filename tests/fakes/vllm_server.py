@@ -52,7 +52,7 @@ def vllm_handler(checkpoint: Path, model_name: str | None = None,
             if not isinstance(ids, list) or body.get("prompt_logprobs") is None:
                 return 400, {"error": "expected token-id prompt and prompt_logprobs"}
             plp: list[Any] = [None]
-            for tok, (lp, rank, top) in zip(ids[1:], lm.prompt_logprobs_top(ids, int(body["prompt_logprobs"])),
+            for tok, (lp, rank, top, _) in zip(ids[1:], lm.prompt_logprobs_top(ids, int(body["prompt_logprobs"])),
                                             strict=True):
                 entry = {str(t): {"logprob": v, "rank": r + 1, "decoded_token": f"<{t}>"}
                          for r, (t, v) in enumerate(top)}

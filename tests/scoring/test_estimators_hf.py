@@ -264,10 +264,10 @@ def test_a_verb_choice_renormalises_over_the_verbs_the_server_listed() -> None:
     t = TokenizedRequest((1,), (5, 6, 7, 8), 4, skip=(0,), choice=(1,))
     verbs = (10, 11, 12, 13)
     vals = [-9.0, -1.0, -2.0, -3.0]
-    all_listed = [{}, {10: -1.0, 11: -2.0, 12: -3.0, 13: -4.0}, {}, {}]
+    all_listed = {1: {10: -1.0, 11: -2.0, 12: -3.0, 13: -4.0}}  # the choice position's listed log-probs
     norm = math.log(sum(math.exp(x) for x in (-1.0, -2.0, -3.0, -4.0)))
     assert scored_sum(t, vals, all_listed, verbs) == pytest.approx(-1.0 - norm - 2.0 - 3.0)
-    one_missing = [{}, {10: -1.0, 11: -2.0, 12: -3.0}, {}, {}]
+    one_missing = {1: {10: -1.0, 11: -2.0, 12: -3.0}}
     norm3 = math.log(sum(math.exp(x) for x in (-1.0, -2.0, -3.0)))
     assert scored_sum(t, vals, one_missing, verbs) == pytest.approx(-1.0 - norm3 - 2.0 - 3.0)
 
@@ -300,14 +300,19 @@ def test_vllm_matches_hf_with_retries_and_two_replicas(hf, tiny_llama_dir: Path,
 
 
 def test_sglang_matches_hf(hf, tiny_llama_dir: Path, settings, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    from grebench.scoring.estimators._server import ServerEstimator
     from tests.fakes.sglang_server import fake_sglang
 
-    monkeypatch.setattr("grebench.scoring.estimators._server.TOP_LOGPROBS", 2)  # verbs asked for on their own
+    def never(*_args: object) -> float:
+        raise AssertionError("SGLang answers the verbs' log-probs with the request (token_ids_logprob)")
 
+    monkeypatch.setattr(ServerEstimator, "_last_logprob", never)  # no verb is asked for on its own
     reqs = sample_requests(n_papers=1, n_candidates=2)
     expected = hf.logprobs(reqs)
     with fake_sglang(tiny_llama_dir) as url:
-        got = resolve_estimator(f"sglang:{url}", settings).logprobs(reqs)
+        est = resolve_estimator(f"sglang:{url}", settings)
+        assert any(est.encode(r).choice for r in reqs)  # the judgment lines' verbs are choices to renormalise
+        got = est.logprobs(reqs)
     for a, b in zip(expected, got, strict=True):
         assert abs(a.logprob - b.logprob) <= 1e-4 * max(1, a.n_tokens / 100)
 

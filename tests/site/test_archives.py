@@ -1,53 +1,57 @@
-"""A snapshot's one-file download: deterministic, bounded, and it can only unpack into its own folder."""
+"""A snapshot's one-file download on the site: built once per manifest and archive format, linked, world-readable;
+a folder that does not verify gets none (the archive itself: tests/store/test_snapshot_archive.py)."""
 
 from __future__ import annotations
 
 import hashlib
-import tarfile
+import stat
 from pathlib import Path
 
-import pytest
-
-from grebench.site._archives import ArchiveRefused, build_archive, publish_archives
-
-
-def _snapshot(root: Path, name: str = "ICLR-2026") -> Path:
-    folder = root / name
-    folder.mkdir(parents=True)
-    (folder / "manifest.json").write_text('{"files": {}}')
-    (folder / "papers.parquet").write_bytes(b"PAR1" + b"x" * 1000)
-    (folder / "README.md").write_text("a snapshot")
-    return folder
+from grebench.site._archives import publish_archives
+from grebench.store import ARCHIVE_FORMAT, export_snapshot, open_store, venue_years
+from tests.site.conftest import fill_store
 
 
-def test_the_archive_holds_the_folder_and_the_manifest_hash_and_is_the_same_every_time(tmp_path: Path) -> None:
-    folder = _snapshot(tmp_path / "snapshots")
-    first, again = tmp_path / "a.tar.gz", tmp_path / "b.tar.gz"
-    build_archive(folder, first, 10**6)
-    (folder / "README.md").touch()  # a new mtime changes nothing in the archive
-    build_archive(folder, again, 10**6)
-    assert first.read_bytes() == again.read_bytes()
-    with tarfile.open(first) as tar:
-        assert tar.getnames() == ["ICLR-2026/README.md", "ICLR-2026/manifest.json", "ICLR-2026/papers.parquet",
-                                  "ICLR-2026/manifest.json.sha256"]
-        check = tar.extractfile("ICLR-2026/manifest.json.sha256").read().decode()  # type: ignore[union-attr]
-    assert check == hashlib.sha256(b'{"files": {}}').hexdigest() + "  manifest.json\n"
+def _snapshots(root: Path) -> dict[str, str]:
+    """Both venue-years of the filled store cut into ``root``: folder -> manifest SHA-256."""
+    store = open_store(None)
+    try:
+        fill_store(store)
+        return {v["slug"]: export_snapshot(store, v["venue_id"], root / v["slug"])["manifest_sha256"]
+                for v in venue_years(store)}
+    finally:
+        store.con.close()
 
 
-def test_links_odd_names_and_big_snapshots_get_no_archive(tmp_path: Path) -> None:
-    folder = _snapshot(tmp_path / "snapshots")
-    with pytest.raises(ArchiveRefused, match="archives up to"):
-        build_archive(folder, tmp_path / "big.tar.gz", 100)
-    (folder / "escape").symlink_to("/etc/passwd")
-    with pytest.raises(ArchiveRefused, match="symbolic link"):
-        build_archive(folder, tmp_path / "link.tar.gz", 10**6)
-    (folder / "escape").unlink()
-    (folder / "..hidden name").write_text("x")
-    with pytest.raises(ArchiveRefused, match="not a plain file name"):
-        build_archive(folder, tmp_path / "odd.tar.gz", 10**6)
-    assert not list(tmp_path.glob("*.tar.gz")) and not list(tmp_path.glob(".*"))  # nothing half-written is left
-    # published: the refused folder is skipped (its files stay listed one by one), a good one is linked
-    _snapshot(tmp_path / "snapshots", "ICLR-2020")
-    listed = publish_archives(tmp_path / "snapshots", tmp_path / "site", tmp_path / "cache", 10**6)
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_archives_are_published_world_readable_and_a_folder_that_does_not_verify_gets_none(tmp_path: Path) -> None:
+    source, cache = tmp_path / "snapshots", tmp_path / "cache"
+    manifests = _snapshots(source)
+    (source / "ICLR-2024" / "manifest.json.sha256").write_text("x  manifest.json\n")  # not the snapshot's
+    listed = publish_archives(source, tmp_path / "site", cache, 10**8)
     assert [(a["name"], a["folder"]) for a in listed] == [("ICLR-2020.tar.gz", "ICLR-2020")]
-    assert hashlib.sha256((tmp_path / "site" / "ICLR-2020.tar.gz").read_bytes()).hexdigest() == listed[0]["sha256"]
+    published = tmp_path / "site" / "ICLR-2020.tar.gz"
+    assert hashlib.sha256(published.read_bytes()).hexdigest() == listed[0]["sha256"]
+    assert _mode(published) == 0o644
+    [cached] = cache.glob("ICLR-2020-*.tar.gz")
+    assert cached.name == f"ICLR-2020-{manifests['ICLR-2020'][:16]}v{ARCHIVE_FORMAT}.tar.gz"
+
+
+def test_an_archive_cached_by_an_earlier_format_or_private_is_replaced(tmp_path: Path) -> None:
+    """An archive built before issue 63 (manifest hash only in its name, mode 0600, an extra member) is never
+    served again: the cache is keyed by the format too, and the old one is removed."""
+    source, cache = tmp_path / "snapshots", tmp_path / "cache"
+    manifests = _snapshots(source)
+    cache.mkdir()
+    old = cache / f"ICLR-2020-{manifests['ICLR-2020'][:16]}.tar.gz"
+    old.write_bytes(b"an archive of the earlier format")
+    old.chmod(0o600)
+    publish_archives(source, tmp_path / "site", cache, 10**8)
+    assert not old.exists()
+    [current] = cache.glob("ICLR-2020-*.tar.gz")
+    current.chmod(0o600)  # a cache left private by hand (or by an older grebench) is published readable
+    publish_archives(source, tmp_path / "again", cache, 10**8)
+    assert _mode(tmp_path / "again" / "ICLR-2020.tar.gz") == 0o644

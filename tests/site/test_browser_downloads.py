@@ -154,9 +154,11 @@ def test_every_snapshot_downloads_from_the_static_site(published: dict[str, Any]
 
 
 def test_each_snapshot_is_one_archive_whose_hash_matches_the_page(published: dict[str, Any], browser: Browser,
-                                                                  tmp_path: Path) -> None:
-    """One click per snapshot: the archive's SHA-256 is the page's, it unpacks into the snapshot's folder only, holds
-    the manifest and its hash (the page's), and the command shown imports the unpacked folder."""
+                                                                  tmp_path: Path, monkeypatch: pytest.MonkeyPatch) \
+        -> None:
+    """One click per snapshot: the archive's SHA-256 is the page's, it unpacks into the snapshot's folder only and
+    holds exactly the snapshot's files, and the command shown, run where it was unpacked, imports it with the same
+    boards (issue 63: the archive carried a file verify refused, so the command failed)."""
     import tarfile
 
     session = _open(browser, published["site_url"] + "/downloads.html")
@@ -173,14 +175,15 @@ def test_each_snapshot_is_one_archive_whose_hash_matches_the_page(published: dic
         got = _click_and_download(browser, session, "a.archive-download", i, tmp_path / "archives")
         assert got.name == f"{folder}.tar.gz" and _sha(got) == section["archive"], section
         assert "KiB" in section["size"] or "MiB" in section["size"], section  # a size in words, not in bytes
+        assert got.stat().st_size and (published["site"] / "snapshots" / got.name).stat().st_mode & 0o777 == 0o644
         with tarfile.open(got) as tar:
             names = tar.getnames()
             assert all(n.startswith(f"{folder}/") and ".." not in n for n in names), names
             tar.extractall(tmp_path / "unpacked", filter="data")
         unpacked = tmp_path / "unpacked" / folder
-        assert (unpacked / "manifest.json.sha256").read_text() == f"{section['manifest']}  manifest.json\n"
+        assert sorted(p.name for p in unpacked.iterdir()) == \
+            sorted(p.name for p in (published["settings"].snapshots_path / folder).iterdir())
         assert _sha(unpacked / "manifest.json") == section["manifest"] == manifests[folder]["manifest_sha256"]
-        (unpacked / "manifest.json.sha256").unlink()  # (the import takes the snapshot's own files only)
         report = verify_snapshot(unpacked, section["manifest"])
         assert report["ok"] and report["authenticated"], report
     # the same bytes on every build: the published hash stays true
@@ -189,9 +192,20 @@ def test_each_snapshot_is_one_archive_whose_hash_matches_the_page(published: dic
         {f"{s['folder']}.tar.gz": s["archive"] for s in shown}
     first = shown[0]
     env = {**FAST_ENV, "GREBENCH_DATA_DIR": str(tmp_path / "fresh")}
-    result = CliRunner().invoke(main, [*first["command"].split()[1:-1], str(tmp_path / "unpacked" / first["folder"])],
-                                env=env)
-    assert result.exit_code == 0, result.output
+    monkeypatch.chdir(tmp_path / "unpacked")  # the command as shown, where the archive was unpacked
+    result = CliRunner().invoke(main, first["command"].split()[1:], env=env)
+    assert result.exit_code == 0 and "(manifest authenticated)" in result.output, result.output
+    venue_id = manifests[first["folder"]]["venue_id"]
+    query = ("SELECT b.*, r.* EXCLUDE (board_id) FROM boards b JOIN board_rows r USING (board_id) "
+             "WHERE b.venue_id = ? ORDER BY ALL")
+    boards = []
+    for db in (published["settings"].db_path, tmp_path / "fresh" / "grebench.duckdb"):
+        store = open_store(db, read_only=True)
+        try:
+            boards.append(store.con.execute(query, [venue_id]).fetchall())
+        finally:
+            store.close()
+    assert boards[0] == boards[1] != []
 
 
 def build_site_again(published: dict[str, Any]) -> str:

@@ -3,11 +3,12 @@
 Prompts are tokenised here with the model's tokenizer and pinned chat template (``_tokenize``), so the scored token
 ids are exactly those of the hf estimator.  vLLM: ``POST /v1/completions`` with token-id ``prompt``, ``max_tokens=1``
 and ``prompt_logprobs=0`` (each position's dict holds the actual prompt token).  SGLang: ``POST /generate`` with
-``input_ids``, ``return_logprob`` and ``logprob_start_len`` one token before the target.  Requests stream through a
-:class:`~._dispatch.Dispatcher`: ``concurrency`` in flight per server, no batch barrier, every request of a paper on
-one server (``routing = paper``: that server's prefix cache computes the paper's shared prompt prefix once), a server
-that fails with 429/5xx or a network error marked down for a back-off while the others take its work, and each answer
-handed to the caller as it arrives (:meth:`ServerEstimator.stream`), so the engine caches it at once.
+``input_ids``, ``return_logprob`` and ``logprob_start_len`` one token before the target.  Requests stream through
+the dispatcher (:class:`grebench.dispatch.Dispatcher`): ``concurrency`` in flight per server, no batch barrier,
+every request of a paper on one server (``routing = paper``: that server's prefix cache computes the paper's shared
+prompt prefix once), a server that fails with 429/5xx or a network error marked down for a back-off while the others
+take its work, and each answer handed to the caller as it arrives (:meth:`ServerEstimator.stream`), so the engine
+caches it at once.
 
 ``vllm-local:NAME|PATH`` starts the vLLM server(s) itself (:class:`grebench.runtime.VLLMServer`, in the
 ``vllm_python`` environment) on 127.0.0.1 for a catalogue model or a checkpoint, ``vllm_servers`` of them, and stops
@@ -25,6 +26,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from grebench import stop
+from grebench.dispatch import Dispatcher, DispatchError, DispatchStats
 from grebench.scoring._request import LogprobRequest, LogprobResult
 from grebench.scoring.estimators import (
     ESTIMATORS,
@@ -33,7 +35,6 @@ from grebench.scoring.estimators import (
     EstimatorFactory,
     served_model_label,
 )
-from grebench.scoring.estimators._dispatch import Dispatcher, DispatchError, DispatchStats
 from grebench.scoring.estimators._tokenize import TARGET_RULE, RequestTokenizer, TokenizedRequest, tokenizer_sha8
 
 
@@ -52,12 +53,12 @@ class ServerError(RuntimeError):
 TOP_LOGPROBS = 20
 
 
-def scored_sum(t: TokenizedRequest, vals: Sequence[float], tops: Sequence[Mapping[int, float]],
+def scored_sum(t: TokenizedRequest, vals: Sequence[float], tops: Mapping[int, Mapping[int, float]],
                verb_ids: Sequence[int]) -> float:
     """The target's score from its per-token log-probs (:data:`~._tokenize.TARGET_RULE`): skipped positions left
-    out, a verb choice renormalised over the judgment verbs at the position (``tops[j]``: the top log-probs the
-    server listed there, plus any verb outside them that the estimator asked for on its own; a verb still missing
-    counts as none)."""
+    out, a verb choice renormalised over the judgment verbs at the position (``tops[j]``, for each choice position
+    j of the target: the log-probs the server listed there, plus any verb outside them that the estimator asked for
+    on its own; a verb still missing counts as none)."""
     skip, choice = set(t.skip), set(t.choice)
     total = 0.0
     for j, value in enumerate(vals):
@@ -144,32 +145,33 @@ class ServerEstimator:
         ids = t.ids
         start = len(ids) - t.n_target
         top = TOP_LOGPROBS if t.choice else 0  # a verb choice needs the other verbs' log-probs at its position
-        tops: list[dict[int, float]] = []
+        tops: dict[int, dict[int, float]] = {}  # only at the choice positions (a few of hundreds)
         if self.kind == "vllm":
             body = {"model": self.model, "prompt": ids, "max_tokens": 1, "temperature": 0.0, "prompt_logprobs": top}
             plp = self._call("POST", url + "/v1/completions", body, retries=0)["choices"][0].get("prompt_logprobs")
             if not isinstance(plp, list) or len(plp) != len(ids):
                 raise ServerError(f"{url}: response has no prompt_logprobs for {len(ids)} tokens")
             vals = [plp[j][str(ids[j])]["logprob"] for j in range(start, len(ids))]
-            if top:
-                tops = [{int(tok): v["logprob"] for tok, v in plp[j].items()} for j in range(start, len(ids))]
+            tops = {j: {int(tok): v["logprob"] for tok, v in plp[start + j].items()} for j in t.choice}
         else:
             body = {"input_ids": ids, "sampling_params": {"max_new_tokens": 0, "temperature": 0.0},
                     "return_logprob": True, "logprob_start_len": start - 1}
-            if top:
-                body["top_logprobs_num"] = top
+            if t.choice:  # the verbs' log-probs at every position (a few numbers), not the top 20 (issue 61: the
+                # answer's size was most of the client's CPU)
+                body["token_ids_logprob"] = list(self.encode.verb_ids)
             meta = self._call("POST", url + "/generate", body, retries=0)["meta_info"]
             items = meta["input_token_logprobs"]
             if len(items) != t.n_target + 1 or any(int(it[1]) != tok for it, tok in zip(items[1:], ids[start:],
                                                                                        strict=True)):
                 raise ServerError(f"{url}: input_token_logprobs do not match the scored tokens")
             vals = [it[0] for it in items[1:]]
-            if top:
-                listed = meta.get("input_top_logprobs")
+            if t.choice:
+                listed = meta.get("input_token_ids_logprobs")
                 if not isinstance(listed, list) or len(listed) != len(items):
-                    raise ServerError(f"{url}: response has no input_top_logprobs for the scored tokens")
-                tops = [{int(it[1]): float(it[0]) for it in (row or [])} | {int(ids[start + i]): float(vals[i])}
-                        for i, row in enumerate(listed[1:])]
+                    raise ServerError(f"{url}: response has no input_token_ids_logprobs for the scored tokens "
+                                      "(SGLang answers token_ids_logprob from version 0.4.3)")
+                tops = {j: {int(it[1]): float(it[0]) for it in (listed[1 + j] or [])}
+                        | {int(ids[start + j]): float(vals[j])} for j in t.choice}
         for j in t.choice:  # a verb outside the top log-probs: asked for on its own, so the choice is exact
             for verb in self.encode.verb_ids:
                 if verb not in tops[j]:
@@ -204,14 +206,26 @@ class ServerEstimator:
                on_result: Callable[[int, LogprobResult], None] | None = None) -> list[LogprobResult]:
         """Summed log-probs of each target, in request order; ``on_result(i, answer)`` is called on this thread as
         each answer arrives (the engine caches it at once).  Requests of one paper go to one server; a server that
-        fails is marked down and its work moves to the others (:class:`~._dispatch.Dispatcher`)."""
-        toks = [self.encode(r) for r in requests]
-        dispatcher: Dispatcher[TokenizedRequest, LogprobResult] = Dispatcher(
-            self.urls, self._one, per_server=self.concurrency, routing=self.routing, backoff_s=self.backoff_s,
+        fails is marked down and its work moves to the others (:class:`grebench.dispatch.Dispatcher`)."""
+        import threading
+
+        lock = threading.Lock()  # one tokenizer, shared by the dispatcher's threads
+
+        def one(url: str, request: LogprobRequest) -> LogprobResult:
+            # tokenised when sent, not all before the first is sent (a season's requests would hold ~50 GiB of ids
+            # and keep every server idle while they were made)
+            with lock:
+                tokenized = self.encode(request)
+            return self._one(url, tokenized)
+
+        dispatcher: Dispatcher[LogprobRequest, LogprobResult] = Dispatcher(
+            self.urls, one, per_server=self.concurrency, routing=self.routing, backoff_s=self.backoff_s,
             max_attempts=self.max_retries + 1)
         self.dispatch_stats = dispatcher.stats
-        try:
-            return dispatcher.run(toks, groups=[r.paper_id for r in requests], costs=[len(t.ids) for t in toks],
+        try:  # a request's cost, for placing papers on servers: its characters (about 4 a token)
+            return dispatcher.run(list(requests), groups=[r.paper_id for r in requests],
+                                  costs=[len(r.synopsis or "") + len(r.first_review or "") + len(r.target)
+                                         for r in requests],
                                   on_result=on_result)
         except DispatchError as exc:
             cause = exc.__cause__

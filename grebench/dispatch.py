@@ -1,8 +1,8 @@
 """A streaming dispatcher: requests flow to a pool of servers as each frees a slot, no batch barrier.
 
 The scoring of a conference year sends about a million log-prob requests to a few or many evaluation-LM servers
-(vLLM, SGLang, or a router in front of several).  :class:`Dispatcher` is what the server estimators and the
-candidates' generation send them through:
+(vLLM, SGLang, or a router in front of several), and the candidates' generation sends thousands of calls to many
+providers and local servers.  :class:`Dispatcher` is what both send them through:
 
 - **No barrier.**  Each server has ``per_server`` worker threads (the cap on its requests in flight); a worker
   takes the next request the moment its last one is answered, so a slow request holds one slot, never the pool.
@@ -14,11 +14,16 @@ candidates' generation send them through:
   cache) computes them once.  Round-robin (``routing="round-robin"``) scatters them, for comparison.
 - **Idle servers steal whole papers not yet started** from the most loaded server, so the tail is balanced without
   splitting a paper whose prefix is already cached somewhere.
+- **Pinned groups** (``routing="pinned"``): a group key that is a server (a provider, a candidate's server) goes
+  there and nowhere else; the LLM client's generation uses this, each provider with its own cap
+  (``per_server`` may map a server to its cap).
 - **Failover.**  A request that fails with a retryable error (connection refused or reset, time-out, HTTP 429 or
   5xx) marks its server down: the server's queued papers, and the failed request, move to the servers that are up
   (by the same hashing), and the server is tried again after an exponential back-off (``probe`` first, where one is
-  given).  Each request is tried at most ``max_attempts`` times in all; a request that fails for another reason
-  (HTTP 4xx, an answer that is not a log-prob response) fails the run at once.
+  given), one request at a time until one is answered.  A request is charged an attempt when it fails on a healthy
+  server, or on any server while no other is up; at ``max_attempts`` it fails the run.  A server that stays dead
+  through a season's many back-offs so never uses up the attempts of the requests it takes on probation.  A request
+  that fails for another reason (HTTP 4xx, an answer that is not a log-prob response) fails the run at once.
 - **Results are handed over as they arrive**, to ``on_result`` on the calling thread (the one store writer), so a
   stop or a crash loses nothing already answered.  The caller's thread also watches the stop token
   (:mod:`grebench.stop`): a stop ends the run within a poll interval, requests in flight being left to end on
@@ -32,7 +37,7 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -41,7 +46,7 @@ from grebench import stop
 P = TypeVar("P")
 R = TypeVar("R")
 
-ROUTINGS = ("paper", "round-robin")
+ROUTINGS = ("paper", "round-robin", "pinned")
 
 
 class DispatchError(RuntimeError):
@@ -68,11 +73,6 @@ class DispatchStats:
     moved: int = 0
     stolen_groups: int = 0
     retried: int = 0
-
-    def as_json(self) -> dict[str, Any]:
-        return {"servers": [{"url": s.url, "answered": s.answered, "failed": s.failed, "down_events": s.down_events,
-                             "max_in_flight": s.max_in_flight, "groups": len(s.groups)} for s in self.servers],
-                "moved": self.moved, "stolen_groups": self.stolen_groups, "retried": self.retried}
 
 
 def rendezvous_rank(key: str, urls: Sequence[str]) -> list[int]:
@@ -128,7 +128,7 @@ class _Server:
 class Dispatcher(Generic[P, R]):
     """Streams payloads to ``urls`` through ``call(url, payload)``: see the module docstring."""
 
-    def __init__(self, urls: Sequence[str], call: Callable[[str, P], R], *, per_server: int = 8,
+    def __init__(self, urls: Sequence[str], call: Callable[[str, P], R], *, per_server: int | Mapping[str, int] = 8,
                  routing: str = "paper", backoff_s: float = 1.0, max_backoff_s: float = 60.0, max_attempts: int = 5,
                  retryable: Callable[[BaseException], bool] = default_retryable,
                  probe: Callable[[str], bool] | None = None, load_bound: float = 1.25) -> None:
@@ -137,7 +137,9 @@ class Dispatcher(Generic[P, R]):
         if routing not in ROUTINGS:
             raise ValueError(f"routing must be one of {ROUTINGS}, not {routing!r}")
         self.urls = list(urls)
-        self.call, self.per_server, self.routing = call, max(1, per_server), routing
+        caps = per_server if isinstance(per_server, Mapping) else dict.fromkeys(self.urls, per_server)
+        self.caps = {u: max(1, int(caps.get(u, 1))) for u in self.urls}
+        self.call, self.routing = call, routing
         self.backoff_s, self.max_backoff_s, self.max_attempts = backoff_s, max_backoff_s, max(1, max_attempts)
         self.retryable, self.probe, self.load_bound = retryable, probe, max(1.0, load_bound)
         self.stats = DispatchStats([ServerStats(u) for u in self.urls])
@@ -145,6 +147,11 @@ class Dispatcher(Generic[P, R]):
     # -- placement (called with the lock held) ---------------------------------------------------------------------
 
     def _place(self, group: _Group, servers: list[_Server], exclude: int | None = None) -> None:
+        if self.routing == "pinned":  # the group is its server
+            target = next(s for s in servers if s.url == group.key)
+            target.queue.append(group)
+            target.queued_cost += group.cost
+            return
         live = [s for s in servers if s.index != exclude and s.up] or [s for s in servers if s.index != exclude] \
             or servers
         if self.routing == "round-robin":
@@ -171,7 +178,7 @@ class Dispatcher(Generic[P, R]):
                 s.current.started = True
                 self.stats.servers[s.index].groups.add(s.current.key)
                 continue
-            if self.routing == "round-robin":
+            if self.routing != "paper":
                 return None
             victims = sorted((v for v in servers if v is not s and any(not g.started for g in v.queue)),
                              key=lambda v: v.queued_cost, reverse=True)
@@ -187,7 +194,17 @@ class Dispatcher(Generic[P, R]):
 
     def _evacuate(self, s: _Server, servers: list[_Server], returned: int | None, costs: Sequence[float],
                   groups: Sequence[str]) -> None:
-        """Move a down server's queued work (and a request it failed) to the servers that are up."""
+        """Move a down server's queued work (and a request it failed) to the servers that are up; with pinned
+        groups, the failed request goes back to the front of its server's queue and waits for its back-off."""
+        if self.routing == "pinned":
+            if returned is not None:
+                group = s.current
+                if group is None:
+                    group = _Group(groups[returned], deque(), 0.0, started=True)
+                    s.current = group
+                group.items.appendleft(returned)
+                s.queued_cost += costs[returned]
+            return
         moving: list[_Group] = []
         if s.current is not None and s.current.items:
             moving.append(s.current)
@@ -224,6 +241,8 @@ class Dispatcher(Generic[P, R]):
         weights = [float(c) for c in costs] if costs is not None else [1.0] * n
         if len(keys) != n or len(weights) != n:
             raise ValueError("groups and costs must have one entry per payload")
+        if self.routing == "pinned" and not set(keys) <= set(self.urls):
+            raise ValueError(f"pinned groups must name servers: {sorted(set(keys) - set(self.urls))[:3]}")
         servers = [_Server(i, u) for i, u in enumerate(self.urls)]
         by_key: dict[str, _Group] = {}
         order: list[_Group] = []
@@ -265,7 +284,8 @@ class Dispatcher(Generic[P, R]):
                         if s.failures and self.probe is not None and not s.probing:
                             s.probing = True  # one worker probes a server coming back; the others wait for it
                             break
-                        if s.probing:
+                        if s.probing or (s.failures and s.in_flight):
+                            # a server coming back takes one request at a time until one is answered
                             lock.wait(timeout=stop.POLL_S)
                             continue
                         idx = self._take(s, servers, weights)
@@ -297,10 +317,13 @@ class Dispatcher(Generic[P, R]):
                 except BaseException as exc:
                     with lock:
                         s.in_flight -= 1
-                        attempts[idx] += 1
                         st.failed += 1
-                        if not isinstance(exc, Exception) or not self.retryable(exc) \
-                                or attempts[idx] >= self.max_attempts:
+                        retryable = isinstance(exc, Exception) and self.retryable(exc)
+                        # a server on probation (down before) failing again says nothing new about the request:
+                        # it is charged only where no other server is up to take it
+                        if not (retryable and s.failures and any(o.up for o in servers if o is not s)):
+                            attempts[idx] += 1
+                        if not retryable or attempts[idx] >= self.max_attempts:
                             state["abort"] = True
                             outbox.put((idx, None, exc))
                             lock.notify_all()
@@ -323,7 +346,7 @@ class Dispatcher(Generic[P, R]):
                 outbox.put((idx, answer, None))
 
         threads = [threading.Thread(target=worker, args=(s,), daemon=True, name=f"dispatch-{s.index}-{j}")
-                   for s in servers for j in range(min(self.per_server, n))]
+                   for s in servers for j in range(min(self.caps[s.url], n))]
         for t in threads:
             t.start()
         got = 0
@@ -335,8 +358,8 @@ class Dispatcher(Generic[P, R]):
                     stop.check()
                     continue
                 if exc is not None:
-                    if isinstance(exc, DispatchError):
-                        raise exc
+                    if isinstance(exc, DispatchError) or not isinstance(exc, Exception):
+                        raise exc  # a stop (Interrupted) or an interrupt is raised as it is
                     raise DispatchError(f"request {idx} (group {keys[idx]!r}) failed after {attempts[idx]} "
                                         f"attempt(s): {exc}") from exc
                 answers[idx] = answer
