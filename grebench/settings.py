@@ -593,6 +593,29 @@ def _file_value(path: Path, setting: Setting[Any], value: Any, seen: dict[str, s
     return _coerce(setting, value, str(path))
 
 
+#: ``GREBENCH_*`` variables that are not settings: read by grebench itself (the settings file, the submission keys'
+#: secret, a folder of model wheels, a Ray cluster) or by its tests.
+ENV_NOT_SETTINGS = ("CONFIG", "SECRET_KEY", "MODEL_WHEELS", "RAY_ADDRESS")
+ENV_NOT_SETTINGS_PREFIXES = ("SUBMISSION_KEY_", "OPENREVIEW_BASEURL_", "TEST_", "RELIABILITY_")
+
+
+def unknown_environment(env: Mapping[str, str] | None = None) -> list[str]:
+    """One line for each ``GREBENCH_*`` variable of ``env`` that names no setting, with the closest setting's
+    variable (``GREBENCH_ESTIMTOR``: did you mean ``GREBENCH_ESTIMATOR``?).  A warning, not a refusal as an unknown
+    key of the settings file is: the environment is shared with other programs and scripts (and grebench reads a
+    few variables of its own that are no settings: :data:`ENV_NOT_SETTINGS`); a misspelt one was silently ignored,
+    and the run went on with the default (issue 64)."""
+    env = os.environ if env is None else env
+    known = [f"{ENV_PREFIX}{s.name.upper()}" for s in SETTINGS]
+    lines = []
+    for name in sorted(env):
+        rest = name[len(ENV_PREFIX):] if name.startswith(ENV_PREFIX) else None
+        if rest is None or name in known or rest in ENV_NOT_SETTINGS or rest.startswith(ENV_NOT_SETTINGS_PREFIXES):
+            continue
+        lines.append(f"{name} names no setting and is ignored{_did_you_mean(name, known)}")
+    return lines
+
+
 def load_settings(config: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Settings:
     """Resolve settings from defaults, the TOML file and ``GREBENCH_*`` variables.
 

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +18,7 @@ import duckdb
 from grebench.pipeline import JobObserver, ResolvedRun, RunOptions
 from grebench.progress import Progress, progress_for
 from grebench.settings import ServiceSettings, Settings
-from grebench.store import Store, StoreLocked, open_store
+from grebench.store import Store, StoreLocked, failure_text, io_cause, open_store
 
 
 def open_writer(settings: Settings, locked_ok: bool = False) -> Store:
@@ -63,8 +63,12 @@ def writer_store(settings: Settings, locked_ok: bool = False) -> Iterator[Store]
         store.note_failure(_store_failure(settings, exc))  # the next writer records it as the run's failure
         _close_quietly(store)
         raise click.ClickException(_store_failure(settings, exc)) from None
-    except BaseException:
-        store.close()
+    except BaseException as exc:
+        try:
+            store.close()
+        except duckdb.Error:  # the block's error invalidated the store (a full disk): it says why, not the close
+            store.note_failure(failure_text(exc))
+            _close_quietly(store)
         raise
     else:
         try:
@@ -158,10 +162,14 @@ def _close_quietly(store: Store) -> None:
 
 def _store_failure(settings: Settings, exc: BaseException) -> str:
     """One clear line for a store that could not be written (the WAL keeps every committed transaction)."""
-    message = str(exc)
-    cause = "no space left on device" if "No space left on device" in message else message.splitlines()[0][:300]
-    return (f"the store {settings.db_path} could not be written: {cause}. Work committed before this point is "
-            "kept; free space (or fix the cause) and run the command again to resume.")
+    found = io_cause(exc)
+    if found is not None:
+        cause, path = found
+        what = f"{cause} writing {path or settings.db_path}"
+    else:
+        what = f"the store {settings.db_path} could not be written: {str(exc).splitlines()[0][:300]}"
+    return (f"{what}. Work committed before this point is kept; free space (or fix the cause) and run the command "
+            "again to resume.")
 
 
 @contextmanager
@@ -233,6 +241,21 @@ def run_stage(settings: Settings, command: str, names: Sequence[str], options: R
         raise click.ClickException(str(done.refused)) from None
     stages = done.result.stages
     return {name: {**summary, "run_id": done.run_id} for name, summary in stages.items()}, done.run_id, done.status
+
+
+def exit_if_failed(stages: Mapping[str, Mapping[str, object]], status: str, said: Sequence[str] = ()) -> None:
+    """End a command whose run is recorded as not ``ok`` with exit status 1 (its output printed first): one line
+    per failed stage not already ``said``, naming the path and the cause of a file error (``Error: [boards] no space
+    left on device writing /data/grebench.duckdb.wal``), and one for each stage skipped because of it.  The exit
+    status is the run's outcome: cron and CI read a stale board as the failure it is."""
+    if status == "ok":
+        return
+    for name, summary in stages.items():
+        if summary.get("error") and name not in said:
+            click.echo(f"Error: [{name}] {summary['error']}", err=True)
+        elif summary.get("skipped") and isinstance(summary["skipped"], str):
+            click.echo(f"skipped: [{name}] {summary['skipped']}", err=True)
+    sys.exit(1)
 
 
 def estimator_help() -> str:

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import click
 
 from grebench._offline import apply_offline_defaults
-from grebench.settings import ENV_PREFIX, Setting, Settings, declaration, load_settings
+from grebench.settings import ENV_PREFIX, Setting, Settings, declaration, load_settings, unknown_environment
 
 F = TypeVar("F", bound=Callable[..., Any])
 _CONFIG, _DATA_DIR = "settings_config", "settings_data_dir"
@@ -127,6 +127,11 @@ def resolve_settings(ctx: click.Context) -> Settings:
         settings = load_settings(config)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    root = ctx.find_root()
+    if not root.meta.get("grebench.env_checked"):  # said once per command line, however many levels read settings
+        root.meta["grebench.env_checked"] = True
+        for line in unknown_environment():
+            click.echo(f"Warning: {line}", err=True)
     if data_dir:
         settings = settings.replace(data_dir=data_dir)
     from grebench.cli._common import check_specs

@@ -12,7 +12,7 @@ from grebench.cli._common import emit_json, holder_name, writer_store
 from grebench.cli._dates import shown
 from grebench.cli._options import settings_options
 from grebench.settings import Settings
-from grebench.store import StoreLocked
+from grebench.store import StoreLocked, removed_on_failure
 
 
 @click.command("export")
@@ -60,8 +60,8 @@ def _published(settings: Settings, target: Path, holder: str) -> dict[str, Any]:
     for table, rows in state.counts.items():
         src, dst = settings.export_path / f"{table}.parquet", target / f"{table}.parquet"
         if src.resolve() != dst.resolve():
-            tmp = dst.with_suffix(".parquet.tmp")
-            shutil.copyfile(src, tmp)
+            with removed_on_failure(dst.with_suffix(".parquet.tmp")) as tmp:
+                shutil.copyfile(src, tmp)
             tmp.replace(dst)
         tables[table] = {"rows": rows, "path": str(dst)}
     return {"out": str(target), "tables": tables,

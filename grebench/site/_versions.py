@@ -151,6 +151,12 @@ def publish_version(store: Store, leaderboard: dict[str, Any], published_at: dat
     latest = version(store, own=True)
     if not leaderboard["boards"] or (latest is not None and latest["content_sha256"] == digest):
         return latest
+    # the same boards as the latest version of any origin (one a snapshot brought, this store's own included): no
+    # new version either; a second build once published a copy of it, whose changes read "the first published
+    # version" (issue 64)
+    newest = version(store)
+    if newest is not None and newest["content_sha256"] == digest:
+        return newest
     if latest is not None and published_at <= latest["published_at"]:  # a clock stepped back: keep the order
         published_at = latest["published_at"] + timedelta(microseconds=1)
     vid = version_id(published_at, digest)

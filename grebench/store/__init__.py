@@ -6,6 +6,7 @@ Readers never open the writer's live file (DuckDB forbids a second process on a 
 
 from grebench.store._archive import ARCHIVE_FORMAT, ARCHIVE_MODE, ArchiveRefused, build_archive
 from grebench.store._clock import WALL_CLOCK, SimulatedClock, WallClock, clock, naive_utc, use_clock
+from grebench.store._failures import failure_text, io_cause, naming_path, removed_on_failure
 from grebench.store._fingerprint import BOOKKEEPING_COLUMNS, code_files, fingerprint, table_digests
 from grebench.store._links import (
     EXPLICIT,
@@ -116,22 +117,26 @@ __all__ = [
     "cut_due_snapshots",
     "decide_link",
     "export_snapshot",
+    "failure_text",
     "file_sha256",
     "find_venue",
     "fingerprint",
     "held_reasons",
     "ident",
     "import_snapshot",
+    "io_cause",
     "link_flags",
     "linked_versions",
     "migrate",
     "naive_utc",
+    "naming_path",
     "open_store",
     "public_select",
     "public_since",
     "put_flags",
     "put_links",
     "record_snapshot",
+    "removed_on_failure",
     "schema_tables",
     "snapshot_day",
     "table_digests",
