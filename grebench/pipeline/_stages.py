@@ -247,7 +247,14 @@ class ValidateStage(BaseStage):
             return None
         proxy = self._proxy(ctx)
         return f"{est}|{prep}|{','.join(metrics)}", validation_fingerprint(ctx.store, ctx.settings, est, prep, metrics,
-                                                                           proxy)
+                                                                           proxy, self._abstracts(ctx))
+
+    @staticmethod
+    def _abstracts(ctx: StageContext) -> bool:
+        """Whether any paper of the job's sample has an abstract (the report leaves out what needs one if none)."""
+        from grebench.pipeline._resolve import abstract_counts
+
+        return abstract_counts(ctx.store, ctx.resolved.sample)[1] > 0
 
     def _proxy(self, ctx: StageContext) -> str | None:
         """The estimator id of the fast proxy the report compares with (the job's: ``proxy_estimator`` resolved)."""
@@ -264,9 +271,7 @@ class ValidateStage(BaseStage):
         store_report(ctx.store, ctx.run_id, est, prep, rows)
         proxy = self._proxy(ctx)
         agreement = [a for m in metrics if (a := estimator_agreement(ctx.store, m, est, prep, proxy)) is not None]
-        from grebench.pipeline._resolve import abstract_counts
-
-        abstracts = abstract_counts(ctx.store, ctx.resolved.sample)[1] > 0
+        abstracts = self._abstracts(ctx)
         return {"estimator": est, "preprocessor": prep, "metrics": metrics, "rows": rows, "agreement": agreement,
                 **untested(rows, llm_controls=bool(ctx.settings.bench.control_model), abstracts=abstracts)}
 
