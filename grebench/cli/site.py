@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -35,7 +36,7 @@ def build(settings: Settings, out: Path | None, force: bool, as_json: bool) -> N
                                              RunOptions(site_dir=None if out is None else str(out), force=force),
                                              as_json, locked_ok=True)
     except StoreLocked as exc:
-        summary = _from_published(settings, out, holder_name(exc.pid))
+        summary = _stoppable_from_published(settings, out, holder_name(exc.pid))
     else:
         summary = summary_of(stages, "site")
     if summary.error is not None:
@@ -52,6 +53,19 @@ def build(settings: Settings, out: Path | None, force: bool, as_json: bool) -> N
         origin = (f" from the last published state (board version {published['version']})"
                   if published is not None else "")
         click.echo(f"{what}{origin}: {summary.pages} pages ({summary.boards} boards) in {summary.out}")
+
+
+def _stoppable_from_published(settings: Settings, out: Path | None, holder: str) -> SiteSummary:
+    """:func:`_from_published` stopped by SIGTERM / SIGINT between pages (nothing is recorded: exit 0 after SIGTERM,
+    130 after SIGINT, the folder --out as it was)."""
+    from grebench import stop
+
+    with stop.handling_signals(settings.service.stop_grace_s):
+        try:
+            return _from_published(settings, out, holder)
+        except stop.Interrupted as exc:
+            click.echo(f"{exc}: the site build stopped; {out} is left as it was", err=True)
+            sys.exit(stop.exit_status(130))
 
 
 def _from_published(settings: Settings, out: Path | None, holder: str) -> SiteSummary:

@@ -1,7 +1,9 @@
 """The static site: Jinja2 pages (autoescaped: reviews may hold hostile HTML), SVG plots and leaderboard.json.
 
 Every link is relative, so the site works from ``file://`` and any static host; nothing is loaded from outside.
-The site is built into a temporary sibling directory and swapped in, so a reader never sees half a site.
+The site is built into a temporary sibling directory and swapped in, so a reader never sees half a site.  The build
+checks the stop token (:mod:`grebench.stop`) between pages: a stop ends it within one page, the temporary folder is
+removed, the published site is left as it was, and a board version recorded by this build is withdrawn.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 import jinja2
 
+from grebench import stop
 from grebench.scoring import (
     ATTRIBUTION_THRESHOLD,
     CONTAMINATED_NOTE,
@@ -151,6 +154,7 @@ class _Writer:
         self.out, self.env, self.built_at, self.pages = out, env, built_at, 0
 
     def page(self, rel: str, template: str, **context: Any) -> None:
+        stop.check()  # a page is the site's request boundary: a stop ends the build within one page
         depth = rel.count("/")
         html = self.env.get_template(template).render(root="../" * depth, built_at=self.built_at, **context)
         target = self.out / rel
@@ -221,6 +225,18 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
+    before = _versions.version(store, own=True) if publish else None
+    try:
+        return _render(store, settings, out, tmp, publish)
+    except BaseException:
+        # a stop or a failure: the published site stays as it was, with nothing of this build beside it
+        shutil.rmtree(tmp, ignore_errors=True)
+        if publish:
+            _versions.withdraw_since(store, before)
+        raise
+
+
+def _render(store: Store, settings: Settings, out: Path, tmp: Path, publish: bool) -> dict[str, Any]:
     now = utcnow().replace(microsecond=0)
     env = environment(Labels.load(store))
     writer = _Writer(tmp, env, now.isoformat() + "Z")
@@ -288,6 +304,7 @@ def _write_histories(store: Store, boards: list[dict[str, Any]], target: Path) -
     histories = board_histories(store)
     done = {}
     for b in boards:
+        stop.check()
         if b["board_id"] in histories:
             rows = histories[b["board_id"]]
             (target / f"{b['slug']}-history.svg").write_text(history_svg(rows), encoding="utf-8")
@@ -300,6 +317,7 @@ def _write_versions(store: Store, target: Path) -> list[_versions.VersionListing
     the versions newest first."""
     listed = _versions.versions(store)
     for v in listed:
+        stop.check()
         text = _versions.version(store, v["version_id"])
         assert text is not None
         folder = target / v["version_id"]
