@@ -322,6 +322,8 @@ class ServiceSettings(Section):
     misfire_grace_s = Setting(float, 21600.0, 'How late (seconds) a scheduled job may still start; jobs wait for each other in one worker thread, so keep it above the longest job.', minimum=0)
     snapshot_date = Setting(str, '01-15', 'Month-day (MM-DD) of the yearly snapshot cut.')
     snapshot_archive_max_mb = Setting(int, 2048, 'Largest snapshot (its files together, MiB) the site and the app offer as one .tar.gz download; a larger one is offered file by file only.', minimum=1, maximum=1048576)
+    check_interval_min = Setting(float, 1440.0, "Minutes between the service's checks of the store (every block's checksum, rows against the last board version, the snapshots' hashes: `grebench check`), each followed by a backup copy of the store when it passed; the first runs at start.", minimum=1.0)
+    backup_keep = Setting(int, 3, 'Backup copies of the store the service keeps in DATA_DIR/backups (the oldest beyond this are removed); 0: none are made.', minimum=0, maximum=100)
     stop_grace_s = Setting(float, 8.0, 'After SIGTERM/SIGINT: seconds the running job has to reach its next request boundary before the process exits anyway (its run is then marked interrupted); docker stop waits 10 s.', minimum=0.5, maximum=3600)
 
 
@@ -408,6 +410,12 @@ class Settings:
     def export_path(self) -> Path:
         """The Parquet exports the app reads (DATA_DIR/export)."""
         return self.data_path / "export"
+
+    @property
+    def backups_path(self) -> Path:
+        """The copies of the store that ``grebench serve`` keeps (DATA_DIR/backups): restore one when the store is
+        damaged."""
+        return self.data_path / "backups"
 
     @property
     def snapshots_path(self) -> Path:

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from grebench.cli._common import emit_json, holder_name, writer_store
+from grebench.cli._common import damaged_message, emit_json, holder_name, writer_store
 from grebench.cli._dates import shown
 from grebench.cli._options import settings_options
 from grebench.settings import Settings
-from grebench.store import StoreLocked
+from grebench.store import StoreDamaged, StoreLocked
 
 
 @click.command("export")
@@ -26,32 +27,46 @@ def command(settings: Settings, out: Path | None, as_json: bool) -> None:
 
     While another process (`grebench run`, `serve`) writes the store, the last published export (the one the site
     stage writes with every publish, DATA_DIR/export) is what you get: copied to --out, and named by its board
-    version."""
+    version.  A damaged store is said so, with the remedy, and the published export is what you get (exit
+    status 1)."""
+    from grebench.store import ensure_whole
+
     target = out or settings.export_path
+    damaged = None
     try:
         with writer_store(settings, locked_ok=True) as store:
+            ensure_whole(store.con, settings.db_path)  # a damaged store must not overwrite the published export
             written = store.export_parquet(target)
             counts = store.counts()
     except StoreLocked as exc:
         result = _published(settings, target, holder_name(exc.pid))
+    except StoreDamaged as exc:
+        damaged = exc.reason
+        click.echo(f"Error: {damaged_message(settings, damaged)}", err=True)
+        result = _published(settings, target, "nobody (the store is damaged)", damaged=True)
     else:
         result = {"out": str(target), "tables": {t: {"rows": counts[t], "path": str(p)} for t, p in written.items()}}
     if as_json:
         emit_json(result)
     elif "published" in result:
-        click.echo(f"{result['published']['writer']} is writing the store: {len(result['tables'])} tables of the "
+        why = "the store is damaged" if damaged else f"{result['published']['writer']} is writing the store"
+        click.echo(f"{why}: {len(result['tables'])} tables of the "
                    f"last published state (board version {result['published']['version']}, published "
                    f"{shown(result['published']['published_at'])}) are in {target}")
     else:
         click.echo(f"exported {len(result['tables'])} tables to {target}")
+    if damaged:
+        sys.exit(1)
 
 
-def _published(settings: Settings, target: Path, holder: str) -> dict[str, Any]:
+def _published(settings: Settings, target: Path, holder: str, damaged: bool = False) -> dict[str, Any]:
     """The last published export, copied to ``target`` (each file by a rename, as the writer does)."""
     from grebench.site import published_state
 
     state = published_state(settings.export_path, tables=())
     if state is None:
+        if damaged:
+            raise click.ClickException("nothing was published yet to export instead of the damaged store")
         raise click.ClickException(f"the store is busy ({holder} is writing) and nothing was published yet; "
                                    "run `grebench export` again when it finishes")
     state.store.con.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, cast
 
@@ -70,8 +71,17 @@ def command(settings: Settings, metric: str, estimator: str | None, preprocessor
     public before their training cutoff (or whose generation was sealed before the reviews appeared).  The boards
     are computed once by the scoring stage (`grebench score` or `grebench run`); this command only reads them.
     Every publish of the site keeps a board version: `--as-of DATE` prints the one published then, `--changes`
-    what changed in it.  While another process writes the store, the last published boards are shown.
+    what changed in it.  While another process writes the store, the last published boards are shown; when the
+    store is damaged too, with the remedy on stderr and exit status 1.
     """
+    damaged = _show(settings, metric, estimator, preprocessor, venue, sealed, as_of, show_history, changes, as_json)
+    if damaged:
+        sys.exit(1)
+
+
+def _show(settings: Settings, metric: str, estimator: str | None, preprocessor: str | None, venue: str | None,
+          sealed: bool, as_of: datetime | None, show_history: bool, changes: bool, as_json: bool) -> bool:
+    """The command's work; whether the store was damaged (what was shown is the published export)."""
     from grebench.scoring import RAW_PREPROCESSOR, headline_first, metric_preprocessor, sample_facts, stored_boards
     from grebench.site import Labels, board_text, version_boards
 
@@ -81,18 +91,19 @@ def command(settings: Settings, metric: str, estimator: str | None, preprocessor
     if show_history and (as_of is not None or changes):
         raise click.UsageError("--history shows every version: drop --as-of and --changes")
     reader = reader_store(settings, "run `grebench run` first", tables=BOARD_TABLES)
+    damaged = reader.damaged is not None
     store = reader.store
     try:
         labels = Labels.load(store)
         if show_history:
             _print_history(store, labels, metric, venue, as_json)
-            return
+            return damaged
         ver = None
         if as_of is not None or changes:
             ver = _version_or_fail(store, as_of)
             if changes:
                 _print_changes(ver, as_json)
-                return
+                return damaged
             published = version_boards(ver)
             boards = [b for b in published if b["metric"] == metric and venue in (None, b["venue_id"])]
         else:
@@ -120,12 +131,13 @@ def command(settings: Settings, metric: str, estimator: str | None, preprocessor
                    "other_estimators": [o[0] for o in others],
                    **({"board_version": shown} if shown else {}),
                    **({"published": reader.published} if reader.published else {})})
-        return
+        return damaged
     if shown is not None:
         click.echo(f"board version {shown['version']}, published {when(shown['published_at'])}\n")
     click.echo("\n\n".join(board_text(b, title=_title(b)) for b in boards))
     for other, label in others:
         click.echo(f"\nalso scored by {label}: `grebench leaderboard --estimator {PartId.parse(other).spec}`")
+    return damaged
 
 
 class _Shown(TypedDict):

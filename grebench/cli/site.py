@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from grebench.cli._common import emit_json, holder_name, run_stage
+from grebench.cli._common import damaged_message, emit_json, holder_name, run_stage
 from grebench.cli._options import setting_option, settings_options
 from grebench.pipeline import Published, RunOptions, SiteSummary, summary_of
 from grebench.settings import Settings
-from grebench.store import StoreLocked
+from grebench.store import StoreDamaged, StoreLocked
 
 
 @click.group("site")
@@ -30,13 +30,17 @@ def build(settings: Settings, out: Path | None, force: bool, as_json: bool) -> N
     """Render every page, plot and leaderboard.json from the store (the old site is replaced whole).
 
     While another process (`grebench run`, `serve`) writes the store, the site is built from the last published
-    state (the export of its last publish) into --out; without --out the writer's own site is already that state."""
+    state (the export of its last publish) into --out; without --out the writer's own site is already that state.
+    So too when the store is damaged (said with the remedy; exit status 1)."""
     try:
         stages, _run_id, _status = run_stage(settings, "site", ["site"],
                                              RunOptions(site_dir=None if out is None else str(out), force=force),
                                              as_json, locked_ok=True)
     except StoreLocked as exc:
         summary = _stoppable_from_published(settings, out, holder_name(exc.pid))
+    except StoreDamaged as exc:
+        _from_published_instead_of_damaged(settings, out, exc.reason, as_json)
+        return
     else:
         summary = summary_of(stages, "site")
     if summary.error is not None:
@@ -53,6 +57,24 @@ def build(settings: Settings, out: Path | None, force: bool, as_json: bool) -> N
         origin = (f" from the last published state (board version {published['version']})"
                   if published is not None else "")
         click.echo(f"{what}{origin}: {summary.pages} pages ({summary.boards} boards) in {summary.out}")
+
+
+def _from_published_instead_of_damaged(settings: Settings, out: Path | None, reason: str, as_json: bool) -> None:
+    """A damaged store: the remedy on stderr, the site of the last published state built into --out (without it,
+    the site in site_dir is already that state), exit status 1."""
+    click.echo(f"Error: {damaged_message(settings, reason)}", err=True)
+    if out is None or out.resolve() == settings.site_path.resolve():
+        click.echo(f"the site in {settings.site_path} is the last one published; pass --out DIR to build a copy of "
+                   "it elsewhere", err=True)
+        sys.exit(1)
+    summary = _stoppable_from_published(settings, out, "nobody (the store is damaged)")
+    published = summary.published
+    if as_json:
+        emit_json(summary.as_json())
+    elif published is not None:
+        click.echo(f"built from the last published state (board version {published['version']}): {summary.pages} "
+                   f"pages ({summary.boards} boards) in {summary.out}")
+    sys.exit(1)
 
 
 def _stoppable_from_published(settings: Settings, out: Path | None, holder: str) -> SiteSummary:
@@ -74,6 +96,8 @@ def _from_published(settings: Settings, out: Path | None, holder: str) -> SiteSu
 
     state = published_state(settings.export_path)
     if state is None:
+        if holder.startswith("nobody"):
+            raise click.ClickException("nothing was published yet to build the site from instead of the damaged store")
         raise click.ClickException(f"the store is busy ({holder} is writing) and nothing was published yet; "
                                    "try again when it finishes")
     published: Published = {"version": state.version_id, "published_at": state.published_at,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import shutil
 from datetime import date, datetime
@@ -46,6 +47,7 @@ ROW_FIELDS = ("rank", "status", "candidate", "kind", "score", "ci90_low", "ci90_
               "rank_low", "rank_high", "papers", "pairs", "clean_papers", "sealed_share", "diff_vs_human", "p_vs_human",
               "cost_usd", "latency_s", "vouched", "complete", "due_papers", "missing_papers")
 _HERE = Path(__file__).parent
+log = logging.getLogger(__name__)
 
 
 def _num(value: Any, digits: int = 2) -> str:
@@ -232,7 +234,10 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
         # a stop or a failure: the published site stays as it was, with nothing of this build beside it
         shutil.rmtree(tmp, ignore_errors=True)
         if publish:
-            _versions.withdraw_since(store, before)
+            try:
+                _versions.withdraw_since(store, before)
+            except Exception as exc:  # a store that cannot be written: the build's own error is the one to say
+                log.warning("the board version of the stopped build could not be withdrawn: %s", exc)
         raise
 
 

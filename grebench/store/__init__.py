@@ -6,6 +6,19 @@ Readers never open the writer's live file (DuckDB forbids a second process on a 
 
 from grebench.store._clock import WALL_CLOCK, SimulatedClock, WallClock, clock, naive_utc, use_clock
 from grebench.store._fingerprint import BOOKKEEPING_COLUMNS, code_files, fingerprint, table_digests
+from grebench.store._integrity import (
+    CheckReport,
+    StoreDamaged,
+    backup_store,
+    backups,
+    check_connection,
+    check_file,
+    ensure_whole,
+    is_damage,
+    note_damage,
+    noted_damage,
+    verified,
+)
 from grebench.store._links import EXPLICIT, PUBLIC_SINCE_VIEW, Link, linked_versions, public_since, put_links
 from grebench.store._migrate import migrate
 from grebench.store._provenance import (
@@ -70,6 +83,7 @@ __all__ = [
     "WALL_CLOCK",
     "Aggregation",
     "CandidateProvenance",
+    "CheckReport",
     "CodeVersion",
     "DecodingValue",
     "EstimatorFacts",
@@ -90,21 +104,30 @@ __all__ = [
     "SnapshotError",
     "SnapshotsCut",
     "Store",
+    "StoreDamaged",
     "StoreLocked",
     "VenueProvenance",
     "WallClock",
+    "backup_store",
+    "backups",
+    "check_connection",
+    "check_file",
     "clock",
     "code_files",
     "cut_due_snapshots",
+    "ensure_whole",
     "export_snapshot",
     "file_sha256",
     "find_venue",
     "fingerprint",
     "ident",
     "import_snapshot",
+    "is_damage",
     "linked_versions",
     "migrate",
     "naive_utc",
+    "note_damage",
+    "noted_damage",
     "open_store",
     "public_select",
     "public_since",
@@ -116,5 +139,6 @@ __all__ = [
     "use_clock",
     "utcnow",
     "venue_years",
+    "verified",
     "verify_snapshot",
 ]
