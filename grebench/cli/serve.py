@@ -6,6 +6,9 @@ and job are recorded ``interrupted`` (the next start runs it first), no job star
 closed.  Exit status 0 after SIGTERM, 130 after SIGINT; a job that reaches no boundary within ``stop_grace_s``
 does not hold the process (it exits anyway; the run is marked interrupted).  ``--once`` exits 1 when a job failed.
 
+At start, before any job, the store is checked (`grebench check`) and a backup copy kept in DATA_DIR/backups; a
+damaged store ends the command with the remedy.  The check and the backup run again every ``check_interval_min``.
+
 Before anything is opened or started, the settings are checked with the app's port (a bind test on ``app_host`` /
 ``app_port``), a fixed ``local_server_port`` and ``site_dir``: a refusal is one line, exit status 2.
 """
@@ -16,6 +19,7 @@ import logging
 import os
 import sys
 import time
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -89,10 +93,11 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
     # the writer lock first, before anything slow: a second serve on this data dir names the holder at once
     store = open_writer(settings)
     try:
-        service = SchedulerService(settings, store, kinds=list(jobs) or JOB_KINDS, close_store=True)
+        service = SchedulerService(settings, store, kinds=list(jobs) or JOB_KINDS, close_store=True, checks=True)
     except (RuntimeError, ValueError) as exc:
         store.close()
         raise click.ClickException(str(exc)) from None
+    _check_at_start(settings, service)
     failed = False
     with stop.handling_signals(settings.service.stop_grace_s):
         try:
@@ -124,6 +129,22 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
         os._exit(stop.exit_status())
     if failed:
         sys.exit(1)
+
+
+def _check_at_start(settings: Settings, service: Any) -> None:
+    """The store's check before any job (:meth:`grebench.scheduler.SchedulerService.check_store`, then a backup): a
+    damaged store ends the command with the remedy (the app would serve the published export, but no job may
+    write on top of the damage)."""
+    from grebench.cli._common import damaged_message
+
+    report = service.check_store()
+    if report.damaged:
+        with suppress(Exception):  # closing checkpoints, which a damaged file may refuse
+            service.close()
+        raise click.ClickException(damaged_message(settings, report.problems[0] if report.problems else "damaged"))
+    if not report.ok:  # whole, but not holding what was published or cut: said, and the service runs on
+        click.echo(f"warning: the store check found: {'; '.join(report.problems)[:1000]} (`grebench status`)",
+                   err=True)
 
 
 def _serve(settings: Settings, service: Any, no_app: bool) -> None:
