@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -257,14 +256,29 @@ def backups(folder: Path) -> list[Path]:
 
 
 def backup_store(con: duckdb.DuckDBPyConnection, db_file: Path, folder: Path, keep: int) -> Path:
-    """A copy of the store file in ``folder`` (``grebench-YYYYMMDDTHHMMSSZ.duckdb``), taken after a checkpoint by
-    the writer (so the file holds every committed transaction and no write runs meanwhile: the caller holds the
-    one worker), checked whole before it counts, and the oldest beyond ``keep`` removed."""
-    con.execute("CHECKPOINT")
+    """A copy of the store in ``folder`` (``grebench-YYYYMMDDTHHMMSSZ.duckdb``), made by the writer's own connection
+    (``COPY FROM DATABASE`` into an attached file: every committed row, read through DuckDB, so a damaged block
+    fails the copy) while no job writes (the caller holds the one worker), read whole again before it counts, and
+    the oldest beyond ``keep`` removed.
+
+    Never a copy of the file by the writer process: opening and closing the store's file in the process that holds
+    it drops DuckDB's lock on it (POSIX record locks belong to the process and go with any of its descriptors), and
+    a second writer could then open the store."""
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"grebench-{utcnow().strftime('%Y%m%dT%H%M%S')}Z.duckdb"
     tmp = folder / f".{target.name}.tmp"
-    shutil.copyfile(db_file, tmp)
+    tmp.unlink(missing_ok=True)
+    name = con.execute("SELECT current_database()").fetchone()
+    quoted = str(tmp).replace("'", "''")
+    con.execute(f"ATTACH '{quoted}' AS grebench_backup")
+    try:
+        con.execute(f'COPY FROM DATABASE "{name[0] if name else "main"}" TO grebench_backup')
+    except duckdb.Error as exc:
+        if is_damage(exc):
+            raise StoreDamaged(db_file, damage_reason(exc)) from None
+        raise
+    finally:
+        con.execute("DETACH grebench_backup")
     copy = duckdb.connect(str(tmp), read_only=True)
     try:
         _counts, damage = read_every_block(copy)
