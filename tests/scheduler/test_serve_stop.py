@@ -9,7 +9,7 @@ The measured times are printed (``-s``) for docs/operations.md.
 
 ``poll``: the held HTTP read (openreview-py's ``requests``) runs on a worker thread the job waits on with the stop
 token (:func:`grebench.stop.call`), so the job stops at once, not when the watchdog ends the process
-``stop_grace_s`` (8 s) after the signal, as it did before issue 34.
+``stop_grace_s`` (then 8 s, now 4 s) after the signal, as it did before issue 34.
 """
 
 from __future__ import annotations
