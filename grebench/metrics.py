@@ -23,21 +23,38 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 _LOCK = threading.Lock()
-_METRICS: dict[str, Any] = {}
 #: Buckets of job durations (seconds): a queue pass takes a second, a scoring job hours.
 DURATION_BUCKETS = (1, 5, 15, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, float("inf"))
 
 
-def _metrics() -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Metrics:
+    """The process's registry and its metrics (prometheus-client objects)."""
+
+    registry: Any
+    jobs: Any
+    failures: Any
+    duration: Any
+    last_end: Any
+    check: Any
+    queue: Any
+    board_age: Any
+
+
+_MADE: list[_Metrics] = []
+
+
+def _metrics() -> _Metrics:
     with _LOCK:
-        if not _METRICS:
+        if not _MADE:
             from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
             registry = CollectorRegistry()
-            _METRICS.update(
+            _MADE.append(_Metrics(
                 registry=registry,
                 jobs=Counter("grebench_jobs", "Scheduled jobs run, by outcome.", ["job", "outcome"],
                              registry=registry),
@@ -51,23 +68,23 @@ def _metrics() -> dict[str, Any]:
                 queue=Gauge("grebench_submission_queue_length", "Submissions and imports waiting or being "
                             "evaluated.", registry=registry),
                 board_age=Gauge("grebench_board_age_seconds", "Seconds since the last board version was "
-                                "published.", registry=registry))
-        return _METRICS
+                                "published.", registry=registry)))
+        return _MADE[0]
 
 
 def job_finished(job: str, outcome: str, seconds: float, ended_at: float) -> None:
     """Count one job that ended (``outcome``: ok, failed, interrupted), its duration and end time."""
     m = _metrics()
-    m["jobs"].labels(job=job, outcome=outcome).inc()
+    m.jobs.labels(job=job, outcome=outcome).inc()
     if outcome == "failed":
-        m["failures"].labels(job=job).inc()
-    m["duration"].labels(job=job).observe(seconds)
-    m["last_end"].labels(job=job).set(ended_at)
+        m.failures.labels(job=job).inc()
+    m.duration.labels(job=job).observe(seconds)
+    m.last_end.labels(job=job).set(ended_at)
 
 
 def store_checked(ok: bool) -> None:
     """The outcome of the latest store check."""
-    _metrics()["check"].set(1 if ok else 0)
+    _metrics().check.set(1 if ok else 0)
 
 
 def observe(queue_length: Callable[[], float], board_age_s: Callable[[], float | None]) -> None:
@@ -78,18 +95,18 @@ def observe(queue_length: Callable[[], float], board_age_s: Callable[[], float |
         return float("nan") if value is None else value
 
     m = _metrics()
-    m["queue"].set_function(queue_length)
-    m["board_age"].set_function(age)
+    m.queue.set_function(queue_length)
+    m.board_age.set_function(age)
 
 
 def exposition() -> tuple[bytes, str]:
     """The metrics in Prometheus text format, and its content type."""
     from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-    return generate_latest(_metrics()["registry"]), CONTENT_TYPE_LATEST
+    return generate_latest(_metrics().registry), CONTENT_TYPE_LATEST
 
 
 def reset() -> None:
     """Forget every metric (tests)."""
     with _LOCK:
-        _METRICS.clear()
+        _MADE.clear()

@@ -171,9 +171,10 @@ def reader_store(settings: Settings, hint: str = "run `grebench ingest` first",
     holder = "another process"
     for attempt in range(READER_ATTEMPTS):
         try:
-            return _whole(settings, open_store(settings.db_path, read_only=True))
+            return _whole(settings.db_path, open_store(settings.db_path, read_only=True))
         except StoreDamaged as exc:
-            return _published_instead_of_damaged(settings, exc.reason, tables)
+            return _published_instead_of_damaged(settings.export_path, damaged_message(settings, exc.reason),
+                                                 exc.reason, tables)
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 raise click.ClickException(f"cannot read {settings.db_path}: {str(exc).splitlines()[0][:200]}"
@@ -193,27 +194,29 @@ def reader_store(settings: Settings, hint: str = "run `grebench ingest` first",
                                 "source": str(state.source), "writer": holder}, state.counts)
 
 
-def _whole(settings: Settings, store: Store) -> Reader:
+def _whole(db: Path, store: Store) -> Reader:
     """The live store for a reader once every block of it reads back (checked once per version of the file:
     :func:`grebench.store.ensure_whole`); :class:`StoreDamaged` otherwise."""
     from grebench.store import ensure_whole
 
     try:
-        ensure_whole(store.con, settings.db_path)
+        ensure_whole(store.con, db)
     except BaseException:
         _close_quietly(store)
         raise
     return Reader(store)
 
 
-def _published_instead_of_damaged(settings: Settings, reason: str, tables: tuple[str, ...] | None) -> Reader:
-    """The last published state for a reader of a damaged store, the damage and its remedy said on stderr."""
+def _published_instead_of_damaged(export: Path, message: str, reason: str,
+                                  tables: tuple[str, ...] | None) -> Reader:
+    """The last published state (in ``export``) for a reader of a damaged store, the damage and its remedy
+    (``message``) said on stderr."""
     from grebench.site import published_state
 
-    state = published_state(settings.export_path, tables)
+    state = published_state(export, tables)
     if state is None:
-        raise click.ClickException(damaged_message(settings, reason) + " (nothing was published yet)")
-    click.echo(f"Error: {damaged_message(settings, reason)}", err=True)
+        raise click.ClickException(message + " (nothing was published yet)")
+    click.echo(f"Error: {message}", err=True)
     click.echo(f"showing the last published state instead: {state.describe()}", err=True)
     return Reader(state.store, {"version": state.version_id, "published_at": state.published_at,
                                 "source": str(state.source), "writer": "nobody (the store is damaged)"},

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, cast
 
 import click
 
-from grebench.cli._common import emit_json, headline_metric, metric_choice, reader_store
+from grebench.cli._common import Reader, emit_json, headline_metric, metric_choice, reader_store
 from grebench.cli._dates import When
 from grebench.cli._dates import shown as when
 from grebench.cli._options import setting_option, settings_options
@@ -74,23 +74,24 @@ def command(settings: Settings, metric: str, estimator: str | None, preprocessor
     what changed in it.  While another process writes the store, the last published boards are shown; when the
     store is damaged too, with the remedy on stderr and exit status 1.
     """
-    damaged = _show(settings, metric, estimator, preprocessor, venue, sealed, as_of, show_history, changes, as_json)
-    if damaged:
-        sys.exit(1)
-
-
-def _show(settings: Settings, metric: str, estimator: str | None, preprocessor: str | None, venue: str | None,
-          sealed: bool, as_of: datetime | None, show_history: bool, changes: bool, as_json: bool) -> bool:
-    """The command's work; whether the store was damaged (what was shown is the published export)."""
-    from grebench.scoring import RAW_PREPROCESSOR, headline_first, metric_preprocessor, sample_facts, stored_boards
-    from grebench.site import Labels, board_text, version_boards
-
     if sealed and (as_of is not None or show_history):
         raise click.UsageError("--sealed boards are not kept in board versions (a version holds the published "
                                f"boards); drop --sealed or {'--history' if show_history else '--as-of'}")
     if show_history and (as_of is not None or changes):
         raise click.UsageError("--history shows every version: drop --as-of and --changes")
     reader = reader_store(settings, "run `grebench run` first", tables=BOARD_TABLES)
+    damaged = _show(reader, metric, estimator, preprocessor, venue, sealed, as_of, show_history, changes, as_json)
+    if damaged:
+        sys.exit(1)
+
+
+def _show(reader: Reader, metric: str, estimator: str | None, preprocessor: str | None, venue: str | None,
+          sealed: bool, as_of: datetime | None, show_history: bool, changes: bool, as_json: bool) -> bool:
+    """The command's work on the reader's store; whether the store was damaged (what was shown is the published
+    export)."""
+    from grebench.scoring import RAW_PREPROCESSOR, headline_first, metric_preprocessor, sample_facts, stored_boards
+    from grebench.site import Labels, board_text, version_boards
+
     damaged = reader.damaged is not None
     store = reader.store
     try:

@@ -19,7 +19,6 @@ import logging
 import os
 import sys
 import time
-from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -97,10 +96,10 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
     except (RuntimeError, ValueError) as exc:
         store.close()
         raise click.ClickException(str(exc)) from None
-    _check_at_start(settings, service)
     failed = False
     with stop.handling_signals(settings.service.stop_grace_s):
         try:
+            _check_at_start(service)  # a stop during it ends it between two tables: then nothing else runs
             if service.recovered:
                 click.echo(f"resuming after a crash in: {', '.join(service.recovered)}", err=True)
             for line in _plan(settings, service):
@@ -119,7 +118,13 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
             if stop.stopping():
                 click.echo(f"{stop.reason_text()}: no job starts any more; the running one stops at its next "
                            "request boundary (what it finished is stored; the next start resumes it)", err=True)
-            service.close()  # waits for the running job: bounded by stop_grace_s after a signal
+            try:
+                service.close()  # waits for the running job: bounded by stop_grace_s after a signal
+            except Exception:
+                from grebench.store import noted_damage
+
+                if noted_damage(settings.db_path) is None:
+                    raise  # a damaged store refuses its last checkpoint: the damage was said, not this
 
     if stop.stopping():
         # the store is closed and the app too: exit now.  The interpreter's own teardown (seconds of C-level
@@ -131,18 +136,18 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
         sys.exit(1)
 
 
-def _check_at_start(settings: Settings, service: Any) -> None:
+def _check_at_start(service: Any) -> None:
     """The store's check before any job (:meth:`grebench.scheduler.SchedulerService.check_store`, then a backup): a
     damaged store ends the command with the remedy (the app would serve the published export, but no job may
     write on top of the damage)."""
+    from grebench import stop
     from grebench.cli._common import damaged_message
 
     report = service.check_store()
     if report.damaged:
-        with suppress(Exception):  # closing checkpoints, which a damaged file may refuse
-            service.close()
-        raise click.ClickException(damaged_message(settings, report.problems[0] if report.problems else "damaged"))
-    if not report.ok:  # whole, but not holding what was published or cut: said, and the service runs on
+        raise click.ClickException(damaged_message(service.settings,
+                                                   report.problems[0] if report.problems else "damaged"))
+    if not report.ok and not stop.stopping():  # whole, but not holding what was published or cut: said; runs on
         click.echo(f"warning: the store check found: {'; '.join(report.problems)[:1000]} (`grebench status`)",
                    err=True)
 

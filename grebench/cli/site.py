@@ -32,15 +32,17 @@ def build(settings: Settings, out: Path | None, force: bool, as_json: bool) -> N
     While another process (`grebench run`, `serve`) writes the store, the site is built from the last published
     state (the export of its last publish) into --out; without --out the writer's own site is already that state.
     So too when the store is damaged (said with the remedy; exit status 1)."""
+    damaged = None
     try:
         stages, _run_id, _status = run_stage(settings, "site", ["site"],
                                              RunOptions(site_dir=None if out is None else str(out), force=force),
                                              as_json, locked_ok=True)
     except StoreLocked as exc:
-        summary = _stoppable_from_published(settings, out, holder_name(exc.pid))
-    except StoreDamaged as exc:
-        _from_published_instead_of_damaged(settings, out, exc.reason, as_json)
-        return
+        summary = _from_published(settings, out, holder_name(exc.pid))
+    except StoreDamaged as exc:  # the remedy said; the site of the last publish built into --out; exit status 1
+        damaged = exc.reason
+        click.echo(f"Error: {damaged_message(settings, damaged)}", err=True)
+        summary = _from_published(settings, out, "nobody (the store is damaged)")
     else:
         summary = summary_of(stages, "site")
     if summary.error is not None:
@@ -49,49 +51,22 @@ def build(settings: Settings, out: Path | None, force: bool, as_json: bool) -> N
     if as_json:
         emit_json(summary.as_json())
     elif published is not None and not summary.pages:
-        click.echo(f"{published['writer']} is writing the store; the site in {summary.out} is its "
-                   f"last publish (board version {published['version']}); pass --out DIR to build a "
-                   "copy of it elsewhere")
+        who = "the store is damaged" if damaged else f"{published['writer']} is writing the store"
+        click.echo(f"{who}; the site in {summary.out} is its last publish (board version {published['version']}); "
+                   "pass --out DIR to build a copy of it elsewhere")
     else:
         what = "unchanged" if summary.unchanged else "built"
         origin = (f" from the last published state (board version {published['version']})"
                   if published is not None else "")
         click.echo(f"{what}{origin}: {summary.pages} pages ({summary.boards} boards) in {summary.out}")
-
-
-def _from_published_instead_of_damaged(settings: Settings, out: Path | None, reason: str, as_json: bool) -> None:
-    """A damaged store: the remedy on stderr, the site of the last published state built into --out (without it,
-    the site in site_dir is already that state), exit status 1."""
-    click.echo(f"Error: {damaged_message(settings, reason)}", err=True)
-    if out is None or out.resolve() == settings.site_path.resolve():
-        click.echo(f"the site in {settings.site_path} is the last one published; pass --out DIR to build a copy of "
-                   "it elsewhere", err=True)
+    if damaged:
         sys.exit(1)
-    summary = _stoppable_from_published(settings, out, "nobody (the store is damaged)")
-    published = summary.published
-    if as_json:
-        emit_json(summary.as_json())
-    elif published is not None:
-        click.echo(f"built from the last published state (board version {published['version']}): {summary.pages} "
-                   f"pages ({summary.boards} boards) in {summary.out}")
-    sys.exit(1)
-
-
-def _stoppable_from_published(settings: Settings, out: Path | None, holder: str) -> SiteSummary:
-    """:func:`_from_published` stopped by SIGTERM / SIGINT between pages (nothing is recorded: exit 0 after SIGTERM,
-    130 after SIGINT, the folder --out as it was)."""
-    from grebench import stop
-
-    with stop.handling_signals(settings.service.stop_grace_s):
-        try:
-            return _from_published(settings, out, holder)
-        except stop.Interrupted as exc:
-            click.echo(f"{exc}: the site build stopped; {out} is left as it was", err=True)
-            sys.exit(stop.exit_status(130))
 
 
 def _from_published(settings: Settings, out: Path | None, holder: str) -> SiteSummary:
-    """The site of the last published state (read-only: no version is recorded), built into ``out``."""
+    """The site of the last published state (read-only: no version is recorded), built into ``out``; SIGTERM /
+    SIGINT stop it between pages (nothing is recorded: exit 0 after SIGTERM, 130 after SIGINT, --out as it was)."""
+    from grebench import stop
     from grebench.site import build_site, published_state
 
     state = published_state(settings.export_path)
@@ -105,6 +80,12 @@ def _from_published(settings: Settings, out: Path | None, holder: str) -> SiteSu
     try:
         if out is None or out.resolve() == settings.site_path.resolve():  # the writer swaps that folder itself
             return SiteSummary.from_json({"out": str(settings.site_path), "pages": 0, "published": published})
-        return SiteSummary.from_json({**build_site(state.store, settings, out, publish=False), "published": published})
+        with stop.handling_signals(settings.service.stop_grace_s):
+            try:
+                built = build_site(state.store, settings, out, publish=False)
+            except stop.Interrupted as exc:
+                click.echo(f"{exc}: the site build stopped; {out} is left as it was", err=True)
+                sys.exit(stop.exit_status(130))
+        return SiteSummary.from_json({**built, "published": published})
     finally:
         state.store.con.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import click
@@ -47,11 +48,11 @@ def command(settings: Settings, as_json: bool) -> None:
         if "lock" not in str(exc).lower():
             raise click.ClickException(f"cannot read {settings.db_path}: {str(exc).splitlines()[0][:300]}") from None
         holder = holder_name(StoreLocked(settings.db_path, str(exc)).pid)
-        status = _from_service(settings, holder)
+        status = _from_service(settings.service_status_path, holder)
         source = f"{holder} holds the store; as it last wrote at {shown(_time(status['written_at']))}"
     else:
         try:
-            status = json.loads(json.dumps(stored_status(store, settings), default=_iso))
+            status = json.loads(json.dumps(stored_status(store, settings.service), default=_iso))
         finally:
             store.con.close()
         source = "no service holds the store; next due: as a service started now would run them"
@@ -79,11 +80,11 @@ def command(settings: Settings, as_json: bool) -> None:
                    f"({_age(board['age_s'])} ago)")
 
 
-def _from_service(settings: Settings, holder: str) -> dict[str, Any]:
-    """The status file the running service wrote."""
-    path = settings.service_status_path
+def _from_service(path: Path, holder: str) -> Any:
+    """The status file the running service wrote (its JSON, as written: :class:`grebench.scheduler.ServiceStatus`
+    with times as text)."""
     try:
-        status: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        status = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         raise click.ClickException(f"{holder} holds the store and no service status was written ({path} is "
                                    "missing): the status file is written by `grebench serve`") from None

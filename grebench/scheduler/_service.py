@@ -29,7 +29,7 @@ from grebench import metrics, stop
 from grebench.endpoints import KeyVault
 from grebench.pipeline import JOBS, SCHEDULED, JobObserver, SetupError, run_job
 from grebench.progress import PlainProgress
-from grebench.settings import Settings
+from grebench.settings import ServiceSettings, Settings
 from grebench.store import (
     CheckReport,
     RunFailure,
@@ -111,6 +111,13 @@ class LogLines:
         return False
 
 
+class PublishedVersion(TypedDict):
+    """The last board version: its id and when it was published (naive UTC)."""
+
+    version: str
+    published_at: datetime
+
+
 class JobStatus(JobState):
     """A job's row with when it is next due (naive UTC; None: not scheduled in this service)."""
 
@@ -123,7 +130,7 @@ class ServiceStatus(TypedDict):
     pid: int
     written_at: datetime
     jobs: list[JobStatus]
-    board: dict[str, Any] | None
+    board: PublishedVersion | None
 
 
 def _iso(value: Any) -> str:
@@ -133,16 +140,16 @@ def _iso(value: Any) -> str:
     return str(value)
 
 
-def job_interval(settings: Settings, kind: str) -> timedelta:
+def job_interval(service: ServiceSettings, kind: str) -> timedelta:
     """How often a job runs (from its ``*_interval_min`` setting; the check from ``check_interval_min``)."""
     setting = "check_interval_min" if kind == CHECK_JOB else str(JOBS[kind].interval)
-    minutes = float(settings.value(setting))
+    minutes = float(getattr(service, setting))
     if minutes <= 0:
         raise ValueError(f"{setting} must be positive, got {minutes}")
     return timedelta(minutes=minutes)
 
 
-def due_times(settings: Settings, rows: Sequence[JobState], kinds: Sequence[str],
+def due_times(service: ServiceSettings, rows: Sequence[JobState], kinds: Sequence[str],
               now: datetime | None = None) -> dict[str, datetime]:
     """When each of ``kinds`` is next due (naive UTC) by its row of the ``jobs`` table: at once if it never
     finished or was interrupted, else its interval after its last finish."""
@@ -154,12 +161,12 @@ def due_times(settings: Settings, rows: Sequence[JobState], kinds: Sequence[str]
         due = now + timedelta(milliseconds=10 * i)  # same-moment jobs start in JOB_KINDS order
         if row is not None and row["status"] in ("ok", "failed") and \
                 (finished := row["last_finished_at"]) is not None:
-            due = max(due, finished + job_interval(settings, kind))
+            due = max(due, finished + job_interval(service, kind))
         out[kind] = due
     return out
 
 
-def stored_status(store: Store, settings: Settings) -> ServiceStatus:
+def stored_status(store: Store, service: ServiceSettings) -> ServiceStatus:
     """:meth:`SchedulerService.status` read from a store no service holds (read-only: nothing is written); next due
     times from the intervals, as a service started now would schedule them."""
     cur = store.con.cursor()
@@ -168,18 +175,26 @@ def stored_status(store: Store, settings: Settings) -> ServiceStatus:
                           "ORDER BY job_id")
         rows: list[JobState] = [{"job_id": j, "status": st, "last_started_at": a, "last_finished_at": b, "runs": n,
                                  "last_error": e} for j, st, a, b, n, e in res.fetchall()]
-        found = cur.execute("SELECT version_id, published_at FROM board_versions "
-                            "ORDER BY published_at DESC, version_id DESC LIMIT 1").fetchone()
     finally:
         cur.close()
     kinds = [*JOB_KINDS, CHECK_JOB]
     known = {r["job_id"] for r in rows}
     rows += [{"job_id": k, "status": "never", "last_started_at": None, "last_finished_at": None, "runs": 0,
               "last_error": None} for k in kinds if k not in known]
-    due = due_times(settings, rows, kinds)
+    due = due_times(service, rows, kinds)
     jobs: list[JobStatus] = [{**r, "next_due": due.get(r["job_id"])} for r in sorted(rows, key=lambda r: r["job_id"])]
-    return {"pid": 0, "written_at": utcnow(), "jobs": jobs,
-            "board": None if found is None else {"version": found[0], "published_at": found[1]}}
+    return {"pid": 0, "written_at": utcnow(), "jobs": jobs, "board": _last_version(store)}
+
+
+def _last_version(store: Store) -> PublishedVersion | None:
+    """The last board version's id and time (read through a cursor of its own)."""
+    cur = store.con.cursor()
+    try:
+        found = cur.execute("SELECT version_id, published_at FROM board_versions "
+                            "ORDER BY published_at DESC, version_id DESC LIMIT 1").fetchone()
+    finally:
+        cur.close()
+    return None if found is None else {"version": str(found[0]), "published_at": found[1]}
 
 
 class SchedulerService:
@@ -269,16 +284,10 @@ class SchedulerService:
             due = self.next_runs()
         jobs: list[JobStatus] = [{**row, "next_due": due.get(row["job_id"])} for row in self.states()
                                  if row["job_id"] in due or row["status"] != "never"]
-        board = None
-        cur = self.store.con.cursor()
         try:
-            found = cur.execute("SELECT version_id, published_at FROM board_versions "
-                                "ORDER BY published_at DESC, version_id DESC LIMIT 1").fetchone()
-            board = None if found is None else {"version": found[0], "published_at": found[1]}
-        except Exception:  # a store from before board versions, or one that cannot be read: no board to age
+            board = _last_version(self.store)
+        except Exception:  # a store that cannot be read: no board to age
             board = None
-        finally:
-            cur.close()
         return {"pid": os.getpid(), "written_at": utcnow(), "jobs": jobs, "board": board}
 
     def write_status(self) -> None:
@@ -295,11 +304,11 @@ class SchedulerService:
 
     def interval(self, kind: str) -> timedelta:
         """How often a job runs (from its ``*_interval_min`` setting)."""
-        return job_interval(self.settings, kind)
+        return job_interval(self.settings.service, kind)
 
     def next_runs(self, now: datetime | None = None) -> dict[str, datetime]:
         """When each job is next due (naive UTC): at once if it never finished or was interrupted."""
-        return due_times(self.settings, self.states(), self.kinds, now)
+        return due_times(self.settings.service, self.states(), self.kinds, now)
 
     # -- running -----------------------------------------------------------
     def run_job(self, kind: str) -> JobOutcome:
@@ -399,20 +408,23 @@ class SchedulerService:
             self.store.con.execute("UPDATE jobs SET status = 'running', last_started_at = ? WHERE job_id = ?",
                                    [utcnow(), CHECK_JOB])
             path = self.store.path
-            report = check_connection(self.store.con, path or ":memory:")
             backup = None
-            if report.ok and path is not None and self.settings.service.backup_keep > 0:
-                try:
-                    backup = backup_store(self.store.con, path, self.settings.backups_path,
-                                          self.settings.service.backup_keep)
-                except StoreDamaged as exc:  # the file on disk is not what the blocks in memory say
-                    report.ok, report.damaged = False, True
-                    report.problems.append(f"the file on disk: {exc.reason}")
-                except OSError as exc:  # no room for a backup: said, and the check itself stands
-                    report.problems.append(f"backup not written: {exc}")
+            try:
+                report = check_connection(self.store.con, path or ":memory:")
+                if report.ok and path is not None and self.settings.service.backup_keep > 0:
+                    try:
+                        backup = backup_store(self.store.con, path, self.settings.backups_path,
+                                              self.settings.service.backup_keep)
+                    except StoreDamaged as exc:  # the file on disk is not what the blocks in memory say
+                        report.ok, report.damaged = False, True
+                        report.problems.append(f"the file on disk: {exc.reason}")
+                    except OSError as exc:  # no room for a backup: said, and the check itself stands
+                        report.problems.append(f"backup not written: {exc}")
+            except stop.Interrupted as exc:  # a stop: between two tables, or a backup left unmade
+                report = CheckReport(str(path), ok=False, problems=[f"interrupted ({exc})"])
             if report.damaged and path is not None:
                 note_damage(path, "; ".join(report.problems)[:500])
-            status = "ok" if report.ok else "failed"
+            status = "interrupted" if stop.stopping() and not report.ok else "ok" if report.ok else "failed"
             error = None if not report.problems else "; ".join(report.problems)[:2000]
             summary = {**report.as_json(), "backup": None if backup is None else str(backup)}
             try:
@@ -427,10 +439,13 @@ class SchedulerService:
             if report.ok:
                 log.info("job %s finished (ok%s) in %.1f s", CHECK_JOB, f", backup {backup}" if backup else "",
                          seconds, extra=fields)
+            elif status == "interrupted":
+                log.warning("job %s interrupted (%s) in %.1f s", CHECK_JOB, stop.reason_text(), seconds, extra=fields)
             else:
                 log.error("job %s finished (failed: %s) in %.1f s", CHECK_JOB, error, seconds, extra=fields)
             metrics.job_finished(CHECK_JOB, status, seconds, time.time())
-            metrics.store_checked(report.ok)
+            if status != "interrupted":
+                metrics.store_checked(report.ok)
             self.write_status()
             return report
 

@@ -108,7 +108,8 @@ def launch_kwargs(settings: Settings) -> dict[str, Any]:
             "enable_monitoring": False, "mcp_server": False, "pwa": False, "ssr_mode": False, "theme": theme,
             "footer_links": ["api"], "max_file_size": UPLOAD_MAX_BYTES,
             "state_session_capacity": settings.app.app_session_capacity,
-            "app_kwargs": {"middleware": [ops_endpoints(settings, lambda: reader(settings).snapshot().con),
+            "app_kwargs": {"middleware": [ops_endpoints(settings.db_path, settings.service_status_path,
+                                                        lambda: reader(settings).snapshot().con),
                                           request_limits(settings.app)]}}
 
 

@@ -209,7 +209,19 @@ def build_site(store: Store, settings: Settings, out_dir: Path | None = None, *,
     (:class:`grebench.pipeline.SiteStage` compares :func:`site_fingerprint`).
     """
     out = Path(out_dir) if out_dir is not None else settings.site_path
-    return _build(store, settings, out, publish)
+    tmp = out.with_name(out.name + ".building")
+    before = _versions.version(store, own=True) if publish else None
+    try:
+        return _build(store, settings, out, publish)
+    except BaseException:
+        # a stop or a failure: the published site stays as it was, with nothing of this build beside it
+        shutil.rmtree(tmp, ignore_errors=True)
+        if publish:
+            try:
+                _versions.withdraw_since(store, before)
+            except Exception as exc:  # a store that cannot be written: the build's own error is the one to say
+                log.warning("the board version of the stopped build could not be withdrawn: %s", exc)
+        raise
 
 
 def site_intact(out: Path, summary: dict[str, Any]) -> bool:
@@ -227,21 +239,6 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    before = _versions.version(store, own=True) if publish else None
-    try:
-        return _render(store, settings, out, tmp, publish)
-    except BaseException:
-        # a stop or a failure: the published site stays as it was, with nothing of this build beside it
-        shutil.rmtree(tmp, ignore_errors=True)
-        if publish:
-            try:
-                _versions.withdraw_since(store, before)
-            except Exception as exc:  # a store that cannot be written: the build's own error is the one to say
-                log.warning("the board version of the stopped build could not be withdrawn: %s", exc)
-        raise
-
-
-def _render(store: Store, settings: Settings, out: Path, tmp: Path, publish: bool) -> dict[str, Any]:
     now = utcnow().replace(microsecond=0)
     env = environment(Labels.load(store))
     writer = _Writer(tmp, env, now.isoformat() + "Z")

@@ -11,18 +11,36 @@ visitor could not see on the site (counts, times and the health of the service, 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, MutableMapping
+from pathlib import Path
+from typing import Any, NotRequired, TypedDict
 
 from grebench import metrics
-from grebench.settings import Settings
 from grebench.store import noted_damage, utcnow
 
 HEALTH_PATH = "/healthz"
 METRICS_PATH = "/metrics"
 
 
-def latest_board(snapshot_con: Any) -> dict[str, Any] | None:
+class BoardAge(TypedDict):
+    """The last board version of the published export: its id, when (ISO-8601 UTC), and how long ago (seconds)."""
+
+    version: str
+    published_at: str
+    age_s: float
+
+
+class Health(TypedDict):
+    """The body of ``/healthz``."""
+
+    status: str                                # ok | unavailable
+    board: NotRequired[BoardAge | None]
+    store: NotRequired[str]                    # ok | damaged (noted beside the file)
+    last_check: NotRequired[dict[str, str | None]]
+    error: NotRequired[str]
+
+
+def latest_board(snapshot_con: Any) -> BoardAge | None:
     """The last board version of a reader database: its id, when it was published, and its age in seconds."""
     cur = snapshot_con.cursor()
     try:
@@ -36,19 +54,19 @@ def latest_board(snapshot_con: Any) -> dict[str, Any] | None:
             "age_s": round((utcnow() - row[1]).total_seconds(), 1)}
 
 
-def health(settings: Settings, export_con: Callable[[], Any]) -> tuple[int, dict[str, Any]]:
+def health(db_file: Path, status_file: Path, export_con: Callable[[], Any]) -> tuple[int, Health]:
     """(HTTP status, body) of ``/healthz``: ``export_con()`` gives the reader database of the published export (it
-    raises when the export cannot be read)."""
+    raises when the export cannot be read); ``db_file``: the store (is it noted damaged?); ``status_file``: what the
+    service last wrote of its jobs (its last check)."""
     try:
         board = latest_board(export_con())
     except Exception as exc:  # nothing published yet, or an export that cannot be read: not healthy
         return 503, {"status": "unavailable", "error": f"the published export cannot be read: "
                                                       f"{type(exc).__name__}: {str(exc)[:200]}"}
-    body: dict[str, Any] = {"status": "ok", "board": board}
-    damage = noted_damage(settings.db_path)
-    body["store"] = "damaged" if damage is not None else "ok"
+    body: Health = {"status": "ok", "board": board,
+                    "store": "damaged" if noted_damage(db_file) is not None else "ok"}
     try:
-        service = json.loads(settings.service_status_path.read_text(encoding="utf-8"))
+        service = json.loads(status_file.read_text(encoding="utf-8"))
         check = next((j for j in service.get("jobs", []) if j.get("job_id") == "check"), None)
         if check is not None:
             body["last_check"] = {"status": check.get("status"), "finished_at": check.get("last_finished_at")}
@@ -61,10 +79,10 @@ class OpsEndpoints:
     """ASGI middleware answering ``GET``/``HEAD`` on :data:`HEALTH_PATH` and :data:`METRICS_PATH`; every other
     request goes to the app."""
 
-    def __init__(self, app: Any, settings: Settings, export_con: Callable[[], Any]) -> None:
-        self.app, self.settings, self.export_con = app, settings, export_con
+    def __init__(self, app: Any, health: Callable[[], tuple[int, Health]]) -> None:
+        self.app, self.health = app, health
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         path = scope.get("path")
         if scope.get("type") != "http" or path not in (HEALTH_PATH, METRICS_PATH):
             await self.app(scope, receive, send)
@@ -74,7 +92,7 @@ class OpsEndpoints:
         if scope.get("method") not in ("GET", "HEAD"):
             status, body, ctype = 405, b"only GET\n", "text/plain; charset=utf-8"
         elif path == HEALTH_PATH:  # reading the export may rebuild the reader: not on the event loop
-            status, doc = await to_thread.run_sync(health, self.settings, self.export_con)
+            status, doc = await to_thread.run_sync(self.health)
             body, ctype = json.dumps(doc).encode("utf-8"), "application/json"
         else:
             body, ctype = await to_thread.run_sync(metrics.exposition)
@@ -86,8 +104,8 @@ class OpsEndpoints:
         await send({"type": "http.response.body", "body": body if scope.get("method") != "HEAD" else b""})
 
 
-def ops_endpoints(settings: Settings, export_con: Callable[[], Any]) -> Any:
-    """:class:`OpsEndpoints` as a Starlette ``Middleware`` entry (for ``app_kwargs``)."""
+def ops_endpoints(db_file: Path, status_file: Path, export_con: Callable[[], Any]) -> Any:
+    """:class:`OpsEndpoints` as a Starlette ``Middleware`` entry (for ``app_kwargs``), answering :func:`health`."""
     from starlette.middleware import Middleware
 
-    return Middleware(OpsEndpoints, settings=settings, export_con=export_con)
+    return Middleware(OpsEndpoints, health=lambda: health(db_file, status_file, export_con))

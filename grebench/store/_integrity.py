@@ -19,9 +19,11 @@ import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
 import duckdb
+
+from grebench import stop
 
 
 def utcnow() -> datetime:
@@ -67,7 +69,16 @@ def _note(db_file: Path, suffix: str) -> Path:
     return db_file.with_name(db_file.name + suffix)
 
 
-def _write_note(path: Path, payload: dict[str, Any]) -> None:
+class _Note(TypedDict, total=False):
+    """A note beside the store: the file's identity when written, and why (damaged) or when (verified)."""
+
+    file: list[int] | None
+    reason: str
+    found_at: str
+    checked_at: str
+
+
+def _write_note(path: Path, payload: _Note) -> None:
     try:
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps(payload, default=str), encoding="utf-8")
@@ -76,12 +87,12 @@ def _write_note(path: Path, payload: dict[str, Any]) -> None:
         pass
 
 
-def _read_note(path: Path) -> dict[str, Any] | None:
+def _read_note(path: Path) -> _Note | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) else None
+    return cast(_Note, data) if isinstance(data, dict) else None
 
 
 def note_damage(db_file: Path, reason: str) -> None:
@@ -124,6 +135,7 @@ def read_every_block(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, int], li
     counts: dict[str, int] = {}
     problems: list[str] = []
     for table in table_names(con):
+        stop.check()  # a table is the check's request boundary
         quoted = '"' + table.replace('"', '""') + '"'
         try:
             row = con.execute(f"SELECT count(*), bit_xor(hash(t)) FROM {quoted} AS t").fetchone()
@@ -192,6 +204,18 @@ def ensure_whole(con: duckdb.DuckDBPyConnection, db_file: Path) -> None:
     note_verified(db_file)
 
 
+class CheckJson(TypedDict):
+    """:meth:`CheckReport.as_json`."""
+
+    path: str
+    ok: bool
+    damaged: bool
+    tables: dict[str, int]
+    snapshots: int
+    problems: list[str]
+    checked_at: str
+
+
 @dataclass
 class CheckReport:
     """What :func:`check_file` found: ``ok`` when nothing; ``damaged`` when the file itself is (checksums, a short
@@ -205,7 +229,7 @@ class CheckReport:
     problems: list[str] = field(default_factory=list)
     checked_at: datetime = field(default_factory=utcnow)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> CheckJson:
         """The report as JSON-ready values."""
         return {"path": self.path, "ok": self.ok, "damaged": self.damaged, "tables": self.tables,
                 "snapshots": self.snapshots, "problems": self.problems, "checked_at": self.checked_at.isoformat()}
@@ -272,18 +296,22 @@ def backup_store(con: duckdb.DuckDBPyConnection, db_file: Path, folder: Path, ke
     quoted = str(tmp).replace("'", "''")
     con.execute(f"ATTACH '{quoted}' AS grebench_backup")
     try:
-        con.execute(f'COPY FROM DATABASE "{name[0] if name else "main"}" TO grebench_backup')
-    except duckdb.Error as exc:
-        if is_damage(exc):
-            raise StoreDamaged(db_file, damage_reason(exc)) from None
+        try:
+            con.execute(f'COPY FROM DATABASE "{name[0] if name else "main"}" TO grebench_backup')
+        except duckdb.Error as exc:
+            if is_damage(exc):
+                raise StoreDamaged(db_file, damage_reason(exc)) from None
+            raise
+        finally:
+            con.execute("DETACH grebench_backup")
+        copy = duckdb.connect(str(tmp), read_only=True)
+        try:
+            _counts, damage = read_every_block(copy)
+        finally:
+            copy.close()
+    except BaseException:  # a stop, a full disk: no half backup is left
+        tmp.unlink(missing_ok=True)
         raise
-    finally:
-        con.execute("DETACH grebench_backup")
-    copy = duckdb.connect(str(tmp), read_only=True)
-    try:
-        _counts, damage = read_every_block(copy)
-    finally:
-        copy.close()
     if damage:
         tmp.unlink(missing_ok=True)
         raise StoreDamaged(db_file, "; ".join(damage))

@@ -1,4 +1,4 @@
-"""`grebench serve` (with and without the app) stops on SIGTERM / SIGINT within 10 s in the middle of a job.
+"""`grebench serve` (with and without the app) stops on SIGTERM / SIGINT within 5 s in the middle of a job.
 
 Each case starts the service, waits until the job is provably mid-way (the fake holds a request of that job open:
 an LLM call of ``generate``, an LLM judge's call of ``score``'s panel, a ``/notes`` listing of ``poll``), sends the
@@ -32,7 +32,7 @@ from tests.fakes.openreview_server import FakeOpenReview
 from tests.scheduler.conftest import VENUE, add_papers, add_reviews, config_text
 
 PAPERS = 4
-LIMIT_S = 10.0  # docker stop's default grace before SIGKILL
+LIMIT_S = 5.0  # every stop within 5 s (issue 64), well inside docker stop's 10 s before SIGKILL
 STATUS = {signal.SIGTERM: 0, signal.SIGINT: 130}
 
 

@@ -91,3 +91,43 @@ def test_site_build_stops_within_5_s_and_leaves_the_published_site_whole(built: 
     finally:
         store.con.close()
     assert status == "interrupted"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("app", [False, True], ids=["no-app", "app"])
+def test_serve_stops_within_5_s_during_the_site_job(bundled_db: Path, tmp_path: Path, app: bool) -> None:
+    """`serve` on the bundled store, SIGTERM while the site job writes pages (issue 64: 10.1 s, the watchdog)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy2(bundled_db, data / "grebench.duckdb")
+    err = tmp_path / "serve.err"
+    env = {**_env(data), "GREBENCH_APP_PORT": str(_free_port()), "TMPDIR": str(tmp_path)}
+    with err.open("wb") as stream:
+        proc = subprocess.Popen([sys.executable, "-m", "grebench.cli", "serve", "--job", "site",
+                                 *([] if app else ["--no-app"])], env=env, stdout=subprocess.DEVNULL, stderr=stream)
+    building = data / "site.building" / "papers"
+    try:
+        while not (building.is_dir() and len(os.listdir(building)) >= 5):
+            assert proc.poll() is None, err.read_text()[-3000:]
+            time.sleep(0.01)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=60)
+        seconds = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    log = err.read_text(encoding="utf-8", errors="replace")
+    print(json.dumps({"command": "serve --job site", "app": app, "seconds_to_exit": round(seconds, 2), "rc": rc}))
+    assert seconds < LIMIT_S and rc == 0, log[-3000:]
+    assert "job site interrupted (stopped by SIGTERM)" in log and "did not stop within its grace" not in log
+    assert not (data / "site.building").exists()

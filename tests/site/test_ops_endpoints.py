@@ -51,6 +51,6 @@ def test_healthz_is_503_when_the_export_cannot_be_read(tmp_path: Path) -> None:
     def unreadable() -> object:
         raise FileNotFoundError("no papers.parquet")
 
-    status, body = health(settings, unreadable)
-    assert status == 503 and body["status"] == "unavailable" and "no papers.parquet" in body["error"]
+    status, body = health(settings.db_path, settings.service_status_path, unreadable)
+    assert status == 503 and body["status"] == "unavailable" and "no papers.parquet" in body.get("error", "")
     json.dumps(body)

@@ -95,6 +95,12 @@ def test_check_and_every_reader_say_the_store_is_damaged_with_the_remedy(publish
     assert score.exit_code == 1, score.output
     _remedy(score.output, published)
 
+    (published / "grebench.duckdb.damaged").unlink()  # as a fresh start would find it: serve's own check says it
+    serve = _cli(published, "serve", "--once", "--job", "site")
+    assert serve.exit_code == 1, serve.output
+    _remedy(serve.output, published)
+    assert "site:" not in serve.stdout  # no job ran on the damaged store
+
 
 def test_the_service_check_keeps_a_backup_that_the_remedy_names(published: Path) -> None:
     from grebench.scheduler import SchedulerService
