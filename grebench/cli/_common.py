@@ -37,7 +37,7 @@ def open_writer(settings: Settings, locked_ok: bool = False) -> Store:
     except StoreLocked as exc:
         if locked_ok:
             raise
-        raise click.ClickException(locked_message(settings, exc)) from None
+        raise click.ClickException(locked_message(settings.db_path, exc)) from None
     except StoreDamaged as exc:
         if locked_ok:  # a command that can use what was published instead
             raise
@@ -68,10 +68,10 @@ def damaged_message(settings: Settings, reason: str) -> str:
             "published export.")
 
 
-def locked_message(settings: Settings, exc: StoreLocked) -> str:
+def locked_message(db: Path, exc: StoreLocked) -> str:
     """What a writer says when another process holds the store: who, and what to do (DuckDB's own text names the
     interpreter, ``python3.11``, not the command)."""
-    return (f"the store {settings.db_path} is in use: {holder_name(exc.pid)} holds it, and only one grebench writer "
+    return (f"the store {db} is in use: {holder_name(exc.pid)} holds it, and only one grebench writer "
             "may run on a data directory at a time. Wait for it to finish or stop it (SIGTERM), or use another "
             "--data-dir; readers (`grebench stats`, `leaderboard`, `export`) work beside it.")
 

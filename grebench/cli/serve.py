@@ -113,7 +113,7 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
                         click.echo(_result_line(r))
                 failed = _failed(results)
             else:
-                _serve(settings, service, no_app)
+                _serve(service, no_app)
         finally:
             if stop.stopping():
                 click.echo(f"{stop.reason_text()}: no job starts any more; the running one stops at its next "
@@ -152,12 +152,13 @@ def _check_at_start(service: Any) -> None:
                    err=True)
 
 
-def _serve(settings: Settings, service: Any, no_app: bool) -> None:
+def _serve(service: Any, no_app: bool) -> None:
     """Run the scheduler (and the app) until a signal sets the stop token.  The app is launched before the
     scheduler starts: an app that cannot start (its port taken since the check) ends the command before any job
     ran."""
     from grebench import stop
 
+    settings = service.settings
     demo = None
     try:
         if not no_app:
