@@ -17,6 +17,8 @@ COMMANDS = {
     "links": "links",
     "extract": "extract",
     "stats": "stats",
+    "status": "status",
+    "check": "check",
     "export": "export",
     "bench": "bench",
     "score": "score",

@@ -142,9 +142,12 @@ def resolve_settings(ctx: click.Context) -> Settings:
 
 
 def _configure_logging(settings: Settings, verbose: int) -> None:
+    from grebench.cli._logging import formatter
+
     level = {0: settings.log_level, 1: "INFO"}.get(verbose, "DEBUG")
-    logging.basicConfig(level=level.upper() if isinstance(level, str) else level, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(formatter(settings.log_format))  # a timestamp on every line; JSON with log_format = json
+    logging.basicConfig(level=level.upper() if isinstance(level, str) else level, handlers=[handler])
     # APScheduler logs "executed successfully" for every job, failed and interrupted ones too: the scheduler logs
     # one line per job with its real outcome instead (its warnings, a missed run, still show)
     for noisy in ("httpx", "LiteLLM", "litellm", "urllib3", "apscheduler"):

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, cast
 
 import click
 
-from grebench.cli._common import emit_json, headline_metric, metric_choice, reader_store
+from grebench.cli._common import Reader, emit_json, headline_metric, metric_choice, reader_store
 from grebench.cli._dates import When
 from grebench.cli._dates import shown as when
 from grebench.cli._options import setting_option, settings_options
@@ -73,8 +74,27 @@ def command(settings: Settings, metric: str | None, estimator: str | None, prepr
     public before their training cutoff (or whose generation was sealed before the reviews appeared).  The boards
     are computed once by the scoring stage (`grebench score` or `grebench run`); this command only reads them.
     Every publish of the site keeps a board version: `--as-of DATE` prints the one published then, `--changes`
-    what changed in it.  While another process writes the store, the last published boards are shown.
+    what changed in it.  While another process writes the store, the last published boards are shown; when the
+    store is damaged too, with the remedy on stderr and exit status 1.
     """
+    if sealed and (as_of is not None or show_history):
+        raise click.UsageError("--sealed boards are not kept in board versions (a version holds the published "
+                               f"boards); drop --sealed or {'--history' if show_history else '--as-of'}")
+    if show_history and (as_of is not None or changes):
+        raise click.UsageError("--history shows every version: drop --as-of and --changes")
+    named, metric = metric is not None, metric or headline_metric()
+    reader = reader_store(settings, "run `grebench run` first", tables=BOARD_TABLES)
+    damaged = _show(reader, metric, named, estimator, preprocessor, venue, sealed, as_of, show_history, changes,
+                    as_json)
+    if damaged:
+        sys.exit(1)
+
+
+def _show(reader: Reader, metric: str, named: bool, estimator: str | None, preprocessor: str | None,
+          venue: str | None, sealed: bool, as_of: datetime | None, show_history: bool, changes: bool,
+          as_json: bool) -> bool:
+    """The command's work on the reader's store (``named``: the metric was named, not the headline's default);
+    whether the store was damaged (what was shown is the published export)."""
     from grebench.scoring import (
         RAW_PREPROCESSOR,
         headline_first,
@@ -85,25 +105,19 @@ def command(settings: Settings, metric: str | None, estimator: str | None, prepr
     )
     from grebench.site import Labels, board_text, version_boards
 
-    if sealed and (as_of is not None or show_history):
-        raise click.UsageError("--sealed boards are not kept in board versions (a version holds the published "
-                               f"boards); drop --sealed or {'--history' if show_history else '--as-of'}")
-    if show_history and (as_of is not None or changes):
-        raise click.UsageError("--history shows every version: drop --as-of and --changes")
-    named, metric = metric is not None, metric or headline_metric()
-    reader = reader_store(settings, "run `grebench run` first", tables=BOARD_TABLES)
+    damaged = reader.damaged is not None
     store = reader.store
     try:
         labels = Labels.load(store)
         if show_history:
             _print_history(store, labels, metric, venue, as_json)
-            return
+            return damaged
         ver = None
         if as_of is not None or changes:
             ver = _version_or_fail(store, as_of)
             if changes:
                 _print_changes(ver, as_json)
-                return
+                return damaged
             published = version_boards(ver)
         else:
             published = stored_boards(store, scope="sealed" if sealed else "all")
@@ -141,12 +155,13 @@ def command(settings: Settings, metric: str | None, estimator: str | None, prepr
                    **({"board_version": shown} if shown else {}),
                    **({"published": reader.published} if reader.published else {}),
                    "provenance": prov})
-        return
+        return damaged
     if shown is not None:
         click.echo(f"board version {shown['version']}, published {when(shown['published_at'])}\n")
     click.echo("\n\n".join(board_text(b, title=_title(b)) for b in boards))
     for other, label in others:
         click.echo(f"\nalso scored by {label}: `grebench leaderboard --estimator {PartId.parse(other).spec}`")
+    return damaged
 
 
 def _ranked_metric(boards: Sequence[Mapping[str, Any]], venue: str | None) -> str | None:

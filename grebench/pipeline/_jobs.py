@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,7 +31,7 @@ from grebench.pipeline._runner import (
 )
 from grebench.progress import NoProgress, Progress
 from grebench.settings import Settings
-from grebench.store import RunFailure, SimulatedClock, Store, WallClock, failure_text, use_clock
+from grebench.store import RunFailure, SimulatedClock, Store, StoreDamaged, WallClock, failure_text, use_clock
 from grebench.store import clock as installed_clock
 
 log = logging.getLogger(__name__)
@@ -187,6 +187,10 @@ def _run_job(settings: Settings, which: str | Job, options: RunOptions | None, *
                 summary.update(stages=partial.stages, seconds=partial.seconds)
             store.finish_run(run_id, summary, status="interrupted")
             store.checkpoint()
+            raise
+        except StoreDamaged as exc:  # recorded where the damage allows; the command says the remedy
+            with suppress(Exception):
+                store.finish_run(run_id, {"error": str(exc)})
             raise
         except Exception as exc:  # outside any stage (e.g. a venue that cannot be read): recorded, then raised
             record_failure(store, run_id, spec.name, None, failure_text(exc), exc)

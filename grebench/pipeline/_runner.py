@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from grebench import stop
@@ -20,7 +21,16 @@ from grebench.progress import NoProgress, Progress
 from grebench.registry import UnknownPart
 from grebench.runtime import release_memory
 from grebench.settings import Settings, StageInputs
-from grebench.store import WALL_CLOCK, SimulatedClock, Store, WallClock, failure_text
+from grebench.store import (
+    WALL_CLOCK,
+    SimulatedClock,
+    Store,
+    StoreDamaged,
+    WallClock,
+    failure_text,
+    is_damage,
+    note_damage,
+)
 
 if TYPE_CHECKING:
     from grebench.pipeline._resolve import ResolvedRun, RunSetup
@@ -254,6 +264,11 @@ def run_stages(ctx: StageContext, stages: Sequence[Stage], *, observer: JobObser
             exc.pipeline_result = result  # type: ignore[union-attr]  # the partial result, for the run's summary
             raise
         except Exception as exc:  # recorded on the run; later stages run on what is stored
+            if is_damage(exc):  # a damaged block: nothing after it can be trusted; the command says the remedy
+                reason = str(exc).splitlines()[0][:300]
+                if store.path is not None:
+                    note_damage(store.path, reason)
+                raise StoreDamaged(store.path or Path(":memory:"), reason) from exc
             reason = str(exc) if isinstance(exc, (UnknownPart, StageFailure)) else failure_text(exc)
             log.debug("stage %s failed", stage.name, exc_info=True)
             record_failure(store, ctx.run_id, stage.name, stage.subject(ctx), reason, exc)

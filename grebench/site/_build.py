@@ -1,13 +1,16 @@
 """The static site: Jinja2 pages (autoescaped: reviews may hold hostile HTML), SVG plots and leaderboard.json.
 
 Every link is relative, so the site works from ``file://`` and any static host; nothing is loaded from outside.
-The site is built into a temporary sibling directory and swapped in, so a reader never sees half a site.
+The site is built into a temporary sibling directory and swapped in, so a reader never sees half a site.  The build
+checks the stop token (:mod:`grebench.stop`) between pages: a stop ends it within one page, the temporary folder is
+removed, the published site is left as it was, and a board version recorded by this build is withdrawn.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import shutil
 from datetime import date, datetime
@@ -17,6 +20,7 @@ from typing import Any, Callable
 import duckdb
 import jinja2
 
+from grebench import stop
 from grebench.scoring import (
     ATTRIBUTION_THRESHOLD,
     CONTAMINATED_NOTE,
@@ -45,6 +49,7 @@ ROW_FIELDS = ("rank", "status", "candidate", "kind", "score", "ci90_low", "ci90_
               "rank_low", "rank_high", "papers", "pairs", "clean_papers", "sealed_share", "diff_vs_human", "p_vs_human",
               "cost_usd", "latency_s", "vouched", "complete", "due_papers", "missing_papers")
 _HERE = Path(__file__).parent
+log = logging.getLogger(__name__)
 
 
 def _num(value: Any, digits: int = 2) -> str:
@@ -155,6 +160,7 @@ class _Writer:
         self.out, self.env, self.built_at, self.pages = out, env, built_at, 0
 
     def page(self, rel: str, template: str, **context: Any) -> None:
+        stop.check()  # a page is the site's request boundary: a stop ends the build within one page
         depth = rel.count("/")
         html = self.env.get_template(template).render(root="../" * depth, built_at=self.built_at, **context)
         target = self.out / rel
@@ -349,6 +355,7 @@ def _write_histories(store: Store, boards: list[dict[str, Any]], target: Path) -
     histories = board_histories(store)
     done = {}
     for b in boards:
+        stop.check()
         if b["board_id"] in histories:
             rows = histories[b["board_id"]]
             (target / f"{b['slug']}-history.svg").write_text(history_svg(rows), encoding="utf-8")
@@ -361,6 +368,7 @@ def _write_versions(store: Store, target: Path) -> list[_versions.VersionListing
     the versions newest first."""
     listed = _versions.versions(store)
     for v in listed:
+        stop.check()
         text = _versions.version(store, v["version_id"])
         assert text is not None
         folder = target / v["version_id"]

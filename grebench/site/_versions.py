@@ -184,6 +184,21 @@ def publish_version(store: Store, leaderboard: dict[str, Any], published_at: dat
     return found
 
 
+def withdraw_since(store: Store, before: BoardVersion | None) -> int:
+    """Delete the versions this store published after ``before`` (None: all of its own), how many: a build that
+    recorded a version and then stopped or failed never put it on the site, so no one has seen it (the writer
+    lock rules out anyone else publishing meanwhile)."""
+    if not has_versions(store):
+        return 0
+    mine = " AND origin = 'site'" if _origin_column(store) else ""
+    after = [] if before is None else [before["published_at"]]
+    where = ("published_at > ?" if before is not None else "TRUE") + mine
+    count = int(store.scalar(f"SELECT count(*) FROM board_versions WHERE {where}", after) or 0)
+    if count:
+        store.con.execute(f"DELETE FROM board_versions WHERE {where}", after)
+    return count
+
+
 def version_boards(ver: BoardVersion) -> list[dict[str, Any]]:
     """A version's boards as :func:`grebench.scoring.stored_boards` gives them (for :func:`board_text`): the row
     fields of ``leaderboard.json``, a reference row's role, the sample's facts (in headline order, as published)."""

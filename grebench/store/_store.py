@@ -19,6 +19,7 @@ import duckdb
 
 from grebench import stop
 from grebench.store._failures import naming_path, removed_on_failure
+from grebench.store._integrity import StoreDamaged, damage_reason, is_damage, note_damage, noted_damage
 from grebench.store._migrate import migrate
 from grebench.store._records import PaperRecord, PdfExtraction, utcnow
 
@@ -539,25 +540,49 @@ class StoreLocked(RuntimeError):
                          "at a time; readers use `grebench export` Parquet files.")
 
 
+def _raise_if_damaged(db_file: Path, exc: BaseException) -> None:
+    """:class:`StoreDamaged` (noted beside the file) when DuckDB's error says the file is damaged."""
+    if is_damage(exc):
+        note_damage(db_file, damage_reason(exc))
+        raise StoreDamaged(db_file, damage_reason(exc)) from None
+
+
 def open_store(path: str | Path | None, read_only: bool = False) -> Store:
-    """Open (and migrate, unless read-only) the store at ``path``; ``None`` means in memory."""
+    """Open (and migrate, unless read-only) the store at ``path``; ``None`` means in memory.  A file found damaged
+    (now, or noted so before: :mod:`grebench.store._integrity`) raises :class:`StoreDamaged`."""
     if path is None or str(path) == ":memory:":
         con = duckdb.connect(":memory:")
         migrate(con)
         return Store(con)
     db_file = Path(path)
+    damage = noted_damage(db_file)  # found damaged before (a check, a command): refused at once, with the remedy
+    if damage is not None:
+        raise StoreDamaged(db_file, damage)
     if read_only:
         if not db_file.exists():
             raise FileNotFoundError(f"no store at {db_file}: run `grebench ingest` first")
-        return Store(duckdb.connect(str(db_file), read_only=True), db_file)
+        try:
+            return Store(duckdb.connect(str(db_file), read_only=True), db_file)
+        except duckdb.Error as exc:
+            _raise_if_damaged(db_file, exc)
+            raise
     db_file.parent.mkdir(parents=True, exist_ok=True)
     try:
         con = duckdb.connect(str(db_file))
     except duckdb.IOException as exc:
+        _raise_if_damaged(db_file, exc)
         if "lock" not in str(exc).lower():  # permissions, a full disk: not another writer
             raise RuntimeError(f"cannot open {db_file} for writing: {str(exc).splitlines()[0][:300]}") from None
         raise StoreLocked(db_file, str(exc)) from None
-    migrate(con, db_file)
+    except duckdb.Error as exc:
+        _raise_if_damaged(db_file, exc)
+        raise
+    try:
+        migrate(con, db_file)
+    except duckdb.Error as exc:
+        con.close()
+        _raise_if_damaged(db_file, exc)
+        raise
     store = Store(con, db_file)
     _reserve_failure_note(db_file)
     store.mark_stale_runs()  # we hold the writer lock: a run still 'running' belongs to a writer that is gone
