@@ -8,7 +8,9 @@ Every stage that can take more than a few seconds reports through a :class:`Prog
             task.advance(len(batch))
 
 On a terminal (stderr is a TTY) the bar shows counts, rate and ETA and disappears when done (a task ended by an
-exception, a stop included, leaves one line ending in ``(aborted)``: never ``(done)``).  Elsewhere (CI, a log
+exception, a stop included, leaves one line ending in ``(aborted)``: never ``(done)``; one whose items failed leaves
+one saying how many: ``8/8 answers (100%), 8 failed (failed)`` when all did, ``…, 3 failed (done with
+failures)`` when some did).  Elsewhere (CI, a log
 file, ``grebench serve``) one line is written each time another 10% is done — ``score: 120/400 requests (30%),
 41 s elapsed, ETA 96 s`` — plus a final line.  ``--json`` output gets none of it (:class:`NoProgress`).
 """
@@ -25,8 +27,8 @@ from typing import IO, Any, Protocol
 class Task(Protocol):
     """One unit of work with a count of done items."""
 
-    def advance(self, n: int = 1) -> None:
-        """Count ``n`` more items as done."""
+    def advance(self, n: int = 1, failed: int = 0) -> None:
+        """Count ``n`` more items as done, ``failed`` of them without a result (a call that gave up)."""
         ...
 
     def set_total(self, total: int | None) -> None:
@@ -43,7 +45,7 @@ class Progress(Protocol):
 
 
 class _NullTask:
-    def advance(self, n: int = 1) -> None:
+    def advance(self, n: int = 1, failed: int = 0) -> None:
         pass
 
     def set_total(self, total: int | None) -> None:
@@ -70,14 +72,15 @@ def _seconds(value: float) -> str:
 class _PlainTask:
     def __init__(self, label: str, total: int | None, unit: str, stream: IO[str], step: float) -> None:
         self.label, self.total, self.unit, self.stream, self.step = label, total, unit, stream, step
-        self.done = 0
+        self.done = self.failed = 0
         self.started = time.monotonic()
         self._first: tuple[float, int] | None = None  # (time, count) at the first advance, where the rate starts
         self._next_share = step
         self._next_count = 100  # without a total: a line every 100, 200, 400, ... items
 
-    def advance(self, n: int = 1) -> None:
+    def advance(self, n: int = 1, failed: int = 0) -> None:
         self.done += n
+        self.failed += failed
         if self._first is None:
             self._first = (time.monotonic(), self.done)
         if self.total:
@@ -114,12 +117,23 @@ class _PlainTask:
                 text += f", ETA {_seconds(self._remaining(elapsed))}"
         else:
             text = f"{self.label}: {self.done} {self.unit}, {_seconds(elapsed)} elapsed"
-        print(text + (" (aborted)" if aborted else " (done)" if final else ""), file=self.stream, flush=True)
+        if self.failed:
+            text += f", {self.failed} failed"
+        print(text + (" (aborted)" if aborted else _ending(self.done, self.failed) if final else ""),
+              file=self.stream, flush=True)
 
     def finish(self, aborted: bool = False) -> None:
         """The final line: ``(done)``, or ``(aborted)`` when the task ended by an exception (a stop, a failure)."""
         if self.done or self.total or aborted:
             self._line(final=True, aborted=aborted)
+
+
+def _ending(done: int, failed: int) -> str:
+    """A finished task's last words (after ``, N failed`` on its line): ``(done)``; ``(failed)`` when every item
+    failed, ``(done with failures)`` when some did (a line that says 100 % done of answers that all failed misleads)."""
+    if not failed:
+        return " (done)"
+    return " (failed)" if failed >= done else " (done with failures)"
 
 
 class PlainProgress:
@@ -143,8 +157,10 @@ class PlainProgress:
 class _RichTask:
     def __init__(self, bar: Any, task_id: Any) -> None:
         self.bar, self.task_id = bar, task_id
+        self.failed = 0
 
-    def advance(self, n: int = 1) -> None:
+    def advance(self, n: int = 1, failed: int = 0) -> None:
+        self.failed += failed
         self.bar.advance(self.task_id, n)
 
     def set_total(self, total: int | None) -> None:
@@ -172,13 +188,20 @@ class RichProgress:
                   transient=True, console=Console(stderr=True))
         task_id = bar.add_task(label, total=total)
         with bar:
+            task = _RichTask(bar, task_id)
             try:
-                yield _RichTask(bar, task_id)
+                yield task
             except BaseException:  # the transient bar vanishes: say where the task stopped
-                done = bar.tasks[0].completed
-                shown = f"{done:.0f}/{total}" if total else f"{done:.0f}"
-                bar.console.print(f"{label}: {shown} {unit} (aborted)")
+                bar.console.print(f"{self._shown(bar, label, unit)} (aborted)")
                 raise
+            if task.failed:  # the bar vanishes: a task whose items failed must not look done
+                bar.console.print(f"{self._shown(bar, label, unit)}, {task.failed} failed"
+                                  f"{_ending(int(bar.tasks[0].completed), task.failed)}")
+
+    @staticmethod
+    def _shown(bar: Any, label: str, unit: str) -> str:
+        done, total = bar.tasks[0].completed, bar.tasks[0].total
+        return f"{label}: {done:.0f}/{total:.0f} {unit}" if total else f"{label}: {done:.0f} {unit}"
 
 
 def progress_for(as_json: bool = False, stream: IO[str] | None = None) -> Progress:

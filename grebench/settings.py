@@ -325,7 +325,9 @@ class ServiceSettings(Section):
     misfire_grace_s = Setting(float, 21600.0, 'How late (seconds) a scheduled job may still start; jobs wait for each other in one worker thread, so keep it above the longest job.', minimum=0)
     snapshot_date = Setting(str, '01-15', 'Month-day (MM-DD) of the yearly snapshot cut.')
     snapshot_archive_max_mb = Setting(int, 2048, 'Largest snapshot (its files together, MiB) the site and the app offer as one .tar.gz download; a larger one is offered file by file only.', minimum=1, maximum=1048576)
-    stop_grace_s = Setting(float, 8.0, 'After SIGTERM/SIGINT: seconds the running job has to reach its next request boundary before the process exits anyway (its run is then marked interrupted); docker stop waits 10 s.', minimum=0.5, maximum=3600)
+    check_interval_min = Setting(float, 1440.0, "Minutes between the service's checks of the store (every block's checksum, rows against the last board version, the snapshots' hashes: `grebench check`), each followed by a backup copy of the store when it passed; the first runs at start.", minimum=1.0)
+    backup_keep = Setting(int, 3, 'Backup copies of the store the service keeps in DATA_DIR/backups (the oldest beyond this are removed); 0: none are made.', minimum=0, maximum=100)
+    stop_grace_s = Setting(float, 4.0, 'After SIGTERM/SIGINT: seconds the running job has to reach its next request boundary before the process exits anyway (its run is then marked interrupted): 4 s keeps every stop within 5 s, well inside the 10 s docker stop waits.', minimum=0.5, maximum=3600)
 
 
 @dataclass(frozen=True)
@@ -351,6 +353,7 @@ class Settings:
     config_path: Path | None = None
 
     data_dir = Setting(str, './grebench-data', 'Directory holding the DuckDB file, caches, exports and the built site.')
+    log_format = Setting(str, 'text', 'How log lines are written on stderr: text (each line starts with its time, ISO-8601 UTC: `2026-12-07T08:40:00.123Z INFO grebench.scheduler._service: job poll started`) or json (one JSON object per line: ts, level, logger, message, and a job line\'s job, event, outcome, duration_s).', choices=('text', 'json'))
     log_level = Setting(str, 'INFO', 'Logging level (DEBUG, INFO, WARNING, ERROR).', choices=('DEBUG', 'INFO', 'WARNING', 'ERROR', 'CRITICAL'))
     seed = Setting(int, 20200426, 'Seed for every random choice (human-baseline pick, controls, bootstrap, sampling).', minimum=0)
     models_dir = Setting(str, '', 'Directory of the built-in evaluation LMs that `grebench models pull` (or first use of hf:NAME) materialises (default: DATA_DIR/models).')
@@ -427,6 +430,18 @@ class Settings:
     def export_path(self) -> Path:
         """The Parquet exports the app reads (DATA_DIR/export)."""
         return self.data_path / "export"
+
+    @property
+    def backups_path(self) -> Path:
+        """The copies of the store that ``grebench serve`` keeps (DATA_DIR/backups): restore one when the store is
+        damaged."""
+        return self.data_path / "backups"
+
+    @property
+    def service_status_path(self) -> Path:
+        """What ``grebench serve`` last wrote of its jobs (DATA_DIR/service-status.json): ``grebench status`` reads
+        it while the service holds the store."""
+        return self.data_path / "service-status.json"
 
     @property
     def snapshots_path(self) -> Path:
@@ -594,6 +609,29 @@ def _file_value(path: Path, setting: Setting[Any], value: Any, seen: dict[str, s
         raise ValueError(f"{path}: {setting.name} is set twice ({seen[setting.name]} and {where}); keep one")
     seen[setting.name] = where
     return _coerce(setting, value, str(path))
+
+
+#: ``GREBENCH_*`` variables that are not settings: read by grebench itself (the settings file, the submission keys'
+#: secret, a folder of model wheels, a Ray cluster) or by its tests.
+ENV_NOT_SETTINGS = ("CONFIG", "SECRET_KEY", "MODEL_WHEELS", "RAY_ADDRESS")
+ENV_NOT_SETTINGS_PREFIXES = ("SUBMISSION_KEY_", "OPENREVIEW_BASEURL_", "TEST_", "RELIABILITY_")
+
+
+def unknown_environment(env: Mapping[str, str] | None = None) -> list[str]:
+    """One line for each ``GREBENCH_*`` variable of ``env`` that names no setting, with the closest setting's
+    variable (``GREBENCH_ESTIMTOR``: did you mean ``GREBENCH_ESTIMATOR``?).  A warning, not a refusal as an unknown
+    key of the settings file is: the environment is shared with other programs and scripts (and grebench reads a
+    few variables of its own that are no settings: :data:`ENV_NOT_SETTINGS`); a misspelt one was silently ignored,
+    and the run went on with the default (issue 64)."""
+    env = os.environ if env is None else env
+    known = [f"{ENV_PREFIX}{s.name.upper()}" for s in SETTINGS]
+    lines = []
+    for name in sorted(env):
+        rest = name[len(ENV_PREFIX):] if name.startswith(ENV_PREFIX) else None
+        if rest is None or name in known or rest in ENV_NOT_SETTINGS or rest.startswith(ENV_NOT_SETTINGS_PREFIXES):
+            continue
+        lines.append(f"{name} names no setting and is ignored{_did_you_mean(name, known)}")
+    return lines
 
 
 def load_settings(config: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None) -> Settings:

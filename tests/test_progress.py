@@ -85,3 +85,22 @@ def test_main_job_reports_progress_in_a_log_and_nothing_with_json(tmp_path: Path
     quiet = _run(archive, tmp_path / "b", "--json")
     assert quiet.returncode == 0 and json.loads(quiet.stdout)["stages"]["score"]["pairs_scored"] > 0
     assert "ETA" not in quiet.stderr and "[score]" not in quiet.stderr and "elapsed" not in quiet.stderr
+
+
+def test_a_task_whose_items_failed_never_ends_done() -> None:
+    """Issue 64: a dead judge's line ended "8/8 answers (100 %) (done)"; it now says how many failed."""
+    out = io.StringIO()
+    with PlainProgress(out).task("panel: votes of dead", 8, "answers") as task:
+        task.advance(4, failed=4)
+        task.advance(4, failed=4)
+    last = out.getvalue().splitlines()[-1]
+    assert last.endswith("8 failed (failed)") and "(done)" not in last, last
+    out = io.StringIO()
+    with PlainProgress(out).task("panel: votes of flaky", 8, "answers") as task:
+        task.advance(8, failed=3)
+    last = out.getvalue().splitlines()[-1]
+    assert last.endswith(", 3 failed (done with failures)"), last
+    out = io.StringIO()
+    with PlainProgress(out).task("panel: votes of fine", 8, "answers") as task:
+        task.advance(8)
+    assert out.getvalue().splitlines()[-1].endswith("(done)")

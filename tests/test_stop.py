@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -200,3 +201,38 @@ def test_call_hands_back_the_result_or_the_error_and_abandons_a_blocked_call_at_
     assert entered.is_set() and time.monotonic() - started < 60  # the call would have blocked 600 s
     with pytest.raises(stop.Interrupted):
         stop.call(lambda: 1)  # after a stop nothing new is called
+
+
+def test_a_stopped_site_build_leaves_the_published_site_and_no_new_version(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 64: the stop lands after the build recorded a new board version (its boards changed) and before the
+    site is swapped in: the version is withdrawn, the old site stays, nothing of the build is left."""
+    from grebench.site import _build, build_site, versions
+    from tests.site.conftest import data_settings, fill_store
+
+    settings = data_settings(tmp_path / "data")
+    store = open_store(settings.db_path)
+    try:
+        fill_store(store)
+        first = build_site(store, settings)
+        before = versions(store)
+        assert before and first["version"] == before[0]["version_id"]
+        store.con.execute("UPDATE board_rows SET score = score + 0.5")  # new boards: the next build publishes
+        published = {p.relative_to(settings.site_path): p.read_bytes() for p in settings.site_path.rglob("*")
+                     if p.is_file()}
+        write_versions = _build._write_versions
+
+        def stopped_midway(*args: Any) -> Any:
+            stop.request_stop()  # as SIGTERM does; the next page is the boundary
+            return write_versions(*args)
+
+        monkeypatch.setattr(_build, "_write_versions", stopped_midway)
+        with pytest.raises(stop.Interrupted):
+            build_site(store, settings)
+        assert versions(store) == before  # the version this build recorded is withdrawn
+    finally:
+        stop.reset()
+        store.close()
+    assert not settings.site_path.with_name("site.building").exists()
+    assert {p.relative_to(settings.site_path): p.read_bytes() for p in settings.site_path.rglob("*")
+            if p.is_file()} == published

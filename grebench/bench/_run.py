@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NotRequired, TypedDict
 
+from grebench import stop
 from grebench.bench._baseline import Split, make_splits
 from grebench.bench._contamination import is_clean
 from grebench.bench._generations import (
@@ -153,6 +154,10 @@ def _run_deterministic(store: Store, cands: list[Candidate], splits: list[Split]
     have = existing(store, [c.name for c in cands])
     batch: list[GenerationRow] = []
     for split in splits:
+        if stop.stopping():  # a paper is a request boundary: what was built is written, then the stop is raised
+            write_rows(store, batch, replace_pair=True)
+            tally.written += len(batch)
+            stop.check()
         paper, public_at = papers[split.paper_id]
         inp = _control_input(split, paper, texts, other, seed)
         for c in cands:

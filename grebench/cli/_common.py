@@ -6,7 +6,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +18,16 @@ import duckdb
 from grebench.pipeline import JobObserver, ResolvedRun, RunOptions
 from grebench.progress import Progress, progress_for
 from grebench.settings import ServiceSettings, Settings
-from grebench.store import Store, StoreLocked, open_store
+from grebench.store import (
+    Store,
+    StoreDamaged,
+    StoreLocked,
+    failure_text,
+    io_cause,
+    is_damage,
+    note_damage,
+    open_store,
+)
 
 
 def open_writer(settings: Settings, locked_ok: bool = False) -> Store:
@@ -37,17 +46,41 @@ def open_writer(settings: Settings, locked_ok: bool = False) -> Store:
     except StoreLocked as exc:
         if locked_ok:
             raise
-        raise click.ClickException(locked_message(settings, exc)) from None
+        raise click.ClickException(locked_message(settings.db_path, exc)) from None
+    except StoreDamaged as exc:
+        if locked_ok:  # a command that can use what was published instead
+            raise
+        raise click.ClickException(damaged_message(settings, exc.reason)) from None
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from None
     except (duckdb.Error, OSError) as exc:
         raise click.ClickException(_store_failure(settings, exc)) from None
 
 
-def locked_message(settings: Settings, exc: StoreLocked) -> str:
+def damaged_message(settings: Settings, reason: str) -> str:
+    """What every command says of a damaged store: what was found, and the two ways back (the backups ``serve``
+    keeps, the snapshots), each as commands."""
+    from grebench.store import backups
+
+    db = settings.db_path
+    found = backups(settings.backups_path)
+    aside = f"stop the service, move {db.name} (and {db.name}.wal, if any) aside"
+    if found:
+        restore = f"restore the newest backup `grebench serve` keeps: {aside}, then `cp {found[-1]} {db}`"
+    else:
+        restore = (f"restore a backup ({aside} and copy one in; `grebench serve` keeps the last "
+                   f"{settings.service.backup_keep} in {settings.backups_path}, none is there yet)")
+    return (f"the store {db} is damaged ({reason[:300]}). To repair it, {restore}; or rebuild it from the last "
+            f"snapshots: with the damaged file moved aside, `grebench snapshot import DIR` each folder of "
+            f"{settings.snapshots_path}, then `grebench run` computes the rest. `grebench check` verifies the "
+            "result. Meanwhile readers (`stats`, `leaderboard`, `export`, `site build --out`) show the last "
+            "published export.")
+
+
+def locked_message(db: Path, exc: StoreLocked) -> str:
     """What a writer says when another process holds the store: who, and what to do (DuckDB's own text names the
     interpreter, ``python3.11``, not the command)."""
-    return (f"the store {settings.db_path} is in use: {holder_name(exc.pid)} holds it, and only one grebench writer "
+    return (f"the store {db} is in use: {holder_name(exc.pid)} holds it, and only one grebench writer "
             "may run on a data directory at a time. Wait for it to finish or stop it (SIGTERM), or use another "
             "--data-dir; readers (`grebench stats`, `leaderboard`, `export`) work beside it.")
 
@@ -55,16 +88,33 @@ def locked_message(settings: Settings, exc: StoreLocked) -> str:
 @contextmanager
 def writer_store(settings: Settings, locked_ok: bool = False) -> Iterator[Store]:
     """The writer's store for the block (:func:`open_writer`); a store that cannot be written during the block
-    (a full disk) ends the command with one line, no traceback."""
+    (a full disk) ends the command with one line, no traceback; a damaged one with the remedy (``locked_ok``: raises
+    :class:`grebench.store.StoreDamaged`, for a command that can then use what was published)."""
     store = open_writer(settings, locked_ok)
     try:
         yield store
+    except StoreDamaged as exc:  # found while working (a stage read a damaged block)
+        _close_quietly(store)
+        if locked_ok:  # the command uses what was published instead
+            raise
+        raise click.ClickException(damaged_message(settings, exc.reason)) from None
     except duckdb.Error as exc:  # e.g. disk full: the database is invalidated; say so plainly, no traceback
+        if is_damage(exc):  # a damaged block met while working: said with the remedy, remembered for the next command
+            _close_quietly(store)
+            reason = str(exc).splitlines()[0][:300]
+            note_damage(settings.db_path, reason)
+            if locked_ok:
+                raise StoreDamaged(settings.db_path, reason) from None
+            raise click.ClickException(damaged_message(settings, reason)) from None
         store.note_failure(_store_failure(settings, exc))  # the next writer records it as the run's failure
         _close_quietly(store)
         raise click.ClickException(_store_failure(settings, exc)) from None
-    except BaseException:
-        store.close()
+    except BaseException as exc:
+        try:
+            store.close()
+        except duckdb.Error:  # the block's error invalidated the store (a full disk): it says why, not the close
+            store.note_failure(failure_text(exc))
+            _close_quietly(store)
         raise
     else:
         try:
@@ -112,6 +162,12 @@ class Reader:
     store: Store
     published: dict[str, Any] | None = None
     counts: dict[str, int] | None = None
+    damaged: str | None = None  # the live store is damaged (why): what is shown is the published export
+
+    def exit_if_damaged(self) -> None:
+        """A reader that showed the published export because the store is damaged ends with exit status 1."""
+        if self.damaged is not None:
+            sys.exit(1)
 
     def close(self) -> None:
         """Close the store's connection."""
@@ -128,7 +184,10 @@ def reader_store(settings: Settings, hint: str = "run `grebench ingest` first",
     holder = "another process"
     for attempt in range(READER_ATTEMPTS):
         try:
-            return Reader(open_store(settings.db_path, read_only=True))
+            return _whole(settings.db_path, open_store(settings.db_path, read_only=True))
+        except StoreDamaged as exc:
+            return _published_instead_of_damaged(settings.export_path, damaged_message(settings, exc.reason),
+                                                 exc.reason, tables)
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 raise click.ClickException(f"cannot read {settings.db_path}: {str(exc).splitlines()[0][:200]}"
@@ -148,6 +207,35 @@ def reader_store(settings: Settings, hint: str = "run `grebench ingest` first",
                                 "source": str(state.source), "writer": holder}, state.counts)
 
 
+def _whole(db: Path, store: Store) -> Reader:
+    """The live store for a reader once every block of it reads back (checked once per version of the file:
+    :func:`grebench.store.ensure_whole`); :class:`StoreDamaged` otherwise."""
+    from grebench.store import ensure_whole
+
+    try:
+        ensure_whole(store.con, db)
+    except BaseException:
+        _close_quietly(store)
+        raise
+    return Reader(store)
+
+
+def _published_instead_of_damaged(export: Path, message: str, reason: str,
+                                  tables: tuple[str, ...] | None) -> Reader:
+    """The last published state (in ``export``) for a reader of a damaged store, the damage and its remedy
+    (``message``) said on stderr."""
+    from grebench.site import published_state
+
+    state = published_state(export, tables)
+    if state is None:
+        raise click.ClickException(message + " (nothing was published yet)")
+    click.echo(f"Error: {message}", err=True)
+    click.echo(f"showing the last published state instead: {state.describe()}", err=True)
+    return Reader(state.store, {"version": state.version_id, "published_at": state.published_at,
+                                "source": str(state.source), "writer": "nobody (the store is damaged)"},
+                  state.counts, damaged=reason)
+
+
 def _close_quietly(store: Store) -> None:
     """Close a connection that may be invalidated (its checkpoint would fail again)."""
     try:
@@ -158,10 +246,14 @@ def _close_quietly(store: Store) -> None:
 
 def _store_failure(settings: Settings, exc: BaseException) -> str:
     """One clear line for a store that could not be written (the WAL keeps every committed transaction)."""
-    message = str(exc)
-    cause = "no space left on device" if "No space left on device" in message else message.splitlines()[0][:300]
-    return (f"the store {settings.db_path} could not be written: {cause}. Work committed before this point is "
-            "kept; free space (or fix the cause) and run the command again to resume.")
+    found = io_cause(exc)
+    if found is not None:
+        cause, path = found
+        what = f"{cause} writing {path or settings.db_path}"
+    else:
+        what = f"the store {settings.db_path} could not be written: {str(exc).splitlines()[0][:300]}"
+    return (f"{what}. Work committed before this point is kept; free space (or fix the cause) and run the command "
+            "again to resume.")
 
 
 @contextmanager
@@ -233,6 +325,21 @@ def run_stage(settings: Settings, command: str, names: Sequence[str], options: R
         raise click.ClickException(str(done.refused)) from None
     stages = done.result.stages
     return {name: {**summary, "run_id": done.run_id} for name, summary in stages.items()}, done.run_id, done.status
+
+
+def exit_if_failed(stages: Mapping[str, Mapping[str, object]], status: str, said: Sequence[str] = ()) -> None:
+    """End a command whose run is recorded as not ``ok`` with exit status 1 (its output printed first): one line
+    per failed stage not already ``said``, naming the path and the cause of a file error (``Error: [boards] no space
+    left on device writing /data/grebench.duckdb.wal``), and one for each stage skipped because of it.  The exit
+    status is the run's outcome: cron and CI read a stale board as the failure it is."""
+    if status == "ok":
+        return
+    for name, summary in stages.items():
+        if summary.get("error") and name not in said:
+            click.echo(f"Error: [{name}] {summary['error']}", err=True)
+        elif summary.get("skipped") and isinstance(summary["skipped"], str):
+            click.echo(f"skipped: [{name}] {summary['skipped']}", err=True)
+    sys.exit(1)
 
 
 def estimator_help() -> str:

@@ -4,7 +4,10 @@
 Accepted: a date ``2025-11-12``, or a date-time ``2025-11-12T06:00`` (seconds and fractions optional, ``T`` or a
 blank between), either followed by ``Z`` or an offset ``+02:00`` / ``-0530``.  Without a zone a time is UTC.  A date
 alone names a day: its first instant, or its last with ``day_end`` (``--as-of 2025-11-12`` is "as published by the end
-of that day"); a zone after a date says whose day (``2025-11-12Z`` is the UTC day, never midnight as a time).  The
+of that day"); a zone after a date says whose day (``2025-11-12Z`` is the UTC day, never midnight as a time).  With
+``day_end`` a time names the span it is written to the same way: ``06:00`` is that minute and ``06:00:00`` that second,
+up to its last microsecond (issue 64: a replay's clock stamps a version ``00:00:00.000145``, and ``--as-of
+2025-11-14T00:00:00Z`` found the version before it; a board version's id is itself to the second).  The
 result is timezone-aware UTC; :func:`grebench.store.naive_utc` turns it into the store's naive UTC at the store's
 edge.  The standard library reads each part (``date.fromisoformat``, ``time.fromisoformat``); the pattern only
 splits them, because ``datetime.fromisoformat("2025-11-12+02:00")`` reads the offset as a time of day.
@@ -46,7 +49,11 @@ def parse_when(text: str, *, day_end: bool = False) -> datetime:
         zone = _zone(match["zone"])
     except ValueError as exc:
         raise ValueError(f"{text!r} is not a valid date or time: {exc}") from None
-    return datetime.combine(day, clock, tzinfo=zone).astimezone(UTC)
+    when = datetime.combine(day, clock, tzinfo=zone)
+    if day_end and match["time"] and "." not in match["time"]:  # the end of the minute or second written
+        span = timedelta(minutes=1) if match["time"].count(":") == 1 else timedelta(seconds=1)
+        when += span - timedelta(microseconds=1)
+    return when.astimezone(UTC)
 
 
 def parse_day(text: str) -> date:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 from typing import Any
 
 import click
@@ -16,6 +17,8 @@ COMMANDS = {
     "links": "links",
     "extract": "extract",
     "stats": "stats",
+    "status": "status",
+    "check": "check",
     "export": "export",
     "bench": "bench",
     "score": "score",
@@ -35,6 +38,27 @@ COMMANDS = {
 }
 
 
+#: Words an operator reaches for that name what another command does (``grebench panel``: the judge panel is
+#: ``grebench judge``); a close misspelling of a command is found without this table.
+CONCEPTS = {"panel": "judge", "judges": "judge", "board": "leaderboard", "boards": "leaderboard",
+            "rank": "leaderboard", "ranking": "leaderboard", "versions": "leaderboard", "scores": "score",
+            "generate": "bench", "candidates": "bench", "papers": "ingest", "poll": "ingest", "web": "app",
+            "ui": "app", "daemon": "serve", "service": "serve"}
+
+
+def closest_command(name: str, commands: list[str] | None = None) -> str | None:
+    """The command ``name`` most likely meant: a close spelling (``scroe``), else the command for the concept it
+    names (``panel``: ``judge``); None when nothing is close."""
+    import difflib
+
+    known = commands if commands is not None else sorted(COMMANDS)
+    close = difflib.get_close_matches(name.lower(), known, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    meant = CONCEPTS.get(name.lower())
+    return meant if meant in known else None
+
+
 class OneLineUsageError(click.UsageError):
     """A usage error said in one line, ``Error: MESSAGE`` (exit status 2), without click's usage header and "Try
     --help" hint: a refusal names what is wrong and what is allowed, so the header only pushes it down."""
@@ -49,7 +73,15 @@ def _one_line(exc: click.UsageError) -> click.UsageError:
     parameter names its option from it); ``grebench`` with no arguments still shows the help."""
     if isinstance(exc, (OneLineUsageError, click.exceptions.NoArgsIsHelpError)):
         return exc
-    return OneLineUsageError(" ".join(exc.format_message().split()), exc.ctx)
+    message = " ".join(exc.format_message().split())
+    unknown = re.fullmatch(r"No such command '(.+)'\.", message)
+    group = exc.ctx.command if exc.ctx is not None else None
+    if unknown and isinstance(group, click.Group) and exc.ctx is not None:  # a subcommand (`site biuld`) too
+        commands = group.list_commands(exc.ctx)
+        meant = closest_command(unknown[1], commands)
+        prefix = f"grebench {exc.ctx.command_path.split(' ', 1)[1]} " if " " in exc.ctx.command_path else "grebench "
+        message += (f" Did you mean `{prefix}{meant}`?" if meant else "") + f" Commands: {', '.join(commands)}"
+    return OneLineUsageError(message, exc.ctx)
 
 
 class LazyGroup(click.Group):
@@ -68,6 +100,12 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except click.UsageError as exc:
             raise _one_line(exc) from None
+        except Exception as exc:  # a file error no command caught: one line naming the file and why, exit 1
+            from grebench.store import failure_text, io_cause
+
+            if io_cause(exc) is None:
+                raise
+            raise click.ClickException(failure_text(exc)) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import click
 
 from grebench._offline import apply_offline_defaults
-from grebench.settings import ENV_PREFIX, Setting, Settings, declaration, load_settings
+from grebench.settings import ENV_PREFIX, Setting, Settings, declaration, load_settings, unknown_environment
 
 F = TypeVar("F", bound=Callable[..., Any])
 _CONFIG, _DATA_DIR = "settings_config", "settings_data_dir"
@@ -143,6 +143,11 @@ def resolve_settings(ctx: click.Context) -> Settings:
         settings = load_settings(config)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    root = ctx.find_root()
+    if not root.meta.get("grebench.env_checked"):  # said once per command line, however many levels read settings
+        root.meta["grebench.env_checked"] = True
+        for line in unknown_environment():
+            click.echo(f"Warning: {line}", err=True)
     if data_dir:
         settings = settings.replace(data_dir=data_dir)
     given = {setting: ctx.params[name] for name, setting in _into_settings(ctx).items()
@@ -157,9 +162,12 @@ def resolve_settings(ctx: click.Context) -> Settings:
 
 
 def _configure_logging(settings: Settings, verbose: int) -> None:
+    from grebench.cli._logging import formatter
+
     level = {0: settings.log_level, 1: "INFO"}.get(verbose, "DEBUG")
-    logging.basicConfig(level=level.upper() if isinstance(level, str) else level, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(formatter(settings.log_format))  # a timestamp on every line; JSON with log_format = json
+    logging.basicConfig(level=level.upper() if isinstance(level, str) else level, handlers=[handler])
     # APScheduler logs "executed successfully" for every job, failed and interrupted ones too: the scheduler logs
     # one line per job with its real outcome instead (its warnings, a missed run, still show)
     for noisy in ("httpx", "LiteLLM", "litellm", "urllib3", "apscheduler"):

@@ -24,15 +24,19 @@ def print_panel(summary: PanelSummary) -> None:
             continue
         who = "" if q is None else f"{len(q['qualified'])} of {q['examined']} judges qualified: " \
                                    f"{', '.join(q['qualified'])}; "
-        click.echo(f"\npanel ranking, {venue} ({who}Bradley–Terry log-strength, 95% CI over papers) beside "
-                   f"{summary.gem_metric or 'GEM-S (not scored)'}")
-        click.echo(f"{'rank':>4}  {'candidate':<24}{'strength':>9}  {'95% CI':<17}{'ranks':>7}{'GEM-S':>9}")
+        # the metric the gem judge read, by its short name (GEM where the papers have no abstracts); no column
+        # at all when nothing is scored: an empty one beside the ranking reads as if it were compared
+        column = summary.gem_metric.upper() if summary.gem_metric else ""
+        beside = f" beside {summary.gem_metric}" if summary.gem_metric else " (no metric scored to set beside it)"
+        click.echo(f"\npanel ranking, {venue} ({who}Bradley–Terry log-strength, 95% CI over papers){beside}")
+        click.echo(f"{'rank':>4}  {'candidate':<24}{'strength':>9}  {'95% CI':<17}{'ranks':>7}"
+                   + (f"{column:>9}" if column else ""))
         for r in (r for r in summary.rankings if r["venue_id"] == venue):
             ci = "-" if r["ci95_low"] is None else f"[{r['ci95_low']:+.2f}, {r['ci95_high']:+.2f}]"
             ranks = "-" if r["rank_low"] is None else f"{r['rank_low']}-{r['rank_high']}"
-            gem = "-" if r["gem_score"] is None else f"{r['gem_score']:9.2f}"
+            gem = "" if not column else f"{'-':>9}" if r["gem_score"] is None else f"{r['gem_score']:9.2f}"
             rank = "ref" if r["rank"] is None else str(r["rank"])
-            click.echo(f"{rank:>4}  {r['candidate']:<24}{r['strength']:>+9.3f}  {ci:<17}{ranks:>7}{gem:>9}")
+            click.echo(f"{rank:>4}  {r['candidate']:<24}{r['strength']:>+9.3f}  {ci:<17}{ranks:>7}{gem}")
         for u in (u for u in summary.unjudged if u["venue_id"] == venue):
             click.echo(f"{'-':>4}  {u['candidate']:<24}not judged: {u['reason']}")
         if any(r["rank"] is None for r in summary.rankings if r["venue_id"] == venue):

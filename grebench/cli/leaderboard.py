@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, cast
 
 import click
 
-from grebench.cli._common import emit_json, headline_metric, metric_choice, reader_store
+from grebench.cli._common import Reader, emit_json, headline_metric, metric_choice, reader_store
 from grebench.cli._dates import When
 from grebench.cli._dates import shown as when
 from grebench.cli._options import setting_option, settings_options
@@ -42,8 +45,9 @@ BOARD_TABLES = ("boards", "board_rows", "papers", "labels", "scored_setups")
 
 
 @click.command("leaderboard")
-@click.option("--metric", default=headline_metric(), show_default=True, type=metric_choice(),
-              help="Metric to rank by.")
+@click.option("--metric", type=metric_choice(),
+              help=f"Metric to rank by [default: {headline_metric()}, else the metric the stored boards rank by: "
+                   "gem where the papers have no abstracts].")
 @setting_option("estimator", default="the headline board's: a language model before a fast proxy",
                 extra_help="A stored estimator id or a prefix of the spec works too.")
 @setting_option("preprocessor", default="the headline board's", extra_help="A stored preprocessor id works too.")
@@ -51,8 +55,8 @@ BOARD_TABLES = ("boards", "board_rows", "papers", "labels", "scored_setups")
 @click.option("--sealed", is_flag=True, help="LLM candidates only on reviews written before the human reviews "
               "were public.")
 @click.option("--as-of", "as_of", type=When(day_end=True), help="The boards as published at DATE (YYYY-MM-DD: the "
-              "end of that day; or an ISO date-time; UTC unless it says Z or an offset like +02:00): the last board "
-              "version published at or before it.")
+              "end of that day; or an ISO date-time, to the end of the minute or second written; UTC unless it "
+              "says Z or an offset like +02:00): the last board version published at or before it.")
 @click.option("--history", "show_history", is_flag=True, help="Print the board's history over the published board "
               "versions (from serve, run, site build or a replay): each version's rank with its 95% rank interval "
               "and score with its 95% CI, per candidate.")
@@ -62,7 +66,7 @@ BOARD_TABLES = ("boards", "board_rows", "papers", "labels", "scored_setups")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON ({'boards': [...], 'rows': [...]}).")
 @settings_options
 @click.pass_obj
-def command(settings: Settings, metric: str, estimator: str | None, preprocessor: str | None, venue: str | None,
+def command(settings: Settings, metric: str | None, estimator: str | None, preprocessor: str | None, venue: str | None,
             sealed: bool, as_of: datetime | None, show_history: bool, changes: bool, as_json: bool) -> None:
     """Print the stored leaderboards: mean score over papers, 95% bootstrap CI over papers, rank intervals.
 
@@ -70,35 +74,65 @@ def command(settings: Settings, metric: str, estimator: str | None, preprocessor
     public before their training cutoff (or whose generation was sealed before the reviews appeared).  The boards
     are computed once by the scoring stage (`grebench score` or `grebench run`); this command only reads them.
     Every publish of the site keeps a board version: `--as-of DATE` prints the one published then, `--changes`
-    what changed in it.  While another process writes the store, the last published boards are shown.
+    what changed in it.  While another process writes the store, the last published boards are shown; when the
+    store is damaged too, with the remedy on stderr and exit status 1.
     """
-    from grebench.scoring import RAW_PREPROCESSOR, headline_first, metric_preprocessor, sample_facts, stored_boards
-    from grebench.site import Labels, board_text, version_boards
-
     if sealed and (as_of is not None or show_history):
         raise click.UsageError("--sealed boards are not kept in board versions (a version holds the published "
                                f"boards); drop --sealed or {'--history' if show_history else '--as-of'}")
     if show_history and (as_of is not None or changes):
         raise click.UsageError("--history shows every version: drop --as-of and --changes")
+    named, metric = metric is not None, metric or headline_metric()
     reader = reader_store(settings, "run `grebench run` first", tables=BOARD_TABLES)
+    damaged = _show(reader, metric, named, estimator, preprocessor, venue, sealed, as_of, show_history, changes,
+                    as_json)
+    if damaged:
+        sys.exit(1)
+
+
+def _show(reader: Reader, metric: str, named: bool, estimator: str | None, preprocessor: str | None,
+          venue: str | None, sealed: bool, as_of: datetime | None, show_history: bool, changes: bool,
+          as_json: bool) -> bool:
+    """The command's work on the reader's store (``named``: the metric was named, not the headline's default);
+    whether the store was damaged (what was shown is the published export)."""
+    from grebench.scoring import (
+        RAW_PREPROCESSOR,
+        headline_first,
+        metric_preprocessor,
+        provenance,
+        sample_facts,
+        stored_boards,
+    )
+    from grebench.site import Labels, board_text, version_boards
+
+    damaged = reader.damaged is not None
     store = reader.store
     try:
         labels = Labels.load(store)
         if show_history:
             _print_history(store, labels, metric, venue, as_json)
-            return
+            return damaged
         ver = None
         if as_of is not None or changes:
             ver = _version_or_fail(store, as_of)
             if changes:
                 _print_changes(ver, as_json)
-                return
+                return damaged
             published = version_boards(ver)
-            boards = [b for b in published if b["metric"] == metric and venue in (None, b["venue_id"])]
         else:
             published = stored_boards(store, scope="sealed" if sealed else "all")
+        boards = [b for b in published if b["metric"] == metric and venue in (None, b["venue_id"])]
+        if not boards and not named:  # no headline board (papers without abstracts are scored with GEM): the other
+            metric = _ranked_metric(published, venue) or metric
             boards = [b for b in published if b["metric"] == metric and venue in (None, b["venue_id"])]
+            if boards and not as_json:
+                click.echo(f"no {headline_metric()} board (its papers have no abstracts?): showing the {metric} "
+                           "boards", err=True)
         boards = headline_first([labels.annotate(b) for b in boards], labels.is_proxy)
+        # what produced the numbers, the code commit among them, as the site's leaderboard.json says it: a version
+        # keeps the provenance it was published with
+        prov = (json.loads(ver["leaderboard_json"]).get("provenance") if ver is not None
+                else provenance(store) if as_json else None)
     finally:
         reader.close()
     if not boards:
@@ -119,13 +153,23 @@ def command(settings: Settings, metric: str, estimator: str | None, preprocessor
                    "rows": [r for b in boards for r in b["rows"]],
                    "other_estimators": [o[0] for o in others],
                    **({"board_version": shown} if shown else {}),
-                   **({"published": reader.published} if reader.published else {})})
-        return
+                   **({"published": reader.published} if reader.published else {}),
+                   "provenance": prov})
+        return damaged
     if shown is not None:
         click.echo(f"board version {shown['version']}, published {when(shown['published_at'])}\n")
     click.echo("\n\n".join(board_text(b, title=_title(b)) for b in boards))
     for other, label in others:
         click.echo(f"\nalso scored by {label}: `grebench leaderboard --estimator {PartId.parse(other).spec}`")
+    return damaged
+
+
+def _ranked_metric(boards: Sequence[Mapping[str, Any]], venue: str | None) -> str | None:
+    """The metric the stored boards rank by when the headline has none: the first default metric with a board."""
+    from grebench.scoring import default_metrics
+
+    have = {b["metric"] for b in boards if venue in (None, b["venue_id"])}
+    return next((m for m in default_metrics() if m in have), next(iter(sorted(have)), None))
 
 
 class _Shown(TypedDict):

@@ -79,6 +79,8 @@ def _print(summary: dict[str, Any]) -> None:
         click.echo(f"\nsite: {site.out}/index.html ({site.pages} pages"
                    f"{', unchanged' if site.unchanged else ''}"
                    f"{', board version ' + str(site.version) if site.version else ''})")
+        if site.not_published:
+            click.echo(f"site: {site.not_published}", err=True)
     click.echo("\nseconds per stage: " + ", ".join(f"{k} {v:.1f}" for k, v in summary["seconds"].items()))
     for failure in summary["failures"][:10]:
         item = f"{failure['item']}: " if failure["item"] else ""
@@ -120,7 +122,7 @@ def command(settings: Settings, source: str, estimator: str | None, preprocessor
 
     neighbours = Neighbours()  # other processes' share of the cores from here to the plan (its busy note)
     opts = RunOptions(source=source, estimator=estimator, preprocessor=preprocessor, metrics=tuple(metrics),
-                      papers=papers, calibrate=True, validation=validation)
+                      papers=papers, calibrate=True, validation=validation, require_scores=True)
     summary: dict[str, Any] = {"source": source, "metrics": list(metrics)}
 
     class Observer(JobObserver):
@@ -129,6 +131,10 @@ def command(settings: Settings, source: str, estimator: str | None, preprocessor
         def checked(self, setup: RunSetup) -> None:
             if not as_json:
                 click.echo(plan_text(settings, setup, neighbours=neighbours), err=True)
+
+        def resolved(self, run: ResolvedRun) -> None:
+            if run.setup.abstracts and not as_json:  # the plan, as the papers turned out (known after ingest)
+                click.echo(f"plan: {run.setup.abstracts}", err=True)
 
         def stage(self, name: str) -> None:
             if not as_json:

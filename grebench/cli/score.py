@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from grebench.cli._common import default_metrics, emit_json, metric_choice, run_stage
+from grebench.cli._common import default_metrics, emit_json, exit_if_failed, metric_choice, run_stage
 from grebench.cli._options import setting_option, settings_options
 from grebench.pipeline import RunOptions, summary_of
 from grebench.settings import Settings
@@ -30,7 +30,7 @@ def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None,
     reference has no imported judgment lines, and scores only the candidates whose text came with them.
     """
     options = RunOptions(estimator=estimator, preprocessor=preprocessor, metrics=tuple(metrics), papers=papers,
-                         validation=validation)
+                         validation=validation, require_scores=True)
     stages, _run_id, status = run_stage(
         settings, "score", ["score", "boards"], options, as_json,
         {"metrics": list(metrics), "estimator": estimator, "preprocessor": preprocessor, "papers": papers,
@@ -40,6 +40,7 @@ def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None,
         raise click.ClickException(score.error)
     if as_json:
         emit_json({**score.as_json(), "boards": summary_of(stages, "boards").boards, "status": status})
+        exit_if_failed(stages, status)
         return
     click.echo(f"scored {score.pairs_scored} pairs ({', '.join(score.metrics)}) with {score.estimator} "
                f"on {score.preprocessor} lines: {score.estimator_calls} estimator calls, "
@@ -50,3 +51,4 @@ def command(settings: Settings, metrics: tuple[str, ...], estimator: str | None,
                    "estimator calls (leave-one-out; the attribution setting)")
     for item in score.skips:
         click.echo(f"skipped {item['count']} {item['what']} for {item['metric']}: {item['reason']}", err=True)
+    exit_if_failed(stages, status)

@@ -6,6 +6,9 @@ and job are recorded ``interrupted`` (the next start runs it first), no job star
 closed.  Exit status 0 after SIGTERM, 130 after SIGINT; a job that reaches no boundary within ``stop_grace_s``
 does not hold the process (it exits anyway; the run is marked interrupted).  ``--once`` exits 1 when a job failed.
 
+At start, before any job, the store is checked (`grebench check`) and a backup copy kept in DATA_DIR/backups; a
+damaged store ends the command with the remedy.  The check and the backup run again every ``check_interval_min``.
+
 Before anything is opened or started, the settings are checked with the app's port (a bind test on ``app_host`` /
 ``app_port``), a fixed ``local_server_port`` and ``site_dir``: a refusal is one line, exit status 2.
 """
@@ -90,13 +93,14 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
     # the writer lock first, before anything slow: a second serve on this data dir names the holder at once
     store = open_writer(settings)
     try:
-        service = SchedulerService(settings, store, kinds=list(jobs) or JOB_KINDS, close_store=True)
+        service = SchedulerService(settings, store, kinds=list(jobs) or JOB_KINDS, close_store=True, checks=True)
     except (RuntimeError, ValueError) as exc:
         store.close()
         raise click.ClickException(str(exc)) from None
     failed = False
     with stop.handling_signals(settings.service.stop_grace_s):
         try:
+            _check_at_start(service)  # a stop during it ends it between two tables: then nothing else runs
             if service.recovered:
                 click.echo(f"resuming after a crash in: {', '.join(service.recovered)}", err=True)
             for line in _plan(settings, service):
@@ -110,12 +114,18 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
                         click.echo(_result_line(r))
                 failed = _failed(results)
             else:
-                _serve(settings, service, no_app)
+                _serve(service, no_app)
         finally:
             if stop.stopping():
                 click.echo(f"{stop.reason_text()}: no job starts any more; the running one stops at its next "
                            "request boundary (what it finished is stored; the next start resumes it)", err=True)
-            service.close()  # waits for the running job: bounded by stop_grace_s after a signal
+            try:
+                service.close()  # waits for the running job: bounded by stop_grace_s after a signal
+            except Exception:
+                from grebench.store import noted_damage
+
+                if noted_damage(settings.db_path) is None:
+                    raise  # a damaged store refuses its last checkpoint: the damage was said, not this
 
     if stop.stopping():
         # the store is closed and the app too: exit now.  The interpreter's own teardown (seconds of C-level
@@ -127,12 +137,29 @@ def command(settings: Settings, no_app: bool, once: bool, jobs: tuple[str, ...],
         sys.exit(1)
 
 
-def _serve(settings: Settings, service: Any, no_app: bool) -> None:
+def _check_at_start(service: Any) -> None:
+    """The store's check before any job (:meth:`grebench.scheduler.SchedulerService.check_store`, then a backup): a
+    damaged store ends the command with the remedy (the app would serve the published export, but no job may
+    write on top of the damage)."""
+    from grebench import stop
+    from grebench.cli._common import damaged_message
+
+    report = service.check_store()
+    if report.damaged:
+        raise click.ClickException(damaged_message(service.settings,
+                                                   report.problems[0] if report.problems else "damaged"))
+    if not report.ok and not stop.stopping():  # whole, but not holding what was published or cut: said; runs on
+        click.echo(f"warning: the store check found: {'; '.join(report.problems)[:1000]} (`grebench status`)",
+                   err=True)
+
+
+def _serve(service: Any, no_app: bool) -> None:
     """Run the scheduler (and the app) until a signal sets the stop token.  The app is launched before the
     scheduler starts: an app that cannot start (its port taken since the check) ends the command before any job
     ran."""
     from grebench import stop
 
+    settings = service.settings
     demo = None
     try:
         if not no_app:

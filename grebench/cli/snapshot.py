@@ -11,7 +11,7 @@ import click
 from grebench.cli._common import emit_json, holder_name, writer_store
 from grebench.cli._options import settings_options
 from grebench.settings import Settings
-from grebench.store import Store
+from grebench.store import Store, removed_on_failure
 
 
 @click.group("snapshot")
@@ -100,8 +100,8 @@ def _queue(settings: Settings, venues: tuple[str, ...], holder: str) -> None:
     except (OSError, ValueError):
         queued = []  # an unreadable file is the service's to report (it records it as a failure)
     queued = [str(q) for q in queued] if isinstance(queued, list) else []
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(sorted(set(queued) | set(venues))), encoding="utf-8")
+    with removed_on_failure(path.with_name(f".{path.name}.{os.getpid()}.tmp")) as tmp:
+        tmp.write_text(json.dumps(sorted(set(queued) | set(venues))), encoding="utf-8")
     os.replace(tmp, path)  # whole or not at all: the service never reads a half-written request
     click.echo(f"the store is in use ({holder} holds it): requested {', '.join(venues)} from the running service "
                f"({checked}; its snapshot job cuts it within snapshot_check_min)", err=True)

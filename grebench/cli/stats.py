@@ -20,7 +20,8 @@ def command(settings: Settings, as_json: bool) -> None:
     """Row counts per table, papers per venue, and the last runs.
 
     While another process (`grebench run`, `serve`) writes the store, the last published state is shown (the
-    export the site stage writes with every publish), and the output says which board version that is."""
+    export the site stage writes with every publish), and the output says which board version that is.  A damaged
+    store is said so, with the remedy, and the published state shown instead (exit status 1)."""
     reader = reader_store(settings, tables=("papers", "paper_texts", "runs"))
     store = reader.store
     try:
@@ -46,13 +47,18 @@ def command(settings: Settings, as_json: bool) -> None:
                 # next writer records it `interrupted`); say so rather than pretend it still runs
                 run["status"] = "interrupted"
                 run["note"] = "its process ended without recording how (killed); the next writer records it"
+    if reader.damaged is not None:
+        result["damaged"] = reader.damaged
     if as_json:
         emit_json(result)
+        reader.exit_if_damaged()
         return
     click.echo(f"store: {result['db_path']}")
     if reader.published is not None:
+        why = "the store is damaged" if reader.damaged is not None else \
+            f"{reader.published['writer']} is writing the store"
         click.echo(f"showing the last published state: board version {reader.published['version']} published "
-                   f"{shown(reader.published['published_at'])} ({reader.published['writer']} is writing the store)")
+                   f"{shown(reader.published['published_at'])} ({why})")
     for table, count in result["tables"].items():
         click.echo(f"  {table:<20} {count:>8}")
     for venue in result["venues"]:
@@ -61,3 +67,4 @@ def command(settings: Settings, as_json: bool) -> None:
     for run in result["runs"]:
         note = f" — {run['note']}" if run.get("note") else ""
         click.echo(f"run {run['run_id']} {run['command']}: {run['status']} ({shown(run['started_at'])}){note}")
+    reader.exit_if_damaged()

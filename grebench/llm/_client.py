@@ -111,9 +111,10 @@ def _classify(attempt: Attempt, timeout_s: float, max_retry_after_s: float, lite
             # litellm reports a failed connection as "HTTP 500 … Connection error.": name DNS, refused, closed, TLS
             network = status is None or isinstance(exc, litellm.APIConnectionError) or "Connection error" in message
             cause = describe_network_error(exc) if network else None
-            text = f"HTTP {status}: {message}" if status else message
             kind = network_cause(exc) if network else None
-            raise _Retry(f"{text} ({cause})" if cause else text, unreachable=kind in UNREACHABLE)
+            if cause:  # the cause, not litellm's "HTTP 500": no server answered at all
+                raise _Retry(cause, unreachable=kind in UNREACHABLE)
+            raise _Retry(f"HTTP {status}: {message}" if status else message)
         raise _GiveUp(f"HTTP {status}: {message}" if status else f"{type(exc).__name__}: {message}")
     if content_type == "text/html" or attempt.text.lstrip().lower().startswith(("<!doctype html", "<html")):
         raise _GiveUp(_HTML)
@@ -154,6 +155,9 @@ class LLMClient:
         self.store = store
         self._sleep = sleep
         self._rng = random.Random()
+        # endpoints (model, api_base) a call found unreachable after all its retries: the other calls to it (in
+        # flight or queued) give up at their next attempt instead of each retrying a dead server in turn
+        self._unreachable: dict[tuple[str, str | None], str] = {}
 
     # -- single call -------------------------------------------------------
     def complete(self, request: ChatRequest) -> ChatResult:
@@ -187,8 +191,13 @@ class LLMClient:
         attempts = 0
         error = "no attempt made"
         unreachable = False
+        endpoint = (request.model, request.api_base)
         while attempts <= s.limits.llm_max_retries:
             stop.check()  # a request boundary: after a stop no new attempt is sent
+            if endpoint in self._unreachable:
+                error = f"{self._unreachable[endpoint]} (not asked: an earlier call gave up on this endpoint)"
+                unreachable = True
+                break
             attempts += 1
             # a model server grebench started here: the idle limit decides (a slow CPU still sending is not cut
             # off); every other endpoint has a total budget per attempt
@@ -203,6 +212,8 @@ class LLMClient:
                 error, unreachable = str(exc), exc.unreachable
                 if attempts > s.limits.llm_max_retries:
                     error = f"{error} (after {attempts} attempts)"
+                    if unreachable:
+                        self._unreachable.setdefault(endpoint, error)
                     break
                 backoff = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (attempts - 1)) * (0.5 + self._rng.random())
                 wait = max(backoff, exc.wait_s or 0.0)

@@ -323,10 +323,11 @@ def examine(judge: Judge, sets: ExamSets, task: Any = None,
 
     def asked(items: Sequence[Item]) -> list[Verdict | None]:
         nonlocal answered, count
+        before = len(errors)
         answers = ask(judge, items, errors=errors)
         answered, count = answered or any(a is not None for a in answers), count + len(items)
         if task is not None:
-            task.advance(len(items))
+            task.advance(len(items), failed=len(errors) - before)
         return answers
 
     c, p = Share(remaining=len(sets.consistency)), Share(remaining=2 * len(sets.pertinence))

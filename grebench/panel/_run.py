@@ -297,8 +297,9 @@ def _vote(store: Store, data: VenueData, judge: Judge, pairs: list[tuple[str, st
         with progress.task(f"panel: votes of {judge.name}", len(items), "answers") as task:
             for start in range(0, len(items), VOTE_CHUNK):
                 chunk = items[start:start + VOTE_CHUNK]
-                answers += ask(judge, chunk)
-                task.advance(len(chunk))
+                errors: list[BaseException] = []
+                answers += ask(judge, chunk, errors=errors)
+                task.advance(len(chunk), failed=len(errors))
     rows = []
     missing = 0
     for (pid, a, b, order), verdict, (_, x, y) in zip(todo, answers, items, strict=True):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -26,11 +26,12 @@ from grebench.pipeline._runner import (
     RunOptions,
     StageContext,
     check_stages,
+    record_failure,
     run_stages,
 )
 from grebench.progress import NoProgress, Progress
 from grebench.settings import Settings
-from grebench.store import RunFailure, SimulatedClock, Store, WallClock, use_clock
+from grebench.store import RunFailure, SimulatedClock, Store, StoreDamaged, WallClock, failure_text, use_clock
 from grebench.store import clock as installed_clock
 
 log = logging.getLogger(__name__)
@@ -187,9 +188,13 @@ def _run_job(settings: Settings, which: str | Job, options: RunOptions | None, *
             store.finish_run(run_id, summary, status="interrupted")
             store.checkpoint()
             raise
+        except StoreDamaged as exc:  # recorded where the damage allows; the command says the remedy
+            with suppress(Exception):
+                store.finish_run(run_id, {"error": str(exc)})
+            raise
         except Exception as exc:  # outside any stage (e.g. a venue that cannot be read): recorded, then raised
-            store.record_failure(run_id, spec.name, None, f"{type(exc).__name__}: {exc}")
-            store.finish_run(run_id, {"error": f"{type(exc).__name__}: {exc}"})
+            record_failure(store, run_id, spec.name, None, failure_text(exc), exc)
+            store.finish_run(run_id, {"error": failure_text(exc)})
             raise
         refused = next((exc for exc in out.result.errors.values() if isinstance(exc, tuple(refusals))), None)
         if refused is not None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from grebench.pipeline._runner import RunOptions
@@ -30,7 +30,7 @@ from grebench.pipeline._sample import Sample, draw_sample, measured_throughput, 
 from grebench.progress import Progress
 from grebench.scoring import EstimatorHandle, ScoredSetup
 from grebench.settings import RunSettings, Settings
-from grebench.store import Store, utcnow
+from grebench.store import ReviewRecord, Store, utcnow
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,9 @@ class RunSetup:
     #: (tokens per second, dtype) the evaluation LM was measured at on this machine (sized the sample; the plan's
     #: expected time); None: nothing measured here, or no local model
     throughput: tuple[float, str] | None = None
+    metrics_named: bool = False     # the user named the metrics (``--metric``): kept as named
+    #: why the checks switched to GEM (the sample's papers have no abstracts: :func:`without_abstracts`); "" when not
+    abstracts: str = ""
 
     @property
     def core(self) -> bool:
@@ -117,7 +120,7 @@ def resolve_setup(settings: Settings, options: RunOptions, progress: Progress | 
         validation_why=validation_why,
         controls=tuple(core_controls() if validation == "core"
                        else default_controls(llm=bool(settings.bench.control_model))),
-        throughput=measured_throughput(settings, estimator))
+        throughput=measured_throughput(settings, estimator), metrics_named=bool(options.metrics))
 
 
 @dataclass(frozen=True)
@@ -188,7 +191,8 @@ class ResolvedRun:
                 "scored": None if scored is None else scored.as_json(),
                 "proxy": None if proxy is None else proxy.as_json(),
                 "sample": self.sample.description, "papers": self.sample.size,
-                "validation": self.setup.validation, "controls": list(self.setup.controls)}
+                "validation": self.setup.validation, "controls": list(self.setup.controls),
+                **({"abstracts": self.setup.abstracts} if self.setup.abstracts else {})}
 
 
 def scored_setups(store: Store, estimator: str | None = None, preprocessor: str | None = None) -> ScoredSetup | None:
@@ -225,9 +229,10 @@ def resolve_run(store: Store, settings: Settings, setup: RunSetup, *, draws: boo
     if draws:
         estimator, preprocessor = setup.estimator, setup.preprocessor
         whence = "as named" if setup.named_estimator else "the setting"
+        sample = draw_sample(store, setup.papers, setup.seed, setup.papers_why)
+        setup = without_abstracts(store, setup, sample, llm_controls=bool(settings.bench.control_model))
         return ResolvedRun(setup, estimator, preprocessor, whence, scored_setups(store, estimator, preprocessor),
-                           draw_sample(store, setup.papers, setup.seed, setup.papers_why),
-                           _proxy(store, setup, preprocessor), True,
+                           sample, _proxy(store, setup, preprocessor), True,
                            EstimatorHandle(estimator, settings, executor), proxy_handle)
     scored = scored_setups(store, setup.named_estimator, setup.named_preprocessor)
     if setup.named_estimator:
@@ -242,6 +247,46 @@ def resolve_run(store: Store, settings: Settings, setup: RunSetup, *, draws: boo
     return ResolvedRun(setup, estimator, preprocessor, whence, scored, recorded_sample(store),
                        _proxy(store, setup, preprocessor), False,
                        EstimatorHandle(estimator, settings, executor), proxy_handle)
+
+
+def abstract_counts(store: Store, sample: Sample) -> tuple[int, int]:
+    """(papers, papers with an abstract) of the sample (every eligible paper when it holds them all)."""
+    from grebench.bench import MIN_REVIEWS
+
+    where = "p.paper_id IN (SELECT unnest(?::VARCHAR[]))" if sample.paper_ids is not None else f"""
+        (SELECT count(DISTINCT r.review_id) FROM reviews r WHERE r.paper_id = p.paper_id
+           AND r.kind = '{ReviewRecord.OFFICIAL}') >= ?"""
+    row = store.con.execute(f"""SELECT count(*), count(*) FILTER (WHERE coalesce(trim(p.abstract), '') <> '')
+                                FROM papers p WHERE {where}""",
+                            [list(sample.paper_ids) if sample.paper_ids is not None else MIN_REVIEWS]).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def without_abstracts(store: Store, setup: RunSetup, sample: Sample, llm_controls: bool = False) -> RunSetup:
+    """The setup for the sample's papers: when none has an abstract (an archive of reviews only, shaped like the
+    GEM authors' ICLR 2023 release), a metric conditioned on the abstract (GEM-S) would score nothing, so the
+    checks switch to GEM, the authors' setting, with its core controls (the full validation: every control that
+    needs no abstract); ``abstracts`` says so for the plan.  Metrics the user named are kept (a run that then scores
+    nothing fails, saying why: the score stage)."""
+    from grebench.bench import core_controls, default_controls
+    from grebench.scoring import abstract_free_metric, metric
+
+    needing = [m for m in setup.metrics if metric(m).needs_abstract]
+    if not needing or setup.metrics_named:
+        return setup
+    papers, with_abstract = abstract_counts(store, sample)
+    if not papers or with_abstract:
+        return setup
+    gem = abstract_free_metric()
+    metrics = tuple(dict.fromkeys(gem if m in needing else m for m in setup.metrics))
+    controls = tuple(core_controls(abstracts=False) if setup.core
+                     else default_controls(llm=llm_controls, abstracts=False))
+    which = f"its core controls ({len(controls)}: {', '.join(controls)})" if setup.core else \
+        f"every control that needs no abstract ({len(controls)})"
+    note = (f"none of the {papers} papers has an abstract, so GEM-S (conditioned on the abstract) cannot score "
+            f"them: the checks switch to {' and '.join(m.upper() for m in metrics)}, the GEM authors' setting, "
+            f"with {which}")
+    return replace(setup, metrics=metrics, controls=controls, abstracts=note)
 
 
 def _proxy(store: Store, setup: RunSetup, preprocessor: str) -> ScoredSetup | None:

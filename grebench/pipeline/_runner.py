@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from grebench import stop
@@ -20,7 +21,16 @@ from grebench.progress import NoProgress, Progress
 from grebench.registry import UnknownPart
 from grebench.runtime import release_memory
 from grebench.settings import Settings, StageInputs
-from grebench.store import WALL_CLOCK, SimulatedClock, Store, WallClock
+from grebench.store import (
+    WALL_CLOCK,
+    SimulatedClock,
+    Store,
+    StoreDamaged,
+    WallClock,
+    failure_text,
+    is_damage,
+    note_damage,
+)
 
 if TYPE_CHECKING:
     from grebench.pipeline._resolve import ResolvedRun, RunSetup
@@ -46,6 +56,9 @@ class RunOptions:
     force: bool = False                   # skip no stage because of an unchanged fingerprint
     calibrate: bool = False               # papers = auto: install the evaluation LM now to measure this machine
     validation: str | None = None         # core | full | auto | None (the setting ``validation``)
+    #: score: a sample with nothing to score fails the stage (``grebench run`` and ``score``: a run that scores
+    #: nothing is no board); the scheduler's cycles before any review is public have nothing to score, rightly
+    require_scores: bool = False
 
 
 @dataclass
@@ -156,6 +169,11 @@ class Stage(Protocol):
         ...
 
 
+class StageFailure(Exception):
+    """A stage that ran but did not do its job (the score stage scored nothing): recorded with its message as it
+    is, which says why and what to do."""
+
+
 class BaseStage:
     """Defaults for :class:`Stage`: no fingerprint (always runs), results always intact."""
 
@@ -246,20 +264,37 @@ def run_stages(ctx: StageContext, stages: Sequence[Stage], *, observer: JobObser
             exc.pipeline_result = result  # type: ignore[union-attr]  # the partial result, for the run's summary
             raise
         except Exception as exc:  # recorded on the run; later stages run on what is stored
-            reason = str(exc) if isinstance(exc, UnknownPart) else f"{type(exc).__name__}: {exc}"
+            if is_damage(exc):  # a damaged block: nothing after it can be trusted; the command says the remedy
+                reason = str(exc).splitlines()[0][:300]
+                if store.path is not None:
+                    note_damage(store.path, reason)
+                raise StoreDamaged(store.path or Path(":memory:"), reason) from exc
+            reason = str(exc) if isinstance(exc, (UnknownPart, StageFailure)) else failure_text(exc)
             log.debug("stage %s failed", stage.name, exc_info=True)
-            store.record_failure(ctx.run_id, stage.name, stage.subject(ctx), reason)
+            record_failure(store, ctx.run_id, stage.name, stage.subject(ctx), reason, exc)
             result.stages[stage.name] = {"error": reason}
             result.errors[stage.name] = exc
             if stage.halts_on_failure(ctx):
                 break
         finally:
             result.seconds[stage.name] = round(time.perf_counter() - started, 3)
-            store.checkpoint()
             if ctx.run is not None:  # what the run's estimators built (a model, servers) ends with the stage
                 ctx.run.close()
             release_memory(stage.name)  # what the stage loaded (a model, its batches) goes back before the next
+        store.checkpoint()  # not in ``finally``: a store a full disk invalidated would hide the stage's own error
     return result
+
+
+def record_failure(store: Store, run_id: str, stage: str, item: str | None, reason: str,
+                   exc: BaseException) -> None:
+    """Record ``exc`` as the run's failure; when the store itself cannot be written any more (a full disk
+    invalidates the DuckDB connection: its next error only says so), raise ``exc``, which says what and where
+    (``no space left on device writing …/grebench.duckdb.wal``): the command ends with it, and the next writer
+    marks the run failed from the failure note (:meth:`grebench.store.Store.note_failure`)."""
+    try:
+        store.record_failure(run_id, stage, item, reason)
+    except Exception:
+        raise exc from None
 
 
 def check_stages(ctx: StageContext, stages: Sequence[Stage]) -> None:

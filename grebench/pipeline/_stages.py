@@ -6,13 +6,13 @@ that run them are data (:data:`grebench.pipeline.JOBS`).  Stages talk only throu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from grebench.pipeline._check import SetupError, unusable_dir
-from grebench.pipeline._runner import BaseStage, Stage, StageContext
+from grebench.pipeline._runner import BaseStage, Stage, StageContext, StageFailure
 from grebench.registry import Registry
 
 if TYPE_CHECKING:
@@ -114,6 +114,7 @@ class ScoreStage(BaseStage):
                               controls=run.setup.controls)
         summary["validation"] = run.setup.validation
         summary["sample"] = run.sample.description if run.sample.sampled else None
+        self._scored_something(ctx, summary)
         if not summary.get("nothing_to_score"):  # with nothing to score no estimator was made: no id to record
             proxy = None
             if proxy_summary is not None:
@@ -134,6 +135,34 @@ class ScoreStage(BaseStage):
         if held:
             summary["held"] = held
         return summary
+
+
+    def _scored_something(self, ctx: StageContext, summary: Mapping[str, Any]) -> None:
+        """Raise :class:`StageFailure` when the sample has no stored score of the run's metrics with this estimator
+        (a rerun with nothing new has its earlier scores): a run that scores nothing is no board, and says why.  A
+        sample with nothing to score (no paper with enough reviews) fails only where the job asks for scores."""
+        from grebench.bench import MIN_REVIEWS
+        from grebench.scoring import RAW_PREPROCESSOR
+
+        run = ctx.resolved
+        if summary.get("nothing_to_score"):
+            if ctx.options.require_scores:
+                raise StageFailure("nothing to score: no candidate review of the sample's papers is stored (run "
+                                   f"`grebench bench` first; a paper needs {MIN_REVIEWS} official reviews for a human "
+                                   "baseline and its references)")
+            return
+        papers = run.paper_ids
+        found = ctx.store.scalar(
+            "SELECT count(*) FROM scores WHERE metric IN (SELECT unnest(?::VARCHAR[])) AND estimator = ? "
+            "AND preprocessor IN (?, ?)" + (" AND paper_id IN (SELECT unnest(?::VARCHAR[]))" if papers else ""),
+            [list(run.metrics), summary["estimator"], summary["preprocessor"], RAW_PREPROCESSOR]
+            + ([list(papers)] if papers else []))
+        if found:
+            return
+        why = "; ".join(f"{s['metric']}: {s['count']} {s['what']} skipped ({s['reason']})" for s in summary["skipped"])
+        hint = "" if not any(s["metric"] == "gem-s" for s in summary["skipped"]) else \
+            " (papers without abstracts get GEM: run with --metric gem)"
+        raise StageFailure(f"nothing scored with {', '.join(run.metrics)}: {why or 'no pair to score'}{hint}")
 
 
 class BoardsStage(BaseStage):
@@ -218,7 +247,14 @@ class ValidateStage(BaseStage):
             return None
         proxy = self._proxy(ctx)
         return f"{est}|{prep}|{','.join(metrics)}", validation_fingerprint(ctx.store, ctx.settings, est, prep, metrics,
-                                                                           proxy)
+                                                                           proxy, self._abstracts(ctx))
+
+    @staticmethod
+    def _abstracts(ctx: StageContext) -> bool:
+        """Whether any paper of the job's sample has an abstract (the report leaves out what needs one if none)."""
+        from grebench.pipeline._resolve import abstract_counts
+
+        return abstract_counts(ctx.store, ctx.resolved.sample)[1] > 0
 
     def _proxy(self, ctx: StageContext) -> str | None:
         """The estimator id of the fast proxy the report compares with (the job's: ``proxy_estimator`` resolved)."""
@@ -235,8 +271,9 @@ class ValidateStage(BaseStage):
         store_report(ctx.store, ctx.run_id, est, prep, rows)
         proxy = self._proxy(ctx)
         agreement = [a for m in metrics if (a := estimator_agreement(ctx.store, m, est, prep, proxy)) is not None]
+        abstracts = self._abstracts(ctx)
         return {"estimator": est, "preprocessor": prep, "metrics": metrics, "rows": rows, "agreement": agreement,
-                **untested(rows, llm_controls=bool(ctx.settings.bench.control_model))}
+                **untested(rows, llm_controls=bool(ctx.settings.bench.control_model), abstracts=abstracts)}
 
 
 class Untested(TypedDict):
@@ -247,19 +284,22 @@ class Untested(TypedDict):
     metrics_not_tested: list[str]
 
 
-def untested(rows: list[ValidationRow], llm_controls: bool = False) -> Untested:
+def untested(rows: list[ValidationRow], llm_controls: bool = False, abstracts: bool = True) -> Untested:
     """What a validation report did not test: the default controls (those written by ``control_model`` only with
     ``llm_controls``) and metrics without a row (a core run scores the core controls with GEM-S only), and whether
-    that makes it the core set or the full validation."""
+    that makes it the core set or the full validation.  ``abstracts`` False (no paper of the sample has one): the
+    controls and metrics that need an abstract could not be tested and are not counted as left out."""
     from grebench.bench import core_controls, default_controls
-    from grebench.scoring import default_metrics
+    from grebench.scoring import default_metrics, metric
 
     tested = {str(r["transformation"]).split(" (", 1)[0] for r in rows}
     metrics = {r["metric"] for r in rows}
-    missing = [c for c in default_controls(llm=llm_controls) if c not in tested]
-    core = bool(rows) and tested <= set(core_controls()) and bool(missing)
+    missing = [c for c in default_controls(llm=llm_controls, abstracts=abstracts) if c not in tested]
+    core = bool(rows) and tested <= set(core_controls()) | set(core_controls(abstracts=False)) and bool(missing)
     return {"validation": "core" if core else "full" if not missing else "partial",
-            "controls_not_tested": missing, "metrics_not_tested": [m for m in default_metrics() if m not in metrics]}
+            "controls_not_tested": missing,
+            "metrics_not_tested": [m for m in default_metrics() if m not in metrics
+                                   and (abstracts or not metric(m).needs_abstract)]}
 
 
 class PanelStage(BaseStage):
@@ -355,12 +395,22 @@ class SiteStage(BaseStage):
 
         return site_intact(self._out(ctx), summary) and (ctx.settings.export_path / "papers.parquet").is_file()
 
-    def run(self, ctx: StageContext) -> dict[str, Any]:
+    def run(self, ctx: StageContext) -> Mapping[str, Any]:
+        """Build the site and the export; publish the boards as a version unless an earlier stage of this run
+        failed (a failed run publishes no version: its boards may be stale or half made).  The export is written
+        before the version is committed and put in place with the site, so a failure at any point (a full disk)
+        leaves the previous site, export and versions as they were."""
         from grebench.site import build_site
 
-        summary = build_site(ctx.store, ctx.settings, self._out(ctx))
+        failed = sorted({f["stage"] for f in ctx.store.run_failures(ctx.run_id)})
+        staged: list[Callable[[], dict[str, Path]]] = []
+        summary = build_site(ctx.store, ctx.settings, self._out(ctx), publish=not failed,
+                             before_swap=lambda: staged.append(ctx.store.stage_parquet(ctx.settings.export_path)))
         summary["out"] = str(self._out(ctx).resolve())
-        summary["exported_tables"] = len(ctx.store.export_parquet(ctx.settings.export_path))
+        summary["exported_tables"] = len(staged[0]())
+        if failed:
+            summary["not_published"] = f"no new board version: this run failed at [{'], ['.join(failed)}]"
+            summary["complete"] = False  # the next run builds and publishes again, even with nothing changed
         return summary
 
 

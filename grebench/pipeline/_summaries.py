@@ -264,6 +264,7 @@ class SiteSummary(StageSummary):
     version: str | None = None  # the board version the site shows (new when the boards changed)
     versions: int = 0
     published: Published | None = None  # ``grebench site build`` from the last published state (no stage)
+    not_published: str | None = None  # why no new board version: an earlier stage of the run failed
 
 
 StageName = Literal["ingest", "bench", "score", "boards", "validate", "panel", "site"]

@@ -8,7 +8,16 @@ Public API (importing it imports neither APScheduler nor any stage's heavy depen
 """
 
 from grebench.scheduler._replay import DAY_JOBS, ReplayedDay, history, replay, replay_days
-from grebench.scheduler._service import JOB_KINDS, JobOutcome, JobState, SchedulerService
+from grebench.scheduler._service import (
+    CHECK_JOB,
+    JOB_KINDS,
+    JobOutcome,
+    JobState,
+    JobStatus,
+    SchedulerService,
+    ServiceStatus,
+    stored_status,
+)
 
-__all__ = ["DAY_JOBS", "JOB_KINDS", "JobOutcome", "JobState", "ReplayedDay", "SchedulerService", "history", "replay",
-           "replay_days"]
+__all__ = ["CHECK_JOB", "DAY_JOBS", "JOB_KINDS", "JobOutcome", "JobState", "JobStatus", "ReplayedDay",
+           "SchedulerService", "ServiceStatus", "history", "replay", "replay_days", "stored_status"]

@@ -17,21 +17,41 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
+import time
 import weakref
 from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
-from typing import Any, NotRequired, Sequence, TypedDict
+from typing import IO, Any, NotRequired, Sequence, TypedDict, cast
 
-from grebench import stop
+from grebench import metrics, stop
 from grebench.endpoints import KeyVault
 from grebench.pipeline import JOBS, SCHEDULED, JobObserver, SetupError, run_job
 from grebench.progress import PlainProgress
-from grebench.settings import Settings
-from grebench.store import RunFailure, SimulatedClock, Store, WallClock, open_store, use_clock, utcnow
+from grebench.settings import ServiceSettings, Settings
+from grebench.store import (
+    CheckReport,
+    RunFailure,
+    SimulatedClock,
+    Store,
+    StoreDamaged,
+    WallClock,
+    backup_store,
+    check_connection,
+    note_damage,
+    open_store,
+    use_clock,
+    utcnow,
+)
 from grebench.submissions import SubmissionQueue, queue_path
 
 log = logging.getLogger(__name__)
+#: The jobs' progress lines go through logging in the service: timestamped (and JSON, with log_format = json) like
+#: every other line an operator reads
+PROGRESS_LOG = logging.getLogger("grebench.progress")
+#: The job id of the store's check (and backup) in the ``jobs`` table and APScheduler: not a pipeline job
+CHECK_JOB = "check"
 JOB_KINDS = SCHEDULED  # also the start order when several are due: queue, poll, generate, score, site, snapshot
 
 
@@ -70,13 +90,121 @@ def _failure_text(failures: Sequence[RunFailure], summary: dict[str, Any]) -> st
     return str(error) if error else None
 
 
+class LogLines:
+    """A text stream whose every line is a log record (INFO) of ``logger``: a progress display writes to it."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self.logger = logger
+
+    def write(self, text: str) -> int:
+        """Log each non-empty line."""
+        for line in text.splitlines():
+            if line.strip():
+                self.logger.info("%s", line)
+        return len(text)
+
+    def flush(self) -> None:
+        """Nothing is buffered."""
+
+    def isatty(self) -> bool:
+        """Never a terminal."""
+        return False
+
+
+class PublishedVersion(TypedDict):
+    """The last board version: its id and when it was published (naive UTC)."""
+
+    version: str
+    published_at: datetime
+
+
+class JobStatus(JobState):
+    """A job's row with when it is next due (naive UTC; None: not scheduled in this service)."""
+
+    next_due: datetime | None
+
+
+class ServiceStatus(TypedDict):
+    """What :meth:`SchedulerService.status` says (``board``: the last board version's id and time, or None)."""
+
+    pid: int
+    written_at: datetime
+    jobs: list[JobStatus]
+    board: PublishedVersion | None
+
+
+def _iso(value: Any) -> str:
+    """JSON for the status file: times as ISO-8601 UTC."""
+    if isinstance(value, datetime):
+        return value.isoformat() + ("Z" if value.tzinfo is None else "")
+    return str(value)
+
+
+def job_interval(service: ServiceSettings, kind: str) -> timedelta:
+    """How often a job runs (from its ``*_interval_min`` setting; the check from ``check_interval_min``)."""
+    setting = "check_interval_min" if kind == CHECK_JOB else str(JOBS[kind].interval)
+    minutes = float(getattr(service, setting))
+    if minutes <= 0:
+        raise ValueError(f"{setting} must be positive, got {minutes}")
+    return timedelta(minutes=minutes)
+
+
+def due_times(service: ServiceSettings, rows: Sequence[JobState], kinds: Sequence[str],
+              now: datetime | None = None) -> dict[str, datetime]:
+    """When each of ``kinds`` is next due (naive UTC) by its row of the ``jobs`` table: at once if it never
+    finished or was interrupted, else its interval after its last finish."""
+    now = now or utcnow()
+    by_id = {r["job_id"]: r for r in rows}
+    out = {}
+    for i, kind in enumerate(kinds):
+        row = by_id.get(kind)
+        due = now + timedelta(milliseconds=10 * i)  # same-moment jobs start in JOB_KINDS order
+        if row is not None and row["status"] in ("ok", "failed") and \
+                (finished := row["last_finished_at"]) is not None:
+            due = max(due, finished + job_interval(service, kind))
+        out[kind] = due
+    return out
+
+
+def stored_status(store: Store, service: ServiceSettings) -> ServiceStatus:
+    """:meth:`SchedulerService.status` read from a store no service holds (read-only: nothing is written); next due
+    times from the intervals, as a service started now would schedule them."""
+    cur = store.con.cursor()
+    try:
+        res = cur.execute("SELECT job_id, status, last_started_at, last_finished_at, runs, last_error FROM jobs "
+                          "ORDER BY job_id")
+        rows: list[JobState] = [{"job_id": j, "status": st, "last_started_at": a, "last_finished_at": b, "runs": n,
+                                 "last_error": e} for j, st, a, b, n, e in res.fetchall()]
+    finally:
+        cur.close()
+    kinds = [*JOB_KINDS, CHECK_JOB]
+    known = {r["job_id"] for r in rows}
+    rows += [{"job_id": k, "status": "never", "last_started_at": None, "last_finished_at": None, "runs": 0,
+              "last_error": None} for k in kinds if k not in known]
+    due = due_times(service, rows, kinds)
+    jobs: list[JobStatus] = [{**r, "next_due": due.get(r["job_id"])} for r in sorted(rows, key=lambda r: r["job_id"])]
+    return {"pid": 0, "written_at": utcnow(), "jobs": jobs, "board": _last_version(store)}
+
+
+def _last_version(store: Store) -> PublishedVersion | None:
+    """The last board version's id and time (read through a cursor of its own)."""
+    cur = store.con.cursor()
+    try:
+        found = cur.execute("SELECT version_id, published_at FROM board_versions "
+                            "ORDER BY published_at DESC, version_id DESC LIMIT 1").fetchone()
+    finally:
+        cur.close()
+    return None if found is None else {"version": str(found[0]), "published_at": found[1]}
+
+
 class SchedulerService:
     """The jobs, their state in the store, and the APScheduler that runs them (the store is opened here unless one
     is handed in; ``close_store``: :meth:`close` closes a handed-in store too)."""
 
     def __init__(self, settings: Settings, store: Store | None = None, *, vault: KeyVault | None = None,
                  queue: SubmissionQueue | None = None, kinds: Sequence[str] = JOB_KINDS, resolver: Any = None,
-                 clock: WallClock | SimulatedClock | None = None, close_store: bool = False) -> None:
+                 clock: WallClock | SimulatedClock | None = None, close_store: bool = False,
+                 checks: bool = False) -> None:
         unknown = [k for k in kinds if k not in JOB_KINDS]
         if unknown:
             raise ValueError(f"unknown job(s) {unknown}: choose from {', '.join(JOB_KINDS)}")
@@ -86,6 +214,7 @@ class SchedulerService:
         self.vault = vault or KeyVault()
         self.queue = queue or SubmissionQueue(queue_path(settings))
         self.kinds = list(kinds)
+        self.checks = checks  # the store's check and backup (:meth:`check_store`) at start and on its interval
         self.clock = clock  # None: the installed clock (the wall clock; a replay passes its simulated one)
         # what only the service has, for the stages that need it; resolver: name resolution of submitted hosts
         # (None = the system resolver; tests pass a table)
@@ -119,7 +248,7 @@ class SchedulerService:
     def _recover(self) -> list[str]:
         """Jobs the previous process died in: marked interrupted, like their runs rows (any writer marks those)."""
         with self.store.transaction() as con:
-            for kind in JOB_KINDS:
+            for kind in (*JOB_KINDS, CHECK_JOB) if self.checks else JOB_KINDS:
                 con.execute("INSERT INTO jobs (job_id, kind, status, runs) VALUES (?, ?, 'never', 0) "
                             "ON CONFLICT DO NOTHING", [kind, kind])
             died = [r[0] for r in con.execute("SELECT job_id FROM jobs WHERE status = 'running'").fetchall()]
@@ -143,27 +272,43 @@ class SchedulerService:
         finally:
             cur.close()
 
+    def status(self) -> ServiceStatus:
+        """What ``grebench status`` shows: every job's row with when it is next due (APScheduler's own time while the
+        service runs; else from the intervals), and the last board version."""
+        due: dict[str, datetime] = {}
+        if self.scheduler is not None and self.scheduler.running:
+            for job in self.scheduler.get_jobs():
+                if job.next_run_time is not None:
+                    due[job.id] = job.next_run_time.astimezone(UTC).replace(tzinfo=None)
+        else:
+            due = self.next_runs()
+        jobs: list[JobStatus] = [{**row, "next_due": due.get(row["job_id"])} for row in self.states()
+                                 if row["job_id"] in due or row["status"] != "never"]
+        try:
+            board = _last_version(self.store)
+        except Exception:  # a store that cannot be read: no board to age
+            board = None
+        return {"pid": os.getpid(), "written_at": utcnow(), "jobs": jobs, "board": board}
+
+    def write_status(self) -> None:
+        """Write :meth:`status` to ``DATA_DIR/service-status.json`` (by a rename: a reader never sees half of it);
+        ``grebench status`` reads it while the service holds the store.  Never raises."""
+        path = self.settings.service_status_path
+        try:
+            text = json.dumps(self.status(), default=_iso, indent=1)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(path)
+        except Exception as exc:  # the jobs go on; the status file is only a window on them
+            log.warning("could not write %s: %s", path, exc)
+
     def interval(self, kind: str) -> timedelta:
         """How often a job runs (from its ``*_interval_min`` setting)."""
-        setting = str(JOBS[kind].interval)
-        minutes = float(self.settings.value(setting))
-        if minutes <= 0:
-            raise ValueError(f"{setting} must be positive, got {minutes}")
-        return timedelta(minutes=minutes)
+        return job_interval(self.settings.service, kind)
 
     def next_runs(self, now: datetime | None = None) -> dict[str, datetime]:
         """When each job is next due (naive UTC): at once if it never finished or was interrupted."""
-        now = now or utcnow()
-        rows = {r["job_id"]: r for r in self.states()}
-        out = {}
-        for i, kind in enumerate(self.kinds):
-            row = rows.get(kind)
-            due = now + timedelta(milliseconds=10 * i)  # same-moment jobs start in JOB_KINDS order
-            if row is not None and row["status"] in ("ok", "failed") and \
-                    (finished := row["last_finished_at"]) is not None:
-                due = max(due, finished + self.interval(kind))
-            out[kind] = due
-        return out
+        return due_times(self.settings.service, self.states(), self.kinds, now)
 
     # -- running -----------------------------------------------------------
     def run_job(self, kind: str) -> JobOutcome:
@@ -191,6 +336,8 @@ class SchedulerService:
                 log.info("job %s not started (%s)", kind, stop.reason_text())
                 return {"job": kind, "run_id": None, "status": "not started", "run_status": None, "summary": {},
                         "failures": []}
+            began = time.monotonic()
+            log.info("job %s started", kind, extra={"job": kind, "event": "job started"})
             store = self.store
             started: list[str] = []
 
@@ -206,7 +353,8 @@ class SchedulerService:
             error, run_status, summary, run_id, failures = None, "failed", {}, None, []
             try:
                 done = run_job(self.settings, kind, open_store=lambda: nullcontext(store), command=f"scheduler:{kind}",
-                               progress=PlainProgress(), services=self.services, observer=MarkRunning())
+                               progress=PlainProgress(cast(IO[str], LogLines(PROGRESS_LOG))), services=self.services,
+                               observer=MarkRunning())
                 summary, run_status, run_id, failures = done.summary(), done.status, done.run_id, done.failures
                 status = run_status  # the job's outcome is its run's: a poll whose venue could not be read failed
                 error = _failure_text(failures, summary) if status == "failed" else None
@@ -227,19 +375,79 @@ class SchedulerService:
                 "last_summary_json = ? WHERE job_id = ?",
                 [status, utcnow(), error, json.dumps(summary, default=str)[:100_000], kind])
             store.checkpoint()
-            # the operator's one line per job, with its real outcome (APScheduler's own lines are kept out of stderr)
+            # the operator's one line per job, with its real outcome and duration (APScheduler's own lines are kept
+            # out of stderr); JSON logs carry them as fields too
+            seconds = time.monotonic() - began
+            fields = {"job": kind, "event": "job ended", "outcome": status, "duration_s": round(seconds, 3),
+                      "run_id": run_id}
             if status == "ok":
-                log.info("job %s finished (ok)", kind)
+                log.info("job %s finished (ok) in %.1f s", kind, seconds, extra=fields)
             elif status == "failed":
-                log.warning("job %s finished (failed: %s)", kind, error)
+                log.warning("job %s finished (failed: %s) in %.1f s", kind, error, seconds, extra=fields)
             else:
-                log.warning("job %s interrupted (%s)", kind, error)
+                log.warning("job %s interrupted (%s) in %.1f s", kind, error, seconds, extra=fields)
+            metrics.job_finished(kind, status, seconds, time.time())
+            self.write_status()
             return {"job": kind, "run_id": run_id, "status": status, "run_status": run_status, "error": error,
                     "summary": summary, "failures": failures}
 
     def run_all_once(self) -> list[JobOutcome]:
         """Every job once, in order (``grebench serve --once``: a cron-style cycle); after a stop none starts."""
         return [self.run_job(kind) for kind in self.kinds if not stop.stopping()]
+
+    def check_store(self) -> CheckReport:
+        """Check the store (:func:`grebench.store.check_connection`: every table read whole, rows against the last
+        board version, the snapshots), then, when it passed, keep a backup copy of the file (``backup_keep`` of them
+        in ``DATA_DIR/backups``): taken after a checkpoint in the one worker, so no job writes meanwhile, and read
+        whole from disk before it counts (so the file on disk is checked too, not only the blocks in memory).
+        Recorded as the ``check`` job; never raises (a damaged store is noted beside the file, logged with the
+        remedy, and every later command refuses it)."""
+        with self._lock:
+            began = time.monotonic()
+            log.info("job %s started", CHECK_JOB, extra={"job": CHECK_JOB, "event": "job started"})
+            self.store.con.execute("UPDATE jobs SET status = 'running', last_started_at = ? WHERE job_id = ?",
+                                   [utcnow(), CHECK_JOB])
+            path = self.store.path
+            backup = None
+            try:
+                report = check_connection(self.store.con, path or ":memory:")
+                if report.ok and path is not None and self.settings.service.backup_keep > 0:
+                    try:
+                        backup = backup_store(self.store.con, path, self.settings.backups_path,
+                                              self.settings.service.backup_keep)
+                    except StoreDamaged as exc:  # the file on disk is not what the blocks in memory say
+                        report.ok, report.damaged = False, True
+                        report.problems.append(f"the file on disk: {exc.reason}")
+                    except OSError as exc:  # no room for a backup: said, and the check itself stands
+                        report.problems.append(f"backup not written: {exc}")
+            except stop.Interrupted as exc:  # a stop: between two tables, or a backup left unmade
+                report = CheckReport(str(path), ok=False, problems=[f"interrupted ({exc})"])
+            if report.damaged and path is not None:
+                note_damage(path, "; ".join(report.problems)[:500])
+            status = "interrupted" if stop.stopping() and not report.ok else "ok" if report.ok else "failed"
+            error = None if not report.problems else "; ".join(report.problems)[:2000]
+            summary = {**report.as_json(), "backup": None if backup is None else str(backup)}
+            try:
+                self.store.con.execute(
+                    "UPDATE jobs SET status = ?, last_finished_at = ?, last_error = ?, runs = runs + 1, "
+                    "last_summary_json = ? WHERE job_id = ?",
+                    [status, utcnow(), error, json.dumps(summary, default=str)[:100_000], CHECK_JOB])
+            except Exception as exc:  # a damaged store may refuse the write: the log line and the note say it
+                log.error("the check's outcome could not be recorded in the store: %s", exc)
+            seconds = time.monotonic() - began
+            fields = {"job": CHECK_JOB, "event": "job ended", "outcome": status, "duration_s": round(seconds, 3)}
+            if report.ok:
+                log.info("job %s finished (ok%s) in %.1f s", CHECK_JOB, f", backup {backup}" if backup else "",
+                         seconds, extra=fields)
+            elif status == "interrupted":
+                log.warning("job %s interrupted (%s) in %.1f s", CHECK_JOB, stop.reason_text(), seconds, extra=fields)
+            else:
+                log.error("job %s finished (failed: %s) in %.1f s", CHECK_JOB, error, seconds, extra=fields)
+            metrics.job_finished(CHECK_JOB, status, seconds, time.time())
+            if status != "interrupted":
+                metrics.store_checked(report.ok)
+            self.write_status()
+            return report
 
     def wait_idle(self, timeout_s: float) -> bool:
         """Wait until no job runs (at most ``timeout_s``); whether none does."""
@@ -262,7 +470,13 @@ class SchedulerService:
             self.scheduler.add_job(self.run_job, "interval", args=[kind], id=kind, name=f"grebench {kind}",
                                    seconds=self.interval(kind).total_seconds(), replace_existing=True,
                                    next_run_time=due.replace(tzinfo=UTC))
+        if self.checks:  # the first check ran before the service started (``grebench serve``)
+            every = timedelta(minutes=float(self.settings.service.check_interval_min))
+            self.scheduler.add_job(self.check_store, "interval", id=CHECK_JOB, name="grebench check",
+                                   seconds=every.total_seconds(), replace_existing=True,
+                                   next_run_time=datetime.now(UTC) + every)
         self.scheduler.start()
+        self.write_status()
         log.info("scheduler started: %s", ", ".join(f"{k} every {self.interval(k)}" for k in self.kinds))
 
     def shutdown(self, wait: bool = True) -> None:

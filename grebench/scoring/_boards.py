@@ -309,6 +309,9 @@ def control_set(board: Mapping[str, Any]) -> str:
     if set(names) <= set(core_controls()):
         return (f"the core controls ({len(names)}: {', '.join(names)}); `grebench run --validation full` adds the "
                 "others and GEM")
+    if set(names) <= set(core_controls(abstracts=False)):  # GEM's, for papers without abstracts
+        return (f"the core controls of papers without abstracts ({len(names)}: {', '.join(names)}); "
+                "`grebench run --validation full` adds the others")
     return f"{len(names)} controls (the full validation)"
 
 

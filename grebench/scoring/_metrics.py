@@ -51,6 +51,9 @@ class Metric:
     raw: bool = False
     default: bool = False
     headline: bool = False
+    #: conditions on the paper's abstract: a paper without one gets no score of it (a run whose papers have none
+    #: scores GEM instead, unless metrics are named: :func:`grebench.pipeline.resolve_run`)
+    needs_abstract: bool = False
 
 
 #: Every metric (built-in ones first, then plugins').
@@ -86,9 +89,9 @@ def _assw(inputs: SynopsisInputs) -> dict[str, str | None] | None:
 
 for _metric in (
     Metric("gem", "GEM", "nothing", _nothing, default=True),
-    Metric("gem-s", "GEM-S (abstract)", "the abstract", _abstract, default=True, headline=True),
+    Metric("gem-s", "GEM-S (abstract)", "the abstract", _abstract, default=True, headline=True, needs_abstract=True),
     Metric("gem-s-assw", "GEM-S (claimed strengths & weaknesses)", "an LLM summary of the strengths and weaknesses "
-           "the paper claims", _assw),
+           "the paper claims", _assw, needs_abstract=True),
     Metric("gem-raw", "GEM (raw review text)", "nothing; raw review text, not judgment lines", _nothing, raw=True),
 ):
     METRICS.add(_metric.name, _metric, summary=_metric.label)
@@ -107,6 +110,12 @@ def default_metrics() -> tuple[str, ...]:
 def headline_metric() -> str:
     """The metric boards and the CLI lead with."""
     return next(e.name for e in METRICS if e.obj.headline)
+
+
+def abstract_free_metric() -> str:
+    """The metric a run scores instead of those that need an abstract when its papers have none: the first default
+    metric that scores judgment lines and conditions on no abstract (GEM, the GEM authors' setting)."""
+    return next(e.name for e in METRICS if e.obj.default and not e.obj.raw and not e.obj.needs_abstract)
 
 
 def metric_preprocessor(name: str, preprocessor: str) -> str:

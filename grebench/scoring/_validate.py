@@ -275,10 +275,11 @@ VALIDATION_INPUTS = StageInputs(("seed", "bootstrap_samples", "control_model", "
 
 
 def validation_fingerprint(store: Store, settings: Settings, estimator_id: str, preprocessor_id: str,
-                           metrics: list[str], proxy_id: str | None = None) -> str:
+                           metrics: list[str], proxy_id: str | None = None, abstracts: bool = True) -> str:
     """What the report of one setup depends on: that setup's scores, the fast proxy's beside them (``proxy_id``: its
     estimator id, None when the job has none scored), the candidates, the declared settings
-    (:data:`VALIDATION_INPUTS`), the controls and the code."""
+    (:data:`VALIDATION_INPUTS`), the controls, whether the job's papers have abstracts (``abstracts``: the report
+    leaves out what needs one) and the code."""
     queries = {
         "scores": ("""SELECT count(*), bit_xor(hash(metric, candidate, paper_id, reference_review_id, generation_id,
                       pmi)) FROM scores WHERE estimator = ? AND preprocessor IN (?, 'none')""",
@@ -288,5 +289,5 @@ def validation_fingerprint(store: Store, settings: Settings, estimator_id: str, 
         queries["proxy_scores"] = (queries["scores"][0], [proxy_id, preprocessor_id])
     return fingerprint(store, queries=queries,
                        values=[settings.inputs(VALIDATION_INPUTS, {"proxy_estimator": proxy_id}), sorted(metrics),
-                               CONTROLS.names()],
+                               CONTROLS.names(), abstracts],
                        code=code_files(Path(__file__)))

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from grebench import metrics
 from grebench._offline import apply_offline_defaults
 from grebench.endpoints import KeyVault, Resolver
 from grebench.scoring import (
@@ -46,6 +47,7 @@ from grebench.site._connections import guarded_uvicorn
 from grebench.site._data import SnapshotListing
 from grebench.site._labels import Labels, human_size
 from grebench.site._limits import request_limits
+from grebench.site._ops import latest_board, ops_endpoints
 from grebench.site._reader import (
     ReaderCache,
     StampCache,
@@ -107,7 +109,9 @@ def launch_kwargs(settings: Settings) -> dict[str, Any]:
             "enable_monitoring": False, "mcp_server": False, "pwa": False, "ssr_mode": False, "theme": theme,
             "footer_links": ["api"], "max_file_size": UPLOAD_MAX_BYTES,
             "state_session_capacity": settings.app.app_session_capacity,
-            "app_kwargs": {"middleware": [request_limits(settings.app)]}}
+            "app_kwargs": {"middleware": [ops_endpoints(settings.db_path, settings.service_status_path,
+                                                        lambda: reader(settings).snapshot().con),
+                                          request_limits(settings.app)]}}
 
 
 def _fmt(value: Any) -> Any:
@@ -493,6 +497,14 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
         load_board()
         load_rest()
 
+    def queue_length() -> float:
+        return float(queue.waiting())
+
+    def board_age() -> float | None:
+        board = latest_board(reader(settings).snapshot().con)
+        return None if board is None else float(board["age_s"])
+
+    metrics.observe(queue_length, board_age)  # read at each scrape of /metrics
     demo.grebench_warm_up = warm_up  # called by launch()
     demo.grebench_downloads = published  # closed by close_app()
     # per-session state (the component values Gradio keeps for every visitor) is bounded: the oldest sessions go

@@ -1,21 +1,26 @@
 """The static site: Jinja2 pages (autoescaped: reviews may hold hostile HTML), SVG plots and leaderboard.json.
 
 Every link is relative, so the site works from ``file://`` and any static host; nothing is loaded from outside.
-The site is built into a temporary sibling directory and swapped in, so a reader never sees half a site.
+The site is built into a temporary sibling directory and swapped in, so a reader never sees half a site.  The build
+checks the stop token (:mod:`grebench.stop`) between pages: a stop ends it within one page, the temporary folder is
+removed, the published site is left as it was, and a board version recorded by this build is withdrawn.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import shutil
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+import duckdb
 import jinja2
 
+from grebench import stop
 from grebench.scoring import (
     ATTRIBUTION_THRESHOLD,
     CONTAMINATED_NOTE,
@@ -36,7 +41,7 @@ from grebench.site._data import SnapshotListing
 from grebench.site._labels import Labels, board_id, board_key_label, human_size
 from grebench.site._plots import history_alt, history_svg
 from grebench.site._timeline import board_histories
-from grebench.store import ARCHIVE_FORMAT, Provenance, Store, code_files, fingerprint, utcnow
+from grebench.store import ARCHIVE_FORMAT, Provenance, Store, code_files, fingerprint, naming_path, utcnow
 
 SCHEMA_VERSION = 1
 #: Fields of one row in leaderboard.json, in order (a stable contract: docs/site.md).
@@ -44,6 +49,7 @@ ROW_FIELDS = ("rank", "status", "candidate", "kind", "score", "ci90_low", "ci90_
               "rank_low", "rank_high", "papers", "pairs", "clean_papers", "sealed_share", "diff_vs_human", "p_vs_human",
               "cost_usd", "latency_s", "vouched", "complete", "due_papers", "missing_papers")
 _HERE = Path(__file__).parent
+log = logging.getLogger(__name__)
 
 
 def _num(value: Any, digits: int = 2) -> str:
@@ -154,6 +160,7 @@ class _Writer:
         self.out, self.env, self.built_at, self.pages = out, env, built_at, 0
 
     def page(self, rel: str, template: str, **context: Any) -> None:
+        stop.check()  # a page is the site's request boundary: a stop ends the build within one page
         depth = rel.count("/")
         html = self.env.get_template(template).render(root="../" * depth, built_at=self.built_at, **context)
         target = self.out / rel
@@ -206,7 +213,7 @@ def site_fingerprint(store: Store, settings: Settings) -> str:
 
 
 def build_site(store: Store, settings: Settings, out_dir: Path | None = None, *,
-               publish: bool = True) -> dict[str, Any]:
+               publish: bool = True, before_swap: Callable[[], object] | None = None) -> dict[str, Any]:
     """Render the whole site from the store into ``out_dir`` (default ``settings.site_path``); return a summary.
 
     The site shows only what earlier stages stored (boards, validation reports, panel results); it computes no
@@ -215,9 +222,32 @@ def build_site(store: Store, settings: Settings, out_dir: Path | None = None, *,
     store) the latest stored version is shown.  Every version gets its page under ``versions/``.  Built into a
     temporary sibling directory and swapped in.  Skipping an unchanged rebuild is the pipeline's job
     (:class:`grebench.pipeline.SiteStage` compares :func:`site_fingerprint`).
+
+    A build is whole or nothing: the version it publishes is committed only once every page is written and
+    ``before_swap`` (the export the app reads: :class:`grebench.pipeline.SiteStage`) has run, just before the new
+    folder is swapped in; a failure (a full disk) rolls the version back and removes the half-built folder.
     """
     out = Path(out_dir) if out_dir is not None else settings.site_path
-    return _build(store, settings, out, publish)
+    if not publish:
+        return _build(store, settings, out, publish, before_swap)
+
+    def commit() -> None:
+        if before_swap is not None:
+            before_swap()
+        store.con.execute("COMMIT")
+        committed.append(True)
+
+    committed: list[bool] = []
+    store.con.execute("BEGIN TRANSACTION")
+    try:
+        return _build(store, settings, out, publish, commit)
+    except BaseException:
+        if not committed:
+            try:
+                store.con.execute("ROLLBACK")
+            except duckdb.Error:  # a connection a full disk invalidated has nothing to roll back
+                pass
+        raise
 
 
 def site_intact(out: Path, summary: dict[str, Any]) -> bool:
@@ -230,16 +260,49 @@ def _sha256(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
-def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[str, Any]:
+def _build(store: Store, settings: Settings, out: Path, publish: bool,
+           before_swap: Callable[[], object] | None = None) -> dict[str, Any]:
     tmp = out.with_name(out.name + ".building")
     if tmp.exists():
         shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
+    try:
+        with naming_path(tmp):  # a page's write error names no file: say the folder
+            tmp.mkdir(parents=True)
+            snapshots = publish_snapshots(settings.snapshots_path, tmp / "snapshots", settings.snapshot_archives_path,
+                                          settings.service.snapshot_archive_max_mb * 2**20)
+            summary = _render(store, snapshots, colophon(settings.site), out, tmp, publish)
+        if before_swap is not None:
+            before_swap()
+        _swap(tmp, out)
+    except BaseException:  # a failed build leaves nothing behind (the folder held 2.5 MB at its failure)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return summary
+
+
+def _swap(tmp: Path, out: Path) -> None:
+    """Put the built folder in place of ``out`` (renames only); a failure puts the previous site back."""
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.rename(out)
+        return
+    old = out.with_name(out.name + ".old")
+    if old.exists():
+        shutil.rmtree(old)
+    out.rename(old)
+    try:
+        tmp.rename(out)
+    except BaseException:
+        old.rename(out)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _render(store: Store, snapshots: list[SnapshotListing], foot: Colophon, out: Path, tmp: Path,
+            publish: bool) -> dict[str, object]:
     now = utcnow().replace(microsecond=0)
-    env = environment(Labels.load(store), colophon(settings.site))
+    env = environment(Labels.load(store), foot)
     writer = _Writer(tmp, env, now.isoformat() + "Z")
-    snapshots = publish_snapshots(settings.snapshots_path, tmp / "snapshots", settings.snapshot_archives_path,
-                                  settings.service.snapshot_archive_max_mb * 2**20)
     shutil.copytree(_HERE / "static", tmp / "static")
 
     labels = Labels.load(store)
@@ -281,16 +344,6 @@ def _build(store: Store, settings: Settings, out: Path, publish: bool) -> dict[s
                 changes=_data.changelog(store), json_bytes=len(blob), json_sha256=hashlib.sha256(blob).hexdigest(),
                 schema_version=SCHEMA_VERSION, versions=listed)
 
-    if out.exists():
-        old = out.with_name(out.name + ".old")
-        if old.exists():
-            shutil.rmtree(old)
-        out.rename(old)
-        tmp.rename(out)
-        shutil.rmtree(old)
-    else:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp.rename(out)
     return {"out": str(out), "pages": writer.pages, "boards": len(boards), "models": len(names),
             "papers": len(papers), "leaderboard_json_sha256": hashlib.sha256(blob).hexdigest(),
             "version": None if latest is None else latest["version_id"], "versions": len(listed)}
@@ -302,6 +355,7 @@ def _write_histories(store: Store, boards: list[dict[str, Any]], target: Path) -
     histories = board_histories(store)
     done = {}
     for b in boards:
+        stop.check()
         if b["board_id"] in histories:
             rows = histories[b["board_id"]]
             (target / f"{b['slug']}-history.svg").write_text(history_svg(rows), encoding="utf-8")
@@ -314,6 +368,7 @@ def _write_versions(store: Store, target: Path) -> list[_versions.VersionListing
     the versions newest first."""
     listed = _versions.versions(store)
     for v in listed:
+        stop.check()
         text = _versions.version(store, v["version_id"])
         assert text is not None
         folder = target / v["version_id"]

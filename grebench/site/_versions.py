@@ -151,6 +151,12 @@ def publish_version(store: Store, leaderboard: dict[str, Any], published_at: dat
     latest = version(store, own=True)
     if not leaderboard["boards"] or (latest is not None and latest["content_sha256"] == digest):
         return latest
+    # the same boards as the latest version of any origin (one a snapshot brought, this store's own included): no
+    # new version either; a second build once published a copy of it, whose changes read "the first published
+    # version" (issue 64)
+    newest = version(store)
+    if newest is not None and newest["content_sha256"] == digest:
+        return newest
     if latest is not None and published_at <= latest["published_at"]:  # a clock stepped back: keep the order
         published_at = latest["published_at"] + timedelta(microseconds=1)
     vid = version_id(published_at, digest)
@@ -176,6 +182,21 @@ def publish_version(store: Store, leaderboard: dict[str, Any], published_at: dat
     found = version(store, vid)
     assert found is not None
     return found
+
+
+def withdraw_since(store: Store, before: BoardVersion | None) -> int:
+    """Delete the versions this store published after ``before`` (None: all of its own), how many: a build that
+    recorded a version and then stopped or failed never put it on the site, so no one has seen it (the writer
+    lock rules out anyone else publishing meanwhile)."""
+    if not has_versions(store):
+        return 0
+    mine = " AND origin = 'site'" if _origin_column(store) else ""
+    after = [] if before is None else [before["published_at"]]
+    where = ("published_at > ?" if before is not None else "TRUE") + mine
+    count = int(store.scalar(f"SELECT count(*) FROM board_versions WHERE {where}", after) or 0)
+    if count:
+        store.con.execute(f"DELETE FROM board_versions WHERE {where}", after)
+    return count
 
 
 def version_boards(ver: BoardVersion) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ import re
 import secrets
 import shutil
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +18,8 @@ from typing import Any, Iterator, Sequence, TypedDict, cast
 import duckdb
 
 from grebench import stop
+from grebench.store._failures import naming_path, removed_on_failure
+from grebench.store._integrity import StoreDamaged, damage_reason, is_damage, note_damage, noted_damage
 from grebench.store._migrate import migrate
 from grebench.store._records import PaperRecord, PdfExtraction, utcnow
 
@@ -73,7 +75,8 @@ def write_parquet(result: duckdb.DuckDBPyConnection, target: Path) -> int:
     import pyarrow.parquet as pq
 
     table = result.to_arrow_table()
-    pq.write_table(table, target)
+    with naming_path(target):  # pyarrow's file errors name no file
+        pq.write_table(table, target)
     return int(table.num_rows)
 
 
@@ -398,24 +401,40 @@ class Store:
 
     def export_parquet(self, out_dir: Path) -> dict[str, Path]:
         """Write every table as Parquet (how readers get data without touching the live file)."""
+        return self.stage_parquet(out_dir)()
+
+    def stage_parquet(self, out_dir: Path) -> Callable[[], dict[str, Path]]:
+        """The first half of :meth:`export_parquet`: every table written beside its file (``.parquet.tmp``); the
+        function returned puts them all in place (renames: no space needed) and returns them.  A table that cannot
+        be written (a full disk) removes what was staged and leaves the previous export whole."""
         out_dir.mkdir(parents=True, exist_ok=True)
-        written = {}
-        for table in self.counts():
-            target = out_dir / f"{table}.parquet"
-            tmp = target.with_suffix(".parquet.tmp")
-            sql, params = public_select(self, table)
-            write_parquet(self.con.execute(sql, params), tmp)
-            tmp.replace(target)
-            written[table] = target
-        return written
+        staged: dict[str, tuple[Path, Path]] = {}
+        try:
+            for table in self.counts():
+                target = out_dir / f"{table}.parquet"
+                tmp = target.with_suffix(".parquet.tmp")
+                staged[table] = (tmp, target)
+                sql, params = public_select(self, table)
+                write_parquet(self.con.execute(sql, params), tmp)
+        except BaseException:
+            for tmp, _ in staged.values():
+                tmp.unlink(missing_ok=True)
+            raise
+
+        def put_in_place() -> dict[str, Path]:
+            for tmp, target in staged.values():
+                tmp.replace(target)
+            return {table: target for table, (_, target) in staged.items()}
+
+        return put_in_place
 
     def copy_to(self, target: Path) -> Path:
         """A consistent read-only copy of the database file for readers."""
         if self.path is None:
             raise ValueError("an in-memory store has no file to copy")
         self.con.execute("CHECKPOINT")
-        tmp = target.with_suffix(".tmp")
-        shutil.copy2(self.path, tmp)
+        with removed_on_failure(target.with_suffix(".tmp")) as tmp:
+            shutil.copy2(self.path, tmp)
         tmp.replace(target)
         return target
 
@@ -521,25 +540,49 @@ class StoreLocked(RuntimeError):
                          "at a time; readers use `grebench export` Parquet files.")
 
 
+def _raise_if_damaged(db_file: Path, exc: BaseException) -> None:
+    """:class:`StoreDamaged` (noted beside the file) when DuckDB's error says the file is damaged."""
+    if is_damage(exc):
+        note_damage(db_file, damage_reason(exc))
+        raise StoreDamaged(db_file, damage_reason(exc)) from None
+
+
 def open_store(path: str | Path | None, read_only: bool = False) -> Store:
-    """Open (and migrate, unless read-only) the store at ``path``; ``None`` means in memory."""
+    """Open (and migrate, unless read-only) the store at ``path``; ``None`` means in memory.  A file found damaged
+    (now, or noted so before: :mod:`grebench.store._integrity`) raises :class:`StoreDamaged`."""
     if path is None or str(path) == ":memory:":
         con = duckdb.connect(":memory:")
         migrate(con)
         return Store(con)
     db_file = Path(path)
+    damage = noted_damage(db_file)  # found damaged before (a check, a command): refused at once, with the remedy
+    if damage is not None:
+        raise StoreDamaged(db_file, damage)
     if read_only:
         if not db_file.exists():
             raise FileNotFoundError(f"no store at {db_file}: run `grebench ingest` first")
-        return Store(duckdb.connect(str(db_file), read_only=True), db_file)
+        try:
+            return Store(duckdb.connect(str(db_file), read_only=True), db_file)
+        except duckdb.Error as exc:
+            _raise_if_damaged(db_file, exc)
+            raise
     db_file.parent.mkdir(parents=True, exist_ok=True)
     try:
         con = duckdb.connect(str(db_file))
     except duckdb.IOException as exc:
+        _raise_if_damaged(db_file, exc)
         if "lock" not in str(exc).lower():  # permissions, a full disk: not another writer
             raise RuntimeError(f"cannot open {db_file} for writing: {str(exc).splitlines()[0][:300]}") from None
         raise StoreLocked(db_file, str(exc)) from None
-    migrate(con, db_file)
+    except duckdb.Error as exc:
+        _raise_if_damaged(db_file, exc)
+        raise
+    try:
+        migrate(con, db_file)
+    except duckdb.Error as exc:
+        con.close()
+        _raise_if_damaged(db_file, exc)
+        raise
     store = Store(con, db_file)
     _reserve_failure_note(db_file)
     store.mark_stale_runs()  # we hold the writer lock: a run still 'running' belongs to a writer that is gone

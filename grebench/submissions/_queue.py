@@ -152,6 +152,14 @@ class SubmissionQueue:
             names = [d[0] for d in cur.description]
             return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
+    def waiting(self) -> int:
+        """Submissions and imports queued or being evaluated (the service's metric of the queue's length)."""
+        with self.connect() as con:
+            row = con.execute("SELECT (SELECT count(*) FROM submissions WHERE status IN ('queued', 'running')) + "
+                              "(SELECT count(*) FROM import_submissions WHERE status IN ('queued', 'running'))"
+                              ).fetchone()
+        return int(row[0]) if row else 0
+
     def public_rows(self, limit: int = 200) -> list[PublicSubmission]:
         """What the Queue tab shows, endpoint submissions and imports alike: no contact, no URL, never the key."""
         return cast(list[PublicSubmission], self.rows(f"""SELECT {_PUBLIC_COLUMNS} FROM submissions UNION ALL

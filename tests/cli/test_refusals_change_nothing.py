@@ -75,6 +75,8 @@ CASES: list[tuple[str, list[str], int, tuple[str, ...]]] = [
     ("links", ["links", "--paper", "nosuch"], 2, ("unknown paper id",)),
     ("extract", ["extract", "/nonexistent/paper.pdf"], 2, ("does not exist",)),
     ("stats", ["stats", "--bogus"], 2, ("--bogus",)),
+    ("status", ["status", "--bogus"], 2, ("--bogus",)),
+    ("check", ["check", "--bogus"], 2, ("--bogus",)),
     ("export", ["export", "--out", "{data}/grebench.duckdb"], 2, ("is a file",)),
     ("bench", ["bench", "--candidate", "nosuch"], 2, ("unknown candidate(s): nosuch", "known: human")),
     ("bench", ["bench", "import", "--candidate", "x", "--cutoff", "2025-13-45", "{import}"], 2,

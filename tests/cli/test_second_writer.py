@@ -15,6 +15,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from grebench.cli import _common
+from grebench.settings import load_settings
+from grebench.store import StoreLocked
 from tests.conftest import FAST_ENV
 
 #: Far below the minute it took; the second process's start-up (imports) is most of it.
@@ -43,3 +48,14 @@ def test_a_second_serve_names_the_first_and_exits_at_once(tmp_path: Path) -> Non
     assert f"`grebench serve` (PID {first.pid}) holds it" in line and "only one grebench writer" in line, line
     assert "python3" not in line and "Conflicting lock" not in line
     assert took < REFUSED_WITHIN_S, took
+
+
+
+def test_docs_quote_the_second_writer_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/store.md quotes the refusal word for word (issue 64: it quoted an older one)."""
+    monkeypatch.setattr(_common, "holder_name", lambda pid: f"`grebench serve` (PID {pid})")
+    settings = load_settings(env={"GREBENCH_DATA_DIR": "DATA_DIR"})
+    message = _common.locked_message(settings, StoreLocked(settings.db_path, "Conflicting lock (PID 123)"))
+    doc = " ".join((Path(__file__).parents[2] / "docs" / "store.md").read_text(encoding="utf-8").split())
+    assert f'"Error: {" ".join(message.split())}"' in doc, message
+    assert "Only one grebench writer may run at a time" not in doc

@@ -1,5 +1,5 @@
 """`grebench run` stopped by SIGINT (Ctrl-C) or SIGTERM during bench, with concurrent streamed LLM calls in flight:
-it exits within 10 s (130 after SIGINT, 0 after SIGTERM), the run is recorded `interrupted`, the aborted progress line
+it exits within 5 s (130 after SIGINT, 0 after SIGTERM), the run is recorded `interrupted`, the aborted progress line
 says so, and a rerun ends with the same store as an uninterrupted run (the kill-chain comparison of
 ``_store_content``).  The fake holds one call open until the process has exited: the stop cannot wait for it.
 """
@@ -52,7 +52,7 @@ def test_run_stops_mid_bench_within_10_s_and_resumes_to_the_clean_store(tmp_path
             gate.released.set()
         log = err.read_text(encoding="utf-8", errors="replace")
         print(json.dumps({"signal": signal.Signals(signum).name, "seconds_to_exit": round(seconds, 2), "rc": rc}))
-        assert seconds < 10, log[-3000:]
+        assert seconds < 5, log[-3000:]  # every stop within 5 s (issue 64)
         assert rc == (130 if signum == signal.SIGINT else 0), log[-3000:]
         assert f"stopped by {signal.Signals(signum).name}" in log and "[score]" not in log  # nothing new started
         bench_lines = [line for line in log.splitlines() if line.startswith("bench: LLM reviews")]

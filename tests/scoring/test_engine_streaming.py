@@ -7,11 +7,12 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from grebench.scoring import _engine, run_scoring
+from grebench.scoring import _engine
 from grebench.scoring._request import LogprobRequest, LogprobResult
 from grebench.settings import Settings
 from grebench.store import Store
 from tests.scoring.conftest import FakeEstimator
+from tests.scoring.parts import score
 from tests.scoring.test_engine import small_store
 
 __all__ = ["small_store"]
@@ -45,17 +46,17 @@ def test_a_streaming_estimator_that_fails_midway_keeps_every_answer_it_gave(smal
     clean = StreamingFake()
     broken = StreamingFake(fail_after=5)
     with pytest.raises(RuntimeError, match="went away"):
-        run_scoring(small_store, settings, None, ["gem"], "offline", "rules", estimator=broken)
+        score(small_store, settings, None, ["gem"], "offline", "rules", estimator=broken)
     assert small_store.scalar("SELECT count(*) FROM logprob_cache") == 5  # the five answers were cached
     resumed = StreamingFake()
-    summary = run_scoring(small_store, settings, None, ["gem"], "offline", "rules", estimator=resumed)
+    summary = score(small_store, settings, None, ["gem"], "offline", "rules", estimator=resumed)
     assert summary["cache_hits"] == 5
     assert resumed.calls == summary["estimator_calls"]  # only what was not answered before is asked
     first = {(r["candidate"], r["paper_id"], r["reference_review_id"]): r["pmi"]
              for r in small_store.rows("SELECT * FROM scores")}
     small_store.con.execute("DELETE FROM scores")
     small_store.con.execute("DELETE FROM logprob_cache")
-    run_scoring(small_store, settings, None, ["gem"], "offline", "rules", estimator=clean)
+    score(small_store, settings, None, ["gem"], "offline", "rules", estimator=clean)
     again = {(r["candidate"], r["paper_id"], r["reference_review_id"]): r["pmi"]
              for r in small_store.rows("SELECT * FROM scores")}
     assert first == again and first  # the resumed run's numbers are the clean run's
@@ -83,7 +84,7 @@ def test_a_stop_while_streaming_keeps_what_arrived(small_store: Store, settings:
     fake.stream = stream_checking  # type: ignore[method-assign]
     try:
         with pytest.raises(stop.Interrupted):
-            run_scoring(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake)
+            score(small_store, settings, None, ["gem"], "offline", "rules", estimator=fake)
     finally:
         stop.reset()
     # every answer that arrived is cached (the fourth arrived before the stop was seen), and nothing more was asked

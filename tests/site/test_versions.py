@@ -204,3 +204,23 @@ def test_a_version_keeps_the_provenance_it_was_published_with(tmp_path: Path,
         assert summary["versions"] == 1 and again == first
         board_page = next((settings.site_path / "boards").glob("*.html")).read_text(encoding="utf-8")
         assert "f" * 16 in board_page  # the board page (not a version) says what built it now
+
+
+def test_a_build_with_the_boards_of_the_newest_version_publishes_none(tmp_path: Path) -> None:
+    """Issue 64: a second build published a copy of a version (identical content hash) whose changes read "the first
+    published version".  A build whose boards equal the newest version's, whichever store published it, adds none."""
+    with filled_file_store(tmp_path / "data") as (store, settings):
+        first = build_site(store, settings)["version"]
+        store.con.execute("UPDATE board_versions SET origin = 'snapshot'")  # as a snapshot would have brought it
+        again = build_site(store, settings)
+        assert again["version"] == first and [v["version_id"] for v in versions(store)] == [first]
+    data = str(settings.data_path)
+    for _ in range(2):  # and through the CLI, built twice on purpose
+        assert CliRunner().invoke(main, ["site", "build", "--force", "--data-dir", data]).exit_code == 0
+    changes = CliRunner().invoke(main, ["leaderboard", "--changes", "--data-dir", data])
+    assert changes.exit_code == 0 and f"version {first}: the first published version" in changes.stdout
+    store = open_store(settings.db_path, read_only=True)
+    try:
+        assert store.scalar("SELECT count(*) FROM board_versions") == 1
+    finally:
+        store.close()

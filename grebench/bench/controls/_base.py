@@ -87,6 +87,9 @@ class Control:
     paper_d: float | None = None      # the GEM paper's Cohen's d for GEM-S with Llama-3.1-8B (methods.md §4)
     default: bool = True              # written by every bench run (else only when named)
     core: bool = False                # in the core set a default CPU run checks (``validation = core``)
+    needs_abstract: bool = False      # built from the paper's abstract: a paper without one gets none
+    #: the core control this one replaces in the core set of papers without abstracts (GEM's: :func:`core_controls`)
+    stands_in_for: str | None = None
 
     @property
     def needs_llm(self) -> bool:
@@ -107,16 +110,26 @@ CONTROLS: Registry[Control] = Registry("control", builtins=("grebench.bench.cont
                                                             "grebench.bench.controls._padding"))
 
 
-def core_controls() -> list[str]:
+def core_controls(abstracts: bool = True) -> list[str]:
     """The core set (``validation = core``): the few controls a default run on a CPU checks, chosen for what each
-    tells a reader (docs/scoring.md#the-core-controls); every default control runs with ``validation = full``."""
-    return [e.name for e in CONTROLS if e.obj.core]
+    tells a reader (docs/scoring.md#the-core-controls); every default control runs with ``validation = full``.
+
+    ``abstracts`` False: GEM's core set, for papers without abstracts (an archive of reviews only, like the GEM
+    authors' ICLR 2023 release): the core controls that need no abstract, and those standing in for the ones that
+    do (``keyword-stuffing-title`` for ``keyword-stuffing``)."""
+    core = [e.obj for e in CONTROLS if e.obj.core]
+    if abstracts:
+        return [c.name for c in core]
+    replaced = {c.name for c in core if c.needs_abstract}
+    return [c.name for c in core if not c.needs_abstract] + \
+        [e.name for e in CONTROLS if e.obj.stands_in_for in replaced and not e.obj.core]
 
 
-def default_controls(llm: bool = True) -> list[str]:
+def default_controls(llm: bool = True, abstracts: bool = True) -> list[str]:
     """Every control a bench writes unless named (``validation = full``); ``llm`` False leaves out those written
-    by ``control_model`` (a bench without one skips them)."""
-    return [e.name for e in CONTROLS if e.obj.default and (llm or not e.obj.needs_llm)]
+    by ``control_model`` (a bench without one skips them); ``abstracts`` False those built from the abstract."""
+    return [e.name for e in CONTROLS if e.obj.default and (llm or not e.obj.needs_llm)
+            and (abstracts or not e.obj.needs_abstract)]
 
 
 def _check(kind: str, expected: str) -> None:
@@ -129,14 +142,16 @@ def _check(kind: str, expected: str) -> None:
 def register_control(name: str, *, kind: Literal["degradation", "manipulation"], expected: str, description: str,
                      source: Literal["human", "other", "reference"] | None = None, version: str = "control-v1",
                      exam_role: Literal["easy", "pertinence"] | None = None, paper_d: float | None = None,
-                     default: bool = True, core: bool = False
+                     default: bool = True, core: bool = False, needs_abstract: bool = False,
+                     stands_in_for: str | None = None
                      ) -> Callable[[Callable[[ControlInput], str]], Callable[[ControlInput], str]]:
     """Decorator: register a control built without an LLM from its builder function."""
     _check(kind, expected)
 
     def decorate(build: Callable[[ControlInput], str]) -> Callable[[ControlInput], str]:
         CONTROLS.add(name, Control(name, kind, expected, description, source, build=build, version=version,
-                                   exam_role=exam_role, paper_d=paper_d, default=default, core=core),
+                                   exam_role=exam_role, paper_d=paper_d, default=default, core=core,
+                                   needs_abstract=needs_abstract, stands_in_for=stands_in_for),
                      summary=description)
         return build
 
@@ -145,14 +160,14 @@ def register_control(name: str, *, kind: Literal["degradation", "manipulation"],
 
 def register_llm_control(name: str, *, kind: Literal["degradation", "manipulation"], expected: str, description: str,
                          version: str, source: Literal["human", "other"] | None = None,
-                         paper_d: float | None = None) -> Callable[[Callable[[ControlInput], Messages]],
-                                                                   Callable[[ControlInput], Messages]]:
+                         paper_d: float | None = None, needs_abstract: bool = False
+                         ) -> Callable[[Callable[[ControlInput], Messages]], Callable[[ControlInput], Messages]]:
     """Decorator: register a control written by ``control_model`` from its prompt function."""
     _check(kind, expected)
 
     def decorate(prompt: Callable[[ControlInput], Messages]) -> Callable[[ControlInput], Messages]:
         CONTROLS.add(name, Control(name, kind, expected, description, source, prompt=prompt, version=version,
-                                   paper_d=paper_d), summary=description)
+                                   paper_d=paper_d, needs_abstract=needs_abstract), summary=description)
         return prompt
 
     return decorate

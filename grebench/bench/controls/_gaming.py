@@ -182,8 +182,9 @@ def invert_verdicts(text: str) -> str:
 
 # -- registrations ------------------------------------------------------------------------------------------------
 @register_control("keyword-stuffing", kind="manipulation", expected=NOT_REWARDED, source="human", core=True,
-                  version=GAMING_VERSION, exam_role="pertinence", description="The human candidate review plus a line "
-                  "of 10-15 phrases cut from the paper's abstract (seeded choice, lead-in and separator).")
+                  needs_abstract=True, version=GAMING_VERSION, exam_role="pertinence",
+                  description="The human candidate review plus a line of 10-15 phrases cut from the paper's abstract "
+                  "(seeded choice, lead-in and separator).")
 def _keyword_stuffing(inp: ControlInput) -> str:
     phrases = abstract_phrases(inp.paper.abstract or "")
     if len(phrases) < 5:
@@ -194,8 +195,8 @@ def _keyword_stuffing(inp: ControlInput) -> str:
 
 
 @register_control("keyword-stuffing-title", kind="manipulation", expected=NOT_REWARDED, source="human",
-                  version=GAMING_VERSION, description="The human candidate review plus a line of title words and "
-                  "common review terms.")
+                  stands_in_for="keyword-stuffing", version=GAMING_VERSION,
+                  description="The human candidate review plus a line of title words and common review terms.")
 def _keyword_stuffing_title(inp: ControlInput) -> str:
     rng = inp.rng("keyword-stuffing-title")
     title = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z\-]+", inp.paper.title or "") if w.lower() not in _STOP]

@@ -92,7 +92,7 @@ def _elongation(inp: ControlInput) -> str:
 
 
 @register_control("abstract-restatement", kind="degradation", expected=PENALISED, exam_role="pertinence", core=True,
-                  description="A review that only restates the paper's abstract.")
+                  needs_abstract=True, description="A review that only restates the paper's abstract.")
 def _abstract_restatement(inp: ControlInput) -> str:
     if not (inp.paper.abstract or "").strip():
         raise ControlSkip("paper has no abstract")
@@ -128,7 +128,7 @@ def _rephrase(inp: ControlInput) -> Messages:
 
 
 @register_llm_control("abstract-only", kind="degradation", expected=PENALISED,
-                      version=f"abstract-only-{REVIEW_PROMPT_VERSION}", paper_d=-0.566,
+                      version=f"abstract-only-{REVIEW_PROMPT_VERSION}", paper_d=-0.566, needs_abstract=True,
                       description="A review written by an LLM from the title and abstract alone.")
 def _abstract_only(inp: ControlInput) -> Messages:
     return review_messages(inp.paper, {"context_tokens": 1 << 20, "max_tokens": 1}, abstract_only=True)[0]
