@@ -160,8 +160,10 @@ class ScoreStage(BaseStage):
         if found:
             return
         why = "; ".join(f"{s['metric']}: {s['count']} {s['what']} skipped ({s['reason']})" for s in summary["skipped"])
-        hint = "" if not any(s["metric"] == "gem-s" for s in summary["skipped"]) else \
-            " (papers without abstracts get GEM: run with --metric gem)"
+        from grebench.scoring import METRICS, metric
+
+        abstractless = any(s["metric"] in METRICS and metric(s["metric"]).needs_abstract for s in summary["skipped"])
+        hint = " (papers without abstracts get GEM: run with --metric gem)" if abstractless else ""
         raise StageFailure(f"nothing scored with {', '.join(run.metrics)}: {why or 'no pair to score'}{hint}")
 
 

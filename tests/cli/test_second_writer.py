@@ -55,7 +55,7 @@ def test_docs_quote_the_second_writer_message(monkeypatch: pytest.MonkeyPatch) -
     """docs/store.md quotes the refusal word for word (issue 64: it quoted an older one)."""
     monkeypatch.setattr(_common, "holder_name", lambda pid: f"`grebench serve` (PID {pid})")
     settings = load_settings(env={"GREBENCH_DATA_DIR": "DATA_DIR"})
-    message = _common.locked_message(settings, StoreLocked(settings.db_path, "Conflicting lock (PID 123)"))
+    message = _common.locked_message(settings.db_path, StoreLocked(settings.db_path, "Conflicting lock (PID 123)"))
     doc = " ".join((Path(__file__).parents[2] / "docs" / "store.md").read_text(encoding="utf-8").split())
     assert f'"Error: {" ".join(message.split())}"' in doc, message
     assert "Only one grebench writer may run at a time" not in doc

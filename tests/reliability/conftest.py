@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +98,18 @@ def cli_popen(config: Path, *args: str, stderr: Path) -> subprocess.Popen[bytes]
     with stderr.open("wb") as err:
         return subprocess.Popen([sys.executable, "-m", "grebench.cli", *args], env=cli_env(config),
                                 stdout=subprocess.DEVNULL, stderr=err)
+
+
+@contextmanager
+def tmpfs(path: Path, size: str, what: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` (mount's ``size=``) mounted on ``path`` (made here), unmounted afterwards; the test is
+    skipped, saying ``what`` is not tested, where mounting is not permitted."""
+    path.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode}): {what} skipped")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)

@@ -14,22 +14,14 @@ from typing import Iterator
 import pytest
 
 from grebench.store import open_store
-from tests.reliability.conftest import cli, write_config
+from tests.reliability.conftest import cli, tmpfs, write_config
 
 
 @pytest.fixture
 def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A 2 MiB tmpfs mounted on tmp_path/full (unmounted afterwards)."""
-    mount = tmp_path / "full"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True,
-                          text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode}): disk-full test skipped")
-    try:
+    with tmpfs(tmp_path / "full", "2m", "disk-full test") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 @pytest.mark.slow

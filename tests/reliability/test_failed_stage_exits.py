@@ -18,7 +18,6 @@ from __future__ import annotations
 import errno
 import json
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from click.testing import CliRunner, Result
 from grebench.cli import main
 from grebench.store import Store, open_store
 from tests.conftest import FAST_ENV
-from tests.reliability.conftest import write_small_archive
+from tests.reliability.conftest import tmpfs, write_small_archive
 
 PAPERS = 5
 
@@ -225,16 +224,8 @@ def test_a_failed_main_job_publishes_no_board_version(stores: dict[str, Path], t
 @pytest.fixture
 def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A 256 KiB tmpfs on tmp_path/full (unmounted afterwards)."""
-    mount = tmp_path / "full"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)], capture_output=True,
-                          text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode}): real full disk skipped")
-    try:
+    with tmpfs(tmp_path / "full", "256k", "real full disk") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_a_site_folder_on_a_real_full_disk(stores: dict[str, Path], tmp_path: Path, tiny_tmpfs: Path) -> None:
