@@ -305,7 +305,7 @@ def _run_local_batches(store: Store, settings: Settings, run_id: str | None, can
     """The reviews of ``kind = "local"`` candidates, decoded in this process in a deterministic batch plan across
     papers (:class:`grebench.runtime.LocalGenerator`); each batch is written as soon as it is decoded."""
     from grebench.models import ModelError
-    from grebench.runtime import LocalGenerator, resolve_local
+    from grebench.runtime import LocalGenerator, generate_on_ray, resolve_local
 
     for c in cands:
         todo: dict[str, tuple[_Job, Any]] = {}
@@ -324,7 +324,8 @@ def _run_local_batches(store: Store, settings: Settings, run_id: str | None, can
             model = resolve_local(settings, c.model or "")
         except ModelError as exc:  # a checkpoint that is not there is the configuration's mistake, as with a server
             raise CandidateError(f"candidate {c.name!r}: {exc}") from None
-        with LocalGenerator(model.path, model.device, model.dtype, model.label) as gen:
+        on_ray = settings.run.executor == "ray"  # the batches decode on Ray actors, each with its own copy
+        with LocalGenerator(model.path, model.device, model.dtype, model.label, weights=not on_ray) as gen:
             prompts = {pid: gen.prompt_ids(messages) for pid, (_job, messages) in todo.items()}
             plan = gen.plan(prompts, int(c.params["max_tokens"]), settings.bench.local_batch_mib * 2 ** 20)
             log.info("%s: %d reviews in %d batch(es) (plan %s)", c.name, len(todo), len(plan.batches), plan.id)
@@ -360,7 +361,11 @@ def _run_local_batches(store: Store, settings: Settings, run_id: str | None, can
 
             with display.task(f"bench: {c.name} decoding {len(todo)} reviews in {len(plan.batches)} batch(es)",
                               plan.slots, "tokens") as decoding:
-                gen.run(plan, prompts, write, on_step=decoding.advance)
+                if on_ray:
+                    generate_on_ray(settings.run.ray_address, settings.run.ray_actors, str(model.path), model.device,
+                                    model.dtype, model.label, plan, prompts, write, decoding.advance)
+                else:
+                    gen.run(plan, prompts, write, on_step=decoding.advance)
 
 
 def _cache_scope(c: Candidate, settings: Settings) -> str | None:

@@ -7,7 +7,7 @@ import sys
 import click
 
 from grebench.cli._common import emit_json, run_stage, source_help
-from grebench.cli._options import settings_options
+from grebench.cli._options import setting_option, settings_options
 from grebench.pipeline import RunOptions, summary_of
 from grebench.settings import Settings
 
@@ -18,6 +18,7 @@ from grebench.settings import Settings
 @click.option("--limit", type=click.IntRange(min=1), default=None, metavar="N",
               help="Stop after N papers (N ≥ 1).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
+@setting_option("executor", into_settings=True)
 @settings_options
 @click.pass_obj
 def command(settings: Settings, source: str, limit: int | None, as_json: bool) -> None:

@@ -7,15 +7,15 @@ touching the store, so a rerun on an unchanged source writes nothing.  Changed a
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from dataclasses import dataclass, field
 from typing import Callable, TypedDict
 
 from grebench import stop
+from grebench.ingest._extractions import PdfExtractions
 from grebench.ingest._links import LinkCounts, link_papers, unchecked_paper_ids
 from grebench.ingest._source import PaperSource, SourceFailure
-from grebench.settings import LimitSettings, Settings
+from grebench.settings import Settings
 from grebench.store import PaperRecord, PdfExtraction, Store
 
 log = logging.getLogger(__name__)
@@ -73,26 +73,6 @@ class IngestSummary:
 BATCH = 25
 
 
-def _extract(paper: PaperRecord, done: set[tuple[str, str]], limits: LimitSettings) -> PdfExtraction | None:
-    """Extract the paper's PDF in a limited subprocess, unless this exact PDF was done before."""
-    if paper.pdf_loader is None or paper.pdf_ref is None:
-        return None
-    if (paper.paper_id, paper.pdf_ref) in done:
-        return None
-    from grebench.ingest._pdf import extract_pdf
-
-    try:
-        data = paper.pdf_loader()
-    except Exception as exc:  # a download failure must not stop the ingest
-        return {"error": f"PDF download failed: {exc}", "transient": True}
-    result = extract_pdf(
-        data, timeout_s=limits.pdf_timeout_s, memory_mb=limits.pdf_memory_mb,
-        max_bytes=limits.pdf_max_bytes,
-    )
-    result["pdf_sha256"] = hashlib.sha256(data).hexdigest()
-    return result
-
-
 def run_ingest(
     source: PaperSource,
     store: Store,
@@ -141,36 +121,44 @@ def run_ingest(
                 on_item(paper.paper_id)
         batch.clear()
 
-    for item in source.fetch(limit=limit):
-        if stop.stopping():  # a request boundary: what was read so far is written, nothing more is read
-            flush()
-            store.checkpoint()
-            stop.check()
-        if isinstance(item, SourceFailure):
-            fail(item.item, item.reason)
-            continue
-        summary.papers_seen += 1
-        taken = [(r.review_id, owners[r.review_id]) for r in item.reviews
-                 if owners.get(r.review_id, item.paper_id) != item.paper_id]
-        if taken:
-            fail(item.paper_id, f"review id {taken[0][0]!r} already belongs to paper {taken[0][1]!r}: paper refused "
-                                "(a review id names one review of one paper)")
-            continue
-        owners.update((r.review_id, item.paper_id) for r in item.reviews)
-        named.extend((item.paper_id, earlier) for earlier in item.previous_versions)
-        extraction = _extract(item, texts_done, settings.limits)
+    def take(item: PaperRecord, extraction: PdfExtraction | None) -> None:
         if extraction is None and papers_known.get(item.paper_id) == item.content_sha256 and all(
                 reviews_known.get(r.review_id) == r.content_sha256 for r in item.reviews):
             if on_item is not None:
                 on_item(item.paper_id)
-            continue  # unchanged: nothing to write
+            return  # unchanged: nothing to write
         if any(p.paper_id == item.paper_id for p, _ in batch):
             flush()  # the same paper twice in one source: write the first before comparing the second
         batch.append((item, extraction))
-        if extraction is not None and item.pdf_ref is not None and not extraction.get("transient"):
-            texts_done.add((item.paper_id, item.pdf_ref))
         if len(batch) >= BATCH:
             flush()
+
+    # PDFs extracted here or on Ray workers (executor); the papers come back in source order
+    with PdfExtractions(settings.limits, settings.run) as extractions:
+        for item in source.fetch(limit=limit):
+            if stop.stopping():  # a request boundary: what was read so far is written, nothing more is read
+                for done in extractions.drain():
+                    take(*done)
+                flush()
+                store.checkpoint()
+                stop.check()
+            if isinstance(item, SourceFailure):
+                fail(item.item, item.reason)
+                continue
+            summary.papers_seen += 1
+            taken = [(r.review_id, owners[r.review_id]) for r in item.reviews
+                     if owners.get(r.review_id, item.paper_id) != item.paper_id]
+            if taken:
+                fail(item.paper_id, f"review id {taken[0][0]!r} already belongs to paper {taken[0][1]!r}: paper "
+                                    "refused (a review id names one review of one paper)")
+                continue
+            owners.update((r.review_id, item.paper_id) for r in item.reviews)
+            named.extend((item.paper_id, earlier) for earlier in item.previous_versions)
+            extractions.submit(item, texts_done)
+            for done in extractions.ready():
+                take(*done)
+        for done in extractions.drain():
+            take(*done)
     flush()
     pending = written | unchecked_paper_ids(store)  # a run stopped before this point left some unlinked
     if pending or named:

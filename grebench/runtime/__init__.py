@@ -42,6 +42,7 @@ from grebench.runtime._generate import BatchPlan, Generated, LocalGenerator, pla
 from grebench.runtime._load import load_causal_lm
 from grebench.runtime._memory import bound_allocations, release_memory, resident_bytes
 from grebench.runtime._pool import LOCAL_CONTEXT_TOKENS, LocalModel, LocalServers, resolve_local
+from grebench.runtime._ray_generate import generate_on_ray
 from grebench.runtime._serve import (
     CacheRefused,
     LocalServer,
@@ -74,6 +75,7 @@ __all__ = [
     "cpu_flags",
     "default_device",
     "free_port",
+    "generate_on_ray",
     "is_busy",
     "load_average",
     "load_causal_lm",

@@ -144,7 +144,7 @@ class LocalGenerator:
     ``path``, ``device`` and ``dtype`` come from :func:`grebench.runtime.resolve_local` (the dtype the machine's
     probe chose, the same as a server's)."""
 
-    def __init__(self, path: Any, device: str, dtype: str, label: str = "") -> None:
+    def __init__(self, path: Any, device: str, dtype: str, label: str = "", weights: bool = True) -> None:
         apply_offline_defaults()
         bound_allocations()
         import torch
@@ -156,14 +156,17 @@ class LocalGenerator:
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        model: Any = load_causal_lm(path, dtype)  # one copy of the weights at a time (issue 47)
-        self.model: Any = model.to(device).eval()
+        self.model: Any = None
+        self.kv_bytes = checkpoint_kv_bytes_per_token(path, dtype)
+        if weights:  # without: the prompts and the plan only (the batches decode on Ray actors that load their own)
+            model: Any = load_causal_lm(path, dtype)  # one copy of the weights at a time (issue 47)
+            self.model = model.to(device).eval()
         self.versions = {"torch": torch.__version__, "transformers": transformers.__version__}
 
     @property
     def kv_bytes_per_token(self) -> int:
         """What one token costs in this model's KV cache."""
-        return kv_bytes_per_token(self.model.config, self.dtype)
+        return self.kv_bytes
 
     def prompt_ids(self, messages: Sequence[tuple[str, str]]) -> list[int]:
         """The token ids of a chat prompt through the checkpoint's chat template, ready for the assistant's turn."""
@@ -184,6 +187,14 @@ class LocalGenerator:
         a stop request (SIGTERM) is honoured between batches.  ``on_step(rows)`` is called after every decoding step
         with the rows it advanced, and once more at the end of a batch with the steps it did not need (progress in
         the plan's token slots, :meth:`BatchPlan.slots`, so its ETA is the measured decoding speed)."""
+        for index in range(len(plan.batches)):
+            stop.check()
+            on_batch(self.decode(plan, index, prompts, on_step))
+
+    def decode(self, plan: BatchPlan, index: int, prompts: Mapping[str, Sequence[int]],
+               on_step: Callable[[int], None] | None = None) -> list[Generated]:
+        """Decode batch ``index`` of ``plan`` (its rows padded together, as the plan fixes them): the same texts
+        whichever process decodes it, with the same engine, dtype and threads."""
         import torch
         from transformers import StoppingCriteria, StoppingCriteriaList
 
@@ -197,37 +208,38 @@ class LocalGenerator:
                     on_step(self.rows)
                 return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
+        if self.model is None:
+            raise RuntimeError("this generator was made without its weights (plan only)")
         eos = self._stop_ids()
-        for index, keys in enumerate(plan.batches):
-            stop.check()
-            rows = [list(prompts[k]) for k in keys]
-            width = max(len(r) for r in rows)
-            pad = int(self.tokenizer.pad_token_id)
-            ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=self.device)
-            mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=self.device)
-            started = time.monotonic()
-            steps = Steps(len(keys))
-            with torch.inference_mode():
-                out = self.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=plan.max_new_tokens,
-                                          do_sample=False, temperature=None, top_p=None, top_k=None,
-                                          eos_token_id=eos, pad_token_id=pad, cache_implementation=CACHE,
-                                          prefill_chunk_size=plan.prefill_chunk,
-                                          stopping_criteria=StoppingCriteriaList([steps]))
-            seconds = time.monotonic() - started
-            if on_step is not None and plan.max_new_tokens > steps.steps:  # every row ended early
-                on_step(len(keys) * (plan.max_new_tokens - steps.steps))
-            done = []
-            for key, row, new in zip(keys, rows, out[:, width:].tolist(), strict=True):
-                end = next((i for i, t in enumerate(new) if t in eos), None)
-                kept = new if end is None else new[:end]
-                done.append(Generated(
-                    key=key, text=self.tokenizer.decode(kept, skip_special_tokens=True).strip(),
-                    tokens_in=len(row), tokens_out=len(kept) + (0 if end is None else 1),
-                    finish="length" if end is None else "stop", seconds=seconds, batch=index,
-                    batch_size=len(keys), provenance=self.provenance(plan, index, len(keys))))
-            log.info("local generation %s: batch %d/%d (%d prompts) in %.1f s", self.label, index + 1,
-                     len(plan.batches), len(keys), seconds)
-            on_batch(done)
+        keys = plan.batches[index]
+        rows = [list(prompts[k]) for k in keys]
+        width = max(len(r) for r in rows)
+        pad = int(self.tokenizer.pad_token_id)
+        ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=self.device)
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=self.device)
+        started = time.monotonic()
+        steps = Steps(len(keys))
+        with torch.inference_mode():
+            out = self.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=plan.max_new_tokens,
+                                      do_sample=False, temperature=None, top_p=None, top_k=None,
+                                      eos_token_id=eos, pad_token_id=pad, cache_implementation=CACHE,
+                                      prefill_chunk_size=plan.prefill_chunk,
+                                      stopping_criteria=StoppingCriteriaList([steps]))
+        seconds = time.monotonic() - started
+        if on_step is not None and plan.max_new_tokens > steps.steps:  # every row ended early
+            on_step(len(keys) * (plan.max_new_tokens - steps.steps))
+        done = []
+        for key, row, new in zip(keys, rows, out[:, width:].tolist(), strict=True):
+            end = next((i for i, t in enumerate(new) if t in eos), None)
+            kept = new if end is None else new[:end]
+            done.append(Generated(
+                key=key, text=self.tokenizer.decode(kept, skip_special_tokens=True).strip(),
+                tokens_in=len(row), tokens_out=len(kept) + (0 if end is None else 1),
+                finish="length" if end is None else "stop", seconds=seconds, batch=index,
+                batch_size=len(keys), provenance=self.provenance(plan, index, len(keys))))
+        log.info("local generation %s: batch %d/%d (%d prompts) in %.1f s", self.label, index + 1,
+                 len(plan.batches), len(keys), seconds)
+        return done
 
     def provenance(self, plan: BatchPlan, index: int, size: int) -> dict[str, Any]:
         """What a generation records of how it was made: the engine and its versions, the device and dtype, and its

@@ -2,6 +2,7 @@
 
 ``meta_info.input_token_logprobs`` is a list of ``[logprob, token_id, text]`` for the input tokens from
 ``logprob_start_len`` on; the first of them has ``None`` as log-prob when it is the first prompt token, as in SGLang.
+A batch (``input_ids`` a list of prompts, ``logprob_start_len`` one value or one per prompt) answers a list.
 """
 
 from __future__ import annotations
@@ -24,6 +25,20 @@ def fake_sglang(checkpoint: Path) -> Iterator[str]:
             return 200, {"model_path": str(checkpoint), "is_generation": True}
         if method == "POST" and path == "/generate" and body is not None:
             ids = body["input_ids"]
+            if ids and isinstance(ids[0], list):  # a batch: one answer per prompt, in order
+                starts = body.get("logprob_start_len", -1)
+                asked = body.get("token_ids_logprob")
+                answers = []
+                for i, one in enumerate(ids):
+                    item = body | {"input_ids": one, "logprob_start_len": starts[i] if isinstance(starts, list)
+                                   else starts}
+                    if asked and isinstance(asked[0], list):
+                        item["token_ids_logprob"] = asked[i]
+                    status, answer = handle(method, path, item)
+                    if status != 200:
+                        return status, answer
+                    answers.append(answer)
+                return 200, answers
             start = int(body.get("logprob_start_len", -1))
             if not body.get("return_logprob") or start < 0:
                 return 200, {"text": "", "meta_info": {"prompt_tokens": len(ids)}}

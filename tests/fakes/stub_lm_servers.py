@@ -19,17 +19,25 @@ handler sleeps with ``asyncio.sleep`` until its request's finish time, so a stub
 ``prefix_cache`` on, a server models vLLM's automatic prefix caching: prompts are cut in 16-token blocks, each block
 hashed with the hash of the block before it (a chain, as vLLM does), and a request computes only the tokens past the
 longest run of leading blocks the server already holds (at least its last token), LRU-evicting blocks beyond
-``cache_tokens``.  As the real servers do: SGLang's radix cache serves a ``/generate`` prompt up to
-``logprob_start_len``; vLLM V1 reads nothing from its cache for a request with ``prompt_logprobs`` (every prompt
+``cache_tokens``; SGLang's radix cache matches token by token (its default ``--page-size 1``), so ``/generate``
+prompts are cut in blocks of one token.  As the real servers do: SGLang's radix cache serves a ``/generate`` prompt
+up to ``logprob_start_len``; vLLM V1 reads nothing from its cache for a request with ``prompt_logprobs`` (every prompt
 token's log-prob is recomputed), unless ``prompt_logprobs_cache`` models a vLLM that would.
+
+**Batches.**  As both servers accept them: ``/generate`` with ``input_ids`` a list of prompts (``logprob_start_len``
+an int or one per prompt, ``token_ids_logprob`` one list for all or one per prompt) answers a JSON list, one object
+per prompt; ``/v1/completions`` with ``prompt`` a list of token-id prompts answers one ``choices`` entry per prompt
+(``index`` = its position).  The prompts of a batch are computed one after another on the server's clock and
+counted one by one in the stats.
 Responses are joined from per-token byte fragments built once, never through ``json.dumps`` of the whole answer.
 
 **Control** on an admin port (the fake's own endpoints, not part of any protocol): ``GET /stub/stats`` (per server:
-requests, answered, tokens requested and computed, max concurrent requests, the papers it served, the prompts it
-answered more than once in all), ``POST /stub/papers`` ``{paper_id: prefix token ids}`` (how a prompt is put down to
-a paper: the chained hash of the last full block of the paper's prefix), ``POST /stub/kill/I`` (close server I's
-listener and reset its connections, requests in flight unanswered), ``POST /stub/fail/I`` ``{"status": 400,
-"after": n}`` (answer that status from server I's (n+1)-th completion request on), ``POST /stub/reset``.
+requests (prompts), HTTP calls, answered, tokens requested and computed, the most prompts in flight at once, the
+papers it served, the prompts it answered more than once in all), ``POST /stub/papers`` ``{paper_id: prefix token
+ids}`` (how a prompt is put down to a paper: the chained hash of the last full block of the paper's prefix),
+``POST /stub/kill/I`` (close server I's listener and reset its connections, requests in flight unanswered),
+``POST /stub/fail/I`` ``{"status": 400, "after": n}`` (answer that status from server I's (n+1)-th completion
+request on), ``POST /stub/reset``.
 
 ``python -m tests.fakes.stub_lm_servers --servers N [--rate R] [--prefix-cache]`` prints one JSON line
 ``{"admin": PORT, "ports": [...]}`` and serves until stdin closes or ``POST /stub/exit``; :class:`StubServers` runs
@@ -62,7 +70,8 @@ except ImportError:  # pragma: no cover - orjson comes with the app's dependenci
     def _loads(data: bytes) -> Any:
         return json.loads(data)
 
-BLOCK = 16
+BLOCK = 16  # vLLM's KV-cache block (tokens)
+SGLANG_PAGE = 1  # SGLang's radix cache: --page-size 1 (token by token)
 H100_TOKENS_PER_S = 40_000.0
 REPO = Path(__file__).resolve().parents[2]
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error",
@@ -95,6 +104,7 @@ class _Stub:
     busy_until: float = 0.0
     cache: OrderedDict[int, None] = field(default_factory=OrderedDict)
     requests: int = 0
+    calls: int = 0
     answered: int = 0
     tokens_requested: int = 0
     tokens_computed: int = 0
@@ -109,12 +119,13 @@ class _Stub:
     def reset(self) -> None:
         self.cache.clear()
         self.busy_until = 0.0
-        self.requests = self.answered = self.tokens_requested = self.tokens_computed = self.bytes_sent = 0
+        self.requests = self.calls = self.answered = self.tokens_requested = self.tokens_computed = self.bytes_sent = 0
         self.max_concurrent = self.unknown_prompts = self.fail_status = self.fail_after = 0
         self.papers = set()
 
     def stats(self) -> dict[str, Any]:
         return {"index": self.index, "port": self.port, "alive": self.alive, "requests": self.requests,
+                "calls": self.calls,
                 "answered": self.answered, "tokens_requested": self.tokens_requested,
                 "tokens_computed": self.tokens_computed, "bytes_sent": self.bytes_sent,
                 "max_concurrent": self.max_concurrent,
@@ -156,37 +167,47 @@ class StubFarm:
                               % (tok, token_logprob(tok), rank, tok)))
         return self._top[:k]
 
-    def _prompt_logprobs(self, ids: Sequence[int], k: int) -> bytes:
-        model = json.dumps(self.config.model).encode()
-        head = (b'{"id":"cmpl-stub","object":"text_completion","model":%s,"choices":[{"index":0,"text":"x",'
-                b'"logprobs":null,"finish_reason":"length","prompt_logprobs":[null' % model)
-        tail = b']}],"usage":{"prompt_tokens":%d,"completion_tokens":1,"total_tokens":%d}}' % (len(ids), len(ids) + 1)
+    def _prompt_logprobs(self, ids: Sequence[int], k: int, index: int = 0) -> bytes:
+        """One ``choices`` entry of a completion with ``prompt_logprobs`` = k."""
+        head = (b'{"index":%d,"text":"x","logprobs":null,"finish_reason":"length","prompt_logprobs":[null'
+                % index)
         frag = self._frag
-        return b"".join([head, *(b"," + frag(t, k) for t in ids[1:]), tail])
+        return b"".join([head, *(b"," + frag(t, k) for t in ids[1:]), b"]}"])
 
-    def _one_token(self, ids: Sequence[int], allowed: Sequence[int]) -> bytes:
+    def _one_token(self, ids: Sequence[int], allowed: Sequence[int], index: int = 0) -> bytes:
+        """One ``choices`` entry: one generated token restricted to ``allowed``, with its log-prob."""
         tok = max(allowed, key=token_logprob) if allowed else 0
         lp = token_logprob(tok)
-        choice = {"index": 0, "text": f"t{tok}", "finish_reason": "length", "prompt_logprobs": None,
-                  "logprobs": {"tokens": [f"t{tok}"], "token_logprobs": [lp], "top_logprobs": [{f"t{tok}": lp}],
-                               "text_offset": [0]}}
-        return json.dumps({"id": "cmpl-stub", "object": "text_completion", "model": self.config.model,
-                           "choices": [choice], "usage": {"prompt_tokens": len(ids), "completion_tokens": 1}}).encode()
+        return json.dumps({"index": index, "text": f"t{tok}", "finish_reason": "length", "prompt_logprobs": None,
+                           "logprobs": {"tokens": [f"t{tok}"], "token_logprobs": [lp],
+                                        "top_logprobs": [{f"t{tok}": lp}], "text_offset": [0]}}).encode()
+
+    def _completion_body(self, choices: Sequence[bytes], prompt_tokens: int) -> bytes:
+        model = json.dumps(self.config.model).encode()
+        return (b'{"id":"cmpl-stub","object":"text_completion","model":%s,"choices":[%s],'
+                b'"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}'
+                % (model, b",".join(choices), prompt_tokens, len(choices), prompt_tokens + len(choices)))
 
     # -- the modelled compute --------------------------------------------------------------------------------------
 
     @staticmethod
-    def _chain(ids: Sequence[int]) -> list[int]:
-        out, h = [], 0
-        for b in range(len(ids) // BLOCK):
-            h = hash((h, tuple(ids[b * BLOCK:(b + 1) * BLOCK])))
+    def _chain(ids: Sequence[int], block: int = BLOCK) -> list[int]:
+        out, h = [], block  # the block size starts the chain: vLLM's and SGLang's caches never share an entry
+        if block == 1:
+            for t in ids:
+                h = hash((h, t))
+                out.append(h)
+            return out
+        for b in range(len(ids) // block):
+            h = hash((h, tuple(ids[b * block:(b + 1) * block])))
             out.append(h)
         return out
 
-    def _compute(self, s: _Stub, ids: Sequence[int], reusable: int | None = None) -> int:
+    def _compute(self, s: _Stub, ids: Sequence[int], reusable: int | None = None, block: int = BLOCK) -> int:
         """Tokens this request computes on server ``s`` (all of them without the prefix cache; at most ``reusable``
-        tokens come from the cache), and the paper it belongs to recorded."""
-        chain = self._chain(ids)
+        tokens come from the cache; the cache holds blocks of ``block`` tokens), and the paper it belongs to
+        recorded."""
+        chain = self._chain(ids, block)
         paper = next((self.paper_of[h] for h in reversed(chain) if h in self.paper_of), None)
         if paper is not None:
             s.papers.add(paper)
@@ -200,10 +221,10 @@ class StubFarm:
                 break
             s.cache.move_to_end(h)
             hit += 1
-        computed = len(ids) - min(hit * BLOCK, len(ids) - 1, len(ids) if reusable is None else reusable)
+        computed = len(ids) - min(hit * block, len(ids) - 1, len(ids) if reusable is None else reusable)
         for h in chain[hit:]:
             s.cache[h] = None
-        limit = max(1, self.config.cache_tokens // BLOCK)
+        limit = max(1, self.config.cache_tokens // block)
         while len(s.cache) > limit:
             s.cache.popitem(last=False)
         return computed
@@ -226,38 +247,88 @@ class StubFarm:
             meta += b',"input_top_logprobs":[' + b",".join(rows) + b"]"
         return b'{"text":"","meta_info":' + meta + b"}}"
 
-    async def _completion(self, s: _Stub, body: Mapping[str, Any], sglang: bool = False) -> tuple[int, bytes]:
-        ids = body.get("input_ids" if sglang else "prompt")
-        if not isinstance(ids, list) or not ids or not all(isinstance(t, int) for t in ids[:4]):
-            return 400, b'{"error":"expected a token-id prompt"}'
+    @staticmethod
+    def _items(body: Mapping[str, Any], sglang: bool) -> list[dict[str, Any]] | None:
+        """The prompts of a request, one body each (a batch: a list of token-id prompts, and the per-prompt
+        parameters given as one value for all or one per prompt); None when the prompt is not token ids."""
+        key = "input_ids" if sglang else "prompt"
+        ids = body.get(key)
+        if not isinstance(ids, list) or not ids:
+            return None
+        if not isinstance(ids[0], list):
+            return [dict(body)] if all(isinstance(t, int) for t in ids[:4]) else None
+        n = len(ids)
+        out = []
+        for i, one in enumerate(ids):
+            if not isinstance(one, list) or not one or not all(isinstance(t, int) for t in one[:4]):
+                return None
+            item = dict(body)
+            item[key] = one
+            for name in ("logprob_start_len", "return_logprob", "top_logprobs_num"):
+                value = body.get(name)
+                if isinstance(value, list):
+                    if len(value) != n:
+                        return None
+                    item[name] = value[i]
+            asked = body.get("token_ids_logprob")
+            if isinstance(asked, list) and asked and isinstance(asked[0], list):
+                if len(asked) != n:
+                    return None
+                item["token_ids_logprob"] = asked[i]
+            out.append(item)
+        return out
+
+    def _one(self, s: _Stub, body: Mapping[str, Any], sglang: bool, index: int) -> tuple[int, bytes, int]:
+        """One prompt on server ``s``'s clock: (status, its answer, the tokens it computed)."""
+        ids = body["input_ids" if sglang else "prompt"]
         s.requests += 1
         if s.fail_status and s.requests > s.fail_after:
-            return s.fail_status, b'{"error":"stub told to fail"}'
+            return s.fail_status, b'{"error":"stub told to fail"}', 0
         plp = body.get("prompt_logprobs")
         start = int(body.get("logprob_start_len", -1))
         if sglang and (not body.get("return_logprob") or start < 0):
-            return 400, b'{"error":"expected return_logprob and logprob_start_len"}'
+            return 400, b'{"error":"expected return_logprob and logprob_start_len"}', 0
         if not sglang and plp is None and not body.get("logprobs"):
-            return 400, b'{"error":"expected prompt_logprobs"}'
+            return 400, b'{"error":"expected prompt_logprobs"}', 0
         s.tokens_requested += len(ids)
         # SGLang's radix cache serves a prompt up to logprob_start_len (the log-probs after it are computed); vLLM V1
         # reads nothing from its prefix cache for a request with prompt_logprobs (vllm-project/vllm#17251), unless
         # the stub is told to model a vLLM that does
         reusable = start if sglang else None if plp is None or self.config.prompt_logprobs_cache else 0
-        computed = self._compute(s, ids, reusable=reusable)
+        computed = self._compute(s, ids, reusable=reusable, block=SGLANG_PAGE if sglang else BLOCK)
         s.tokens_computed += computed
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        s.busy_until = max(now, s.busy_until) + computed / self.config.rate
         if sglang:
             data = self._generate(ids, start, int(body.get("top_logprobs_num") or 0),
                                   [int(t) for t in body.get("token_ids_logprob") or ()])
         elif plp is not None:
-            data = self._prompt_logprobs(ids, int(plp))
+            data = self._prompt_logprobs(ids, int(plp), index)
         else:
-            data = self._one_token(ids, body.get("allowed_token_ids") or [])
+            data = self._one_token(ids, body.get("allowed_token_ids") or [], index)
+        return 200, data, computed
+
+    async def _completion(self, s: _Stub, body: Mapping[str, Any], sglang: bool = False) -> tuple[int, bytes, int]:
+        """A request of one prompt or a batch: (status, answer, prompts answered).  The prompts are computed one
+        after another on the server's clock; the answer comes when the last is done."""
+        items = self._items(body, sglang) if isinstance(body, Mapping) else None
+        if items is None:
+            return 400, b'{"error":"expected a token-id prompt"}', 0
+        answers, total = [], 0
+        for i, item in enumerate(items):
+            status, data, computed = self._one(s, item, sglang, i)
+            if status != 200:
+                return status, data, 0
+            answers.append(data)
+            total += computed
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        s.busy_until = max(now, s.busy_until) + total / self.config.rate
+        batch = isinstance(body.get("input_ids" if sglang else "prompt")[0], list)  # type: ignore[index]
+        if sglang:
+            data = b"[" + b",".join(answers) + b"]" if batch else answers[0]
+        else:
+            data = self._completion_body(answers, sum(len(it["prompt"]) for it in items))
         await asyncio.sleep(s.busy_until - now)
-        return 200, data
+        return 200, data, len(items)
 
     # -- HTTP ------------------------------------------------------------------------------------------------------
 
@@ -274,17 +345,20 @@ class StubFarm:
                 parsed = _loads(body)
             except ValueError:
                 return 400, b'{"error":"body is not JSON"}'
-            s.concurrent += 1
-            s.max_concurrent = max(s.max_concurrent, s.concurrent)
             sglang = path == "/generate"
+            s.calls += 1
+            prompts = len(self._items(parsed, sglang) or [{}]) if isinstance(parsed, dict) else 1
+            s.concurrent += prompts  # prompts in flight (a batch counts each of its prompts)
+            s.max_concurrent = max(s.max_concurrent, s.concurrent)
             try:
-                status, data = await self._completion(s, parsed, sglang)
+                status, data, n = await self._completion(s, parsed, sglang)
             finally:
-                s.concurrent -= 1
+                s.concurrent -= prompts
             if status == 200 and s.alive:
-                s.answered += 1
+                s.answered += n
                 s.bytes_sent += len(data)
-                self.answered_prompts[hash(tuple(parsed["input_ids" if sglang else "prompt"]))] += 1
+                for item in self._items(parsed, sglang) or ():
+                    self.answered_prompts[hash(tuple(item["input_ids" if sglang else "prompt"]))] += 1
             return status, data
         return 404, b'{"error":"no such route"}'
 
@@ -327,7 +401,7 @@ class StubFarm:
 
     def stats(self) -> dict[str, Any]:
         servers = [s.stats() for s in self.stubs]
-        total = {k: sum(x[k] for x in servers) for k in ("requests", "answered", "tokens_requested",
+        total = {k: sum(x[k] for x in servers) for k in ("requests", "calls", "answered", "tokens_requested",
                                                          "tokens_computed", "bytes_sent")}
         return {"servers": servers, **total,
                 "answered_more_than_once": sum(1 for c in self.answered_prompts.values() if c > 1),
@@ -347,9 +421,10 @@ class StubFarm:
             return 200, json.dumps(self.stats()).encode()
         if method == "POST" and parts == ["stub", "papers"]:
             for paper, prefix in _loads(body).items():
-                chain = self._chain(prefix)
-                if chain:
-                    self.paper_of[chain[-1]] = paper
+                for block in (BLOCK, SGLANG_PAGE):
+                    chain = self._chain(prefix, block)
+                    if chain:
+                        self.paper_of[chain[-1]] = paper
             return 200, json.dumps({"papers": len(self.paper_of)}).encode()
         if method == "POST" and len(parts) == 3 and parts[:2] == ["stub", "kill"]:
             await self._kill(self.stubs[int(parts[2])])

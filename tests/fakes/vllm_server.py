@@ -3,7 +3,8 @@
 Response shape as vLLM returns it: ``choices[0].prompt_logprobs`` is a list aligned with the prompt tokens, ``None``
 for the first, then a dict keyed by token id (a string once JSON-encoded) of ``{logprob, rank, decoded_token}``
 holding the actual prompt token plus the top-k when ``prompt_logprobs`` = k > 0.
-``fail_first`` makes the first N completion calls answer 503 to exercise the client's retries.
+``fail_first`` makes the first N completion calls answer 503 to exercise the client's retries.  A batch (``prompt`` a
+list of token-id prompts) answers one choice per prompt, ``index`` its position.
 
 ``python -m tests.fakes.vllm_server --model PATH --port N [--host 127.0.0.1 ...]`` runs it the way vLLM's
 ``api_server`` module is run (the vllm-local tests start it through a fake ``vllm`` package).
@@ -22,10 +23,10 @@ from tests.fakes._lm_server import TinyLM, handler_class, serve
 
 def vllm_handler(checkpoint: Path, model_name: str | None = None,
                  fail_first: int = 0) -> Callable[[str, str, dict[str, Any] | None], tuple[int, Any]]:
-    """The fake's request handler (``state`` on it counts calls and the failures left)."""
+    """The fake's request handler (``state`` on it counts calls, the prompts they carried and the failures left)."""
     lm = TinyLM(checkpoint)
     name = model_name or str(checkpoint)
-    state = {"fails": fail_first, "calls": 0}
+    state = {"fails": fail_first, "calls": 0, "prompts": 0}
 
     def handle(method: str, path: str, body: dict[str, Any] | None) -> tuple[int, Any]:
         if method == "GET" and path == "/health":
@@ -38,6 +39,17 @@ def vllm_handler(checkpoint: Path, model_name: str | None = None,
                 state["fails"] -= 1
                 return 503, {"error": "overloaded"}
             ids = body["prompt"]
+            if isinstance(ids, list) and ids and isinstance(ids[0], list):  # a batch: one choice per prompt
+                choices = []
+                for i, one in enumerate(ids):
+                    state["calls"] -= 1  # counted once per call, not per prompt
+                    status, answer = handle(method, path, body | {"prompt": one})
+                    if status != 200:
+                        return status, answer
+                    choices.append(answer["choices"][0] | {"index": i})
+                return 200, {"id": "cmpl-fake", "object": "text_completion", "model": name, "choices": choices,
+                             "usage": {"prompt_tokens": sum(len(p) for p in ids), "completion_tokens": len(ids)}}
+            state["prompts"] += 1
             if isinstance(ids, list) and body.get("prompt_logprobs") is None and body.get("logprobs"):
                 # one generated token, greedy among ``allowed_token_ids``, with its raw log-prob (vLLM's default
                 # ``raw_logprobs`` mode: before the allowed-tokens mask)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -17,6 +19,7 @@ import pytest
 from grebench import stop
 from grebench.dispatch import Dispatcher, DispatchError
 from tests.fakes.stub_lm_servers import StubServers, token_logprob
+from tests.scoring.tiny_llama import sample_requests, tiny_llama_dir  # noqa: F401
 
 Prompt = list[int]
 
@@ -195,3 +198,39 @@ def test_a_stop_ends_the_run_promptly(client: httpx.Client) -> None:
         answered = stubs.stats()["answered"]
     assert took < 2 * stop.POLL_S + 0.5, took
     assert len(got) < len(prompts) and answered < len(prompts)
+
+
+@pytest.mark.parametrize("kind", ["sglang", "vllm"])
+def test_the_server_estimator_batches_a_papers_requests_within_the_cap(kind: str,
+                                                                       tiny_llama_dir: Path) -> None:  # noqa: F811
+    """``estimator_batch``: up to that many requests of one paper in one HTTP call (SGLang's and vLLM's list of
+    prompts), at most ``concurrency`` requests in flight a server, each paper on one server, and the same answers
+    as one request a call."""
+    from transformers import AutoTokenizer
+
+    from grebench.scoring.estimators._server import ServerEstimator
+    from grebench.scoring.estimators._tokenize import RequestTokenizer
+
+    reqs = sample_requests(n_papers=4, n_candidates=2)
+    enc = RequestTokenizer(AutoTokenizer.from_pretrained(tiny_llama_dir))
+    per_paper = Counter(r.paper_id for r in reqs)
+    prefixes = {r.paper_id: list(enc(r).prefix) for r in reqs}
+    got = {}
+    for batch in (1, 4):
+        # the verbs listed first among vLLM's top log-probs: no verb is asked for on its own, so calls are counted
+        with StubServers(2, rate=1e9, prefix_cache=True, top_ids=enc.verb_ids) as stubs:
+            stubs.register_papers(prefixes)
+            est = ServerEstimator(kind, stubs.urls, tokenizer=str(tiny_llama_dir), concurrency=6, batch=batch)
+            try:
+                got[batch] = est.logprobs(reqs)
+            finally:
+                est.close()
+            st = stubs.stats()
+        assert st["answered"] == len(reqs) and st["answered_more_than_once"] == 0
+        assert max(s["max_concurrent"] for s in st["servers"]) <= 6  # prompts in flight, a batch counting each
+        served = [p for s in st["servers"] for p in s["papers"]]
+        assert sorted(served) == sorted(per_paper)  # each paper on one server
+        # vLLM: a call per number of top log-probs asked for (requests with a verb choice and without)
+        calls = sum(-(-n // batch) for n in per_paper.values())
+        assert st["calls"] == calls if kind == "sglang" else calls <= st["calls"] <= 2 * calls
+    assert got[1] == got[4]

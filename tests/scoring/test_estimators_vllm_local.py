@@ -131,13 +131,19 @@ def test_requests_are_spread_over_all_urls(tiny_llama_dir: Path, settings: Setti
     # the whole 400-token vocabulary listed: no verb is asked for on its own, one call per request
     monkeypatch.setattr("grebench.scoring.estimators._server.TOP_LOGPROBS", 400)
 
-    one, two = vllm_handler(tiny_llama_dir), vllm_handler(tiny_llama_dir)
-    with serve(one) as url1, serve(two) as url2:
-        est = resolve_estimator(f"vllm:{url1},{url2}", settings.replace(estimator_concurrency=2))
-        reqs = sample_requests(n_papers=2, n_candidates=1)
-        est.logprobs(reqs)
-    calls = one.state["calls"], two.state["calls"]  # type: ignore[attr-defined]
-    assert sum(calls) == len(reqs) and abs(calls[0] - calls[1]) <= 1
+    reqs = sample_requests(n_papers=2, n_candidates=1)
+    answers = {}
+    for batch in (1, 2):
+        one, two = vllm_handler(tiny_llama_dir), vllm_handler(tiny_llama_dir)
+        with serve(one) as url1, serve(two) as url2:
+            est = resolve_estimator(f"vllm:{url1},{url2}", settings.replace(estimator_concurrency=2,
+                                                                               estimator_batch=batch))
+            answers[batch] = est.logprobs(reqs)
+        calls = one.state["calls"], two.state["calls"]  # type: ignore[attr-defined]
+        prompts = one.state["prompts"], two.state["prompts"]  # type: ignore[attr-defined]
+        # each paper's requests on one server, in calls of ``batch`` prompts
+        assert sum(prompts) == len(reqs) and sum(calls) == len(reqs) // batch and min(prompts) > 0
+    assert answers[1] == answers[2]  # one prompt a call or two: the same numbers
 
 
 def test_a_server_that_fails_to_start_is_reported_and_nothing_is_left(

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from grebench.cluster import RAY_INSTALL
 from grebench.progress import NoProgress, Progress
 from grebench.registry import Entry, PartId, Registry
 from grebench.scoring.estimators._base import Estimator
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
 
 #: Where an in-process estimator runs (the ``executor`` setting): in this process, or on Ray actors.
 EXECUTORS = ("local", "ray")
-#: How to install what ``executor = ray`` needs (Ray is an optional extra, imported only when that executor runs).
-RAY_INSTALL = "pip install -e '.[hf,ray]'"
 
 
 @dataclass(frozen=True)

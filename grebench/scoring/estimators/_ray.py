@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from grebench import stop
+from grebench.cluster import RayMissing, ray_module, start_ray
 from grebench.progress import NoProgress, Progress
 from grebench.scoring._request import LogprobRequest, LogprobResult
 
@@ -54,15 +55,6 @@ ACTOR_RESTARTS = 4
 TASK_RETRIES = 4
 
 
-class RayMissing(RuntimeError):
-    """``executor = ray`` without Ray installed."""
-
-    def __init__(self) -> None:
-        from grebench.scoring.estimators import RAY_INSTALL
-
-        super().__init__(f"the ray executor needs Ray, which is not installed: {RAY_INSTALL}")
-
-
 def ray_installed() -> bool:
     """Whether Ray can be imported (found without importing it)."""
     import importlib.util
@@ -71,11 +63,7 @@ def ray_installed() -> bool:
 
 
 def _ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise RayMissing() from None
-    return ray
+    return ray_module()
 
 
 @dataclass(frozen=True)
@@ -176,14 +164,8 @@ class RayPool:
                              "servers from this process")
         ray = _ray()
         self.spec = spec
-        self.started_ray = False
-        if not ray.is_initialized():  # else: the caller's Ray (a test's, or a driver script's), left as it is
-            address = settings.run.ray_address.strip()
-            if address:  # a cluster's workers import grebench from their own install (docs/scale.md)
-                ray.init(address=address, logging_level=logging.WARNING)
-            else:  # this job's own Ray: no dashboard, the workers' logs kept in its session directory
-                ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
-            self.started_ray = True
+        # the caller's Ray (a test's, or a driver script's) is left as it is; this job's own is stopped on close
+        self.started_ray = start_ray(settings.run.ray_address)
         resources = ray.cluster_resources()
         gpus, cpus = float(resources.get("GPU", 0)), float(resources.get("CPU", 1))
         gpu = _uses_gpu(spec, settings.scoring.hf_device, gpus)

@@ -81,7 +81,7 @@ class ServerEstimator:
 
     def __init__(self, kind: str, urls: Sequence[str], tokenizer: str | None = None, concurrency: int = 8,
                  timeout_s: float = 300.0, max_retries: int = 4, backoff_s: float = 1.0,
-                 routing: str = "paper") -> None:
+                 routing: str = "paper", batch: int = 1) -> None:
         from grebench._offline import apply_offline_defaults
 
         apply_offline_defaults()
@@ -92,7 +92,7 @@ class ServerEstimator:
         self.kind, self.urls = kind, [u.rstrip("/") for u in urls]
         self.client = httpx.Client(timeout=timeout_s)
         self.concurrency, self.max_retries, self.backoff_s = max(1, concurrency), max_retries, backoff_s
-        self.routing = routing
+        self.routing, self.batch = routing, max(1, batch)
         self.dispatch_stats: DispatchStats | None = None  # the last stream's, per server
         self.model = self._model_id()
         path = tokenizer or self.model
@@ -147,41 +147,77 @@ class ServerEstimator:
             stop.sleep(self.backoff_s * 2**attempt)
         raise AssertionError("unreachable")
 
-    def _one(self, url: str, t: TokenizedRequest) -> LogprobResult:
+    def _batch(self, url: str, ts: Sequence[TokenizedRequest]) -> list[LogprobResult]:
+        """The answers to ``ts`` (requests of one paper) from one server, in one HTTP call where the protocol allows
+        (vLLM: one call per number of top log-probs asked for)."""
+        if self.kind == "vllm":
+            out: list[LogprobResult | None] = [None] * len(ts)
+            tops_of = [TOP_LOGPROBS if t.choice else 0 for t in ts]  # a verb choice needs the other verbs' log-probs
+            for top in sorted(set(tops_of)):  # vLLM lists them at every prompt position: asked only where needed
+                part = [i for i, k in enumerate(tops_of) if k == top]
+                prompts = [ts[i].ids for i in part]
+                call = {"model": self.model, "prompt": prompts if len(part) > 1 else prompts[0], "max_tokens": 1,
+                        "temperature": 0.0, "prompt_logprobs": top}
+                choices = self._call("POST", url + "/v1/completions", call, retries=0).get("choices")
+                if not isinstance(choices, list) or len(choices) != len(part):
+                    raise ServerError(f"{url}: the answer has {len(choices) if isinstance(choices, list) else 'no'} "
+                                      f"choices for {len(part)} prompts")
+                by_index = sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0)
+                for i, choice in zip(part, by_index, strict=True):
+                    out[i] = self._vllm_result(url, ts[i], choice)
+            return [r for r in out if r is not None]
+        body: dict[str, Any] = {"sampling_params": {"max_new_tokens": 0, "temperature": 0.0}, "return_logprob": True}
+        starts = [len(t.ids) - t.n_target - 1 for t in ts]
+        if len(ts) == 1:
+            body |= {"input_ids": ts[0].ids, "logprob_start_len": starts[0]}
+        else:  # SGLang's batch: a list of prompts, the per-prompt parameters as lists; the answer is a list
+            body |= {"input_ids": [t.ids for t in ts], "logprob_start_len": starts}
+        if any(t.choice for t in ts):  # the verbs' log-probs at every position (a few numbers), not the top 20
+            # (issue 61: the answer's size was most of the client's CPU); one list for every prompt of the batch
+            body["token_ids_logprob"] = list(self.encode.verb_ids)
+        got = self._call("POST", url + "/generate", body, retries=0)
+        answers = got if isinstance(got, list) else [got]
+        if len(answers) != len(ts) or not all(isinstance(a, dict) and isinstance(a.get("meta_info"), dict)
+                                              for a in answers):
+            raise ServerError(f"{url}: the answer is not {len(ts)} generate result(s) with meta_info")
+        return [self._sglang_result(url, t, a["meta_info"]) for t, a in zip(ts, answers, strict=True)]
+
+    def _vllm_result(self, url: str, t: TokenizedRequest, choice: Any) -> LogprobResult:
         ids = t.ids
         start = len(ids) - t.n_target
-        top = TOP_LOGPROBS if t.choice else 0  # a verb choice needs the other verbs' log-probs at its position
-        tops: dict[int, dict[int, float]] = {}  # only at the choice positions (a few of hundreds)
-        if self.kind == "vllm":
-            body = {"model": self.model, "prompt": ids, "max_tokens": 1, "temperature": 0.0, "prompt_logprobs": top}
-            plp = self._call("POST", url + "/v1/completions", body, retries=0)["choices"][0].get("prompt_logprobs")
-            if not isinstance(plp, list) or len(plp) != len(ids):
-                raise ServerError(f"{url}: response has no prompt_logprobs for {len(ids)} tokens")
-            vals = [plp[j][str(ids[j])]["logprob"] for j in range(start, len(ids))]
-            tops = {j: {int(tok): v["logprob"] for tok, v in plp[start + j].items()} for j in t.choice}
-        else:
-            body = {"input_ids": ids, "sampling_params": {"max_new_tokens": 0, "temperature": 0.0},
-                    "return_logprob": True, "logprob_start_len": start - 1}
-            if t.choice:  # the verbs' log-probs at every position (a few numbers), not the top 20 (issue 61: the
-                # answer's size was most of the client's CPU)
-                body["token_ids_logprob"] = list(self.encode.verb_ids)
-            meta = self._call("POST", url + "/generate", body, retries=0)["meta_info"]
-            items = meta["input_token_logprobs"]
-            if len(items) != t.n_target + 1 or any(int(it[1]) != tok for it, tok in zip(items[1:], ids[start:],
-                                                                                       strict=True)):
-                raise ServerError(f"{url}: input_token_logprobs do not match the scored tokens")
-            vals = [it[0] for it in items[1:]]
-            if t.choice:
-                listed = meta.get("input_token_ids_logprobs")
-                if not isinstance(listed, list) or len(listed) != len(items):
-                    raise ServerError(f"{url}: response has no input_token_ids_logprobs for the scored tokens "
-                                      "(SGLang answers token_ids_logprob from version 0.4.3)")
-                tops = {j: {int(it[1]): float(it[0]) for it in (listed[1 + j] or [])}
-                        | {int(ids[start + j]): float(vals[j])} for j in t.choice}
+        plp = choice.get("prompt_logprobs") if isinstance(choice, dict) else None
+        if not isinstance(plp, list) or len(plp) != len(ids):
+            raise ServerError(f"{url}: response has no prompt_logprobs for {len(ids)} tokens")
+        vals = [plp[j][str(ids[j])]["logprob"] for j in range(start, len(ids))]
+        # only at the choice positions (a few of hundreds)
+        tops = {j: {int(tok): v["logprob"] for tok, v in plp[start + j].items()} for j in t.choice}
+        return self._result(url, t, vals, tops)
+
+    def _sglang_result(self, url: str, t: TokenizedRequest, meta: Mapping[str, Any]) -> LogprobResult:
+        ids = t.ids
+        start = len(ids) - t.n_target
+        items = meta.get("input_token_logprobs")
+        if (not isinstance(items, list) or len(items) != t.n_target + 1
+                or any(int(it[1]) != tok for it, tok in zip(items[1:], ids[start:], strict=True))):
+            raise ServerError(f"{url}: input_token_logprobs do not match the scored tokens")
+        vals = [it[0] for it in items[1:]]
+        tops: dict[int, dict[int, float]] = {}
+        if t.choice:
+            listed = meta.get("input_token_ids_logprobs")
+            if not isinstance(listed, list) or len(listed) != len(items):
+                raise ServerError(f"{url}: response has no input_token_ids_logprobs for the scored tokens "
+                                  "(SGLang answers token_ids_logprob from version 0.4.3)")
+            tops = {j: {int(it[1]): float(it[0]) for it in (listed[1 + j] or [])}
+                    | {int(ids[start + j]): float(vals[j])} for j in t.choice}
+        return self._result(url, t, vals, tops)
+
+    def _result(self, url: str, t: TokenizedRequest, vals: Sequence[Any],
+                tops: dict[int, dict[int, float]]) -> LogprobResult:
+        start = len(t.ids) - t.n_target
         for j in t.choice:  # a verb outside the top log-probs: asked for on its own, so the choice is exact
             for verb in self.encode.verb_ids:
                 if verb not in tops[j]:
-                    tops[j][verb] = self._last_logprob(url, [*ids[:start + j], verb])
+                    tops[j][verb] = self._last_logprob(url, [*t.ids[:start + j], verb])
         return LogprobResult(scored_sum(t, [float(v) for v in vals], tops, self.encode.verb_ids),
                              t.n_target - len(t.skip))
 
@@ -217,33 +253,50 @@ class ServerEstimator:
         import threading
 
         lock = threading.Lock()  # one tokenizer, shared by the dispatcher's threads
+        requests = list(requests)
+        # calls of up to ``batch`` requests of one paper; ``concurrency`` requests in flight a server
+        size = min(self.batch, self.concurrency)
+        by_paper: dict[str, list[int]] = {}
+        for i, r in enumerate(requests):
+            by_paper.setdefault(r.paper_id, []).append(i)
+        calls = [idx[k:k + size] for idx in by_paper.values() for k in range(0, len(idx), size)]
 
-        def one(url: str, request: LogprobRequest) -> LogprobResult:
+        def one(url: str, call: list[int]) -> list[LogprobResult]:
             # tokenised when sent, not all before the first is sent (a season's requests would hold ~50 GiB of ids
             # and keep every server idle while they were made)
             with lock:
-                tokenized = self.encode(request)
-            return self._one(url, tokenized)
+                tokenized = [self.encode(requests[i]) for i in call]
+            return self._batch(url, tokenized)
 
-        dispatcher: Dispatcher[LogprobRequest, LogprobResult] = Dispatcher(
-            self.urls, one, per_server=self.concurrency, routing=self.routing, backoff_s=self.backoff_s,
-            max_attempts=self.max_retries + 1)
+        results: list[LogprobResult | None] = [None] * len(requests)
+
+        def arrived(c: int, answers: list[LogprobResult]) -> None:
+            for i, answer in zip(calls[c], answers, strict=True):
+                results[i] = answer
+                if on_result is not None:
+                    on_result(i, answer)
+
+        dispatcher: Dispatcher[list[int], list[LogprobResult]] = Dispatcher(
+            self.urls, one, per_server=max(1, self.concurrency // size), routing=self.routing,
+            backoff_s=self.backoff_s, max_attempts=self.max_retries + 1)
         self.dispatch_stats = dispatcher.stats
         # the answers are many small lists: at the default threshold (700 allocations) the collector runs every
         # few answers and its full collections walk the whole heap (the model's library objects); collected 100
         # times less often while answers stream, as before after it (no object is exempted, none leaks)
         thresholds = gc.get_threshold()
         gc.set_threshold(max(thresholds[0], GC_THRESHOLD), *thresholds[1:])
-        try:  # a request's cost, for placing papers on servers: its characters (about 4 a token)
-            return dispatcher.run(list(requests), groups=[r.paper_id for r in requests],
-                                  costs=[len(r.synopsis or "") + len(r.first_review or "") + len(r.target)
-                                         for r in requests],
-                                  on_result=on_result)
+        try:  # a call's cost, for placing papers on servers: its characters (about 4 a token)
+            dispatcher.run(calls, groups=[requests[c[0]].paper_id for c in calls],
+                           costs=[sum(len(requests[i].synopsis or "") + len(requests[i].first_review or "")
+                                      + len(requests[i].target) for i in c) for c in calls],
+                           on_result=arrived)
         except DispatchError as exc:
             cause = exc.__cause__
             raise ServerError(str(cause) if isinstance(cause, ServerError) else str(exc)) from exc
         finally:
             gc.set_threshold(*thresholds)
+        assert all(r is not None for r in results)
+        return [r for r in results if r is not None]
 
 
 def server_urls(kind: str, arg: str) -> list[str]:
@@ -276,7 +329,7 @@ def _server_factory(kind: str) -> EstimatorFactory:
         s = context.settings
         return ServerEstimator(kind, urls, tokenizer=s.scoring.estimator_tokenizer or None,
                                concurrency=s.scoring.estimator_concurrency, timeout_s=s.scoring.estimator_timeout_s,
-                               routing=s.scoring.estimator_routing)
+                               routing=s.scoring.estimator_routing, batch=s.scoring.estimator_batch)
 
     make.__doc__ = f"``{kind}:URL[,URL...]``: an OpenAI-compatible {kind} server (client-side tokenisation)."
     return make
@@ -359,7 +412,8 @@ def make_vllm_local(arg: str, context: EstimatorContext) -> ServerEstimator:
                 task.advance()
         estimator = ServerEstimator("vllm", [server.base_url for server in servers], tokenizer=str(path),
                                     concurrency=s.scoring.estimator_concurrency,
-                                    timeout_s=s.scoring.estimator_timeout_s, routing=s.scoring.estimator_routing)
+                                    timeout_s=s.scoring.estimator_timeout_s, routing=s.scoring.estimator_routing,
+                                    batch=s.scoring.estimator_batch)
     except BaseException:
         for server in servers:
             server.stop()
