@@ -93,6 +93,29 @@ def _finite(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
 
 
+def _bootstrap_fits(weights: np.ndarray, owner: np.ndarray, n_owners: int, x: np.ndarray,
+                    y: np.ndarray) -> np.ndarray:
+    """The fixed-effects fit of every bootstrap replicate at once (replicate × (intercepts, coefficients)): the
+    weighted least squares of ``y`` on one intercept per owner and ``x``, through the within transformation
+    (Frisch-Waugh-Lovell: the coefficients from the deviations from each owner's weighted means, each intercept its
+    mean of ``y`` less its mean of ``x`` times them), so a replicate costs sums, not a solve of the whole design (2 s
+    a board with a loop of ``lstsq``).  An owner none of whose rows was drawn has no intercept (NaN)."""
+    onehot = (owner[:, None] == np.arange(n_owners)[None, :]).astype(np.float64)  # row × owner
+    k = x.shape[1]
+    n_w = weights @ onehot  # replicate × owner: the weight of each owner's rows
+    s_y = weights @ (onehot * y[:, None])  # replicate × owner
+    s_x = (weights @ (onehot[:, :, None] * x[:, None, :]).reshape(len(y), -1)).reshape(-1, n_owners, k)
+    s_xx = (weights @ (x[:, :, None] * x[:, None, :]).reshape(len(y), -1)).reshape(-1, k, k)
+    s_xy = weights @ (x * y[:, None])  # replicate × k
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = np.where(n_w > 0, 1.0 / n_w, 0.0)
+        scatter = s_xx - np.einsum("boi,boj,bo->bij", s_x, s_x, inv)  # within-owner scatter of x
+        cross = s_xy - np.einsum("boi,bo,bo->bi", s_x, s_y, inv)
+        beta = np.einsum("bij,bj->bi", np.linalg.pinv(scatter), cross) if k else np.zeros((len(weights), 0))
+        intercepts = np.where(n_w > 0, (s_y - np.einsum("boi,bi->bo", s_x, beta)) * inv, np.nan)
+    return np.hstack([intercepts, beta])
+
+
 def style_features(text: str | None) -> tuple[float, float, float, float]:
     """A review's style features, in :data:`FEATURES` order: words, list items (``-``, ``*``, ``+``, ``•`` or
     ``1.`` / ``1)`` at a line's start), headings (markdown ``#`` headings and lines that are bold only), and
@@ -151,12 +174,7 @@ def style_control(per_paper: Mapping[str, Mapping[str, float]], features: Mappin
     paper_ids = sorted(set(papers))
     column = np.searchsorted(paper_ids, papers)
     weights = _weights(len(paper_ids), samples, seed)[:, column]  # replicate × row: how often its paper was drawn
-    fits = np.full((samples, design.shape[1]), np.nan)
-    for b in range(samples):
-        root = np.sqrt(weights[b])
-        fits[b] = np.linalg.lstsq(design * root[:, None], y * root, rcond=None)[0]
-        drawn = np.bincount(owner, weights=weights[b], minlength=len(names)) > 0
-        fits[b, :len(names)][~drawn] = np.nan  # a contestant none of whose papers was drawn has no intercept
+    fits = _bootstrap_fits(weights, owner, len(names), z[:, within], y)
     with np.errstate(all="ignore"):
         low, high = np.nanpercentile(fits, [2.5, 97.5], axis=0)
     scores: dict[str, StyleScore] = {name: {"score": float(point[i]), "ci_low": float(low[i]),
