@@ -104,6 +104,9 @@ def _bootstrap_fits(weights: np.ndarray, owner: np.ndarray, n_owners: int, x: np
     k = x.shape[1]
     n_w = weights @ onehot  # replicate × owner: the weight of each owner's rows
     s_y = weights @ (onehot * y[:, None])  # replicate × owner
+    if k == 0:  # no feature varies: each intercept is its owner's weighted mean
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(n_w > 0, s_y / np.where(n_w > 0, n_w, 1.0), np.nan)
     s_x = (weights @ (onehot[:, :, None] * x[:, None, :]).reshape(len(y), -1)).reshape(-1, n_owners, k)
     s_xx = (weights @ (x[:, :, None] * x[:, None, :]).reshape(len(y), -1)).reshape(-1, k, k)
     s_xy = weights @ (x * y[:, None])  # replicate × k
@@ -111,7 +114,7 @@ def _bootstrap_fits(weights: np.ndarray, owner: np.ndarray, n_owners: int, x: np
         inv = np.where(n_w > 0, 1.0 / n_w, 0.0)
         scatter = s_xx - np.einsum("boi,boj,bo->bij", s_x, s_x, inv)  # within-owner scatter of x
         cross = s_xy - np.einsum("boi,bo,bo->bi", s_x, s_y, inv)
-        beta = np.einsum("bij,bj->bi", np.linalg.pinv(scatter), cross) if k else np.zeros((len(weights), 0))
+        beta = np.einsum("bij,bj->bi", np.linalg.pinv(scatter), cross)
         intercepts = np.where(n_w > 0, (s_y - np.einsum("boi,bi->bo", s_x, beta)) * inv, np.nan)
     return np.hstack([intercepts, beta])
 
