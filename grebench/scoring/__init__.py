@@ -11,7 +11,8 @@ Public API (importing it never imports torch or litellm):
 * :func:`compute_boards` / :func:`stored_boards` — the leaderboards, computed once and stored; readers read them.
 * :func:`information_flags` — the information view of a copy (one reference explained far beyond any human review).
 * :func:`validation_rows` — the metric's validation (Cohen's d of every control vs the human review).
-* :func:`leaderboard` — the ranked rows of one (metric, estimator, preprocessor) table.
+* :func:`leaderboard` — the ranked rows of one (metric, estimator, preprocessor) table; :func:`ranked_board` — the
+  rows with the board's style-controlled view (:class:`StyleControl`, :func:`style_features`, :func:`style_controlled`).
 * :func:`bootstrap_ci`, :func:`paired_difference`, :func:`rank_intervals` — the bootstrap over papers;
   :func:`paired_test`, :func:`format_p` — the one paired test (sign-flip, the paper as the unit) and how a p is shown.
 * :func:`provenance` — what produced the stored boards (code version, evaluation LM, prompts, decoding, sample,
@@ -75,6 +76,8 @@ from grebench.scoring._leaderboard import (
     rank_bounds,
     rank_range,
     rank_word,
+    ranked_board,
+    style_controlled,
 )
 from grebench.scoring._metrics import (
     METRICS,
@@ -100,6 +103,8 @@ from grebench.scoring._provenance import REBUILD_COMMAND, code_version, estimato
 from grebench.scoring._request import GEM_PROMPT_VERSION, LogprobRequest, LogprobResult
 from grebench.scoring._rules import RULES_ID, rules_judgment_lines
 from grebench.scoring._setup import ScoredSetup
+from grebench.scoring._style import FEATURES as STYLE_FEATURES
+from grebench.scoring._style import StyleCoefficient, StyleControl, StyleScore, style_features
 from grebench.scoring._texts import (
     TextPmis,
     TextScores,
@@ -145,6 +150,7 @@ __all__ = [
     "REFERENCE_WORD",
     "RULES_ID",
     "SCOPES",
+    "STYLE_FEATURES",
     "TOO_FEW",
     "VALIDATION_INPUTS",
     "Attribution",
@@ -163,6 +169,9 @@ __all__ = [
     "ScoringError",
     "StoredBoard",
     "StoredRow",
+    "StyleCoefficient",
+    "StyleControl",
+    "StyleScore",
     "SynopsisInputs",
     "TextPmis",
     "TextScores",
@@ -206,6 +215,7 @@ __all__ = [
     "rank_intervals",
     "rank_range",
     "rank_word",
+    "ranked_board",
     "request_key",
     "resolve_preprocessor",
     "rules_judgment_lines",
@@ -217,6 +227,8 @@ __all__ = [
     "store_report",
     "stored_boards",
     "stored_pmis",
+    "style_controlled",
+    "style_features",
     "superseded_estimators",
     "transformations",
     "unconditional_logprobs",

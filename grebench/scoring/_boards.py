@@ -22,22 +22,23 @@ from grebench import stop
 from grebench.bench import BASELINE, REFERENCE, kinds_with_role
 from grebench.progress import NoProgress, Progress
 from grebench.scoring._labels import label_parts, store_labels
-from grebench.scoring._leaderboard import BoardRow, StoredRow, leaderboard
+from grebench.scoring._leaderboard import BoardRow, StoredRow, ranked_board, style_controlled
 from grebench.scoring._metrics import headline_metric, metric_preprocessor
 from grebench.settings import Settings, StageInputs
 from grebench.store import Store, code_files, fingerprint, utcnow
 
 # v3: sample_json holds its venue's share of the paper sample; v4: rows say `vouched`; v5: rows say whether they
-# cover the board's sample (`due_papers`, `missing_papers`, `complete`), an incomplete contestant is not ranked
-BOARD_VERSION = "boards-v5"
+# cover the board's sample (`due_papers`, `missing_papers`, `complete`), an incomplete contestant is not ranked;
+# v6: the style-controlled view (rows' `style_score` and its CI, the board's `style_control_json`)
+BOARD_VERSION = "boards-v6"
 SCOPES = ("all", "sealed")
 ROW_COLUMNS = ("board_id", "candidate", "kind", "role", "rank", "rank_low", "rank_high", "score", "ci90_low",
                "ci90_high", "ci95_low", "ci95_high", "papers", "pairs", "clean_papers", "contaminated_papers",
                "sealed_share", "diff_vs_human", "p_vs_human", "cost_usd", "latency_s", "vouched", "due_papers",
-               "missing_papers", "complete")
+               "missing_papers", "complete", "style_score", "style_ci95_low", "style_ci95_high")
 BOARD_COLUMNS = ("board_id", "venue_id", "venue", "metric", "estimator", "preprocessor", "scope", "papers",
                  "papers_eligible", "sample_json", "human_score", "human_ci95_low", "human_ci95_high",
-                 "bootstrap_samples", "seed", "computed_at")
+                 "bootstrap_samples", "seed", "computed_at", "style_control_json")
 _HERE = Path(__file__).parent
 
 
@@ -122,6 +123,7 @@ class StoredBoard(TypedDict):
     bootstrap_samples: int
     seed: int
     computed_at: datetime
+    style_control_json: str | None
 
 
 class SampleFacts(TypedDict):
@@ -202,7 +204,7 @@ def boards_fingerprint(store: Store, settings: Settings) -> str:
                                       "paper_samples", "paper_links", "paper_link_flags", "scored_setups"),
                        values=[BOARD_VERSION, label_parts(), settings.inputs(BOARDS)],
                        code=code_files(_HERE / "_boards.py", _HERE / "_leaderboard.py", _HERE / "_aggregate.py",
-                                       _HERE / "_labels.py", _HERE / "_coverage.py"))
+                                       _HERE / "_labels.py", _HERE / "_coverage.py", _HERE / "_style.py"))
 
 
 def compute_boards(store: Store, settings: Settings, progress: Progress | None = None) -> dict[str, int]:
@@ -219,9 +221,10 @@ def compute_boards(store: Store, settings: Settings, progress: Progress | None =
             for scope in SCOPES:
                 bid = board_id(setup["venue_id"], setup["metric"], setup["estimator"], setup["preprocessor"], scope)
                 with venue_scope(store, setup["venue_id"], scope == "sealed") as scoped:
-                    ranked = leaderboard(scoped, setup["metric"], setup["estimator"], setup["preprocessor"],
+                    board = ranked_board(scoped, setup["metric"], setup["estimator"], setup["preprocessor"],
                                          samples=samples, seed=seed,
                                          max_missing_share=settings.scoring.board_max_missing_share)
+                    ranked = board["rows"]
                     costs = _costs(scoped)
                     papers = int(scoped.scalar("SELECT count(DISTINCT paper_id) FROM scores WHERE metric = ? AND "
                                                "estimator = ? AND preprocessor = ?",
@@ -233,7 +236,8 @@ def compute_boards(store: Store, settings: Settings, progress: Progress | None =
                                sample.get(setup["venue_id"]),
                                None if human is None else human["score"],
                                None if human is None else human["ci95_low"],
-                               None if human is None else human["ci95_high"], samples, seed, now])
+                               None if human is None else human["ci95_high"], samples, seed, now,
+                               None if board["style_control"] is None else json.dumps(board["style_control"])])
                 for r in ranked:
                     cost = costs.get(r["candidate"])
                     row: BoardRow = {**r, "board_id": bid, "cost_usd": cost["cost_usd"] if cost else None,
@@ -371,6 +375,10 @@ def stored_boards(store: Store, *, metric: str | None = None, venue_id: str | No
         b["candidates"] = len(b["rows"])
         b["pairs"] = sum(int(r["pairs"]) for r in b["rows"])
         b["sample"] = json.loads(b["sample_json"]) if b.get("sample_json") else None
+        # the style-controlled view, once per board (None: stored before it, or nothing to fit); rows carry theirs
+        b["style_control"] = json.loads(b.pop("style_control_json", None) or "null")
+        for r in b["rows"]:
+            r["style_controlled"] = style_controlled(r)
         b["sample_facts"] = sample_facts(b)
         b["human_band"] = None if b["human_score"] is None else {
             "score": b["human_score"], "low": b["human_ci95_low"], "high": b["human_ci95_high"]}

@@ -17,7 +17,7 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping
 from datetime import date, datetime
-from typing import Any, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, cast
 
 from grebench.bench import (
     CONTESTANT,
@@ -33,6 +33,7 @@ from grebench.bench import (
 from grebench.scoring._aggregate import bootstrap_ci, paired_difference, rank_intervals
 from grebench.scoring._coverage import DEFAULT_MAX_MISSING_SHARE, coverage
 from grebench.scoring._metrics import metric_preprocessor
+from grebench.scoring._style import StyleControl, StyleScore, paper_features, style_control
 from grebench.store import PUBLIC_SINCE_VIEW, Store
 
 
@@ -107,6 +108,11 @@ class RowFields(TypedDict):
     sealed_share: float | None
     diff_vs_human: float | None
     p_vs_human: float | None
+    # the style-controlled view (:mod:`grebench.scoring._style`): a contestant's difference to the human baseline
+    # at zero style difference, with its 95% CI (None: not a contestant, or no paper shared with the baseline)
+    style_score: float | None
+    style_ci95_low: float | None
+    style_ci95_high: float | None
 
 
 class LeaderboardRow(RowFields):
@@ -126,7 +132,27 @@ class StoredRow(RowFields):
 
 
 class BoardRow(StoredRow, LeaderboardRow):
-    """A board's row as :func:`grebench.scoring.stored_boards` gives it: the stored row with its board's setup."""
+    """A board's row as :func:`grebench.scoring.stored_boards` gives it: the stored row with its board's setup and
+    its style-controlled score as one value (``style_controlled``: :func:`style_controlled`)."""
+
+    style_controlled: NotRequired[StyleScore | None]
+
+
+class RankedBoard(TypedDict):
+    """:func:`ranked_board`: the rows, best first, and the board's style-controlled fit (None: nothing to fit)."""
+
+    rows: list[LeaderboardRow]
+    style_control: StyleControl | None
+
+
+def style_controlled(row: Mapping[str, Any]) -> StyleScore | None:
+    """A row's style-controlled score as leaderboard.json and ``grebench leaderboard --json`` give it,
+    ``{"score", "ci_low", "ci_high"}`` (None: the row has none, or was stored before the view existed)."""
+    if row.get("style_score") is None:
+        return None
+    low, high = row.get("style_ci95_low"), row.get("style_ci95_high")
+    return {"score": float(row["style_score"]), "ci_low": math.nan if low is None else float(low),
+            "ci_high": math.nan if high is None else float(high)}
 
 
 def _kind(name: str, stored: str | None) -> str | None:
@@ -277,7 +303,14 @@ def rank_range(row: Mapping[str, Any]) -> str | None:
 
 def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str, samples: int = 2000,
                 seed: int = 20200426, max_missing_share: float = DEFAULT_MAX_MISSING_SHARE) -> list[LeaderboardRow]:
-    """Rows of the leaderboard, best first (field names are a stable contract: see docs/scoring.md).
+    """Rows of the leaderboard, best first (field names are a stable contract: see docs/scoring.md):
+    :func:`ranked_board`'s rows."""
+    return ranked_board(store, metric, estimator_id, preprocessor, samples, seed, max_missing_share)["rows"]
+
+
+def ranked_board(store: Store, metric: str, estimator_id: str, preprocessor: str, samples: int = 2000,
+                 seed: int = 20200426, max_missing_share: float = DEFAULT_MAX_MISSING_SHARE) -> RankedBoard:
+    """The rows of the leaderboard, best first, and its style-controlled fit (:mod:`grebench.scoring._style`).
 
     Ranks (and rank intervals) are computed among the ranked candidates only — LLMs, imported reviews and the
     human baseline; controls are reference rows with ``rank`` None, listed after them by score: a control is a
@@ -301,9 +334,14 @@ def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str,
         if not scores.get(name):  # no clean paper: its contaminated papers, in the unranked band
             shown[name] = per_paper
             ranks[name] = {"rank": None, "rank_low": None, "rank_high": None}
+    contestants = [name for name, per_paper in shown.items() if per_paper and info[name]["role"] == CONTESTANT]
+    style = style_control(shown, paper_features(store, metric, estimator_id, preprocessor), HUMAN, contestants,
+                          samples=samples, seed=seed) if human else None
+    styled = style["scores"] if style else {}
     for name, per_paper in shown.items():
         if not per_paper:
             continue
+        controlled = styled.get(name)
         clean = len(scores.get(name) or {})
         ci = bootstrap_ci(list(per_paper.values()), samples=samples, seed=seed)
         diff = paired_difference(per_paper, human, samples=samples, seed=seed) if human and name != HUMAN else None
@@ -329,7 +367,10 @@ def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str,
             # sealing is about LLMs writing before the reviews were public: no meaning for texts built from them
             "sealed_share": None if info[name]["role"] != CONTESTANT else info[name]["sealed"] / len(per_paper),
             "diff_vs_human": diff["diff"] if diff else None, "p_vs_human": diff["p"] if diff else None,
+            "style_score": controlled["score"] if controlled else None,
+            "style_ci95_low": controlled["ci_low"] if controlled else None,
+            "style_ci95_high": controlled["ci_high"] if controlled else None,
         })
     # ranked rows, then the contaminated band, then the controls (reference rows), each by score
     rows.sort(key=lambda r: (r["rank"] is None, r["role"] == REFERENCE, r["rank"] or 0, -r["score"], r["candidate"]))
-    return rows
+    return {"rows": rows, "style_control": style["board"] if style else None}

@@ -2,8 +2,9 @@
 
 The app formats, never computes: a board is the scoring stage's stored one (:func:`grebench.site._data.boards`),
 read through the shared reader cache.  Columns have readable names and the paired difference with the human
-baseline is a number of its own (``Δ vs human``), with its p beside it; the controls come in a second table (the
-tab folds it under "Show controls"), so that sorting a column can never put a control among the contestants.
+baseline is a number of its own (``Δ vs human``), with its p beside it, and so is the style-controlled view (that
+difference at zero style difference, docs/scoring.md), with its CI; the controls come in a second table (the tab
+folds it under "Show controls"), so that sorting a column can never put a control among the contestants.
 """
 
 from __future__ import annotations
@@ -22,16 +23,17 @@ from grebench.store import BASELINE, REFERENCE
 #: The Leaderboard tab's columns: (header, the row field or a derived cell).
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("Rank", "rank"), ("Candidate", "candidate"), ("Kind", "kind"), ("Score (nats)", "score"),
-    ("95% CI", "ci95"), ("Rank interval (95%)", "rank_interval"), ("Δ vs human", "diff_vs_human"),
+    ("95% CI", "ci95"), ("Style-controlled Δ vs human", "style_score"), ("Style-controlled 95% CI", "style_ci95"),
+    ("Rank interval (95%)", "rank_interval"), ("Δ vs human", "diff_vs_human"),
     ("p vs human (paired)", "p_vs_human"), ("Papers", "papers"), ("Sealed share", "sealed_share"),
     ("Cost / review (USD)", "cost_usd"), ("Latency / review (s)", "latency_s"),
 )
 HEADERS = [h for h, _ in COLUMNS]
 #: Column widths (a header wraps between words, never inside one).
-WIDTHS: list[str | int] = ["6%", "15%", "7%", "7%", "11%", "8%", "7%", "9%", "6%", "7%", "8%", "9%"]
+WIDTHS: list[str | int] = ["5%", "13%", "6%", "6%", "10%", "7%", "10%", "7%", "6%", "8%", "5%", "5%", "6%", "6%"]
 #: Gradio's column types: numbers sort as numbers, the rest as text.
-DATATYPES: list[Literal["str", "number"]] = ["str", "str", "str", "number", "str", "str", "number", "str", "number",
-                                              "number", "number", "number"]
+DATATYPES: list[Literal["str", "number"]] = ["str", "str", "str", "number", "str", "number", "str", "str", "number",
+                                              "str", "number", "number", "number", "number"]
 
 
 def reader(settings: Settings) -> ReaderCache:
@@ -71,8 +73,8 @@ def cell(row: Mapping[str, Any], field: str) -> Any:
     as the site and the CLI write them (``[1.20, 3.40]``, ``1–3``), p as every page prints it."""
     if field == "rank":
         return str(row["rank"]) if row.get("rank") is not None else (row.get("rank_word") or rank_word(dict(row)))
-    if field == "ci95":
-        low, high = row.get("ci95_low"), row.get("ci95_high")
+    if field in ("ci95", "style_ci95"):
+        low, high = row.get(f"{field}_low"), row.get(f"{field}_high")
         return "" if low is None or high is None else f"[{float(low):.2f}, {float(high):.2f}]"
     if field == "rank_interval":
         return row.get("rank_range") or ""
@@ -108,6 +110,11 @@ def board_info(settings: Settings, venue: str | None, metric: str | None, setup:
     if board.get("proxy"):
         parts.append("Scored by a fast proxy, not by the metric's language model: a quick stand-in, not the "
                      "headline result.")
+    style = board.get("style_control")
+    if style:
+        parts.append(f"Style-controlled: each contestant's difference to the human baseline at zero style difference "
+                     f"({', '.join(style['features'])}), one pooled least-squares fit over {style['n_rows']} "
+                     "(contestant, paper) rows; the headline score is unchanged.")
     words = {r.get("rank_word") or rank_word(r) for r in board["rows"]}
     if "incomplete" in words:
         parts.append(INCOMPLETE_NOTE[0].upper() + INCOMPLETE_NOTE[1:])

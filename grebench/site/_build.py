@@ -47,7 +47,7 @@ SCHEMA_VERSION = 1
 #: Fields of one row in leaderboard.json, in order (a stable contract: docs/site.md).
 ROW_FIELDS = ("rank", "status", "candidate", "kind", "score", "ci90_low", "ci90_high", "ci95_low", "ci95_high",
               "rank_low", "rank_high", "papers", "pairs", "clean_papers", "sealed_share", "diff_vs_human", "p_vs_human",
-              "cost_usd", "latency_s", "vouched", "complete", "due_papers", "missing_papers")
+              "cost_usd", "latency_s", "vouched", "complete", "due_papers", "missing_papers", "style_controlled")
 _HERE = Path(__file__).parent
 log = logging.getLogger(__name__)
 
@@ -95,6 +95,8 @@ def environment(labels: Labels | None = None, foot: Colophon | None = None) -> j
 
 
 def _clean(value: Any) -> Any:
+    if isinstance(value, dict):  # the style-controlled view's nested values
+        return {k: _clean(v) for k, v in value.items()}
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, (datetime, date)):
@@ -106,8 +108,10 @@ def leaderboard_json(boards: list[dict[str, Any]], generated_at: datetime,
                      provenance: Provenance | None = None) -> dict[str, Any]:
     """The machine-readable leaderboard (schema documented in docs/site.md): boards in headline order (``boards[0]``
     is the headline board when ``headline`` is true), each with its ``sample`` and whether it is a ``proxy``; a row's
-    ``status`` is ``ranked``, ``incomplete``, ``contaminated`` or ``reference`` (the word the pages use);
-    ``provenance`` says what produced them (:func:`grebench.scoring.provenance`)."""
+    ``status`` is ``ranked``, ``incomplete``, ``contaminated`` or ``reference`` (the word the pages use), its
+    ``style_controlled`` the style-controlled view's score with its CI, the board's ``style_control`` the fit
+    (:class:`grebench.scoring.StyleControl`); ``provenance`` says what produced them
+    (:func:`grebench.scoring.provenance`)."""
     out = []
     for i, b in enumerate(boards):
         band = b.get("human_band")
@@ -118,6 +122,7 @@ def leaderboard_json(boards: list[dict[str, Any]], generated_at: datetime,
             "proxy": bool(b.get("proxy")),
             "sample": {k: facts[k] for k in ("text", "papers", "eligible", "sampled", "seed")},
             "human_band": None if band is None else {k: _clean(v) for k, v in band.items()},
+            "style_control": _clean(b.get("style_control")),
             "rows": [{f: _clean(_row_status(r) if f == "status" else r.get(f)) for f in ROW_FIELDS}
                      for r in b["rows"]],
         })
@@ -170,11 +175,12 @@ class _Writer:
 
 
 #: Bump when what the site shows changes (code, not data): the next build renders again.
-SITE_VERSION = "site-v14"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
+SITE_VERSION = "site-v15"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
 # v8: board versions; v9: board history of a replay; v10: provenance (leaderboard.json and the board pages);
 # v11: rank intervals in the history plot, the history beside every board
 # v12: per-line attribution (paper pages, board rows); v13: the history plot from the board versions
 # v14: contestants before folded controls, the redesigned headline figure, snapshot archives, labels (issue 50)
+# v15: the style-controlled view (a column beside the score, the board's coefficients; issue 63)
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
          "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes",
          "boards", "board_rows", "labels", "paper_links", "paper_link_flags", "scored_setups",

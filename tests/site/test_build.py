@@ -217,7 +217,7 @@ def test_each_board_page_shows_its_rank_intervals_and_its_replay_history(setting
         figure = soup.select_one("figure.history img")
         assert figure is not None, page.name
         assert (page.parent / Path(figure["src"]).name).read_text().lstrip().startswith(("<?xml", "<svg"))
-        cells = [tr.select("td")[5].get_text(strip=True) for tr in soup.select("table.board tbody tr")]
+        cells = [tr.select("td")[6].get_text(strip=True) for tr in soup.select("table.board tbody tr")]
         assert cells == [rank_range(r) or "—" for r in board["rows"]]  # rank interval column, from the JSON's rows
         assert any(r["rank_low"] is not None for r in board["rows"])
     svg = next((site / "boards").glob("*-history.svg")).read_text()
