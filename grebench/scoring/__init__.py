@@ -9,7 +9,9 @@ Public API (importing it never imports torch or litellm):
   :func:`unconditional_logprobs` — a text's log-likelihood under the evaluation LM alone (the prose test's LM path).
 * :func:`paper_attribution`, :func:`attribution_summary` — what each judgment line adds to a score (leave one out).
 * :func:`compute_boards` / :func:`stored_boards` — the leaderboards, computed once and stored; readers read them.
-* :func:`information_flags` — the information view of a copy (one reference explained far beyond any human review).
+* :func:`information_flags` — the information view of a copy (one reference explained far beyond any human review);
+  :func:`information_shift` — the same summed over a submission (its per-paper ratios against honest reviewers');
+  :class:`LMCopyCheck` — copy evidence from the evaluation LM, line by line, calibrated on honest pairs.
 * :func:`validation_rows` — the metric's validation (Cohen's d of every control vs the human review).
 * :func:`leaderboard` — the ranked rows of one (metric, estimator, preprocessor) table; :func:`ranked_board` — the
   rows with the board's style-controlled view (:class:`StyleControl`, :func:`style_features`, :func:`style_controlled`).
@@ -79,6 +81,7 @@ from grebench.scoring._leaderboard import (
     ranked_board,
     style_controlled,
 )
+from grebench.scoring._lmcopy import LMCopyCheck, LMCopyEvidence, PaperReviews, conformal_bar, line_gain
 from grebench.scoring._metrics import (
     METRICS,
     RAW_PREPROCESSOR,
@@ -90,7 +93,16 @@ from grebench.scoring._metrics import (
     metric,
     metric_preprocessor,
 )
-from grebench.scoring._outliers import HUMAN_FACTOR, InformationFlag, information_flags
+from grebench.scoring._outliers import (
+    HUMAN_FACTOR,
+    SHIFT_ALPHA,
+    SHIFT_FACTOR,
+    InformationFlag,
+    ShiftTest,
+    information_flags,
+    information_shift,
+    shift_test,
+)
 from grebench.scoring._preprocess import (
     PREPROCESS_PROMPT_VERSION,
     PREPROCESSORS,
@@ -150,6 +162,8 @@ __all__ = [
     "REFERENCE_WORD",
     "RULES_ID",
     "SCOPES",
+    "SHIFT_ALPHA",
+    "SHIFT_FACTOR",
     "STYLE_FEATURES",
     "TOO_FEW",
     "VALIDATION_INPUTS",
@@ -158,15 +172,19 @@ __all__ = [
     "EstimatorAgreement",
     "EstimatorHandle",
     "InformationFlag",
+    "LMCopyCheck",
+    "LMCopyEvidence",
     "LeaderboardRow",
     "LogprobRequest",
     "LogprobResult",
     "Metric",
     "PairedTest",
+    "PaperReviews",
     "Preprocessor",
     "SampleFacts",
     "ScoredSetup",
     "ScoringError",
+    "ShiftTest",
     "StoredBoard",
     "StoredRow",
     "StyleCoefficient",
@@ -186,6 +204,7 @@ __all__ = [
     "code_version",
     "cohens_d",
     "compute_boards",
+    "conformal_bar",
     "default_metrics",
     "estimator_agreement",
     "estimator_facts",
@@ -195,10 +214,12 @@ __all__ = [
     "headline_first",
     "headline_metric",
     "information_flags",
+    "information_shift",
     "is_contaminated_row",
     "is_incomplete_row",
     "leaderboard",
     "line_class",
+    "line_gain",
     "meets_expectation",
     "metric",
     "metric_preprocessor",
@@ -222,6 +243,7 @@ __all__ = [
     "run_scoring",
     "sample_facts",
     "score_texts",
+    "shift_test",
     "smallest_p",
     "store_labels",
     "store_report",
