@@ -279,3 +279,40 @@ def test_the_store_holds_a_shifted_submission_with_the_evidence() -> None:
         assert recheck_held(store) == []  # held already on this evidence: nothing written twice
     finally:
         store.close()
+
+
+# -- the product path: the copy check of a submitted candidate --------------------------------------------------------
+
+def test_the_copy_check_refuses_a_paraphrase_by_its_information_with_the_lm_estimator(tmp_path: Path) -> None:
+    """``lm_copy_estimator = offline``: :func:`grebench.submissions.check_copies` flags a candidate whose reviews are
+    paraphrases of their papers' public reviews (calibrated on the store's honest reviews), with the evidence, and
+    passes one whose reviews are honest text about other papers; without the setting the LM check does not run."""
+    from grebench.settings import load_settings
+    from grebench.submissions import check_copies
+
+    records = list(_records("iclr2026").values())[:80]
+    store = open_store(None)
+    try:
+        with store.transaction():
+            for paper in records:
+                store.upsert_paper(paper)
+        checked = records[:10]
+        for name in ("Paraphraser", "Elsewhere"):
+            store.con.execute("INSERT INTO candidates (name, kind, params_json, updated_at) VALUES (?, 'submitted', "
+                              "'{}', ?)", [name, utcnow()])
+        for k, paper in enumerate(checked):
+            other = records[-1 - k].reviews[0].text
+            for name, text in (("Paraphraser", _paraphrase(paper, other, 0.3, k)), ("Elsewhere", other)):
+                store.con.execute("INSERT INTO generations (generation_id, candidate, paper_id, prompt_version, "
+                                  "params_json, status, text, generated_at) VALUES (?, ?, ?, 'v1', '{}', 'ok', ?, ?)",
+                                  [f"{name}/{paper.paper_id}", name, paper.paper_id, text, utcnow()])
+        settings = load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path), "GREBENCH_LM_COPY_ESTIMATOR": "offline"})
+        copied = check_copies(store, "Paraphraser", settings)
+        assert len(copied.lm_copies) >= 9 and copied.flagged, copied
+        assert "LM copy check under offline" in copied.summary() and "as well as an honest review" in copied.summary()
+        honest = check_copies(store, "Elsewhere", settings)
+        assert honest.lm_copies == () and honest.checked == len(checked)
+        off = check_copies(store, "Paraphraser", load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path)}))
+        assert off.lm_copies == ()
+    finally:
+        store.close()
