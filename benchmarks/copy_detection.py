@@ -433,14 +433,17 @@ class InformationView:
         scored = score_texts(self.store, self.settings, self.setup, "gem-s", items, handle=self.handle,
                              preprocessor=self.preprocessor)
         out: list[float | None] = []
+        self.means: list[float | None] = []  # the mean share per reference (what the shift tests compare)
         for pid, text in items:
             key = (pid, hashlib.sha256(text.encode("utf-8")).hexdigest())
             pmis, margs = scored.pmis.get(key, {}), scored.marginals.get(key, {})
             refs = [r for r in pmis if r in margs and margs[r] < 0]
             if not refs or pid not in self.human:
                 out.append(None)
+                self.means.append(None)
                 continue
             mine = sum(max(pmis[r], 0.0) / -margs[r] for r in refs)
+            self.means.append(mine / len(refs))
             human = sum(self.human[pid].get(r, 0.0) for r in refs)
             bar = max(human, self.typical)
             out.append(mine / bar if bar > 0 else None)
@@ -705,13 +708,21 @@ def paraphrase_section(args: argparse.Namespace, data: list[tuple[str, str, list
         def lm_shift(lm: list[Any]) -> Any:
             return shift_test({e.paper_id: e.statistic for e in lm}, honest_z)
 
+        means: dict[int, list[float | None]] = {}  # id(ratios) -> the mean shares per reference of those texts
+
         def per_paper(texts: list[str]) -> tuple[list[bool], list[bool], list[float | None], list[Any]]:
             lex = [copy_evidence(t, reviews, paper, background).copied or not prose_evidence(t, prose_model).prose
                    for t, (_, paper, reviews) in zip(texts, data, strict=True)]
             ratios = (view.ratios([(label.split("/", 1)[1], t) for t, (label, _, _) in zip(texts, data, strict=True)])
                       if view is not None else [None] * len(texts))
+            means[id(ratios)] = list(view.means) if view is not None else [None] * len(texts)
             info = [r is not None and r >= HUMAN_FACTOR for r in ratios]
             return lex, info, ratios, lm_check(texts)
+
+        def info_shift(ratios: list[float | None]) -> Any:
+            return shift_test({label.split("/", 1)[1]: m for (label, _, _), m in zip(data, means[id(ratios)],
+                                                                                     strict=True) if m is not None},
+                              honest_ratios)
 
         # the honest reviewers of each paper, as the shift test sees them: the human baseline and every reference
         # scored as a candidate against the others (information ratios over the human bar)
@@ -719,14 +730,13 @@ def paraphrase_section(args: argparse.Namespace, data: list[tuple[str, str, list
         if view is not None:
             items = [(label.split("/", 1)[1], text) for label, _, _ in data
                      for text in view.refs.get(label.split("/", 1)[1], {}).values() if text]
-            for (pid, _), r in zip(items, view.ratios(items), strict=True):
+            view.ratios(items)
+            for (pid, _), r in zip(items, view.means, strict=True):
                 if r is not None:
                     honest_ratios.setdefault(pid, []).append(r)
             for pid, refs in view.human.items():
-                human = sum(refs.values())
-                bar = max(human, view.typical)
-                if bar > 0 and pid in honest_ratios:
-                    honest_ratios[pid].append(human / bar)
+                if refs and pid in honest_ratios:
+                    honest_ratios[pid].append(sum(refs.values()) / len(refs))
         # honest submissions: per paper one honest reviewer drawn at random, tested against the others
         honest_held = 0
         draws = 200 if honest_ratios else 0
@@ -767,8 +777,7 @@ def paraphrase_section(args: argparse.Namespace, data: list[tuple[str, str, list
             options.setdefault("all", []).append((f"{name}, {strength}", texts, passed, ratios))
             if name.startswith("paraphrase"):
                 options.setdefault("tailor", []).append((f"{name}, {strength}", texts, passed, ratios))
-            sub = {label.split("/", 1)[1]: r for (label, _, _), r in zip(data, ratios, strict=True) if r is not None}
-            shift = shift_test(sub, honest_ratios)
+            shift = info_shift(ratios)
             options.setdefault("all", [])[-1] += (lm,)
             if name.startswith("paraphrase"):
                 options["tailor"][-1] += (lm,)
@@ -787,12 +796,12 @@ def paraphrase_section(args: argparse.Namespace, data: list[tuple[str, str, list
                 ratios.append(pick[2])
             return texts, ratios
 
-        def white_box() -> tuple[list[str], list[float | None]]:
+        def white_box() -> tuple[list[str], list[Any]]:
             """An attacker who knows every rule, the submission-level tests included: starting from the generic
             review everywhere, it upgrades papers (the most informative passing option first, largest gain first)
             while neither shift test holds the submission."""
             base = options["all"][0]
-            texts, ratios, stats = list(base[1]), list(base[3]), [e.statistic for e in base[4]]
+            texts, mean, stats = list(base[1]), list(means[id(base[3])]), [e.statistic for e in base[4]]
             gains = []
             for i in range(len(data)):
                 good = [o for o in options["all"][1:] if o[2][i] and o[3][i] is not None]
@@ -800,15 +809,15 @@ def paraphrase_section(args: argparse.Namespace, data: list[tuple[str, str, list
                     best = max(good, key=lambda o: o[3][i])
                     gains.append(((best[3][i] or 0.0) - (base[3][i] or 0.0), i, best))
             for _, i, best in sorted(gains, key=lambda g: (-g[0], g[1])):
-                trial_r, trial_z = list(ratios), list(stats)
-                trial_r[i], trial_z[i] = best[3][i], best[4][i].statistic
-                sub = {label.split("/", 1)[1]: r for (label, _, _), r in zip(data, trial_r, strict=True)
-                       if r is not None}
+                trial_m, trial_z = list(mean), list(stats)
+                trial_m[i], trial_z[i] = means[id(best[3])][i], best[4][i].statistic
+                sub = {label.split("/", 1)[1]: m for (label, _, _), m in zip(data, trial_m, strict=True)
+                       if m is not None}
                 z = {label: v for (label, _, _), v in zip(data, trial_z, strict=True)}
                 if shift_test(sub, honest_ratios).held or shift_test(z, honest_z).held:
                     continue
-                texts[i], ratios, stats = best[1][i], trial_r, trial_z
-            return texts, ratios
+                texts[i], mean, stats = best[1][i], trial_m, trial_z
+            return texts, []  # (the rows score the texts again)
 
         fixed = "paraphrase: synonyms + reordered, after a generic review, 30% of sentences"
         for name, strength, (texts, _) in (
@@ -818,8 +827,7 @@ def paraphrase_section(args: argparse.Namespace, data: list[tuple[str, str, list
                  tailored(options["all"], None)),
                 ("white box: as many papers upgraded as the shift tests let through", "-", white_box())):
             lex, info, ratios, lm = per_paper(texts)
-            sub = {label.split("/", 1)[1]: r for (label, _, _), r in zip(data, ratios, strict=True) if r is not None}
-            rows.append((name, strength, texts, lex, info, lm, ratios, shift_test(sub, honest_ratios), lm_shift(lm)))
+            rows.append((name, strength, texts, lex, info, lm, ratios, info_shift(ratios), lm_shift(lm)))
     finally:
         handle.close()
     elapsed = time.monotonic() - started

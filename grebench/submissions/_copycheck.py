@@ -12,10 +12,13 @@ review it carries most of (:func:`_closest_reference`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grebench.settings import Settings
 from grebench.store import Store
+
+if TYPE_CHECKING:
+    from grebench.scoring import EstimatorHandle, LMCopyEvidence
 
 
 @dataclass(frozen=True)
@@ -154,7 +157,8 @@ def check_copies(store: Store, candidate: str, settings: Settings | None = None)
 LM_COPY_SAMPLE = 300
 
 
-def lm_copy_findings(store: Store, handle: Any, items: list[tuple[str, str]]) -> list[Any]:
+def lm_copy_findings(store: Store, handle: EstimatorHandle, items: list[tuple[str, str]]
+                     ) -> list[LMCopyEvidence | None]:
     """The LM copy check (:class:`grebench.scoring.LMCopyCheck`) of each (paper id, review text) with the evaluation
     LM of ``handle`` (an :class:`grebench.scoring.EstimatorHandle` the caller builds and closes: the one of
     ``settings.submissions.lm_copy_estimator``): calibrated on the honest (public) reviews of the checked

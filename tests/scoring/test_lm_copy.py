@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from grebench.endpoints import KeyVault
 from grebench.ingest import BUNDLED, bundled_source
 from grebench.scoring import (
     HUMAN_FACTOR,
@@ -36,6 +37,7 @@ from grebench.scoring import (
     shift_test,
 )
 from grebench.scoring.estimators._offline import OfflineEstimator
+from grebench.settings import Settings
 from grebench.store import PaperRecord, Store, open_store, utcnow
 from grebench.submissions import held_submissions, recheck_held
 
@@ -316,3 +318,45 @@ def test_the_copy_check_refuses_a_paraphrase_by_its_information_with_the_lm_esti
         assert off.lm_copies == ()
     finally:
         store.close()
+
+
+def test_approval_shows_the_shift_test_with_its_p_and_refuses_a_shifted_submission(store: Store,
+                                                                                   settings: Settings) -> None:
+    """The approval's audit line carries the submission-level test and its p when it passes; a submission whose
+    information is shifted above the honest reviewers' is refused and held with the test and its papers."""
+    from grebench.submissions import (
+        SubmissionError,
+        SubmissionForm,
+        SubmissionQueue,
+        accept_queued_submissions,
+        approve_submission,
+    )
+
+    queue = SubmissionQueue(None)
+    ids = {}
+    for name in ("Tailor", "Honest"):
+        form = SubmissionForm(model_name=name, base_url="https://api.model.example/v1", released="2019-03-01",
+                              cutoff="2000-01-01", contact=f"{name.lower()}@example.org", api_key="sk-test-key")
+        result = queue.submit(form, settings, KeyVault(env={}), {"api.model.example": ["93.184.216.34"]})
+        assert result["ok"], result
+        ids[name] = result["id"]
+    accept_queued_submissions(store, queue, settings, {"api.model.example": ["93.184.216.34"]})
+    for name, kind in (("human", "human"), ("builtin-a", "llm"), ("builtin-b", "llm")):
+        store.con.execute("INSERT INTO candidates (name, kind, params_json, updated_at) VALUES (?, ?, '{}', ?)",
+                          [name, kind, utcnow()])
+    rng = random.Random(5)
+    for i in range(24):
+        pid = f"paper{i:02d}"
+        values = [0.05 * rng.lognormvariate(0, 0.3) for _ in range(3)]
+        for name, share in zip(("human", "builtin-a", "builtin-b"), values, strict=True):
+            _score(store, name, pid, share)
+        _score(store, "Tailor", pid, 2.5 * max(values) if i % 2 == 0 else sorted(values)[1])
+        _score(store, "Honest", pid, sorted(values)[1])
+    approved = approve_submission(store, ids["Honest"])
+    assert "information shift test (offline / rules): 24 papers" in approved["detail"]
+    assert "one-sided p = " in approved["detail"]
+    with pytest.raises(SubmissionError, match="information shift test") as refused:
+        approve_submission(store, ids["Tailor"])
+    assert "the excess on 12 papers" in str(refused.value) and "paper00" in str(refused.value)
+    assert store.scalar("SELECT cutoff FROM candidates WHERE name = 'Tailor'") is None
+    assert "Tailor" in held_submissions(store)
