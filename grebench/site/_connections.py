@@ -33,14 +33,16 @@ few microseconds at the socket, faster than a client can connect.
 
 Floods from many addresses (issue 62 §4: 20,000 idle connections from 200 addresses, 100 an address, so the
 per-address cap never acts): the total cap holds them, and at it a fresh address evicts an idle connection of the
-fullest address (:meth:`ConnectionGuard.admit`).  What then slowed a fresh client was the flood coming back **in
+fullest address (:meth:`ConnectionGuard.admit`).  What slowed a fresh client: the flood's first seconds (20,000
+connections overflow the kernel's accept queue; a fresh client's SYN dropped there is sent again 1 s later), the
+machine's other load, the flood sockets beyond the tarpit (refused and back at once), and the flood coming back **in
 bursts**: the refusals held in the flood's first second all came due together ``app_refused_hold_s`` later, and the
-idle connections accepted together were all closed together ``app_idle_timeout_s`` later; each burst reconnected at
-once, overflowed the kernel's accept queue (a fresh client's SYN dropped: retried 1 s later) and queued ahead of the
-fresh client in the event loop.  So holds are drawn between ``app_refused_hold_s`` and twice it, first-request
-timeouts between half of ``app_idle_timeout_s`` and all of it (:meth:`ConnectionGuard.first_request_s`), the listen
-backlog is as long as the kernel allows (:data:`LISTEN_BACKLOG`), and the app raises its soft open-file limit to
-the hard one at launch (:func:`raise_open_file_limit`: the caps and the tarpit are sized from it).
+idle connections accepted together were all closed together ``app_idle_timeout_s`` later, each burst reconnecting at
+once and queueing ahead of the fresh client.  The bursts are the app's to spread: holds are drawn between
+``app_refused_hold_s`` and twice it, first-request timeouts between half of ``app_idle_timeout_s`` and all of it
+(:meth:`ConnectionGuard.first_request_s`); the listen backlog is as long as the kernel allows
+(:data:`LISTEN_BACKLOG`), and the app raises its soft open-file limit to the hard one at launch
+(:func:`raise_open_file_limit`: the caps and the tarpit are sized from it).
 
 The same limits stand in front of the app in ``compose.yaml`` (nginx, docs/deployment.md), and the app must not face
 the internet without it: this guard is the second line (issue 62 §4: under 20,000 idle connections from 200
@@ -287,8 +289,8 @@ class ConnectionGuard:
         1.2 s).  Not shortened when the app is busy: each idle connection closed sooner is back at once and admitted
         again, and admission (a transport, a protocol, a task) is what costs the event loop most (2 s for the first
         request at 3/4 of the total cap made a fresh client's median answer 0.88 s and its slowest 3.3 s, against
-        0.19 s and 1.5 s, 20,000 idle connections from 200 addresses); at the total cap a fresh address evicts an
-        idle connection instead (:meth:`admit`)."""
+        0.19 s and 1.5 s, 20,000 idle connections from 200 addresses, a shared 2-core machine at load 7); at the
+        total cap a fresh address evicts an idle connection instead (:meth:`admit`)."""
         return self.limits.idle_s * (0.5 + 0.5 * self.rng.random())
 
     def hold(self, conn: socket.socket, now: float) -> None:
