@@ -46,8 +46,8 @@ once and queueing ahead of the fresh client.  The bursts are the app's to spread
 
 The same limits stand in front of the app in ``compose.yaml`` (nginx, docs/deployment.md), and the app must not face
 the internet without it: this guard is the second line (issue 62 §4: under 20,000 idle connections from 200
-addresses every fresh client was answered, but on a shared 2-core machine not always within 2 s; through nginx
-within 0.27 s).
+addresses every fresh client was answered, within 2 s on a lightly loaded 2-core machine but not on a busy one;
+through nginx within 0.27 s on the busy one).
 """
 
 from __future__ import annotations
