@@ -32,11 +32,15 @@ from grebench.site import _data
 from grebench.site._app_board import (
     DATATYPES,
     HEADERS,
+    KEY_DATATYPES,
+    KEY_HEADERS,
+    KEY_WIDTHS,
     WIDTHS,
     board_history,
     board_view,
     controls_label,
     first_contestant,
+    key_rows,
     setup_value,
     stored_boards,
 )
@@ -58,6 +62,7 @@ from grebench.site._reader import (
     reader_cache,
     tree_stamp,
 )
+from grebench.site._reviewtext import strip_prompt_markers
 from grebench.store import Store
 from grebench.submissions import (
     UPLOAD_MAX_BYTES,
@@ -67,6 +72,81 @@ from grebench.submissions import (
 
 log = logging.getLogger(__name__)
 TAB_IDS = ("leaderboard", "model", "paper", "compare", "submit", "queue", "downloads")
+#: The query parameters a view is linked by (``?tab=model&model=good-llm``; ``tab`` is one of :data:`TAB_IDS`):
+#: the page opens on them and writes them back as the visitor changes tab or choice (history.replaceState), so the
+#: address bar always links the view shown.  Other views add their own names (a compare view: ``compare=a,b``).
+VIEW_PARAMS = ("tab", "venue", "metric", "setup", "sealed", "model", "paper", "snapshot")
+
+#: The app's own styles: headers never break inside a word; below 900 px the board shows its key columns and a
+#: toggle ("Show all columns") for the rest (Gradio puts ``.gradio-container… .contain`` before each selector: they
+#: start inside it); text has at least 4.5:1 contrast (WCAG AA): the selected tab's orange
+#: (#f97316: 2.8:1), the footer's "Use via API" and an upload box's "- or -" (#bbbbc2: 1.9:1) are darkened.
+APP_CSS = """
+th .header-content, th span.header { word-break: keep-all !important;
+  overflow-wrap: normal !important; hyphens: none !important; }
+#board-key, #board-all-columns { display: none !important; }
+@media (max-width: 899px) {
+  #board-key, #board-all-columns { display: block !important; }
+  #board-table { display: none !important; }
+  #board-area:has(#board-all-columns input:checked) #board-table { display: block !important; }
+  #board-area:has(#board-all-columns input:checked) #board-key { display: none !important; }
+}
+button[role=tab].selected { color: #c2410c !important; }
+footer .show-api, footer .show-api *, .or { color: #4b5563 !important; opacity: 1 !important; }
+"""
+
+#: Runs once in the page's head: keeps each form field's error tied to its field (aria-describedby, aria-invalid) as
+#: the errors appear and go, and makes boxes that scroll reachable by keyboard (a review's text, a code block).
+APP_HEAD = """<script>
+(function () {
+  function sync() {
+    document.querySelectorAll('.field-error[id^="error-"]').forEach(function (mark) {
+      var name = mark.id.slice(6), box = document.getElementById('submit-' + name)
+        || document.getElementById('import-' + name.replace(/^import-/, ''));
+      var input = box && box.querySelector('input, textarea');
+      if (!input) { return; }
+      var shown = mark.offsetParent !== null && mark.innerText.trim() !== '';
+      if (shown) { input.setAttribute('aria-describedby', mark.id); input.setAttribute('aria-invalid', 'true'); }
+      else if (input.getAttribute('aria-describedby') === mark.id) {
+        input.removeAttribute('aria-describedby'); input.removeAttribute('aria-invalid'); }
+    });
+    document.querySelectorAll('.gradio-container textarea[readonly], .gradio-container pre').forEach(function (el) {
+      if (!el.hasAttribute('tabindex') && el.scrollHeight > el.clientHeight + 1) { el.setAttribute('tabindex', '0'); }
+    });
+  }
+  var pending = false;
+  new MutationObserver(function () {
+    if (!pending) { pending = true; requestAnimationFrame(function () { pending = false; sync(); }); }
+  }).observe(document.documentElement, {subtree: true, childList: true, attributes: true,
+                                         attributeFilter: ['style', 'class', 'hidden']});
+})();
+</script>"""
+
+
+def url_js(when: str = "true", **params: str) -> str:
+    """The client-side part of an event (Gradio's ``js=``, run in the browser, no server call): write the view's
+    parameters (``name=JS expression`` over the event's inputs ``a``, ``b``, ...) into the address bar with
+    ``history.replaceState`` (no new history entry) when the JS expression ``when`` holds; an empty value removes
+    its parameter."""
+    names = "abcdefgh"
+    sets = "".join(f"set({name!r}, {expr});" for name, expr in params.items())
+    return (f"({', '.join(names)}) => {{ if (!({when})) return [{', '.join(names)}]; "
+            "const u = new URL(window.location.href); "
+            "const set = (k, v) => { if (v === null || v === undefined || v === '' || v === false) "
+            "u.searchParams.delete(k); else u.searchParams.set(k, v === true ? '1' : String(v)); }; "
+            f"{sets} window.history.replaceState(window.history.state, '', u); return [{', '.join(names)}]; }}")
+
+
+def query(request: Any, name: str) -> str:
+    """One query parameter of the page's address ('' when absent or without a request)."""
+    params = getattr(request, "query_params", None) if request is not None else None
+    return str(params.get(name, "")) if params is not None else ""
+
+
+def _pick(choices: Sequence[Any], wanted: str) -> Any:
+    """The value of ``wanted`` among dropdown ``choices`` ((label, value) pairs or values), else the first."""
+    values = [c[1] if isinstance(c, tuple) else c for c in choices]
+    return wanted if wanted and wanted in values else (values[0] if values else None)
 
 # Gradio queue: reads are cache hits after the first request per export (milliseconds), so they may run 8 at a time
 # (a cache miss is computed once; the other requests for it wait for that result); submissions stay at 2 at a time
@@ -105,10 +185,15 @@ def launch_kwargs(settings: Settings) -> dict[str, Any]:
 
     os.environ["FORWARDED_ALLOW_IPS"] = forwarded_allow_ips(settings.app)
 
-    theme = gr.themes.Default(font=["system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
+    # the primary button's white text on orange 500 read 2.8:1 (issue 63); on orange 700 it is 5.2:1 (WCAG AA: 4.5:1)
+    theme = gr.themes.Default(font=["system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"]).set(
+        button_primary_background_fill="*primary_700", button_primary_background_fill_hover="*primary_800",
+        button_primary_border_color="*primary_700", button_primary_text_color="white",
+        button_primary_background_fill_dark="*primary_700", button_primary_text_color_dark="white")
     return {"server_name": settings.app.app_host, "server_port": settings.app.app_port, "share": False,
             "blocked_paths": blocked_paths(settings), "allowed_paths": [], "show_error": False,
             "enable_monitoring": False, "mcp_server": False, "pwa": False, "ssr_mode": False, "theme": theme,
+            "css": APP_CSS, "head": APP_HEAD,
             "footer_links": ["api"], "max_file_size": UPLOAD_MAX_BYTES,
             "state_session_capacity": settings.app.app_session_capacity,
             "app_kwargs": {"middleware": [ops_endpoints(settings.db_path, settings.service_status_path,
@@ -222,7 +307,8 @@ def model_tables(settings: Settings, name: str) -> tuple[list[list[Any]], list[l
         window = [[labels.venue(w["venue_id"]), str(w["public_from"])[:10], w["papers"], w["clean"], w["sealed"]]
                   for w in m["window"]]
         sample = m["samples"][0] if m["samples"] else None
-        text = "" if sample is None else sample["text"] + "\n\n— judgment lines —\n" + "\n".join(sample["lines"])
+        text = "" if sample is None else (strip_prompt_markers(sample["text"]) + "\n\n— judgment lines —\n"
+                                          + "\n".join(sample["lines"]))
         return scores, window, text
 
     scores, window, text = cache.view("model", name, compute, snap=snap)
@@ -256,9 +342,10 @@ def paper_tables(settings: Settings, paper_id: str
         p = _data.paper_page(store, paper_id)
         if not p:
             return "unknown paper", [], [], []
-        reviews = [["human", r["name"], r["text"], "\n".join(r["lines"])] for r in p["humans"]]
-        reviews += [[g["candidate"], g["status"], g["text"] or g["error"] or "", "\n".join(g["lines"])]
-                    for g in p["generations"]]
+        reviews = [["human", r["name"], strip_prompt_markers(r["text"]), "\n".join(r["lines"])]
+                   for r in p["humans"]]
+        reviews += [[g["candidate"], g["status"], strip_prompt_markers(g["text"] or g["error"] or ""),
+                     "\n".join(g["lines"])] for g in p["generations"]]
         pairs = [[s["metric"], s["candidate"], s["reference"], _fmt(s["pmi"])] for s in p["pair_scores"]]
         versions = "".join(f"\n{_data.version_line(v)}" for v in p.get("versions", []))
         return (f"{p['paper']['title']}{versions}\n\n{p['paper']['abstract'] or ''}", reviews, pairs,
@@ -346,35 +433,44 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
     def choices() -> Any:
         return reader(settings).view("choices", None, _board_choices)
 
-    def load_board() -> tuple[Any, ...]:
+    def opening(request: Any) -> tuple[str | None, str | None, str | None, bool]:
+        """The board a page opens on: the one its address names (``?venue=&metric=&setup=&sealed=1``), else the
+        headline board (GEM-S, a language model, the latest venue: _board_choices orders the choices)."""
         venues, metrics, setups, _, _ = choices()
-        # the headline board first (GEM-S, a language model, the latest venue): _board_choices orders the choices
-        first = (venues[0][1] if venues else None, metrics[0][1] if metrics else None,
-                 setups[0][1] if setups else None)
-        rows, control_rows, info = board_view(settings, *first, False)
-        return (gr.update(choices=venues, value=first[0]), gr.update(choices=metrics, value=first[1]),
-                gr.update(choices=setups, value=first[2]), rows, control_rows, info,
-                gr.update(label=controls_label(len(control_rows))))
+        return (_pick(venues, query(request, "venue")), _pick(metrics, query(request, "metric")),
+                _pick(setups, query(request, "setup")), query(request, "sealed") in ("1", "true"))
+
+    def load_board(request: Any = None) -> tuple[Any, ...]:
+        venues, metrics, setups, _, _ = choices()
+        venue_id, metric_id, setup_id, only_sealed = opening(request)
+        rows, control_rows, info = board_view(settings, venue_id, metric_id, setup_id, only_sealed)
+        return (gr.update(choices=venues, value=venue_id), gr.update(choices=metrics, value=metric_id),
+                gr.update(choices=setups, value=setup_id), rows, control_rows, info,
+                gr.update(label=controls_label(len(control_rows))), key_rows(rows), only_sealed)
 
     def load_rest(request: Any = None) -> tuple[Any, ...]:
-        venues, metrics, setups, models, papers = choices()
-        first = (venues[0][1] if venues else None, metrics[0][1] if metrics else None,
-                 setups[0][1] if setups else None)
+        _, _, _, models, papers = choices()
+        venue_id, metric_id, setup_id, only_sealed = opening(request)
         model_first, paper_first = reader(settings).view("openers", None, _openers)
         linked = str(request.query_params.get("paper", "")) if request is not None else ""
         if linked and linked in {value for _, value in papers}:  # ?tab=paper&paper=ID: a review linked from Compare
             paper_first = linked
         folders = snapshot_folders()
-        return (gr.update(choices=list(models), value=model_first), gr.update(choices=list(papers), value=paper_first),
-                queue_rows(), downloads(), gr.update(choices=folders, value=folders[0] if folders else None),
-                board_history(settings, *first, False), allowance(request))
+        paper_values = [v for _, v in papers]
+        return (gr.update(choices=list(models), value=query(request, "model") if query(request, "model") in models
+                          else model_first),
+                gr.update(choices=list(papers), value=query(request, "paper") if query(request, "paper")
+                          in paper_values else paper_first),
+                queue_rows(), downloads(), gr.update(choices=folders, value=_pick(folders, query(request, "snapshot"))),
+                board_history(settings, venue_id, metric_id, setup_id, only_sealed), allowance(request))
 
+    load_board.__annotations__["request"] = gr.Request
     load_rest.__annotations__["request"] = gr.Request
 
     def filtered(venue: str | None, metric: str | None, setup: str | None, sealed: bool) -> tuple[Any, ...]:
         rows, control_rows, info = board_view(settings, venue, metric, setup, sealed)
         return (rows, control_rows, info, gr.update(label=controls_label(len(control_rows))),
-                board_history(settings, venue, metric, setup, sealed))
+                board_history(settings, venue, metric, setup, sealed), key_rows(rows))
 
     def model_view(name: str | None) -> tuple[list[list[Any]], list[list[Any]], str]:
         return model_tables(settings, name) if name else ([], [], "")
@@ -432,16 +528,22 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                    delete_cache=(settings.app.app_upload_ttl_s, settings.app.app_upload_ttl_s)) as demo:
         gr.Markdown("# GRE-bench\nLLMs ranked by how much information their peer reviews share with human reviews.")
         with gr.Tabs() as tabs:
-            with gr.Tab("Leaderboard", id="leaderboard"):
+            with gr.Tab("Leaderboard", id="leaderboard") as tab_leaderboard:
                 with gr.Row():
                     venue = gr.Dropdown(label="Venue-year", choices=[], scale=1)
                     metric = gr.Dropdown(label="Metric", choices=[], scale=1)
                     setup = gr.Dropdown(label="Evaluation model · preprocessor", choices=[], scale=3, min_width=240)
                 sealed = gr.Checkbox(label="Only sealed generations", value=False)
                 info = gr.Markdown(elem_id="board-info")
-                # readable headers, numbers typed as numbers; no inner scroll box: every row shows
-                board = gr.Dataframe(headers=HEADERS, datatype=DATATYPES, interactive=False, label="Contestants",
-                                     elem_id="board-table", max_height=4000, wrap=True, column_widths=WIDTHS)
+                with gr.Column(elem_id="board-area"):
+                    # a phone (below 900 px, APP_CSS) sees the key columns, and the full table behind this toggle
+                    gr.Checkbox(label="Show all columns", value=False, elem_id="board-all-columns")
+                    board_key = gr.Dataframe(headers=KEY_HEADERS, datatype=KEY_DATATYPES, interactive=False,
+                                             label="Contestants (key columns)", elem_id="board-key", max_height=4000,
+                                             wrap=True, column_widths=KEY_WIDTHS)
+                    # readable headers, numbers typed as numbers; no inner scroll box: every row shows
+                    board = gr.Dataframe(headers=HEADERS, datatype=DATATYPES, interactive=False, label="Contestants",
+                                         elem_id="board-table", max_height=4000, wrap=True, column_widths=WIDTHS)
                 with gr.Accordion(controls_label(0), open=False, elem_id="board-controls") as fold:
                     control_table = gr.Dataframe(headers=HEADERS, datatype=DATATYPES, interactive=False,
                                                  label="Controls (not ranked)", elem_id="controls-table",
@@ -451,9 +553,12 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                 for widget in (venue, metric, setup, sealed):
                     # Gradio accepts api_name=False (no API endpoint) at runtime; its stubs say str | None
                     widget.change(filtered, [venue, metric, setup, sealed], [board, control_table, info, fold,
-                                                                             history],
+                                                                             history, board_key],
                                   api_name=False, **read)  # type: ignore[arg-type]
-            with gr.Tab("Model", id="model"):
+                    # the address links the board shown (in the browser only: no server call)
+                    widget.change(None, [venue, metric, setup, sealed], None, api_name=False,  # type: ignore[arg-type]
+                                  js=url_js(venue="a", metric="b", setup="c", sealed="d"))
+            with gr.Tab("Model", id="model") as tab_model:
                 model = gr.Dropdown(label="Candidate", choices=[], allow_custom_value=True, elem_id="model-choice")
                 model_scores = gr.Dataframe(headers=["Venue-year", "Metric", "Evaluation model · preprocessor", "Rank",
                                                      "Score (nats)", "95% CI low", "95% CI high", "Papers"],
@@ -463,12 +568,14 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                 model_sample = gr.Textbox(label="Sample review", lines=12, interactive=False)
                 model.change(model_view, model, [model_scores, model_window, model_sample], api_name="model",
                              **read)
-            with gr.Tab("Paper", id="paper"):
+                model.change(None, model, None, api_name=False, js=url_js(model="a"))  # type: ignore[arg-type]
+            with gr.Tab("Paper", id="paper") as tab_paper:
                 paper = gr.Dropdown(label="Paper (type part of its title to search)", choices=[],
                                     allow_custom_value=True, elem_id="paper-choice")
                 paper_head = gr.Textbox(label="Title and abstract", lines=6, interactive=False)
                 paper_reviews = gr.Dataframe(headers=["Author", "Reviewer / status", "Review", "Judgment lines"],
-                                             interactive=False, wrap=True, label="Reviews")
+                                             datatype=["str", "str", "markdown", "str"], interactive=False,
+                                             wrap=True, label="Reviews")
                 paper_pairs = gr.Dataframe(headers=["Metric", "Candidate", "Reference review", "PMI (nats)"],
                                            interactive=False, label="Per-pair scores")
                 paper_lines = gr.HighlightedText(label="Judgment lines by contribution (leave-one-out, nats, mean "
@@ -476,7 +583,8 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                                                  show_legend=True, combine_adjacent=False)
                 paper.change(paper_view, paper, [paper_head, paper_reviews, paper_pairs, paper_lines],
                              api_name="paper", **read)
-            with gr.Tab("Compare", id="compare"):
+                paper.change(None, paper, None, api_name=False, js=url_js(paper="a"))  # type: ignore[arg-type]
+            with gr.Tab("Compare", id="compare") as tab_compare:
                 gr.Markdown("Two rows of the headline board paper by paper: the board's paired test and the papers "
                             "where they differ most. The pair is in the page's address (`?compare=a,b`): copy it to "
                             "link this comparison.")
@@ -489,15 +597,15 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                 for side in (cmp_a, cmp_b):
                     side.change(pair_view, [cmp_a, cmp_b], [cmp_text, cmp_table], js=URL_JS,
                                 api_name="compare" if side is cmp_a else False, **read)  # type: ignore[arg-type]
-            with gr.Tab("Submit", id="submit"):
+            with gr.Tab("Submit", id="submit") as tab_submit:
                 status, allowance = build_submit_tab(
                     settings, queue, vault, resolver, address, queue_cache.clear,
                     lambda: reader(settings).view("import-check", None, _import_check))
-            with gr.Tab("Queue", id="queue"):
+            with gr.Tab("Queue", id="queue") as tab_queue:
                 q_table = gr.Dataframe(headers=["Id", "Model", "Status", "Reason", "Submitted (UTC)"],
                                        interactive=False)
                 gr.Button("Refresh").click(queue_rows, None, q_table, api_name="queue", **read)
-            with gr.Tab("Downloads", id="downloads"):
+            with gr.Tab("Downloads", id="downloads") as tab_downloads:
                 gr.Markdown("Snapshots (one per venue-year, frozen). Pick one: download its archive (one file: the "
                             "snapshot's folder, every file of it with its manifest), unpack it and import it with the "
                             "command shown (the import takes the archive itself too); the single files are listed "
@@ -509,24 +617,44 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                 d_files = gr.File(label="Archive and files of this snapshot", file_count="multiple",
                                   interactive=False, elem_id="snapshot-files")
                 d_choice.change(snapshot_view, d_choice, [d_files, d_info], api_name="snapshot", **read)
+                d_choice.change(None, d_choice, None, api_name=False,  # type: ignore[arg-type]
+                                js=url_js(snapshot="a"))
                 d_table = gr.Dataframe(headers=["File", "Size", "SHA-256"], interactive=False,
                                        label="Every snapshot file")
+        tab_blocks = (tab_leaderboard, tab_model, tab_paper, tab_compare, tab_submit, tab_queue, tab_downloads)
         # the same foot as every page of the static site: cite, licence, contact, source
         gr.HTML(f"<footer>{colophon(settings.site).html()}</footer>", elem_id="colophon")
-        demo.load(load_board, None, [venue, metric, setup, board, control_table, info, fold], api_name=False,
-                  **read)
+        demo.load(load_board, None, [venue, metric, setup, board, control_table, info, fold, board_key, sealed],
+                  api_name=False, **read)
         demo.load(load_rest, None, [model, paper, q_table, d_table, d_choice, history, status], api_name=False,
                   **read)
         demo.load(load_compare, None, [cmp_a, cmp_b, cmp_text, cmp_table], api_name=False, **read)
-        demo.load(_tab_from_query, None, tabs, api_name=False, **read)
+        # the address names the tab shown: each tab's select writes ?tab=ID (in the browser only), once the page
+        # has opened the tab its address asked for (a select fired while the tabs mount must not overwrite it)
+        demo.load(_tab_from_query, None, tabs, api_name=False, **read).then(
+            None, None, None, api_name=False, js="() => { window.grebenchTabOpened = true; return []; }")
+        for tab_id, tab_block in zip(TAB_IDS, tab_blocks, strict=True):
+            tab_block.select(None, None, None, api_name=False,  # type: ignore[arg-type]
+                             js=url_js(when="window.grebenchTabOpened", tab=repr(tab_id)))
     demo.queue(**QUEUE_KWARGS)
 
     def warm_up() -> None:
         """Compute what the first page load reads (the reader's cache of the export, the headline board, the tabs'
         openers, the published downloads) before the app listens: its first visitor waits no longer than the next
-        (issue 50; a cold first load took 3.4 s, warm ones 0.8 s)."""
-        load_board()
-        load_rest()
+        (issue 50; a cold first load took 3.4 s, warm ones 0.8 s).
+
+        Also what Gradio itself does first on the first queued event: every event runs inside
+        ``gradio.utils.MatplotlibBackendMananger``, which imports matplotlib (1.3-2.3 s on the build machine, once
+        per process; issue 63 measured the first page's queue/join answering 1.1-1.6 s later than the next page's),
+        and the change events the first load fires (the Model and Paper tabs filled for their openers)."""
+        venue_id, metric_id, setup_id, _ = opening(None)
+        with _gradio_event_context():
+            load_board()
+            load_rest()
+            model_first, paper_first = reader(settings).view("openers", None, _openers)
+            model_view(model_first)
+            paper_view(paper_first)
+            filtered(venue_id, metric_id, setup_id, False)
 
     def queue_length() -> float:
         return float(queue.waiting())
@@ -556,6 +684,18 @@ def snapshot_text(manifest: Mapping[str, Any]) -> str:
     return (head + f"Then:\n\n```\n{manifest['command']}\n```\n\n`manifest.json` SHA-256: "
             f"`{manifest['sha256']}` (the manifest holds the SHA-256 of every other file; the import refuses any "
             "other manifest).")
+
+
+def _gradio_event_context() -> Any:
+    """The context Gradio runs every event in (``gradio.utils.MatplotlibBackendMananger``: it imports matplotlib the
+    first time), or a no-op where this Gradio has none."""
+    from contextlib import nullcontext
+
+    try:
+        from gradio.utils import MatplotlibBackendMananger
+    except ImportError:  # pragma: no cover - another Gradio version
+        return nullcontext()
+    return MatplotlibBackendMananger()
 
 
 def _tab_from_query(request: Any) -> Any:

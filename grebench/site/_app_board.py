@@ -37,11 +37,41 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("Cost / review (USD)", "cost_usd"), ("Latency / review (s)", "latency_s"),
 )
 HEADERS = [h for h, _ in COLUMNS]
-#: Column widths (a header wraps between words, never inside one).
-WIDTHS: list[str | int] = ["5%", "13%", "6%", "6%", "10%", "7%", "10%", "7%", "6%", "8%", "5%", "5%", "6%", "6%"]
+#: Column widths in pixels, each at least its longest header word (a header wraps between words, never inside one:
+#: issue 63 saw "Ra/nk" and "Pape/rs" at 1366 px with widths in per cent); a window narrower than their sum scrolls
+#: the table sideways.
+WIDTHS: list[str | int] = [60, 120, 60, 75, 95, 110, 110, 85, 70, 90, 75, 75, 75, 80]
 #: Gradio's column types: numbers sort as numbers, the rest as text.
 DATATYPES: list[Literal["str", "number"]] = ["str", "str", "str", "number", "str", "number", "str", "str", "number",
                                               "str", "number", "number", "number", "number"]
+
+
+#: The key columns a phone shows (issue 63: at 390 px the full board squeezed 14 columns into 326 px): rank,
+#: candidate, score with its 95% CI in one cell, and the difference to the human baseline; the rest is one toggle away
+#: ("Show all columns").  Each is (header, the full row's fields it joins).
+KEY_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Rank", ("rank",)), ("Candidate", ("candidate",)), ("Score [95% CI]", ("score", "ci95")),
+    ("Δ vs human", ("diff_vs_human",)),
+)
+KEY_HEADERS = [h for h, _ in KEY_COLUMNS]
+KEY_DATATYPES: list[Literal["str", "number"]] = ["str", "str", "str", "number"]
+KEY_WIDTHS: list[str | int] = ["16%", "34%", "30%", "20%"]
+
+
+def key_rows(rows: list[list[Any]]) -> list[list[Any]]:
+    """The key columns of full board rows (:data:`KEY_COLUMNS`): joined cells read "2.950 [2.10, 3.80]"."""
+    index = {field: i for i, (_, field) in enumerate(COLUMNS)}
+    out = []
+    for row in rows:
+        cells = []
+        for _, fields in KEY_COLUMNS:
+            values = [row[index[f]] for f in fields]
+            if len(values) == 1:
+                cells.append(values[0])
+            else:
+                cells.append(" ".join(str(v) for v in values if v not in (None, "")))
+        out.append(cells)
+    return out
 
 
 def reader(settings: Settings) -> ReaderCache:

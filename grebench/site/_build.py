@@ -42,6 +42,7 @@ from grebench.site._cite import Colophon, colophon
 from grebench.site._data import SnapshotListing
 from grebench.site._labels import Labels, board_id, board_key_label, human_size
 from grebench.site._plots import history_alt, history_svg
+from grebench.site._reviewtext import review_html
 from grebench.site._timeline import board_histories
 from grebench.store import ARCHIVE_FORMAT, Provenance, Store, code_files, fingerprint, naming_path, utcnow
 
@@ -91,7 +92,7 @@ def environment(labels: Labels | None = None, foot: Colophon | None = None) -> j
                        rank_range=lambda row: rank_range(row) or "—",
                        p_vs_human=lambda row: format_p(row.get("p_vs_human"), row.get("papers")),
                        p_value=lambda row: format_p(row.get("p"), row.get("n_papers")),
-                       findings=board_findings)
+                       findings=board_findings, review_html=review_html)
     env.globals.update(setup_label=words.setup, contaminated_note=CONTAMINATED_NOTE, incomplete_note=INCOMPLETE_NOTE,
                        attribution_threshold=ATTRIBUTION_THRESHOLD, board_alt=board_alt,
                        colophon=foot or colophon())
@@ -181,13 +182,15 @@ class _Writer:
 
 
 #: Bump when what the site shows changes (code, not data): the next build renders again.
-SITE_VERSION = "site-v16"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
+SITE_VERSION = "site-v17"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
 # v8: board versions; v9: board history of a replay; v10: provenance (leaderboard.json and the board pages);
 # v11: rank intervals in the history plot, the history beside every board
 # v12: per-line attribution (paper pages, board rows); v13: the history plot from the board versions
 # v14: contestants before folded controls, the redesigned headline figure, snapshot archives, labels (issue 50)
 # v15: the style-controlled view (a column beside the score, the board's coefficients; issue 63)
 # v16: the human baseline a reference line, what a board can tell (floor tests, findings), compare pages (issue 63)
+# v17: accessibility (issue 63): boards scroll in a focusable region with a cue, headers never break inside a word,
+# reviews rendered as markdown without prompt delimiters, models listed before controls
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
          "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes",
          "boards", "board_rows", "labels", "paper_links", "paper_link_flags", "scored_setups",

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NotRequired, TypedDict, TypeVar, cast
 
 from grebench.site._labels import Labels
-from grebench.store import BASELINE, CONTESTANT, Store
+from grebench.store import BASELINE, CONTESTANT, REFERENCE, Store
 
 SAMPLE_REVIEWS = 3
 _Row = TypeVar("_Row", bound=Mapping[str, Any])
@@ -265,13 +265,17 @@ def _attribution_summary(store: Store) -> dict[tuple[str, str, str, str, str], d
 
 
 def candidates(store: Store) -> list[CandidateRow]:
-    """Every candidate (the api_key_env column is left out: it names a secret's place)."""
+    """Every candidate, models first, then the baseline, then the controls (the api_key_env column is left out:
+    it names a secret's place)."""
     rows = store.rows("""SELECT name, kind, model, family, released, cutoff, description, submitter
                          FROM candidates ORDER BY kind, name""")
     labels = Labels.load(store)
     for r in rows:
         r["slug"] = slug(r["name"])
         r["role"] = labels.role(r["kind"])
+    # the models first, then the human baseline, then the controls (issue 63: one model listed after 16 controls)
+    order = {CONTESTANT: 0, BASELINE: 1, REFERENCE: 2}
+    rows.sort(key=lambda r: (order.get(r["role"], 0), str(r["kind"]), str(r["name"])))
     return cast(list[CandidateRow], rows)  # the query's columns, then slug and role
 
 

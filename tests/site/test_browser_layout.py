@@ -29,10 +29,10 @@ MEASURE = """(() => {
     rows: document.querySelectorAll('table.board tbody tr').length,
   };
 })()"""
-ALL_COLUMNS = ["Rank", "Candidate", "Score", "90% CI", "95% CI", "Rank interval", "Papers", "Clean papers",
-               "Sealed share", "Δ vs human (p)", "Cost / review (USD)", "Latency / review (s)",
+ALL_COLUMNS = ["Rank", "Candidate", "Score", "Style-controlled", "90% CI", "95% CI", "Rank interval", "Papers",
+               "Clean papers", "Sealed share", "Δ vs human (p)", "Cost / review (USD)", "Latency / review (s)",
                "Lines + · 0 · −"]
-NARROW_COLUMNS = ["Rank", "Candidate", "Score", "95% CI", "Rank interval", "Δ vs human (p)"]
+NARROW_COLUMNS = ["Rank", "Candidate", "Score", "Style-controlled", "95% CI", "Rank interval", "Δ vs human (p)"]
 
 
 def _open(browser: Browser, session: str, page: Path, width: int) -> dict[str, Any]:

@@ -42,4 +42,26 @@
       button.addEventListener("click", function () { sortBy(table, th, index); });
     });
   });
+  // Boxes that scroll: a board's .table-scroll says so (a fade and a line, style.css) and tells when it is scrolled
+  // to its end; any other box that scrolls (a wide table, a long code block) can be reached by keyboard.
+  document.documentElement.classList.add("js");
+  function overflows(el) { return el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1; }
+  function mark() {
+    document.querySelectorAll(".table-scroll").forEach(function (box) {
+      var wrap = box.querySelector(".table-wrap");
+      if (!wrap) { return; }
+      box.classList.toggle("overflowing", wrap.scrollWidth > wrap.clientWidth + 1);
+      box.classList.toggle("at-end", wrap.scrollLeft + wrap.clientWidth >= wrap.scrollWidth - 1);
+    });
+    document.querySelectorAll("table, pre").forEach(function (el) {
+      if (!el.hasAttribute("tabindex") && !el.closest(".table-wrap") && overflows(el)) {
+        el.setAttribute("tabindex", "0");
+        if (el.tagName === "PRE" && !el.hasAttribute("aria-label")) { el.setAttribute("aria-label", "Code (scrolls)"); }
+      }
+    });
+  }
+  document.querySelectorAll(".table-wrap").forEach(function (wrap) { wrap.addEventListener("scroll", mark); });
+  window.addEventListener("resize", mark);
+  document.querySelectorAll("details").forEach(function (d) { d.addEventListener("toggle", mark); });
+  mark();
 }());
