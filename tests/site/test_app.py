@@ -178,7 +178,8 @@ def test_submit_tab_renders_in_chromium(app: dict[str, Any], tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr[-2000:]
     dom = BeautifulSoup(result.stdout, "html.parser")
     tabs = {b.get_text(strip=True): b.get("aria-selected") for b in dom.select("button[role=tab]")}
-    assert tabs == {"Leaderboard": "false", "Model": "false", "Paper": "false", "Submit": "true", "Queue": "false",
+    assert tabs == {"Leaderboard": "false", "Model": "false", "Paper": "false", "Compare": "false", "Submit": "true",
+                    "Queue": "false",
                     "Downloads": "false"}
     for tag in dom(["script", "style"]):
         tag.decompose()
