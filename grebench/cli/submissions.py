@@ -118,7 +118,8 @@ def log_command(settings: Settings, as_json: bool) -> None:
         for e in group["entries"]:
             why = f" ({e['reason_class']})" if e["reason_class"] else ""
             best = "; ".join(f"{s['board_id']} {s['score']:.3f}" for s in e["scores"] if s["score"] is not None)
-            click.echo(f"    {e['submitted_at']}  {e['id']}  {e['model_name'] or '(invalid name)'}  "
+            upload = " (reviews uploaded)" if e["kind"] == "upload" else ""
+            click.echo(f"    {e['submitted_at']}  {e['id']}  {e['model_name'] or '(invalid name)'}{upload}  "
                        f"endpoint {e['endpoint_fingerprint'] or '-'}  {e['status']}{why}"
                        + (f"  scores: {best}" if best else ""))
 

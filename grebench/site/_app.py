@@ -283,7 +283,8 @@ def log_rows(store: Store) -> list[list[Any]]:
         for e in group["entries"]:
             scores = "; ".join(f"{s['venue_id']} {s['metric']}: {s['score']:.3f}" for s in e["scores"]
                                if s["score"] is not None)
-            out.append([e["submitter"], e["submitted_at"].replace("T", " "), e["id"], e["model_name"] or "",
+            model = (e["model_name"] or "") + (" (reviews uploaded)" if e["kind"] == "upload" else "")
+            out.append([e["submitter"], e["submitted_at"].replace("T", " "), e["id"], model,
                         e["endpoint_fingerprint"] or "", e["status"], e["reason_class"] or "", e["variants"],
                         e["variants_scored"], scores])
     return out

@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 QUEUE_LOG_DDL = """
 CREATE TABLE IF NOT EXISTS submission_log (
     id VARCHAR PRIMARY KEY,
+    kind VARCHAR NOT NULL,
     submitter VARCHAR,
     handle VARCHAR,
     model_name VARCHAR,
@@ -54,6 +55,8 @@ REASON_CLASSES: dict[str, str] = {
     "copy-evidence": "its reviews copied public reviews or did not read as text: none of them is scored",
     "evaluation-failed": "its evaluation failed or was stopped by a budget: it is never ranked",
 }
+#: What was submitted: a model endpoint (``grebench submit``, the Submit form) or a file of reviews written elsewhere.
+KINDS = ("endpoint", "upload")
 #: The statuses a log entry may have.
 STATUSES = ("accepted", "refused", "withdrawn", "held", "scored")
 #: Refusals by a limit are logged once per submitter, model name and class an hour, and at most this many an hour
@@ -94,7 +97,7 @@ def _scrub(value: str | None, secret: str) -> str | None:
 
 def record_try(con: duckdb.DuckDBPyConnection, *, contact: str | None, model_name: str | None,
                normalised_url: str | None, model_string: str | None, reason_class: str | None, now: datetime,
-               sub_id: str | None = None, secret: str = "") -> str | None:
+               sub_id: str | None = None, secret: str = "", kind: str = "endpoint") -> str | None:
     """Log one try in the queue file: accepted (``sub_id``, no ``reason_class``) or refused (``reason_class``);
     returns the log id (None: a refusal by a limit already logged within the hour).  Only well-formed values are
     kept, none holding ``secret`` (the submitted key), never the URL itself."""
@@ -114,19 +117,25 @@ def record_try(con: duckdb.DuckDBPyConnection, *, contact: str | None, model_nam
         if row is not None and (row[1] or row[0] >= LIMIT_LOG_PER_HOUR):
             return None
     log_id = sub_id or f"r-{uuid.uuid4().hex[:12]}"
-    con.execute("INSERT INTO submission_log VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [log_id, submitter, None if submitter is None else _scrub(public_handle(contact), secret),
+    con.execute("INSERT INTO submission_log (id, kind, submitter, handle, model_name, endpoint_fingerprint, status, "
+                "reason_class, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [log_id, kind, submitter, None if submitter is None else _scrub(public_handle(contact), secret),
                  name_kept, fingerprint, "accepted" if reason_class is None else "refused", reason_class, now])
     return log_id
 
 
 def backfill_queue_log(con: duckdb.DuckDBPyConnection) -> None:
-    """Log rows for queue entries made before the log existed (endpoint submissions only)."""
+    """Log rows for queue entries made before the log existed (endpoint submissions and uploads)."""
     rows = con.execute("SELECT id, contact, model_name, normalised_url, model_string, created_at FROM submissions s "
                        "WHERE NOT EXISTS (SELECT 1 FROM submission_log l WHERE l.id = s.id)").fetchall()
     for sub_id, contact, name, url, model, created in rows:
         record_try(con, contact=contact, model_name=name, normalised_url=url, model_string=model, reason_class=None,
                    now=created, sub_id=sub_id)
+    uploads = con.execute("SELECT id, contact, candidate, content_sha256, created_at FROM import_submissions s "
+                          "WHERE NOT EXISTS (SELECT 1 FROM submission_log l WHERE l.id = s.id)").fetchall()
+    for sub_id, contact, name, sha, created in uploads:
+        record_try(con, contact=contact, model_name=name, normalised_url=None, model_string=f"upload:{sha}",
+                   reason_class=None, now=created, sub_id=sub_id, kind="upload")
 
 
 def sync_log(store: Store, queue: Any) -> int:
@@ -142,8 +151,9 @@ def sync_log(store: Store, queue: Any) -> int:
         for r in rows:
             if r["id"] in known:
                 continue
-            con.execute("INSERT INTO submission_log VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        [r["id"], r["handle"], group_key(salt, r["submitter"]), r["model_name"],
+            con.execute("INSERT INTO submission_log (id, kind, handle, group_key, model_name, endpoint_fingerprint, "
+                        "status, reason_class, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [r["id"], r["kind"], r["handle"], group_key(salt, r["submitter"]), r["model_name"],
                          r["endpoint_fingerprint"], r["status"], r["reason_class"], r["created_at"]])
             known.add(r["id"])
             added += 1
@@ -156,12 +166,13 @@ def sync_log(store: Store, queue: Any) -> int:
                          s["reason"], s["created_at"], s["updated_at"]])
         for s in store.rows("SELECT id, submitter, contact, model_name, normalised_url, model_string, created_at "
                             "FROM submissions s WHERE NOT EXISTS (SELECT 1 FROM submission_log l WHERE l.id = s.id)"):
-            con.execute("INSERT INTO submission_log VALUES (?, ?, ?, ?, ?, 'accepted', NULL, ?)",
+            con.execute("INSERT INTO submission_log (id, kind, handle, group_key, model_name, endpoint_fingerprint, "
+                        "status, reason_class, created_at) VALUES (?, 'endpoint', ?, ?, ?, ?, 'accepted', NULL, ?)",
                         [s["id"], public_handle(s["contact"]), group_key(salt, s["submitter"]), s["model_name"],
                          endpoint_fingerprint(s["normalised_url"], s["model_string"]), s["created_at"]])
             added += 1
     # the status as of now, written back: a snapshot carries this table (not the submissions)
-    current = {e["id"]: (e["status"], e["reason_class"]) for e in submission_log(store)}
+    current = {e["id"]: (e["status"], e["reason_class"]) for e in submission_log(store, queue)}
     with store.transaction() as con:
         for r in store.rows("SELECT id, status, reason_class FROM submission_log"):
             now = current.get(r["id"])
@@ -173,6 +184,8 @@ def sync_log(store: Store, queue: Any) -> int:
 def failure_class(reason: str | None) -> str:
     """The public class of a stored failure reason (the text itself is never shown: it may name internals)."""
     text = (reason or "").lower()
+    if "unknown paper" in text or text.startswith("line ") or "invalid json" in text:  # an uploaded file's lines
+        return "invalid-form"
     if "already exists" in text or "duplicate" in text:
         return "name-taken" if "candidate named" in text else "duplicate"
     if "base url" in text or "connect" in text or "timeout" in text or "timed out" in text or "unreachable" in text:
@@ -196,6 +209,7 @@ class LogEntry(TypedDict):
     """One row of the public log (``grebench submissions log --json``; docs/submissions.md)."""
 
     id: str
+    kind: str
     submitted_at: str
     submitter: str
     model_name: str | None
@@ -219,7 +233,7 @@ def _scores(store: Store) -> dict[str, list[LogScore]]:
     out: dict[str, list[LogScore]] = {}
     for r in store.rows("SELECT r.candidate, b.board_id, b.venue_id, b.metric, r.score, r.rank FROM board_rows r "
                         "JOIN boards b USING (board_id) WHERE r.candidate IN (SELECT name FROM candidates WHERE "
-                        "kind = 'submitted') ORDER BY b.board_id"):
+                        "kind IN ('submitted', 'imported') AND submitter IS NOT NULL) ORDER BY b.board_id"):
         out.setdefault(r["candidate"], []).append({
             "board_id": r["board_id"], "venue_id": r["venue_id"], "metric": r["metric"],
             "score": None if r["score"] is None else float(r["score"]),
@@ -262,7 +276,8 @@ def submission_log(store: Store, queue: Any = None) -> list[LogEntry]:
         for r in queue.rows("SELECT * FROM submission_log"):
             if r["id"] not in seen:
                 rows.append({**r, "group_key": group_key(salt, r.pop("submitter"))})
-        for s in queue.rows("SELECT id, model_name, status, reason FROM submissions"):
+        for s in queue.rows("SELECT id, model_name, status, reason FROM submissions UNION ALL SELECT id, candidate, "
+                            "status, reason FROM import_submissions"):
             subs.setdefault(s["id"], s)
     held, scored, scores = _held(store), _scored_names(store), _scores(store)
     built: list[tuple[LogEntry, str, bool]] = []
@@ -270,9 +285,11 @@ def submission_log(store: Store, queue: Any = None) -> list[LogEntry]:
         sub = subs.get(r["id"])
         name = r["model_name"]
         status, reason_class = "accepted", None
-        if sub is None:  # a try refused before it was queued, or a snapshot's row: as last synced
+        if sub is None:  # a try refused before it was queued, an upload, a snapshot's row: as last synced ...
             status = r["status"] or "accepted"
-            reason_class = r["reason_class"] if status == "refused" else None
+            reason_class = r["reason_class"] if status in ("refused", "held") else None
+            if status in ("accepted", "scored", "held") and name is not None:  # ... unless the store says more now
+                status = "held" if name in held else "scored" if name in scored else status
         elif sub["status"] == "withdrawn":
             status = "withdrawn"
         elif name in held:  # held for the operator (a copy refused at evaluation says so in its class)
@@ -284,7 +301,8 @@ def submission_log(store: Store, queue: Any = None) -> list[LogEntry]:
             status = "scored"
         has_scores = name is not None and name in scored and status not in ("refused", "accepted") \
             and not r["id"].startswith("r-")
-        entry: LogEntry = {"id": r["id"], "submitted_at": r["created_at"].isoformat(timespec="seconds"),
+        entry: LogEntry = {"id": r["id"], "kind": r["kind"],
+                           "submitted_at": r["created_at"].isoformat(timespec="seconds"),
                            "submitter": _submitter(r["handle"], r["group_key"]), "model_name": name,
                            "endpoint_fingerprint": r["endpoint_fingerprint"], "status": status,
                            "reason_class": reason_class, "variants": 0, "variants_scored": 0,
@@ -333,10 +351,10 @@ def variants_scored(store: Store) -> dict[str, int]:
     if "candidates" not in tables or not sources:
         return {}
     rows = store.rows(f"""WITH scored AS ({' UNION '.join(sources)}),
-                         s AS (SELECT c.name, c.submitter FROM candidates c WHERE c.kind = 'submitted'
+                         s AS (SELECT c.name, c.submitter FROM candidates c WHERE c.kind IN ('submitted', 'imported')
                                AND c.submitter IS NOT NULL AND c.name IN (SELECT candidate FROM scored))
                          SELECT c.name, (SELECT count(*) FROM s WHERE s.submitter = c.submitter) AS n
-                         FROM candidates c WHERE c.kind = 'submitted' AND c.submitter IS NOT NULL""")
+                         FROM candidates c WHERE c.kind IN ('submitted', 'imported') AND c.submitter IS NOT NULL""")
     return {r["name"]: int(r["n"]) for r in rows if r["n"]}
 
 

@@ -186,3 +186,38 @@ def test_a_withdrawn_submission_stays_in_the_log_as_withdrawn(settings: Settings
         assert store.scalar("SELECT count(*) FROM board_changes WHERE detail LIKE '%withdrawn by its submitter%'") == 2
     finally:
         store.con.close()
+
+
+def test_uploads_of_reviews_are_logged_too_and_count_as_variants(settings: Settings, store: Store) -> None:
+    from grebench.submissions import ImportForm, accept_queued_imports, queue_import, variants_scored
+    from tests.bench.conftest import tiny_papers
+
+    with store.transaction():
+        for paper in tiny_papers():
+            store.upsert_paper(paper)
+    papers = frozenset(f"paper{n}" for n in range(5))
+    good = (json.dumps({"paper_id": "paper0", "review": "Summary: fine."}) + "\n").encode()
+    form = ImportForm(candidate="agent-1", contact="lab-x", cutoff="2019-01-01", model="agent-x")
+    queue = SubmissionQueue(None)
+    ok = queue_import(queue, form, good, settings, papers)
+    bad = queue_import(queue, ImportForm(candidate="agent-2", contact="lab-x"), b'{"paper_id": "nope"}\n',
+                       settings, papers)
+    stale = queue_import(queue, ImportForm(candidate="agent-3", contact="lab-x"),
+                         (json.dumps({"paper_id": "paper4", "review": "x"}) + "\n").encode(), settings, papers)
+    assert ok["ok"] and not bad["ok"] and stale["ok"]
+    store.con.execute("DELETE FROM papers WHERE paper_id = 'paper4'")  # the stale one fails on import
+    accept_queued_imports(store, queue, settings)
+    sync_log(store, queue)
+    entries = _by_id(submission_log(store))  # the store alone: statuses as synced
+    assert {e["kind"] for e in entries.values()} == {"upload"}
+    assert (entries[str(ok["id"])]["status"], entries[str(stale["id"])]["status"]) == ("accepted", "refused")
+    assert entries[str(stale["id"])]["reason_class"] == "invalid-form"
+    [refused] = [e for e in entries.values() if e["model_name"] == "agent-2"]
+    assert (refused["status"], refused["reason_class"]) == ("refused", "invalid-form")
+    # scores arrive: the store says "scored" at once, and the submitter's variants count it
+    gen = store.scalar("SELECT generation_id FROM generations WHERE candidate = 'agent-1'")
+    store.con.execute("INSERT INTO scores VALUES ('gem', 'offline', 'rules', 'gem-v1', 'agent-1', 'paper0', 'r1', ?, "
+                      "-1.0, -2.0, 1.0, 5, ?)", [gen, utcnow()])
+    scored = _by_id(submission_log(store))[str(ok["id"])]
+    assert (scored["status"], scored["variants"], scored["variants_scored"]) == ("scored", 3, 1)
+    assert variants_scored(store) == {"agent-1": 1}

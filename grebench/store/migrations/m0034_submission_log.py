@@ -3,7 +3,8 @@
 ``submission_log`` has one row per submission or refused try: its id (a try refused before it was queued gets
 ``r-<12 hex>``), the public handle (the contact when it is a handle, never an e-mail address), ``group_key`` (a salted
 hash of the submitter, so variants of one submitter group together without naming them), the model name, the
-endpoint's fingerprint (16 hex of a SHA-256: never the URL, never the key), its status and a refusal's public class
+endpoint's fingerprint (16 hex of a SHA-256 of its address: never the URL, never the key; an uploaded file of
+reviews: of its bytes), its status and a refusal's public class
 (:data:`grebench.submissions.REASON_CLASSES`) and when it came.  The status of an accepted one (held, scored,
 withdrawn, refused at evaluation) is read from ``submissions``, the holds and the scores, and written back here by
 each sync, so that a snapshot, which carries this table and not ``submissions``, says it too.  The queue
@@ -15,6 +16,7 @@ file keeps the same rows with the private ``submitter`` in place of ``group_key`
 SUBMISSION_LOG_DDL = """
 CREATE TABLE IF NOT EXISTS submission_log (
     id VARCHAR PRIMARY KEY,
+    kind VARCHAR NOT NULL,                 -- endpoint (a model endpoint) | upload (a file of reviews written elsewhere)
     handle VARCHAR,                        -- the public handle, or NULL (an e-mail address is never one)
     group_key VARCHAR,                     -- 16 hex: salted SHA-256 of the submitter (NULL: no well-formed contact)
     model_name VARCHAR,                    -- NULL when the form's name was not well-formed
