@@ -73,7 +73,15 @@ from grebench.bench._registry import (
 from grebench.bench._run import BenchRun, check_candidates, generate_for, run_bench
 from grebench.bench._sections import join_sections, split_sections, split_sentences
 from grebench.bench._unreviewed import generate_unreviewed, reseal, stored_candidate, unreviewed_paper_ids
-from grebench.bench.controls import CONTROLS, Control, ControlInput, ControlSkip, core_controls, default_controls
+from grebench.bench.controls import (
+    CONTROLS,
+    Control,
+    ControlInput,
+    ControlSkip,
+    core_controls,
+    default_controls,
+    floor_controls,
+)
 
 __all__ = [
     "BASELINE",
@@ -130,6 +138,7 @@ __all__ = [
     "copy_share",
     "core_controls",
     "default_controls",
+    "floor_controls",
     "generate_for",
     "generate_unreviewed",
     "import_reviews",

@@ -11,6 +11,8 @@ Public API (importing it never imports torch or litellm):
 * :func:`compute_boards` / :func:`stored_boards` — the leaderboards, computed once and stored; readers read them.
 * :func:`information_flags` — the information view of a copy (one reference explained far beyond any human review).
 * :func:`validation_rows` — the metric's validation (Cohen's d of every control vs the human review).
+* :func:`board_findings` — what a board can tell, in words (rows against the floor controls, controls above the
+  human baseline); :func:`compare_pair`, :func:`board_paper_scores` — two contestants of a board side by side.
 * :func:`leaderboard` — the ranked rows of one (metric, estimator, preprocessor) table; :func:`ranked_board` — the
   rows with the board's style-controlled view (:class:`StyleControl`, :func:`style_features`, :func:`style_controlled`).
 * :func:`bootstrap_ci`, :func:`paired_difference`, :func:`rank_intervals` — the bootstrap over papers;
@@ -56,6 +58,7 @@ from grebench.scoring._boards import (
     superseded_estimators,
     venue_scope,
 )
+from grebench.scoring._compare import TOP_PAPERS, Comparison, PaperDifference, board_paper_scores, compare_pair
 from grebench.scoring._engine import Attribution, ScoringError, request_key, run_scoring
 from grebench.scoring._judgment_lines import PHRASES, parse_judgment_output
 from grebench.scoring._labels import store_labels
@@ -66,9 +69,13 @@ from grebench.scoring._leaderboard import (
     INCOMPLETE_NOTE,
     REFERENCE_WORD,
     BoardRow,
+    FloorTest,
     LeaderboardRow,
     StoredRow,
     available_tables,
+    board_findings,
+    board_floors,
+    is_baseline_row,
     is_contaminated_row,
     is_incomplete_row,
     leaderboard,
@@ -152,17 +159,21 @@ __all__ = [
     "SCOPES",
     "STYLE_FEATURES",
     "TOO_FEW",
+    "TOP_PAPERS",
     "VALIDATION_INPUTS",
     "Attribution",
     "BoardRow",
+    "Comparison",
     "EstimatorAgreement",
     "EstimatorHandle",
+    "FloorTest",
     "InformationFlag",
     "LeaderboardRow",
     "LogprobRequest",
     "LogprobResult",
     "Metric",
     "PairedTest",
+    "PaperDifference",
     "Preprocessor",
     "SampleFacts",
     "ScoredSetup",
@@ -179,12 +190,16 @@ __all__ = [
     "abstract_free_metric",
     "attribution_summary",
     "available_tables",
+    "board_findings",
+    "board_floors",
     "board_id",
     "board_lineage",
+    "board_paper_scores",
     "boards_fingerprint",
     "bootstrap_ci",
     "code_version",
     "cohens_d",
+    "compare_pair",
     "compute_boards",
     "default_metrics",
     "estimator_agreement",
@@ -195,6 +210,7 @@ __all__ = [
     "headline_first",
     "headline_metric",
     "information_flags",
+    "is_baseline_row",
     "is_contaminated_row",
     "is_incomplete_row",
     "leaderboard",

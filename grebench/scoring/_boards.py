@@ -22,20 +22,29 @@ from grebench import stop
 from grebench.bench import BASELINE, REFERENCE, kinds_with_role
 from grebench.progress import NoProgress, Progress
 from grebench.scoring._labels import label_parts, store_labels
-from grebench.scoring._leaderboard import BoardRow, StoredRow, ranked_board, style_controlled
+from grebench.scoring._leaderboard import (
+    BoardRow,
+    StoredRow,
+    place_baseline,
+    rank_word,
+    ranked_board,
+    style_controlled,
+)
 from grebench.scoring._metrics import headline_metric, metric_preprocessor
 from grebench.settings import Settings, StageInputs
 from grebench.store import Store, code_files, fingerprint, utcnow
 
 # v3: sample_json holds its venue's share of the paper sample; v4: rows say `vouched`; v5: rows say whether they
 # cover the board's sample (`due_papers`, `missing_papers`, `complete`), an incomplete contestant is not ranked;
-# v6: the style-controlled view (rows' `style_score` and its CI, the board's `style_control_json`)
-BOARD_VERSION = "boards-v6"
+# v6: the style-controlled view (rows' `style_score` and its CI, the board's `style_control_json`);
+# v7: the human baseline is a reference line, not ranked; rows carry their test against the floor controls
+# (`vs_floor_json`, issue 63)
+BOARD_VERSION = "boards-v7"
 SCOPES = ("all", "sealed")
 ROW_COLUMNS = ("board_id", "candidate", "kind", "role", "rank", "rank_low", "rank_high", "score", "ci90_low",
                "ci90_high", "ci95_low", "ci95_high", "papers", "pairs", "clean_papers", "contaminated_papers",
                "sealed_share", "diff_vs_human", "p_vs_human", "cost_usd", "latency_s", "vouched", "due_papers",
-               "missing_papers", "complete", "style_score", "style_ci95_low", "style_ci95_high")
+               "missing_papers", "complete", "style_score", "style_ci95_low", "style_ci95_high", "vs_floor_json")
 BOARD_COLUMNS = ("board_id", "venue_id", "venue", "metric", "estimator", "preprocessor", "scope", "papers",
                  "papers_eligible", "sample_json", "human_score", "human_ci95_low", "human_ci95_high",
                  "bootstrap_samples", "seed", "computed_at", "style_control_json")
@@ -242,7 +251,8 @@ def compute_boards(store: Store, settings: Settings, progress: Progress | None =
                     cost = costs.get(r["candidate"])
                     row: BoardRow = {**r, "board_id": bid, "cost_usd": cost["cost_usd"] if cost else None,
                                     "latency_s": cost["latency_s"] if cost else None}
-                    rows.append([row.get(c) for c in ROW_COLUMNS])
+                    rows.append([(None if r["vs_floor"] is None else json.dumps(r["vs_floor"]))
+                                 if c == "vs_floor_json" else row.get(c) for c in ROW_COLUMNS])
                 task.advance()
                 stop.check()  # a board boundary: nothing is stored before every board is computed
     with store.transaction() as con:
@@ -369,8 +379,9 @@ def stored_boards(store: Store, *, metric: str | None = None, venue_id: str | No
                         [[b["board_id"] for b in boards], REFERENCE])):
         by_board.setdefault(r["board_id"], []).append(r)
     for b in boards:
-        rows: list[BoardRow] = [{**r, "metric": b["metric"], "estimator": b["estimator"],
-                                 "preprocessor": b["preprocessor"]} for r in by_board.get(b["board_id"], [])]
+        rows: list[BoardRow] = place_baseline([{**r, "metric": b["metric"], "estimator": b["estimator"],
+                                                "preprocessor": b["preprocessor"]}
+                                               for r in by_board.get(b["board_id"], [])])
         b["rows"] = rows
         b["candidates"] = len(b["rows"])
         b["pairs"] = sum(int(r["pairs"]) for r in b["rows"])
@@ -379,6 +390,9 @@ def stored_boards(store: Store, *, metric: str | None = None, venue_id: str | No
         b["style_control"] = json.loads(b.pop("style_control_json", None) or "null")
         for r in b["rows"]:
             r["style_controlled"] = style_controlled(r)
+            # the floor comparison (None: a control, or stored before it); `status`: the word the pages use
+            r["vs_floor"] = json.loads(cast("dict[str, str | None]", r).pop("vs_floor_json", None) or "null")
+            r["status"] = rank_word(r) or "ranked"
         b["sample_facts"] = sample_facts(b)
         b["human_band"] = None if b["human_score"] is None else {
             "score": b["human_score"], "low": b["human_ci95_low"], "high": b["human_ci95_high"]}

@@ -15,22 +15,24 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime
-from typing import Any, NotRequired, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, TypeVar, cast
 
 from grebench.bench import (
+    BASELINE,
     CONTESTANT,
     CONTROL_KIND,
     CONTROLS,
     HUMAN,
     HUMAN_KIND,
     REFERENCE,
+    floor_controls,
     is_clean,
     is_vouched,
     kind_info,
 )
-from grebench.scoring._aggregate import bootstrap_ci, paired_difference, rank_intervals
+from grebench.scoring._aggregate import ALPHA, bootstrap_ci, format_p, paired_difference, rank_intervals
 from grebench.scoring._coverage import DEFAULT_MAX_MISSING_SHARE, coverage
 from grebench.scoring._metrics import metric_preprocessor
 from grebench.scoring._style import StyleControl, StyleScore, paper_features, style_control
@@ -82,6 +84,17 @@ class _PaperScoreRow(TypedDict):
     no_lines: bool | None
 
 
+class FloorTest(TypedDict):
+    """A row against one floor control (:func:`grebench.bench.floor_controls`), by the board's paired test over the
+    papers both were scored on: the mean difference (row minus control), its p, how many papers, and whether it is
+    told apart from the control (p < :data:`ALPHA`)."""
+
+    diff: float
+    p: float
+    papers: int
+    distinguishable: bool
+
+
 class RowFields(TypedDict):
     """The fields of a candidate's row on a board, as :func:`leaderboard` computes them and ``board_rows`` stores
     them (field names are a stable contract: see docs/scoring.md)."""
@@ -113,6 +126,9 @@ class RowFields(TypedDict):
     style_score: float | None
     style_ci95_low: float | None
     style_ci95_high: float | None
+    # the row against each floor control present on the board (control name → test; None: a control, or no floor
+    # control on the board)
+    vs_floor: dict[str, FloorTest] | None
 
 
 class LeaderboardRow(RowFields):
@@ -136,6 +152,9 @@ class BoardRow(StoredRow, LeaderboardRow):
     its style-controlled score as one value (``style_controlled``: :func:`style_controlled`)."""
 
     style_controlled: NotRequired[StyleScore | None]
+    #: the word the pages use for the row: ``ranked``, ``reference`` (a control, the human baseline), ``incomplete``,
+    #: ``contaminated`` (:func:`rank_word`)
+    status: NotRequired[str]
 
 
 class RankedBoard(TypedDict):
@@ -237,14 +256,14 @@ def per_paper_scores(store: Store, metric: str, estimator_id: str, preprocessor:
     return {"scores": dict(scores), "info": dict(info), "contaminated": dict(contaminated)}
 
 
-def is_incomplete_row(row: dict[str, Any]) -> bool:
+def is_incomplete_row(row: Mapping[str, Any]) -> bool:
     """Whether a leaderboard row is a contestant that did not review the board's sample (no rank); a row stored
     before completeness was recorded (``complete`` NULL) is not."""
     role = row.get("role") or kind_info(row.get("kind")).role
     return role == CONTESTANT and row.get("rank") is None and row.get("complete") is False
 
 
-def is_contaminated_row(row: dict[str, Any]) -> bool:
+def is_contaminated_row(row: Mapping[str, Any]) -> bool:
     """Whether a leaderboard row is a contestant shown on contaminated papers only (no rank)."""
     role = row.get("role") or kind_info(row.get("kind")).role
     return (role == CONTESTANT and row.get("rank") is None and not row.get("clean_papers")
@@ -270,10 +289,11 @@ INCOMPLETE_NOTE = ("incomplete: the candidate has no review of some papers of th
                    "by failing on the rest is never ranked; scored for reference on the papers it answered.")
 
 
-def rank_word(row: dict[str, Any]) -> str | None:
+def rank_word(row: Mapping[str, Any]) -> str | None:
     """What the rank column says for a row without a rank (None for a ranked row): :data:`INCOMPLETE` for a
     contestant that did not review the board's sample, :data:`CONTAMINATED` for a contestant with no clean paper,
-    :data:`REFERENCE_WORD` for a control, ``not ranked`` otherwise."""
+    :data:`REFERENCE_WORD` for a control and for the human baseline (a reference line, issue 63), ``not ranked``
+    otherwise."""
     if row.get("rank") is not None:
         return None
     if is_incomplete_row(row):
@@ -281,7 +301,70 @@ def rank_word(row: dict[str, Any]) -> str | None:
     if is_contaminated_row(row):
         return CONTAMINATED
     role = row.get("role") or kind_info(row.get("kind")).role
-    return REFERENCE_WORD if role == REFERENCE else "not ranked"
+    return REFERENCE_WORD if role in (REFERENCE, BASELINE) else "not ranked"
+
+
+def board_floors() -> dict[str, str]:
+    """The floor controls every row is tested against (:func:`grebench.bench.floor_controls`), name → what each is
+    in words: for the layers above scoring, which do not import the bench."""
+    return floor_controls()
+
+
+def is_baseline_row(row: Mapping[str, Any]) -> bool:
+    """Whether a row is the human baseline: a reference line with its score, never ranked (issue 63)."""
+    return (row.get("role") or kind_info(row.get("kind")).role) == BASELINE
+
+
+def floor_tests(per_paper: Mapping[str, float], floors: Mapping[str, Mapping[str, float]], samples: int = 2000,
+                seed: int = 0) -> dict[str, FloorTest]:
+    """A row's per-paper scores against each floor control's, by the board's paired test
+    (:func:`grebench.scoring.paired_difference`); a floor sharing no paper with the row is left out."""
+    out: dict[str, FloorTest] = {}
+    for name, floor in floors.items():
+        diff = paired_difference(per_paper, floor, samples=samples, seed=seed)
+        if diff["papers"]:
+            out[name] = {"diff": diff["diff"], "p": diff["p"], "papers": int(diff["papers"]),
+                         "distinguishable": bool(diff["p"] < ALPHA)}
+    return out
+
+
+def _papers(n: Any) -> str:
+    return f"{n} paper" + ("" if n == 1 else "s")
+
+
+def board_findings(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What a board can and cannot tell, in words (the site, the app and the CLI print them): each contestant (and
+    the human baseline) that the board's paired test cannot tell apart from a floor control, or that scores
+    significantly below one; and each control that scores above the human baseline (significantly or not).  Rows
+    stored before the floor comparison (no ``vs_floor``) say nothing of the floors."""
+    words = floor_controls()
+    out: list[str] = []
+    for r in rows:
+        role = r.get("role") or kind_info(r.get("kind")).role
+        if role == REFERENCE:
+            continue
+        who = "The human baseline" if role == BASELINE else f"{r['candidate']}"
+        for control, test in (r.get("vs_floor") or {}).items():
+            what = words.get(control, "a floor control")
+            p = format_p(test.get("p"), test.get("papers"))
+            if not test.get("distinguishable"):
+                out.append(f"{who} ({float(r['score']):.2f}) cannot be told apart from {what} (`{control}`): "
+                           f"{float(test['diff']):+.2f} nats on {_papers(test['papers'])}, {p}.")
+            elif float(test["diff"]) < 0:
+                out.append(f"{who} ({float(r['score']):.2f}) scores below {what} (`{control}`): "
+                           f"{float(test['diff']):+.2f} nats on {_papers(test['papers'])}, {p}.")
+    human = next((r for r in rows if (r.get("role") or kind_info(r.get("kind")).role) == BASELINE), None)
+    for r in rows:
+        role = r.get("role") or kind_info(r.get("kind")).role
+        diff = r.get("diff_vs_human")
+        if human is None or role != REFERENCE or diff is None or not math.isfinite(float(diff)) or float(diff) <= 0:
+            continue
+        p_human = r.get("p_vs_human")
+        significant = p_human is not None and math.isfinite(float(p_human)) and float(p_human) < ALPHA
+        out.append(f"Control `{r['candidate']}` ({float(r['score']):.2f}) scores above the human baseline "
+                   f"({float(human['score']):.2f}): {float(diff):+.2f} nats, {format_p(p_human, r.get('papers'))}"
+                   + ("." if significant else ", not significant."))
+    return out
 
 
 def rank_bounds(row: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -301,6 +384,21 @@ def rank_range(row: Mapping[str, Any]) -> str | None:
     return None if bounds is None else f"{bounds[0]}–{bounds[1]}"
 
 
+_Row = TypeVar("_Row", bound=Mapping[str, Any])
+
+
+def place_baseline(rows: list[_Row]) -> list[_Row]:
+    """The human baseline's row moved among the ranked rows, before the first ranked row it scores above (after
+    them all when it scores below every one): a reference line at its score, not a rank."""
+    human = [r for r in rows if r.get("role") == BASELINE and r.get("rank") is None]
+    if not human:
+        return rows
+    rest = [r for r in rows if r is not human[0]]
+    at = next((i for i, r in enumerate(rest) if r.get("rank") is None or r["score"] < human[0]["score"]),
+              len(rest))
+    return [*rest[:at], human[0], *rest[at:]]
+
+
 def leaderboard(store: Store, metric: str, estimator_id: str, preprocessor: str, samples: int = 2000,
                 seed: int = 20200426, max_missing_share: float = DEFAULT_MAX_MISSING_SHARE) -> list[LeaderboardRow]:
     """Rows of the leaderboard, best first (field names are a stable contract: see docs/scoring.md):
@@ -312,17 +410,19 @@ def ranked_board(store: Store, metric: str, estimator_id: str, preprocessor: str
                  seed: int = 20200426, max_missing_share: float = DEFAULT_MAX_MISSING_SHARE) -> RankedBoard:
     """The rows of the leaderboard, best first, and its style-controlled fit (:mod:`grebench.scoring._style`).
 
-    Ranks (and rank intervals) are computed among the ranked candidates only — LLMs, imported reviews and the
-    human baseline; controls are reference rows with ``rank`` None, listed after them by score: a control is a
-    yardstick of the metric, never a contestant.  A contestant that misses more than ``max_missing_share`` of the
-    board papers it was due to review (none for a submitted model or imported reviews) is not ranked either
-    (:func:`grebench.scoring._coverage.coverage`).
+    Ranks (and rank intervals) are computed among the ranked candidates only — LLMs, submitted models and imported
+    reviews.  The human baseline is a reference line (``rank`` None, issue 63), listed among the ranked rows at its
+    score; controls are reference rows with ``rank`` None, listed after them by score: a control is a yardstick of
+    the metric, never a contestant.  Every contestant and the baseline carry ``vs_floor``: the board's paired test
+    against each floor control on the board (:func:`grebench.bench.floor_controls`).  A contestant that misses more
+    than ``max_missing_share`` of the board papers it was due to review (none for a submitted model or imported
+    reviews) is not ranked either (:func:`grebench.scoring._coverage.coverage`).
     """
     data = per_paper_scores(store, metric, estimator_id, preprocessor)
     scores, info = data["scores"], data["info"]
     board_papers = {p for per_paper in (*scores.values(), *data["contaminated"].values()) for p in per_paper}
     covered = coverage(store, board_papers, {name: info[name]["kind"] for name in info}, max_missing_share)
-    ranked = {name: per_paper for name, per_paper in scores.items() if info[name]["role"] != REFERENCE
+    ranked = {name: per_paper for name, per_paper in scores.items() if info[name]["role"] not in (REFERENCE, BASELINE)
               and (info[name]["role"] != CONTESTANT or name not in covered or covered[name]["complete"])}
     ranks: dict[str, Mapping[str, float | None]] = dict(rank_intervals(ranked, samples=samples, seed=seed))
     for name in scores:
@@ -338,6 +438,7 @@ def ranked_board(store: Store, metric: str, estimator_id: str, preprocessor: str
     style = style_control(shown, paper_features(store, metric, estimator_id, preprocessor), HUMAN, contestants,
                           samples=samples, seed=seed) if human else None
     styled = style["scores"] if style else {}
+    floors = {name: scores[name] for name in floor_controls() if scores.get(name)}
     for name, per_paper in shown.items():
         if not per_paper:
             continue
@@ -370,7 +471,11 @@ def ranked_board(store: Store, metric: str, estimator_id: str, preprocessor: str
             "style_score": controlled["score"] if controlled else None,
             "style_ci95_low": controlled["ci_low"] if controlled else None,
             "style_ci95_high": controlled["ci_high"] if controlled else None,
+            "vs_floor": None if info[name]["role"] == REFERENCE or not floors else
+            floor_tests(per_paper, floors, samples=samples, seed=seed),
         })
-    # ranked rows, then the contaminated band, then the controls (reference rows), each by score
+    # ranked rows, then the contaminated band, then the controls (reference rows), each by score; the human
+    # baseline's reference line sits among the ranked rows at its score
     rows.sort(key=lambda r: (r["rank"] is None, r["role"] == REFERENCE, r["rank"] or 0, -r["score"], r["candidate"]))
+    rows = place_baseline(rows)
     return {"rows": rows, "style_control": style["board"] if style else None}

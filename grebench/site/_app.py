@@ -40,6 +40,8 @@ from grebench.site._app_board import (
     setup_value,
     stored_boards,
 )
+from grebench.site._app_compare import HEADERS as COMPARE_HEADERS
+from grebench.site._app_compare import URL_JS, compare_choices, compare_from_query, compare_view
 from grebench.site._app_submit import build_submit_tab
 from grebench.site._build import publish_snapshots
 from grebench.site._cite import colophon
@@ -64,7 +66,7 @@ from grebench.submissions import (
 )
 
 log = logging.getLogger(__name__)
-TAB_IDS = ("leaderboard", "model", "paper", "submit", "queue", "submissions", "downloads")
+TAB_IDS = ("leaderboard", "model", "paper", "compare", "submit", "queue", "submissions", "downloads")
 #: The Submissions tab's columns (the public log, grouped by submitter: :func:`log_rows`).
 LOG_HEADERS = ["Submitter", "Submitted (UTC)", "Id", "Model", "Endpoint fingerprint", "Status", "Reason class",
                "Submitter's tries", "Submitter's variants scored", "Scores"]
@@ -377,6 +379,9 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
         first = (venues[0][1] if venues else None, metrics[0][1] if metrics else None,
                  setups[0][1] if setups else None)
         model_first, paper_first = reader(settings).view("openers", None, _openers)
+        linked = str(request.query_params.get("paper", "")) if request is not None else ""
+        if linked and linked in {value for _, value in papers}:  # ?tab=paper&paper=ID: a review linked from Compare
+            paper_first = linked
         folders = snapshot_folders()
         return (gr.update(choices=list(models), value=model_first), gr.update(choices=list(papers), value=paper_first),
                 queue_rows(), downloads(), gr.update(choices=folders, value=folders[0] if folders else None),
@@ -395,6 +400,18 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
     def paper_view(paper_id: str | None
                    ) -> tuple[str, list[list[Any]], list[list[Any]], list[tuple[str, str | None]]]:
         return paper_tables(settings, paper_id) if paper_id else ("", [], [], [])
+
+    def load_compare(request: Any = None) -> tuple[Any, ...]:
+        cache = reader(settings)
+        a, b = compare_from_query(cache, request)
+        choices = compare_choices(cache)
+        text, rows = compare_view(cache, a, b)
+        return gr.update(choices=choices, value=a), gr.update(choices=choices, value=b), text, rows
+
+    load_compare.__annotations__["request"] = gr.Request
+
+    def pair_view(a: str | None, b: str | None) -> tuple[str, list[list[Any]]]:
+        return compare_view(reader(settings), a, b)
 
     def public_queue() -> list[list[Any]]:
         return [[r["id"], r["model_name"], r["status"], r["reason"] or "", str(r["created_at"])[:19]]
@@ -480,6 +497,19 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                                                  show_legend=True, combine_adjacent=False)
                 paper.change(paper_view, paper, [paper_head, paper_reviews, paper_pairs, paper_lines],
                              api_name="paper", **read)
+            with gr.Tab("Compare", id="compare"):
+                gr.Markdown("Two rows of the headline board paper by paper: the board's paired test and the papers "
+                            "where they differ most. The pair is in the page's address (`?compare=a,b`): copy it to "
+                            "link this comparison.")
+                with gr.Row():
+                    cmp_a = gr.Dropdown(label="A", choices=[], elem_id="compare-a")
+                    cmp_b = gr.Dropdown(label="B", choices=[], elem_id="compare-b")
+                cmp_text = gr.Markdown(elem_id="compare-test")
+                cmp_table = gr.Dataframe(headers=COMPARE_HEADERS, interactive=False, wrap=True,
+                                         label="Where they differ most", elem_id="compare-papers")
+                for side in (cmp_a, cmp_b):
+                    side.change(pair_view, [cmp_a, cmp_b], [cmp_text, cmp_table], js=URL_JS,
+                                api_name="compare" if side is cmp_a else False, **read)  # type: ignore[arg-type]
             with gr.Tab("Submit", id="submit"):
                 status, allowance = build_submit_tab(
                     settings, queue, vault, resolver, address, queue_cache.clear,
@@ -517,6 +547,7 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                   **read)
         demo.load(load_rest, None, [model, paper, q_table, d_table, d_choice, history, status], api_name=False,
                   **read)
+        demo.load(load_compare, None, [cmp_a, cmp_b, cmp_text, cmp_table], api_name=False, **read)
         demo.load(submissions_log, None, log_table, api_name=False, **read)
         demo.load(_tab_from_query, None, tabs, api_name=False, **read)
     demo.queue(**QUEUE_KWARGS)
@@ -559,10 +590,13 @@ def snapshot_text(manifest: Mapping[str, Any]) -> str:
 
 
 def _tab_from_query(request: Any) -> Any:
-    """Deep links: ``?tab=submit`` opens that tab (Gradio injects the request: see ``create_app``)."""
+    """Deep links: ``?tab=submit`` opens that tab, ``?compare=a,b`` the Compare tab (Gradio injects the request: see
+    ``create_app``)."""
     import gradio as gr
 
     wanted = str(request.query_params.get("tab", "")).lower() if request is not None else ""
+    if not wanted and request is not None and request.query_params.get("compare"):
+        wanted = "compare"
     return gr.Tabs(selected=wanted) if wanted in TAB_IDS else gr.Tabs()
 
 

@@ -13,7 +13,15 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal, cast
 
-from grebench.scoring import CONTAMINATED_NOTE, INCOMPLETE_NOTE, format_p, provenance, rank_word, sample_facts
+from grebench.scoring import (
+    CONTAMINATED_NOTE,
+    INCOMPLETE_NOTE,
+    board_findings,
+    format_p,
+    provenance,
+    rank_word,
+    sample_facts,
+)
 from grebench.settings import Settings
 from grebench.site import _data
 from grebench.site._history import history_html
@@ -101,8 +109,8 @@ def board_rows(settings: Settings, venue: str | None, metric: str | None, setup:
 
 def board_info(settings: Settings, venue: str | None, metric: str | None, setup: str | None,
                only_sealed: bool) -> str:
-    """The lines above the table: which board it is, its paper sample, a proxy's label and why a contaminated row is
-    not ranked."""
+    """The lines above the table: which board it is, its paper sample, a proxy's label, what the board can tell
+    (:func:`grebench.scoring.board_findings`) and why a contaminated row is not ranked."""
     board = match(settings, venue, metric, setup, only_sealed)
     if board is None:
         return "No scores for this choice."
@@ -117,6 +125,9 @@ def board_info(settings: Settings, venue: str | None, metric: str | None, setup:
         parts.append(f"Style-controlled: each contestant's difference to the human baseline at zero style difference "
                      f"({', '.join(style['features'])}), one pooled least-squares fit over {style['n_rows']} "
                      "(contestant, paper) rows; the headline score is unchanged.")
+    said = board_findings(board["rows"])  # what the board can tell (floor controls, controls above the baseline)
+    if said:
+        parts.append("**What this board can tell:**\n" + "\n".join(f"- {f}" for f in said))
     words = {r.get("rank_word") or rank_word(r) for r in board["rows"]}
     if "incomplete" in words:
         parts.append(INCOMPLETE_NOTE[0].upper() + INCOMPLETE_NOTE[1:])

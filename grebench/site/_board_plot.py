@@ -41,7 +41,8 @@ def _row_label(row: Mapping[str, Any], limit: int) -> str:
     name = _short(str(row["candidate"]), limit)
     if row.get("rank") is not None:
         return f"{row['rank']}. {name}"
-    return f"{name} ({row.get('rank_word') or 'not ranked'})"
+    word = row.get("rank_word") or ("reference" if row.get("role") == BASELINE else "not ranked")
+    return f"{name} ({word})"
 
 
 def board_svg(board: dict[str, Any], layout: str = "wide") -> str:
@@ -188,7 +189,8 @@ def board_alt(board: Mapping[str, Any]) -> str:
     for r in board["rows"]:
         if r.get("role") == REFERENCE or not _finite(r["score"]):
             continue
-        where = f"{r['rank']}." if r.get("rank") is not None else f"({r.get('rank_word') or 'not ranked'})"
+        word = r.get("rank_word") or ("reference" if r.get("role") == BASELINE else "not ranked")
+        where = f"{r['rank']}." if r.get("rank") is not None else f"({word})"
         ci = (f" (95% CI {float(r['ci95_low']):.2f} to {float(r['ci95_high']):.2f})"
               if _finite(r.get("ci95_low"), r.get("ci95_high")) else "")
         human = " (human baseline)" if r.get("role") == BASELINE else ""

@@ -26,6 +26,8 @@ from grebench.scoring import (
     ATTRIBUTION_THRESHOLD,
     CONTAMINATED_NOTE,
     INCOMPLETE_NOTE,
+    board_findings,
+    board_floors,
     format_p,
     headline_first,
     provenance,
@@ -50,7 +52,7 @@ SCHEMA_VERSION = 1
 ROW_FIELDS = ("rank", "status", "candidate", "kind", "score", "ci90_low", "ci90_high", "ci95_low", "ci95_high",
               "rank_low", "rank_high", "papers", "pairs", "clean_papers", "sealed_share", "diff_vs_human", "p_vs_human",
               "cost_usd", "latency_s", "vouched", "complete", "due_papers", "missing_papers", "style_controlled",
-              "variants_scored")
+              "vs_floor", "variants_scored")
 _HERE = Path(__file__).parent
 log = logging.getLogger(__name__)
 
@@ -90,7 +92,8 @@ def environment(labels: Labels | None = None, foot: Colophon | None = None) -> j
                        preprocessor_label=words.preprocessor, board_title=words.board_title, board_id=board_id,
                        rank_range=lambda row: rank_range(row) or "—",
                        p_vs_human=lambda row: format_p(row.get("p_vs_human"), row.get("papers")),
-                       p_value=lambda row: format_p(row.get("p"), row.get("n_papers")))
+                       p_value=lambda row: format_p(row.get("p"), row.get("n_papers")),
+                       findings=board_findings)
     env.globals.update(setup_label=words.setup, contaminated_note=CONTAMINATED_NOTE, incomplete_note=INCOMPLETE_NOTE,
                        attribution_threshold=ATTRIBUTION_THRESHOLD, board_alt=board_alt,
                        colophon=foot or colophon())
@@ -112,9 +115,10 @@ def leaderboard_json(boards: list[dict[str, Any]], generated_at: datetime,
     """The machine-readable leaderboard (schema documented in docs/site.md): boards in headline order (``boards[0]``
     is the headline board when ``headline`` is true), each with its ``sample`` and whether it is a ``proxy``; a row's
     ``status`` is ``ranked``, ``incomplete``, ``contaminated`` or ``reference`` (the word the pages use), its
-    ``style_controlled`` the style-controlled view's score with its CI, the board's ``style_control`` the fit
-    (:class:`grebench.scoring.StyleControl`); ``provenance`` says what produced them
-    (:func:`grebench.scoring.provenance`)."""
+    ``style_controlled`` the style-controlled view's score with its CI, its ``vs_floor`` the paired test against
+    each floor control, the board's ``style_control`` the fit (:class:`grebench.scoring.StyleControl`) and its
+    ``findings`` what it can tell in words (:func:`grebench.scoring.board_findings`); ``provenance`` says what
+    produced them (:func:`grebench.scoring.provenance`)."""
     out = []
     for i, b in enumerate(boards):
         band = b.get("human_band")
@@ -126,6 +130,7 @@ def leaderboard_json(boards: list[dict[str, Any]], generated_at: datetime,
             "sample": {k: facts[k] for k in ("text", "papers", "eligible", "sampled", "seed")},
             "human_band": None if band is None else {k: _clean(v) for k, v in band.items()},
             "style_control": _clean(b.get("style_control")),
+            "findings": board_findings(b["rows"]),
             "rows": [{f: _clean(_row_status(r) if f == "status" else r.get(f)) for f in ROW_FIELDS}
                      for r in b["rows"]],
         })
@@ -178,13 +183,14 @@ class _Writer:
 
 
 #: Bump when what the site shows changes (code, not data): the next build renders again.
-SITE_VERSION = "site-v16"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
+SITE_VERSION = "site-v17"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
 # v8: board versions; v9: board history of a replay; v10: provenance (leaderboard.json and the board pages);
 # v11: rank intervals in the history plot, the history beside every board
 # v12: per-line attribution (paper pages, board rows); v13: the history plot from the board versions
 # v14: contestants before folded controls, the redesigned headline figure, snapshot archives, labels (issue 50)
 # v15: the style-controlled view (a column beside the score, the board's coefficients; issue 63)
-# v16: the public submissions log (submissions.html) and "best of N" beside a submitted model (issue 63)
+# v16: the human baseline a reference line, what a board can tell (floor tests, findings), compare pages (issue 63)
+# v17: the public submissions log (submissions.html) and "best of N" beside a submitted model (issue 63)
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
          "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes",
          "boards", "board_rows", "labels", "paper_links", "paper_link_flags", "scored_setups",
@@ -325,15 +331,28 @@ def _render(store: Store, snapshots: list[SnapshotListing], foot: Colophon, out:
     payload = leaderboard_json(boards, now, prov)
     latest = _versions.publish_version(store, payload, utcnow(), env) if publish else _versions.version(store)
     histories = _write_histories(store, boards, tmp / "boards")  # after the publish: the plot ends at this version
+    # compare pages: pairs of the headline board's contestants, and each against the references (issue 63 §4)
+    headline = boards[0] if boards else None
+    compares = _data.compare_pages(store, headline, list(board_floors())) if headline is not None else []
+    for c in compares:
+        writer.page(f"compare/{c['slug']}.html", "compare.html", c=c, board=headline)
+    if compares:
+        writer.page("compare/index.html", "compare_index.html", compares=compares, board=headline)
+    with_pair: dict[str, list[_data.ComparePage]] = {}
+    for c in compares:
+        with_pair.setdefault(c["a"]["name"], []).append(c)
+        with_pair.setdefault(c["b"]["name"], []).append(c)
     for b in boards:
-        writer.page(f"boards/{b['slug']}.html", "leaderboard.html", board=b, prov=prov, histories=histories)
+        writer.page(f"boards/{b['slug']}.html", "leaderboard.html", board=b, prov=prov, histories=histories,
+                    compares=compares if b is headline else [])
         (tmp / "boards" / f"{b['slug']}.svg").write_text(board_svg(b, "wide"), encoding="utf-8")
         (tmp / "boards" / f"{b['slug']}-narrow.svg").write_text(board_svg(b, "narrow"), encoding="utf-8")
     writer.page("index.html", "index.html", venues=venues, boards_by_venue=_data.group_by(boards, "venue_id"),
                 candidates=cands, version=latest, histories=histories)
     names = {c["name"] for c in cands} | {r["candidate"] for b in boards for r in b["rows"]}
     for name in sorted(names):
-        writer.page(f"models/{_data.slug(name)}.html", "model.html", m=_data.model_page(store, name, boards))
+        writer.page(f"models/{_data.slug(name)}.html", "model.html", m=_data.model_page(store, name, boards),
+                    compares=with_pair.get(name, []), headline=headline)
     papers = _data.paper_ids(store)
     writer.page("papers.html", "papers.html", papers=papers)
     pages = _data.paper_pages(store)
@@ -359,6 +378,7 @@ def _render(store: Store, snapshots: list[SnapshotListing], foot: Colophon, out:
                 schema_version=SCHEMA_VERSION, versions=listed)
 
     return {"out": str(out), "pages": writer.pages, "boards": len(boards), "models": len(names),
+            "compares": len(compares),
             "papers": len(papers), "leaderboard_json_sha256": hashlib.sha256(blob).hexdigest(),
             "version": None if latest is None else latest["version_id"], "versions": len(listed)}
 

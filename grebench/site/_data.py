@@ -11,13 +11,13 @@ import json
 import math
 import re
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, TypeVar, cast
 
 from grebench.site._labels import Labels
-from grebench.store import Store
+from grebench.store import BASELINE, CONTESTANT, Store
 
 if TYPE_CHECKING:
     from grebench.submissions import LogGroup
@@ -72,6 +72,105 @@ class LinkedVersion(TypedDict):
     slug: str
     earlier: bool
     possible: NotRequired[str | None]  # an undecided possible link (issue 62): its reason; None for a link
+
+
+class CompareSide(TypedDict):
+    """One candidate of a compared pair: its name, page slug, board row facts and role."""
+
+    name: str
+    slug: str
+    role: str
+    score: float
+    status: str
+
+
+class ComparePaper(TypedDict):
+    """A paper where the pair differs most: its id, title, page slug and the two scores with a - b."""
+
+    paper_id: str
+    title: str
+    slug: str
+    a: float
+    b: float
+    diff: float
+
+
+class ComparePage(TypedDict):
+    """A compare page (``compare/<a>--<b>.html``, :func:`compare_pages`): the two sides, the board's paired test of
+    a - b, and the papers where they differ most."""
+
+    slug: str
+    a: CompareSide
+    b: CompareSide
+    papers: int
+    diff: float
+    ci95_low: float
+    ci95_high: float
+    p: float
+    distinguishable: bool
+    method: str
+    a_higher: int
+    b_higher: int
+    top: list[ComparePaper]
+
+
+#: At most this many contestants of the headline board get compare pages (every pair among them, each against the
+#: human baseline and the floor controls): 30 contestants are 435 pairs among them plus 90 against the references.
+MAX_COMPARED = 30
+
+
+def compare_pairs(board: Mapping[str, Any], floors: Sequence[str]) -> list[tuple[str, str]]:
+    """The pairs of a board that get a compare page, each (upper, lower) in the board's order: every pair of its first
+    :data:`MAX_COMPARED` contestants (controls are not contestants), each of them and the human baseline against each
+    floor control on the board (``floors``: :func:`grebench.bench.floor_controls`), and each of them against the human
+    baseline."""
+    rows = list(board["rows"])
+    order = {str(r["candidate"]): i for i, r in enumerate(rows)}
+    contestants = [str(r["candidate"]) for r in rows if r.get("role") == CONTESTANT][:MAX_COMPARED]
+    human = [str(r["candidate"]) for r in rows if r.get("role") == BASELINE]
+    present = [f for f in floors if f in order]
+    pairs = {(a, b) for i, a in enumerate(contestants) for b in contestants[i + 1:]}
+    pairs |= {(a, b) for a in contestants for b in human}
+    pairs |= {(a, b) for a in contestants + human for b in present}
+    return sorted({(a, b) if order[a] < order[b] else (b, a) for a, b in pairs},
+                  key=lambda pair: (order[pair[0]], order[pair[1]]))
+
+
+def compare_slug(a: str, b: str) -> str:
+    """The compare page's name (without ``.html``): both candidates' page slugs."""
+    return f"{slug(a)}--{slug(b)}"
+
+
+def compare_pages(store: Store, board: Mapping[str, Any], floors: Sequence[str]) -> list[ComparePage]:
+    """Every compare page of a stored ``all``-scope board (:func:`compare_pairs`), from the per-paper values its rows
+    are the means of (:func:`grebench.scoring.board_paper_scores`), tested as the board tests a row against the human
+    baseline (:func:`grebench.scoring.compare_pair`, seeded with the board's seed)."""
+    from grebench.scoring import board_paper_scores, compare_pair
+
+    pairs = compare_pairs(board, floors)
+    if not pairs:
+        return []
+    scores = board_paper_scores(store, board)
+    titles = {p["paper_id"]: p["title"] for p in paper_ids(store)}
+    rows = {str(r["candidate"]): r for r in board["rows"]}
+    samples, seed = int(board.get("bootstrap_samples") or 2000), int(board.get("seed") or 0)
+
+    def side(name: str) -> CompareSide:
+        r = rows[name]
+        return {"name": name, "slug": slug(name), "role": str(r.get("role")), "score": float(r["score"]),
+                "status": str(r.get("status") or ("ranked" if r.get("rank") is not None else "reference"))}
+
+    out: list[ComparePage] = []
+    for a, b in pairs:
+        c = compare_pair(a, b, scores, samples=samples, seed=seed)
+        out.append({"slug": compare_slug(a, b), "a": side(a), "b": side(b), "papers": c["papers"], "diff": c["diff"],
+                    "ci95_low": c["ci95_low"], "ci95_high": c["ci95_high"], "p": c["p"],
+                    "distinguishable": c["distinguishable"], "method": c["method"], "a_higher": c["a_higher"],
+                    "b_higher": c["b_higher"],
+                    "top": [{"paper_id": t["paper_id"], "title": str(titles.get(t["paper_id"], t["paper_id"])),
+                             "slug": slug(t["paper_id"]), "a": t["a"], "b": t["b"], "diff": t["diff"]}
+                            for t in c["top"]]})
+    return out
 
 
 class BoardChange(TypedDict):

@@ -48,7 +48,8 @@ def test_leaderboard_history_reads_the_versions_serve_published(tmp_path: Path) 
     papers = [max(r["papers"] for r in p["rows"]) for p in points]
     assert papers[0] < papers[1]  # the second version ranks on the papers the second poll brought
     human = [next(r for r in p["rows"] if r["candidate"] == "human") for p in points]
-    assert all(r["rank"] is not None and r["ci95_low"] <= r["score"] <= r["ci95_high"] for r in human)
+    assert all(r["rank"] is None and r["status"] == "reference" and r["ci95_low"] <= r["score"] <= r["ci95_high"]
+               for r in human)  # the human baseline: a reference line, never ranked
 
     text = _cli(data, archive, "leaderboard", "--history")
     assert text.exit_code == 0, text.output

@@ -66,7 +66,7 @@ def test_an_operator_model_may_miss_a_small_share_a_submitted_one_none(store: St
     assert (rows["ours"]["complete"], rows["ours"]["missing_papers"], rows["ours"]["due_papers"]) == (True, 1, 20)
     assert rows["ours"]["rank"] is not None
     assert (rows["ours2"]["complete"], rows["ours2"]["rank"], rank_word(rows["ours2"])) == (False, None, "incomplete")
-    assert rows["human"]["complete"] is True and rows["human"]["rank"] is not None
+    assert rows["human"]["complete"] is True and rows["human"]["rank"] is None  # a reference line, never ranked
     assert _board(store, share=0.0)["ours"]["rank"] is None  # the setting at its bound: nothing may be missing
 
     # a submitted model: the same one missing paper unranks it, failed or finished (its failures may be chosen)

@@ -149,7 +149,7 @@ def test_an_endpoint_that_answers_five_papers_then_fails_is_shown_incomplete_and
     row = before["Picky"]
     assert row["rank"] is None and row["complete"] is False, row
     assert (row["due_papers"], row["missing_papers"]) == (PAPERS, PAPERS - ANSWERED), row
-    assert before["human"]["rank"] == 1 and before["human"]["complete"] is True
+    assert before["human"]["rank"] is None and before["human"]["complete"] is True  # a reference line
     assert all(r["complete"] for name, r in before.items() if name != "Picky")  # the baseline and controls cover all
 
     approved = _cli(world, "submissions", "approve", sub_id)  # vouching for the cutoff: its 5 papers are now clean
@@ -159,14 +159,14 @@ def test_an_endpoint_that_answers_five_papers_then_fails_is_shown_incomplete_and
     row = after["Picky"]
     assert row["clean_papers"] == ANSWERED and row["vouched"] is True, row
     assert row["rank"] is None and row["complete"] is False and row["rank_word"] == "incomplete", row
-    assert after["human"]["rank"] == 1 and [r["candidate"] for r in after.values() if r["rank"]] == ["human"]
+    assert after["human"]["rank"] is None and [r["candidate"] for r in after.values() if r["rank"]] == []
     text = _cli(world, "leaderboard").output
     assert re.search(r"incomplete\s+Picky.*\(3 of 8 papers missing\)", text), text
     assert "never ranked" in text
     site = _site_rows(world)
     assert site["Picky"]["status"] == "incomplete" and site["Picky"]["rank"] is None, site["Picky"]
     assert (site["Picky"]["complete"], site["Picky"]["missing_papers"]) == (False, 3)
-    assert site["human"]["status"] == "ranked" and site["human"]["complete"] is True
+    assert site["human"]["status"] == "reference" and site["human"]["complete"] is True
 
 
 def test_approval_runs_the_copy_check_again_and_refuses_with_the_evidence(world: dict[str, Any]) -> None:

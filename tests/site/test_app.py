@@ -182,8 +182,11 @@ def test_submit_tab_renders_in_chromium(app: dict[str, Any], tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr[-2000:]
     dom = BeautifulSoup(result.stdout, "html.parser")
     tabs = {b.get_text(strip=True): b.get("aria-selected") for b in dom.select("button[role=tab]")}
-    assert tabs == {"Leaderboard": "false", "Model": "false", "Paper": "false", "Submit": "true", "Queue": "false",
-                    "Submissions": "false", "Downloads": "false"}
+    # tabs that do not fit the window's width are in Gradio's overflow menu (not rendered as tab buttons)
+    assert tabs.get("Submit") == "true", tabs
+    assert {"Leaderboard", "Model", "Paper", "Compare", "Submit", "Queue"} <= set(tabs) <= {
+        "Leaderboard", "Model", "Paper", "Compare", "Submit", "Queue", "Submissions", "Downloads"}, tabs
+    assert all(selected == "false" for name, selected in tabs.items() if name != "Submit"), tabs
     for tag in dom(["script", "style"]):
         tag.decompose()
     text = dom.get_text(" ", strip=True)

@@ -18,7 +18,8 @@ def _row(name: str, kind: str, score: float, rank: int | None, clean: int) -> di
 
 def test_a_contaminated_llm_is_shown_below_the_ranking_and_labelled_never_ranked() -> None:
     board = {"metric": "gem-s", "estimator": "hf:smollm2-135m", "preprocessor": "rules-v5", "venue_id": "V",
-             "papers": 12, "rows": [_row("human", "human", 20.0, 1, 12), _row("elongation", "control", 25.0, None, 12),
+             "papers": 12, "rows": [_row("human", "human", 20.0, None, 12),
+                                    _row("elongation", "control", 25.0, None, 12),
                                     _row("smollm2-135m", "llm", 11.8, None, 0)]}
     lines = board_text(board).splitlines()
     at = {name: next(i for i, line in enumerate(lines) if i > 2 and f" {name} " in line)
@@ -27,10 +28,14 @@ def test_a_contaminated_llm_is_shown_below_the_ranking_and_labelled_never_ranked
     # one word for the row, the same the site and the app show (grebench.scoring.CONTAMINATED)
     assert lines[at["smollm2-135m"]].lstrip().startswith("contaminated ")
     assert lines[at["elongation"]].lstrip().startswith("reference ")
-    assert lines[at["human"]].lstrip().startswith("1 (1–1)")  # the rank and its 95% rank interval
+    # the human baseline is a reference line with its score, never a rank (issue 63)
+    assert lines[at["human"]].lstrip().startswith("reference ") and " 20.00 " in lines[at["human"]]
     assert "contam." not in "\n".join(lines)
     # the footnote names the true reason for any candidate (an untrusted import has no cutoff to blame)
-    assert lines[-1] == CONTAMINATED_NOTE and "before the candidate's review was written or received" in lines[-1]
+    note = lines.index(CONTAMINATED_NOTE)
+    assert "before the candidate's review was written or received" in lines[note]
+    # and the board says in words that a control sits above the human baseline
+    assert lines[note + 1].startswith("note: Control `elongation` (25.00) scores above the human baseline (20.00)")
     plain = {**board, "rows": board["rows"][:2]}
     assert "contaminated" not in board_text(plain)
 

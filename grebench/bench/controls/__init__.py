@@ -15,6 +15,7 @@ from grebench.bench.controls._base import (
     Messages,
     core_controls,
     default_controls,
+    floor_controls,
     register_control,
     register_llm_control,
 )
@@ -22,4 +23,4 @@ from grebench.bench.controls._paper import derangement
 
 __all__ = ["CONTROLS", "EXPECTATIONS", "NOT_REWARDED", "PENALISED", "PENALISED_OR_NEUTRAL", "Control",
            "ControlInput", "ControlSkip", "Messages", "core_controls",
-           "default_controls", "derangement", "register_control", "register_llm_control"]
+           "default_controls", "derangement", "floor_controls", "register_control", "register_llm_control"]

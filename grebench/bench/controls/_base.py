@@ -90,6 +90,9 @@ class Control:
     needs_abstract: bool = False      # built from the paper's abstract: a paper without one gets none
     #: the core control this one replaces in the core set of papers without abstracts (GEM's: :func:`core_controls`)
     stands_in_for: str | None = None
+    #: a floor of the board (issue 63): what the control is in words ("a review of another paper"); every contestant
+    #: is tested against it (``vs_floor``), and a board says when a contestant cannot be told apart from it
+    floor: str | None = None
 
     @property
     def needs_llm(self) -> bool:
@@ -125,6 +128,12 @@ def core_controls(abstracts: bool = True) -> list[str]:
         [e.name for e in CONTROLS if e.obj.stands_in_for in replaced and not e.obj.core]
 
 
+def floor_controls() -> dict[str, str]:
+    """The floor controls (registered with ``floor=``), name → what each is in words, in registration order: the
+    reviews that carry no information about the paper, which every contestant must be told apart from."""
+    return {e.name: e.obj.floor for e in CONTROLS if e.obj.floor}
+
+
 def default_controls(llm: bool = True, abstracts: bool = True) -> list[str]:
     """Every control a bench writes unless named (``validation = full``); ``llm`` False leaves out those written
     by ``control_model`` (a bench without one skips them); ``abstracts`` False those built from the abstract."""
@@ -143,7 +152,7 @@ def register_control(name: str, *, kind: Literal["degradation", "manipulation"],
                      source: Literal["human", "other", "reference"] | None = None, version: str = "control-v1",
                      exam_role: Literal["easy", "pertinence"] | None = None, paper_d: float | None = None,
                      default: bool = True, core: bool = False, needs_abstract: bool = False,
-                     stands_in_for: str | None = None
+                     stands_in_for: str | None = None, floor: str | None = None
                      ) -> Callable[[Callable[[ControlInput], str]], Callable[[ControlInput], str]]:
     """Decorator: register a control built without an LLM from its builder function."""
     _check(kind, expected)
@@ -151,7 +160,7 @@ def register_control(name: str, *, kind: Literal["degradation", "manipulation"],
     def decorate(build: Callable[[ControlInput], str]) -> Callable[[ControlInput], str]:
         CONTROLS.add(name, Control(name, kind, expected, description, source, build=build, version=version,
                                    exam_role=exam_role, paper_d=paper_d, default=default, core=core,
-                                   needs_abstract=needs_abstract, stands_in_for=stands_in_for),
+                                   needs_abstract=needs_abstract, stands_in_for=stands_in_for, floor=floor),
                      summary=description)
         return build
 

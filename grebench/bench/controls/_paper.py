@@ -99,13 +99,14 @@ def _abstract_restatement(inp: ControlInput) -> str:
     return abstract_restatement(inp.paper.title, inp.paper.abstract or "")
 
 
-@register_control("generic", kind="degradation", expected=PENALISED, exam_role="easy",
+@register_control("generic", kind="degradation", expected=PENALISED, exam_role="easy", floor="a generic review",
                   description="One constant, plausible, content-free review, the same for every paper.")
 def _generic(inp: ControlInput) -> str:
     return GENERIC_REVIEW
 
 
 @register_control("other-paper", kind="degradation", expected=PENALISED, source="other", exam_role="easy", core=True,
+                  floor="a review of another paper",
                   description="The human candidate review of a different paper (seeded derangement).")
 def _other_paper(inp: ControlInput) -> str:
     if inp.other is None:

@@ -165,7 +165,9 @@ class ServerEstimator:
                 by_index = sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0)
                 for i, choice in zip(part, by_index, strict=True):
                     out[i] = self._vllm_result(url, ts[i], choice)
-            return [r for r in out if r is not None]
+            done = [r for r in out if r is not None]
+            assert len(done) == len(ts), "every request of the call answered"
+            return done
         body: dict[str, Any] = {"sampling_params": {"max_new_tokens": 0, "temperature": 0.0}, "return_logprob": True}
         starts = [len(t.ids) - t.n_target - 1 for t in ts]
         if len(ts) == 1:
