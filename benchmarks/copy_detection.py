@@ -24,6 +24,14 @@ sketch index cannot know: the reviews of one of a seeded 40 ICLR 2020 papers hel
 of the store (real review text that is nobody's public review there).  So the transformed papers are drawn from the
 samples less those 40.
 
+``--paraphrase`` prints the paraphrase rows of issue 62 instead: the public reviews' sentences with every content
+word replaced by a synonym (a thesaurus of review language, several alternatives per word, or else a distributional
+neighbour learnt from the bundled reviews' contexts: a source that knows no list) and reordered, behind one review of a
+held-out paper; per-paper tailoring and an adaptive synonymiser that serves, per paper, the most informative option
+passing every per-paper check (the word-level checks, the information view, the LM copy check).  Each row shows the LM
+copy check (:class:`grebench.scoring.LMCopyCheck`, ``--lm-estimator``) and the submission-level shift test
+(:func:`grebench.scoring.shift_test`), then the false-positive rates of both on honest reviews and submissions.
+
 Rows named "adaptive" are an attacker who knows the rules and copies just under them, behind unseen text: printed
 to show how much still passes, not as targets.  Strengths marked ``beyond`` destroy most of the review's words (at
 70 % substitution a reader gets three words in ten); they are printed to show where the lexical detector stops, not
@@ -38,8 +46,10 @@ import random
 import re
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from grebench.bench import CopyEvidence, copies_elsewhere, copy_evidence, run_bench
 from grebench.bench._copies import bundled_background
@@ -48,7 +58,15 @@ from grebench.bench._prose import MIN_TOKENS, bundled_word_order, prose_evidence
 from grebench.bench._prose import threshold as prose_threshold
 from grebench.bench._prose import tokens as prose_tokens
 from grebench.ingest import BUNDLED, bundled_source
-from grebench.scoring import HUMAN_FACTOR, EstimatorHandle, ScoredSetup, resolve_preprocessor, run_scoring, score_texts
+from grebench.scoring import (
+    HUMAN_FACTOR,
+    EstimatorHandle,
+    ScoredSetup,
+    format_p,
+    resolve_preprocessor,
+    run_scoring,
+    score_texts,
+)
 from grebench.settings import load_settings
 from grebench.store import PaperRecord, open_store
 
@@ -415,18 +433,435 @@ class InformationView:
         scored = score_texts(self.store, self.settings, self.setup, "gem-s", items, handle=self.handle,
                              preprocessor=self.preprocessor)
         out: list[float | None] = []
+        self.means: list[float | None] = []  # the mean share per reference (what the shift tests compare)
         for pid, text in items:
             key = (pid, hashlib.sha256(text.encode("utf-8")).hexdigest())
             pmis, margs = scored.pmis.get(key, {}), scored.marginals.get(key, {})
             refs = [r for r in pmis if r in margs and margs[r] < 0]
             if not refs or pid not in self.human:
                 out.append(None)
+                self.means.append(None)
                 continue
             mine = sum(max(pmis[r], 0.0) / -margs[r] for r in refs)
+            self.means.append(mine / len(refs))
             human = sum(self.human[pid].get(r, 0.0) for r in refs)
             bar = max(human, self.typical)
             out.append(mine / bar if bar > 0 else None)
         return out
+
+
+# --- paraphrase (issue 62) -----------------------------------------------------------------------------------------
+
+#: A thesaurus of review language: several alternatives per word, one drawn per occurrence.
+_THESAURUS: dict[str, tuple[str, ...]] = {k: tuple(v.split("|")) for k, v in (line.split("=") for line in """
+paper=manuscript|submission|work|article
+method=approach|technique|procedure|scheme
+methods=approaches|techniques|procedures
+approach=method|strategy|technique
+propose=introduce|put forward|present
+proposed=introduced|put-forward|presented
+proposes=introduces|presents|puts forward
+results=findings|outcomes|numbers
+result=finding|outcome
+experiments=evaluations|trials|empirical studies
+experiment=evaluation|trial|test
+experimental=empirical|evaluative
+novel=new|original|fresh
+novelty=originality|newness
+limited=restricted|modest|narrow
+show=demonstrate|exhibit|reveal
+shows=demonstrates|exhibits|reveals
+showed=demonstrated|revealed
+important=significant|crucial|key
+however=nevertheless|yet|still
+clear=evident|plain|obvious
+clearly=evidently|plainly
+unclear=ambiguous|vague|murky
+improve=enhance|boost|raise
+improves=enhances|boosts|raises
+improvement=gain|enhancement|boost
+improvements=gains|enhancements
+performance=accuracy|effectiveness|behaviour
+authors=writers|researchers|submitters
+model=network|system|architecture
+models=networks|systems|architectures
+use=employ|utilise|apply
+uses=employs|utilises|applies
+using=employing|utilising|applying
+used=employed|utilised|applied
+strong=solid|robust|convincing
+weak=poor|feeble|unconvincing
+compare=contrast|benchmark|measure against
+comparison=contrast|benchmarking
+comparisons=contrasts|benchmarks
+missing=absent|lacking|omitted
+lack=absence|shortage|want
+lacks=misses|is without|wants
+interesting=intriguing|appealing|engaging
+good=fine|decent|solid
+large=big|sizeable|substantial
+small=tiny|modest|little
+many=numerous|several|a lot of
+also=additionally|moreover|further
+provide=offer|give|supply
+provides=offers|gives|supplies
+analysis=study|examination|investigation
+evaluation=assessment|appraisal|testing
+significant=substantial|notable|considerable
+significantly=substantially|notably|considerably
+problem=issue|difficulty|challenge
+problems=issues|difficulties|challenges
+task=problem|objective|job
+tasks=problems|objectives|jobs
+training=learning|fitting|optimisation
+train=fit|learn|optimise
+trained=fitted|learned|optimised
+dataset=benchmark|corpus|collection
+datasets=benchmarks|corpora|collections
+baseline=reference method|comparison point
+baselines=reference methods|comparison points
+framework=pipeline|system|setup
+effective=efficient|successful|useful
+difficult=hard|challenging|tough
+easy=simple|straightforward
+simple=plain|basic|straightforward
+writing=exposition|presentation|prose
+written=composed|presented|expressed
+well=nicely|properly|ably
+hard=difficult|tough
+understand=grasp|follow|comprehend
+explain=clarify|justify|elucidate
+discuss=address|examine|consider
+discussion=treatment|examination|debate
+question=doubt|query|concern
+concern=worry|issue|reservation
+concerns=worries|issues|reservations
+claim=assertion|statement|contention
+claims=assertions|statements|contentions
+theoretical=formal|analytical
+empirical=experimental|practical
+demonstrate=show|establish|prove
+demonstrates=shows|establishes|proves
+approach=method|strategy
+contribution=advance|addition|offering
+contributions=advances|additions|offerings
+idea=concept|notion|insight
+ideas=concepts|notions|insights
+existing=current|prior|available
+previous=prior|earlier|past
+recent=new|latest|current
+work=research|study|effort
+works=studies|papers|efforts
+better=superior|stronger|improved
+worse=inferior|weaker|poorer
+high=elevated|large|great
+low=reduced|small|little
+""".strip().splitlines())}
+
+
+class Neighbours:
+    """Distributional synonyms: for each frequent content word of the bundled reviews, the words used in the most
+    similar contexts (co-occurrence within two words, reduced by SVD), a synonym source that knows no list."""
+
+    def __init__(self, texts: list[str], size: int = 4000, dims: int = 64) -> None:
+        import numpy as np
+        toks = [re.findall(r"[a-z]+", t.lower()) for t in texts]
+        counts = Counter(w for ts in toks for w in ts)
+        vocab = [w for w, _ in counts.most_common(size)]
+        index = {w: i for i, w in enumerate(vocab)}
+        m = np.zeros((len(vocab), len(vocab)), dtype=np.float32)
+        for ts in toks:
+            ids = [index.get(w, -1) for w in ts]
+            for i, a in enumerate(ids):
+                if a < 0:
+                    continue
+                for b in ids[max(0, i - 2):i] + ids[i + 1:i + 3]:
+                    if b >= 0:
+                        m[a, b] += 1
+        m = np.log1p(m)
+        u, s, _ = np.linalg.svd(m, full_matrices=False)
+        vecs = u[:, :dims] * s[:dims]
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True) + 1e-9
+        content = [i for i, w in enumerate(vocab) if w not in _FUNCTION and len(w) >= 4]
+        sims = vecs[content] @ vecs[content].T
+        self.near: dict[str, list[str]] = {}
+        for row, i in enumerate(content):
+            order = np.argsort(-sims[row])[1:6]
+            self.near[vocab[i]] = [vocab[content[j]] for j in order]
+
+    def get(self, word: str, rng: random.Random) -> str | None:
+        options = self.near.get(word.lower())
+        return rng.choice(options[:3]) if options else None
+
+
+#: Set by :func:`main` when a paraphrase row runs (the neighbours of the bundled reviews' words).
+NEIGHBOURS: list[Neighbours] = []
+
+
+def _keep_case(src: str, new: str) -> str:
+    return new[:1].upper() + new[1:] if src[:1].isupper() else new
+
+
+def synonymise(sentence: str, rng: random.Random, rate: float = 1.0) -> str:
+    """Each content word replaced (with probability ``rate``) by a synonym from the thesaurus, else a distributional
+    neighbour; names, numbers and symbols (a capital inside, a digit) are kept, as a paraphraser keeps terms."""
+    out = []
+    for token in sentence.split():
+        m = re.match(r"^(\W*)([A-Za-z][a-z]+)(\W*)$", token)
+        if not m or m.group(2).lower() in _FUNCTION or rng.random() >= rate:
+            out.append(token)
+            continue
+        lead, word, tail = m.groups()
+        options = _THESAURUS.get(word.lower())
+        new = rng.choice(options) if options else (NEIGHBOURS[0].get(word, rng) if NEIGHBOURS else None)
+        out.append(lead + _keep_case(word, new or word) + tail)
+    return " ".join(out)
+
+
+def paraphrased(share: float, stand_in: list[str], rate: float = 1.0) -> Transform:
+    """The issue's paraphrase: ``stand_in[0]`` (honest-looking text of another paper, set per paper by :func:`main`),
+    then ``share`` of the sentences of every public review (at least one each), every content word synonymised
+    (:func:`synonymise`, at ``rate``), the sentences in a random order and some clause pairs swapped."""
+    def run(reviews: list[str], rng: random.Random, _: list[str]) -> str:
+        taken: list[str] = []
+        for review in reviews:
+            parts = [s for s in _SENTENCE.split(review) if len(s.split()) >= 3]
+            if share > 0 and parts:
+                taken += rng.sample(parts, max(1, round(share * len(parts))))
+        out = []
+        for sentence in taken:
+            clauses = [c for c in re.split(r",\s+", sentence) if c]
+            if len(clauses) >= 2 and rng.random() < 0.5:
+                clauses = clauses[1:] + clauses[:1]
+            out.append(synonymise(", ".join(clauses), rng, rate))
+        rng.shuffle(out)
+        return (stand_in[0] + "\n\n" + " ".join(out)).strip()
+    return run
+
+
+def _judgment_papers(records: list[tuple[str, str, list[str], list[str]]]) -> dict[str, Any]:
+    """PaperReviews (the LM copy check's view) of (label, abstract, review ids, review texts)."""
+    from grebench.scoring import PaperReviews, rules_judgment_lines
+    return {label: PaperReviews(label, abstract, {rid: rules_judgment_lines(text) for rid, text in zip(ids, texts,
+                                                                                                       strict=True)})
+            for label, abstract, ids, texts in records}
+
+
+def paraphrase_section(args: argparse.Namespace, data: list[tuple[str, str, list[str]]],
+                       unseen: list[tuple[str, str, list[str]]], background: Any, prose_model: Any,
+                       view: InformationView | None) -> None:
+    """The paraphrase rows (issue 62): each attack against the word-level checks, the information view, the LM copy
+    check (:class:`grebench.scoring.LMCopyCheck`, bar cross-fitted: calibrated on the *other* sample's honest
+    reviews) and the submission-level shift test (:func:`grebench.scoring.shift_test`); then the false-positive rates
+    of the LM check on every honest review of both samples and of the shift test on honest submissions."""
+    from grebench.scoring import LMCopyCheck, conformal_bar, rules_judgment_lines, shift_test
+    from grebench.scoring.estimators import EstimatorHandle as Handle
+
+    started = time.monotonic()
+    records: dict[str, list[tuple[str, str, list[str], list[str]]]] = {name: [] for name in BUNDLED}
+    for name in BUNDLED:
+        chosen = None
+        if args.honest_papers is not None:
+            chosen = {label for label, _, _ in [*load(args.honest_papers, args.seed + 1), *data]}
+        for p in bundled_source(name).fetch():
+            label = f"{name}/{p.paper_id}"
+            if isinstance(p, PaperRecord) and len(p.reviews) >= 2 and (chosen is None or label in chosen):
+                records[name].append((label, p.abstract, [r.review_id for r in p.reviews], [r.text for r in p.reviews]))
+    papers = {name: _judgment_papers(recs) for name, recs in records.items()}
+    corpus = {label: ["\n".join(lines) for lines in pr.reviews.values() if lines]
+              for by in papers.values() for label, pr in by.items()}
+    settings = load_settings(env={"GREBENCH_DATA_DIR": tempfile.mkdtemp(), "GREBENCH_ESTIMATOR": args.lm_estimator})
+    handle = Handle(args.lm_estimator, settings)
+    try:
+        estimator = handle.get(corpus if handle.info.needs_corpus else None)
+        checks = {name: LMCopyCheck(estimator, papers[name]) for name in BUNDLED}
+        for check in checks.values():
+            check.calibrate()
+        # cross-fitted: each paper's bar calibrated on the honest reviews of the other half of its sample's papers
+        fold: dict[str, int] = {}
+        bars: dict[tuple[str, int], float] = {}
+        honest_flags = {name: 0 for name in BUNDLED}
+        for name, check in checks.items():
+            fold.update({pid: k % 2 for k, pid in enumerate(sorted(set(check.calibration_papers)))})
+            for half in (0, 1):
+                bars[(name, half)] = conformal_bar([v for v, pid in zip(check.calibration, check.calibration_papers,
+                                                                        strict=True) if fold[pid] != half])
+            honest_flags[name] = sum(v >= bars[(name, fold[pid])]
+                                     for v, pid in zip(check.calibration, check.calibration_papers, strict=True))
+        honest_n = {name: len(checks[name].calibration) for name in BUNDLED}
+        # the LM statistic of every honest review per paper (the LM shift test's honest reviewers)
+        honest_z: dict[str, list[float]] = {}
+        for check in checks.values():
+            for v, pid in zip(check.calibration, check.calibration_papers, strict=True):
+                honest_z.setdefault(pid, []).append(v)
+        calibration_requests = sum(c.requests for c in checks.values())
+        calibration_s = time.monotonic() - started
+
+        def lm_check(texts: list[str]) -> list[Any]:
+            out = []
+            for (label, _, _), text in zip(data, texts, strict=True):
+                check = checks[label.split("/", 1)[0]]
+                check.bar = bars[(label.split("/", 1)[0], fold[label])]
+                out.append(check.check([(label, rules_judgment_lines(text))])[0])
+            return out
+
+        def lm_shift(lm: list[Any]) -> Any:
+            return shift_test({e.paper_id: e.statistic for e in lm}, honest_z)
+
+        means: dict[int, list[float | None]] = {}  # id(ratios) -> the mean shares per reference of those texts
+
+        def per_paper(texts: list[str]) -> tuple[list[bool], list[bool], list[float | None], list[Any]]:
+            lex = [copy_evidence(t, reviews, paper, background).copied or not prose_evidence(t, prose_model).prose
+                   for t, (_, paper, reviews) in zip(texts, data, strict=True)]
+            ratios = (view.ratios([(label.split("/", 1)[1], t) for t, (label, _, _) in zip(texts, data, strict=True)])
+                      if view is not None else [None] * len(texts))
+            means[id(ratios)] = list(view.means) if view is not None else [None] * len(texts)
+            info = [r is not None and r >= HUMAN_FACTOR for r in ratios]
+            return lex, info, ratios, lm_check(texts)
+
+        def info_shift(ratios: list[float | None]) -> Any:
+            return shift_test({label.split("/", 1)[1]: m for (label, _, _), m in zip(data, means[id(ratios)],
+                                                                                     strict=True) if m is not None},
+                              honest_ratios)
+
+        # the honest reviewers of each paper, as the shift test sees them: the human baseline and every reference
+        # scored as a candidate against the others (information ratios over the human bar)
+        honest_ratios: dict[str, list[float]] = {}
+        if view is not None:
+            items = [(label.split("/", 1)[1], text) for label, _, _ in data
+                     for text in view.refs.get(label.split("/", 1)[1], {}).values() if text]
+            view.ratios(items)
+            for (pid, _), r in zip(items, view.means, strict=True):
+                if r is not None:
+                    honest_ratios.setdefault(pid, []).append(r)
+            for pid, refs in view.human.items():
+                if refs and pid in honest_ratios:
+                    honest_ratios[pid].append(sum(refs.values()) / len(refs))
+        # honest submissions: per paper one honest reviewer drawn at random, tested against the others
+        honest_held = 0
+        draws = 200 if honest_ratios else 0
+        for k in range(draws):
+            rng = random.Random(f"{args.seed}/honest submission/{k}")
+            mine, rest = {}, {}
+            for pid, vals in honest_ratios.items():
+                if len(vals) >= 2:
+                    i = rng.randrange(len(vals))
+                    mine[pid], rest[pid] = vals[i], vals[:i] + vals[i + 1:]
+            honest_held += shift_test(mine, rest).held
+        honest_z_held = 0
+        for k in range(draws):
+            rng = random.Random(f"{args.seed}/honest LM submission/{k}")
+            mine, rest = {}, {}
+            for (label, _, _) in data:
+                vals = honest_z.get(label, [])
+                if len(vals) >= 2:
+                    i = rng.randrange(len(vals))
+                    mine[label], rest[label] = vals[i], vals[:i] + vals[i + 1:]
+            honest_z_held += shift_test(mine, rest).held
+
+        rows = []
+        options: dict[str, list[tuple[str, list[str], list[bool], list[float | None]]]] = {}
+        generic = ("generic review only (another paper's)", "-", paraphrased(0.0, UNSEEN_REVIEW))
+        cases = [generic, *[("paraphrase: synonyms + reordered, after a generic review", f"{p:.0%} of sentences",
+                             paraphrased(p, UNSEEN_REVIEW)) for p in (0.1, 0.3, 1.0)],
+                 *[("paraphrase: half the content words, after a generic review", f"{p:.0%} of sentences",
+                    paraphrased(p, UNSEEN_REVIEW, 0.5)) for p in (0.3, 0.6)]]
+        for name, strength, transform in cases:
+            texts = []
+            for k, (label, _, reviews) in enumerate(data):
+                rng = random.Random(f"{args.seed}/{label}/{name}/{strength}")
+                UNSEEN_REVIEW[0] = unseen[k % len(unseen)][2][0]
+                texts.append(transform(list(reviews), rng, []))
+            lex, info, ratios, lm = per_paper(texts)
+            passed = [not (a or b or c.copied) for a, b, c in zip(lex, info, lm, strict=True)]
+            options.setdefault("all", []).append((f"{name}, {strength}", texts, passed, ratios))
+            if name.startswith("paraphrase"):
+                options.setdefault("tailor", []).append((f"{name}, {strength}", texts, passed, ratios))
+            shift = info_shift(ratios)
+            options.setdefault("all", [])[-1] += (lm,)
+            if name.startswith("paraphrase"):
+                options["tailor"][-1] += (lm,)
+            rows.append((name, strength, texts, lex, info, lm, ratios, shift, lm_shift(lm)))
+
+        def tailored(pool: list[Any], fixed: str | None) -> tuple[list[str], list[float | None]]:
+            """Per paper, the option with the most information among those passing every per-paper check (or only
+            ``fixed``'s text where it passes, else the generic review)."""
+            texts, ratios = [], []
+            base = options["all"][0]
+            for i in range(len(data)):
+                good = [(o[3][i] or 0.0, o[1][i], o[3][i]) for o in pool
+                        if o[2][i] and (fixed is None or o[0] == fixed)]
+                pick = max(good, key=lambda g: g[0]) if good else (0.0, base[1][i], base[3][i])
+                texts.append(pick[1])
+                ratios.append(pick[2])
+            return texts, ratios
+
+        def white_box() -> tuple[list[str], list[Any]]:
+            """An attacker who knows every rule, the submission-level tests included: starting from the generic
+            review everywhere, it upgrades papers (the most informative passing option first, largest gain first)
+            while neither shift test holds the submission."""
+            base = options["all"][0]
+            texts, mean, stats = list(base[1]), list(means[id(base[3])]), [e.statistic for e in base[4]]
+            gains = []
+            for i in range(len(data)):
+                good = [o for o in options["all"][1:] if o[2][i] and o[3][i] is not None]
+                if good:
+                    best = max(good, key=lambda o: o[3][i])
+                    gains.append(((best[3][i] or 0.0) - (base[3][i] or 0.0), i, best))
+            for _, i, best in sorted(gains, key=lambda g: (-g[0], g[1])):
+                trial_m, trial_z = list(mean), list(stats)
+                trial_m[i], trial_z[i] = means[id(best[3])][i], best[4][i].statistic
+                sub = {label.split("/", 1)[1]: m for (label, _, _), m in zip(data, trial_m, strict=True)
+                       if m is not None}
+                z = {label: v for (label, _, _), v in zip(data, trial_z, strict=True)}
+                if shift_test(sub, honest_ratios).held or shift_test(z, honest_z).held:
+                    continue
+                texts[i], mean, stats = best[1][i], trial_m, trial_z
+            return texts, []  # (the rows score the texts again)
+
+        fixed = "paraphrase: synonyms + reordered, after a generic review, 30% of sentences"
+        for name, strength, (texts, _) in (
+                ("per-paper tailoring: the 30% paraphrase where it passes every check", "-",
+                 tailored(options["tailor"], fixed)),
+                ("adaptive synonymiser: per paper the most informative option passing every check", "-",
+                 tailored(options["all"], None)),
+                ("white box: as many papers upgraded as the shift tests let through", "-", white_box())):
+            lex, info, ratios, lm = per_paper(texts)
+            rows.append((name, strength, texts, lex, info, lm, ratios, info_shift(ratios), lm_shift(lm)))
+    finally:
+        handle.close()
+    elapsed = time.monotonic() - started
+    print(f"\nParaphrase rows (issue 62), LM copy check with {args.lm_estimator}, information view with "
+          f"{args.estimator}, {len(data)} papers:")
+    if args.markdown:
+        print("\n| transformation | strength | caught per paper | word-level | information view | LM copy check "
+              "| LM statistic, median | information / human, mean | shift test (information) | shift test (LM) "
+              "| held |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, strength, _, lex, info, lm, ratios, shift, zshift in rows:
+        caught = sum(a or b or c.copied for a, b, c in zip(lex, info, lm, strict=True))
+        stats = sorted(e.statistic for e in lm)
+        known = [r for r in ratios if r is not None]
+        mean = sum(known) / len(known) if known else float("nan")
+        p = format_p(shift.p, shift.papers)
+        cells = (name, strength, f"{caught}/{len(lex)}", str(sum(lex)), str(sum(info)), str(sum(e.copied for e in lm)),
+                 f"{stats[len(stats) // 2]:.2f}", f"{mean:.2f}", f"{shift.ratio:.2f}x, {p}",
+                 f"{zshift.ratio:.2f}x, {format_p(zshift.p, zshift.papers)}",
+                 "yes" if shift.held or zshift.held else "no")
+        if args.markdown:
+            print("| " + " | ".join(cells) + " |")
+        else:
+            print(f"{name:<80} {strength:<18} caught {cells[2]:>6} words {cells[3]:>3} info {cells[4]:>3} "
+                  f"lm {cells[5]:>3} Z50 {cells[6]:>6} ratio {cells[7]:>5} shift {cells[8]:<20} lm shift "
+                  f"{cells[9]:<20} held {cells[10]}")
+    per_review = calibration_requests / max(1, sum(honest_n.values()))
+    print(("\n" if args.markdown else "") + "LM copy check: honest reviews flagged " + ", ".join(
+        f"{name} {honest_flags[name]}/{honest_n[name]} ({honest_flags[name] / max(1, honest_n[name]):.2%}; bars "
+        f"{bars[(name, 0)]:.2f} / {bars[(name, 1)]:.2f}, each calibrated on the other half of the sample's papers)"
+        for name in BUNDLED)
+          + f"; cost {per_review:.0f} requests per checked review ({calibration_requests} for calibration, "
+          f"{calibration_s:.0f} s); shift tests: {honest_held}/{draws} honest submissions held (information), "
+          f"{honest_z_held}/{draws} (LM statistic); {elapsed:.0f} s")
 
 
 def main() -> None:
@@ -443,14 +878,29 @@ def main() -> None:
                         help="only the transformations whose name contains this (comma-separated: any of these)")
     parser.add_argument("--honest-papers", type=int, default=None,
                         help="measure the false positives on a seeded N papers of each sample (default: every review)")
+    parser.add_argument("--paraphrase", action="store_true",
+                        help="only the paraphrase rows (issue 62): word-level checks, information view, LM copy check "
+                             "and the submission-level shift test")
+    parser.add_argument("--lm-estimator", default="offline",
+                        help="the LM copy check's estimator (offline; hf:smollm2-135m for SmolLM2)")
     args = parser.parse_args()
     started = time.monotonic()
     background = bundled_background()
     prose_model = bundled_word_order()
-    everything = load(None, args.seed)
     unseen = held_out(args.seed)
     leave_out = frozenset(label for label, _, _ in unseen)
     data = load(args.papers, args.seed, leave_out)
+    if args.paraphrase:
+        NEIGHBOURS.append(Neighbours([r for _, _, reviews in load(None, args.seed) for r in reviews]))
+        view = None if args.no_information else InformationView({label for label, _, _ in data}, args.estimator,
+                                                                    Path(tempfile.mkdtemp()))
+        try:
+            paraphrase_section(args, data, unseen, background, prose_model, view)
+        finally:
+            if view is not None:
+                view.close()
+        return
+    everything = load(None, args.seed)
     sketches = SketchIndex(set(leave_out))
     honest = everything if args.honest_papers is None else load(args.honest_papers, args.seed + 1)
     vocab = sorted({w for _, _, reviews in everything for r in reviews for w in r.split() if w.isalpha()})

@@ -9,7 +9,9 @@ Public API (importing it never imports torch or litellm):
   :func:`unconditional_logprobs` — a text's log-likelihood under the evaluation LM alone (the prose test's LM path).
 * :func:`paper_attribution`, :func:`attribution_summary` — what each judgment line adds to a score (leave one out).
 * :func:`compute_boards` / :func:`stored_boards` — the leaderboards, computed once and stored; readers read them.
-* :func:`information_flags` — the information view of a copy (one reference explained far beyond any human review).
+* :func:`information_flags` — the information view of a copy (one reference explained far beyond any human review);
+  :func:`information_shift` — the same summed over a submission (its per-paper ratios against honest reviewers');
+  :class:`LMCopyCheck` — copy evidence from the evaluation LM, line by line, calibrated on honest pairs.
 * :func:`validation_rows` — the metric's validation (Cohen's d of every control vs the human review).
 * :func:`board_findings` — what a board can tell, in words (rows against the floor controls, controls above the
   human baseline); :func:`compare_pair`, :func:`board_paper_scores` — two contestants of a board side by side.
@@ -86,6 +88,7 @@ from grebench.scoring._leaderboard import (
     ranked_board,
     style_controlled,
 )
+from grebench.scoring._lmcopy import LMCopyCheck, LMCopyEvidence, PaperReviews, conformal_bar, line_gain
 from grebench.scoring._metrics import (
     METRICS,
     RAW_PREPROCESSOR,
@@ -97,7 +100,16 @@ from grebench.scoring._metrics import (
     metric,
     metric_preprocessor,
 )
-from grebench.scoring._outliers import HUMAN_FACTOR, InformationFlag, information_flags
+from grebench.scoring._outliers import (
+    HUMAN_FACTOR,
+    SHIFT_ALPHA,
+    SHIFT_FACTOR,
+    InformationFlag,
+    ShiftTest,
+    information_flags,
+    information_shift,
+    shift_test,
+)
 from grebench.scoring._preprocess import (
     PREPROCESS_PROMPT_VERSION,
     PREPROCESSORS,
@@ -157,6 +169,8 @@ __all__ = [
     "REFERENCE_WORD",
     "RULES_ID",
     "SCOPES",
+    "SHIFT_ALPHA",
+    "SHIFT_FACTOR",
     "STYLE_FEATURES",
     "TOO_FEW",
     "TOP_PAPERS",
@@ -168,16 +182,20 @@ __all__ = [
     "EstimatorHandle",
     "FloorTest",
     "InformationFlag",
+    "LMCopyCheck",
+    "LMCopyEvidence",
     "LeaderboardRow",
     "LogprobRequest",
     "LogprobResult",
     "Metric",
     "PairedTest",
     "PaperDifference",
+    "PaperReviews",
     "Preprocessor",
     "SampleFacts",
     "ScoredSetup",
     "ScoringError",
+    "ShiftTest",
     "StoredBoard",
     "StoredRow",
     "StyleCoefficient",
@@ -201,6 +219,7 @@ __all__ = [
     "cohens_d",
     "compare_pair",
     "compute_boards",
+    "conformal_bar",
     "default_metrics",
     "estimator_agreement",
     "estimator_facts",
@@ -210,11 +229,13 @@ __all__ = [
     "headline_first",
     "headline_metric",
     "information_flags",
+    "information_shift",
     "is_baseline_row",
     "is_contaminated_row",
     "is_incomplete_row",
     "leaderboard",
     "line_class",
+    "line_gain",
     "meets_expectation",
     "metric",
     "metric_preprocessor",
@@ -238,6 +259,7 @@ __all__ = [
     "run_scoring",
     "sample_facts",
     "score_texts",
+    "shift_test",
     "smallest_p",
     "store_labels",
     "store_report",

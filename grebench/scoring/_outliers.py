@@ -91,3 +91,100 @@ def information_flags(store: Store, candidate: str, metric: str = "gem-s") -> li
                                      None if human is None else round(human, 4),
                                      None if typical is None else round(typical, 4), int(r["refs"])))
     return flags
+
+
+#: The submission-level test (issue 62): a submission is held when its per-paper information is shifted above
+#: :data:`SHIFT_FACTOR` times the honest reviewers' (the human baseline and the built-in models) on the same papers,
+#: one-sided p below :data:`SHIFT_ALPHA` (Bonferroni over the scored setups).  Per-paper flags let a copy through
+#: wherever it stays under :data:`HUMAN_FACTOR`; summed over the submission, copying a little on many papers cannot
+#: hide.  The factor leaves room for a candidate genuinely better than the honest reviewers of the sample
+#: (docs/security.md measures both sides: honest submissions and tailored copies).
+SHIFT_FACTOR = 1.1
+SHIFT_ALPHA = 0.01
+#: Added to every information value (in units of the sample's median honest information) before its logarithm: a
+#: paper where everyone explains (almost) nothing is no evidence either way.
+SHIFT_FLOOR = 0.05
+#: Fewer papers than this are never tested (the sign-flip test cannot reach SHIFT_ALPHA below 8 papers).
+SHIFT_MIN_PAPERS = 8
+
+
+@dataclass(frozen=True)
+class ShiftTest:
+    """The submission-level test over ``papers`` papers: the mean of log(candidate / (SHIFT_FACTOR x the honest
+    reviewers' geometric mean)), its one-sided p, and the papers that carry the excess (where the candidate explains
+    more than SHIFT_FACTOR times the *best* honest reviewer; largest first)."""
+
+    papers: int
+    mean_log_excess: float
+    p: float
+    excess_papers: tuple[str, ...]
+    setup: str = ""
+    ratio: float = float("nan")  # the candidate's information over the honest reviewers' (geometric mean, no factor)
+
+    @property
+    def held(self) -> bool:
+        return self.papers >= SHIFT_MIN_PAPERS and self.p < SHIFT_ALPHA
+
+    def describe(self) -> str:
+        """``information shift test (offline / rules): 40 papers, 1.9x the honest reviewers' information on the same
+        papers (bar 1.25x, alpha 0.01), one-sided p < 0.001; the excess on 12 papers: P1, P2, ...``."""
+        from grebench.scoring._aggregate import format_p
+
+        shown = ", ".join(self.excess_papers[:8]) + (", ..." if len(self.excess_papers) > 8 else "")
+        where = f" ({self.setup})" if self.setup else ""
+        return (f"information shift test{where}: {self.papers} papers, {self.ratio:.2f}x the honest reviewers' "
+                f"information on the same papers (bar {SHIFT_FACTOR:g}x, alpha {SHIFT_ALPHA:g}), one-sided "
+                f"{format_p(self.p, self.papers)}" + (f"; the excess on {len(self.excess_papers)} papers: {shown}"
+                                                      if self.excess_papers else ""))
+
+
+def shift_test(candidate: dict[str, float], honest: dict[str, list[float]], setup: str = "") -> ShiftTest:
+    """The one-sided sign-flip test (:func:`grebench.scoring.paired_test`, the paper as the unit) of per-paper
+    ``log(candidate + floor) − mean(log(honest + floor)) − log(SHIFT_FACTOR)`` over the papers both have: is the
+    candidate's information shifted above the honest reviewers' on the same papers by more than the factor?"""
+    import math
+
+    from grebench.scoring._aggregate import paired_test
+
+    common = sorted(p for p in candidate if honest.get(p))
+    if not common:
+        return ShiftTest(0, float("nan"), 1.0, (), setup)
+    middle = sorted(v for p in common for v in honest[p])
+    scale = middle[len(middle) // 2] or 1.0  # in units of a typical honest review's information
+
+    def log(v: float) -> float:
+        return math.log(max(v, 0.0) / scale + SHIFT_FLOOR)
+
+    d = {p: log(candidate[p]) - sum(log(v) for v in honest[p]) / len(honest[p]) for p in common}
+    test = paired_test([v - math.log(SHIFT_FACTOR) for v in d.values()])
+    p = test.p / 2 if test.diff > 0 else 1 - test.p / 2
+    over = {p: log(candidate[p]) - log(max(honest[p])) for p in common}
+    excess = tuple(sorted((k for k in common if over[k] > math.log(SHIFT_FACTOR)), key=lambda k: (-over[k], k)))
+    return ShiftTest(len(common), round(test.diff, 4), float(p), excess, setup,
+                     round(math.exp(sum(d.values()) / len(d)), 4))
+
+
+def information_shift(store: Store, candidate: str, metric: str = "gem-s") -> ShiftTest | None:
+    """:func:`shift_test` of ``candidate``'s stored scores against the honest reviewers' (the human baseline and the
+    built-in models: candidates of kind ``human`` or ``llm``) in each scored setup; the most significant, its p
+    multiplied by the number of setups tested (Bonferroni).  None when nothing is scored."""
+    rows = store.rows(
+        "SELECT s.candidate, s.estimator, s.preprocessor, s.paper_id, "
+        "  sum(greatest(s.pmi, 0) / -s.marginal) AS share FROM scores s JOIN candidates c ON c.name = s.candidate "
+        "WHERE s.metric = ? AND s.marginal < 0 AND (s.candidate = ? OR c.kind IN ('human', 'llm')) GROUP BY ALL",
+        [metric, candidate])
+    setups: dict[tuple[str, str], tuple[dict[str, float], dict[str, list[float]]]] = {}
+    for r in rows:
+        mine, honest = setups.setdefault((r["estimator"], r["preprocessor"]), ({}, {}))
+        if r["candidate"] == candidate:
+            mine[r["paper_id"]] = float(r["share"])
+        else:
+            honest.setdefault(r["paper_id"], []).append(float(r["share"]))
+    tests = [shift_test(mine, honest, f"{est} / {pre}") for (est, pre), (mine, honest) in sorted(setups.items())
+             if mine]
+    tests = [t for t in tests if t.papers]
+    if not tests:
+        return None
+    best = min(tests, key=lambda t: t.p)
+    return ShiftTest(best.papers, best.mean_log_excess, min(1.0, best.p * len(tests)), best.excess_papers, best.setup,
+                     best.ratio)

@@ -13,11 +13,11 @@ protocol (:func:`guarded_protocol`), given to uvicorn's ``Config(http=...)`` wit
   ``app_max_connections`` in all (itself kept :data:`FD_RESERVE` below the process's open-file limit), is refused by
   the listening socket itself (:class:`GuardedListener`), before asyncio makes a transport, a task and a protocol of
   it: it is sent one short ``503`` (``Retry-After``), nothing is read, and it is **held** ``app_refused_hold_s``
-  before it is closed, in a pool of its own (the descriptors left between the total cap and the open-file limit;
-  beyond that pool it is closed at once).  A trusted proxy's address (``app_trusted_proxies``) has only the total
-  cap: it carries every client's connections;
-* **idle before the first request** — ``app_idle_timeout_s`` from the accept (or from the end of the previous
-  response) to the first byte of a request;
+  (to twice that, drawn at random) before it is closed, in a pool of its own (the descriptors left between the total
+  cap and the open-file limit; beyond that pool it is closed at once).  A trusted proxy's address
+  (``app_trusted_proxies``) has only the total cap: it carries every client's connections;
+* **idle before the first request** — ``app_idle_timeout_s`` from the accept (drawn between half of it and all of
+  it) or from the end of the previous response to the first byte of a request;
 * **headers** — ``app_header_timeout_s`` from that first byte to the end of the request's headers;
 * **keep-alive** — uvicorn's own ``timeout_keep_alive`` (``app_keep_alive_s``);
 * bodies — read by the app's middleware (:mod:`grebench.site._limits`) under ``app_body_timeout_s``, at most
@@ -31,20 +31,38 @@ refusal costs the attacker its socket for ``app_refused_hold_s``, so the reconne
 make them to (held sockets) / (hold) a second, and what is still refused at once (beyond the pool) is refused in a
 few microseconds at the socket, faster than a client can connect.
 
-The same limits stand in front of the app in ``compose.yaml`` (nginx, docs/deployment.md); the app holds without it.
+Floods from many addresses (issue 62 §4: 20,000 idle connections from 200 addresses, 100 an address, so the
+per-address cap never acts): the total cap holds them, and at it a fresh address evicts an idle connection of the
+fullest address (:meth:`ConnectionGuard.admit`).  What slowed a fresh client: the flood's first seconds (20,000
+connections overflow the kernel's accept queue; a fresh client's SYN dropped there is sent again 1 s later), the
+machine's other load, the flood sockets beyond the tarpit (refused and back at once), and the flood coming back **in
+bursts**: the refusals held in the flood's first second all came due together ``app_refused_hold_s`` later, and the
+idle connections accepted together were all closed together ``app_idle_timeout_s`` later, each burst reconnecting at
+once and queueing ahead of the fresh client.  The bursts are the app's to spread: holds are drawn between
+``app_refused_hold_s`` and twice it, first-request timeouts between half of ``app_idle_timeout_s`` and all of it
+(:meth:`ConnectionGuard.first_request_s`); the listen backlog is as long as the kernel allows
+(:data:`LISTEN_BACKLOG`), and the app raises its soft open-file limit to the hard one at launch
+(:func:`raise_open_file_limit`: the caps and the tarpit are sized from it).
+
+The same limits stand in front of the app in ``compose.yaml`` (nginx, docs/deployment.md), and the app must not face
+the internet without it: this guard is the second line (issue 62 §4: under 20,000 idle connections from 200
+addresses every fresh client was answered, within 2 s on a lightly loaded 2-core machine but not on a busy one;
+through nginx within 0.27 s on the busy one).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import ipaddress
+import random
 import resource
 import socket
 import threading
 import time
 import typing
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -61,6 +79,8 @@ REFUSALS_PER_ACCEPT = 256
 #: Seconds an accepted connection may wait for its protocol (asyncio's task making its transport) before its count
 #: is released: a connection whose transport failed is never counted for ever.
 PENDING_S = 30.0
+#: The listen backlog asked for (the kernel caps it at ``net.core.somaxconn``).
+LISTEN_BACKLOG = 65535
 #: The receive buffer of a held refusal, in bytes (the kernel doubles it and keeps a floor of its own).
 HELD_RCVBUF = 2048
 _DISCARD = memoryview(bytearray(256 * 1024))  # where a held refusal's early bytes go (never read)
@@ -88,6 +108,27 @@ class ConnectionLimits:
 def open_file_limit() -> int:
     """The process's soft limit on open files."""
     return int(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+
+
+def raise_open_file_limit() -> int:
+    """Raise the process's soft open-file limit to its hard limit, as far as the kernel lets; the soft limit now.
+
+    The caps and the pool of held refusals are sized from the soft limit (:func:`connection_limits`), and a login
+    shell's or a service manager's default soft limit is often 1,024 under a hard one of 500,000 or more: at 1,024 the
+    total cap is 768 and no refusal can be held, so a reconnecting flood is closed and back again as fast as it can
+    connect.  Raising the soft limit needs no privilege (the hard one is the operator's: ``ulimit -Hn``, systemd's
+    ``LimitNOFILE``, compose's ``ulimits: nofile``)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        for value in (target, 1 << 20, 65536):  # an infinite or huge hard limit may be above the kernel's nr_open
+            if soft < value <= target:
+                try:
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (value, hard))
+                    break
+                except (ValueError, OSError):
+                    continue
+    return open_file_limit()
 
 
 def connection_limits(app: AppSettings, proxies: Sequence[Network] = ()) -> ConnectionLimits:
@@ -123,8 +164,11 @@ class ConnectionGuard:
     timed_out: int = 0
     evicted: int = 0                # idle connections closed at the total cap for a newcomer
     held_peak: int = 0              # most refused connections held at once
-    #: refused connections being held: (when to close, socket), oldest first (one hold time for all)
-    held: deque[tuple[float, socket.socket]] = field(default_factory=deque)
+    #: refused connections being held: a heap of (when to close, sequence, socket), the first due first
+    held: list[tuple[float, int, socket.socket]] = field(default_factory=list)
+    _held_seq: int = 0
+    #: spreads the holds and the idle timeouts (a burst of connections must not all come due in one moment)
+    rng: random.Random = field(default_factory=random.Random)
     #: connections counted at the listening socket and not yet taken over by their protocol: fd -> (address, when)
     pending: dict[int, tuple[str, float]] = field(default_factory=dict)
     #: connections waiting for a request, per address, oldest first (evictable at the total cap)
@@ -238,9 +282,21 @@ class ConnectionGuard:
         del self.pending[fd]
         return True
 
+    def first_request_s(self) -> float:
+        """Seconds a newly accepted connection may wait for its first request: drawn between half of ``idle_s`` and
+        all of it, so that a burst of idle connections accepted together is not closed together (and does not
+        reconnect together: 4,096 idle connections closed in one moment and back the next cost a fresh client up to
+        1.2 s).  Not shortened when the app is busy: each idle connection closed sooner is back at once and admitted
+        again, and admission (a transport, a protocol, a task) is what costs the event loop most (2 s for the first
+        request at 3/4 of the total cap made a fresh client's median answer 0.88 s and its slowest 3.3 s, against
+        0.19 s and 1.5 s, 20,000 idle connections from 200 addresses, a shared 2-core machine at load 7); at the
+        total cap a fresh address evicts an idle connection instead (:meth:`admit`)."""
+        return self.limits.idle_s * (0.5 + 0.5 * self.rng.random())
+
     def hold(self, conn: socket.socket, now: float) -> None:
-        """A refused connection: sent :data:`REFUSAL`, then held (nothing read) until ``refused_hold_s`` from now,
-        or closed at once when the pool is full or holding is off."""
+        """A refused connection: sent :data:`REFUSAL`, then held (nothing read) between ``refused_hold_s`` and twice
+        that from now (drawn at random: refusals made in one burst come due spread over a whole hold, not all at
+        once), or closed at once when the pool is full or holding is off."""
         try:
             # the smallest receive buffer: what the client sends is never read, and a full pool of held sockets
             # must not hold the kernel's TCP memory (a default buffer is ~128 KiB: 15,648 held = 2 GB, past the
@@ -251,15 +307,17 @@ class ConnectionGuard:
         except OSError:
             pass
         if self.limits.refused_hold_s > 0 and len(self.held) < self.limits.held_cap:
-            self.held.append((now + self.limits.refused_hold_s, conn))
+            due = now + self.limits.refused_hold_s * (1.0 + self.rng.random())
+            self._held_seq += 1
+            heapq.heappush(self.held, (due, self._held_seq, conn))
             self.held_peak = max(self.held_peak, len(self.held))
         else:
             conn.close()
 
     def close_due(self, now: float) -> None:
-        """Close the held refusals whose time is up (the oldest first: a few steps, whatever the pool's size)."""
+        """Close the held refusals whose time is up (the first due first: a few steps, whatever the pool's size)."""
         while self.held and self.held[0][0] <= now:
-            self.held.popleft()[1].close()
+            heapq.heappop(self.held)[2].close()
 
     def sweep(self, now: float) -> None:
         """:meth:`close_due`, and release the counts that no protocol took within :data:`PENDING_S` (a walk over the
@@ -273,7 +331,7 @@ class ConnectionGuard:
     def close_held(self) -> None:
         """Close every held refusal (the server stops)."""
         while self.held:
-            self.held.popleft()[1].close()
+            self.held.pop()[2].close()
 
 
 class GuardedListener(socket.socket):
@@ -362,7 +420,7 @@ def guarded_protocol(guard: ConnectionGuard) -> type[asyncio.Protocol]:
                 return
             self._address = address
             super().connection_made(transport)
-            self._arm(guard.limits.idle_s)
+            self._arm(guard.first_request_s())
             guard.waiting(address, self)
 
         def counted_address(self) -> str:
@@ -428,7 +486,10 @@ def server_options(app: AppSettings, guard: ConnectionGuard) -> dict[str, Any]:
     listen backlog."""
     return {"http": guarded_protocol(guard), "timeout_keep_alive": app.app_keep_alive_s,
             "limit_concurrency": guard.limits.total + 1,  # uvicorn counts the new one itself (>=)
-            "backlog": min(2048, guard.limits.total),
+            # the kernel's accept queue: as long as it allows (net.core.somaxconn caps it; 4,096 on Linux >= 5.4):
+            # a flood's connections arrive faster than any Python server accepts them, and a full queue drops a
+            # fresh client's SYN, which its kernel sends again only 1 s later (then 3 s, 7 s)
+            "backlog": LISTEN_BACKLOG,
             "h11_max_incomplete_event_size": 64 * 1024}
 
 
@@ -448,6 +509,7 @@ def guarded_uvicorn(app: AppSettings, proxies: Sequence[Network] = ()) -> Iterat
     affected."""
     from gradio import http_server
 
+    raise_open_file_limit()
     guard = ConnectionGuard(connection_limits(app, proxies))
     real, real_server = http_server.uvicorn, http_server.Server
     options = server_options(app, guard)

@@ -12,10 +12,13 @@ review it carries most of (:func:`_closest_reference`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grebench.settings import Settings
 from grebench.store import Store
+
+if TYPE_CHECKING:
+    from grebench.scoring import EstimatorHandle, LMCopyEvidence
 
 
 @dataclass(frozen=True)
@@ -43,11 +46,16 @@ class CopyCheck:
     checked: int
     copies: tuple[CopiedReview, ...]
     not_prose: tuple[CopiedReview, ...] = ()
+    #: Reviews the LM copy check flags (``settings.submissions.lm_copy_estimator``): the information they carry
+    #: about the public reviews, whatever their wording (:class:`grebench.scoring.LMCopyCheck`).
+    lm_copies: tuple[CopiedReview, ...] = ()
+    lm_estimator: str = ""
 
     @property
     def flagged(self) -> bool:
-        """Whether some review copies its paper's public reviews or does not read as text."""
-        return bool(self.copies or self.not_prose)
+        """Whether some review copies its paper's public reviews (in words or in information) or does not read as
+        text."""
+        return bool(self.copies or self.not_prose or self.lm_copies)
 
     def evidence(self, limit: int = 5) -> str:
         """The first ``limit`` flagged reviews, as text."""
@@ -63,6 +71,12 @@ class CopyCheck:
         if self.copies:
             found.append(f"{len(self.copies)} of {self.checked} reviews copy their paper's public reviews (copy "
                          f"detector score at or above {COPY_THRESHOLD:.0%}: {self.evidence()})")
+        if self.lm_copies:
+            shown = ", ".join(f"{c.paper_id} ({c.detail})" for c in self.lm_copies[:3])
+            more = f", and {len(self.lm_copies) - 3} more" if len(self.lm_copies) > 3 else ""
+            found.append(f"{len(self.lm_copies)} of {self.checked} reviews carry their paper's public reviews' "
+                         f"information far beyond honest reviews (LM copy check under {self.lm_estimator}: {shown}"
+                         f"{more})")
         if self.not_prose:
             shown = ", ".join(f"{c.paper_id} ({c.detail})" for c in self.not_prose[:3])
             more = f", and {len(self.not_prose) - 3} more" if len(self.not_prose) > 3 else ""
@@ -101,6 +115,9 @@ def check_copies(store: Store, candidate: str, settings: Settings | None = None)
     """The copy detector and the prose test on every review the store holds for ``candidate`` (any status: a review
     refused before is checked again), with the evidence of each flag.
 
+    With ``settings.submissions.lm_copy_estimator`` set, the LM copy check too (:func:`lm_copy_findings`: the
+    information a review carries about the public reviews, beyond honest reviews', whatever its wording).
+
     Writes nothing: evaluation (:func:`grebench.submissions.refuse_copied_generations`) and approval
     (:func:`grebench.submissions.approve_submission`) decide what a flag does.  The prose test reads the word model
     of human reviews, or the evaluation LM named by ``settings.submissions.prose_estimator``
@@ -120,7 +137,59 @@ def check_copies(store: Store, candidate: str, settings: Settings | None = None)
         reads = prose_findings(texts)
     not_prose = tuple(CopiedReview(r["paper_id"], found.gain, None, found.describe())
                       for r, found in zip(rows, reads, strict=True) if not found.prose)
-    return CopyCheck(candidate, len(rows), copies, not_prose)
+    lm_copies: tuple[CopiedReview, ...] = ()
+    spec = settings.submissions.lm_copy_estimator if settings is not None else ""
+    if settings is not None and spec and rows:
+        from grebench.scoring import EstimatorHandle
+
+        handle = EstimatorHandle(spec, settings)
+        try:
+            evidence = lm_copy_findings(store, handle, [(r["paper_id"], r["text"] or "") for r in rows])
+        finally:  # the LM built for the check (its servers, a model in this process) is released here
+            handle.close()
+        lm_copies = tuple(CopiedReview(r["paper_id"], e.statistic, e.reference, e.describe())
+                          for r, e in zip(rows, evidence, strict=True) if e is not None and e.copied)
+    return CopyCheck(candidate, len(rows), copies, not_prose, lm_copies, spec)
+
+
+#: Papers of the store (with two public reviews or more) whose honest reviews calibrate the LM copy check's bar,
+#: besides the checked papers themselves: about 1,000 honest reviews, enough to place a 99.5 % quantile.
+LM_COPY_SAMPLE = 300
+
+
+def lm_copy_findings(store: Store, handle: EstimatorHandle, items: list[tuple[str, str]]
+                     ) -> list[LMCopyEvidence | None]:
+    """The LM copy check (:class:`grebench.scoring.LMCopyCheck`) of each (paper id, review text) with the evaluation
+    LM of ``handle`` (an :class:`grebench.scoring.EstimatorHandle` the caller builds and closes: the one of
+    ``settings.submissions.lm_copy_estimator``): calibrated on the honest (public) reviews of the checked
+    papers and of :data:`LM_COPY_SAMPLE` more of the store's papers (the latest version of each), each against the
+    other public reviews of its paper.  Linked earlier versions of a paper are the word-level check's (not here).
+    None for a review whose paper has fewer than two public reviews (no honest pair to compare with)."""
+    from grebench.scoring import LMCopyCheck, PaperReviews, rules_judgment_lines
+
+    checked = sorted({pid for pid, _ in items})
+    sample = [r["paper_id"] for r in store.rows(
+        "SELECT paper_id FROM reviews GROUP BY paper_id HAVING count(*) >= 2 ORDER BY hash(paper_id) LIMIT ?",
+        [LM_COPY_SAMPLE])]
+    pids = sorted(set(checked) | set(sample))
+    texts: dict[str, dict[str, str]] = {}
+    for r in store.rows("SELECT r.paper_id, r.review_id, arg_max(v.text, v.version) AS text FROM reviews r "
+                        "JOIN review_versions v USING (review_id) WHERE r.paper_id IN (SELECT unnest(?::VARCHAR[])) "
+                        "AND v.text IS NOT NULL GROUP BY ALL ORDER BY r.review_id", [pids]):
+        texts.setdefault(r["paper_id"], {})[r["review_id"]] = r["text"]  # the latest version: one honest reviewer
+    abstracts = {r["paper_id"]: r["abstract"] for r in store.rows(
+        "SELECT paper_id, abstract FROM papers WHERE paper_id IN (SELECT unnest(?::VARCHAR[]))", [pids])}
+    papers = {pid: PaperReviews(pid, abstracts.get(pid), {rid: rules_judgment_lines(t)
+                                                          for rid, t in texts.get(pid, {}).items()})
+              for pid in pids}
+    papers = {pid: p for pid, p in papers.items() if sum(1 for lines in p.reviews.values() if lines) >= 2}
+    corpus = ({pid: ["\n".join(lines) for lines in p.reviews.values() if lines] for pid, p in papers.items()}
+              if handle.info.needs_corpus else None)
+    check = LMCopyCheck(handle.get(corpus), papers)
+    check.calibrate()
+    todo = [(pid, rules_judgment_lines(text)) for pid, text in items if pid in papers]
+    found = iter(check.check(todo)) if todo else iter(())
+    return [next(found) if pid in papers else None for pid, _ in items]
 
 
 #: Human reviews of the store read by the evaluation LM to place the prose test's bar (the lowest per-token

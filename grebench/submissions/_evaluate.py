@@ -28,12 +28,12 @@ from typing import Any, NotRequired, TypedDict, cast
 
 from grebench.endpoints import KeyUnreadable, KeyVault
 from grebench.progress import NoProgress, Progress
-from grebench.scoring import information_flags
+from grebench.scoring import information_flags, information_shift
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 from grebench.submissions._copycheck import check_copies
 from grebench.submissions._form import SubmissionError
-from grebench.submissions._holds import APPROVAL_REFUSED, hold, information_evidence
+from grebench.submissions._holds import APPROVAL_REFUSED, hold, information_evidence, shift_evidence
 from grebench.submissions._imports import ImportOutcome, accept_queued_imports
 from grebench.submissions._keys import key_in_env
 from grebench.submissions._log import sync_log
@@ -306,7 +306,9 @@ def approve_submission(store: Store, sub_id: str, note: str = "", settings: Sett
     changes nothing but an audit row; so does the information view of a copy
     (:func:`grebench.scoring.information_flags`: a paper whose references the candidate explains far beyond what the
     human review of that paper explains; the pipeline runs it again whenever scores change,
-    :func:`grebench.submissions.recheck_held`)
+    :func:`grebench.submissions.recheck_held`), and so does the submission-level test of its information ratios
+    against the honest reviewers' (:func:`grebench.scoring.information_shift`, shown with its p in the approval's
+    audit line either way)
     (``board_changes`` kind :data:`APPROVAL_REFUSED`), so the submission stays held for the operator."""
     rows = store.rows("SELECT s.id, s.model_name, s.cutoff, s.status, c.kind, c.cutoff AS vouched "
                       "FROM submissions s LEFT JOIN candidates c ON c.name = s.model_name WHERE s.id = ?", [sub_id])
@@ -323,10 +325,14 @@ def approve_submission(store: Store, sub_id: str, note: str = "", settings: Sett
     now = utcnow()
     check = check_copies(store, sub["model_name"], settings)
     informed = information_flags(store, sub["model_name"])
-    if check.flagged or informed:
+    shift = information_shift(store, sub["model_name"])
+    shifted = shift is not None and shift.held
+    if check.flagged or informed or shifted:
         found = [check.summary()] if check.flagged else []
         if informed:
             found.append(information_evidence(informed))
+        if shift is not None and shifted:
+            found.append(shift_evidence(shift))
         detail = (f"approval of submission {sub_id} refused, held for the operator: {'; '.join(found)}; the "
                   f"declared cutoff {sub['cutoff']} is not trusted")
         store.con.execute("INSERT INTO board_changes VALUES (?, ?, ?, ?)",
@@ -335,7 +341,8 @@ def approve_submission(store: Store, sub_id: str, note: str = "", settings: Sett
         raise SubmissionError(detail)
     detail = (f"submission {sub_id} vouched for by the operator: declared cutoff {sub['cutoff']} trusted"
               + (f" ({note.strip()[:500]})" if note.strip() else "")
-              + f"; copy check passed on {check.checked} stored reviews")
+              + f"; copy check passed on {check.checked} stored reviews"
+              + (f"; {shift.describe()}" if shift is not None else ""))
     if sub["status"] != "finished":  # the cutoff is trusted, but a failed or stopped run chose its papers
         detail += (f"; the submission is {sub['status']}: it stays unranked on every board whose sample it did not "
                    "review (grebench/scoring/_coverage.py)")

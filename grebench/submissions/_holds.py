@@ -1,5 +1,6 @@
 """Holds: a submission whose reviews copy, do not read as text, or explain their references far beyond the human
-review is held for the operator, with the evidence, whenever that is found.
+review (one paper at a time, or summed over the submission: :func:`grebench.scoring.information_shift`) is held for
+the operator, with the evidence, whenever that is found.
 
 Before issue 48 the information view ran only at approval: an approval given before ``grebench score`` got the lexical
 check alone, and nothing looked again once scores arrived.  Now the pipeline calls :func:`recheck_held` after every
@@ -48,6 +49,12 @@ def information_evidence(flags: list[Any]) -> str:
             f"the human review of the paper ({shown}{'; ...' if len(flags) > 3 else ''})")
 
 
+def shift_evidence(shift: Any) -> str:
+    """``its information is shifted above the honest reviewers' on the same papers (information shift test ...)``:
+    the submission-level test (:func:`grebench.scoring.information_shift`) as a hold states it."""
+    return f"its information is shifted above the honest reviewers' on the same papers ({shift.describe()})"
+
+
 class HeldSubmission(TypedDict):
     """A submitted candidate the information view holds (:func:`recheck_held`)."""
 
@@ -60,20 +67,27 @@ class HeldSubmission(TypedDict):
 def recheck_held(store: Store) -> list[HeldSubmission]:
     """The information view on every submitted candidate's stored scores, now: a flag holds it (an approved one loses
     its vouched cutoff).  Returns what was held; writes only for flags not recorded already."""
-    from grebench.scoring import information_flags
+    from grebench.scoring import information_flags, information_shift
 
     held = held_submissions(store)
     out: list[HeldSubmission] = []
     for row in store.rows("SELECT c.name, c.cutoff FROM candidates c WHERE c.kind = 'submitted' AND EXISTS "
                           "(SELECT 1 FROM scores s WHERE s.candidate = c.name) ORDER BY c.name"):
         flags = information_flags(store, row["name"])
-        if not flags:
+        shift = information_shift(store, row["name"])
+        shifted = shift is not None and shift.held
+        if not flags and not shifted:
             continue
+        found = [information_evidence(flags)] if flags else []
+        if shift is not None and shifted:
+            found.append(shift_evidence(shift))
         approved = row["cutoff"] is not None
-        detail = (f"held for the operator after scoring: {information_evidence(flags)}"
+        detail = (f"held for the operator after scoring: {'; '.join(found)}"
                   + (f"; the vouched cutoff {row['cutoff']} is withdrawn until the operator approves again"
                      if approved else ""))
-        if not approved and row["name"] in held and "explain their paper's references" in held[row["name"]]:
+        if not approved and row["name"] in held and all(part in held[row["name"]] for part in (
+                *(["explain their paper's references"] if flags else []),
+                *(["information shift test"] if shifted else []))):
             continue  # held already on this evidence
         with store.transaction() as con:
             if approved:
@@ -81,5 +95,6 @@ def recheck_held(store: Store) -> list[HeldSubmission]:
                             [utcnow(), row["name"]])
             hold(store, row["name"], detail)
         log.warning("%s: %s", row["name"], detail)
-        out.append({"candidate": row["name"], "approved": approved, "papers": len(flags), "detail": detail})
+        papers = {f.paper_id for f in flags} | (set(shift.excess_papers) if shift is not None and shifted else set())
+        out.append({"candidate": row["name"], "approved": approved, "papers": len(papers), "detail": detail})
     return out
