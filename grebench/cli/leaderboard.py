@@ -41,7 +41,7 @@ def _pick(boards: list[dict[str, Any]], key: str, wanted: str | None, what: str)
 
 #: The exported tables a board needs when the leaderboard is read from the last published state (the history follows
 #: a board across refits through ``scored_setups``).
-BOARD_TABLES = ("boards", "board_rows", "papers", "labels", "scored_setups")
+BOARD_TABLES = ("boards", "board_rows", "papers", "labels", "scored_setups", "candidates")
 
 
 @click.command("leaderboard")
@@ -104,6 +104,7 @@ def _show(reader: Reader, metric: str, named: bool, estimator: str | None, prepr
         stored_boards,
     )
     from grebench.site import Labels, board_text, version_boards
+    from grebench.submissions import variants_scored
 
     damaged = reader.damaged is not None
     store = reader.store
@@ -129,6 +130,11 @@ def _show(reader: Reader, metric: str, named: bool, estimator: str | None, prepr
                 click.echo(f"no {headline_metric()} board (its papers have no abstracts?): showing the {metric} "
                            "boards", err=True)
         boards = headline_first([labels.annotate(b) for b in boards], labels.is_proxy)
+        # a submitted model's submitter's scored variants ("best of N"; a published version's rows keep theirs)
+        variants = variants_scored(store) if ver is None else {}
+        for b in boards:
+            for r in b["rows"]:
+                r.setdefault("variants_scored", variants.get(r["candidate"]))
         # what produced the numbers, the code commit among them, as the site's leaderboard.json says it: a version
         # keeps the provenance it was published with
         prov = (json.loads(ver["leaderboard_json"]).get("provenance") if ver is not None

@@ -45,6 +45,11 @@ def export(settings: Settings, venues: tuple[str, ...], out: str | None, replace
             except SnapshotError as exc:
                 raise click.UsageError(str(exc)) from None
             manifests = []
+            if targets:  # the submissions log a snapshot carries says each entry's status now
+                from grebench.submissions import SubmissionQueue, queue_path, sync_log
+
+                queue_file = queue_path(settings)
+                sync_log(store, SubmissionQueue(queue_file) if queue_file.exists() else None)
             for venue, target in targets:
                 try:
                     manifest = export_snapshot(store, venue, target, replace=replace, describe=provenance)

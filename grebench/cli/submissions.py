@@ -19,7 +19,7 @@ from grebench.settings import Settings
 @click.group("submissions")
 @settings_options
 def command() -> None:
-    """Submitted models: list them, vouch for a declared cutoff."""
+    """Submitted models: list them, vouch for a declared cutoff, withdraw one, the public log of every try."""
 
 
 @command.command("list")
@@ -79,3 +79,74 @@ def approve_command(settings: Settings, submission_id: str, note: str, as_json: 
         emit_json(result)
     else:
         click.echo(f"{result['detail']}; recompute the boards (`grebench score`) to count it on those papers")
+
+
+@command.command("log")
+@click.option("--json", "as_json", is_flag=True, help="Print every entry as JSON (docs/submissions.md).")
+@settings_options
+@click.pass_obj
+def log_command(settings: Settings, as_json: bool) -> None:
+    """The public submissions log: every submission ever made (accepted, refused with its reason class, withdrawn,
+    held, scored), newest first, grouped by submitter: date, public handle, model, endpoint fingerprint, scores.
+    Never a key, an endpoint URL or an e-mail address; what the site's submissions.html and the app show."""
+    from grebench.cli._common import reader_store
+    from grebench.submissions import SubmissionQueue, grouped, queue_path, submission_log
+
+    queue = SubmissionQueue(queue_path(settings)) if queue_path(settings).exists() else None
+    if not settings.db_path.exists():
+        from grebench.store import open_store
+
+        store = open_store(None)  # nothing accepted yet: the queue's own entries
+        try:
+            entries = submission_log(store, queue)
+        finally:
+            store.con.close()
+    else:
+        reader = reader_store(settings, "run `grebench serve` or `grebench submit` first")
+        try:  # the queue adds what the scheduler has not copied yet (not to a published export: its salt differs)
+            entries = submission_log(reader.store, queue if reader.published is None else None)
+        finally:
+            reader.close()
+    if as_json:
+        emit_json(entries)
+        return
+    if not entries:
+        click.echo("no submissions yet")
+        return
+    for group in grouped(entries):
+        click.echo(f"{group['submitter']}: {group['variants']} submission(s), {group['variants_scored']} scored")
+        for e in group["entries"]:
+            why = f" ({e['reason_class']})" if e["reason_class"] else ""
+            best = "; ".join(f"{s['board_id']} {s['score']:.3f}" for s in e["scores"] if s["score"] is not None)
+            upload = " (reviews uploaded)" if e["kind"] == "upload" else ""
+            click.echo(f"    {e['submitted_at']}  {e['id']}  {e['model_name'] or '(invalid name)'}{upload}  "
+                       f"endpoint {e['endpoint_fingerprint'] or '-'}  {e['status']}{why}"
+                       + (f"  scores: {best}" if best else ""))
+
+
+@command.command("withdraw")
+@click.argument("submission_id")
+@click.option("--note", default="", help="Why (kept in the store's board changes).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@settings_options
+@click.pass_obj
+def withdraw_command(settings: Settings, submission_id: str, note: str, as_json: bool) -> None:
+    """Withdraw submission SUBMISSION_ID at its submitter's request: never evaluated further, its key deleted; it
+    stays in the public log, shown as withdrawn (nothing is deleted)."""
+    from grebench.endpoints import KeyVault
+    from grebench.submissions import SubmissionError, SubmissionQueue, queue_path, withdraw_submission
+
+    try:
+        vault = KeyVault()
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    queue = SubmissionQueue(queue_path(settings))
+    with writer_store(settings) as store:
+        try:
+            result = withdraw_submission(store, queue, vault, submission_id, note)
+        except SubmissionError as exc:
+            raise click.ClickException(str(exc)) from None
+    if as_json:
+        emit_json(result)
+    else:
+        click.echo(result["detail"])

@@ -445,8 +445,10 @@ class SnapshotStage(BaseStage):
     def run(self, ctx: StageContext) -> SnapshotsCut:
         from grebench.scoring import provenance
         from grebench.store import cut_due_snapshots
+        from grebench.submissions import sync_log
 
         s = ctx.settings
+        sync_log(ctx.store, ctx.services.get("queue"))  # the log a snapshot carries says each entry's status now
         return cut_due_snapshots(ctx.store, ctx.run_id, s.snapshots_path, s.snapshot_requests_path,
                                  s.service.snapshot_date, self.today, describe=provenance)
 

@@ -151,6 +151,7 @@ def _rows(store: Store, table: str, sql: str, params: list[Any] | None = None) -
 
 
 def _candidates(store: Store, names: set[str]) -> dict[str, CandidateProvenance]:
+    from grebench.bench import SUBMITTED_KIND
     prompts = {}
     for r in _rows(store, "generations", "SELECT candidate, list(DISTINCT prompt_version ORDER BY prompt_version) "
                    "AS versions FROM generations GROUP BY candidate"):
@@ -166,7 +167,9 @@ def _candidates(store: Store, names: set[str]) -> dict[str, CandidateProvenance]
         # a nested parameter is kept as its JSON text: the snapshot manifest's nesting is bounded (8 levels)
         decoding = {k: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
                     for k, v in _redact(params if isinstance(params, dict) else {"params": params}).items()}
-        out[r["name"]] = {"kind": r["kind"], "model": r.get("model"), "api_base": _clean_url(r.get("api_base")),
+        # a submitted endpoint's URL is the submitter's: never published (the submissions log has its fingerprint)
+        api_base = None if r["kind"] == SUBMITTED_KIND else _clean_url(r.get("api_base"))
+        out[r["name"]] = {"kind": r["kind"], "model": r.get("model"), "api_base": api_base,
                           "api_key_env": r.get("api_key_env") or None, "decoding": decoding,
                           "prompt_versions": prompts.get(r["name"], [])}
     return out

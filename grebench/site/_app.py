@@ -71,7 +71,10 @@ from grebench.submissions import (
 )
 
 log = logging.getLogger(__name__)
-TAB_IDS = ("leaderboard", "model", "paper", "compare", "submit", "queue", "downloads")
+TAB_IDS = ("leaderboard", "model", "paper", "compare", "submit", "queue", "submissions", "downloads")
+#: The Submissions tab's columns (the public log, grouped by submitter: :func:`log_rows`).
+LOG_HEADERS = ["Submitter", "Submitted (UTC)", "Id", "Model", "Endpoint fingerprint", "Status", "Reason class",
+               "Submitter's tries", "Submitter's variants scored", "Scores"]
 #: The query parameters a view is linked by (``?tab=model&model=good-llm``; ``tab`` is one of :data:`TAB_IDS`):
 #: the page opens on them and writes them back as the visitor changes tab or choice (history.replaceState), so the
 #: address bar always links the view shown.  Other views add their own names (a compare view: ``compare=a,b``).
@@ -361,6 +364,21 @@ def _import_check(store: Store) -> tuple[frozenset[str], frozenset[str]]:
             frozenset(c["name"] for c in _data.candidates(store)))
 
 
+def log_rows(store: Store) -> list[list[Any]]:
+    """The public submissions log as the Submissions tab shows it: grouped by submitter, newest first within each
+    (:func:`grebench.submissions.submission_log`: never a key, a URL or an e-mail address)."""
+    out = []
+    for group in _data.submissions_log(store):
+        for e in group["entries"]:
+            scores = "; ".join(f"{s['venue_id']} {s['metric']}: {s['score']:.3f}" for s in e["scores"]
+                               if s["score"] is not None)
+            model = (e["model_name"] or "") + (" (reviews uploaded)" if e["kind"] == "upload" else "")
+            out.append([e["submitter"], e["submitted_at"].replace("T", " "), e["id"], model,
+                        e["endpoint_fingerprint"] or "", e["status"], e["reason_class"] or "", e["variants"],
+                        e["variants_scored"], scores])
+    return out
+
+
 def _copy(rows: list[list[Any]]) -> list[list[Any]]:
     """Fresh row lists for Gradio (the cached ones are shared between requests)."""
     return [list(r) for r in rows]
@@ -508,6 +526,9 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
     def queue_rows() -> list[list[Any]]:
         return _copy(queue_cache.get())
 
+    def submissions_log() -> list[list[Any]]:
+        return _copy(reader(settings).view("submissions-log", None, log_rows))
+
     def downloads() -> list[list[Any]]:
         return [[s["name"], human_size(s["bytes"]), s["sha256"]] for s in downloads_cache.get()]
 
@@ -605,6 +626,15 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                 q_table = gr.Dataframe(headers=["Id", "Model", "Status", "Reason", "Submitted (UTC)"],
                                        interactive=False)
                 gr.Button("Refresh").click(queue_rows, None, q_table, api_name="queue", **read)
+            with gr.Tab("Submissions", id="submissions") as tab_submissions:
+                gr.Markdown("Every submission ever made, grouped by submitter: accepted, refused (with the class of "
+                            "its reason), withdrawn, held or scored (with its scores). Nothing is deleted. A "
+                            "submitter is shown by handle, never by e-mail address (`anon-` and a salted hash); an "
+                            "endpoint by its fingerprint, never its address or key. As of the last published "
+                            "export (the Queue tab shows what is waiting now); the same log: `grebench submissions "
+                            "log --json`, the site's submissions page, every snapshot.")
+                log_table = gr.Dataframe(headers=LOG_HEADERS, interactive=False, wrap=True, elem_id="submissions-log")
+                gr.Button("Refresh").click(submissions_log, None, log_table, api_name="submissions_log", **read)
             with gr.Tab("Downloads", id="downloads") as tab_downloads:
                 gr.Markdown("Snapshots (one per venue-year, frozen). Pick one: download its archive (one file: the "
                             "snapshot's folder, every file of it with its manifest), unpack it and import it with the "
@@ -621,7 +651,8 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
                                 js=url_js(snapshot="a"))
                 d_table = gr.Dataframe(headers=["File", "Size", "SHA-256"], interactive=False,
                                        label="Every snapshot file")
-        tab_blocks = (tab_leaderboard, tab_model, tab_paper, tab_compare, tab_submit, tab_queue, tab_downloads)
+        tab_blocks = (tab_leaderboard, tab_model, tab_paper, tab_compare, tab_submit, tab_queue, tab_submissions,
+                      tab_downloads)
         # the same foot as every page of the static site: cite, licence, contact, source
         gr.HTML(f"<footer>{colophon(settings.site).html()}</footer>", elem_id="colophon")
         demo.load(load_board, None, [venue, metric, setup, board, control_table, info, fold, board_key, sealed],
@@ -629,6 +660,7 @@ def create_app(settings: Settings, resolver: Resolver | Mapping[str, Iterable[st
         demo.load(load_rest, None, [model, paper, q_table, d_table, d_choice, history, status], api_name=False,
                   **read)
         demo.load(load_compare, None, [cmp_a, cmp_b, cmp_text, cmp_table], api_name=False, **read)
+        demo.load(submissions_log, None, log_table, api_name=False, **read)
         # the address names the tab shown: each tab's select writes ?tab=ID (in the browser only), once the page
         # has opened the tab its address asked for (a select fired while the tabs mount must not overwrite it)
         demo.load(_tab_from_query, None, tabs, api_name=False, **read).then(

@@ -114,6 +114,8 @@ def cell(row: Mapping[str, Any], field: str) -> Any:
     if field in ("ci95", "style_ci95"):
         low, high = row.get(f"{field}_low"), row.get(f"{field}_high")
         return "" if low is None or high is None else f"[{float(low):.2f}, {float(high):.2f}]"
+    if field == "candidate" and row.get("variants_scored"):  # a submitted model: its submitter's variants
+        return f"{row['candidate']} (best of {row['variants_scored']})"
     if field == "rank_interval":
         return row.get("rank_range") or ""
     if field == "p_vs_human":

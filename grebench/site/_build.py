@@ -9,6 +9,7 @@ removed, the published site is left as it was, and a board version recorded by t
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 import math
@@ -45,13 +46,14 @@ from grebench.site._plots import history_alt, history_svg
 from grebench.site._reviewtext import review_html
 from grebench.site._timeline import board_histories
 from grebench.store import ARCHIVE_FORMAT, Provenance, Store, code_files, fingerprint, naming_path, utcnow
+from grebench.submissions import REASON_CLASSES, submission_log
 
 SCHEMA_VERSION = 1
 #: Fields of one row in leaderboard.json, in order (a stable contract: docs/site.md).
 ROW_FIELDS = ("rank", "status", "candidate", "kind", "score", "ci90_low", "ci90_high", "ci95_low", "ci95_high",
               "rank_low", "rank_high", "papers", "pairs", "clean_papers", "sealed_share", "diff_vs_human", "p_vs_human",
               "cost_usd", "latency_s", "vouched", "complete", "due_papers", "missing_papers", "style_controlled",
-              "vs_floor")
+              "vs_floor", "variants_scored")
 _HERE = Path(__file__).parent
 log = logging.getLogger(__name__)
 
@@ -182,7 +184,7 @@ class _Writer:
 
 
 #: Bump when what the site shows changes (code, not data): the next build renders again.
-SITE_VERSION = "site-v17"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
+SITE_VERSION = "site-v18"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
 # v8: board versions; v9: board history of a replay; v10: provenance (leaderboard.json and the board pages);
 # v11: rank intervals in the history plot, the history beside every board
 # v12: per-line attribution (paper pages, board rows); v13: the history plot from the board versions
@@ -191,10 +193,11 @@ SITE_VERSION = "site-v17"  # v6: snapshots published; boards in headline order; 
 # v16: the human baseline a reference line, what a board can tell (floor tests, findings), compare pages (issue 63)
 # v17: accessibility (issue 63): boards scroll in a focusable region with a cue, headers never break inside a word,
 # reviews rendered as markdown without prompt delimiters, models listed before controls
+# v18: the public submissions log (submissions.html) and "best of N" beside a submitted model (issue 63)
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
          "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes",
          "boards", "board_rows", "labels", "paper_links", "paper_link_flags", "scored_setups",
-         "line_attribution")
+         "line_attribution", "submissions", "submission_log")
 
 
 #: The site stage's declaration: ``snapshot_archive_max_mb`` decides which snapshots are offered as one download
@@ -225,7 +228,8 @@ def site_fingerprint(store: Store, settings: Settings) -> str:
                        code=code_files(_HERE / "_build.py", _HERE / "_data.py", _HERE / "_plots.py",
                                        _HERE / "_board_plot.py", _HERE / "_archives.py", _HERE / "_cite.py",
                                        _HERE / "_labels.py", _HERE / "_versions.py", _HERE / "_changes.py",
-                                       _HERE / "_timeline.py", _HERE / "templates", _HERE / "static"))
+                                       _HERE / "_timeline.py", _HERE / "templates", _HERE / "static",
+                                       Path(inspect.getfile(submission_log))))
 
 
 def build_site(store: Store, settings: Settings, out_dir: Path | None = None, *,
@@ -358,6 +362,9 @@ def _render(store: Store, snapshots: list[SnapshotListing], foot: Colophon, out:
     for p in papers:
         writer.page(f"papers/{p['slug']}.html", "paper.html", p=pages.get(p["paper_id"], {}))
     writer.page("methodology.html", "methodology.html", m=_data.methodology(store))
+    log_groups = _data.submissions_log(store)
+    writer.page("submissions.html", "submissions.html", groups=log_groups, reason_classes=REASON_CLASSES,
+                tries=sum(len(g["entries"]) for g in log_groups))
 
     listed = _write_versions(store, tmp / _versions.VERSIONS_DIR)
     writer.pages += len(listed)

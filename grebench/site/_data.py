@@ -14,10 +14,13 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, TypeVar, cast
 
 from grebench.site._labels import Labels
 from grebench.store import BASELINE, CONTESTANT, REFERENCE, Store
+
+if TYPE_CHECKING:
+    from grebench.submissions import LogGroup
 
 SAMPLE_REVIEWS = 3
 _Row = TypeVar("_Row", bound=Mapping[str, Any])
@@ -243,15 +246,19 @@ def venues(store: Store) -> list[VenueRow]:
 def boards(store: Store, scope: str = "all") -> list[dict[str, Any]]:
     """The stored leaderboards (computed by the scoring stage), each with its rows and a page slug."""
     from grebench.scoring import stored_boards
+    from grebench.submissions import variants_scored
 
     out = stored_boards(store, scope=scope)
     labels = Labels.load(store)
     shares = _attribution_summary(store) if out else {}
+    variants = variants_scored(store) if out else {}
     for b in out:
         labels.annotate(b)
         b["slug"] = b["board_id"]
         for r in b["rows"]:
             r["candidate_slug"] = slug(r["candidate"])
+            # a submitted model: how many variants its submitter had scored ("best of N"; issue 63)
+            r["variants_scored"] = variants.get(r["candidate"])
             key = (b["venue_id"], b["metric"], b["estimator"], b["preprocessor"], r["candidate"])
             r["line_shares"] = shares.get(key)  # None: not attributed (the attribution setting)
     return out
@@ -262,6 +269,14 @@ def _attribution_summary(store: Store) -> dict[tuple[str, str, str, str, str], d
 
     ok = has_table(store, "line_attribution") and has_table(store, "papers")
     return attribution_summary(store) if ok else {}
+
+
+def submissions_log(store: Store) -> list[LogGroup]:
+    """The public submissions log grouped by submitter (:func:`grebench.submissions.submission_log`): the site's
+    submissions page and the app's Submissions tab."""
+    from grebench.submissions import grouped, submission_log
+
+    return grouped(submission_log(store))
 
 
 def candidates(store: Store) -> list[CandidateRow]:

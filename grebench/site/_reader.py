@@ -37,12 +37,13 @@ from grebench.store import Store, ident, schema_tables
 T = TypeVar("T")
 
 # every table a query of the app reads (``_data``: boards, board_rows, candidates, model_page, paper_pages;
-# ``_timeline.board_histories``: board_versions, scored_setups);
+# ``_timeline.board_histories``: board_versions, scored_setups; the Submissions tab: submissions, submission_log and
+# board_changes, the holds);
 # the big bookkeeping tables (llm_calls, logprob_cache, runs, ...) are not loaded
 APP_TABLES = ("papers", "reviews", "review_versions", "paper_texts", "candidates", "generations", "scores",
               "judgments", "panel_rankings", "panel_verdicts", "panel_votes", "boards", "board_rows", "labels",
               "paper_links", "paper_link_flags", "scored_setups", "judges", "judge_exams", "board_versions",
-              "line_attribution")
+              "line_attribution", "submissions", "submission_log", "board_changes")
 MAX_VIEWS = 256
 
 Fingerprint = tuple[tuple[str, int, int, int], ...]

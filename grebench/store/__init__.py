@@ -75,6 +75,7 @@ from grebench.store._snapshot import (
 )
 from grebench.store._store import (
     PRIVATE_COLUMNS,
+    REDACTED_COLUMNS,
     RunFailure,
     Store,
     StoreLocked,
@@ -95,6 +96,7 @@ __all__ = [
     "PRIVATE_COLUMNS",
     "PROXY_ROLE",
     "PUBLIC_SINCE_VIEW",
+    "REDACTED_COLUMNS",
     "REFERENCE",
     "WALL_CLOCK",
     "Aggregation",

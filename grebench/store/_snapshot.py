@@ -85,6 +85,8 @@ TABLES: dict[str, str] = {
     "board_versions": "SELECT * FROM board_versions WHERE list_contains(json_extract_string(leaderboard_json, "
                       "'$.boards[*].venue_id'), $venue)",
     "replay_days": "SELECT * FROM replay_days",
+    # the public submissions log, store-wide (every try: issue 63); its columns hold no key, URL or contact
+    "submission_log": "SELECT * FROM submission_log",
     "replay_history": "SELECT * FROM replay_history WHERE board_id IN (SELECT board_id FROM boards "
                       "WHERE venue_id = $venue)",
 }

@@ -42,6 +42,12 @@ def _arrow_type(name: str | None) -> Any:
 #: put in a snapshot as they are; exports and snapshots carry a salted SHA-256 (16 hex digits) instead, so the same
 #: submitter is recognisable across rows of one data dir without the address being published.
 PRIVATE_COLUMNS: dict[str, tuple[str, ...]] = {"candidates": ("submitter",), "submissions": ("submitter", "contact")}
+#: Columns that hold a submitted endpoint (its URL, its sealed key): never exported or put in a snapshot (NULL there);
+#: the public submissions log identifies an endpoint by a fingerprint instead (issue 63).  Column -> the SQL kept.
+REDACTED_COLUMNS: dict[str, dict[str, str]] = {
+    "submissions": {"base_url": "NULL", "normalised_url": "NULL", "key_ciphertext": "NULL"},
+    "candidates": {"api_base": "CASE WHEN kind = 'submitted' THEN NULL ELSE api_base END"},
+}
 #: Any column whose name says it holds a contact is private too, in every table (a table added later included).
 _PRIVATE_NAME = re.compile(r"(^|_)(submitter|contact|e?mail|email_address)(_|$)")
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -65,7 +71,12 @@ def public_select(store: Store, table: str, sql: str | None = None) -> tuple[str
     """``SELECT`` of a table (or of ``sql``, a query over it) fit to publish: private columns hashed with the data
     dir's salt, bound as a parameter.  Returns ``(sql, params)``."""
     base = sql if sql is not None else f"SELECT * FROM {ident(table)}"
-    private = private_columns(table, store.columns(table))
+    columns = store.columns(table)
+    redacted = [f"CAST({expr} AS VARCHAR) AS {ident(c)}" for c, expr in REDACTED_COLUMNS.get(table, {}).items()
+                if c in columns]
+    if redacted:
+        base = f"SELECT * REPLACE ({', '.join(redacted)}) FROM ({base})"
+    private = private_columns(table, columns)
     if not private:
         return base, {}
     hashed = ", ".join(f"CASE WHEN {ident(c)} IS NULL THEN NULL "

@@ -36,6 +36,7 @@ from grebench.submissions._form import SubmissionError
 from grebench.submissions._holds import APPROVAL_REFUSED, hold, information_evidence, shift_evidence
 from grebench.submissions._imports import ImportOutcome, accept_queued_imports
 from grebench.submissions._keys import key_in_env
+from grebench.submissions._log import sync_log
 from grebench.submissions._queue import SubmissionQueue, accept_queued_submissions, finish_submission
 from grebench.submissions._turns import TALLY_KEYS, stored_totals, submission_settings, take_turn, turn_state
 
@@ -142,11 +143,24 @@ class _Running:
     error: str | None = None
 
 
-def _prepare(store: Store, settings: Settings, queue: SubmissionQueue, vault: KeyVault, resolver: Any,
-             sub: _RunningRow) -> tuple[_Running | None, EvaluationReport | None]:
+@dataclass(frozen=True)
+class _Pass:
+    """What every submission of one queue pass is evaluated with: the store, the settings, the run, the queue file,
+    the key vault and the resolver of submitted host names."""
+
+    store: Store
+    settings: Settings
+    run_id: str
+    queue: SubmissionQueue
+    vault: KeyVault
+    resolver: Any
+
+
+def _prepare(qp: _Pass, sub: _RunningRow) -> tuple[_Running | None, EvaluationReport | None]:
     """A running submission ready for its turns, or the report of why it cannot have one (None: nothing to say)."""
     from grebench.bench import is_clean, stored_candidate, unreviewed_paper_ids
 
+    store, settings, queue, vault, resolver = qp.store, qp.settings, qp.queue, qp.vault, qp.resolver
     row = store.rows("SELECT * FROM candidates WHERE name = ?", [sub["model_name"]])
     if not row:
         finish_submission(queue, vault, sub["id"], False, "candidate missing from the store", store)
@@ -175,10 +189,11 @@ def _prepare(store: Store, settings: Settings, queue: SubmissionQueue, vault: Ke
     return _Running(sub["id"], sub["model_name"], declared, pins, secret, papers), None
 
 
-def _turn(store: Store, settings: Settings, run_id: str, sub: _Running, progress: Progress) -> bool:
+def _turn(qp: _Pass, sub: _Running, progress: Progress) -> bool:
     """Give one submission its turn; whether its evaluation is over."""
     from grebench.llm import pinned_endpoints
 
+    store, settings, run_id = qp.store, qp.settings, qp.run_id
     sub.turns += 1
     try:
         with pinned_endpoints(sub.pins), key_in_env(sub.sub_id, None if sub.secret is None else
@@ -194,9 +209,9 @@ def _turn(store: Store, settings: Settings, run_id: str, sub: _Running, progress
     return result.finished
 
 
-def _close(store: Store, settings: Settings, queue: SubmissionQueue, vault: KeyVault,
-           sub: _Running) -> EvaluationReport:
+def _close(qp: _Pass, sub: _Running) -> EvaluationReport:
     """End a submission's evaluation: the copy check, its status and reason, the key deleted; its summary."""
+    store, settings, queue, vault = qp.store, qp.settings, qp.queue, qp.vault
     # calls made in this pass; reviews, failures, tokens and cost of every stored call (exact over passes)
     summary: _Evaluated = {"calls_made": sub.tally["calls_made"], "cached": sub.tally["cached"],
                            "gave_up": sub.tally["gave_up"], **stored_totals(store, sub.name), "turns": sub.turns,
@@ -227,6 +242,8 @@ def evaluate_queued(store: Store, settings: Settings, run_id: str, queue: Submis
     pass a table so that no DNS query leaves the machine).
     """
     display = progress or NoProgress()
+    qp = _Pass(store, settings, run_id, queue, vault, resolver)
+    sync_log(store, queue)  # the public log: tries refused or withdrawn in the queue since the last pass
     accepted: list[str] = []
     done: list[EvaluationReport] = []
     seen: set[str] = set()
@@ -238,7 +255,7 @@ def evaluate_queued(store: Store, settings: Settings, run_id: str, queue: Submis
             if sub["id"] in seen:
                 continue
             seen.add(sub["id"])
-            ready, report = _prepare(store, settings, queue, vault, resolver, sub)
+            ready, report = _prepare(qp, sub)
             if report is not None:
                 done.append(report)
             if ready is not None:
@@ -246,10 +263,11 @@ def evaluate_queued(store: Store, settings: Settings, run_id: str, queue: Submis
         if not running:
             break
         for sub_id, sub_state in list(running.items()):
-            if _turn(store, settings, run_id, sub_state, display):
-                done.append(_close(store, settings, queue, vault, sub_state))
+            if _turn(qp, sub_state, display):
+                done.append(_close(qp, sub_state))
                 del running[sub_id]
     imported = accept_queued_imports(store, queue, settings)
+    sync_log(store, queue)
     for item in imported:  # a refused file is the submitter's; a store failure is the job's (its record says so)
         if item["our_failure"]:
             # an import that failed on our side always says why (accept_queued_imports)

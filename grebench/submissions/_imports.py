@@ -10,6 +10,7 @@ A web import never replaces an existing candidate (the operator does that with `
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import NotRequired, TypedDict
+
+import duckdb
 
 from grebench.bench import (
     CandidateError,
@@ -35,6 +38,7 @@ from grebench.settings import Settings
 from grebench.store import Store, utcnow
 from grebench.submissions import _limits
 from grebench.submissions._form import _CONTACT, FieldErrors, SubmissionError
+from grebench.submissions._log import record_try
 from grebench.submissions._queue import SubmissionQueue, SubmissionReply, refusal
 
 log = logging.getLogger(__name__)
@@ -140,10 +144,18 @@ def queue_import(queue: SubmissionQueue, form: ImportForm, data: bytes, settings
     count); nothing is queued, and it counts as one refused try of its address, never toward the weekly quota.
     """
     now = utcnow()
+    fingerprint = f"upload:{hashlib.sha256(data).hexdigest()}"  # the file's, never its text
+
+    def logged(con: duckdb.DuckDBPyConnection, reason_class: str | None, sub_id: str | None = None) -> None:
+        # the public log (._log): every upload, refused ones with their class
+        record_try(con, contact=form.contact, model_name=form.candidate, normalised_url=None,
+                   model_string=fingerprint, reason_class=reason_class, now=now, sub_id=sub_id, kind="upload")
+
     with queue.connect() as con:
-        refused = queue.admission(con, settings.submissions, source, now, form.contact or "")
-    if refused:
-        return refused
+        admitted = queue.admission_class(con, settings.submissions, source, now, form.contact or "")
+        if admitted:
+            logged(con, admitted[1])
+            return admitted[0]
     try:
         if is_reserved_name(settings, form.candidate or ""):
             raise SubmissionError(f"candidate name {(form.candidate or '').strip()[:100]!r} is reserved (the human "
@@ -152,13 +164,18 @@ def queue_import(queue: SubmissionQueue, form: ImportForm, data: bytes, settings
     except SubmissionError as exc:
         log.info("import refused: %s", str(exc)[:200])
         queue.record_refusal(source)
+        with queue.connect() as con:
+            name_refused = "reserved" in str(exc) or (set(exc.fields) == {"candidate"} and "taken" in str(exc))
+            logged(con, "name-taken" if name_refused else "invalid-form")
         return refusal(str(exc), fields=exc.fields)
     with queue.connect() as con:
-        refused = queue.admission(con, settings.submissions, source, now, row["contact"])  # under the insert's lock
-        if refused:
-            return refused
+        admitted = queue.admission_class(con, settings.submissions, source, now, row["contact"])  # the insert's lock
+        if admitted:
+            logged(con, admitted[1])
+            return admitted[0]
         if queue.name_taken(con, row["candidate"]):
             _limits.record_refusal(con, source, now)
+            logged(con, "name-taken")
             return refusal(f"candidate name {row['candidate']!r} is taken; choose another",
                            fields={"candidate": [f"candidate name {row['candidate']!r} is taken"]})
         sub_id = uuid.uuid4().hex[:12]
@@ -166,6 +183,7 @@ def queue_import(queue: SubmissionQueue, form: ImportForm, data: bytes, settings
         con.execute("INSERT INTO import_submissions VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', NULL, ?, ?)",
                     [sub_id, row["submitter"], row["contact"], row["candidate"], row["meta_json"], row["content"],
                      row["content_sha256"], row["reviews"], now, now])
+        logged(con, None, sub_id=sub_id)
     log.info("import %s queued (%s, %d reviews)", sub_id, row["candidate"], row["reviews"])
     declared = f"declared cutoff {row['cutoff']}: shown, not trusted; " if row["cutoff"] else ""
     cutoff = f"{declared}only papers whose reviews were not yet public when this file was received count"

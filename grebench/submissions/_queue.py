@@ -35,6 +35,7 @@ from grebench.submissions._form import (
     validate_submission,
 )
 from grebench.submissions._limits import when
+from grebench.submissions._log import QUEUE_LOG_DDL, backfill_queue_log, record_try
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +121,8 @@ class SubmissionQueue:
             con.execute(SUBMISSIONS_DDL)
             con.execute(IMPORT_SUBMISSIONS_DDL)
             _limits.create_tables(con)
+            con.execute(QUEUE_LOG_DDL)
+            backfill_queue_log(con)
 
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -173,18 +176,25 @@ class SubmissionQueue:
         ``queue_max_pending`` waiting entries, the source address is over its weekly quota or its refused tries
         (:mod:`._limits`), or the contact (when it is a well-formed one) has used its weekly quota.  A refusal here
         says when the next try is allowed, and is not itself counted as a refused try."""
+        refused = SubmissionQueue.admission_class(con, quota, source, now, contact)
+        return None if refused is None else refused[0]
+
+    @staticmethod
+    def admission_class(con: duckdb.DuckDBPyConnection, quota: SubmissionSettings, source: str | None,
+                        now: datetime, contact: str = "") -> tuple[SubmissionReply, str] | None:
+        """:meth:`admission` with the refusal's public reason class (``queue-full`` or ``rate-limited``)."""
         waiting = _limits.pending(con)
         if waiting >= quota.queue_max_pending:
-            return refusal(f"the queue is full ({waiting} waiting); try again later")
+            return refusal(f"the queue is full ({waiting} waiting); try again later"), "queue-full"
         allowance = _limits.address_allowance(con, quota, source, now)
         if allowance.next_try is not None:
-            return refusal(str(allowance.reason), next_try=allowance.next_try)
+            return refusal(str(allowance.reason), next_try=allowance.next_try), "rate-limited"
         contact = contact.strip()
         if _CONTACT.match(contact):
             next_try = _limits.submitter_next_try(con, quota, contact.lower(), now)
             if next_try is not None:
                 return refusal(f"rate limit reached for this contact ({quota.submissions_per_week} accepted "
-                               "submissions or uploads per 7 days per submitter)", next_try=next_try)
+                               "submissions or uploads per 7 days per submitter)", next_try=next_try), "rate-limited"
         return None
 
     def allowance(self, quota: SubmissionSettings, source: str | None) -> _limits.Allowance:
@@ -223,10 +233,19 @@ class SubmissionQueue:
         address; only an accepted submission counts toward the weekly quota.
         """
         now = utcnow()
+
+        def logged(con: duckdb.DuckDBPyConnection, reason_class: str | None, sub_id: str | None = None,
+                   url: str | None = None) -> None:
+            # the public log (._log): every try, refused ones with their class; never the key, the URL or the text
+            record_try(con, contact=form.contact, model_name=form.model_name, normalised_url=url,
+                       model_string=form.model_string, reason_class=reason_class, now=now, sub_id=sub_id,
+                       secret=form.api_key or "")
+
         with self.connect() as con:
-            refused = self.admission(con, settings.submissions, source, now, form.contact or "")
-        if refused:
-            return refused
+            admitted = self.admission_class(con, settings.submissions, source, now, form.contact or "")
+            if admitted:
+                logged(con, admitted[1], url=_fingerprint_url(form))
+                return admitted[0]
         row = None
         try:
             row = validate_submission(form, settings, resolver)
@@ -241,17 +260,20 @@ class SubmissionQueue:
                 if dup is not None:
                     log.info("submission refused: duplicate of %s", dup[0])
                     _limits.record_refusal(con, source, now)
+                    logged(con, "duplicate", url=row["normalised_url"])
                     return refusal(f"duplicate of submission {dup[0]} ({dup[1]})", sub_id=dup[0])
             if "model_name" not in errors.by_field and name and self.name_taken(con, name):
                 errors.add("model_name", f"model name {name!r} is taken; choose another")
             if errors.by_field or row is None:
                 log.info("submission refused: %s", errors.message())
                 _limits.record_refusal(con, source, now)
+                logged(con, _form_class(errors.by_field), url=row["normalised_url"] if row else _fingerprint_url(form))
                 return refusal(errors.message(), fields=errors.by_field)
             # again under the lock that guards the insert: a concurrent try may have used the quota meanwhile
-            refused = self.admission(con, settings.submissions, source, now, row["contact"])
-            if refused:
-                return refused
+            admitted = self.admission_class(con, settings.submissions, source, now, row["contact"])
+            if admitted:
+                logged(con, admitted[1], url=row["normalised_url"])
+                return admitted[0]
             sub_id = uuid.uuid4().hex[:12]
             ciphertext = vault.seal(sub_id, form.api_key or "")
             _limits.record_source(con, sub_id, source, now)
@@ -260,6 +282,7 @@ class SubmissionQueue:
                 [sub_id, row["submitter"], row["contact"], row["model_name"], row["model_string"], row["base_url"],
                  row["normalised_url"], row["params_json"], row["dedup_key"], row["released"], row["cutoff"],
                  ciphertext, now, now])
+            logged(con, None, sub_id=sub_id, url=row["normalised_url"])
         log.info("submission %s queued (%s)", sub_id, row["model_name"])
         return {"ok": True, "id": sub_id, "errors": {}, "next_try": None,
                 "message": f"Queued as {sub_id}: {row['model_name']} will be evaluated "
@@ -269,13 +292,29 @@ class SubmissionQueue:
 
     def set_status(self, sub_id: str, status: str, reason: str | None = None) -> None:
         """Move a submission to running / finished / failed; the stored key goes when it ends."""
-        if status not in ("queued", "running", "finished", "failed"):
+        if status not in ("queued", "running", "finished", "failed", "withdrawn"):
             raise ValueError(f"unknown status {status!r}")
-        ended = status in ("finished", "failed")
+        ended = status in ("finished", "failed", "withdrawn")
         with self.connect() as con:
             con.execute("UPDATE submissions SET status = ?, reason = ?, updated_at = ?"
                         + (", key_ciphertext = NULL" if ended else "") + " WHERE id = ?",
                         [status, reason, utcnow(), sub_id])
+
+
+def _fingerprint_url(form: SubmissionForm) -> str | None:
+    """What a refused form's endpoint is fingerprinted by before its URL was checked: the URL as given, trimmed
+    and without a trailing slash (hashed, never kept)."""
+    url = (form.base_url or "").strip().rstrip("/")
+    return url or None
+
+
+def _form_class(by_field: Mapping[str, list[str]]) -> str:
+    """The public class of a refused form: its endpoint's address refused, its name taken, or a form problem."""
+    if "base_url" in by_field:
+        return "unreachable-endpoint"
+    if set(by_field) == {"model_name"} and any("taken" in p or "reserved" in p for p in by_field["model_name"]):
+        return "name-taken"
+    return "invalid-form"
 
 
 def queue_path(settings: Settings) -> Path:

@@ -43,10 +43,10 @@ def _soup(path: Path) -> BeautifulSoup:
 
 def test_every_relative_link_resolves_and_nothing_is_external(site: Path) -> None:
     pages = sorted(site.rglob("*.html"))
-    # 16 pages, the board versions listing and the one version's page, and the headline board's 6 compare pages
-    # (good-llm, late-llm: against each other, the human baseline and the floor `generic`; human vs generic) and
-    # their index
-    assert len(pages) == 25
+    # 17 pages (submissions.html among them), the board versions listing and the one version's page, and the
+    # headline board's 6 compare pages (good-llm, late-llm: against each other, the human baseline and the floor
+    # `generic`; human vs generic) and their index
+    assert len(pages) == 26
     checked = 0
     for page in pages:
         soup = _soup(page)
