@@ -85,4 +85,4 @@ def test_a_key_never_appears_only_the_name_of_its_variable(store: Store) -> None
     # it sits in a snapshot's manifest, whose nesting an importer bounds: a deep parameter never makes it refused
     assert _depth({"provenance": prov}, MAX_MANIFEST_DEPTH) <= MAX_MANIFEST_DEPTH
     assert prov["estimators"]["hf:m@a672150f:dtype=float32"]["dtype"] == "float32"
-    assert prov["venues"]["V"]["aggregation"] == {"version": "boards-v6", "bootstrap_samples": 100, "seed": 7}
+    assert prov["venues"]["V"]["aggregation"] == {"version": "boards-v7", "bootstrap_samples": 100, "seed": 7}
