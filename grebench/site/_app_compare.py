@@ -19,12 +19,18 @@ from grebench.store import BASELINE, CONTESTANT, Store
 
 #: The Compare tab's table of the papers where the two differ most.
 HEADERS = ["Paper", "Paper id", "A (nats)", "B (nats)", "A − B"]
-#: The browser side of a dropdown change: the pair goes into the page URL's ``compare`` parameter (the values pass on
-#: unchanged to the Python handler).
+#: The browser side of a dropdown change: the pair goes into the page URL's ``compare`` parameter, with
+#: ``tab=compare``, when the visitor changed it on the Compare tab (the values pass on unchanged to the Python
+#: handler).  Not while the page opens (the load fills the dropdowns, and their change would otherwise rewrite
+#: ``?tab=downloads`` into the Compare tab's address) nor while another tab is shown.
 URL_JS = """(a, b) => {
-  const url = new URL(window.location.href);
-  if (a && b) { url.searchParams.set("compare", a + "," + b); url.searchParams.set("tab", "compare"); }
-  window.history.replaceState(null, "", url.toString());
+  const box = document.querySelector("#compare-a");
+  if (window.grebenchTabOpened && box && box.offsetParent !== null && a && b) {
+    const url = new URL(window.location.href);
+    url.searchParams.set("compare", a + "," + b);
+    url.searchParams.set("tab", "compare");
+    window.history.replaceState(window.history.state, "", url.toString());
+  }
   return [a, b];
 }"""
 
