@@ -43,7 +43,7 @@ from grebench.site._cite import Colophon, colophon
 from grebench.site._data import SnapshotListing
 from grebench.site._labels import Labels, board_id, board_key_label, human_size
 from grebench.site._plots import history_alt, history_svg
-from grebench.site._reviewtext import review_html
+from grebench.site._reviewtext import inline_html, review_html
 from grebench.site._timeline import board_histories
 from grebench.store import ARCHIVE_FORMAT, Provenance, Store, code_files, fingerprint, naming_path, utcnow
 from grebench.submissions import REASON_CLASSES, submission_log
@@ -94,7 +94,8 @@ def environment(labels: Labels | None = None, foot: Colophon | None = None) -> j
                        rank_range=lambda row: rank_range(row) or "—",
                        p_vs_human=lambda row: format_p(row.get("p_vs_human"), row.get("papers")),
                        p_value=lambda row: format_p(row.get("p"), row.get("n_papers")),
-                       findings=board_findings, review_html=review_html)
+                       findings=board_findings, review_html=review_html,
+                       inline_html=inline_html)
     env.globals.update(setup_label=words.setup, contaminated_note=CONTAMINATED_NOTE, incomplete_note=INCOMPLETE_NOTE,
                        attribution_threshold=ATTRIBUTION_THRESHOLD, board_alt=board_alt,
                        colophon=foot or colophon())

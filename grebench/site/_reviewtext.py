@@ -45,4 +45,10 @@ def review_html(text: str | None) -> Markup:
     return Markup(_renderer().render(strip_prompt_markers(text)))  # markdown-it escapes raw HTML (html off)
 
 
-__all__ = ["PROMPT_MARKER", "review_html", "strip_prompt_markers"]
+def inline_html(text: str | None) -> Markup:
+    """One line of the product's own words that may carry markdown (a board finding's `` `generic` ``) as safe
+    inline HTML: no paragraph around it, raw HTML escaped."""
+    return Markup(_renderer().renderInline(text or ""))
+
+
+__all__ = ["PROMPT_MARKER", "inline_html", "review_html", "strip_prompt_markers"]

@@ -99,11 +99,13 @@ def test_a_model_indistinguishable_from_another_paper_s_review_is_said_so(
         published: tuple[Settings, Path, dict[str, Any]]) -> None:
     settings, site, board = published
     page = _page(site / "boards" / f"{board['board_id']}.html")
-    said = [li.get_text(" ", strip=True) for li in page.select(".findings li")]
+    # the findings' markdown rendered: a control's name in <code>, no literal backticks on the page
+    assert page.select(".findings li code") and not any("`" in li.get_text() for li in page.select(".findings li"))
+    said = [li.get_text("", strip=False).strip() for li in page.select(".findings li")]
     good = [s for s in said if s.startswith("good-llm ")]
-    assert any("cannot be told apart from a review of another paper (`other-paper`)" in s for s in good)
-    assert any(s.startswith("Control `elongation`") and "scores above the human baseline" in s for s in said)
-    assert not any("`generic`" in s and "above the human baseline" in s for s in said)
+    assert any("cannot be told apart from a review of another paper (other-paper)" in s for s in good)
+    assert any(s.startswith("Control elongation") and "scores above the human baseline" in s for s in said)
+    assert not any("generic" in s and "above the human baseline" in s for s in said)
     # the JSON flag, in leaderboard.json and in `grebench leaderboard --json`
     data = json.loads((site / "leaderboard.json").read_text(encoding="utf-8"))
     site_board = next(b for b in data["boards"] if b["venue_id"] == VENUE)
