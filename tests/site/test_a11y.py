@@ -229,7 +229,7 @@ VISIBLE = """(() => { const heads = (sel) => [...document.querySelectorAll(sel +
 @requires_chromium
 @pytest.mark.parametrize("width", (1366, 390))
 def test_app_board_passes_axe_and_a_phone_sees_the_key_columns(live_app: str, browser: Browser,
-                                                                width: int) -> None:
+                                                                width: int, tmp_path: Path) -> None:
     source = _axe_source()
     session = _tab(browser, live_app + "/", width)
     _wait(browser, session, BOARD, "the board")
@@ -237,6 +237,9 @@ def test_app_board_passes_axe_and_a_phone_sees_the_key_columns(live_app: str, br
     headers = browser.evaluate(session, SPLIT)
     assert headers == {"split": [], "clipped": []}, headers
     view = browser.evaluate(session, VISIBLE)
+    png = tmp_path / f"a11y-app-board-{width}.png"  # docs/site.md's screenshots (GREBENCH_TEST_ARTIFACTS keeps it)
+    png.write_bytes(base64.b64decode(browser.send("Page.captureScreenshot", {"format": "png"}, session)["data"]))
+    keep_artifact(png)
     if width == 1366:  # a laptop: the full board, no toggle
         assert view["full"] and not view["key"] and not view["toggle"], view
         assert "Rank interval (95%)" in view["fullHeads"] and "Δ vs human" in view["fullHeads"], view
