@@ -259,6 +259,7 @@ class SiteSummary(StageSummary):
     boards: int = 0
     models: int = 0
     papers: int = 0
+    compares: int = 0  # compare pages (two contestants of the headline board side by side)
     leaderboard_json_sha256: str | None = None
     exported_tables: int = 0
     version: str | None = None  # the board version the site shows (new when the boards changed)

@@ -3,7 +3,9 @@
 A small offline run (the bundled ICLR 2026 sample, 8 seeded papers, the offline word model, the built-in judges),
 then the commands that read its scores (validate, exam, judge) on the same store: boards, validation, the panel and
 the sample must equal what the code published before the setup was resolved in one place
-(``tests/data/golden/run_offline_8.json``, written by the code at commit f12f8f9 with ``--regenerate``).
+(``tests/data/golden/run_offline_8.json``, written by the code at commit f12f8f9 with ``--regenerate``; written again
+for issue 63, whose only change to it is the human baseline's rank: a reference line has none, ``rank``, ``rank_low``
+and ``rank_high`` null on its four rows, every number as before).
 """
 
 from __future__ import annotations
