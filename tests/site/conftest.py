@@ -215,3 +215,16 @@ def console_errors(stderr: str) -> list[str]:
 
 requires_chromium = pytest.mark.skipif(shutil.which("chromium") is None,
                                        reason="Debian chromium is not installed (apt-get install chromium)")
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One headless Chromium for a module's browser tests (:class:`tests.site._cdp.Browser`); skipped without it."""
+    from tests.site._cdp import Browser
+
+    exe = shutil.which("chromium")
+    if exe is None:
+        pytest.skip("Debian chromium is not installed (apt-get install chromium)")
+    b = Browser(exe, tmp_path_factory.mktemp("profile"))
+    yield b
+    b.close()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -95,16 +94,6 @@ def _tab(browser: Browser, url: str, width: int) -> str:
                                                         "mobile": False}, session)
     browser.send("Page.navigate", {"url": url}, session)
     return session
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    exe = shutil.which("chromium")
-    if exe is None:
-        pytest.skip("Debian chromium is not installed (apt-get install chromium)")
-    b = Browser(exe, tmp_path_factory.mktemp("profile"))
-    yield b
-    b.close()
 
 
 def _store() -> Store:

@@ -7,9 +7,7 @@ breaks inside a word.  (The archive's download and import: ``test_browser_downlo
 
 from __future__ import annotations
 
-import shutil
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -23,16 +21,6 @@ from tests.site.test_a11y import SPLIT, _axe, _axe_source
 from tests.site.test_submissions_log import _fill
 
 pytestmark = [pytest.mark.browser, requires_chromium]
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
-    exe = shutil.which("chromium")
-    if exe is None:
-        pytest.skip("Debian chromium is not installed (apt-get install chromium)")
-    b = Browser(exe, tmp_path_factory.mktemp("profile"))
-    yield b
-    b.close()
 
 
 @pytest.fixture(scope="module")
