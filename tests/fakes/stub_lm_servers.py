@@ -306,10 +306,10 @@ class StubFarm:
             data = self._one_token(ids, body.get("allowed_token_ids") or [], index)
         return 200, data, computed
 
-    async def _completion(self, s: _Stub, body: Mapping[str, Any], sglang: bool = False) -> tuple[int, bytes, int]:
+    async def _completion(self, s: _Stub, body: Mapping[str, Any], items: list[dict[str, Any]] | None,
+                          sglang: bool = False) -> tuple[int, bytes, int]:
         """A request of one prompt or a batch: (status, answer, prompts answered).  The prompts are computed one
         after another on the server's clock; the answer comes when the last is done."""
-        items = self._items(body, sglang) if isinstance(body, Mapping) else None
         if items is None:
             return 400, b'{"error":"expected a token-id prompt"}', 0
         answers, total = [], 0
@@ -347,17 +347,18 @@ class StubFarm:
                 return 400, b'{"error":"body is not JSON"}'
             sglang = path == "/generate"
             s.calls += 1
-            prompts = len(self._items(parsed, sglang) or [{}]) if isinstance(parsed, dict) else 1
+            items = self._items(parsed, sglang) if isinstance(parsed, dict) else None  # the prompts, read once
+            prompts = len(items) if items else 1
             s.concurrent += prompts  # prompts in flight (a batch counts each of its prompts)
             s.max_concurrent = max(s.max_concurrent, s.concurrent)
             try:
-                status, data, n = await self._completion(s, parsed, sglang)
+                status, data, n = await self._completion(s, parsed, items, sglang)
             finally:
                 s.concurrent -= prompts
             if status == 200 and s.alive:
                 s.answered += n
                 s.bytes_sent += len(data)
-                for item in self._items(parsed, sglang) or ():
+                for item in items or ():
                     self.answered_prompts[hash(tuple(item["input_ids" if sglang else "prompt"]))] += 1
             return status, data
         return 404, b'{"error":"no such route"}'

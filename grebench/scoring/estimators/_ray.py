@@ -62,10 +62,6 @@ def ray_installed() -> bool:
     return importlib.util.find_spec("ray") is not None
 
 
-def _ray() -> Any:
-    return ray_module()
-
-
 @dataclass(frozen=True)
 class EstimatorPart:
     """What an actor builds its estimator from, nothing built: the spec and the context its factory gets (the
@@ -100,7 +96,7 @@ class ScoringActor:
     def _estimator(self, key: str, corpus: list[Any]) -> Estimator:
         made = self.built.get(key)
         if made is None:
-            ray = _ray()
+            ray = ray_module()
             # the corpus travels as a ref inside a list, so that it is fetched only by an actor that builds
             data = ray.get(corpus[0]) if corpus else None
             made = self.built[key] = self.part.build(data)
@@ -127,7 +123,7 @@ class ScoringActor:
 def _wait_all(refs: list[Any], on_ready: Callable[[], None] | None = None) -> list[Any]:
     """The values of ``refs``, in their order, waited for in short slices so that a stop is seen
     (:mod:`grebench.stop`); ``on_ready()`` is called as each finishes.  Raises a task's error."""
-    ray = _ray()
+    ray = ray_module()
     left = list(refs)
     while left:
         ready, left = ray.wait(left, num_returns=1, timeout=stop.POLL_S)
@@ -162,7 +158,7 @@ class RayPool:
             raise ValueError(f"the ray executor runs in-process estimators (hf:..., offline), not {spec!r}: a "
                              "server estimator (vllm:, sglang:, vllm-local:) already streams its requests to its "
                              "servers from this process")
-        ray = _ray()
+        ray = ray_module()
         self.spec = spec
         # the caller's Ray (a test's, or a driver script's) is left as it is; this job's own is stopped on close
         self.started_ray = start_ray(settings.run.ray_address)
@@ -203,7 +199,7 @@ class RayPool:
 
     def current_pids(self) -> list[int]:
         """Each actor's process id now, asked of the actors (waits behind the shards they hold)."""
-        ray = _ray()
+        ray = ray_module()
         return [int(p) for p in ray.get([a.pid.remote() for a in self.actors])]
 
     def close(self) -> None:
@@ -212,7 +208,7 @@ class RayPool:
         actors, self.actors = self.actors, []
         if not actors:
             return
-        ray = _ray()
+        ray = ray_module()
         try:
             for actor in actors:
                 ray.kill(actor, no_restart=True)
@@ -251,7 +247,7 @@ class RayEstimator:
                  progress: Progress | None = None, shard_requests: int = SHARD_REQUESTS) -> None:
         from grebench.scoring.estimators import _corpus_key
 
-        ray = _ray()
+        ray = ray_module()
         self.pool = pool
         self.key = _corpus_key(corpus)
         self._corpus = [ray.put({k: list(v) for k, v in corpus.items()})] if corpus is not None else []
@@ -279,7 +275,7 @@ class RayEstimator:
         a shard at a time as shards finish.  Returns the answers in request order.  A stop (:mod:`grebench.stop`)
         is seen within a poll interval: what was handed over stays, the shards still queued are cancelled, and
         :class:`grebench.stop.Interrupted` is raised."""
-        ray = _ray()
+        ray = ray_module()
         results: list[Any] = [None] * len(requests)
         actors = self.pool.actors
         if not actors:
