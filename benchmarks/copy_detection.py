@@ -654,7 +654,7 @@ def paraphrase_section(args: argparse.Namespace, data: list[tuple[str, str, list
     check (:class:`grebench.scoring.LMCopyCheck`, bar cross-fitted: calibrated on the *other* sample's honest
     reviews) and the submission-level shift test (:func:`grebench.scoring.shift_test`); then the false-positive rates
     of the LM check on every honest review of both samples and of the shift test on honest submissions."""
-    from grebench.scoring import LMCopyCheck, conformal_bar, rules_judgment_lines, shift_test
+    from grebench.scoring import LMCopyCheck, conformal_bar, gap_test, rules_judgment_lines, shift_test
     from grebench.scoring.estimators import EstimatorHandle as Handle
 
     started = time.monotonic()
@@ -758,6 +758,23 @@ def paraphrase_section(args: argparse.Namespace, data: list[tuple[str, str, list
                     i = rng.randrange(len(vals))
                     mine[label], rest[label] = vals[i], vals[:i] + vals[i + 1:]
             honest_z_held += shift_test(mine, rest).held
+        # the sealed-gap test on honest submissions: one honest reviewer per paper, a random half of the papers sealed
+        honest_gap_held = honest_gap_z_held = 0
+        for k in range(draws):
+            rng = random.Random(f"{args.seed}/honest gap submission/{k}")
+            mine, rest, mz, rz = {}, {}, {}, {}
+            for (label, _, _) in data:
+                pid = label.split("/", 1)[1]
+                vals, zs = honest_ratios.get(pid, []), honest_z.get(label, [])
+                if len(vals) >= 2:
+                    i = rng.randrange(len(vals))
+                    mine[pid], rest[pid] = vals[i], vals[:i] + vals[i + 1:]
+                if len(zs) >= 2:
+                    i = rng.randrange(len(zs))
+                    mz[label], rz[label] = zs[i], zs[:i] + zs[i + 1:]
+            cut = set(rng.sample([label for label, _, _ in data], len(data) // 2))
+            honest_gap_held += gap_test(mine, rest, {pid.split("/", 1)[1] for pid in cut}).held
+            honest_gap_z_held += gap_test(mz, rz, cut).held
 
         rows = []
         options: dict[str, list[tuple[str, list[str], list[bool], list[float | None]]]] = {}
@@ -819,15 +836,77 @@ def paraphrase_section(args: argparse.Namespace, data: list[tuple[str, str, list
                 texts[i], mean, stats = best[1][i], trial_m, trial_z
             return texts, []  # (the rows score the texts again)
 
+        # The sealed half: the papers whose reviews were still hidden when the endpoint wrote.  There it has nothing
+        # to copy and serves its own review (the generic one); the copy goes only where the reviews were public.
+        sealed_labels = set(random.Random(f"{args.seed}/sealed half").sample([label for label, _, _ in data],
+                                                                              len(data) // 2))
+        sealed_pids = {label.split("/", 1)[1] for label in sealed_labels}
+
+        def mixed(i_means: list[float | None], i_stats: list[float]) -> tuple[dict[str, float], dict[str, float]]:
+            base = options["all"][0]
+            b_means, b_stats = means[id(base[3])], [e.statistic for e in base[4]]
+            info_sub, z_sub = {}, {}
+            for j, (label, _, _) in enumerate(data):
+                sealed = label in sealed_labels
+                m = b_means[j] if sealed else i_means[j]
+                if m is not None:
+                    info_sub[label.split("/", 1)[1]] = m
+                z_sub[label] = b_stats[j] if sealed else i_stats[j]
+            return info_sub, z_sub
+
+        def sealed_tests(i_means: list[float | None], i_stats: list[float]) -> tuple[Any, Any, bool]:
+            """(gap test on information, gap test on the LM statistic, held by any submission-level test) of the
+            submission that copies only on the public half."""
+            info_sub, z_sub = mixed(i_means, i_stats)
+            gap, zgap = gap_test(info_sub, honest_ratios, sealed_pids), gap_test(z_sub, honest_z, sealed_labels)
+            held = (gap.held or zgap.held or shift_test(info_sub, honest_ratios).held
+                    or shift_test(z_sub, honest_z).held)
+            return gap, zgap, held
+
+        def white_box_sealed() -> tuple[list[str], list[Any]]:
+            """The white box against every test, the sealed-gap tests included: only public papers can carry a copy;
+            it upgrades them (largest gain first) while no submission-level test holds the submission."""
+            base = options["all"][0]
+            texts, mean, stats = list(base[1]), list(means[id(base[3])]), [e.statistic for e in base[4]]
+            gains = []
+            for i, (label, _, _) in enumerate(data):
+                good = [o for o in options["all"][1:] if o[2][i] and o[3][i] is not None]
+                if good and label not in sealed_labels:
+                    best = max(good, key=lambda o: o[3][i])
+                    gains.append(((best[3][i] or 0.0) - (base[3][i] or 0.0), i, best))
+            for _, i, best in sorted(gains, key=lambda g: (-g[0], g[1])):
+                trial_m, trial_z = list(mean), list(stats)
+                trial_m[i], trial_z[i] = means[id(best[3])][i], best[4][i].statistic
+                if sealed_tests(trial_m, trial_z)[2]:
+                    continue
+                texts[i], mean, stats = best[1][i], trial_m, trial_z
+            return texts, []
+
         fixed = "paraphrase: synonyms + reordered, after a generic review, 30% of sentences"
         for name, strength, (texts, _) in (
                 ("per-paper tailoring: the 30% paraphrase where it passes every check", "-",
                  tailored(options["tailor"], fixed)),
                 ("adaptive synonymiser: per paper the most informative option passing every check", "-",
                  tailored(options["all"], None)),
-                ("white box: as many papers upgraded as the shift tests let through", "-", white_box())):
+                ("white box: as many papers upgraded as the shift tests let through", "-", white_box()),
+                ("white box with a sealed half: public papers upgraded while no test holds it, sealed-gap included",
+                 "-", white_box_sealed())):
             lex, info, ratios, lm = per_paper(texts)
             rows.append((name, strength, texts, lex, info, lm, ratios, info_shift(ratios), lm_shift(lm)))
+        # every row again as a submission that copies only where the reviews were public (the sealed half: its own,
+        # generic review), through the submission-level tests with the sealed-gap test
+        generic_ratios = rows[0][6]
+        sealed_rows = []
+        for row in rows:
+            ratios = row[6]
+            gap, zgap, held = sealed_tests(means[id(ratios)], [e.statistic for e in row[5]])
+            mixed_ratios = [g if label in sealed_labels else r
+                            for (label, _, _), r, g in zip(data, ratios, generic_ratios, strict=True)]
+            known = [r for r in mixed_ratios if r is not None]
+            caught = sum(a or b or c.copied for (label, _, _), a, b, c in zip(data, row[3], row[4], row[5],
+                                                                              strict=True)
+                         if label not in sealed_labels)
+            sealed_rows.append((sum(known) / len(known) if known else float("nan"), gap, zgap, held, caught))
     finally:
         handle.close()
     elapsed = time.monotonic() - started
@@ -854,6 +933,24 @@ def paraphrase_section(args: argparse.Namespace, data: list[tuple[str, str, list
             print(f"{name:<80} {strength:<18} caught {cells[2]:>6} words {cells[3]:>3} info {cells[4]:>3} "
                   f"lm {cells[5]:>3} Z50 {cells[6]:>6} ratio {cells[7]:>5} shift {cells[8]:<20} lm shift "
                   f"{cells[9]:<20} held {cells[10]}")
+    half = len(data) - len(data) // 2
+    print(f"\nThe same attacks where only the public half of the papers can be copied ({half} papers; on the "
+          f"{len(data) // 2} sealed ones the endpoint serves its own generic review), with the sealed-gap test:")
+    if args.markdown:
+        print("\n| transformation | strength | public papers caught per paper | information / human, mean "
+              "| sealed-gap (information) | sealed-gap (LM) | held (any submission-level test) |")
+        print("|---|---|---|---|---|---|---|")
+    for row, (mean, gap, zgap, held, caught) in zip(rows, sealed_rows, strict=True):
+        cells = (row[0], row[1], f"{caught}/{half}", f"{mean:.2f}",
+                 f"{gap.ratio:.2f}x, {format_p(gap.p, gap.public + gap.sealed)}",
+                 f"{zgap.ratio:.2f}x, {format_p(zgap.p, zgap.public + zgap.sealed)}", "yes" if held else "no")
+        if args.markdown:
+            print("| " + " | ".join(cells) + " |")
+        else:
+            print(f"{row[0]:<80} {row[1]:<18} caught {cells[2]:>6} ratio {cells[3]:>5} gap {cells[4]:<20} "
+                  f"lm gap {cells[5]:<20} held {cells[6]}")
+    print(f"sealed-gap tests: {honest_gap_held}/{draws} honest submissions held (information), "
+          f"{honest_gap_z_held}/{draws} (LM statistic), each with a random half of its papers sealed")
     per_review = calibration_requests / max(1, sum(honest_n.values()))
     print(("\n" if args.markdown else "") + "LM copy check: honest reviews flagged " + ", ".join(
         f"{name} {honest_flags[name]}/{honest_n[name]} ({honest_flags[name] / max(1, honest_n[name]):.2%}; bars "

@@ -63,16 +63,26 @@ def list_command(settings: Settings, as_json: bool) -> None:
 @command.command("approve")
 @click.argument("submission_id")
 @click.option("--note", default="", help="Why the operator vouches (kept in the store's board changes).")
+@click.option("--override", default=None, metavar="REASON",
+              help="Approve over a hold (copy check, information view, shift or sealed-gap test) or before the "
+                   "sealed-gap test can run; REASON is kept in the public audit with the evidence overridden, and the "
+                   "same evidence does not hold the model again (new evidence does).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @settings_options
 @click.pass_obj
-def approve_command(settings: Settings, submission_id: str, note: str, as_json: bool) -> None:
-    """Vouch for the declared cutoff of submission SUBMISSION_ID (its model then counts on papers after it)."""
+def approve_command(settings: Settings, submission_id: str, note: str, override: str | None,
+                    as_json: bool) -> None:
+    """Vouch for the declared cutoff of submission SUBMISSION_ID (its model then counts on papers after it).
+
+    Refused while a check holds the model, and (``approval_needs_sealed``, the default) until its sealed-gap test
+    can run: its information on papers whose reviews were public when it wrote, against its own on sealed papers."""
     from grebench.submissions import SubmissionError, approve_submission
 
+    if override is not None and not override.strip():
+        raise click.UsageError("--override needs a reason (kept in the public audit)")
     with writer_store(settings) as store:
         try:
-            result = approve_submission(store, submission_id, note, settings)
+            result = approve_submission(store, submission_id, note, settings, override or "")
         except SubmissionError as exc:
             raise click.ClickException(str(exc)) from None
     if as_json:

@@ -11,6 +11,8 @@ Public API (importing it never imports torch or litellm):
 * :func:`compute_boards` / :func:`stored_boards` — the leaderboards, computed once and stored; readers read them.
 * :func:`information_flags` — the information view of a copy (one reference explained far beyond any human review);
   :func:`information_shift` — the same summed over a submission (its per-paper ratios against honest reviewers');
+  :func:`sealed_gap` — a submission's information where the reviews were public when it wrote against its own where
+  they were sealed (what copying adds, whatever its wording);
   :class:`LMCopyCheck` — copy evidence from the evaluation LM, line by line, calibrated on honest pairs.
 * :func:`validation_rows` — the metric's validation (Cohen's d of every control vs the human review).
 * :func:`board_findings` — what a board can tell, in words (rows against the floor controls, controls above the
@@ -101,13 +103,19 @@ from grebench.scoring._metrics import (
     metric_preprocessor,
 )
 from grebench.scoring._outliers import (
+    GAP_ALPHA,
+    GAP_FACTOR,
+    GAP_MIN_PAPERS,
     HUMAN_FACTOR,
     SHIFT_ALPHA,
     SHIFT_FACTOR,
+    GapTest,
     InformationFlag,
     ShiftTest,
+    gap_test,
     information_flags,
     information_shift,
+    sealed_gap,
     shift_test,
 )
 from grebench.scoring._preprocess import (
@@ -156,6 +164,9 @@ __all__ = [
     "BOARD_VERSION",
     "CONTAMINATED",
     "CONTAMINATED_NOTE",
+    "GAP_ALPHA",
+    "GAP_FACTOR",
+    "GAP_MIN_PAPERS",
     "GEM_PROMPT_VERSION",
     "HUMAN_FACTOR",
     "INCOMPLETE",
@@ -181,6 +192,7 @@ __all__ = [
     "EstimatorAgreement",
     "EstimatorHandle",
     "FloorTest",
+    "GapTest",
     "InformationFlag",
     "LMCopyCheck",
     "LMCopyEvidence",
@@ -224,6 +236,7 @@ __all__ = [
     "estimator_agreement",
     "estimator_facts",
     "format_p",
+    "gap_test",
     "gem_judge_metric",
     "headline_board",
     "headline_first",
@@ -259,6 +272,7 @@ __all__ = [
     "run_scoring",
     "sample_facts",
     "score_texts",
+    "sealed_gap",
     "shift_test",
     "smallest_p",
     "store_labels",

@@ -188,3 +188,153 @@ def information_shift(store: Store, candidate: str, metric: str = "gem-s") -> Sh
     best = min(tests, key=lambda t: t.p)
     return ShiftTest(best.papers, best.mean_log_excess, min(1.0, best.p * len(tests)), best.excess_papers, best.setup,
                      best.ratio)
+
+
+#: The sealed-gap test (issue 62): a submitted model reviews two kinds of paper, those whose reviews were still
+#: hidden when it wrote (sealed: nothing to copy) and those whose reviews were already public (vouched for by its
+#: declared cutoff once the operator approves it).  An honest model's information relative to the honest reviewers
+#: of the same papers does not depend on whether the reviews were public when it wrote; a copy's does, whatever its
+#: wording, because the copied information exists only where the reviews were public.  The test asks whether the
+#: model's per-paper information (as :func:`shift_test` measures it) is higher on its public papers than on its
+#: sealed ones by more than :data:`GAP_FACTOR`, one-sided p below :data:`GAP_ALPHA`, with at least
+#: :data:`GAP_MIN_PAPERS` papers of each kind.  It bounds what copying buys by the model's *own* sealed level, which
+#: no rewording raises; the shift test bounds it by the honest reviewers'.
+GAP_FACTOR = 1.1
+GAP_ALPHA = 0.01
+GAP_MIN_PAPERS = 8
+#: Random relabellings of the two-sample permutation test (seeded: the same values give the same p everywhere).
+GAP_PERMUTATIONS = 20_000
+_GAP_SEED = 20261207
+
+
+@dataclass(frozen=True)
+class GapTest:
+    """The sealed-gap test of one submitted model: papers of each kind, the mean log excess of its public papers'
+    information over its sealed papers' (relative to the honest reviewers of each paper), its one-sided p, and the
+    public papers that carry the excess (above the sealed papers' median by more than the factor; largest first)."""
+
+    public: int
+    sealed: int
+    mean_log_gap: float
+    p: float
+    excess_papers: tuple[str, ...]
+    setup: str = ""
+
+    @property
+    def ratio(self) -> float:
+        """exp(mean log gap): its information on public papers over that on sealed papers (each relative to the
+        honest reviewers of the paper; 1.0 for an honest model)."""
+        import math
+
+        return math.exp(self.mean_log_gap) if math.isfinite(self.mean_log_gap) else float("nan")
+
+    @property
+    def testable(self) -> bool:
+        return self.public >= GAP_MIN_PAPERS and self.sealed >= GAP_MIN_PAPERS
+
+    @property
+    def held(self) -> bool:
+        return self.testable and self.p < GAP_ALPHA
+
+    def describe(self) -> str:
+        """``sealed-gap test (offline / rules): on its 20 papers whose reviews were public when it wrote, 2.41x its
+        information on its 20 sealed papers, relative to the honest reviewers of each (bar 1.1x, alpha 0.01),
+        one-sided p < 0.001; the excess on 14 papers: P1, ...``."""
+        from grebench.scoring._aggregate import format_p
+
+        where = f" ({self.setup})" if self.setup else ""
+        if not self.testable:
+            return (f"sealed-gap test{where}: not yet testable: {self.sealed} sealed and {self.public} public papers "
+                    f"scored (it needs {GAP_MIN_PAPERS} of each)")
+        shown = ", ".join(self.excess_papers[:8]) + (", ..." if len(self.excess_papers) > 8 else "")
+        return (f"sealed-gap test{where}: on its {self.public} papers whose reviews were public when it wrote, "
+                f"{self.ratio:.2f}x its information on its {self.sealed} sealed papers, relative to the honest "
+                f"reviewers of each (bar {GAP_FACTOR:g}x, alpha {GAP_ALPHA:g}), one-sided "
+                f"{format_p(self.p, self.public + self.sealed)}"
+                + (f"; the excess on {len(self.excess_papers)} papers: {shown}" if self.excess_papers else ""))
+
+
+def relative_information(candidate: dict[str, float], honest: dict[str, list[float]]) -> dict[str, float]:
+    """Per paper both have: log(candidate + floor) − mean log(honest + floor), in units of the median honest value
+    (:func:`shift_test`'s per-paper value before its factor)."""
+    import math
+
+    common = sorted(p for p in candidate if honest.get(p))
+    if not common:
+        return {}
+    middle = sorted(v for p in common for v in honest[p])
+    scale = middle[len(middle) // 2] or 1.0
+
+    def log(v: float) -> float:
+        return math.log(max(v, 0.0) / scale + SHIFT_FLOOR)
+
+    return {p: log(candidate[p]) - sum(log(v) for v in honest[p]) / len(honest[p]) for p in common}
+
+
+def gap_test(candidate: dict[str, float], honest: dict[str, list[float]], sealed: set[str] | frozenset[str],
+             setup: str = "") -> GapTest:
+    """The one-sided two-sample permutation test of ``mean(d[public]) − mean(d[sealed]) > log(GAP_FACTOR)`` where
+    ``d`` is :func:`relative_information` and a paper is sealed when it is in ``sealed`` (the model wrote before the
+    paper's reviews were public).  Under the null the public papers' values, less ``log(GAP_FACTOR)``, are
+    exchangeable with the sealed ones'; :data:`GAP_PERMUTATIONS` seeded relabellings give p = (1 + as extreme) /
+    (1 + relabellings)."""
+    import math
+
+    import numpy as np
+
+    d = relative_information(candidate, honest)
+    pub = sorted(p for p in d if p not in sealed)
+    sea = sorted(p for p in d if p in sealed)
+    if not pub or not sea:
+        return GapTest(len(pub), len(sea), float("nan"), 1.0, (), setup)
+    a = np.array([d[p] for p in pub]) - math.log(GAP_FACTOR)
+    b = np.array([d[p] for p in sea])
+    observed = float(a.mean() - b.mean())
+    pooled = np.concatenate([a, b])
+    rng = np.random.default_rng(_GAP_SEED)
+    extreme, done = 0, 0
+    chunk = max(1, min(GAP_PERMUTATIONS, 2_000_000 // pooled.size))  # about 16 MB of relabellings at a time
+    while done < GAP_PERMUTATIONS:
+        k = min(chunk, GAP_PERMUTATIONS - done)
+        perms = rng.permuted(np.tile(pooled, (k, 1)), axis=1)
+        stats = perms[:, :a.size].mean(axis=1) - perms[:, a.size:].mean(axis=1)
+        extreme += int(np.count_nonzero(stats >= observed * (1 - 1e-9) - 1e-12))
+        done += k
+    p = (1 + extreme) / (1 + GAP_PERMUTATIONS)
+    level = float(np.median(b)) + math.log(GAP_FACTOR)
+    excess = tuple(sorted((k for k in pub if d[k] > level), key=lambda k: (-d[k], k)))
+    return GapTest(len(pub), len(sea), round(observed + math.log(GAP_FACTOR), 4), float(p), excess, setup)
+
+
+def sealed_gap(store: Store, candidate: str, metric: str = "gem-s") -> GapTest | None:
+    """:func:`gap_test` of ``candidate``'s stored scores in each scored setup: its per-paper information against the
+    honest reviewers' (candidates of kind ``human`` or ``llm``), a paper sealed when the generation scored there was
+    (``generations.sealed``, read now: a link found later unseals it); the most significant test, its p multiplied
+    by the number of setups tested (Bonferroni).  None when nothing is scored."""
+    rows = store.rows(
+        "SELECT s.candidate, s.estimator, s.preprocessor, s.paper_id, "
+        "  sum(greatest(s.pmi, 0) / -s.marginal) AS share, coalesce(bool_and(g.sealed), false) AS sealed "
+        "FROM scores s JOIN candidates c ON c.name = s.candidate "
+        "LEFT JOIN generations g ON g.generation_id = s.generation_id "
+        "WHERE s.metric = ? AND s.marginal < 0 AND (s.candidate = ? OR c.kind IN ('human', 'llm')) GROUP BY ALL",
+        [metric, candidate])
+    setups: dict[tuple[str, str], tuple[dict[str, float], dict[str, list[float]], set[str]]] = {}
+    for r in rows:
+        mine, honest, sealed = setups.setdefault((r["estimator"], r["preprocessor"]), ({}, {}, set()))
+        if r["candidate"] == candidate:
+            mine[r["paper_id"]] = float(r["share"])
+            if r["sealed"]:
+                sealed.add(r["paper_id"])
+        else:
+            honest.setdefault(r["paper_id"], []).append(float(r["share"]))
+    tests = [gap_test(mine, honest, sealed, f"{est} / {pre}")
+             for (est, pre), (mine, honest, sealed) in sorted(setups.items()) if mine]
+    tests = [t for t in tests if t.public or t.sealed]
+    if not tests:
+        return None
+    testable = [t for t in tests if t.testable]
+    if not testable:
+        return max(tests, key=lambda t: (min(t.sealed, t.public), t.setup))
+    best = min(testable, key=lambda t: t.p)
+    return GapTest(best.public, best.sealed, best.mean_log_gap, min(1.0, best.p * len(testable)), best.excess_papers,
+                   best.setup)

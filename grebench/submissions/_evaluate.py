@@ -28,12 +28,19 @@ from typing import Any, NotRequired, TypedDict, cast
 
 from grebench.endpoints import KeyUnreadable, KeyVault
 from grebench.progress import NoProgress, Progress
-from grebench.scoring import information_flags, information_shift
+from grebench.scoring import GAP_MIN_PAPERS, information_flags, information_shift, sealed_gap
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 from grebench.submissions._copycheck import check_copies
 from grebench.submissions._form import SubmissionError
-from grebench.submissions._holds import APPROVAL_REFUSED, hold, information_evidence, shift_evidence
+from grebench.submissions._holds import (
+    APPROVAL_REFUSED,
+    OVERRIDE,
+    gap_evidence,
+    hold,
+    information_evidence,
+    shift_evidence,
+)
 from grebench.submissions._imports import ImportOutcome, accept_queued_imports
 from grebench.submissions._keys import key_in_env
 from grebench.submissions._log import sync_log
@@ -295,7 +302,8 @@ class Approval(TypedDict):
     checked: int
 
 
-def approve_submission(store: Store, sub_id: str, note: str = "", settings: Settings | None = None) -> Approval:
+def approve_submission(store: Store, sub_id: str, note: str = "", settings: Settings | None = None,
+                       override: str = "") -> Approval:
     """The operator vouches for a submitted model's declared cutoff: its candidate gets that cutoff (its reviews
     on papers whose reviews became public after it count from the next board computation).  Audited in the store
     (``board_changes``).  :class:`SubmissionError` when there is nothing to approve.
@@ -306,10 +314,17 @@ def approve_submission(store: Store, sub_id: str, note: str = "", settings: Sett
     changes nothing but an audit row; so does the information view of a copy
     (:func:`grebench.scoring.information_flags`: a paper whose references the candidate explains far beyond what the
     human review of that paper explains; the pipeline runs it again whenever scores change,
-    :func:`grebench.submissions.recheck_held`), and so does the submission-level test of its information ratios
-    against the honest reviewers' (:func:`grebench.scoring.information_shift`, shown with its p in the approval's
-    audit line either way)
-    (``board_changes`` kind :data:`APPROVAL_REFUSED`), so the submission stays held for the operator."""
+    :func:`grebench.submissions.recheck_held`), the submission-level test of its information ratios against the
+    honest reviewers' (:func:`grebench.scoring.information_shift`) and the sealed-gap test
+    (:func:`grebench.scoring.sealed_gap`: its information where the reviews were public when it wrote against its
+    own where they were sealed), both shown with their p in the approval's audit line either way
+    (``board_changes`` kind :data:`APPROVAL_REFUSED`), so the submission stays held for the operator.
+
+    With ``settings.submissions.approval_needs_sealed`` (the default), approval also waits until the sealed-gap test
+    can run (enough papers of each kind scored): refused with what is missing, nothing written.  ``override`` (the
+    operator's reason, required to be non-empty) approves over any of that: the audit line names the evidence
+    overridden and the reason, and :func:`recheck_held` does not hold again on that evidence (new evidence still
+    holds)."""
     rows = store.rows("SELECT s.id, s.model_name, s.cutoff, s.status, c.kind, c.cutoff AS vouched "
                       "FROM submissions s LEFT JOIN candidates c ON c.name = s.model_name WHERE s.id = ?", [sub_id])
     if not rows:
@@ -323,33 +338,57 @@ def approve_submission(store: Store, sub_id: str, note: str = "", settings: Sett
     if sub["cutoff"] is None:
         raise SubmissionError(f"submission {sub_id} declared no cutoff")
     now = utcnow()
+    override = override.strip()[:500]
     check = check_copies(store, sub["model_name"], settings)
     informed = information_flags(store, sub["model_name"])
     shift = information_shift(store, sub["model_name"])
-    shifted = shift is not None and shift.held
-    if check.flagged or informed or shifted:
-        found = [check.summary()] if check.flagged else []
-        if informed:
-            found.append(information_evidence(informed))
-        if shift is not None and shifted:
-            found.append(shift_evidence(shift))
-        detail = (f"approval of submission {sub_id} refused, held for the operator: {'; '.join(found)}; the "
-                  f"declared cutoff {sub['cutoff']} is not trusted")
+    gap = sealed_gap(store, sub["model_name"])
+    found: list[tuple[str, str]] = []  # (label, evidence in words)
+    if check.flagged:
+        found.append(("copy check", check.summary()))
+    if informed:
+        found.append(("information view", information_evidence(informed)))
+    if shift is not None and shift.held:
+        found.append(("information shift test", shift_evidence(shift)))
+    if gap is not None and gap.held:
+        found.append(("sealed-gap test", gap_evidence(gap)))
+    needs_sealed = settings.submissions.approval_needs_sealed if settings is not None else True
+    waiting = needs_sealed and (gap is None or not gap.testable)
+    if found and not override:
+        detail = (f"approval of submission {sub_id} refused, held for the operator: "
+                  f"{'; '.join(words for _, words in found)}; the declared cutoff {sub['cutoff']} is not trusted "
+                  "(the operator may approve over it: --override REASON)")
         store.con.execute("INSERT INTO board_changes VALUES (?, ?, ?, ?)",
                           [now, APPROVAL_REFUSED, sub["model_name"], detail[:2000]])
         log.warning("%s", detail)
         raise SubmissionError(detail)
+    if waiting and not override:
+        have = (f"{gap.sealed} sealed and {gap.public} public papers scored" if gap is not None
+                else "no paper of it scored beside the human baseline yet")
+        raise SubmissionError(
+            f"approval of submission {sub_id} waits for sealed evidence: {have}; the sealed-gap test needs "
+            f"{GAP_MIN_PAPERS} of each (papers whose reviews were still hidden when it wrote are scored once their "
+            "reviews are public; the copy check passed, nothing was written). The operator may approve without it: "
+            "--override REASON")
+    if waiting:
+        found.append(("no sealed-gap test yet", "approved before its sealed-gap test could run"
+                      + ("" if gap is None else f" ({gap.describe()})")))
     detail = (f"submission {sub_id} vouched for by the operator: declared cutoff {sub['cutoff']} trusted"
               + (f" ({note.strip()[:500]})" if note.strip() else "")
-              + f"; copy check passed on {check.checked} stored reviews"
-              + (f"; {shift.describe()}" if shift is not None else ""))
+              + ("" if check.flagged else f"; copy check passed on {check.checked} stored reviews")
+              + (f"; {shift.describe()}" if shift is not None else "")
+              + (f"; {gap.describe()}" if gap is not None and gap.testable else ""))
+    if found:  # an override: what it overrides and why, in the public audit
+        detail += (f"; {OVERRIDE}: {', '.join(label for label, _ in found)} (reason: {override}); evidence: "
+                   f"{'; '.join(words for _, words in found)}")
     if sub["status"] != "finished":  # the cutoff is trusted, but a failed or stopped run chose its papers
         detail += (f"; the submission is {sub['status']}: it stays unranked on every board whose sample it did not "
                    "review (grebench/scoring/_coverage.py)")
     with store.transaction() as con:
         con.execute("UPDATE candidates SET cutoff = ?, updated_at = ? WHERE name = ?",
                     [sub["cutoff"], now, sub["model_name"]])
-        con.execute("INSERT INTO board_changes VALUES (?, 'submission', ?, ?)", [now, sub["model_name"], detail])
+        con.execute("INSERT INTO board_changes VALUES (?, 'submission', ?, ?)",
+                    [now, sub["model_name"], detail[:4000]])
     log.info("%s", detail)
     return {"id": sub_id, "candidate": sub["model_name"], "cutoff": str(sub["cutoff"]), "detail": detail,
             "checked": check.checked}

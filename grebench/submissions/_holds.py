@@ -1,6 +1,9 @@
 """Holds: a submission whose reviews copy, do not read as text, or explain their references far beyond the human
 review (one paper at a time, or summed over the submission: :func:`grebench.scoring.information_shift`) is held for
-the operator, with the evidence, whenever that is found.
+the operator, with the evidence, whenever that is found; so is one whose information is higher where the reviews
+were public when it wrote than on its own sealed papers (:func:`grebench.scoring.sealed_gap`, issue 62).  The
+operator can approve over a hold (``grebench submissions approve ID --override REASON``): the approval's audit line
+names the evidence overridden (:data:`OVERRIDE`), and :func:`recheck_held` holds again only on other evidence.
 
 Before issue 48 the information view ran only at approval: an approval given before ``grebench score`` got the lexical
 check alone, and nothing looked again once scores arrived.  Now the pipeline calls :func:`recheck_held` after every
@@ -49,6 +52,28 @@ def information_evidence(flags: list[Any]) -> str:
             f"the human review of the paper ({shown}{'; ...' if len(flags) > 3 else ''})")
 
 
+def gap_evidence(gap: Any) -> str:
+    """``its information is higher where ... (sealed-gap test ...)``: the sealed-gap test
+    (:func:`grebench.scoring.sealed_gap`) as a hold states it."""
+    return (f"its information is higher on papers whose reviews were public when it wrote than on its sealed papers "
+            f"({gap.describe()})")
+
+
+#: What an operator's override (``grebench submissions approve ID --override REASON``) writes into the approval's
+#: audit line, followed by the evidence it overrides; :func:`recheck_held` does not hold again on that evidence.
+OVERRIDE = "OVERRIDE by the operator over"
+
+
+def overridden(store: Store, candidate: str) -> str:
+    """The audit line of the operator's override in force for ``candidate`` (its latest approval, if that was an
+    override and no hold came after it), else ``""``."""
+    latest = store.rows("SELECT kind, detail FROM board_changes WHERE subject = ? AND kind IN ('submission', ?) "
+                        "ORDER BY changed_at DESC LIMIT 1", [candidate, APPROVAL_REFUSED])
+    if latest and latest[0]["kind"] == "submission" and OVERRIDE in (latest[0]["detail"] or ""):
+        return str(latest[0]["detail"])
+    return ""
+
+
 def shift_evidence(shift: Any) -> str:
     """``its information is shifted above the honest reviewers' on the same papers (information shift test ...)``:
     the submission-level test (:func:`grebench.scoring.information_shift`) as a hold states it."""
@@ -65,29 +90,35 @@ class HeldSubmission(TypedDict):
 
 
 def recheck_held(store: Store) -> list[HeldSubmission]:
-    """The information view on every submitted candidate's stored scores, now: a flag holds it (an approved one loses
-    its vouched cutoff).  Returns what was held; writes only for flags not recorded already."""
-    from grebench.scoring import information_flags, information_shift
+    """The information view, the shift test and the sealed-gap test on every submitted candidate's stored scores,
+    now: a flag holds it (an approved one loses its vouched cutoff), unless the operator's override in force names
+    that evidence already.  Returns what was held; writes only for flags not recorded already."""
+    from grebench.scoring import information_flags, information_shift, sealed_gap
 
     held = held_submissions(store)
     out: list[HeldSubmission] = []
     for row in store.rows("SELECT c.name, c.cutoff FROM candidates c WHERE c.kind = 'submitted' AND EXISTS "
                           "(SELECT 1 FROM scores s WHERE s.candidate = c.name) ORDER BY c.name"):
+        over = overridden(store, row["name"])
         flags = information_flags(store, row["name"])
         shift = information_shift(store, row["name"])
-        shifted = shift is not None and shift.held
-        if not flags and not shifted:
+        gap = sealed_gap(store, row["name"])
+        evidence: list[tuple[str, str, set[str]]] = []  # (label, words, papers)
+        if flags:
+            evidence.append(("explain their paper's references", information_evidence(flags),
+                             {f.paper_id for f in flags}))
+        if shift is not None and shift.held:
+            evidence.append(("information shift test", shift_evidence(shift), set(shift.excess_papers)))
+        if gap is not None and gap.held:
+            evidence.append(("sealed-gap test", gap_evidence(gap), set(gap.excess_papers)))
+        evidence = [e for e in evidence if e[0] not in over]
+        if not evidence:
             continue
-        found = [information_evidence(flags)] if flags else []
-        if shift is not None and shifted:
-            found.append(shift_evidence(shift))
         approved = row["cutoff"] is not None
-        detail = (f"held for the operator after scoring: {'; '.join(found)}"
+        detail = (f"held for the operator after scoring: {'; '.join(words for _, words, _ in evidence)}"
                   + (f"; the vouched cutoff {row['cutoff']} is withdrawn until the operator approves again"
                      if approved else ""))
-        if not approved and row["name"] in held and all(part in held[row["name"]] for part in (
-                *(["explain their paper's references"] if flags else []),
-                *(["information shift test"] if shifted else []))):
+        if not approved and row["name"] in held and all(label in held[row["name"]] for label, _, _ in evidence):
             continue  # held already on this evidence
         with store.transaction() as con:
             if approved:
@@ -95,6 +126,6 @@ def recheck_held(store: Store) -> list[HeldSubmission]:
                             [utcnow(), row["name"]])
             hold(store, row["name"], detail)
         log.warning("%s: %s", row["name"], detail)
-        papers = {f.paper_id for f in flags} | (set(shift.excess_papers) if shift is not None and shifted else set())
+        papers = set().union(*(p for _, _, p in evidence))
         out.append({"candidate": row["name"], "approved": approved, "papers": len(papers), "detail": detail})
     return out

@@ -354,11 +354,17 @@ def test_approval_shows_the_shift_test_with_its_p_and_refuses_a_shifted_submissi
             _score(store, name, pid, share)
         _score(store, "Tailor", pid, 2.5 * max(values) if i % 2 == 0 else sorted(values)[1])
         _score(store, "Honest", pid, sorted(values)[1])
+        for name in ("Tailor", "Honest"):  # the odd papers' reviews were hidden when it wrote (sealed)
+            store.con.execute("INSERT INTO generations (generation_id, candidate, paper_id, prompt_version, "
+                              "params_json, status, text, generated_at, sealed) VALUES (?, ?, ?, 'v1', '{}', 'ok', "
+                              "'A review.', ?, ?)", [f"{name}/{pid}", name, pid, utcnow(), i % 2 == 1])
     approved = approve_submission(store, ids["Honest"])
     assert "information shift test (offline / rules): 24 papers" in approved["detail"]
     assert "one-sided p = " in approved["detail"]
+    assert "sealed-gap test (offline / rules): on its 12 papers whose reviews were public" in approved["detail"]
     with pytest.raises(SubmissionError, match="information shift test") as refused:
         approve_submission(store, ids["Tailor"])
     assert "the excess on 12 papers" in str(refused.value) and "paper00" in str(refused.value)
+    assert "sealed-gap test" in str(refused.value)  # copied only where the reviews were public: both tests see it
     assert store.scalar("SELECT cutoff FROM candidates WHERE name = 'Tailor'") is None
     assert "Tailor" in held_submissions(store)

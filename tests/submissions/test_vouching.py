@@ -88,7 +88,12 @@ def test_declared_cutoff_counts_only_once_the_operator_vouches_and_the_approval_
     [board] = leaderboard(store, "gem", "offline", "rules", samples=20)
     assert (board["vouched"], board["clean_papers"], board["papers"]) == (False, 1, 1)  # the sealed paper only
 
-    result = approve_submission(store, sub_id, note="checked the model card")
+    changes = store.scalar("SELECT count(*) FROM board_changes")
+    with pytest.raises(SubmissionError, match="waits for sealed evidence: no paper of it scored beside the human"):
+        approve_submission(store, sub_id, note="checked the model card")  # its sealed-gap test cannot run yet
+    assert store.scalar("SELECT count(*) FROM board_changes") == changes  # nothing written: not a hold
+    result = approve_submission(store, sub_id, note="checked the model card",
+                                override="two papers only: the sealed-gap test cannot run on this sample")
     assert result["cutoff"] == "2000-01-01"
     clean = {r["paper_id"]: r["clean"] for r in store.rows("SELECT paper_id, clean FROM clean_pairs "
                                                             "WHERE candidate = 'Honest 1'")}
@@ -101,6 +106,7 @@ def test_declared_cutoff_counts_only_once_the_operator_vouches_and_the_approval_
     assert "not vouched" in audit[0]["detail"]
     assert f"submission {sub_id} vouched for by the operator" in audit[-1]["detail"]
     assert "checked the model card" in audit[-1]["detail"]
+    assert "OVERRIDE by the operator over: no sealed-gap test yet (reason: two papers only" in audit[-1]["detail"]
     with pytest.raises(SubmissionError, match="vouched for already"):
         approve_submission(store, sub_id)
     with pytest.raises(SubmissionError, match="no accepted submission"):
@@ -119,7 +125,12 @@ def test_cli_approve_and_list(settings: Settings, monkeypatch: pytest.MonkeyPatc
     env = {"GREBENCH_DATA_DIR": str(settings.data_path)}
     listed = CliRunner().invoke(main, ["submissions", "list"], env=env)
     assert listed.exit_code == 0 and "not vouched: sealed only" in listed.output, listed.output
-    ok = CliRunner().invoke(main, ["submissions", "approve", sub_id, "--json"], env=env)
+    waits = CliRunner().invoke(main, ["submissions", "approve", sub_id], env=env)
+    assert waits.exit_code == 1 and "waits for sealed evidence: no paper of it scored" in waits.output, waits.output
+    assert "--override REASON" in waits.output
+    empty = CliRunner().invoke(main, ["submissions", "approve", sub_id, "--override", " "], env=env)
+    assert empty.exit_code == 2 and "--override needs a reason" in empty.output, empty.output
+    ok = CliRunner().invoke(main, ["submissions", "approve", sub_id, "--json", "--override", "demo store"], env=env)
     assert ok.exit_code == 0, ok.output
     assert json.loads(ok.stdout)["cutoff"] == "2000-01-01"
     again = CliRunner().invoke(main, ["submissions", "approve", sub_id], env=env)
