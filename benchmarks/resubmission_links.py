@@ -29,6 +29,13 @@
      words shuffled with a quarter of its own content words, cosine 0.1-0.4 to the original; authors kept, as a
      public earlier version shows them; keywords kept or replaced), assessed against its original; false links and
      flags on all 79,800 pairs of distinct ICLR 2020 papers.
+6. ``--abstracts`` (issue 62 §3, second bullet): the 400 ICLR 2020 papers disguised by their title and abstract
+   alone, without a PDF (``tests/fakes/abstracts.py``: every content word replaced by a synonym, a thesaurus else a
+   distributional neighbour of the bundled abstracts; 30 % of the abstract's sentences dropped, the rest shuffled),
+   stored as a venue of their own under review with both bundled samples, and linked by the real ``link_papers``
+   without the LM view of the abstracts and again with it (``link_estimator``, default ``offline``): the disguises
+   linked or flagged to their original, the flags between distinct papers (ICLR 2020 against ICLR 2026, the
+   disguises against the other papers and each other), the venues' bars and the cost.
 """
 
 from __future__ import annotations
@@ -391,17 +398,85 @@ def disguised_by_metadata(papers: list[dict[str, Any]], seed: int = 9) -> dict[s
     return out
 
 
+def disguised_abstracts(samples: dict[str, list[dict[str, Any]]], spec: str = "offline", seed: int = 5,
+                        rate: float = 1.0, drop: float = 0.3) -> dict[str, Any]:
+    """ICLR 2020 papers disguised by title and abstract (no PDF), linked without and with the LM view."""
+    import sys
+    import tempfile
+
+    sys.path.insert(0, str(ROOT))
+    from copy_detection import Neighbours
+
+    from grebench.ingest._links import _candidates
+    from grebench.scoring import EstimatorHandle, LMAbstractReader
+    from tests.fakes.abstracts import disguised
+
+    started = time.perf_counter()
+    neighbours = Neighbours([p["abstract"] or "" for name in samples for p in samples[name]], size=3000)
+    neighbours_s = time.perf_counter() - started
+    rng = random.Random(seed)
+    records, cosine = [], []
+    for paper in samples["iclr2020"]:
+        title, abstract = disguised(paper["title"], paper["abstract"] or "", rng, rate, drop,
+                                    lambda w, r: neighbours.get(w, r))
+        cosine.append(_cosine(Counter(content_words(paper["abstract"])), Counter(content_words(abstract))))
+        records.append({"id": f"{paper['id']}-disguised", "venue": "Disguised 2021", "venue_id": "Disguised/2021",
+                        "title": title, "abstract": abstract, "reviews": []})
+    cosine.sort()
+    settings = load_settings(env={"GREBENCH_DATA_DIR": "/nonexistent", "GREBENCH_LINK_ESTIMATOR": ""})
+    store = open_store(None)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "disguised.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+        for spec_ in ("bundled:iclr2020", "bundled:iclr2026", f"archive:{path}"):
+            run_ingest(resolve_source(spec_, settings), store, settings, store.start_run("ingest", {}))
+    originals = {r["id"]: r["id"][:-len("-disguised")] for r in records}
+    reached = {tuple(sorted(p)) for p in _candidates(store, set(originals))}
+    out: dict[str, Any] = {
+        "disguises": len(records), "abstract_cosine_to_original_p10_p50_p90": [
+            round(cosine[len(cosine) // 10], 2), round(cosine[len(cosine) // 2], 2),
+            round(cosine[9 * len(cosine) // 10], 2)],
+        "pairs_reaching_the_candidates": sum(tuple(sorted((d, o))) in reached for d, o in originals.items()),
+        "neighbours_s": round(neighbours_s, 1)}
+
+    def outcome(label: str, reader: LMAbstractReader | None) -> None:
+        started = time.perf_counter()
+        counts = link_papers(store, None, abstracts=reader)
+        seconds = time.perf_counter() - started
+        linked = {(r["paper_id"], r["linked_id"]) for r in store.rows("SELECT paper_id, linked_id FROM paper_links")}
+        flagged = {(r["paper_id"], r["linked_id"]): r["reason"] for r in store.rows(
+            "SELECT paper_id, linked_id, reason FROM paper_link_flags WHERE decision IS NULL")}
+        true = {tuple(sorted((d, o))) for d, o in originals.items()}
+        false_flags = sorted(set(flagged) - true)
+        out[label] = {"linked": len(true & linked), "flagged": len(true & set(flagged)),
+                      "false_links": len(linked - true), "false_flags": len(false_flags),
+                      "false_flag_examples": [[*pair, flagged[pair]] for pair in false_flags[:3]],
+                      "flagged_by_the_lm_view": sum("evaluation LM" in flagged[p] for p in true & set(flagged)),
+                      "seconds": round(seconds, 2), "lm_view": counts.get("abstracts")}
+
+    outcome("without_lm_view", None)
+    outcome("with_lm_view", LMAbstractReader(store, EstimatorHandle(spec, settings)))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pad", type=int, default=0, help="Made-up papers stored before the ICLR 2026 sample (with "
                         "--disguise: made-up papers with extracted texts, stored and fingerprinted first).")
     parser.add_argument("--no-full", action="store_true", help="Skip the all-pairs comparison (2-3 minutes).")
     parser.add_argument("--disguise", action="store_true", help="Only the disguised resubmissions (issue 62).")
+    parser.add_argument("--abstracts", action="store_true",
+                        help="Only 6.: disguised by title and abstract without a PDF, linked without and with the LM "
+                             "view of the abstracts (issue 62 §3).")
+    parser.add_argument("--estimator", default="offline", help="With --abstracts: the LM view's estimator spec.")
     parser.add_argument("--pdfs", type=Path, default=STAGED / "pdfs" / "papers", help="Staged paper PDFs.")
     parser.add_argument("--parsed", type=Path, default=STAGED / "parsed-text",
                         help="Texts of the same PDFs extracted by another tool.")
     args = parser.parse_args()
     samples = {name: _records(bundled_path(name)) for name in ("iclr2020", "iclr2026")}
+    if args.abstracts:
+        print(json.dumps(disguised_abstracts(samples, args.estimator), indent=1, default=str))
+        return
     if args.disguise:
         print(json.dumps({"by_text": disguised_by_text(args.pdfs, args.parsed, samples["iclr2026"], pad=args.pad),
                           "by_metadata": disguised_by_metadata(samples["iclr2020"])}, indent=1, default=str))

@@ -168,6 +168,7 @@ class IngestSettings(Section):
     openreview_max_retries = Setting(int, 4, 'Retries of one OpenReview request on 429/5xx/connection errors before it is recorded as failed.', minimum=0, maximum=100)
     openreview_timeout_s = Setting(float, 60.0, 'Timeout of one OpenReview HTTP request.', minimum=0.1)
     fetch_pdfs = Setting(bool, True, 'Download and extract PDFs when ingesting from OpenReview.')
+    link_estimator = Setting(str, 'offline', "Evaluation LM that reads the titles and abstracts of the candidate pairs of papers that nothing else links when versions of a work are linked (ingest, `grebench links`; issue 62): a pair it reads as the same work beyond what distinct papers of one venue reach (the bar: the 99.9 % quantile x 1.1 of the venue's own candidate pairs) is flagged as a possible link, so the paper's reviews are not sealed until the operator decides. An estimator spec: offline (the word model fitted on the store's abstracts: about a second per 1,000 pairs), hf:smollm2-135m, vllm:URL, ...; empty: off (title, abstract words, text fingerprints, authors and keywords still link).")
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,9 @@ def command(settings: Settings, papers: tuple[str, ...], show: bool, show_flags:
     references), authors and keywords; explicit links from the source are kept.  A pair whose evidence is above the
     "possible" bar but below the link bar is flagged: until decided (--decide) it counts as linked, so the paper's
     generations are not sealed and the copy check reads the other paper's reviews.  --flags lists the flags with
-    their reasons.  Ingest links new papers by itself; run this after changing the rule or to check the store.
+    their reasons.  The evaluation LM named by the link_estimator setting (default: offline) reads the abstracts
+    of the candidate pairs nothing else decides, and flags those it reads as one work beyond what distinct papers of
+    their venue reach.  Ingest links new papers by itself; run this after changing the rule or to check the store.
     """
     from grebench.ingest import link_papers
     from grebench.store import decide_link, link_flags
@@ -67,7 +69,11 @@ def command(settings: Settings, papers: tuple[str, ...], show: bool, show_flags:
                 click.echo(f"  {f['paper_id']} ({f['paper_venue']}) ~ {f['linked_id']} ({f['linked_venue']}) "
                            f"[{state}]: {f['paper_title']} | {f['linked_title']}\n    {f['reason']}")
             return
-        result = link_papers(store, set(papers) if papers else None)
+        from grebench.scoring import EstimatorHandle, LMAbstractReader
+
+        spec = settings.ingest.link_estimator.strip()
+        result = link_papers(store, set(papers) if papers else None,
+                             abstracts=LMAbstractReader(store, EstimatorHandle(spec, settings)) if spec else None)
         listed = flags_listed = None
         if show or as_json:
             listed = store.rows(

@@ -212,10 +212,13 @@ def import_(settings: Settings, directory: str, manifest_sha256: str | None, as_
             raise click.ClickException(str(exc)) from None
         if report["rows_added"].get("papers"):
             from grebench.ingest import link_papers
+            from grebench.scoring import EstimatorHandle, LMAbstractReader
 
             # imported papers are linked to their versions like ingested ones (the contamination date, copies)
+            spec = settings.ingest.link_estimator.strip()
             report["links"] = link_papers(store, {r["paper_id"] for r in store.rows(
-                "SELECT paper_id FROM papers WHERE venue_id = ?", [report["venue_id"]])})
+                "SELECT paper_id FROM papers WHERE venue_id = ?", [report["venue_id"]])},
+                abstracts=LMAbstractReader(store, EstimatorHandle(spec, settings)) if spec else None)
         if any(report["rows_added"].values()):
             from grebench.scoring import store_labels
 

@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the checker sees of the names loaded on first use (their real types, not Any)
+    from grebench.ingest._abstract_view import AbstractReader as AbstractReader
     from grebench.ingest._archive import BUNDLED as BUNDLED
     from grebench.ingest._archive import bundled_path as bundled_path
     from grebench.ingest._archive import bundled_source as bundled_source
@@ -23,6 +24,7 @@ if TYPE_CHECKING:  # what the checker sees of the names loaded on first use (the
     from grebench.ingest._season import SeasonSource as SeasonSource
     from grebench.ingest._season import bundled_season_path as bundled_season_path
     from grebench.ingest._season import season_span as season_span
+    from grebench.ingest._similarity import PaperText as PaperText
     from grebench.ingest._source import SOURCES as SOURCES
     from grebench.ingest._source import PaperSource as PaperSource
     from grebench.ingest._source import SourceError as SourceError
@@ -35,6 +37,8 @@ _EXPORTS = {
     "IngestSummary": "grebench.ingest._run",
     "run_ingest": "grebench.ingest._run",
     "LinkCounts": "grebench.ingest._links",
+    "AbstractReader": "grebench.ingest._abstract_view",
+    "PaperText": "grebench.ingest._similarity",
     "link_papers": "grebench.ingest._links",
     "find_links": "grebench.ingest._links",
     "PaperSource": "grebench.ingest._source",

@@ -103,7 +103,12 @@ def possible_reason(e: Evidence) -> str | None:
             found.append(f"{e.authors} shared authors with {', '.join(likeness)}")
     if not found:
         return None
-    return (f"{'; '.join(found)} [title {_fmt(e.title)}, abstract {_fmt(e.abstract)}, body {_fmt(e.body)}, "
+    return f"{'; '.join(found)} {evidence_words(e)}"
+
+
+def evidence_words(e: Evidence) -> str:
+    """Every similarity of a pair in brackets, as a flag's reason ends."""
+    return (f"[title {_fmt(e.title)}, abstract {_fmt(e.abstract)}, body {_fmt(e.body)}, "
             f"references {_fmt(e.references)}, captions {_fmt(e.captions)}, authors {e.authors}, "
             f"keywords {_fmt(e.keywords)}]")
 

@@ -18,9 +18,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from typing import TypedDict
 
-from grebench.ingest._evidence import assess
+from grebench.ingest._abstract_view import (
+    AbstractReader,
+    AbstractViewReport,
+    abstract_flags,
+    calibration_pairs,
+    calibration_sample,
+)
+from grebench.ingest._evidence import Evidence, assess, evidence
 from grebench.ingest._fingerprints import fingerprint_candidates, load_fingerprints, refresh_fingerprints
 from grebench.ingest._similarity import BODY_CHARS, PaperText, keyword_rarity
 from grebench.store import EXPLICIT, Link, LinkFlag, Store, put_flags, put_links, utcnow
@@ -32,46 +40,93 @@ MAX_CANDIDATES = 20         # papers compared in full per paper
 FINGERPRINT_BATCH = 200     # texts fingerprinted per transaction before linking (a store's first run: all of them)
 
 
+class _WordIndex:
+    """The rare-word index of the stored papers (temp tables), queried for the candidates of some papers, then
+    dropped: built once per link even when the LM view of the abstracts asks for its calibration pairs too."""
+
+    def __init__(self, store: Store) -> None:
+        self.con = store.con
+        papers = int(store.scalar("SELECT count(*) FROM papers") or 0)
+        max_df = max(MIN_DF, int(papers * MAX_DF_SHARE))
+        self.con.execute(
+            "CREATE OR REPLACE TEMP TABLE _link_words AS SELECT DISTINCT paper_id, w FROM ("
+            "SELECT p.paper_id, unnest(regexp_split_to_array(lower(p.title || ' ' || coalesce(p.abstract, '') "
+            "|| ' ' || coalesce(p.keywords, '') || ' ' || coalesce(p.authors, '') || ' ' "
+            "|| coalesce(left(t.text, ?), '')), '[^[:alnum:]]+')) AS w "
+            "FROM papers p LEFT JOIN paper_texts t ON t.paper_id = p.paper_id AND t.status = 'ok') "
+            "WHERE length(w) > 3", [BODY_CHARS])
+        self.con.execute("CREATE OR REPLACE TEMP TABLE _link_keys AS SELECT w.paper_id, w.w FROM _link_words w "
+                         "JOIN (SELECT w FROM _link_words GROUP BY w HAVING count(*) <= ?) k USING (w)", [max_df])
+
+    def candidates(self, paper_ids: Collection[str] | None) -> list[tuple[str, str]]:
+        """Pairs (paper, candidate) sharing at least MIN_SHARED rare words, the best MAX_CANDIDATES per paper."""
+        want = "" if paper_ids is None else "WHERE a.paper_id IN (SELECT unnest(?::VARCHAR[]))"
+        rows = self.con.execute(
+            f"""SELECT paper_id, other FROM (
+                    SELECT a.paper_id, b.paper_id AS other, count(*) AS shared,
+                           row_number() OVER (PARTITION BY a.paper_id ORDER BY count(*) DESC, b.paper_id) AS k
+                    FROM _link_keys a JOIN _link_keys b ON a.w = b.w AND a.paper_id <> b.paper_id {want}
+                    GROUP BY a.paper_id, b.paper_id HAVING count(*) >= ?)
+                WHERE k <= ? ORDER BY paper_id, other""",
+            ([sorted(paper_ids)] if paper_ids is not None else []) + [MIN_SHARED, MAX_CANDIDATES]).fetchall()
+        return [(a, b) for a, b in rows]
+
+    def close(self) -> None:
+        """Drop the temp tables."""
+        self.con.execute("DROP TABLE IF EXISTS _link_words")
+        self.con.execute("DROP TABLE IF EXISTS _link_keys")
+
+
 def _candidates(store: Store, paper_ids: Collection[str] | None) -> list[tuple[str, str]]:
     """Pairs (paper, candidate) sharing at least MIN_SHARED rare words, the best MAX_CANDIDATES per paper.
 
     The word index is built in the store (one row per paper and distinct word) and joined on itself restricted to
     rare words: linear in the papers' words, never a comparison of every pair.
     """
-    con = store.con
-    papers = int(store.scalar("SELECT count(*) FROM papers") or 0)
-    max_df = max(MIN_DF, int(papers * MAX_DF_SHARE))
-    con.execute("CREATE OR REPLACE TEMP TABLE _link_words AS SELECT DISTINCT paper_id, w FROM ("
-                "SELECT p.paper_id, unnest(regexp_split_to_array(lower(p.title || ' ' || coalesce(p.abstract, '') "
-                "|| ' ' || coalesce(p.keywords, '') || ' ' || coalesce(p.authors, '') || ' ' "
-                "|| coalesce(left(t.text, ?), '')), '[^[:alnum:]]+')) AS w "
-                "FROM papers p LEFT JOIN paper_texts t ON t.paper_id = p.paper_id AND t.status = 'ok') "
-                "WHERE length(w) > 3", [BODY_CHARS])
-    con.execute("CREATE OR REPLACE TEMP TABLE _link_keys AS SELECT w.paper_id, w.w FROM _link_words w "
-                "JOIN (SELECT w FROM _link_words GROUP BY w HAVING count(*) <= ?) k USING (w)", [max_df])
-    want = "" if paper_ids is None else "WHERE a.paper_id IN (SELECT unnest(?::VARCHAR[]))"
-    rows = con.execute(
-        f"""SELECT paper_id, other FROM (
-                SELECT a.paper_id, b.paper_id AS other, count(*) AS shared,
-                       row_number() OVER (PARTITION BY a.paper_id ORDER BY count(*) DESC, b.paper_id) AS k
-                FROM _link_keys a JOIN _link_keys b ON a.w = b.w AND a.paper_id <> b.paper_id {want}
-                GROUP BY a.paper_id, b.paper_id HAVING count(*) >= ?)
-            WHERE k <= ? ORDER BY paper_id, other""",
-        ([sorted(paper_ids)] if paper_ids is not None else []) + [MIN_SHARED, MAX_CANDIDATES]).fetchall()
-    con.execute("DROP TABLE IF EXISTS _link_words")
-    con.execute("DROP TABLE IF EXISTS _link_keys")
-    return [(a, b) for a, b in rows]
+    index = _WordIndex(store)
+    try:
+        return index.candidates(paper_ids)
+    finally:
+        index.close()
 
 
-def find_evidence(store: Store, paper_ids: Collection[str] | None = None) -> tuple[list[Link], list[LinkFlag]]:
+@dataclass
+class FoundEvidence:
+    """What :func:`find_all` found: links, possible links, and what the LM view of the abstracts did (None: off)."""
+
+    links: list[Link]
+    flags: list[LinkFlag]
+    abstracts: AbstractViewReport | None = None
+
+
+def find_all(store: Store, paper_ids: Collection[str] | None = None,
+             abstracts: AbstractReader | None = None) -> FoundEvidence:
     """Links and possible links by similarity between these papers (all when None) and every stored paper.
 
     The extracted texts not fingerprinted yet are fingerprinted first (every stored paper's: a store from before the
-    fingerprints is caught up once); the candidates are the rare-word index's and the fingerprint keys'.
+    fingerprints is caught up once); the candidates are the rare-word index's and the fingerprint keys'.  With
+    ``abstracts`` (the evaluation LM's view, :mod:`grebench.ingest._abstract_view`), the candidate pairs nothing
+    else linked or flagged are read by it too, against bars calibrated on distinct pairs of their venues.
     """
     refresh_fingerprints(store)
-    pairs = sorted(set(_candidates(store, paper_ids)) | set(fingerprint_candidates(store, paper_ids)))
-    ids = sorted({x for pair in pairs for x in pair})
+    index = _WordIndex(store)
+    try:
+        pairs = sorted(set(index.candidates(paper_ids)) | set(fingerprint_candidates(store, paper_ids)))
+        venue = {r["paper_id"]: r["venue"] for r in store.rows(
+            "SELECT paper_id, coalesce(venue, venue_id) AS venue FROM papers")} if abstracts is not None else {}
+        by_venue: dict[str, set[str]] = {}
+        for pid, name in venue.items():
+            by_venue.setdefault(name, set()).add(pid)
+        # the venues of the pairs: their own candidate pairs are the distinct pairs the LM view's bars rest on
+        touched = {venue[x] for pair in pairs for x in pair if x in venue}
+        sample = [p for name in sorted(touched) for p in calibration_sample(by_venue[name])]
+        calibrating = index.candidates(sample) if sample else []
+    finally:
+        index.close()
+    known = {(r["paper_id"], r["version_id"]) for r in store.rows(
+        "SELECT paper_id, version_id FROM paper_versions")} if calibrating else set()
+    calibration = calibration_pairs(calibrating, venue, known)
+    ids = sorted({x for pair in [*pairs, *(p for ps in calibration.values() for p in ps)] for x in pair})
     rows = store.rows(
         "SELECT p.paper_id, p.title, p.abstract, p.authors, p.keywords, p.reviews_public_at, left(t.text, ?) AS body "
         "FROM papers p LEFT JOIN paper_texts t ON t.paper_id = p.paper_id AND t.status = 'ok' "
@@ -79,24 +134,43 @@ def find_evidence(store: Store, paper_ids: Collection[str] | None = None) -> tup
     texts = {r["paper_id"]: PaperText(r["paper_id"], r["title"], r["abstract"], r["authors"], r["keywords"],
                                       r["body"]) for r in rows}
     public = {r["paper_id"]: r["reviews_public_at"] for r in rows}
-    prints = load_fingerprints(store, ids)
+    prints = load_fingerprints(store, {x for pair in pairs for x in pair})
     rarity = keyword_rarity(store)
     seen: set[tuple[str, str]] = set()
     links: list[Link] = []
     flags: list[LinkFlag] = []
+    pending: list[tuple[PaperText, PaperText, Evidence]] = []
     for a, b in pairs:
         key = (min(a, b), max(a, b))
         if key in seen or a not in texts or b not in texts:
             continue
         seen.add(key)
-        found = assess(texts[a], texts[b], rarity, (prints.get(a, {}), prints.get(b, {})))
+        pair = (prints.get(a, {}), prints.get(b, {}))
+        found = assess(texts[a], texts[b], rarity, pair)
         if isinstance(found, Link):
             links.append(found)
-        elif found is not None and (public[a] is None or public[a] != public[b]):
+        elif public[a] is None or public[a] != public[b]:
             # a flag only matters where it could move a paper's public-since date: two papers whose reviews came
             # out together (one venue's round) are not flagged
-            flags.append(found)
-    return links, flags
+            if found is not None:
+                flags.append(found)
+            elif abstracts is not None and texts[a].words is not None and texts[b].words is not None:
+                pending.append((texts[a], texts[b], evidence(texts[a], texts[b], rarity, pair)))
+    if abstracts is None:
+        return FoundEvidence(links, flags)
+    decided = {(min(pair), max(pair)) for pair in [*((x.paper_id, x.linked_id) for x in links),
+                                                  *((x.paper_id, x.linked_id) for x in flags)]}
+    read = {v: [(texts[a], texts[b]) for a, b in ps if (a, b) not in decided and texts[a].words is not None
+                and texts[b].words is not None] for v, ps in calibration.items()}
+    more, report = abstract_flags(abstracts, pending, read, venue)
+    return FoundEvidence(links, flags + more, report)
+
+
+def find_evidence(store: Store, paper_ids: Collection[str] | None = None) -> tuple[list[Link], list[LinkFlag]]:
+    """Links and possible links by similarity between these papers (all when None) and every stored paper, without
+    the LM view (:func:`find_all`)."""
+    found = find_all(store, paper_ids)
+    return found.links, found.flags
 
 
 def find_links(store: Store, paper_ids: Collection[str] | None = None) -> list[Link]:
@@ -133,13 +207,15 @@ class LinkCounts(TypedDict, total=False):
     links_total: int
     flagged: int            # new possible links (issue 62): held unsealed until decided
     flagged_undecided: int  # every undecided possible link in the store
+    abstracts: AbstractViewReport  # what the LM view of the abstracts read and flagged (absent: off)
 
 
 def link_papers(store: Store, paper_ids: Collection[str] | None = None,
-                explicit: Iterable[tuple[str, str]] = ()) -> LinkCounts:
+                explicit: Iterable[tuple[str, str]] = (), abstracts: AbstractReader | None = None) -> LinkCounts:
     """Recompute the similarity links and possible links of these papers (all when None) against every stored
     paper, add the explicit ones, and unseal what the links show was public, or may have been; one transaction.
-    The summary: links by method, flags."""
+    ``abstracts``: the evaluation LM's view of the abstracts, read on the candidate pairs nothing else decides
+    (:func:`find_all`; None: not read).  The summary: links by method, flags."""
     named = explicit_links(explicit)
     # the texts not fingerprinted yet, in short transactions of their own: a store from before the fingerprints
     # (thousands of texts, ~60 ms each) is caught up without one long transaction holding the writer
@@ -148,7 +224,8 @@ def link_papers(store: Store, paper_ids: Collection[str] | None = None,
             if refresh_fingerprints(store, limit=FINGERPRINT_BATCH) < FINGERPRINT_BATCH:
                 break
     with store.transaction():
-        found, flags = find_evidence(store, paper_ids) if paper_ids is None or paper_ids else ([], [])
+        result = find_all(store, paper_ids, abstracts) if paper_ids is None or paper_ids else FoundEvidence([], [])
+        found, flags = result.links, result.flags
         replace = set(paper_ids) if paper_ids is not None else {r["paper_id"] for r in store.rows(
             "SELECT paper_id FROM papers")}
         written = put_links(store, [*found, *named], replace_computed_of=replace)
@@ -157,6 +234,10 @@ def link_papers(store: Store, paper_ids: Collection[str] | None = None,
                           "LEFT JOIN paper_texts t ON t.paper_id = p.paper_id "
                           "WHERE p.paper_id IN (SELECT unnest(?::VARCHAR[]))", [utcnow(), sorted(replace)])
     by_method = Counter(link.method for link in [*found, *named])
-    return {"papers": len(replace), "links": written, "by_method": dict(sorted(by_method.items())),
-            "links_total": int(store.scalar("SELECT count(*) FROM paper_links") or 0), "flagged": flagged,
-            "flagged_undecided": int(store.scalar("SELECT count(*) FROM paper_link_flags WHERE decision IS NULL") or 0)}
+    counts: LinkCounts = {
+        "papers": len(replace), "links": written, "by_method": dict(sorted(by_method.items())),
+        "links_total": int(store.scalar("SELECT count(*) FROM paper_links") or 0), "flagged": flagged,
+        "flagged_undecided": int(store.scalar("SELECT count(*) FROM paper_link_flags WHERE decision IS NULL") or 0)}
+    if result.abstracts is not None:
+        counts["abstracts"] = result.abstracts
+    return counts

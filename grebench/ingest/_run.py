@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, TypedDict
 
 from grebench import stop
+from grebench.ingest._abstract_view import AbstractReader
 from grebench.ingest._extractions import PdfExtractions
 from grebench.ingest._links import LinkCounts, link_papers, unchecked_paper_ids
 from grebench.ingest._source import PaperSource, SourceFailure
@@ -80,8 +81,11 @@ def run_ingest(
     run_id: str,
     limit: int | None = None,
     on_item: Callable[[str], None] | None = None,
+    abstracts: AbstractReader | None = None,
 ) -> IngestSummary:
-    """Ingest every paper the source yields; failures are recorded and the rest goes on."""
+    """Ingest every paper the source yields; failures are recorded and the rest goes on.  The new and changed
+    papers are then linked to their other versions (``abstracts``: the evaluation LM's view of the abstracts that
+    linking reads, handed in by the caller; None: not read)."""
     summary = IngestSummary(source=source.name)
 
     def fail(item: str, reason: str) -> None:
@@ -163,6 +167,6 @@ def run_ingest(
     pending = written | unchecked_paper_ids(store)  # a run stopped before this point left some unlinked
     if pending or named:
         # versions of the same work: the contamination window and the copy check read every linked version
-        summary.links = link_papers(store, pending, named)
+        summary.links = link_papers(store, pending, named, abstracts)
     store.checkpoint()
     return summary

@@ -200,6 +200,8 @@ def check_setup(settings: Settings, options: RunOptions | None = None, *, source
     ]
     if proxy:
         checks.append(("proxy_estimator", proxy, "estimator"))
+    if settings.ingest.link_estimator.strip():
+        checks.append(("link_estimator", settings.ingest.link_estimator.strip(), "estimator"))
     if source:
         checks.append(("--source", opts.source, "source"))
     checks += [("venues", item, "venue") for item in settings.listed("venues")]

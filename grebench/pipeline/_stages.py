@@ -39,11 +39,15 @@ class IngestStage(BaseStage):
 
     def run(self, ctx: StageContext) -> IngestJson:
         from grebench.ingest import resolve_source, run_ingest
+        from grebench.scoring import EstimatorHandle, LMAbstractReader
 
         source = resolve_source(ctx.options.source, ctx.settings)
+        spec = ctx.settings.ingest.link_estimator.strip()  # the LM view of the abstracts that linking reads
+        abstracts = LMAbstractReader(ctx.store, EstimatorHandle(spec, ctx.settings), ctx.progress) if spec else None
         with ctx.progress.task(f"ingest {ctx.options.source}", ctx.options.limit, "papers") as task:
             summary = run_ingest(source, ctx.store, ctx.settings, ctx.run_id, limit=ctx.options.limit,
-                                 on_item=lambda _paper: task.advance())
+                                 on_item=lambda _paper: task.advance(),
+                                 abstracts=abstracts)
         return summary.as_json(ctx.store)
 
 

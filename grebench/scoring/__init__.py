@@ -14,6 +14,8 @@ Public API (importing it never imports torch or litellm):
   :func:`sealed_gap` — a submission's information where the reviews were public when it wrote against its own where
   they were sealed (what copying adds, whatever its wording);
   :class:`LMCopyCheck` — copy evidence from the evaluation LM, line by line, calibrated on honest pairs.
+* :class:`LMAbstractReader` — the evaluation LM's view of two papers' abstracts, read by
+  linking (issue 62: possible resubmissions by what the abstracts say, whatever their words).
 * :func:`validation_rows` — the metric's validation (Cohen's d of every control vs the human review).
 * :func:`board_findings` — what a board can tell, in words (rows against the floor controls, controls above the
   human baseline); :func:`compare_pair`, :func:`board_paper_scores` — two contestants of a board side by side.
@@ -27,6 +29,7 @@ Public API (importing it never imports torch or litellm):
   (the one builder of a :class:`Preprocessor`: scoring takes the built object).
 """
 
+from grebench.scoring._abstracts import LMAbstractReader
 from grebench.scoring._aggregate import (
     ALPHA,
     PairedTest,
@@ -194,6 +197,7 @@ __all__ = [
     "FloorTest",
     "GapTest",
     "InformationFlag",
+    "LMAbstractReader",
     "LMCopyCheck",
     "LMCopyEvidence",
     "LeaderboardRow",
