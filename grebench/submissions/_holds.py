@@ -64,14 +64,17 @@ def gap_evidence(gap: Any) -> str:
 OVERRIDE = "OVERRIDE by the operator over"
 
 
-def overridden(store: Store, candidate: str) -> str:
-    """The audit line of the operator's override in force for ``candidate`` (its latest approval, if that was an
-    override and no hold came after it), else ``""``."""
+def overridden(store: Store, candidate: str) -> set[str]:
+    """The labels of the evidence the operator's override in force for ``candidate`` overrode (``sealed-gap test``,
+    ``information shift test``, ``information view``, ``copy check``, ``no sealed-gap test yet``): read from its
+    latest approval's audit line, ``OVERRIDE by the operator over: LABEL, LABEL (reason: ...)``; empty when there is
+    no override or a hold came after it."""
     latest = store.rows("SELECT kind, detail FROM board_changes WHERE subject = ? AND kind IN ('submission', ?) "
                         "ORDER BY changed_at DESC LIMIT 1", [candidate, APPROVAL_REFUSED])
-    if latest and latest[0]["kind"] == "submission" and OVERRIDE in (latest[0]["detail"] or ""):
-        return str(latest[0]["detail"])
-    return ""
+    if not latest or latest[0]["kind"] != "submission" or OVERRIDE not in (latest[0]["detail"] or ""):
+        return set()
+    labels = str(latest[0]["detail"]).split(OVERRIDE + ": ", 1)[1].split(" (reason: ", 1)[0]
+    return {label.strip() for label in labels.split(",")}
 
 
 def shift_evidence(shift: Any) -> str:
@@ -103,22 +106,24 @@ def recheck_held(store: Store) -> list[HeldSubmission]:
         flags = information_flags(store, row["name"])
         shift = information_shift(store, row["name"])
         gap = sealed_gap(store, row["name"])
-        evidence: list[tuple[str, str, set[str]]] = []  # (label, words, papers)
+        # (label as an override names it, words a hold's detail contains, the evidence, its papers)
+        evidence: list[tuple[str, str, str, set[str]]] = []
         if flags:
-            evidence.append(("explain their paper's references", information_evidence(flags),
+            evidence.append(("information view", "explain their paper's references", information_evidence(flags),
                              {f.paper_id for f in flags}))
         if shift is not None and shift.held:
-            evidence.append(("information shift test", shift_evidence(shift), set(shift.excess_papers)))
+            evidence.append(("information shift test", "information shift test", shift_evidence(shift),
+                             set(shift.excess_papers)))
         if gap is not None and gap.held:
-            evidence.append(("sealed-gap test", gap_evidence(gap), set(gap.excess_papers)))
+            evidence.append(("sealed-gap test", "sealed-gap test", gap_evidence(gap), set(gap.excess_papers)))
         evidence = [e for e in evidence if e[0] not in over]
         if not evidence:
             continue
         approved = row["cutoff"] is not None
-        detail = (f"held for the operator after scoring: {'; '.join(words for _, words, _ in evidence)}"
+        detail = (f"held for the operator after scoring: {'; '.join(words for _, _, words, _ in evidence)}"
                   + (f"; the vouched cutoff {row['cutoff']} is withdrawn until the operator approves again"
                      if approved else ""))
-        if not approved and row["name"] in held and all(label in held[row["name"]] for label, _, _ in evidence):
+        if not approved and row["name"] in held and all(mark in held[row["name"]] for _, mark, _, _ in evidence):
             continue  # held already on this evidence
         with store.transaction() as con:
             if approved:
@@ -126,6 +131,6 @@ def recheck_held(store: Store) -> list[HeldSubmission]:
                             [utcnow(), row["name"]])
             hold(store, row["name"], detail)
         log.warning("%s: %s", row["name"], detail)
-        papers = set().union(*(p for _, _, p in evidence))
+        papers = set().union(*(p for _, _, _, p in evidence))
         out.append({"candidate": row["name"], "approved": approved, "papers": len(papers), "detail": detail})
     return out

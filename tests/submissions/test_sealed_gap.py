@@ -199,3 +199,27 @@ def test_without_approval_needs_sealed_approval_goes_ahead_and_the_gap_test_hold
         assert "vouched cutoff 2000-01-01 is withdrawn" in held[0]["detail"]
     finally:
         store.close()
+
+
+def test_an_override_before_the_test_could_run_does_not_excuse_the_test_once_it_can(store: Store,
+                                                                                    settings: Settings) -> None:
+    """Approved over "no sealed-gap test yet" (its audit line also shows the shift test that passed, and the words
+    "sealed-gap test"): when the sealed papers are scored and the test fails, it is held all the same."""
+    ids = _submit(store, settings, ("Early",))
+    rng = random.Random(14)
+    values = {f"paper{i:02d}": [0.05 * rng.lognormvariate(0, 0.3) for _ in range(3)] for i in range(24)}
+    for i, (pid, vals) in enumerate(values.items()):
+        for name, share in zip(("human", "builtin-a", "builtin-b"), vals, strict=True):
+            _score(store, name, pid, share)
+        if i % 2:
+            _score(store, "Early", pid, 1.05 * sorted(vals)[1], sealed=False)
+    approved = approve_submission(store, ids["Early"], settings=settings, override="the model card is convincing")
+    assert "OVERRIDE by the operator over: no sealed-gap test yet (reason: the model card" in approved["detail"]
+    assert "information shift test" in approved["detail"]  # shown as passed, not overridden
+    assert recheck_held(store) == []
+    for i, (pid, vals) in enumerate(values.items()):
+        if i % 2 == 0:
+            _score(store, "Early", pid, 0.5 * sorted(vals)[1], sealed=True)
+    held = recheck_held(store)
+    assert [h["candidate"] for h in held] == ["Early"] and "sealed-gap test" in held[0]["detail"], held
+    assert store.scalar("SELECT cutoff FROM candidates WHERE name = 'Early'") is None
