@@ -149,7 +149,9 @@ def check_copies(store: Store, candidate: str, settings: Settings | None = None)
             handle.close()
         lm_copies = tuple(CopiedReview(r["paper_id"], e.statistic, e.reference, e.describe())
                           for r, e in zip(rows, evidence, strict=True) if e is not None and e.copied)
-    return CopyCheck(candidate, len(rows), copies, not_prose, lm_copies, spec)
+    from grebench.submissions._nearcopy import with_near_copies
+
+    return with_near_copies(store, CopyCheck(candidate, len(rows), copies, not_prose, lm_copies, spec), settings)
 
 
 #: Papers of the store (with two public reviews or more) whose honest reviews calibrate the LM copy check's bar,
