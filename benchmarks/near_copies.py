@@ -104,7 +104,7 @@ def main() -> None:
                               "params_json, status, text, generated_at, sealed) VALUES (?, ?, ?, 'v1', '{}', 'ok', "
                               "?, ?, true)", [f"{name}/{pid}", name, pid, review, utcnow()])
     ranked = ranked_near_papers(store, unlinked, {r["paper_id"] for r in store.rows(
-        "SELECT paper_id FROM papers WHERE reviews_public_at IS NOT NULL")}, settings)
+        "SELECT paper_id FROM papers WHERE reviews_public_at IS NOT NULL")}, EstimatorHandle(args.estimator, settings))
     out["original_among_the_near_papers_read"] = sum(original[d] in ranked.get(d, [])[:NEAR_PAPERS]
                                                      for d in unlinked)
     out["original_in_the_rare_word_pool"] = sum(original[d] in ranked.get(d, []) for d in unlinked)
@@ -129,7 +129,8 @@ def main() -> None:
         texts.setdefault(r["paper_id"], {})[r["review_id"]] = r["text"]
     readable = {pid for pid, rs in texts.items() if len(rs) >= 2}
     pids = sorted(readable)
-    near_of = {pid: nears[:NEAR_PAPERS] for pid, nears in ranked_near_papers(store, pids, readable, settings).items()}
+    ranked_all = ranked_near_papers(store, pids, readable, EstimatorHandle(args.estimator, settings))
+    near_of = {pid: nears[:NEAR_PAPERS] for pid, nears in ranked_all.items()}
     abstracts = {r["paper_id"]: r["abstract"] for r in store.rows("SELECT paper_id, abstract FROM papers")}
     papers = {pid: PaperReviews(pid, abstracts.get(pid), {rid: lines_of(t) for rid, t in texts[pid].items()})
               for pid in pids}

@@ -29,7 +29,6 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from grebench.settings import Settings
 from grebench.store import Store, linked_versions
 from grebench.submissions._copycheck import CopiedReview, CopyCheck
 
@@ -69,32 +68,28 @@ class NearCheckedCopies(CopyCheck):
         return "; ".join(found)
 
 
-def with_near_copies(store: Store, check: CopyCheck, settings: Settings | None) -> CopyCheck:
-    """``check`` with the near-paper check's findings on every review of its candidate, where
-    ``settings.submissions.near_copy_estimator`` is set (else ``check`` unchanged)."""
-    spec = settings.submissions.near_copy_estimator if settings is not None else ""
-    if settings is None or not spec:
-        return check
-    rows = store.rows("SELECT g.paper_id, g.text, g.generated_at, g.sealed, p.venue FROM generations g "
-                      "LEFT JOIN papers p USING (paper_id) WHERE g.candidate = ? AND g.text IS NOT NULL "
-                      "AND trim(g.text) <> '' ORDER BY g.paper_id, g.generation_id", [check.candidate])
-    near: tuple[CopiedReview, ...] = ()
-    if rows:
-        from grebench.scoring import EstimatorHandle
-
-        handle = EstimatorHandle(spec, settings)
-        try:
-            found = near_copy_findings(store, handle, [(r["paper_id"], r["text"], r["generated_at"]) for r in rows],
-                                       settings)
-        finally:  # the LM built for the check is released here
-            handle.close()
-        dates = {r["paper_id"]: (r["venue"], r["reviews_public_at"]) for r in store.rows(
-            "SELECT paper_id, venue, reviews_public_at FROM papers WHERE paper_id IN (SELECT unnest(?::VARCHAR[]))",
-            [sorted({e.near_id for e in found if e is not None and e.near_id is not None})])}
-        near = tuple(CopiedReview(r["paper_id"], e.statistic, e.reference, _detail(e, dates, bool(r["sealed"])))
-                     for r, e in zip(rows, found, strict=True) if e is not None and e.copied)
+def with_near_copies(store: Store, check: CopyCheck, handle: EstimatorHandle,
+                     links: EstimatorHandle | None) -> NearCheckedCopies:
+    """``check`` with the near-paper check's findings on every review of its candidate, read by the evaluation LM of
+    ``handle`` (``settings.submissions.near_copy_estimator``), the near papers ranked by ``links`` (the linking LM,
+    ``settings.ingest.link_estimator``; None: the rare-word order); both closed here."""
+    rows = store.rows("SELECT g.paper_id, g.text, g.generated_at, g.sealed FROM generations g "
+                      "WHERE g.candidate = ? AND g.text IS NOT NULL AND trim(g.text) <> '' "
+                      "ORDER BY g.paper_id, g.generation_id", [check.candidate])
+    try:
+        found = near_copy_findings(store, handle, [(r["paper_id"], r["text"], r["generated_at"]) for r in rows],
+                                   links) if rows else []
+    finally:  # the LMs built for the check are released here
+        handle.close()
+        if links is not None:
+            links.close()
+    dates = {r["paper_id"]: (r["venue"], r["reviews_public_at"]) for r in store.rows(
+        "SELECT paper_id, venue, reviews_public_at FROM papers WHERE paper_id IN (SELECT unnest(?::VARCHAR[]))",
+        [sorted({e.near_id for e in found if e is not None and e.near_id is not None})])}
+    near = tuple(CopiedReview(r["paper_id"], e.statistic, e.reference, _detail(e, dates, bool(r["sealed"])))
+                 for r, e in zip(rows, found, strict=True) if e is not None and e.copied)
     return NearCheckedCopies(**{f.name: getattr(check, f.name) for f in fields(check)}, near_copies=near,
-                             near_estimator=spec)
+                             near_estimator=handle.spec)
 
 
 def _detail(e: NearCopyEvidence, dates: dict[str, tuple[str | None, datetime | None]], sealed: bool) -> str:
@@ -107,7 +102,7 @@ def _detail(e: NearCopyEvidence, dates: dict[str, tuple[str | None, datetime | N
 
 
 def near_copy_findings(store: Store, handle: EstimatorHandle, items: Sequence[tuple[str, str, datetime]],
-                       settings: Settings) -> list[NearCopyEvidence | None]:
+                       links: EstimatorHandle | None = None) -> list[NearCopyEvidence | None]:
     """The near-paper check (:class:`grebench.scoring.NearCopyCheck`) of each (paper id, review text, when it was
     made) with the evaluation LM of ``handle`` (built and closed by the caller); None for a review whose paper has
     no near paper with public reviews from before it was made."""
@@ -124,7 +119,7 @@ def near_copy_findings(store: Store, handle: EstimatorHandle, items: Sequence[tu
         "SELECT paper_id FROM papers WHERE paper_id IN (SELECT unnest(?::VARCHAR[])) AND paper_id NOT IN "
         "(SELECT unnest(?::VARCHAR[])) ORDER BY hash(paper_id) LIMIT ?", [sorted(readable), checked,
                                                                            NEAR_COPY_SAMPLE])]
-    ranked = ranked_near_papers(store, [*checked, *sample], readable, settings)
+    ranked = ranked_near_papers(store, [*checked, *sample], readable, links)
     public = {r["paper_id"]: r["reviews_public_at"] for r in store.rows(
         "SELECT paper_id, reviews_public_at FROM papers WHERE reviews_public_at IS NOT NULL")}
     chosen = [[n for n in ranked.get(pid, []) if public[n] < made][:NEAR_PAPERS] for pid, _, made in items]
@@ -145,26 +140,26 @@ def near_copy_findings(store: Store, handle: EstimatorHandle, items: Sequence[tu
     return [next(found) if nears else None for nears in chosen]
 
 
-def ranked_near_papers(store: Store, paper_ids: Sequence[str], among: set[str], settings: Settings
+def ranked_near_papers(store: Store, paper_ids: Sequence[str], among: set[str], links: EstimatorHandle | None
                        ) -> dict[str, list[str]]:
     """paper id -> the papers ``among`` these nearest to it, best first, its own versions (linked or flagged) left
-    out: the rare-word index's :data:`NEAR_POOL`, ranked by the linking LM's view of the abstracts."""
+    out: the rare-word index's :data:`NEAR_POOL`, ranked by the view of the abstracts of the LM of ``links`` (None:
+    the rare-word order; the handle is left open for the caller)."""
     from grebench.ingest import PaperText, near_papers
 
     pool = near_papers(store, paper_ids, among, NEAR_POOL + 5)
     versions = linked_versions(store, paper_ids)
     pool = {pid: [n for n in nears if n != pid and n not in versions.get(pid, [])][:NEAR_POOL]
             for pid, nears in pool.items()}
-    spec = settings.ingest.link_estimator
-    if not spec:
+    if links is None:
         return pool
-    from grebench.scoring import EstimatorHandle, LMAbstractReader
+    from grebench.scoring import LMAbstractReader
 
     ids = sorted({x for pid, nears in pool.items() for x in [pid, *nears]})
     meta = {r["paper_id"]: PaperText(r["paper_id"], r["title"], r["abstract"]) for r in store.rows(
         "SELECT paper_id, title, abstract FROM papers WHERE paper_id IN (SELECT unnest(?::VARCHAR[]))", [ids])}
     pairs = [(pid, n) for pid, nears in pool.items() for n in nears]
-    values = LMAbstractReader(store, EstimatorHandle(spec, settings)).information(
+    values = LMAbstractReader(store, links).information(
         [(meta[a], meta[b]) for a, b in pairs])
     score = dict(zip(pairs, values, strict=True))
     return {pid: sorted(nears, key=lambda n: -score[(pid, n)]) for pid, nears in pool.items()}
