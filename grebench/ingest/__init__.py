@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # what the checker sees of the names loaded on first use (the
     from grebench.ingest._links import LinkCounts as LinkCounts
     from grebench.ingest._links import find_links as find_links
     from grebench.ingest._links import link_papers as link_papers
+    from grebench.ingest._links import near_papers as near_papers
     from grebench.ingest._pdf import extract_pdf as extract_pdf
     from grebench.ingest._run import IngestJson as IngestJson
     from grebench.ingest._run import IngestSummary as IngestSummary
@@ -41,6 +42,7 @@ _EXPORTS = {
     "PaperText": "grebench.ingest._similarity",
     "link_papers": "grebench.ingest._links",
     "find_links": "grebench.ingest._links",
+    "near_papers": "grebench.ingest._links",
     "PaperSource": "grebench.ingest._source",
     "SourceError": "grebench.ingest._source",
     "SourceFailure": "grebench.ingest._source",

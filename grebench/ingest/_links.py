@@ -58,17 +58,24 @@ class _WordIndex:
         self.con.execute("CREATE OR REPLACE TEMP TABLE _link_keys AS SELECT w.paper_id, w.w FROM _link_words w "
                          "JOIN (SELECT w FROM _link_words GROUP BY w HAVING count(*) <= ?) k USING (w)", [max_df])
 
-    def candidates(self, paper_ids: Collection[str] | None) -> list[tuple[str, str]]:
-        """Pairs (paper, candidate) sharing at least MIN_SHARED rare words, the best MAX_CANDIDATES per paper."""
-        want = "" if paper_ids is None else "WHERE a.paper_id IN (SELECT unnest(?::VARCHAR[]))"
+    def candidates(self, paper_ids: Collection[str] | None, min_shared: int = MIN_SHARED,
+                   limit: int = MAX_CANDIDATES, among: Collection[str] | None = None,
+                   ranked: bool = False) -> list[tuple[str, str]]:
+        """Pairs (paper, candidate) sharing at least ``min_shared`` rare words, the best ``limit`` per paper (the
+        candidates only ``among`` these papers when given), ordered by paper, then by candidate id (``ranked``: the
+        most shared words first)."""
+        want = "" if paper_ids is None else " AND a.paper_id IN (SELECT unnest(?::VARCHAR[]))"
+        if among is not None:
+            want += " AND b.paper_id IN (SELECT unnest(?::VARCHAR[]))"
         rows = self.con.execute(
             f"""SELECT paper_id, other FROM (
                     SELECT a.paper_id, b.paper_id AS other, count(*) AS shared,
                            row_number() OVER (PARTITION BY a.paper_id ORDER BY count(*) DESC, b.paper_id) AS k
-                    FROM _link_keys a JOIN _link_keys b ON a.w = b.w AND a.paper_id <> b.paper_id {want}
+                    FROM _link_keys a JOIN _link_keys b ON a.w = b.w AND a.paper_id <> b.paper_id WHERE true {want}
                     GROUP BY a.paper_id, b.paper_id HAVING count(*) >= ?)
-                WHERE k <= ? ORDER BY paper_id, other""",
-            ([sorted(paper_ids)] if paper_ids is not None else []) + [MIN_SHARED, MAX_CANDIDATES]).fetchall()
+                WHERE k <= ? ORDER BY paper_id, {"k" if ranked else "other"}""",
+            ([sorted(paper_ids)] if paper_ids is not None else []) + ([sorted(among)] if among is not None else [])
+            + [min_shared, limit]).fetchall()
         return [(a, b) for a, b in rows]
 
     def close(self) -> None:
@@ -88,6 +95,29 @@ def _candidates(store: Store, paper_ids: Collection[str] | None) -> list[tuple[s
         return index.candidates(paper_ids)
     finally:
         index.close()
+
+
+#: Rare words a paper must share with another to be one of its near papers (:func:`near_papers`): one, since the
+#: papers whose reviews it may carry are read by information afterwards, not linked.
+NEAR_MIN_SHARED = 1
+
+
+def near_papers(store: Store, paper_ids: Collection[str], among: Collection[str], limit: int
+                ) -> dict[str, list[str]]:
+    """paper id -> the papers ``among`` these sharing the most rare words with it (at most ``limit``, most first):
+    the linking code's rare-word index, with a lower bar (:data:`NEAR_MIN_SHARED`), for the near-paper copy check
+    (issue 62: the papers whose public reviews a review of a disguised resubmission may carry)."""
+    if not paper_ids or not among:
+        return {}
+    index = _WordIndex(store)
+    try:
+        pairs = index.candidates(paper_ids, NEAR_MIN_SHARED, limit, among, ranked=True)
+    finally:
+        index.close()
+    out: dict[str, list[str]] = {}
+    for a, b in pairs:
+        out.setdefault(a, []).append(b)
+    return out
 
 
 @dataclass

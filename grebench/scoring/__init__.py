@@ -13,7 +13,9 @@ Public API (importing it never imports torch or litellm):
   :func:`information_shift` — the same summed over a submission (its per-paper ratios against honest reviewers');
   :func:`sealed_gap` — a submission's information where the reviews were public when it wrote against its own where
   they were sealed (what copying adds, whatever its wording);
-  :class:`LMCopyCheck` — copy evidence from the evaluation LM, line by line, calibrated on honest pairs.
+  :class:`LMCopyCheck` — copy evidence from the evaluation LM, line by line, calibrated on honest pairs;
+  :class:`NearCopyCheck` — the same against the public reviews of a review's nearest *other* papers (an unlinked
+  disguised resubmission's earlier version).
 * :class:`LMAbstractReader` — the evaluation LM's view of two papers' abstracts, read by
   linking (issue 62: possible resubmissions by what the abstracts say, whatever their words).
 * :func:`validation_rows` — the metric's validation (Cohen's d of every control vs the human review).
@@ -105,6 +107,7 @@ from grebench.scoring._metrics import (
     metric,
     metric_preprocessor,
 )
+from grebench.scoring._nearcopy import NearCopyCheck, NearCopyEvidence
 from grebench.scoring._outliers import (
     GAP_ALPHA,
     GAP_FACTOR,
@@ -204,6 +207,8 @@ __all__ = [
     "LogprobRequest",
     "LogprobResult",
     "Metric",
+    "NearCopyCheck",
+    "NearCopyEvidence",
     "PairedTest",
     "PaperDifference",
     "PaperReviews",

@@ -149,7 +149,15 @@ def check_copies(store: Store, candidate: str, settings: Settings | None = None)
             handle.close()
         lm_copies = tuple(CopiedReview(r["paper_id"], e.statistic, e.reference, e.describe())
                           for r, e in zip(rows, evidence, strict=True) if e is not None and e.copied)
-    return CopyCheck(candidate, len(rows), copies, not_prose, lm_copies, spec)
+    check = CopyCheck(candidate, len(rows), copies, not_prose, lm_copies, spec)
+    if settings is None or not settings.submissions.near_copy_estimator or not rows:
+        return check
+    from grebench.scoring import EstimatorHandle
+    from grebench.submissions._nearcopy import with_near_copies
+
+    links = settings.ingest.link_estimator  # the near papers ranked by the linking LM's view of the abstracts
+    return with_near_copies(store, check, EstimatorHandle(settings.submissions.near_copy_estimator, settings),
+                            EstimatorHandle(links, settings) if links else None)
 
 
 #: Papers of the store (with two public reviews or more) whose honest reviews calibrate the LM copy check's bar,
