@@ -17,7 +17,7 @@ import os
 import random
 import re
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -28,6 +28,8 @@ from grebench.scoring import (
     HUMAN_FACTOR,
     SHIFT_ALPHA,
     LMCopyCheck,
+    LogprobRequest,
+    LogprobResult,
     PaperReviews,
     conformal_bar,
     information_flags,
@@ -287,6 +289,29 @@ def test_the_store_holds_a_shifted_submission_with_the_evidence() -> None:
 
 # -- the product path: the copy check of a submitted candidate --------------------------------------------------------
 
+def _submission_store(records: list[PaperRecord], checked: list[PaperRecord]) -> Store:
+    """An in-memory store of ``records`` with two submitted candidates on ``checked``: "Paraphraser" (a paraphrase
+    of each paper's public reviews behind another paper's review) and "Elsewhere" (that other review alone)."""
+    store = open_store(None)
+    with store.transaction():
+        for paper in records:
+            store.upsert_paper(paper)
+    for name in ("Paraphraser", "Elsewhere"):
+        store.con.execute("INSERT INTO candidates (name, kind, params_json, updated_at) VALUES (?, 'submitted', "
+                          "'{}', ?)", [name, utcnow()])
+    for k, paper in enumerate(checked):
+        other = records[-1 - k].reviews[0].text
+        for name, text in (("Paraphraser", _paraphrase(paper, other, 0.3, k)), ("Elsewhere", other)):
+            store.con.execute("INSERT INTO generations (generation_id, candidate, paper_id, prompt_version, "
+                              "params_json, status, text, generated_at) VALUES (?, ?, ?, 'v1', '{}', 'ok', ?, ?)",
+                              [f"{name}/{paper.paper_id}", name, paper.paper_id, text, utcnow()])
+    return store
+
+
+def _cached_requests(store: Store) -> int:
+    return int(store.scalar("SELECT count(*) FROM logprob_cache") or 0)
+
+
 def test_the_copy_check_refuses_a_paraphrase_by_its_information_with_the_lm_estimator(tmp_path: Path) -> None:
     """``lm_copy_estimator = offline``: :func:`grebench.submissions.check_copies` flags a candidate whose reviews are
     paraphrases of their papers' public reviews (calibrated on the store's honest reviews), with the evidence, and
@@ -295,21 +320,9 @@ def test_the_copy_check_refuses_a_paraphrase_by_its_information_with_the_lm_esti
     from grebench.submissions import check_copies
 
     records = list(_records("iclr2026").values())[:80]
-    store = open_store(None)
+    checked = records[:10]
+    store = _submission_store(records, checked)
     try:
-        with store.transaction():
-            for paper in records:
-                store.upsert_paper(paper)
-        checked = records[:10]
-        for name in ("Paraphraser", "Elsewhere"):
-            store.con.execute("INSERT INTO candidates (name, kind, params_json, updated_at) VALUES (?, 'submitted', "
-                              "'{}', ?)", [name, utcnow()])
-        for k, paper in enumerate(checked):
-            other = records[-1 - k].reviews[0].text
-            for name, text in (("Paraphraser", _paraphrase(paper, other, 0.3, k)), ("Elsewhere", other)):
-                store.con.execute("INSERT INTO generations (generation_id, candidate, paper_id, prompt_version, "
-                                  "params_json, status, text, generated_at) VALUES (?, ?, ?, 'v1', '{}', 'ok', ?, ?)",
-                                  [f"{name}/{paper.paper_id}", name, paper.paper_id, text, utcnow()])
         settings = load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path), "GREBENCH_LM_COPY_ESTIMATOR": "offline"})
         copied = check_copies(store, "Paraphraser", settings)
         assert len(copied.lm_copies) >= 9 and copied.flagged, copied
@@ -318,6 +331,72 @@ def test_the_copy_check_refuses_a_paraphrase_by_its_information_with_the_lm_esti
         assert honest.lm_copies == () and honest.checked == len(checked)
         off = check_copies(store, "Paraphraser", load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path)}))
         assert off.lm_copies == ()
+    finally:
+        store.close()
+
+
+def test_a_second_copy_check_computes_only_the_requests_of_reviews_it_has_not_seen(tmp_path: Path) -> None:
+    """The LM copy check goes through the store's log-prob cache: checking the same candidate again (its approval
+    after its evaluation) computes nothing, calibration included, and finds the same; another candidate on the same
+    papers computes only its own reviews' requests (the calibration is read from the cache)."""
+    from grebench.settings import load_settings
+    from grebench.submissions import check_copies
+
+    records = list(_records("iclr2026").values())[:40]
+    checked = records[:10]
+    store = _submission_store(records, checked)
+    try:
+        settings = load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path), "GREBENCH_LM_COPY_ESTIMATOR": "offline"})
+        first = check_copies(store, "Paraphraser", settings)
+        calibrated = _cached_requests(store)
+        assert calibrated > 0 and len(first.lm_copies) >= 9, first
+        again = check_copies(store, "Paraphraser", settings)
+        assert _cached_requests(store) == calibrated  # nothing computed: every request was in the cache
+        assert again.lm_copies == first.lm_copies
+        check_copies(store, "Elsewhere", settings)
+        # at most one request per judgment line of each public review of each checked paper: its own checks only
+        own_checks = sum(len(rules_judgment_lines(r.text)) for paper in checked for r in paper.reviews)
+        assert 0 < _cached_requests(store) - calibrated <= own_checks
+    finally:
+        store.close()
+
+
+class _Interrupted:
+    """The estimator, interrupted at its ``at``-th call (a crash, a kill: what ran before must stay cached)."""
+
+    def __init__(self, estimator: OfflineEstimator, at: int) -> None:
+        self.estimator, self.at, self.calls = estimator, at, 0
+        self.id = estimator.id
+
+    def logprobs(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
+        self.calls += 1
+        if self.calls == self.at:
+            raise KeyboardInterrupt
+        return self.estimator.logprobs(requests)
+
+
+def test_an_interrupted_calibration_keeps_what_it_computed() -> None:
+    """A calibration interrupted midway leaves every finished batch in the log-prob cache; the next one computes
+    only the rest and reaches the same bar as a calibration without any cache."""
+    from grebench.scoring import CachedLogprobs
+
+    papers = dict(sorted(_papers("iclr2026").items())[:12])
+    estimator = OfflineEstimator({pid: ["\n".join(lines) for lines in pr.reviews.values() if lines]
+                                  for pid, pr in papers.items()})
+    store = open_store(None)
+    try:
+        broken = _Interrupted(estimator, at=4)
+        with pytest.raises(KeyboardInterrupt):
+            LMCopyCheck(estimator, papers, logprobs=CachedLogprobs(store, broken)).calibrate()
+        kept = _cached_requests(store)
+        assert broken.calls == 4 and kept > 0
+        resumed = CachedLogprobs(store, estimator)
+        check = LMCopyCheck(estimator, papers, logprobs=resumed)
+        check.calibrate()
+        assert resumed.computed == _cached_requests(store) - kept > 0  # nothing kept was computed again
+        plain = LMCopyCheck(estimator, papers)
+        plain.calibrate()
+        assert (check.bar, check.calibration, check.typical) == (plain.bar, plain.calibration, plain.typical)
     finally:
         store.close()
 
