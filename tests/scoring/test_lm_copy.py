@@ -186,29 +186,39 @@ def test_a_synonym_paraphrase_of_the_public_reviews_is_caught(offline_checks: di
 
 
 @pytest.mark.skipif(not os.environ.get("GREBENCH_TEST_MODELS_DIR"),
-                    reason="SmolLM2 over 12 papers takes over 15 minutes of a 2-core CPU (calibration included): run "
-                           "where GREBENCH_TEST_MODELS_DIR holds the model (pulled by `grebench models`)")
-@pytest.mark.timeout(3600)
+                    reason="SmolLM2 scores about one LM copy check request a second on a 2-core CPU: two papers take "
+                           "about 7 minutes (calibration included); run where GREBENCH_TEST_MODELS_DIR holds the model "
+                           "(pulled by `grebench models`)")
+@pytest.mark.timeout(1800)
 def test_with_smollm2_a_paraphrase_is_caught_and_honest_reviews_pass(real_models_dir: Path) -> None:
-    """The same rule with the real evaluation LM, on a few papers (a CPU run of minutes)."""
+    """The same rule with the real evaluation LM, on two papers (a CPU run of minutes): each paper's paraphrase
+    (30 % of every public review's sentences, behind the other paper's review) carries more of the public reviews
+    than any honest review of the paper does, and no honest review of one paper reaches the bar calibrated on the
+    other's honest reviews (a bar never fitted to the reviews it is measured on)."""
     from grebench.scoring import EstimatorHandle
     from grebench.settings import load_settings
 
     settings = load_settings(env={"GREBENCH_DATA_DIR": str(real_models_dir / "data"),
                                   "GREBENCH_MODELS_DIR": str(real_models_dir)})
     records = _records("iclr2026")
-    ids = sorted(records)[:12]
+    ids = sorted(records)[:2]
     papers = {pid: pr for pid, pr in _papers("iclr2026").items() if pid in ids}
     handle = EstimatorHandle("hf:smollm2-135m", settings)
     try:
         check = LMCopyCheck(handle.get(None), papers)
         check.calibrate()
-        found = check.check([(pid, rules_judgment_lines(_paraphrase(records[pid], records[ids[(k + 1) % 12]]
-                                                                    .reviews[0].text, 0.3, k)))
+        found = check.check([(pid, rules_judgment_lines(_paraphrase(records[pid], records[ids[1 - k]].reviews[0].text,
+                                                                    0.3, k)))
                              for k, pid in enumerate(ids)])
     finally:
         handle.close()
-    assert sum(e.copied for e in found) >= 9, [(e.paper_id, e.statistic, e.bar) for e in found]
+    honest = {pid: [v for v, p in zip(check.calibration, check.calibration_papers, strict=True) if p == pid]
+              for pid in ids}
+    shown = [(e.paper_id, e.statistic, honest[e.paper_id]) for e in found]
+    assert all(len(v) >= 2 for v in honest.values()), honest
+    assert all(e.statistic > max(honest[e.paper_id]) for e in found), shown
+    for k, pid in enumerate(ids):
+        assert max(honest[pid]) < conformal_bar(honest[ids[1 - k]]), honest
 
 
 # -- the submission-level test -------------------------------------------------------------------------------------
