@@ -65,10 +65,7 @@ for _var in ("OPENREVIEW_USERNAME", "OPENREVIEW_PASSWORD", "OPENREVIEW_TOKEN"):
 # settings built from an explicit env dict add FAST_ENV.
 # NO_LOCAL_MODELS alone: no built-in local model generates or judges (for a test whose config sets its own estimator).
 NO_LOCAL_MODELS = {"GREBENCH_LOCAL_CANDIDATES": "", "GREBENCH_LOCAL_JUDGES": ""}
-# The near-paper copy check (on by default, about a minute of CPU per checked submission on a large store) runs in
-# its own tests (tests/submissions/test_near_copies.py), which build their settings without FAST_ENV.
-FAST_ENV = {"GREBENCH_ESTIMATOR": "offline", "GREBENCH_PAPERS": "all", "GREBENCH_NEAR_COPY_ESTIMATOR": "",
-            **NO_LOCAL_MODELS}
+FAST_ENV = {"GREBENCH_ESTIMATOR": "offline", "GREBENCH_PAPERS": "all", **NO_LOCAL_MODELS}
 for _key, _value in FAST_ENV.items():
     os.environ.setdefault(_key, _value)
 

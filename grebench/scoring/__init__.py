@@ -6,7 +6,8 @@ Public API (importing it never imports torch or litellm):
   :class:`EstimatorHandle` — a job's estimator, decided once and built on first use (the resolved run holds it).
 * :func:`score_texts` — score any texts against their papers' references with a stored setup (the panel's gem judge);
   :func:`stored_pmis` — the stored ones by text; :func:`gem_judge_metric` — the metric the gem judge reads;
-  :func:`unconditional_logprobs` — a text's log-likelihood under the evaluation LM alone (the prose test's LM path).
+  :func:`unconditional_logprobs` — a text's log-likelihood under the evaluation LM alone (the prose test's LM path);
+  :class:`CachedLogprobs` — an estimator behind the log-prob cache, for checks that build their own requests.
 * :func:`paper_attribution`, :func:`attribution_summary` — what each judgment line adds to a score (leave one out).
 * :func:`compute_boards` / :func:`stored_boards` — the leaderboards, computed once and stored; readers read them.
 * :func:`information_flags` — the information view of a copy (one reference explained far beyond any human review);
@@ -139,6 +140,7 @@ from grebench.scoring._setup import ScoredSetup
 from grebench.scoring._style import FEATURES as STYLE_FEATURES
 from grebench.scoring._style import StyleCoefficient, StyleControl, StyleScore, style_features
 from grebench.scoring._texts import (
+    CachedLogprobs,
     TextPmis,
     TextScores,
     gem_judge_metric,
@@ -194,6 +196,7 @@ __all__ = [
     "VALIDATION_INPUTS",
     "Attribution",
     "BoardRow",
+    "CachedLogprobs",
     "Comparison",
     "EstimatorAgreement",
     "EstimatorHandle",

@@ -35,18 +35,20 @@ differ.
 
 Cost per checked review: one conditional request per judgment line of each public review of its paper (about 4
 reviews x 15 lines: 60 short requests); the marginals are shared by every candidate of the paper.  Calibration costs
-the same per honest review, once per (estimator, sample).
+the same per honest review, once per (estimator, sample).  Requests go to ``logprobs`` when the caller gives one (the
+product's copy check puts the store's log-prob cache in front: :class:`grebench.scoring.CachedLogprobs`, so a second
+check over the same store computes only the new reviews' requests), else straight to the estimator.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from grebench.scoring._request import LogprobRequest
+from grebench.scoring._request import LogprobRequest, LogprobResult
 from grebench.scoring.estimators import Estimator
 
 #: The share of honest reviews the bar may flag (the issue's target: at most 0.5 %).
@@ -57,6 +59,9 @@ BAR_MARGIN = 1.1
 #: Fewer honest statistics than this cannot place a 1 − fp quantile: the bar is then the largest one, times
 #: :data:`SMALL_SAMPLE_MARGIN`.
 SMALL_SAMPLE_MARGIN = 1.5
+
+#: How a check's requests are answered: the estimator's ``logprobs``, or that behind a cache.
+Logprobs = Callable[[Sequence[LogprobRequest]], list[LogprobResult]]
 
 
 @dataclass(frozen=True)
@@ -122,12 +127,16 @@ class LMCopyCheck:
     then :meth:`check` candidate reviews (judgment lines) of those papers.
 
     ``honest`` adds honest candidates per paper (judgment lines of the human baseline, the built-in models) to the
-    scales; a paper's public reviews always count as honest candidates against each other."""
+    scales; a paper's public reviews always count as honest candidates against each other.
+
+    ``logprobs`` answers every request (marginals, calibration, checks) when given: the estimator's behind the
+    store's log-prob cache (:class:`grebench.scoring.CachedLogprobs`); without it the estimator is asked directly."""
 
     estimator: Estimator
     papers: Mapping[str, PaperReviews]
     honest: Mapping[str, Sequence[Sequence[str]]] = field(default_factory=dict)
     fp: float = TARGET_FP
+    logprobs: Logprobs | None = None
     requests: int = 0  # conditional requests sent so far (the cost)
     _marginals: dict[tuple[str, str], list[float]] = field(default_factory=dict)
     _honest: dict[str, list[dict[str, float]]] = field(default_factory=dict)  # paper -> gains of each honest review
@@ -138,11 +147,15 @@ class LMCopyCheck:
     calibration_papers: list[str] = field(default_factory=list)  # the paper of each calibration statistic
 
     # -- log-probabilities ---------------------------------------------------------------------------------------
+    def _ask(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
+        if not requests:
+            return []
+        return (self.logprobs or self.estimator.logprobs)(requests)
+
     def _marginals_of(self, paper_ids: Sequence[str]) -> None:
         todo = [(pid, rid, line) for pid in paper_ids for rid, lines in self.papers[pid].reviews.items()
                 if (pid, rid) not in self._marginals for line in lines]
-        results = self.estimator.logprobs([LogprobRequest(pid, self.papers[pid].synopsis, None, line)
-                                           for pid, _, line in todo]) if todo else []
+        results = self._ask([LogprobRequest(pid, self.papers[pid].synopsis, None, line) for pid, _, line in todo])
         for (pid, rid, _), res in zip(todo, results, strict=True):
             self._marginals.setdefault((pid, rid), []).append(res.logprob)
         for pid in paper_ids:
@@ -161,7 +174,7 @@ class LMCopyCheck:
             for rid, ref_lines in paper.reviews.items():
                 if rid != own:
                     todo += [(k, rid, LogprobRequest(pid, paper.synopsis, first, line)) for line in ref_lines]
-        results = self.estimator.logprobs([req for _, _, req in todo]) if todo else []
+        results = self._ask([req for _, _, req in todo])
         self.requests += len(todo)
         conds: list[dict[str, list[float]]] = [{} for _ in items]
         for (k, rid, _), res in zip(todo, results, strict=True):

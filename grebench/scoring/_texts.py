@@ -1,5 +1,8 @@
 """Scores of texts that are no stored generation, with the setup the stored scores were made with.
 
+:class:`CachedLogprobs` is an estimator's ``logprobs`` behind the same cache, for checks that build their own
+requests (the LM copy check, :class:`grebench.scoring.LMCopyCheck`).
+
 The judge panel's ``gem`` judge needs GEM of its exam texts (a human review of another paper, a reference review):
 :func:`score_texts` scores them against their paper's references through the score stage's own pair rule
 (:class:`~grebench.scoring._pairs.PairRule`), estimator and log-prob cache, so their PMIs are comparable with the
@@ -9,7 +12,7 @@ stored ones (:func:`stored_pmis`).  A text without judgment lines gets each refe
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -27,13 +30,13 @@ from grebench.scoring._leaderboard import FLOOR_JOIN, FLOORED_PMI, reference_flo
 from grebench.scoring._metrics import METRICS, SynopsisInputs, headline_metric, metric, metric_preprocessor
 from grebench.scoring._pairs import PairRule, pmi
 from grebench.scoring._preprocess import Preprocessor, preprocess_texts, text_sha256
-from grebench.scoring._request import LogprobRequest
+from grebench.scoring._request import LogprobRequest, LogprobResult
 from grebench.scoring._setup import ScoredSetup
 from grebench.settings import Settings
 from grebench.store import Store
 
 if TYPE_CHECKING:
-    from grebench.scoring.estimators import EstimatorHandle
+    from grebench.scoring.estimators import Estimator, EstimatorHandle
 
 #: (paper id, sha256 of a review text) → reference review id → PMI.
 TextPmis = dict[tuple[str, str], dict[str, float]]
@@ -168,3 +171,23 @@ def unconditional_logprobs(store: Store, handle: EstimatorHandle, texts: list[st
     results, *_ = _evaluate(store, [(estimator, r) for r in requests], NoProgress(), "prose test")
     return [(results[request_key(estimator.id, r)].logprob, results[request_key(estimator.id, r)].n_tokens)
             for r in requests]
+
+
+@dataclass
+class CachedLogprobs:
+    """``estimator.logprobs`` through the store's log-prob cache (the score stage's :func:`_evaluate`): a request
+    cached before is read, the others are computed and cached as they come (a stop or a crash loses at most one
+    batch).  ``computed`` counts the requests the estimator was asked (not found in the cache) over every call."""
+
+    store: Store
+    estimator: Estimator
+    label: str = "LM requests"
+    progress: Progress = field(default_factory=NoProgress)
+    computed: int = 0
+
+    def __call__(self, requests: Sequence[LogprobRequest]) -> list[LogprobResult]:
+        """The answer of each request, in request order."""
+        results, asked, _, _ = _evaluate(self.store, [(self.estimator, r) for r in requests], self.progress,
+                                         self.label)
+        self.computed += asked
+        return [results[request_key(self.estimator.id, r)] for r in requests]

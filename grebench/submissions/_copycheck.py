@@ -172,8 +172,9 @@ def lm_copy_findings(store: Store, handle: EstimatorHandle, items: list[tuple[st
     ``settings.submissions.lm_copy_estimator``): calibrated on the honest (public) reviews of the checked
     papers and of :data:`LM_COPY_SAMPLE` more of the store's papers (the latest version of each), each against the
     other public reviews of its paper.  Linked earlier versions of a paper are the word-level check's (not here).
-    None for a review whose paper has fewer than two public reviews (no honest pair to compare with)."""
-    from grebench.scoring import LMCopyCheck, PaperReviews, rules_judgment_lines
+    None for a review whose paper has fewer than two public reviews (no honest pair to compare with).  Every request
+    goes through the store's log-prob cache (:class:`grebench.scoring.CachedLogprobs`), written as it is computed."""
+    from grebench.scoring import CachedLogprobs, LMCopyCheck, PaperReviews, rules_judgment_lines
 
     checked = sorted({pid for pid, _ in items})
     sample = [r["paper_id"] for r in store.rows(
@@ -193,7 +194,10 @@ def lm_copy_findings(store: Store, handle: EstimatorHandle, items: list[tuple[st
     papers = {pid: p for pid, p in papers.items() if sum(1 for lines in p.reviews.values() if lines) >= 2}
     corpus = ({pid: ["\n".join(lines) for lines in p.reviews.values() if lines] for pid, p in papers.items()}
               if handle.info.needs_corpus else None)
-    check = LMCopyCheck(handle.get(corpus), papers)
+    estimator = handle.get(corpus)
+    # every request through the store's log-prob cache: a second evaluation or an approval over the same store
+    # computes only the requests of reviews (candidate or public) it has not seen
+    check = LMCopyCheck(estimator, papers, logprobs=CachedLogprobs(store, estimator, "LM copy check"))
     check.calibrate()
     todo = [(pid, rules_judgment_lines(text)) for pid, text in items if pid in papers]
     found = iter(check.check(todo)) if todo else iter(())

@@ -68,8 +68,8 @@ def store() -> Store:
 
 def test_a_paraphrase_of_the_earlier_versions_reviews_is_refused_naming_that_paper(store: Store,
                                                                                   tmp_path: Path) -> None:
-    settings = load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path)})
-    assert settings.submissions.near_copy_estimator == "offline"  # on by default
+    assert load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path)}).submissions.near_copy_estimator == ""  # off
+    settings = load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path), "GREBENCH_NEAR_COPY_ESTIMATOR": "offline"})
     check = check_copies(store, "Paraphraser", settings)
     near = getattr(check, "near_copies", ())
     assert check.flagged and len(near) >= 3, check
@@ -83,7 +83,7 @@ def test_a_paraphrase_of_the_earlier_versions_reviews_is_refused_naming_that_pap
 
 def test_honest_text_and_reviews_written_before_the_other_paper_was_public_are_not_flagged(store: Store,
                                                                                           tmp_path: Path) -> None:
-    settings = load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path)})
+    settings = load_settings(env={"GREBENCH_DATA_DIR": str(tmp_path), "GREBENCH_NEAR_COPY_ESTIMATOR": "offline"})
     assert getattr(check_copies(store, "Elsewhere", settings), "near_copies", None) == ()
     # the same paraphrases, made before the originals' reviews were out: those reviews are not read against them
     early = check_copies(store, "Early", settings)
