@@ -23,6 +23,7 @@ so a flag raised after approval holds it again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from grebench.store import Store
@@ -138,6 +139,50 @@ class ShiftTest:
                                                       if self.excess_papers else ""))
 
 
+def _logs(candidate: dict[str, float], honest: dict[str, list[float]]
+          ) -> tuple[list[str], Callable[[float], float]]:
+    """The papers both have, and the per-paper log the shift and sealed-gap tests compare:
+    ``log(value / scale + SHIFT_FLOOR)``, the scale the median honest value on those papers (a typical honest
+    review's information)."""
+    import math
+
+    common = sorted(p for p in candidate if honest.get(p))
+    middle = sorted(v for p in common for v in honest[p])
+    scale = (middle[len(middle) // 2] if middle else 0.0) or 1.0
+
+    def log(v: float) -> float:
+        return math.log(max(v, 0.0) / scale + SHIFT_FLOOR)
+
+    return common, log
+
+
+Shares = dict[tuple[str, str], tuple[dict[str, float], dict[str, list[float]], set[str]]]
+
+
+def stored_shares(store: Store, candidate: str, metric: str = "gem-s") -> Shares:
+    """Per scored setup (estimator, preprocessor): ``candidate``'s summed GEM-S share of each paper's references,
+    the honest reviewers' (candidates of kind ``human`` or ``llm``) on each paper, and the papers where the
+    candidate's scored generation is sealed (``generations.sealed``, read now); one query for the shift and
+    sealed-gap tests."""
+    rows = store.rows(
+        "SELECT s.candidate, s.estimator, s.preprocessor, s.paper_id, "
+        "  sum(greatest(s.pmi, 0) / -s.marginal) AS share, coalesce(bool_and(g.sealed), false) AS sealed "
+        "FROM scores s JOIN candidates c ON c.name = s.candidate "
+        "LEFT JOIN generations g ON g.generation_id = s.generation_id "
+        "WHERE s.metric = ? AND s.marginal < 0 AND (s.candidate = ? OR c.kind IN ('human', 'llm')) GROUP BY ALL",
+        [metric, candidate])
+    setups: Shares = {}
+    for r in rows:
+        mine, honest, sealed = setups.setdefault((r["estimator"], r["preprocessor"]), ({}, {}, set()))
+        if r["candidate"] == candidate:
+            mine[r["paper_id"]] = float(r["share"])
+            if r["sealed"]:
+                sealed.add(r["paper_id"])
+        else:
+            honest.setdefault(r["paper_id"], []).append(float(r["share"]))
+    return setups
+
+
 def shift_test(candidate: dict[str, float], honest: dict[str, list[float]], setup: str = "") -> ShiftTest:
     """The one-sided sign-flip test (:func:`grebench.scoring.paired_test`, the paper as the unit) of per-paper
     ``log(candidate + floor) − mean(log(honest + floor)) − log(SHIFT_FACTOR)`` over the papers both have: is the
@@ -146,15 +191,9 @@ def shift_test(candidate: dict[str, float], honest: dict[str, list[float]], setu
 
     from grebench.scoring._aggregate import paired_test
 
-    common = sorted(p for p in candidate if honest.get(p))
+    common, log = _logs(candidate, honest)
     if not common:
         return ShiftTest(0, float("nan"), 1.0, (), setup)
-    middle = sorted(v for p in common for v in honest[p])
-    scale = middle[len(middle) // 2] or 1.0  # in units of a typical honest review's information
-
-    def log(v: float) -> float:
-        return math.log(max(v, 0.0) / scale + SHIFT_FLOOR)
-
     d = {p: log(candidate[p]) - sum(log(v) for v in honest[p]) / len(honest[p]) for p in common}
     test = paired_test([v - math.log(SHIFT_FACTOR) for v in d.values()])
     p = test.p / 2 if test.diff > 0 else 1 - test.p / 2
@@ -168,19 +207,8 @@ def information_shift(store: Store, candidate: str, metric: str = "gem-s") -> Sh
     """:func:`shift_test` of ``candidate``'s stored scores against the honest reviewers' (the human baseline and the
     built-in models: candidates of kind ``human`` or ``llm``) in each scored setup; the most significant, its p
     multiplied by the number of setups tested (Bonferroni).  None when nothing is scored."""
-    rows = store.rows(
-        "SELECT s.candidate, s.estimator, s.preprocessor, s.paper_id, "
-        "  sum(greatest(s.pmi, 0) / -s.marginal) AS share FROM scores s JOIN candidates c ON c.name = s.candidate "
-        "WHERE s.metric = ? AND s.marginal < 0 AND (s.candidate = ? OR c.kind IN ('human', 'llm')) GROUP BY ALL",
-        [metric, candidate])
-    setups: dict[tuple[str, str], tuple[dict[str, float], dict[str, list[float]]]] = {}
-    for r in rows:
-        mine, honest = setups.setdefault((r["estimator"], r["preprocessor"]), ({}, {}))
-        if r["candidate"] == candidate:
-            mine[r["paper_id"]] = float(r["share"])
-        else:
-            honest.setdefault(r["paper_id"], []).append(float(r["share"]))
-    tests = [shift_test(mine, honest, f"{est} / {pre}") for (est, pre), (mine, honest) in sorted(setups.items())
+    setups = stored_shares(store, candidate, metric)
+    tests = [shift_test(mine, honest, f"{est} / {pre}") for (est, pre), (mine, honest, _) in sorted(setups.items())
              if mine]
     tests = [t for t in tests if t.papers]
     if not tests:
@@ -257,17 +285,7 @@ class GapTest:
 def relative_information(candidate: dict[str, float], honest: dict[str, list[float]]) -> dict[str, float]:
     """Per paper both have: log(candidate + floor) − mean log(honest + floor), in units of the median honest value
     (:func:`shift_test`'s per-paper value before its factor)."""
-    import math
-
-    common = sorted(p for p in candidate if honest.get(p))
-    if not common:
-        return {}
-    middle = sorted(v for p in common for v in honest[p])
-    scale = middle[len(middle) // 2] or 1.0
-
-    def log(v: float) -> float:
-        return math.log(max(v, 0.0) / scale + SHIFT_FLOOR)
-
+    common, log = _logs(candidate, honest)
     return {p: log(candidate[p]) - sum(log(v) for v in honest[p]) / len(honest[p]) for p in common}
 
 
@@ -311,22 +329,7 @@ def sealed_gap(store: Store, candidate: str, metric: str = "gem-s") -> GapTest |
     honest reviewers' (candidates of kind ``human`` or ``llm``), a paper sealed when the generation scored there was
     (``generations.sealed``, read now: a link found later unseals it); the most significant test, its p multiplied
     by the number of setups tested (Bonferroni).  None when nothing is scored."""
-    rows = store.rows(
-        "SELECT s.candidate, s.estimator, s.preprocessor, s.paper_id, "
-        "  sum(greatest(s.pmi, 0) / -s.marginal) AS share, coalesce(bool_and(g.sealed), false) AS sealed "
-        "FROM scores s JOIN candidates c ON c.name = s.candidate "
-        "LEFT JOIN generations g ON g.generation_id = s.generation_id "
-        "WHERE s.metric = ? AND s.marginal < 0 AND (s.candidate = ? OR c.kind IN ('human', 'llm')) GROUP BY ALL",
-        [metric, candidate])
-    setups: dict[tuple[str, str], tuple[dict[str, float], dict[str, list[float]], set[str]]] = {}
-    for r in rows:
-        mine, honest, sealed = setups.setdefault((r["estimator"], r["preprocessor"]), ({}, {}, set()))
-        if r["candidate"] == candidate:
-            mine[r["paper_id"]] = float(r["share"])
-            if r["sealed"]:
-                sealed.add(r["paper_id"])
-        else:
-            honest.setdefault(r["paper_id"], []).append(float(r["share"]))
+    setups = stored_shares(store, candidate, metric)
     tests = [gap_test(mine, honest, sealed, f"{est} / {pre}")
              for (est, pre), (mine, honest, sealed) in sorted(setups.items()) if mine]
     tests = [t for t in tests if t.public or t.sealed]

@@ -50,12 +50,16 @@ class CopyCheck:
     #: about the public reviews, whatever their wording (:class:`grebench.scoring.LMCopyCheck`).
     lm_copies: tuple[CopiedReview, ...] = ()
     lm_estimator: str = ""
+    #: Reviews the near-paper copy check flags (``settings.submissions.near_copy_estimator``): they carry the public
+    #: reviews of another, nearby paper (:mod:`grebench.submissions._nearcopy`).
+    near_copies: tuple[CopiedReview, ...] = ()
+    near_estimator: str = ""
 
     @property
     def flagged(self) -> bool:
-        """Whether some review copies its paper's public reviews (in words or in information) or does not read as
-        text."""
-        return bool(self.copies or self.not_prose or self.lm_copies)
+        """Whether some review copies its paper's public reviews (in words or in information), carries a nearby
+        paper's, or does not read as text."""
+        return bool(self.copies or self.not_prose or self.lm_copies or self.near_copies)
 
     def evidence(self, limit: int = 5) -> str:
         """The first ``limit`` flagged reviews, as text."""
@@ -72,16 +76,23 @@ class CopyCheck:
             found.append(f"{len(self.copies)} of {self.checked} reviews copy their paper's public reviews (copy "
                          f"detector score at or above {COPY_THRESHOLD:.0%}: {self.evidence()})")
         if self.lm_copies:
-            shown = ", ".join(f"{c.paper_id} ({c.detail})" for c in self.lm_copies[:3])
-            more = f", and {len(self.lm_copies) - 3} more" if len(self.lm_copies) > 3 else ""
             found.append(f"{len(self.lm_copies)} of {self.checked} reviews carry their paper's public reviews' "
-                         f"information far beyond honest reviews (LM copy check under {self.lm_estimator}: {shown}"
-                         f"{more})")
+                         f"information far beyond honest reviews (LM copy check under {self.lm_estimator}: "
+                         f"{_first_three(self.lm_copies, ', ', True)})")
         if self.not_prose:
-            shown = ", ".join(f"{c.paper_id} ({c.detail})" for c in self.not_prose[:3])
-            more = f", and {len(self.not_prose) - 3} more" if len(self.not_prose) > 3 else ""
-            found.append(f"{len(self.not_prose)} of {self.checked} reviews do not read as text ({shown}{more})")
+            found.append(f"{len(self.not_prose)} of {self.checked} reviews do not read as text "
+                         f"({_first_three(self.not_prose, ', ', True)})")
+        if self.near_copies:
+            found.append(f"{len(self.near_copies)} of {self.checked} reviews carry the public reviews of another, "
+                         f"nearby paper beyond what honest reviews of other papers do (near-paper copy check under "
+                         f"{self.near_estimator}: {_first_three(self.near_copies, '; ', False)})")
         return "; ".join(found)
+
+
+def _first_three(reviews: tuple[CopiedReview, ...], sep: str, brackets: bool) -> str:
+    """``P1 (detail), P2 (detail), P3 (detail), and N more``: the first three flagged reviews of a summary line."""
+    shown = sep.join(f"{c.paper_id} ({c.detail})" if brackets else f"{c.paper_id} {c.detail}" for c in reviews[:3])
+    return shown + (f"{sep}and {len(reviews) - 3} more" if len(reviews) > 3 else "")
 
 
 def _closest_reference(store: Store, paper_id: str, text: str) -> str | None:

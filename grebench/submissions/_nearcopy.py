@@ -15,7 +15,7 @@ paper whose reviews were public before the review was made:
 * **bar**: calibrated on the public reviews of :data:`NEAR_COPY_SAMPLE` papers of the store, each against its own
   paper's near papers picked the same way, to flag at most 0.5 % of honest reviews.
 
-A flag is a finding of the copy check (:class:`NearCheckedCopies`): evaluation refuses the candidate and approval
+A flag is a finding of the copy check (``CopyCheck.near_copies``): evaluation refuses the candidate and approval
 is refused, held for the operator, with the evidence naming the other paper, its venue and since when its reviews
 were public.  No possible link is written: one model's review is evidence about the model, and writing a link from it
 would let a submitter unseal any paper for every model by copying another paper's reviews into its review; the
@@ -25,7 +25,7 @@ operator, reading the evidence, links the pair (``grebench links --decide P Y sa
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -44,32 +44,8 @@ NEAR_POOL = 20
 NEAR_COPY_SAMPLE = 60
 
 
-@dataclass(frozen=True)
-class NearCheckedCopies(CopyCheck):
-    """:class:`CopyCheck` with the near-paper check's findings: reviews carrying another paper's public reviews."""
-
-    near_copies: tuple[CopiedReview, ...] = ()
-    near_estimator: str = ""
-
-    @property
-    def flagged(self) -> bool:
-        """Whether the copy check or the near-paper check flags a review."""
-        return CopyCheck.flagged.fget(self) or bool(self.near_copies)  # type: ignore[attr-defined]
-
-    def summary(self) -> str:
-        """The copy check's summary, then ``N of M reviews carry the public reviews of another paper ...``."""
-        found = [CopyCheck.summary(self)] if CopyCheck.flagged.fget(self) else []  # type: ignore[attr-defined]
-        if self.near_copies:
-            shown = "; ".join(f"{c.paper_id} {c.detail}" for c in self.near_copies[:3])
-            more = f"; and {len(self.near_copies) - 3} more" if len(self.near_copies) > 3 else ""
-            found.append(f"{len(self.near_copies)} of {self.checked} reviews carry the public reviews of another, "
-                         f"nearby paper beyond what honest reviews of other papers do (near-paper copy check under "
-                         f"{self.near_estimator}: {shown}{more})")
-        return "; ".join(found)
-
-
 def with_near_copies(store: Store, check: CopyCheck, handle: EstimatorHandle,
-                     links: EstimatorHandle | None) -> NearCheckedCopies:
+                     links: EstimatorHandle | None) -> CopyCheck:
     """``check`` with the near-paper check's findings on every review of its candidate, read by the evaluation LM of
     ``handle`` (``settings.submissions.near_copy_estimator``), the near papers ranked by ``links`` (the linking LM,
     ``settings.ingest.link_estimator``; None: the rare-word order); both closed here."""
@@ -88,8 +64,7 @@ def with_near_copies(store: Store, check: CopyCheck, handle: EstimatorHandle,
         [sorted({e.near_id for e in found if e is not None and e.near_id is not None})])}
     near = tuple(CopiedReview(r["paper_id"], e.statistic, e.reference, _detail(e, dates, bool(r["sealed"])))
                  for r, e in zip(rows, found, strict=True) if e is not None and e.copied)
-    return NearCheckedCopies(**{f.name: getattr(check, f.name) for f in fields(check)}, near_copies=near,
-                             near_estimator=handle.spec)
+    return replace(check, near_copies=near, near_estimator=handle.spec)
 
 
 def _detail(e: NearCopyEvidence, dates: dict[str, tuple[str | None, datetime | None]], sealed: bool) -> str:

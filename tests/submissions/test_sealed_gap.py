@@ -111,16 +111,23 @@ def _submit(store: Store, settings: Settings, names: tuple[str, ...]) -> dict[st
     return ids
 
 
+def _honest_scores(store: Store, rng: random.Random) -> dict[str, list[float]]:
+    """24 papers scored for the three honest reviewers (human baseline, two built-in models); their shares."""
+    values = {f"paper{i:02d}": [0.05 * rng.lognormvariate(0, 0.3) for _ in range(3)] for i in range(24)}
+    for pid, vals in values.items():
+        for name, share in zip(("human", "builtin-a", "builtin-b"), vals, strict=True):
+            _score(store, name, pid, share)
+    return values
+
+
 def test_approval_waits_for_sealed_evidence_then_refuses_a_copier_and_passes_an_honest_model(
         store: Store, settings: Settings) -> None:
     ids = _submit(store, settings, ("Copier", "Honest"))
     rng = random.Random(11)
     sealed = {f"paper{i:02d}" for i in range(0, 24, 2)}
-    values = {f"paper{i:02d}": [0.05 * rng.lognormvariate(0, 0.3) for _ in range(3)] for i in range(24)}
+    values = _honest_scores(store, rng)
     # first only the public papers are scored (the sealed ones wait for their reviews): approval waits
     for pid, vals in values.items():
-        for name, share in zip(("human", "builtin-a", "builtin-b"), vals, strict=True):
-            _score(store, name, pid, share)
         if pid not in sealed:
             _score(store, "Copier", pid, 1.05 * sorted(vals)[1], sealed=False)  # about the honest reviewers' level
             _score(store, "Honest", pid, 0.6 * sorted(vals)[1], sealed=False)
@@ -153,10 +160,8 @@ def test_the_operator_can_approve_over_a_hold_and_only_new_evidence_holds_again(
                                                                                   settings: Settings) -> None:
     ids = _submit(store, settings, ("Strong",))
     rng = random.Random(12)
-    values = {f"paper{i:02d}": [0.05 * rng.lognormvariate(0, 0.3) for _ in range(3)] for i in range(24)}
+    values = _honest_scores(store, rng)
     for i, (pid, vals) in enumerate(values.items()):
-        for name, share in zip(("human", "builtin-a", "builtin-b"), vals, strict=True):
-            _score(store, name, pid, share)
         _score(store, "Strong", pid, (1.0 if i % 2 else 0.6) * max(vals), sealed=i % 2 == 0)
     with pytest.raises(SubmissionError, match="sealed-gap test"):
         approve_submission(store, ids["Strong"], settings=settings)
@@ -183,10 +188,8 @@ def test_without_approval_needs_sealed_approval_goes_ahead_and_the_gap_test_hold
     try:
         ids = _submit(store, settings, ("Copier",))
         rng = random.Random(13)
-        values = {f"paper{i:02d}": [0.05 * rng.lognormvariate(0, 0.3) for _ in range(3)] for i in range(24)}
+        values = _honest_scores(store, rng)
         for i, (pid, vals) in enumerate(values.items()):
-            for name, share in zip(("human", "builtin-a", "builtin-b"), vals, strict=True):
-                _score(store, name, pid, share)
             if i % 2:
                 _score(store, "Copier", pid, 1.05 * sorted(vals)[1], sealed=False)
         approved = approve_submission(store, ids["Copier"], settings=settings)
@@ -207,10 +210,8 @@ def test_an_override_before_the_test_could_run_does_not_excuse_the_test_once_it_
     "sealed-gap test"): when the sealed papers are scored and the test fails, it is held all the same."""
     ids = _submit(store, settings, ("Early",))
     rng = random.Random(14)
-    values = {f"paper{i:02d}": [0.05 * rng.lognormvariate(0, 0.3) for _ in range(3)] for i in range(24)}
+    values = _honest_scores(store, rng)
     for i, (pid, vals) in enumerate(values.items()):
-        for name, share in zip(("human", "builtin-a", "builtin-b"), vals, strict=True):
-            _score(store, name, pid, share)
         if i % 2:
             _score(store, "Early", pid, 1.05 * sorted(vals)[1], sealed=False)
     approved = approve_submission(store, ids["Early"], settings=settings, override="the model card is convincing")
