@@ -11,7 +11,9 @@
 2. Two submitted candidates review every one of them, sealed (made before any review of the disguise is public):
    *Paraphraser* writes a generic review (a review of a held-out paper) followed by 30 % of the sentences of every
    public review of the original, every content word synonymised, clauses rotated, sentences shuffled
-   (``benchmarks/copy_detection.py::paraphrased``); *Generic* writes the generic review alone.  The product's copy
+   (``benchmarks/copy_detection.py::paraphrased``); *Generic* writes the generic review alone; *Template* writes
+   one of two LLM-style template reviews that say nothing of the paper (the security tests' fake endpoint's: the
+   kind of text that tripped the check in a 4-paper store, issue 62).  The product's copy
    check (:func:`grebench.submissions.check_copies` with ``near_copy_estimator``) is run on each: how many reviews
    the near-paper check flags, whether the original is among the near papers read, and the seconds.
 3. False positives: every public review of both samples against its paper's near papers (picked as the product
@@ -47,6 +49,7 @@ def main() -> None:
     from grebench.submissions import check_copies
     from grebench.submissions._nearcopy import NEAR_COPY_SAMPLE, NEAR_PAPERS, ranked_near_papers
     from tests.fakes.abstracts import disguised
+    from tests.fakes.openai_server import DEFAULT_REVIEW, IGNORE_FORMAT_REVIEW
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--estimator", default="offline", help="near_copy_estimator (and link_estimator) spec.")
@@ -93,13 +96,14 @@ def main() -> None:
                     "unlinked": len(unlinked), "seconds": round(time.perf_counter() - started, 1)}
     unlinked = unlinked[:args.limit] if args.limit else unlinked
     reviews = parsed
-    for name in ("Paraphraser", "Generic"):
+    for name in ("Paraphraser", "Generic", "Template"):
         store.con.execute("INSERT INTO candidates (name, kind, params_json, updated_at) VALUES (?, 'submitted', "
                           "'{}', ?)", [name, utcnow()])
     for k, pid in enumerate(unlinked):
         stand_in = [generic[k % len(generic)]]
         text = paraphrased(0.3, stand_in)(list(reviews[original[pid]]), random.Random(f"{args.seed}/{pid}"), [])
-        for name, review in (("Paraphraser", text), ("Generic", stand_in[0])):
+        template = (DEFAULT_REVIEW, IGNORE_FORMAT_REVIEW)[k % 2]
+        for name, review in (("Paraphraser", text), ("Generic", stand_in[0]), ("Template", template)):
             store.con.execute("INSERT INTO generations (generation_id, candidate, paper_id, prompt_version, "
                               "params_json, status, text, generated_at, sealed) VALUES (?, ?, ?, 'v1', '{}', 'ok', "
                               "?, ?, true)", [f"{name}/{pid}", name, pid, review, utcnow()])
@@ -108,7 +112,7 @@ def main() -> None:
     out["original_among_the_near_papers_read"] = sum(original[d] in ranked.get(d, [])[:NEAR_PAPERS]
                                                      for d in unlinked)
     out["original_in_the_rare_word_pool"] = sum(original[d] in ranked.get(d, []) for d in unlinked)
-    for name in ("Paraphraser", "Generic"):
+    for name in ("Paraphraser", "Generic", "Template"):
         started = time.perf_counter()
         check = check_copies(store, name, settings)
         near = getattr(check, "near_copies", ())

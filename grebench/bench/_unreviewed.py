@@ -44,7 +44,9 @@ def reseal(store: Store) -> int:
     A generation made while the paper had no public reviews is written unsealed (the date was unknown); the rule
     is the bench's own (:func:`grebench.bench.is_sealed`), applied again when ingest learns the date.  The human
     baseline and the controls are built from the human reviews, so they are never sealed; nor is a generation whose
-    time is not that of a call made for its candidate (``call_owner = "unproved"``, migration m0018).
+    time is not that of a call made for its candidate (``call_owner = "unproved"``, migration m0018), nor one the
+    near-paper copy check found carrying another paper's public reviews (``near_copy``,
+    :func:`grebench.submissions.unseal_near_copies`).
     """
     before = store.scalar("SELECT count(*) FROM generations WHERE sealed")
     store.con.execute(f"UPDATE generations SET sealed = true FROM {PUBLIC_SINCE_VIEW} p "
@@ -53,6 +55,8 @@ def reseal(store: Store) -> int:
                       "AND generations.generated_at < p.public_since "
                       # a generation whose call was not proved to be its own (migration m0018) stays unsealed
                       "AND coalesce(json_extract_string(generations.flags_json, '$.call_owner'), '') <> 'unproved' "
+                      # nor one read as written with another paper's public reviews in view (issue 62)
+                      "AND json_extract(generations.flags_json, '$.near_copy') IS NULL "
                       "AND generations.candidate NOT IN "
                       "(SELECT name FROM candidates WHERE kind IN (SELECT unnest(?::VARCHAR[])))",
                       [kinds_with_role(BASELINE, REFERENCE)])

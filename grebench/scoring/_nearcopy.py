@@ -68,6 +68,7 @@ class NearCopyCheck:
     fp: float = TARGET_FP
     bar: float = float("inf")
     calibration: list[float] = field(default_factory=list)
+    calibrated: bool = False  # calibrate() ran (with no honest statistic the bar stays infinite: nothing is flagged)
     _lm: LMCopyCheck | None = None
 
     @property
@@ -102,10 +103,11 @@ class NearCopyCheck:
         ``1 − fp`` quantile of their statistics, times the margin; returns it."""
         self.calibration = [e.statistic for e in self.statistics(honest) if e.near_id is not None]
         self.bar = conformal_bar(self.calibration, self.fp)
+        self.calibrated = True
         return self.bar
 
     def check(self, items: Sequence[tuple[str, Sequence[str], Sequence[str]]]) -> list[NearCopyEvidence]:
         """The evidence for each (paper id, candidate judgment lines, near paper ids); :meth:`calibrate` first."""
-        if not self.calibration:
+        if not self.calibrated:
             raise RuntimeError("NearCopyCheck.check before calibrate")
         return self.statistics(items)

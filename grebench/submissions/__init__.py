@@ -40,6 +40,7 @@ from grebench.submissions._log import (
     variants_scored,
     withdraw_submission,
 )
+from grebench.submissions._nearcopy import NEAR_COPY_FLAG, near_copies_of_import, unseal_near_copies
 from grebench.submissions._queue import (
     SubmissionQueue,
     accept_queued_submissions,
@@ -51,6 +52,7 @@ __all__ = [
     "APPROVAL_REFUSED",
     "FIELD_NAMES",
     "HOSTED_PROVIDERS",
+    "NEAR_COPY_FLAG",
     "REASON_CLASSES",
     "STATUSES",
     "UPLOAD_MAX_BYTES",
@@ -77,6 +79,7 @@ __all__ = [
     "held_submissions",
     "key_in_env",
     "limits_sentence",
+    "near_copies_of_import",
     "queue_import",
     "queue_path",
     "read_upload",
@@ -84,6 +87,7 @@ __all__ = [
     "refuse_copied_generations",
     "submission_log",
     "sync_log",
+    "unseal_near_copies",
     "validate_import",
     "validate_submission",
     "variants_scored",

@@ -51,15 +51,17 @@ class CopyCheck:
     lm_copies: tuple[CopiedReview, ...] = ()
     lm_estimator: str = ""
     #: Reviews the near-paper copy check flags (``settings.submissions.near_copy_estimator``): they carry the public
-    #: reviews of another, nearby paper (:mod:`grebench.submissions._nearcopy`).
+    #: reviews of another, nearby paper (:mod:`grebench.submissions._nearcopy`).  Not a refusal: such a review counts
+    #: as written with public reviews in view (:func:`grebench.submissions.unseal_near_copies`).
     near_copies: tuple[CopiedReview, ...] = ()
     near_estimator: str = ""
 
     @property
     def flagged(self) -> bool:
-        """Whether some review copies its paper's public reviews (in words or in information), carries a nearby
-        paper's, or does not read as text."""
-        return bool(self.copies or self.not_prose or self.lm_copies or self.near_copies)
+        """Whether some review copies its paper's public reviews (in words or in information) or does not read as
+        text: what refuses a candidate.  Reviews carrying a nearby paper's reviews (``near_copies``) are unsealed
+        instead (:func:`grebench.submissions.unseal_near_copies`)."""
+        return bool(self.copies or self.not_prose or self.lm_copies)
 
     def evidence(self, limit: int = 5) -> str:
         """The first ``limit`` flagged reviews, as text."""
@@ -82,11 +84,16 @@ class CopyCheck:
         if self.not_prose:
             found.append(f"{len(self.not_prose)} of {self.checked} reviews do not read as text "
                          f"({_first_three(self.not_prose, ', ', True)})")
-        if self.near_copies:
-            found.append(f"{len(self.near_copies)} of {self.checked} reviews carry the public reviews of another, "
-                         f"nearby paper beyond what honest reviews of other papers do (near-paper copy check under "
-                         f"{self.near_estimator}: {_first_three(self.near_copies, '; ', False)})")
         return "; ".join(found)
+
+    def near_summary(self) -> str:
+        """``K of M reviews carry the public reviews of another, nearby paper ...``: the near-paper check's
+        findings (empty when none)."""
+        if not self.near_copies:
+            return ""
+        return (f"{len(self.near_copies)} of {self.checked} reviews carry the public reviews of another, nearby paper "
+                f"beyond what honest reviews of other papers do (near-paper copy check under {self.near_estimator}: "
+                f"{_first_three(self.near_copies, '; ', False)})")
 
 
 def _first_three(reviews: tuple[CopiedReview, ...], sep: str, brackets: bool) -> str:
@@ -161,13 +168,26 @@ def check_copies(store: Store, candidate: str, settings: Settings | None = None)
         lm_copies = tuple(CopiedReview(r["paper_id"], e.statistic, e.reference, e.describe())
                           for r, e in zip(rows, evidence, strict=True) if e is not None and e.copied)
     check = CopyCheck(candidate, len(rows), copies, not_prose, lm_copies, spec)
-    if settings is None or not settings.submissions.near_copy_estimator or not rows:
-        return check
+    return check_near_copies(store, candidate, settings, check) or check
+
+
+def check_near_copies(store: Store, candidate: str, settings: Settings | None,
+                      check: CopyCheck | None = None) -> CopyCheck | None:
+    """``check`` (default: an empty one of ``candidate``) with the near-paper copy check's findings
+    (:mod:`grebench.submissions._nearcopy`) on every review of the candidate, or None when
+    ``settings.submissions.near_copy_estimator`` is empty (off) or the candidate has no review.  Writes nothing."""
+    if settings is None or not settings.submissions.near_copy_estimator:
+        return None
+    checked = int(store.scalar("SELECT count(*) FROM generations WHERE candidate = ? AND text IS NOT NULL AND "
+                               "trim(text) <> ''", [candidate]) or 0)
+    if not checked:
+        return None
     from grebench.scoring import EstimatorHandle
     from grebench.submissions._nearcopy import with_near_copies
 
     links = settings.ingest.link_estimator  # the near papers ranked by the linking LM's view of the abstracts
-    return with_near_copies(store, check, EstimatorHandle(settings.submissions.near_copy_estimator, settings),
+    return with_near_copies(store, check or CopyCheck(candidate, checked, ()),
+                            EstimatorHandle(settings.submissions.near_copy_estimator, settings),
                             EstimatorHandle(links, settings) if links else None)
 
 

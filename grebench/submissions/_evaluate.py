@@ -44,6 +44,7 @@ from grebench.submissions._holds import (
 from grebench.submissions._imports import ImportOutcome, accept_queued_imports
 from grebench.submissions._keys import key_in_env
 from grebench.submissions._log import sync_log
+from grebench.submissions._nearcopy import unseal_near_copies
 from grebench.submissions._queue import SubmissionQueue, accept_queued_submissions, finish_submission
 from grebench.submissions._turns import TALLY_KEYS, stored_totals, submission_settings, take_turn, turn_state
 
@@ -77,9 +78,15 @@ def refuse_copied_generations(store: Store, name: str, settings: Settings | None
     The copy check and the prose test (:func:`grebench.submissions._copycheck.check_copies`, the one approval runs
     too) on every review of the candidate; on a flag, every review of the candidate is marked failed (never scored)
     and the submission is held for the operator with the evidence (approval refuses it on the same evidence).
+
+    Reviews the near-paper copy check flags (they carry another, nearby paper's public reviews: an unlinked earlier
+    version of the paper, copied) do not refuse the candidate: they count as written with public reviews in view
+    (:func:`unseal_near_copies`), so only once the operator vouches for its cutoff, and on the public side of the
+    sealed-gap test that approval runs.
     """
     check = check_copies(store, name, settings)
     if not check.flagged:
+        unseal_near_copies(store, check)
         return None
     reason = f"refused: {check.summary()}; none of its reviews is scored"
     with store.transaction() as con:
@@ -318,7 +325,9 @@ def approve_submission(store: Store, sub_id: str, note: str = "", settings: Sett
     honest reviewers' (:func:`grebench.scoring.information_shift`) and the sealed-gap test
     (:func:`grebench.scoring.sealed_gap`: its information where the reviews were public when it wrote against its
     own where they were sealed), both shown with their p in the approval's audit line either way
-    (``board_changes`` kind :data:`APPROVAL_REFUSED`), so the submission stays held for the operator.
+    (``board_changes`` kind :data:`APPROVAL_REFUSED`), so the submission stays held for the operator.  Reviews the
+    near-paper copy check flags now are unsealed first (:func:`unseal_near_copies`), so the sealed-gap test reads them
+    on its public side; they are named in the audit line.
 
     With ``settings.submissions.approval_needs_sealed`` (the default), approval also waits until the sealed-gap test
     can run (enough papers of each kind scored): refused with what is missing, nothing written.  ``override`` (the
@@ -340,6 +349,7 @@ def approve_submission(store: Store, sub_id: str, note: str = "", settings: Sett
     now = utcnow()
     override = override.strip()[:500]
     check = check_copies(store, sub["model_name"], settings)
+    unseal_near_copies(store, check)  # before the sealed-gap test: those reviews are on its public side
     informed = information_flags(store, sub["model_name"])
     shift = information_shift(store, sub["model_name"])
     gap = sealed_gap(store, sub["model_name"])
@@ -376,6 +386,8 @@ def approve_submission(store: Store, sub_id: str, note: str = "", settings: Sett
     detail = (f"submission {sub_id} vouched for by the operator: declared cutoff {sub['cutoff']} trusted"
               + (f" ({note.strip()[:500]})" if note.strip() else "")
               + ("" if check.flagged else f"; copy check passed on {check.checked} stored reviews")
+              + (f"; {check.near_summary()}: counted as written with public reviews in view" if check.near_copies
+                 else "")
               + (f"; {shift.describe()}" if shift is not None else "")
               + (f"; {gap.describe()}" if gap is not None and gap.testable else ""))
     if found:  # an override: what it overrides and why, in the public audit

@@ -39,6 +39,7 @@ from grebench.store import Store, utcnow
 from grebench.submissions import _limits
 from grebench.submissions._form import _CONTACT, FieldErrors, SubmissionError
 from grebench.submissions._log import record_try
+from grebench.submissions._nearcopy import near_copies_of_import
 from grebench.submissions._queue import SubmissionQueue, SubmissionReply, refusal
 
 log = logging.getLogger(__name__)
@@ -213,6 +214,8 @@ def accept_queued_imports(store: Store, queue: SubmissionQueue, settings: Settin
                 # a web upload is never trusted: its reviews are dated when the app received them (server clock)
                 summary = import_reviews(store, settings, sub["candidate"], (sub["content"] or "").encode("utf-8"),
                                          options, source=f"import {sub['id']}", now=sub["created_at"])
+                # a review carrying a nearby paper's public reviews does not count as sealed (issue 62)
+                summary = near_copies_of_import(store, summary, settings)
                 reason = None
             except (ImportRefused, CandidateError) as exc:
                 reason = str(exc)[:2000]

@@ -15,30 +15,46 @@ paper whose reviews were public before the review was made:
 * **bar**: calibrated on the public reviews of :data:`NEAR_COPY_SAMPLE` papers of the store, each against its own
   paper's near papers picked the same way, to flag at most 0.5 % of honest reviews.
 
-A flag is a finding of the copy check (``CopyCheck.near_copies``): evaluation refuses the candidate and approval
-is refused, held for the operator, with the evidence naming the other paper, its venue and since when its reviews
-were public.  No possible link is written: one model's review is evidence about the model, and writing a link from it
-would let a submitter unseal any paper for every model by copying another paper's reviews into its review; the
-operator, reading the evidence, links the pair (``grebench links --decide P Y same``) where it is one work.
+A flag does not refuse the candidate: it says the review may have been written with public reviews in view, which is
+what an unsealed review is.  :func:`unseal_near_copies` marks each flagged review so (``generations.sealed`` false,
+``flags_json.near_copy`` the evidence, which :func:`grebench.bench.reseal` respects: it never seals that review again)
+and writes the evidence to the public change log.  Such a review then counts only once the operator vouches for the
+model's declared cutoff, and it sits on the public side of the sealed-gap test
+(:func:`grebench.scoring.sealed_gap`) that approval runs: a model whose flagged reviews know more than its sealed
+ones is held there like any copier.  An honest review flagged by chance (about 0.5 % of honest reviews, by the bar)
+costs its model only that this review waits for approval.  No possible link is written: one model's review is
+evidence about the model, and writing a link from it would let a submitter unseal any paper for every model by
+copying another paper's reviews into its review; the operator, reading the evidence, links the pair
+(``grebench links --decide P Y same``) where it is one work.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from grebench.store import Store, linked_versions
+from grebench.settings import Settings
+from grebench.store import PUBLIC_SINCE_VIEW, Store, linked_versions, utcnow
 from grebench.submissions._copycheck import CopiedReview, CopyCheck
 
 if TYPE_CHECKING:
+    from grebench.bench import ImportSummary
     from grebench.scoring import EstimatorHandle, NearCopyEvidence
+
+log = logging.getLogger(__name__)
 
 #: Near papers read per review.
 NEAR_PAPERS = 5
 #: Papers sharing rare words with a paper that the LM view of the abstracts ranks (the best NEAR_PAPERS are read).
 NEAR_POOL = 20
+#: How an estimator reads in a check that could not run (:func:`near_copies_of_import`): its reviews are unsealed.
+UNCHECKED = "(failed)"
+#: The key of ``generations.flags_json`` that marks a review the near-paper check flagged: never sealed again.
+NEAR_COPY_FLAG = "near_copy"
 #: Papers of the store whose public reviews, each against its paper's near papers, calibrate the bar: about 200
 #: honest reviews, the fewest that place a 99.5 % quantile.
 NEAR_COPY_SAMPLE = 60
@@ -67,6 +83,81 @@ def with_near_copies(store: Store, check: CopyCheck, handle: EstimatorHandle,
     return replace(check, near_copies=near, near_estimator=handle.spec)
 
 
+def unseal_near_copies(store: Store, check: CopyCheck) -> list[str]:
+    """Mark every review of ``check.candidate`` that the near-paper check flagged as written with public reviews in
+    view: unsealed, its evidence under ``flags_json.near_copy`` (so :func:`grebench.bench.reseal` never seals it
+    again), and one line in the public change log naming them.  Returns the papers of the reviews newly marked that
+    had counted as sealed (a review marked before is left as it is, and no line is written when none is new)."""
+    flagged = {c.paper_id: c for c in check.near_copies}
+    if not flagged:
+        return []
+    rows = store.rows("SELECT generation_id, paper_id, sealed, flags_json FROM generations WHERE candidate = ? AND "
+                      "paper_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY generation_id",
+                      [check.candidate, sorted(flagged)])
+    new = [r for r in rows if NEAR_COPY_FLAG not in json.loads(r["flags_json"] or "{}")]
+    if not new:
+        return []
+    was_sealed = sum(bool(r["sealed"]) for r in new)
+    papers = sorted({r["paper_id"] for r in new})
+    why = (f"the near-paper copy check under {check.near_estimator.removeprefix(UNCHECKED).strip()} could not read "
+           "them" if check.near_estimator.startswith(UNCHECKED) else
+           f"the near-paper copy check under {check.near_estimator} found they carry another paper's public reviews")
+    line = (f"{len(new)} review(s) of {check.candidate} count as written with public reviews in view "
+            f"({was_sealed} had counted as sealed): {why}; they count only once the operator vouches for the "
+            "model's cutoff, on the public side of its sealed-gap test: "
+            + "; ".join(f"{pid} {flagged[pid].detail}" for pid in papers[:5])
+            + (f"; and {len(papers) - 5} more" if len(papers) > 5 else ""))
+    with store.transaction() as con:
+        for r in new:
+            flags = json.loads(r["flags_json"] or "{}")
+            flags[NEAR_COPY_FLAG] = {"estimator": check.near_estimator, "statistic": flagged[r["paper_id"]].share,
+                                     "evidence": flagged[r["paper_id"]].detail[:1000]}
+            con.execute("UPDATE generations SET sealed = false, flags_json = ? WHERE generation_id = ?",
+                        [json.dumps(flags, sort_keys=True, default=str), r["generation_id"]])
+        con.execute("INSERT INTO board_changes VALUES (?, 'submission', ?, ?)",
+                    [utcnow(), check.candidate, line[:4000]])
+    return sorted(r["paper_id"] for r in new if r["sealed"])
+
+
+def near_copies_of_import(store: Store, summary: ImportSummary, settings: Settings) -> ImportSummary:
+    """The near-paper check on every review of an imported candidate (``grebench bench import``, a web upload), run
+    after :func:`grebench.bench.import_reviews` wrote them: flagged reviews are unsealed
+    (:func:`unseal_near_copies`), and ``summary``'s counts and warnings say so (a review that had counted as sealed
+    is clean now only by a trusted cutoff).  A changed file writes its changed reviews afresh, so this runs after
+    every import.  ``summary`` unchanged when the setting is off or nothing is flagged."""
+    from grebench.bench import IMPORTED_KIND, is_clean
+    from grebench.submissions._copycheck import check_near_copies
+
+    try:
+        check = check_near_copies(store, summary["candidate"], settings)
+    except Exception as exc:  # the check's LM failed: no review of the file counts as sealed unchecked
+        log.warning("near-paper copy check of %s failed: %s: %s", summary["candidate"], type(exc).__name__, exc)
+        rows = store.rows("SELECT DISTINCT paper_id FROM generations WHERE candidate = ? AND sealed ORDER BY 1",
+                          [summary["candidate"]])
+        why = f"not read: the check failed ({type(exc).__name__}: {str(exc)[:300]})"
+        check = CopyCheck(summary["candidate"], summary["reviews"], (),
+                          near_copies=tuple(CopiedReview(r["paper_id"], 0.0, None, why) for r in rows),
+                          near_estimator=f"{UNCHECKED} {settings.submissions.near_copy_estimator}")
+    if check is None or not check.near_copies:
+        return summary
+    unseal_near_copies(store, check)
+    # every marked review the import counted as sealed (marked now or by an earlier import of the same reviews)
+    marked = store.rows(f"SELECT g.paper_id, p.public_since FROM generations g JOIN {PUBLIC_SINCE_VIEW} p USING "
+                        "(paper_id) WHERE g.candidate = ? AND json_extract(g.flags_json, '$.near_copy') IS NOT NULL "
+                        "AND p.public_since IS NOT NULL AND g.generated_at < p.public_since", [summary["candidate"]])
+    unsealed = [r["paper_id"] for r in marked]
+    cutoff = summary["cutoff"] if summary["cutoff_trusted"] else None
+    lost = sum(not is_clean(cutoff, r["public_since"], IMPORTED_KIND) for r in marked)
+    found = (f"the near-paper copy check failed, so no review of the file counts as sealed unchecked: "
+             f"{check.near_copies[0].detail}" if check.near_estimator.startswith(UNCHECKED) else
+             f"{len(check.near_copies)} review(s) carry the public reviews of another, nearby paper: "
+             f"{check.near_summary()}")
+    warning = (f"{len(unsealed)} review(s) no longer count as sealed (written with public reviews in view)"
+               f"{f', {lost} now contaminated' if lost else ''}; {found}")
+    return {**summary, "sealed": summary["sealed"] - len(unsealed), "clean": summary["clean"] - lost,
+            "contaminated": summary["contaminated"] + lost, "warnings": [*summary["warnings"], warning[:2000]]}
+
+
 def _detail(e: NearCopyEvidence, dates: dict[str, tuple[str | None, datetime | None]], sealed: bool) -> str:
     venue, since = dates.get(e.near_id or "", (None, None))
     when = f", public since {since:%Y-%m-%d}" if since is not None else ""
@@ -83,12 +174,12 @@ def near_copy_findings(store: Store, handle: EstimatorHandle, items: Sequence[tu
     no near paper with public reviews from before it was made."""
     from grebench.scoring import NearCopyCheck, PaperReviews, rules_judgment_lines
 
-    texts: dict[str, dict[str, str]] = {}
-    for r in store.rows("SELECT r.paper_id, r.review_id, arg_max(v.text, v.version) AS text FROM reviews r "
-                        "JOIN review_versions v USING (review_id) JOIN papers p USING (paper_id) WHERE "
-                        "p.reviews_public_at IS NOT NULL AND v.text IS NOT NULL GROUP BY ALL ORDER BY r.review_id"):
-        texts.setdefault(r["paper_id"], {})[r["review_id"]] = r["text"]  # the latest version: one honest reviewer
-    readable = {pid for pid, reviews in texts.items() if len(reviews) >= 2}
+    # papers with two public reviews or more (an honest review of one has another to be measured against); only the
+    # texts of the papers read below are loaded, so a check costs the same memory in a store of any size
+    readable = {r["paper_id"] for r in store.rows(
+        "SELECT r.paper_id FROM reviews r JOIN papers p USING (paper_id) WHERE p.reviews_public_at IS NOT NULL AND "
+        "EXISTS (SELECT 1 FROM review_versions v WHERE v.review_id = r.review_id AND v.text IS NOT NULL) "
+        "GROUP BY r.paper_id HAVING count(*) >= 2")}
     checked = sorted({pid for pid, _, _ in items})
     sample = [r["paper_id"] for r in store.rows(
         "SELECT paper_id FROM papers WHERE paper_id IN (SELECT unnest(?::VARCHAR[])) AND paper_id NOT IN "
@@ -98,9 +189,15 @@ def near_copy_findings(store: Store, handle: EstimatorHandle, items: Sequence[tu
     public = {r["paper_id"]: r["reviews_public_at"] for r in store.rows(
         "SELECT paper_id, reviews_public_at FROM papers WHERE reviews_public_at IS NOT NULL")}
     chosen = [[n for n in ranked.get(pid, []) if public[n] < made][:NEAR_PAPERS] for pid, _, made in items]
-    honest = [(pid, rules_judgment_lines(text), ranked.get(pid, [])[:NEAR_PAPERS])
-              for pid in sample for text in texts[pid].values()]
-    read = sorted({n for nears in chosen for n in nears} | {n for _, _, nears in honest for n in nears})
+    calibration = [(pid, ranked.get(pid, [])[:NEAR_PAPERS]) for pid in sample]
+    read = sorted({n for nears in chosen for n in nears} | {n for _, nears in calibration for n in nears})
+    texts: dict[str, dict[str, str]] = {}
+    for r in store.rows("SELECT r.paper_id, r.review_id, arg_max(v.text, v.version) AS text FROM reviews r "
+                        "JOIN review_versions v USING (review_id) WHERE r.paper_id IN (SELECT unnest(?::VARCHAR[])) "
+                        "AND v.text IS NOT NULL GROUP BY ALL ORDER BY r.review_id", [sorted({*read, *sample})]):
+        texts.setdefault(r["paper_id"], {})[r["review_id"]] = r["text"]  # the latest version: one honest reviewer
+    honest = [(pid, rules_judgment_lines(text), nears) for pid, nears in calibration
+              for text in texts.get(pid, {}).values()]
     abstracts = {r["paper_id"]: r["abstract"] for r in store.rows(
         "SELECT paper_id, abstract FROM papers WHERE paper_id IN (SELECT unnest(?::VARCHAR[]))", [read])}
     papers = {pid: PaperReviews(pid, abstracts.get(pid), {rid: rules_judgment_lines(t)
