@@ -16,7 +16,7 @@ from grebench.submissions._form import (
     SubmissionForm,
     validate_submission,
 )
-from grebench.submissions._holds import APPROVAL_REFUSED, HeldSubmission, held_submissions, recheck_held
+from grebench.submissions._holds import APPROVAL_REFUSED, OVERRIDE, HeldSubmission, held_submissions, recheck_held
 from grebench.submissions._imports import (
     UPLOAD_MAX_BYTES,
     ImportForm,
@@ -51,6 +51,7 @@ __all__ = [
     "APPROVAL_REFUSED",
     "FIELD_NAMES",
     "HOSTED_PROVIDERS",
+    "OVERRIDE",
     "REASON_CLASSES",
     "STATUSES",
     "UPLOAD_MAX_BYTES",
