@@ -25,6 +25,7 @@ from grebench import stop
 from grebench.scoring import (
     ATTRIBUTION_THRESHOLD,
     CONTAMINATED_NOTE,
+    GAP_MIN_PAPERS,
     INCOMPLETE_NOTE,
     board_findings,
     board_floors,
@@ -34,6 +35,7 @@ from grebench.scoring import (
     rank_range,
     rank_word,
     sample_facts,
+    sealed_gap,
 )
 from grebench.settings import Settings, StageInputs
 from grebench.site import _data, _versions
@@ -46,7 +48,7 @@ from grebench.site._plots import history_alt, history_svg
 from grebench.site._reviewtext import inline_html, review_html
 from grebench.site._timeline import board_histories
 from grebench.store import ARCHIVE_FORMAT, Provenance, Store, code_files, fingerprint, naming_path, utcnow
-from grebench.submissions import REASON_CLASSES, submission_log
+from grebench.submissions import REASON_CLASSES, held_submissions, submission_log
 
 SCHEMA_VERSION = 1
 #: Fields of one row in leaderboard.json, in order (a stable contract: docs/site.md).
@@ -185,7 +187,7 @@ class _Writer:
 
 
 #: Bump when what the site shows changes (code, not data): the next build renders again.
-SITE_VERSION = "site-v18"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
+SITE_VERSION = "site-v19"  # v6: snapshots published; boards in headline order; v7: incomplete rows marked;
 # v8: board versions; v9: board history of a replay; v10: provenance (leaderboard.json and the board pages);
 # v11: rank intervals in the history plot, the history beside every board
 # v12: per-line attribution (paper pages, board rows); v13: the history plot from the board versions
@@ -195,6 +197,8 @@ SITE_VERSION = "site-v18"  # v6: snapshots published; boards in headline order; 
 # v17: accessibility (issue 63): boards scroll in a focusable region with a cue, headers never break inside a word,
 # reviews rendered as markdown without prompt delimiters, models listed before controls
 # v18: the public submissions log (submissions.html) and "best of N" beside a submitted model (issue 63)
+# v19: the approval of declared cutoffs on submissions.html: each submitted model's state, its sealed-gap and
+# information shift tests with their p, a hold's evidence (issue 62)
 _READ = ("papers", "paper_texts", "reviews", "review_versions", "candidates", "generations", "scores", "judgments",
          "panel_votes", "panel_verdicts", "panel_rankings", "panel_agreement", "judge_exams", "board_changes",
          "boards", "board_rows", "labels", "paper_links", "paper_link_flags", "scored_setups",
@@ -230,7 +234,8 @@ def site_fingerprint(store: Store, settings: Settings) -> str:
                                        _HERE / "_board_plot.py", _HERE / "_archives.py", _HERE / "_cite.py",
                                        _HERE / "_labels.py", _HERE / "_versions.py", _HERE / "_changes.py",
                                        _HERE / "_timeline.py", _HERE / "templates", _HERE / "static",
-                                       Path(inspect.getfile(submission_log))))
+                                       Path(inspect.getfile(submission_log)), Path(inspect.getfile(sealed_gap)),
+                                       Path(inspect.getfile(held_submissions))))
 
 
 def build_site(store: Store, settings: Settings, out_dir: Path | None = None, *,
@@ -365,7 +370,8 @@ def _render(store: Store, snapshots: list[SnapshotListing], foot: Colophon, out:
     writer.page("methodology.html", "methodology.html", m=_data.methodology(store))
     log_groups = _data.submissions_log(store)
     writer.page("submissions.html", "submissions.html", groups=log_groups, reason_classes=REASON_CLASSES,
-                tries=sum(len(g["entries"]) for g in log_groups))
+                tries=sum(len(g["entries"]) for g in log_groups), approvals=_data.submission_approvals(store),
+                gap_min_papers=GAP_MIN_PAPERS)
 
     listed = _write_versions(store, tmp / _versions.VERSIONS_DIR)
     writer.pages += len(listed)

@@ -279,6 +279,86 @@ def submissions_log(store: Store) -> list[LogGroup]:
     return grouped(submission_log(store))
 
 
+class ApprovalRow(TypedDict):
+    """A submitted model on the submissions page's approvals section (:func:`submission_approvals`)."""
+
+    candidate: str
+    slug: str
+    submission_id: str
+    submission_status: str
+    declared_cutoff: str
+    vouched_cutoff: str | None
+    state: str  # approved | approved over evidence | held | waiting for sealed evidence | not yet decided
+    note: str | None  # approved over evidence: what was overridden and why; waiting: the papers scored and needed
+    sealed_gap: str | None  # the sealed-gap test as it reads now (its describe()); None: nothing scored
+    sealed_gap_p: float | None  # None: not testable
+    information_shift: str | None
+    information_shift_p: float | None
+    hold: str | None  # a held model: the hold's audit text (the evidence, naming the papers that carry it)
+
+
+def _override(detail: str) -> str:
+    """``overriding: sealed-gap test; reason: ...``: the override in an approval's audit line (after
+    :data:`grebench.submissions.OVERRIDE`)."""
+    from grebench.submissions import OVERRIDE
+
+    labels, _, rest = detail.partition(OVERRIDE)[2].removeprefix(":").partition(" (reason: ")
+    reason = rest.partition("); evidence: ")[0].strip()
+    return f"overriding: {labels.strip()}" + (f"; reason: {reason}" if reason else "")
+
+
+def submission_approvals(store: Store) -> list[ApprovalRow]:
+    """Every submitted model (a candidate of kind ``submitted`` with a submission; issue 62): its declared cutoff,
+    whether the operator vouched for it (``grebench submissions approve``: ``approved``, ``approved over evidence``
+    with what the override overrode and why), holds it (``held``: the hold's evidence), waits for the sealed-gap
+    test to be testable, or has not decided; and the two submission-level tests approval runs, on the scores stored
+    now (:func:`grebench.scoring.sealed_gap`, :func:`grebench.scoring.information_shift`, each with its one-sided p).
+    Only what the public audit (``board_changes``) and the scores hold: never a key or an endpoint."""
+    from grebench.scoring import GAP_MIN_PAPERS, information_shift, sealed_gap
+    from grebench.submissions import OVERRIDE, held_submissions
+
+    if not (has_table(store, "submissions") and has_table(store, "candidates")):
+        return []
+    rows = store.rows("""SELECT c.name, c.cutoff AS vouched, s.id, s.cutoff AS declared, s.status
+                         FROM candidates c JOIN submissions s ON s.model_name = c.name WHERE c.kind = 'submitted'
+                         QUALIFY row_number() OVER (PARTITION BY c.name ORDER BY s.created_at DESC, s.id) = 1
+                         ORDER BY c.name""")
+    if not rows:
+        return []
+    held = held_submissions(store) if has_table(store, "board_changes") else {}
+    approvals = {r["subject"]: str(r["detail"] or "") for r in _rows(
+        store, "board_changes", "SELECT subject, arg_max(detail, changed_at) AS detail FROM board_changes "
+        "WHERE kind = 'submission' AND detail LIKE '%vouched for by the operator%' GROUP BY subject")}
+    scored = has_table(store, "scores") and has_table(store, "generations")
+    out: list[ApprovalRow] = []
+    for r in rows:
+        name = r["name"]
+        gap = sealed_gap(store, name) if scored else None
+        shift = information_shift(store, name) if scored else None
+        note = None
+        if r["vouched"] is not None:
+            line = approvals.get(name, "")
+            state = "approved over evidence" if OVERRIDE in line else "approved"
+            note = _override(line) if OVERRIDE in line else None
+        elif name in held:
+            state = "held"
+        elif gap is None or not gap.testable:
+            state = "waiting for sealed evidence"
+            sealed, public = (0, 0) if gap is None else (gap.sealed, gap.public)
+            note = f"{sealed} sealed and {public} public papers scored, {GAP_MIN_PAPERS} of each needed"
+        else:
+            state = "not yet decided"
+        out.append({"candidate": name, "slug": slug(name), "submission_id": r["id"],
+                    "submission_status": r["status"], "declared_cutoff": str(r["declared"]),
+                    "vouched_cutoff": None if r["vouched"] is None else str(r["vouched"]), "state": state,
+                    "note": note, "sealed_gap": None if gap is None else gap.describe(),
+                    "sealed_gap_p": gap.p if gap is not None and gap.testable else None,
+                    "information_shift": None if shift is None else shift.describe(),
+                    "information_shift_p": None if shift is None else shift.p,
+                    "hold": held.get(name) if state == "held" else None})
+    return out
+
+
 def candidates(store: Store) -> list[CandidateRow]:
     """Every candidate, models first, then the baseline, then the controls (the api_key_env column is left out:
     it names a secret's place)."""

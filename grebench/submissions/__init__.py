@@ -16,7 +16,7 @@ from grebench.submissions._form import (
     SubmissionForm,
     validate_submission,
 )
-from grebench.submissions._holds import APPROVAL_REFUSED, HeldSubmission, held_submissions, recheck_held
+from grebench.submissions._holds import APPROVAL_REFUSED, OVERRIDE, HeldSubmission, held_submissions, recheck_held
 from grebench.submissions._imports import (
     UPLOAD_MAX_BYTES,
     ImportForm,
@@ -53,6 +53,7 @@ __all__ = [
     "FIELD_NAMES",
     "HOSTED_PROVIDERS",
     "NEAR_COPY_FLAG",
+    "OVERRIDE",
     "REASON_CLASSES",
     "STATUSES",
     "UPLOAD_MAX_BYTES",

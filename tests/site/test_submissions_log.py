@@ -1,10 +1,14 @@
 """The submissions log where it shows (issue 63 §2): the site's submissions.html (linked from every page), "best of
 N" beside a submitted model on the board (site, app, leaderboard.json, `grebench leaderboard --json`), the app's
-Submissions tab, and every snapshot, which still verifies; no key, endpoint URL or e-mail address in any of them."""
+Submissions tab, and every snapshot, which still verifies; no key, endpoint URL or e-mail address in any of them.
+The same page shows the approval of each submitted model's declared cutoff (issue 62): its state, the sealed-gap and
+information shift tests with their p, and a hold's evidence."""
 
 from __future__ import annotations
 
 import json
+import random
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -16,13 +20,25 @@ from click.testing import CliRunner
 
 from grebench.cli._main import main
 from grebench.endpoints import KeyVault
+from grebench.scoring import GAP_MIN_PAPERS, sealed_gap
+from grebench.settings import load_settings
 from grebench.site import _data, build_site
 from grebench.site._app import log_rows
 from grebench.site._app_board import cell
 from grebench.site._reader import build_reader
 from grebench.store import open_store, utcnow
-from grebench.submissions import SubmissionForm, SubmissionQueue, submission_log, sync_log, withdraw_submission
+from grebench.submissions import (
+    SubmissionError,
+    SubmissionForm,
+    SubmissionQueue,
+    approve_submission,
+    submission_log,
+    sync_log,
+    withdraw_submission,
+)
+from tests.conftest import FAST_ENV
 from tests.site.conftest import filled_file_store
+from tests.submissions.test_sealed_gap import _honest_scores, _score, _submit
 
 CANARY = "sk-CANARY-91d2e3f4a5b6"
 URL = "https://api.model.example/v1/hidden-path"
@@ -190,3 +206,102 @@ def test_a_snapshot_carries_the_log_and_still_verifies(tmp_path: Path) -> None:
         other.con.close()
     assert {i: e["status"] for i, e in again.items()} == {i: r["status"] for i, r in log.items()}
     assert again[ids["good-llm"]]["submitter"] == "carol-lab"
+
+
+# -- the approval of declared cutoffs (issue 62) ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def approvals(tmp_path_factory: pytest.TempPathFactory) -> tuple[BeautifulSoup, dict[str, Any]]:
+    """Four submitted models, the site built: ``Copier`` (its information on its public papers twice its level on its
+    sealed ones: approval refused, held), ``Honest`` (the same level on both: approved), ``Strong`` (held, then
+    approved over the sealed-gap test with a reason) and ``Early`` (only its public papers scored: approval waits).
+    Returns the approvals section and the copier's sealed-gap test as the store computes it."""
+    root = tmp_path_factory.mktemp("approvals")
+    settings = load_settings(env={**FAST_ENV, "GREBENCH_DATA_DIR": str(root / "data")})
+    store = open_store(None)
+    try:
+        ids = _submit(store, settings, ("Copier", "Honest", "Strong", "Early"))
+        rng = random.Random(21)
+        values = _honest_scores(store, rng)
+        sealed = {f"paper{i:02d}" for i in range(0, 24, 2)}
+        for pid, vals in values.items():
+            middle = sorted(vals)[1]
+            _score(store, "Copier", pid, (0.5 if pid in sealed else 1.05) * middle, sealed=pid in sealed)
+            _score(store, "Honest", pid, 0.6 * middle * rng.uniform(0.9, 1.1), sealed=pid in sealed)
+            _score(store, "Strong", pid, (0.6 if pid in sealed else 1.0) * max(vals), sealed=pid in sealed)
+            if pid not in sealed:
+                _score(store, "Early", pid, 0.6 * middle, sealed=False)
+        approve_submission(store, ids["Honest"], settings=settings)
+        for name in ("Copier", "Strong"):
+            with pytest.raises(SubmissionError, match="sealed-gap test"):
+                approve_submission(store, ids[name], settings=settings)
+        approve_submission(store, ids["Strong"], settings=settings, override="the public papers are the easier half")
+        with pytest.raises(SubmissionError, match="waits for sealed evidence"):
+            approve_submission(store, ids["Early"], settings=settings)
+        copier = sealed_gap(store, "Copier")
+        build_site(store, settings, root / "site")
+    finally:
+        store.con.close()
+    html = (root / "site" / "submissions.html").read_text(encoding="utf-8")
+    for secret in ("api.model.example", "example.org", "sk-test-key"):
+        assert secret not in html, secret
+    page = BeautifulSoup(html, "html.parser")
+    heading = page.select_one("h2#approvals")
+    assert heading is not None and heading.get_text(strip=True) == "Approval of declared cutoffs"
+    return page, {"copier": copier, "sealed": sealed}
+
+
+def _approval(page: BeautifulSoup, name: str) -> dict[str, str]:
+    """The approvals table's row of ``name``: its state (``data-state``) and each cell's text by its header."""
+    table = page.select_one("#approvals ~ div.table-wrap > table.approvals")
+    assert table is not None, "the approvals table, in a scrolling wrapper"
+    row = table.select_one(f"tr[data-candidate='{name}']")
+    assert row is not None, name
+    heads = [th.get_text(strip=True) for th in table.select("thead th")]
+    cells = {h: " ".join(td.get_text().split()) for h, td in zip(heads, row.select("td"), strict=True)}
+    return {"data-state": str(row["data-state"]), **cells}
+
+
+def test_a_held_model_shows_the_sealed_gap_test_with_its_p_and_the_papers_carrying_the_excess(
+        approvals: tuple[BeautifulSoup, dict[str, Any]]) -> None:
+    page, facts = approvals
+    gap = facts["copier"]
+    assert gap is not None and gap.held and gap.excess_papers, gap
+    row = _approval(page, "Copier")
+    assert row["data-state"] == "held" and row["State"] == "held", row
+    assert row["Declared cutoff"] == "2000-01-01"
+    test = row["Sealed-gap test"]
+    assert test.startswith("sealed-gap test (offline / rules): on its 12 papers whose reviews were public"), test
+    assert re.search(r"one-sided p (<|=) 0\.0\d+", test), test  # its p, below the test's alpha
+    assert test == gap.describe()
+    assert row["Information shift test"].startswith("information shift test (offline / rules): 24 papers")
+    assert "one-sided p" in row["Information shift test"]
+    # the hold's evidence (its audit line) names papers that carry the excess: public ones, never a sealed one
+    evidence = row["Evidence of the hold"]
+    assert "approval of submission" in evidence and "refused, held for the operator" in evidence, evidence
+    named = set(re.findall(r"paper\d\d", evidence.split("the excess on")[1]))
+    assert gap.excess_papers[0] in named and not named & facts["sealed"], (named, evidence)
+
+
+def test_an_approved_model_shows_approved_and_an_override_shows_its_reason(
+        approvals: tuple[BeautifulSoup, dict[str, Any]]) -> None:
+    page, _ = approvals
+    honest = _approval(page, "Honest")
+    assert honest["data-state"] == "approved" and honest["State"] == "approved", honest
+    assert "one-sided p" in honest["Sealed-gap test"] and honest["Evidence of the hold"] == "—"
+    strong = _approval(page, "Strong")
+    assert strong["data-state"] == "approved over evidence", strong
+    assert strong["State"] == ("approved over evidence: overriding: sealed-gap test; reason: the public papers are "
+                               "the easier half"), strong
+    assert strong["Evidence of the hold"] == "—"
+
+
+def test_a_model_with_too_few_sealed_papers_scored_waits_for_sealed_evidence(
+        approvals: tuple[BeautifulSoup, dict[str, Any]]) -> None:
+    page, _ = approvals
+    row = _approval(page, "Early")
+    assert row["data-state"] == "waiting for sealed evidence", row
+    assert row["State"] == (f"waiting for sealed evidence: 0 sealed and 12 public papers scored, {GAP_MIN_PAPERS} of "
+                            "each needed"), row
+    assert "not yet testable" in row["Sealed-gap test"] and row["Evidence of the hold"] == "—"
+    assert "one-sided p" in row["Information shift test"]
