@@ -295,6 +295,7 @@ class ApprovalRow(TypedDict):
     information_shift: str | None
     information_shift_p: float | None
     hold: str | None  # a held model: the hold's audit text (the evidence, naming the papers that carry it)
+    near_copies: int  # its reviews the near-paper copy check unsealed (they carry a nearby paper's public reviews)
 
 
 def _override(detail: str) -> str:
@@ -330,6 +331,9 @@ def submission_approvals(store: Store) -> list[ApprovalRow]:
         store, "board_changes", "SELECT subject, arg_max(detail, changed_at) AS detail FROM board_changes "
         "WHERE kind = 'submission' AND detail LIKE '%vouched for by the operator%' GROUP BY subject")}
     scored = has_table(store, "scores") and has_table(store, "generations")
+    near = {r["candidate"]: int(r["n"]) for r in _rows(
+        store, "generations", "SELECT candidate, count(*) AS n FROM generations WHERE json_extract(flags_json, "
+        "'$.near_copy') IS NOT NULL GROUP BY candidate")}
     out: list[ApprovalRow] = []
     for r in rows:
         name = r["name"]
@@ -355,7 +359,7 @@ def submission_approvals(store: Store) -> list[ApprovalRow]:
                     "sealed_gap_p": gap.p if gap is not None and gap.testable else None,
                     "information_shift": None if shift is None else shift.describe(),
                     "information_shift_p": None if shift is None else shift.p,
-                    "hold": held.get(name) if state == "held" else None})
+                    "hold": held.get(name) if state == "held" else None, "near_copies": near.get(name, 0)})
     return out
 
 

@@ -239,6 +239,9 @@ def approvals(tmp_path_factory: pytest.TempPathFactory) -> tuple[BeautifulSoup, 
         with pytest.raises(SubmissionError, match="waits for sealed evidence"):
             approve_submission(store, ids["Early"], settings=settings)
         copier = sealed_gap(store, "Copier")
+        # one of Early's reviews carried a nearby paper's public reviews (the near-paper copy check unsealed it)
+        store.con.execute("UPDATE generations SET flags_json = ? WHERE candidate = 'Early' AND paper_id = 'paper01'",
+                          ['{"near_copy": {"estimator": "offline", "statistic": 3.1, "evidence": "..."}}'])
         build_site(store, settings, root / "site")
     finally:
         store.con.close()
@@ -302,6 +305,8 @@ def test_a_model_with_too_few_sealed_papers_scored_waits_for_sealed_evidence(
     row = _approval(page, "Early")
     assert row["data-state"] == "waiting for sealed evidence", row
     assert row["State"] == (f"waiting for sealed evidence: 0 sealed and 12 public papers scored, {GAP_MIN_PAPERS} of "
-                            "each needed"), row
+                            "each needed 1 review unsealed by the near-paper copy check (they carry a nearby paper's "
+                            "public reviews: counted only once approved)"), row
+    assert "near-paper" not in _approval(page, "Honest")["State"]
     assert "not yet testable" in row["Sealed-gap test"] and row["Evidence of the hold"] == "—"
     assert "one-sided p" in row["Information shift test"]
