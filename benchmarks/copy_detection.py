@@ -677,9 +677,10 @@ def paraphrase_section(args: argparse.Namespace, data: list[tuple[str, str, list
     papers = {name: _judgment_papers(recs) for name, recs in records.items()}
     corpus = {label: ["\n".join(lines) for lines in pr.reviews.values() if lines]
               for by in papers.values() for label, pr in by.items()}
-    settings = load_settings(env={"GREBENCH_DATA_DIR": tempfile.mkdtemp(), "GREBENCH_ESTIMATOR": args.lm_estimator})
+    settings = load_settings(env={"GREBENCH_DATA_DIR": args.data_dir or tempfile.mkdtemp(),
+                                  "GREBENCH_ESTIMATOR": args.lm_estimator})
     handle = Handle(args.lm_estimator, settings)
-    cache = open_store(None)
+    cache = open_store(Path(args.lm_cache) if args.lm_cache else None)
     try:
         estimator = handle.get(corpus if handle.info.needs_corpus else None)
         # the product's log-prob cache in front of the LM: a text checked in an earlier row (the tailored rows pick
@@ -993,6 +994,11 @@ def main() -> None:
                              "and the submission-level shift test")
     parser.add_argument("--lm-estimator", default="offline",
                         help="the LM copy check's estimator (offline; hf:smollm2-135m for SmolLM2)")
+    parser.add_argument("--lm-cache", default=None,
+                        help="a store file for the LM copy check's log-prob cache: a stopped run resumes where it "
+                             "stopped, and benchmarks/lm_copy_false_positives.py --cache shares it")
+    parser.add_argument("--data-dir", default=None,
+                        help="where the LM is cached (default: a fresh folder; the model is then fetched again)")
     args = parser.parse_args()
     started = time.monotonic()
     background = bundled_background()
