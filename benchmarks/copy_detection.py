@@ -32,6 +32,9 @@ passing every per-paper check (the word-level checks, the information view, the 
 copy check (:class:`grebench.scoring.LMCopyCheck`, ``--lm-estimator``) and the submission-level shift test
 (:func:`grebench.scoring.shift_test`), then the false-positive rates of both on honest reviews and submissions.
 
+``--paraphrase-lm MODEL_DIR`` adds the row paraphrased by a local instruction-tuned LM (SmolLM2-135M-Instruct's
+folder): the same sentences, each rewritten by the model (:class:`LMParaphraser`).
+
 Rows named "adaptive" are an attacker who knows the rules and copies just under them, behind unseen text: printed
 to show how much still passes, not as targets.  Strengths marked ``beyond`` destroy most of the review's words (at
 70 % substitution a reader gets three words in ten); they are printed to show where the lexical detector stops, not
@@ -639,6 +642,66 @@ def paraphrased(share: float, stand_in: list[str], rate: float = 1.0) -> Transfo
     return run
 
 
+class LMParaphraser:
+    """Sentences rewritten by a local instruction-tuned LM (``--paraphrase-lm``: SmolLM2-135M-Instruct's folder, the
+    product's own model), one sentence a prompt, greedy; answers cached in a JSON file beside the model's folder
+    (keyed by the sentence's SHA-256), so a rerun generates only new sentences."""
+
+    PROMPT = ("Rewrite the following sentence from a peer review in your own words. Keep its meaning, change the "
+              "wording. Answer with the rewritten sentence only.\n\n{sentence}")
+
+    def __init__(self, model_dir: str, cache: Path) -> None:
+        import json
+
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        self.tokenizer.padding_side = "left"
+        self.model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.bfloat16).eval()
+        self.cache_path = cache
+        self.cache: dict[str, str] = json.loads(cache.read_text()) if cache.exists() else {}
+        self.generated = 0
+
+    def rewrite(self, sentences: list[str], batch: int = 16) -> list[str]:
+        import json
+
+        import torch
+
+        keys = [hashlib.sha256(s.encode()).hexdigest()[:24] for s in sentences]
+        todo = sorted({k: s for k, s in zip(keys, sentences, strict=True) if k not in self.cache}.items())
+        for at in range(0, len(todo), batch):
+            chunk = todo[at:at + batch]
+            prompts = [self.tokenizer.apply_chat_template([{"role": "user", "content": self.PROMPT.format(sentence=s)}],
+                                                          tokenize=False, add_generation_prompt=True)
+                       for _, s in chunk]
+            enc = self.tokenizer(prompts, return_tensors="pt", padding=True)
+            with torch.inference_mode():
+                out = self.model.generate(**enc, max_new_tokens=80, do_sample=False, repetition_penalty=1.1,
+                                          pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id)
+            for (key, sentence), row in zip(chunk, out[:, enc["input_ids"].shape[1]:], strict=True):
+                text = " ".join(self.tokenizer.decode(row, skip_special_tokens=True).split())
+                self.cache[key] = text or sentence
+            self.generated += len(chunk)
+            self.cache_path.write_text(json.dumps(self.cache))
+        return [self.cache[k] for k in keys]
+
+
+def lm_paraphrased(share: float, stand_in: list[str], lm: LMParaphraser) -> Transform:
+    """:func:`paraphrased`'s choice of sentences (``share`` of every public review, at least one each), each
+    rewritten by the local LM instead of the thesaurus, shuffled, behind ``stand_in[0]``."""
+    def run(reviews: list[str], rng: random.Random, _: list[str]) -> str:
+        taken: list[str] = []
+        for review in reviews:
+            parts = [s for s in _SENTENCE.split(review) if len(s.split()) >= 3]
+            if share > 0 and parts:
+                taken += rng.sample(parts, max(1, round(share * len(parts))))
+        out = lm.rewrite(taken)
+        rng.shuffle(out)
+        return (stand_in[0] + "\n\n" + " ".join(out)).strip()
+    return run
+
+
 def _judgment_papers(records: list[tuple[str, str, list[str], list[str]]]) -> dict[str, Any]:
     """PaperReviews (the LM copy check's view) of (label, abstract, review ids, review texts)."""
     from grebench.scoring import PaperReviews, rules_judgment_lines
@@ -795,6 +858,10 @@ def paraphrase_section(args: argparse.Namespace, data: list[tuple[str, str, list
                              paraphrased(p, UNSEEN_REVIEW)) for p in (0.1, 0.3, 1.0)],
                  *[("paraphrase: half the content words, after a generic review", f"{p:.0%} of sentences",
                     paraphrased(p, UNSEEN_REVIEW, 0.5)) for p in (0.3, 0.6)]]
+        if args.paraphrase_lm:  # the issue's "paraphrase by the local LM": SmolLM2-135M-Instruct rewrites sentences
+            rewriter = LMParaphraser(args.paraphrase_lm, Path(args.paraphrase_lm).parent / "paraphrases.json")
+            cases += [("paraphrase by the local LM, after a generic review", f"{p:.0%} of sentences",
+                       lm_paraphrased(p, UNSEEN_REVIEW, rewriter)) for p in (0.3,)]
         for name, strength, transform in cases:
             texts = []
             for k, (label, _, reviews) in enumerate(data):
@@ -997,6 +1064,9 @@ def main() -> None:
     parser.add_argument("--lm-cache", default=None,
                         help="a store file for the LM copy check's log-prob cache: a stopped run resumes where it "
                              "stopped, and benchmarks/lm_copy_false_positives.py --cache shares it")
+    parser.add_argument("--paraphrase-lm", default=None,
+                        help="with --paraphrase: a local instruction-tuned model's folder (SmolLM2-135M-Instruct: "
+                             "<data dir>/models/smollm2-135m) for the rows paraphrased by the local LM")
     parser.add_argument("--data-dir", default=None,
                         help="where the LM is cached (default: a fresh folder; the model is then fetched again)")
     args = parser.parse_args()
