@@ -92,7 +92,7 @@ def import_command(settings: Settings, name: str, file: str, as_json: bool, trus
     contamination rule: docs/candidates.md.
     """
     from grebench.bench import MAX_FILE_BYTES, BadLine, CandidateError, ImportRefused, import_reviews
-    from grebench.submissions import near_copies_of_import
+    from grebench.submissions import check_copies, near_copies_of_import
 
     path = Path(file)
     try:
@@ -106,7 +106,8 @@ def import_command(settings: Settings, name: str, file: str, as_json: bool, trus
             summary = import_reviews(store, settings, name, data, meta, source=path.name,
                                      trust_declared=trust_cutoff)
             # a review carrying a nearby paper's public reviews does not count as sealed (issue 62)
-            summary = near_copies_of_import(store, summary, settings)
+            summary = near_copies_of_import(store, summary, settings.submissions.near_copy_estimator,
+                                            lambda: check_copies(store, name, settings, near_only=True))
             summary["outside_sample"], summary["sample_size"] = _outside_sample(store, summary["candidate"])
     except ImportRefused as exc:
         _refuse(exc.as_json(), as_json)

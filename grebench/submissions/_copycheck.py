@@ -129,7 +129,8 @@ def _closest_reference(store: Store, paper_id: str, text: str) -> str | None:
     return row["review_id"] if row["paper_id"] == paper_id else f"{row['review_id']} (of paper {row['paper_id']})"
 
 
-def check_copies(store: Store, candidate: str, settings: Settings | None = None) -> CopyCheck:
+def check_copies(store: Store, candidate: str, settings: Settings | None = None, *,
+                 near_only: bool = False) -> CopyCheck:
     """The copy detector and the prose test on every review the store holds for ``candidate`` (any status: a review
     refused before is checked again), with the evidence of each flag.
 
@@ -139,55 +140,50 @@ def check_copies(store: Store, candidate: str, settings: Settings | None = None)
     Writes nothing: evaluation (:func:`grebench.submissions.refuse_copied_generations`) and approval
     (:func:`grebench.submissions.approve_submission`) decide what a flag does.  The prose test reads the word model
     of human reviews, or the evaluation LM named by ``settings.submissions.prose_estimator``
-    (:func:`lm_prose_findings`)."""
+    (:func:`lm_prose_findings`).
+
+    With ``settings.submissions.near_copy_estimator`` set (the default), the near-paper copy check too
+    (:mod:`grebench.submissions._nearcopy`: reviews carrying a nearby paper's public reviews, which are unsealed
+    rather than refused).  ``near_only``: that check alone (an import, whose word-level checks ran as it was read)."""
     from grebench.bench import copy_findings, prose_findings
 
     rows = store.rows("SELECT paper_id, text FROM generations WHERE candidate = ? AND text IS NOT NULL AND "
                       "trim(text) <> '' ORDER BY paper_id, generation_id", [candidate])
-    findings = copy_findings(store, [(r["paper_id"], r["text"] or "") for r in rows])
-    copies = tuple(CopiedReview(r["paper_id"], found.score, _closest_reference(store, r["paper_id"], r["text"] or ""),
-                                found.describe())
-                   for r, found in zip(rows, findings, strict=True) if found.copied)
-    texts = [r["text"] or "" for r in rows]
-    if settings is not None and settings.submissions.prose_estimator:
-        reads = lm_prose_findings(store, settings, texts)
-    else:
-        reads = prose_findings(texts)
-    not_prose = tuple(CopiedReview(r["paper_id"], found.gain, None, found.describe())
-                      for r, found in zip(rows, reads, strict=True) if not found.prose)
+    copies: tuple[CopiedReview, ...] = ()
+    not_prose: tuple[CopiedReview, ...] = ()
     lm_copies: tuple[CopiedReview, ...] = ()
-    spec = settings.submissions.lm_copy_estimator if settings is not None else ""
-    if settings is not None and spec and rows:
-        from grebench.scoring import EstimatorHandle
+    spec = ""
+    if not near_only:  # an import's word-level checks ran as it was read
+        findings = copy_findings(store, [(r["paper_id"], r["text"] or "") for r in rows])
+        copies = tuple(CopiedReview(r["paper_id"], found.score,
+                                    _closest_reference(store, r["paper_id"], r["text"] or ""), found.describe())
+                       for r, found in zip(rows, findings, strict=True) if found.copied)
+        texts = [r["text"] or "" for r in rows]
+        if settings is not None and settings.submissions.prose_estimator:
+            reads = lm_prose_findings(store, settings, texts)
+        else:
+            reads = prose_findings(texts)
+        not_prose = tuple(CopiedReview(r["paper_id"], found.gain, None, found.describe())
+                          for r, found in zip(rows, reads, strict=True) if not found.prose)
+        spec = settings.submissions.lm_copy_estimator if settings is not None else ""
+        if settings is not None and spec and rows:
+            from grebench.scoring import EstimatorHandle
 
-        handle = EstimatorHandle(spec, settings)
-        try:
-            evidence = lm_copy_findings(store, handle, [(r["paper_id"], r["text"] or "") for r in rows])
-        finally:  # the LM built for the check (its servers, a model in this process) is released here
-            handle.close()
-        lm_copies = tuple(CopiedReview(r["paper_id"], e.statistic, e.reference, e.describe())
-                          for r, e in zip(rows, evidence, strict=True) if e is not None and e.copied)
+            handle = EstimatorHandle(spec, settings)
+            try:
+                evidence = lm_copy_findings(store, handle, [(r["paper_id"], r["text"] or "") for r in rows])
+            finally:  # the LM built for the check (its servers, a model in this process) is released here
+                handle.close()
+            lm_copies = tuple(CopiedReview(r["paper_id"], e.statistic, e.reference, e.describe())
+                              for r, e in zip(rows, evidence, strict=True) if e is not None and e.copied)
     check = CopyCheck(candidate, len(rows), copies, not_prose, lm_copies, spec)
-    return check_near_copies(store, candidate, settings, check) or check
-
-
-def check_near_copies(store: Store, candidate: str, settings: Settings | None,
-                      check: CopyCheck | None = None) -> CopyCheck | None:
-    """``check`` (default: an empty one of ``candidate``) with the near-paper copy check's findings
-    (:mod:`grebench.submissions._nearcopy`) on every review of the candidate, or None when
-    ``settings.submissions.near_copy_estimator`` is empty (off) or the candidate has no review.  Writes nothing."""
-    if settings is None or not settings.submissions.near_copy_estimator:
-        return None
-    checked = int(store.scalar("SELECT count(*) FROM generations WHERE candidate = ? AND text IS NOT NULL AND "
-                               "trim(text) <> ''", [candidate]) or 0)
-    if not checked:
-        return None
+    if settings is None or not settings.submissions.near_copy_estimator or not rows:
+        return check
     from grebench.scoring import EstimatorHandle
     from grebench.submissions._nearcopy import with_near_copies
 
     links = settings.ingest.link_estimator  # the near papers ranked by the linking LM's view of the abstracts
-    return with_near_copies(store, check or CopyCheck(candidate, checked, ()),
-                            EstimatorHandle(settings.submissions.near_copy_estimator, settings),
+    return with_near_copies(store, check, EstimatorHandle(settings.submissions.near_copy_estimator, settings),
                             EstimatorHandle(links, settings) if links else None)
 
 

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date
+from functools import partial
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
@@ -37,6 +38,7 @@ from grebench.llm import NAME_PATTERN
 from grebench.settings import Settings
 from grebench.store import Store, utcnow
 from grebench.submissions import _limits
+from grebench.submissions._copycheck import check_copies
 from grebench.submissions._form import _CONTACT, FieldErrors, SubmissionError
 from grebench.submissions._log import record_try
 from grebench.submissions._nearcopy import near_copies_of_import
@@ -215,7 +217,9 @@ def accept_queued_imports(store: Store, queue: SubmissionQueue, settings: Settin
                 summary = import_reviews(store, settings, sub["candidate"], (sub["content"] or "").encode("utf-8"),
                                          options, source=f"import {sub['id']}", now=sub["created_at"])
                 # a review carrying a nearby paper's public reviews does not count as sealed (issue 62)
-                summary = near_copies_of_import(store, summary, settings)
+                summary = near_copies_of_import(store, summary, settings.submissions.near_copy_estimator,
+                                                partial(check_copies, store, sub["candidate"], settings,
+                                                        near_only=True))
                 reason = None
             except (ImportRefused, CandidateError) as exc:
                 reason = str(exc)[:2000]

@@ -32,12 +32,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from grebench.settings import Settings
 from grebench.store import PUBLIC_SINCE_VIEW, Store, linked_versions, utcnow
 from grebench.submissions._copycheck import CopiedReview, CopyCheck
 
@@ -119,17 +118,21 @@ def unseal_near_copies(store: Store, check: CopyCheck) -> list[str]:
     return sorted(r["paper_id"] for r in new if r["sealed"])
 
 
-def near_copies_of_import(store: Store, summary: ImportSummary, settings: Settings) -> ImportSummary:
+def near_copies_of_import(store: Store, summary: ImportSummary, estimator: str,
+                          run: Callable[[], CopyCheck]) -> ImportSummary:
     """The near-paper check on every review of an imported candidate (``grebench bench import``, a web upload), run
     after :func:`grebench.bench.import_reviews` wrote them: flagged reviews are unsealed
     (:func:`unseal_near_copies`), and ``summary``'s counts and warnings say so (a review that had counted as sealed
     is clean now only by a trusted cutoff).  A changed file writes its changed reviews afresh, so this runs after
-    every import.  ``summary`` unchanged when the setting is off or nothing is flagged."""
+    every import.  ``estimator``: ``settings.submissions.near_copy_estimator`` (empty: off, ``summary`` unchanged);
+    ``run``: the check (``check_copies(store, name, settings, near_only=True)``).  ``summary`` unchanged too when
+    nothing is flagged."""
     from grebench.bench import IMPORTED_KIND, is_clean
-    from grebench.submissions._copycheck import check_near_copies
 
+    if not estimator:
+        return summary
     try:
-        check = check_near_copies(store, summary["candidate"], settings)
+        check = run()
     except Exception as exc:  # the check's LM failed: no review of the file counts as sealed unchecked
         log.warning("near-paper copy check of %s failed: %s: %s", summary["candidate"], type(exc).__name__, exc)
         rows = store.rows("SELECT DISTINCT paper_id FROM generations WHERE candidate = ? AND sealed ORDER BY 1",
@@ -137,8 +140,8 @@ def near_copies_of_import(store: Store, summary: ImportSummary, settings: Settin
         why = f"not read: the check failed ({type(exc).__name__}: {str(exc)[:300]})"
         check = CopyCheck(summary["candidate"], summary["reviews"], (),
                           near_copies=tuple(CopiedReview(r["paper_id"], 0.0, None, why) for r in rows),
-                          near_estimator=f"{UNCHECKED} {settings.submissions.near_copy_estimator}")
-    if check is None or not check.near_copies:
+                          near_estimator=f"{UNCHECKED} {estimator}")
+    if not check.near_copies:
         return summary
     unseal_near_copies(store, check)
     # every marked review the import counted as sealed (marked now or by an earlier import of the same reviews)

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -190,6 +191,9 @@ def test_an_imported_file_is_read_too_and_its_flagged_reviews_do_not_count_as_se
     from grebench.bench import import_reviews
     from grebench.submissions import near_copies_of_import
 
+    def near(name: str) -> Callable[[], Any]:
+        return lambda: check_copies(db, name, settings, near_only=True)
+
     db = _build(_unworded)
     db.con.execute("UPDATE papers SET reviews_public_at = ? WHERE paper_id LIKE '%-disguised'",
                    [utcnow() + timedelta(days=30)])  # the disguises' own reviews are due: an import now is sealed
@@ -197,7 +201,7 @@ def test_an_imported_file_is_read_too_and_its_flagged_reviews_do_not_count_as_se
     data = _import_file(db, "Paraphraser")
     summary = import_reviews(db, settings, "Uploaded", data, {"model": "m"}, source="upload")
     assert summary["sealed"] == 4
-    after = near_copies_of_import(db, summary, settings)
+    after = near_copies_of_import(db, summary, "offline", near("Uploaded"))
     unsealed = {r["paper_id"] for r in db.rows("SELECT paper_id FROM generations WHERE candidate = 'Uploaded' AND "
                                                "NOT sealed")}
     assert unsealed and after["sealed"] == 4 - len(unsealed)
@@ -205,7 +209,7 @@ def test_an_imported_file_is_read_too_and_its_flagged_reviews_do_not_count_as_se
     assert any("no longer count as sealed" in w and "near-paper copy check" in w for w in after["warnings"])
     # the same file again changes nothing, and the marks stand
     again = near_copies_of_import(db, import_reviews(db, settings, "Uploaded", data, {"model": "m"}, source="upload"),
-                                  settings)
+                                  "offline", near("Uploaded"))
     assert not again["changed"] and (again["sealed"], again["contaminated"]) == (after["sealed"],
                                                                               after["contaminated"])
     reseal(db)
@@ -216,7 +220,7 @@ def test_an_imported_file_is_read_too_and_its_flagged_reviews_do_not_count_as_se
 def test_when_the_check_cannot_run_an_imported_file_counts_as_unsealed(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     from grebench.bench import import_reviews
-    from grebench.submissions import _copycheck, near_copies_of_import
+    from grebench.submissions import _nearcopy, near_copies_of_import
 
     db = _build()
     db.con.execute("UPDATE papers SET reviews_public_at = ? WHERE paper_id LIKE '%-disguised'",
@@ -228,8 +232,9 @@ def test_when_the_check_cannot_run_an_imported_file_counts_as_unsealed(tmp_path:
     def broken(*_: object, **__: object) -> None:
         raise ConnectionError("the evaluation LM's server is down")
 
-    monkeypatch.setattr(_copycheck, "check_near_copies", broken)
-    after = near_copies_of_import(db, summary, settings)
+    monkeypatch.setattr(_nearcopy, "with_near_copies", broken)  # the LM the check builds fails
+    after = near_copies_of_import(db, summary, "offline",
+                                  lambda: check_copies(db, "Uploaded", settings, near_only=True))
     assert after["sealed"] == 0 and after["contaminated"] == summary["contaminated"] + 4
     assert any("the near-paper copy check failed" in w and "server is down" in w for w in after["warnings"])
     assert db.scalar("SELECT count(*) FROM generations WHERE candidate = 'Uploaded' AND sealed") == 0
