@@ -621,18 +621,24 @@ def synonymise(sentence: str, rng: random.Random, rate: float = 1.0) -> str:
     return " ".join(out)
 
 
+def chosen_sentences(reviews: list[str], share: float, rng: random.Random) -> list[str]:
+    """``share`` of the sentences (three words or more) of every review, at least one each: what the paraphrase
+    rows copy."""
+    taken: list[str] = []
+    for review in reviews:
+        parts = [s for s in _SENTENCE.split(review) if len(s.split()) >= 3]
+        if share > 0 and parts:
+            taken += rng.sample(parts, max(1, round(share * len(parts))))
+    return taken
+
+
 def paraphrased(share: float, stand_in: list[str], rate: float = 1.0) -> Transform:
     """The issue's paraphrase: ``stand_in[0]`` (honest-looking text of another paper, set per paper by :func:`main`),
     then ``share`` of the sentences of every public review (at least one each), every content word synonymised
     (:func:`synonymise`, at ``rate``), the sentences in a random order and some clause pairs swapped."""
     def run(reviews: list[str], rng: random.Random, _: list[str]) -> str:
-        taken: list[str] = []
-        for review in reviews:
-            parts = [s for s in _SENTENCE.split(review) if len(s.split()) >= 3]
-            if share > 0 and parts:
-                taken += rng.sample(parts, max(1, round(share * len(parts))))
         out = []
-        for sentence in taken:
+        for sentence in chosen_sentences(reviews, share, rng):
             clauses = [c for c in re.split(r",\s+", sentence) if c]
             if len(clauses) >= 2 and rng.random() < 0.5:
                 clauses = clauses[1:] + clauses[:1]
@@ -691,12 +697,7 @@ def lm_paraphrased(share: float, stand_in: list[str], lm: LMParaphraser) -> Tran
     """:func:`paraphrased`'s choice of sentences (``share`` of every public review, at least one each), each
     rewritten by the local LM instead of the thesaurus, shuffled, behind ``stand_in[0]``."""
     def run(reviews: list[str], rng: random.Random, _: list[str]) -> str:
-        taken: list[str] = []
-        for review in reviews:
-            parts = [s for s in _SENTENCE.split(review) if len(s.split()) >= 3]
-            if share > 0 and parts:
-                taken += rng.sample(parts, max(1, round(share * len(parts))))
-        out = lm.rewrite(taken)
+        out = lm.rewrite(chosen_sentences(reviews, share, rng))
         rng.shuffle(out)
         return (stand_in[0] + "\n\n" + " ".join(out)).strip()
     return run
