@@ -398,17 +398,22 @@ class InformationView:
     generation: a temporary store of the sampled papers, the human baseline scored with ``estimator``, and each
     text scored against its paper's references through the score stage's own path (:func:`score_texts`)."""
 
-    def __init__(self, labels: set[str], estimator: str, workdir: Path) -> None:
+    def __init__(self, labels: set[str], estimator: str, workdir: Path, store_file: Path | None = None) -> None:
         env = {"GREBENCH_DATA_DIR": str(workdir), "GREBENCH_ESTIMATOR": estimator, "GREBENCH_PAPERS": "all",
                "GREBENCH_LOCAL_CANDIDATES": "", "GREBENCH_LOCAL_JUDGES": "", "GREBENCH_ATTRIBUTION": "off"}
         self.settings = load_settings(env=env)
-        self.store = open_store(None)
-        self.ids = {}
-        with self.store.transaction():
-            for paper in _records(labels):
-                self.store.upsert_paper(paper)
-                self.ids[paper.paper_id] = paper.paper_id
-        run_bench(self.store, self.settings, self.store.start_run("bench", {}), controls=set())
+        # in memory, or a file that holds the scores and the log-prob cache, so a stopped run resumes (--info-store)
+        self.store = open_store(store_file)
+        records = _records(labels)
+        stored = {r["paper_id"] for r in self.store.rows("SELECT paper_id FROM papers")}
+        if stored and stored != {p.paper_id for p in records}:
+            raise SystemExit(f"--info-store {store_file} holds another sample of papers ({len(stored)}): give the "
+                             "same --papers and --seed as the run that made it, or another file")
+        if not stored:
+            with self.store.transaction():
+                for paper in records:
+                    self.store.upsert_paper(paper)
+            run_bench(self.store, self.settings, self.store.start_run("bench", {}), controls=set())
         # the view's parts, built once and held for its scorings (the estimator is closed with the view: close)
         self.handle = EstimatorHandle(estimator, self.settings)
         self.preprocessor = resolve_preprocessor("rules", self.settings, self.store)
@@ -1062,6 +1067,9 @@ def main() -> None:
                              "and the submission-level shift test")
     parser.add_argument("--lm-estimator", default="offline",
                         help="the LM copy check's estimator (offline; hf:smollm2-135m for SmolLM2)")
+    parser.add_argument("--info-store", default=None,
+                        help="a store file for the information view (its scores and log-prob cache): a stopped run "
+                             "resumes where it stopped; the same --papers and --seed only")
     parser.add_argument("--lm-cache", default=None,
                         help="a store file for the LM copy check's log-prob cache: a stopped run resumes where it "
                              "stopped, and benchmarks/lm_copy_false_positives.py --cache shares it")
@@ -1080,7 +1088,8 @@ def main() -> None:
     if args.paraphrase:
         NEIGHBOURS.append(Neighbours([r for _, _, reviews in load(None, args.seed) for r in reviews]))
         view = None if args.no_information else InformationView({label for label, _, _ in data}, args.estimator,
-                                                                    Path(tempfile.mkdtemp()))
+                                                                    Path(args.data_dir or tempfile.mkdtemp()),
+                                                                    Path(args.info_store) if args.info_store else None)
         try:
             paraphrase_section(args, data, unseen, background, prose_model, view)
         finally:
@@ -1092,7 +1101,8 @@ def main() -> None:
     honest = everything if args.honest_papers is None else load(args.honest_papers, args.seed + 1)
     vocab = sorted({w for _, _, reviews in everything for r in reviews for w in r.split() if w.isalpha()})
     view = None if args.no_information else InformationView({label for label, _, _ in data}, args.estimator,
-                                                                Path(tempfile.mkdtemp()))
+                                                                Path(args.data_dir or tempfile.mkdtemp()),
+                                                                Path(args.info_store) if args.info_store else None)
 
     # lexical and prose false positives: every review of both samples (against the other reviews of its paper; the
     # word model with the review's own counts left out, so that it is as new to it as a candidate's)
