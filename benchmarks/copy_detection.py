@@ -900,27 +900,54 @@ def paraphrase_section(args: argparse.Namespace, data: list[tuple[str, str, list
                 ratios.append(pick[2])
             return texts, ratios
 
-        def white_box() -> tuple[list[str], list[Any]]:
-            """An attacker who knows every rule, the submission-level tests included: starting from the generic
-            review everywhere, it upgrades papers (the most informative passing option first, largest gain first)
-            while neither shift test holds the submission."""
+        def white_box(*, sealed_half: bool, lm_tests: bool, fallback: bool) -> tuple[list[str], list[Any]]:
+            """An attacker who knows the rules: starting from the generic review everywhere, it upgrades papers (with
+            ``sealed_half`` only the public ones: the sealed ones have nothing to copy), largest information gain
+            first, to options that pass the per-paper checks, while no submission-level test holds the submission:
+            the information shift test, with ``sealed_half`` the information sealed-gap test, and with ``lm_tests``
+            the LM copy check and the LM statistic's tests too (``lm_tests`` off: the product's default checks,
+            ``lm_copy_estimator`` being off by default).  ``fallback``: where a paper's richest option would get the
+            submission held, it tries that paper's next one (only options richer than the generic review)."""
             base = options["all"][0]
             texts, mean, stats = list(base[1]), list(means[id(base[3])]), [e.statistic for e in base[4]]
-            gains = []
-            for i in range(len(data)):
-                good = [o for o in options["all"][1:] if o[2][i] and o[3][i] is not None]
-                if good:
-                    best = max(good, key=lambda o: o[3][i])
-                    gains.append(((best[3][i] or 0.0) - (base[3][i] or 0.0), i, best))
-            for _, i, best in sorted(gains, key=lambda g: (-g[0], g[1])):
-                trial_m, trial_z = list(mean), list(stats)
-                trial_m[i], trial_z[i] = means[id(best[3])][i], best[4][i].statistic
-                sub = {label.split("/", 1)[1]: m for (label, _, _), m in zip(data, trial_m, strict=True)
-                       if m is not None}
-                z = {label: v for (label, _, _), v in zip(data, trial_z, strict=True)}
-                if shift_test(sub, honest_ratios).held or shift_test(z, honest_z).held:
+            tries = []
+            for i, (label, _, _) in enumerate(data):
+                if sealed_half and label in sealed_labels:
                     continue
-                texts[i], mean, stats = best[1][i], trial_m, trial_z
+                good = [o for o in options["all"][1:] if (o[2][i] if lm_tests else o[5][i]) and o[3][i] is not None]
+                gains = [((o[3][i] or 0.0) - (base[3][i] or 0.0), i, o) for o in good]
+                if fallback:
+                    tries += [g for g in gains if g[0] > 0]
+                elif good:
+                    best = max(good, key=lambda o: o[3][i])
+                    tries.append(((best[3][i] or 0.0) - (base[3][i] or 0.0), i, best))
+
+            def held(trial_m: list[float | None], trial_z: list[float]) -> bool:
+                if sealed_half:
+                    info_sub, z_sub = mixed(trial_m, trial_z)
+                    tests: list[Any] = [lambda: gap_test(info_sub, honest_ratios, sealed_pids),
+                                        lambda: shift_test(info_sub, honest_ratios)]
+                    if lm_tests:
+                        tests += [lambda: gap_test(z_sub, honest_z, sealed_labels), lambda: shift_test(z_sub, honest_z)]
+                else:
+                    sub = {label.split("/", 1)[1]: m for (label, _, _), m in zip(data, trial_m, strict=True)
+                           if m is not None}
+                    z = {label: v for (label, _, _), v in zip(data, trial_z, strict=True)}
+                    tests = [lambda: shift_test(sub, honest_ratios)]  # (each test run only when needed)
+                    if lm_tests:
+                        tests.append(lambda: shift_test(z, honest_z))
+                return any(test().held for test in tests)
+
+            done: set[int] = set()
+            for _, i, option in sorted(tries, key=lambda g: (-g[0], g[1], g[2][0])):
+                if i in done:
+                    continue
+                trial_m, trial_z = list(mean), list(stats)
+                trial_m[i], trial_z[i] = means[id(option[3])][i], option[4][i].statistic
+                if held(trial_m, trial_z):
+                    continue
+                texts[i], mean, stats = option[1][i], trial_m, trial_z
+                done.add(i)
             return texts, []  # (the rows score the texts again)
 
         # The sealed half: the papers whose reviews were still hidden when the endpoint wrote.  There it has nothing
@@ -950,72 +977,20 @@ def paraphrase_section(args: argparse.Namespace, data: list[tuple[str, str, list
                     or shift_test(z_sub, honest_z).held)
             return gap, zgap, held
 
-        def white_box_sealed() -> tuple[list[str], list[Any]]:
-            """The white box against every test, the sealed-gap tests included: only public papers can carry a copy;
-            it upgrades them (largest gain first) while no submission-level test holds the submission."""
-            base = options["all"][0]
-            texts, mean, stats = list(base[1]), list(means[id(base[3])]), [e.statistic for e in base[4]]
-            gains = []
-            for i, (label, _, _) in enumerate(data):
-                good = [o for o in options["all"][1:] if o[2][i] and o[3][i] is not None]
-                if good and label not in sealed_labels:
-                    best = max(good, key=lambda o: o[3][i])
-                    gains.append(((best[3][i] or 0.0) - (base[3][i] or 0.0), i, best))
-            for _, i, best in sorted(gains, key=lambda g: (-g[0], g[1])):
-                trial_m, trial_z = list(mean), list(stats)
-                trial_m[i], trial_z[i] = means[id(best[3])][i], best[4][i].statistic
-                if sealed_tests(trial_m, trial_z)[2]:
-                    continue
-                texts[i], mean, stats = best[1][i], trial_m, trial_z
-            return texts, []
-
-        def white_box_defaults(sealed_half: bool) -> tuple[list[str], list[Any]]:
-            """The white box against the product's *default* checks: the word-level checks, the information view,
-            the information shift test and (``sealed_half``) the information sealed-gap test; the LM copy check and
-            the LM-statistic tests are off by default (``lm_copy_estimator``), so it ignores them.  Stronger than
-            the two above in one more way: where a paper's richest passing option would get the submission held,
-            it tries that paper's next one."""
-            base = options["all"][0]
-            texts, mean = list(base[1]), list(means[id(base[3])])
-            tries = []
-            for i, (label, _, _) in enumerate(data):
-                if sealed_half and label in sealed_labels:
-                    continue
-                for o in options["all"][1:]:
-                    if o[5][i] and o[3][i] is not None and (o[3][i] or 0.0) > (base[3][i] or 0.0):
-                        tries.append(((o[3][i] or 0.0) - (base[3][i] or 0.0), i, o))
-            done: set[int] = set()
-            for _, i, option in sorted(tries, key=lambda g: (-g[0], g[1], g[2][0])):
-                if i in done:
-                    continue
-                trial_m = list(mean)
-                trial_m[i] = means[id(option[3])][i]
-                if sealed_half:
-                    info_sub, _ = mixed(trial_m, [0.0] * len(data))
-                    held = gap_test(info_sub, honest_ratios, sealed_pids).held or shift_test(info_sub,
-                                                                                             honest_ratios).held
-                else:
-                    held = shift_test({label.split("/", 1)[1]: m for (label, _, _), m in zip(data, trial_m, strict=True)
-                                       if m is not None}, honest_ratios).held
-                if held:
-                    continue
-                texts[i], mean = option[1][i], trial_m
-                done.add(i)
-            return texts, []
-
         fixed = "paraphrase: synonyms + reordered, after a generic review, 30% of sentences"
         for name, strength, (texts, _) in (
                 ("per-paper tailoring: the 30% paraphrase where it passes every check", "-",
                  tailored(options["tailor"], fixed)),
                 ("adaptive synonymiser: per paper the most informative option passing every check", "-",
                  tailored(options["all"], None)),
-                ("white box: as many papers upgraded as the shift tests let through", "-", white_box()),
+                ("white box: as many papers upgraded as the shift tests let through", "-",
+                 white_box(sealed_half=False, lm_tests=True, fallback=False)),
                 ("white box with a sealed half: public papers upgraded while no test holds it, sealed-gap included",
-                 "-", white_box_sealed()),
+                 "-", white_box(sealed_half=True, lm_tests=True, fallback=False)),
                 ("white box against the default checks (LM copy check off): the information shift test only", "-",
-                 white_box_defaults(False)),
+                 white_box(sealed_half=False, lm_tests=False, fallback=True)),
                 ("white box against the default checks with a sealed half: information shift and sealed-gap tests",
-                 "-", white_box_defaults(True))):
+                 "-", white_box(sealed_half=True, lm_tests=False, fallback=True))):
             lex, info, ratios, lm = per_paper(texts)
             rows.append((name, strength, texts, lex, info, lm, ratios, info_shift(ratios), lm_shift(lm)))
         # every row again as a submission that copies only where the reviews were public (the sealed half: its own,
